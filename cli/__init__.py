@@ -1,0 +1,1 @@
+"""The ``planner`` command line: a thin Typer layer over ``analysis``, ``hardware`` and ``runtime``."""

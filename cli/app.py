@@ -1,0 +1,131 @@
+"""The Typer application and the one place where errors become exit codes.
+
+Exit codes: 0 ok; 1 error (bad config, profile or input; one ``Error:`` line on stderr);
+2 usage error (unknown option, bad option value); 3 the model does not fit (only with ``--require-fit``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from typing import Any
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from analysis.errors import PlannerError
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_NO_FIT = 3
+
+_DEBUG = {"on": bool(os.environ.get("PLANNER_DEBUG"))}
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _error(message: str) -> None:
+    sys.stderr.write(f"Error: {_one_line(message)}\n")
+    sys.stderr.flush()
+
+
+class PlannerGroup(TyperGroup):
+    """Runs click in non-standalone mode and maps every failure to one ``Error:`` line."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        code = EXIT_OK
+        try:
+            rv = super().main(args=args, prog_name=prog_name or "planner", standalone_mode=False, **extra)
+            if isinstance(rv, int):  # click returns an exit code from ctx.exit()/--help
+                code = rv
+        except click.exceptions.Exit as exc:
+            code = exc.exit_code
+        except click.exceptions.Abort:
+            _error("aborted")
+            code = 130
+        except click.exceptions.UsageError as exc:
+            msg = exc.format_message()
+            if exc.ctx is not None:
+                msg += f" (see '{exc.ctx.command_path} --help')"
+            _error(msg)
+            code = EXIT_USAGE
+        except click.exceptions.ClickException as exc:
+            _error(exc.format_message())
+            code = exc.exit_code or EXIT_ERROR
+        except PlannerError as exc:
+            if _DEBUG["on"]:
+                traceback.print_exc()
+            _error(str(exc))
+            code = exc.exit_code
+        except KeyboardInterrupt:
+            _error("interrupted")
+            code = 130
+        except BrokenPipeError:
+            code = EXIT_ERROR
+        except Exception as exc:  # a bug: still one line, the traceback only with --debug
+            if _DEBUG["on"]:
+                traceback.print_exc()
+            _error(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback and please report it)")
+            code = EXIT_ERROR
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+app = typer.Typer(
+    cls=PlannerGroup,
+    name="planner",
+    help=(
+        "Capacity planner and config analyzer for transformer LLMs: parameters, FLOPs, KV cache, "
+        "memory, a per-op roofline trace of a decode step, model comparison, and verification "
+        "against a real torch decode loop.\n\n"
+        "Exit codes: 0 ok, 1 error, 2 usage error, 3 does not fit (with --require-fit).\n\n"
+        "Example: planner analyze llama-3.1-8b --context 8192 --hardware h100-sxm"
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("planner")
+        except PackageNotFoundError:
+            v = "unknown"
+        typer.echo(f"planner {v}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: bool = typer.Option(False, "--debug", help="Show the Python traceback of an error."),
+    version: bool = typer.Option(False, "--version", callback=_version_callback, is_eager=True, help="Print the version and exit."),
+) -> None:
+    if debug:
+        _DEBUG["on"] = True
+
+
+def _register() -> None:
+    # Command modules import only light dependencies at module level; heavy ones inside commands.
+    from . import commands  # noqa: F401  (registers the commands on ``app``)
+
+
+_register()
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

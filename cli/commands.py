@@ -1,0 +1,3 @@
+"""Registers every command group on the app (one module per command group)."""
+
+from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Data shipped with planner: hardware profiles (YAML) and bundled model configs (JSON)."""
