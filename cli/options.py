@@ -1,0 +1,30 @@
+"""Shared ``Annotated`` option aliases, so every command spells the same option the same way."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from .render import OutputFormat
+
+FormatOpt = Annotated[
+    Optional[OutputFormat],
+    typer.Option("--format", "-f", help="Output format: table, json, csv or markdown.", case_sensitive=False),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Shortcut for --format json.")]
+HardwareOpt = Annotated[
+    Optional[str],
+    typer.Option("--hardware", "-H", help="Hardware profile: a name from 'planner hardware list' or a path to a YAML file."),
+]
+GpusOpt = Annotated[int, typer.Option("--gpus", min=1, max=4096, help="Number of GPUs (count).")]
+DtypeOpt = Annotated[
+    Optional[str],
+    typer.Option("--dtype", help="Weight dtype (fp32, bf16, fp16, fp8, int8, int4, fp4); default: the config's torch_dtype, else bf16."),
+]
+KvDtypeOpt = Annotated[
+    Optional[str],
+    typer.Option("--kv-dtype", help="KV-cache dtype (fp32, bf16, fp16, fp8, int8); default: the compute dtype."),
+]
+ContextOpt = Annotated[int, typer.Option("--context", "-c", min=0, max=1 << 30, help="Context length in tokens.")]
+BatchOpt = Annotated[int, typer.Option("--batch", "-b", min=1, max=1 << 24, help="Concurrent sequences (count).")]

@@ -1,0 +1,158 @@
+"""Display helpers: the only place where base units become human units.
+
+Memory in GiB (2^30, labelled GiB), rates in SI (GB/s, TB/s, TFLOP/s), parameter counts as ``8.03 B``.
+Rich consoles are built per invocation so NO_COLOR and COLUMNS are read when a command runs.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import sys
+from enum import Enum
+from typing import Any, Iterable, Sequence
+
+SCHEMA_VERSION = 1
+
+
+class OutputFormat(str, Enum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+
+
+def resolve_format(fmt: OutputFormat | None, as_json: bool) -> OutputFormat:
+    if as_json:
+        return OutputFormat.json
+    return fmt or OutputFormat.table
+
+
+def stdout_console():
+    from rich.console import Console
+
+    return Console(soft_wrap=False)
+
+
+def stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True, soft_wrap=False)
+
+
+def warn(message: str) -> None:
+    """A warning on stderr (never on stdout, which carries only the result)."""
+    sys.stderr.write(f"Warning: {' '.join(str(message).split())}\n")
+
+
+# ---- numbers -------------------------------------------------------------------------------------
+
+def fmt_int(n: int | None) -> str:
+    return "-" if n is None else f"{n:,}"
+
+
+def fmt_count(n: int | float | None) -> str:
+    """Parameter counts: 8.03 B, 135 M, 12.3 K."""
+    if n is None:
+        return "-"
+    n = float(n)
+    for unit, div in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(n) >= div:
+            return f"{n / div:.3g} {unit}" if n / div < 100 else f"{n / div:.4g} {unit}"
+    return f"{n:.0f}"
+
+
+def fmt_gib(n_bytes: int | float | None, digits: int = 2) -> str:
+    if n_bytes is None:
+        return "-"
+    return f"{n_bytes / 2**30:,.{digits}f} GiB"
+
+
+def fmt_bytes(n_bytes: int | float | None) -> str:
+    """Binary units picked by size: B, KiB, MiB, GiB, TiB."""
+    if n_bytes is None:
+        return "-"
+    n = float(n_bytes)
+    for unit, div in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= div:
+            return f"{n / div:,.2f} {unit}"
+    return f"{n:,.0f} B"
+
+
+def fmt_si(value: float | int | None, unit: str, digits: int = 3) -> str:
+    """SI prefixes: fmt_si(3.35e12, 'B/s') -> '3.35 TB/s'."""
+    if value is None:
+        return "-"
+    v = float(value)
+    for prefix, div in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(v) >= div:
+            return f"{v / div:.{digits}g} {prefix}{unit}"
+    return f"{v:.{digits}g} {unit}"
+
+
+def fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = float(seconds)
+    if s >= 1:
+        return f"{s:.3g} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3g} ms"
+    if s >= 1e-6:
+        return f"{s * 1e6:.3g} µs"
+    return f"{s * 1e9:.3g} ns"
+
+
+# ---- machine-readable output ---------------------------------------------------------------------
+
+def _clean(obj: Any) -> Any:
+    """JSON never carries NaN or Infinity: they become null."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, Enum):
+        return obj.value
+    return obj
+
+
+def dumps_json(obj: Any) -> str:
+    return json.dumps(_clean(obj), indent=2, allow_nan=False)
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(dumps_json(obj) + "\n")
+
+
+def rows_to_csv(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(headers)
+    for r in rows:
+        w.writerow(["" if v is None else v for v in r])
+    return buf.getvalue()
+
+
+def rows_to_markdown(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    def cell(v: Any) -> str:
+        return "" if v is None else str(v).replace("|", "\\|")
+
+    out = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    for r in rows:
+        out.append("| " + " | ".join(cell(v) for v in r) + " |")
+    return "\n".join(out) + "\n"
+
+
+def rich_table(title: str | None, headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequence[int] = ()):
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left", show_lines=False)
+    for i, h in enumerate(headers):
+        t.add_column(str(h), justify="right" if i in right else "left", overflow="fold")
+    for r in rows:
+        t.add_row(*["" if v is None else str(v) for v in r])
+    return t
