@@ -1,0 +1,179 @@
+"""Typed, provenance-recording access to the fields of a ``config.json``.
+
+Every read goes through ``Fields`` so that (1) a wrong type or an impossible value becomes a
+``ConfigError`` naming the file and the field, and (2) the output can say which fields were read,
+which were defaulted and which were derived.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Iterable
+
+from .errors import ConfigError
+from .spec import Provenance
+
+REQUIRED = object()
+
+#: Largest value accepted for a width (hidden size, heads, intermediate size, vocabulary ...).
+MAX_DIM = 1 << 24
+#: Largest number of layers accepted.
+MAX_LAYERS = 1 << 14
+
+
+class Fields:
+    def __init__(self, cfg: dict, where: str, aliases: dict[str, Iterable[str]] | None = None):
+        if not isinstance(cfg, dict):
+            raise ConfigError(f"{where}: expected a JSON object of config fields, got {type(cfg).__name__}")
+        self.cfg = cfg
+        self.where = where
+        self.aliases = {k: tuple(v) for k, v in (aliases or {}).items()}
+        self.records: dict[str, Provenance] = {}
+
+    # ---- plumbing --------------------------------------------------------------------------------
+
+    def error(self, key: str, message: str) -> ConfigError:
+        return ConfigError(f"{self.where}: field '{key}' {message}")
+
+    def _lookup(self, key: str) -> tuple[str, Any] | None:
+        for k in (key, *self.aliases.get(key, ())):
+            if k in self.cfg:
+                return k, self.cfg[k]
+        return None
+
+    def has(self, key: str) -> bool:
+        found = self._lookup(key)
+        return found is not None and found[1] is not None
+
+    def raw(self, key: str, default: Any = None) -> Any:
+        found = self._lookup(key)
+        return default if found is None else found[1]
+
+    def _record(self, key: str, status: str, value: Any, note: str = "") -> None:
+        if key not in self.records or status == "read":
+            self.records[key] = Provenance(key, status, value, note)
+
+    def derived(self, key: str, value: Any, note: str) -> Any:
+        self._record(key, "derived", value, note)
+        return value
+
+    def defaulted(self, key: str, value: Any, note: str = "") -> Any:
+        self._record(key, "default", value, note)
+        return value
+
+    def _get(self, key: str, default: Any, note: str, check: Callable[[str, Any], Any]) -> Any:
+        found = self._lookup(key)
+        if found is None or found[1] is None:
+            if default is REQUIRED:
+                if found is not None:
+                    raise self.error(key, "is null but required")
+                raise ConfigError(f"{self.where}: required field '{key}' is missing")
+            value = default() if callable(default) else default
+            self._record(key, "derived" if callable(default) else "default", value, note)
+            return value
+        name, value = found
+        value = check(name, value)
+        self._record(key, "read", value, "" if name == key else f"from '{name}'")
+        return value
+
+    # ---- typed getters ---------------------------------------------------------------------------
+
+    def int(self, key: str, default: Any = REQUIRED, *, lo: int = 1, hi: int = MAX_DIM, note: str = "") -> int:
+        def check(name: str, v: Any) -> int:
+            iv = as_int(v)
+            if iv is None:
+                raise self.error(name, f"must be an integer, got {short(v)}")
+            if iv < lo:
+                what = "a positive integer" if lo == 1 else f"an integer >= {lo}"
+                raise self.error(name, f"must be {what}, got {iv}")
+            if iv > hi:
+                raise self.error(name, f"is {iv}, larger than any real model (limit {hi})")
+            return iv
+
+        return self._get(key, default, note, check)
+
+    def opt_int(self, key: str, *, lo: int = 1, hi: int = MAX_DIM, note: str = "") -> int | None:
+        return self.int(key, None, lo=lo, hi=hi, note=note)
+
+    def bool(self, key: str, default: Any = REQUIRED, note: str = "") -> bool:
+        def check(name: str, v: Any) -> bool:
+            if isinstance(v, bool):
+                return v
+            if isinstance(v, int) and v in (0, 1):
+                return bool(v)
+            raise self.error(name, f"must be true or false, got {short(v)}")
+
+        return self._get(key, default, note, check)
+
+    def float(self, key: str, default: Any = REQUIRED, *, positive: bool = True, note: str = "") -> float:
+        def check(name: str, v: Any) -> float:
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise self.error(name, f"must be a number, got {short(v)}")
+            fv = float(v)
+            if not math.isfinite(fv) or (positive and fv <= 0):
+                raise self.error(name, f"must be a positive finite number, got {short(v)}")
+            return fv
+
+        return self._get(key, default, note, check)
+
+    def str(self, key: str, default: Any = REQUIRED, note: str = "") -> str:
+        def check(name: str, v: Any) -> str:
+            if not isinstance(v, str):
+                raise self.error(name, f"must be a string, got {short(v)}")
+            return v
+
+        return self._get(key, default, note, check)
+
+    def list(self, key: str, default: Any = REQUIRED, note: str = "") -> list:
+        def check(name: str, v: Any) -> list:
+            if not isinstance(v, list):
+                raise self.error(name, f"must be a list, got {short(v)}")
+            return v
+
+        return self._get(key, default, note, check)
+
+    def dict(self, key: str, default: Any = REQUIRED, note: str = "") -> dict:
+        def check(name: str, v: Any) -> dict:
+            if not isinstance(v, dict):
+                raise self.error(name, f"must be an object, got {short(v)}")
+            return v
+
+        return self._get(key, default, note, check)
+
+    def int_list(self, key: str, length: int | None = None, *, lo: int = 0, hi: int = MAX_DIM) -> list[int] | None:
+        """A list of integers (or None when absent); ``length`` checks it has one entry per layer."""
+        found = self._lookup(key)
+        if found is None or found[1] is None:
+            return None
+        name, v = found
+        if not isinstance(v, list):
+            raise self.error(name, f"must be a list of integers, got {short(v)}")
+        out = []
+        for item in v:
+            iv = as_int(item)
+            if iv is None or iv < lo or iv > hi:
+                raise self.error(name, f"must hold integers in [{lo}, {hi}], got {short(item)}")
+            out.append(iv)
+        if length is not None and len(out) != length:
+            raise self.error(name, f"has {len(out)} entries but the model has {length} layers")
+        self._record(key, "read", f"list[{len(out)}]")
+        return out
+
+    def provenance(self) -> tuple[Provenance, ...]:
+        return tuple(self.records.values())
+
+
+def as_int(v: Any) -> int | None:
+    """An int from an int or an integral float; None for anything else (bools included)."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float) and math.isfinite(v) and v.is_integer():
+        return int(v)
+    return None
+
+
+def short(v: Any, limit: int = 40) -> str:
+    text = repr(v)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,144 @@
+"""Exact parameter counts, by component, from a ``ModelSpec``'s tensor list.
+
+Conventions (those of ``transformers`` built on the meta device, and of ``expected_params.json``):
+tied embeddings are counted once; buffers (rotary tables, DeepSeek's ``e_score_correction_bias``)
+are not parameters; DeepSeek's multi-token-prediction layers are reported apart, not in ``total``.
+``active`` is what one token uses: embedding, lm_head, every dense part, the router, shared experts
+and ``num_experts_per_tok`` routed experts of each MoE layer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from .spec import Layer, ModelSpec, MoE, Tensor
+
+
+def category(t: Tensor) -> str:
+    """attention | mlp | experts | shared_experts | router | norm | embedding | lm_head | ssm."""
+    if t.kind in ("embedding", "lm_head"):
+        return t.kind
+    if t.kind == "norm":
+        return "norm"
+    if t.kind == "router":
+        return "router"
+    if ".mlp.experts." in t.name:
+        return "experts"
+    if ".mlp.shared_expert." in t.name:
+        return "shared_experts"
+    if ".mlp." in t.name:
+        return "mlp"
+    if ".mixer." in t.name:
+        return "ssm"
+    return "attention"
+
+
+@dataclass(frozen=True)
+class LayerParams:
+    kind: str
+    count: int  # how many layers have exactly this shape
+    first_layer: int
+    attention: int
+    mlp: int  # dense MLP, or all routed + shared experts + router of a MoE layer
+    norm: int
+    total: int
+    active: int
+
+
+@dataclass(frozen=True)
+class ParamCounts:
+    total: int
+    active: int
+    embedding: int
+    lm_head: int
+    attention: int
+    mlp: int
+    experts: int
+    shared_experts: int
+    router: int
+    norm: int
+    ssm: int
+    mtp: int
+    per_layer: tuple[LayerParams, ...]
+
+    @property
+    def non_embedding(self) -> int:
+        return self.total - self.embedding - self.lm_head
+
+    @property
+    def non_embedding_active(self) -> int:
+        return self.active - self.embedding - self.lm_head
+
+    def to_dict(self) -> dict:
+        return {
+            "total": self.total,
+            "active": self.active,
+            "embedding": self.embedding,
+            "lm_head": self.lm_head,
+            "non_embedding": self.non_embedding,
+            "non_embedding_active": self.non_embedding_active,
+            "attention": self.attention,
+            "mlp": self.mlp,
+            "moe_experts": self.experts,
+            "moe_shared_experts": self.shared_experts,
+            "router": self.router,
+            "norm": self.norm,
+            "ssm": self.ssm,
+            "mtp": self.mtp,
+            "per_layer": [
+                {"kind": p.kind, "count": p.count, "first_layer": p.first_layer, "attention": p.attention,
+                 "mlp": p.mlp, "norm": p.norm, "total": p.total, "active": p.active}
+                for p in self.per_layer
+            ],
+        }
+
+
+def layer_active(layer: Layer, tensors: list[Tensor]) -> int:
+    """Parameters one token uses in this layer: all of them but the unused routed experts."""
+    total = sum(t.numel for t in tensors)
+    if isinstance(layer.ffn, MoE):
+        moe = layer.ffn
+        routed = sum(t.numel for t in tensors if category(t) == "experts")
+        total -= routed
+        total += moe.num_experts_per_tok * moe.expert_params
+    return total
+
+
+def count_params(spec: ModelSpec) -> ParamCounts:
+    by_cat: Counter = Counter()
+    for t in spec.embedding_tensors():
+        by_cat["embedding"] += t.numel
+    for t in spec.lm_head_tensors():
+        by_cat["lm_head"] += t.numel
+    for t in spec.final_norm_tensors():
+        by_cat["norm"] += t.numel
+    active = by_cat["embedding"] + by_cat["lm_head"] + by_cat["norm"]
+    groups: dict[Layer, list[int]] = {}
+    for i, layer in enumerate(spec.layers):
+        groups.setdefault(layer, []).append(i)
+    per_layer = []
+    for layer, idx in groups.items():
+        tensors = layer.tensors(f"model.layers.{idx[0]}")
+        cats: Counter = Counter()
+        for t in tensors:
+            cats[category(t)] += t.numel
+        n = len(idx)
+        for k, v in cats.items():
+            by_cat[k] += v * n
+        act = layer_active(layer, tensors)
+        active += act * n
+        ffn = cats["mlp"] + cats["experts"] + cats["shared_experts"] + cats["router"]
+        per_layer.append(LayerParams(layer.kind, n, idx[0], cats["attention"] + cats["ssm"], ffn, cats["norm"],
+                                     sum(cats.values()), act))
+    total = sum(by_cat.values())
+    mtp = 0
+    for i, layer in enumerate(spec.mtp_layers):
+        mtp += sum(t.numel for t in layer.tensors(f"model.mtp.{i}"))
+    mtp += spec.mtp_extra_params
+    return ParamCounts(
+        total=total, active=active, embedding=by_cat["embedding"], lm_head=by_cat["lm_head"],
+        attention=by_cat["attention"], mlp=by_cat["mlp"], experts=by_cat["experts"],
+        shared_experts=by_cat["shared_experts"], router=by_cat["router"], norm=by_cat["norm"], ssm=by_cat["ssm"],
+        mtp=mtp, per_layer=tuple(per_layer),
+    )

@@ -1,0 +1,76 @@
+"""How weights are stored: the dtype of plain tensors and the quantization of converted ones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .dtypes import DType, get_dtype, try_dtype
+from .quant import is_converted, quantized_bytes
+from .spec import ModelSpec, QuantSpec, Tensor
+
+BF16 = get_dtype("bf16")
+FLOAT_COMPUTE = {"fp32", "bf16", "fp16"}
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """``base``: dtype of every tensor not converted by ``quant`` (and of all of them when
+    ``--dtype`` overrides the checkpoint). ``compute``: the dtype of matmul inputs (its peak FLOP/s
+    column); ``act``: the dtype activations travel in."""
+
+    base: DType
+    quant: QuantSpec | None
+    compute: DType
+    act: DType
+    source: str  # "--dtype" | "torch_dtype" | "default" | "quantization_config"
+    override: DType | None = None
+
+    def tensor_bytes(self, t: Tensor) -> int:
+        if self.override is not None:
+            return self.override.nbytes(t.numel) if t.kind in ("linear", "expert", "embedding", "lm_head", "router", "conv") \
+                else self.base.nbytes(t.numel)
+        if self.quant is not None and is_converted(t, self.quant):
+            return quantized_bytes(t, self.quant)
+        return self.base.nbytes(t.numel)
+
+    def bytes_of(self, tensors: list[Tensor]) -> int:
+        return sum(self.tensor_bytes(t) for t in tensors)
+
+    def describe(self) -> str:
+        if self.override is not None:
+            return f"{self.override.name} (--dtype)"
+        if self.quant is not None:
+            return f"{self.quant.raw_method or self.quant.method} ({self.quant.bits}-bit), rest {self.base.name}"
+        return self.base.name
+
+
+def weight_format(spec: ModelSpec, dtype: str | None = None) -> tuple[WeightFormat, list[str]]:
+    """The storage format for ``spec``: ``dtype`` (from ``--dtype``) overrides the checkpoint's."""
+    notes: list[str] = []
+    cfg_dtype = try_dtype(spec.torch_dtype) if spec.torch_dtype else None
+    if spec.torch_dtype and cfg_dtype is None:
+        notes.append(f"torch_dtype '{spec.torch_dtype}' is not a known dtype: bf16 assumed")
+    if dtype is not None:
+        d = get_dtype(dtype, what="--dtype")
+        if spec.quant is not None:
+            notes.append(f"--dtype {d.name} overrides the checkpoint's quantization_config "
+                         f"({spec.quant.raw_method or spec.quant.method})")
+        # norms and biases stay in a float dtype: the activation dtype
+        act = d if d.name in FLOAT_COMPUTE else BF16
+        return WeightFormat(base=act, quant=None, compute=_compute(d), act=act, source="--dtype", override=d), notes
+    base = cfg_dtype or BF16
+    if base.name not in FLOAT_COMPUTE:  # e.g. torch_dtype float8 with no quantization_config
+        act = BF16
+    else:
+        act = base
+    if spec.quant is not None:
+        compute = get_dtype("fp8") if spec.quant.method in ("fp8", "fp8_channel") else act
+        return WeightFormat(base=base, quant=spec.quant, compute=compute, act=act, source="quantization_config"), notes
+    return WeightFormat(base=base, quant=None, compute=_compute(base), act=act,
+                        source="torch_dtype" if cfg_dtype else "default"), notes
+
+
+def _compute(d: DType) -> DType:
+    if d.name == "int4":
+        return BF16
+    return d

@@ -1,0 +1,631 @@
+"""Hardware profiles: what one accelerator offers, read from small YAML files with units.
+
+Where profiles come from, in order of precedence:
+
+1. a path (``planner analyze ... --hardware ./my-gpu.yaml``): origin ``"file"``;
+2. the user folder ``<config>/hardware/*.yaml``, where ``<config>`` is ``$PLANNER_CONFIG_DIR`` if set,
+   else ``platformdirs.user_config_dir("planner")``: origin ``"user"``; a user profile with the same
+   name as a bundled one shadows it;
+3. the bundled ``profiles/hardware/*.yaml`` shipped with the package: origin ``"bundled"``.
+
+A profile file (values carry units; see ``hardware/units.py``)::
+
+    name: h100-sxm                    # required; lowercase letters, digits, '-', '_', '.'
+    display_name: NVIDIA H100 SXM5 80GB
+    vendor: NVIDIA
+    aliases: [h100]                   # other names that select this profile
+    memory: 80 GiB                    # required
+    memory_bandwidth: 3.35 TB/s       # required; vendor peak DRAM bandwidth
+    peak_flops:                       # required; DENSE peaks (no 2:4 sparsity); at least bf16, fp16 or fp32
+      bf16: 989.4 TFLOP/s
+    interconnect: 450 GB/s            # scale-up bandwidth per direction per GPU, or null
+    kernel_launch_overhead: 5 us      # default 5 us (a typical eager-PyTorch figure, not a datasheet one)
+    runtime_reserve: 2 GiB            # default 2 GiB: CUDA context, allocator slack, NCCL buffers
+    price_per_hour: null              # USD per GPU-hour, or null
+    efficiency: {memory_bandwidth: null, compute: null}   # measured fractions of peak, or null
+    source: [...]
+    notes: [...]
+
+Nothing is read at import time; every call reads the (few, small) files again, so a change of
+``$PLANNER_CONFIG_DIR`` or of a file takes effect at once. Only ``yaml``'s safe loader is used: a
+``!!python/...`` tag is an error, never code.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Iterable, Mapping
+
+from analysis.errors import HardwareError
+
+from . import units
+
+__all__ = [
+    "DTYPE_KEYS",
+    "DEFAULT_KERNEL_LAUNCH_S",
+    "DEFAULT_RUNTIME_RESERVE_BYTES",
+    "HardwareProfile",
+    "list_profiles",
+    "load_profile",
+    "user_profile_dir",
+    "save_user_profile",
+]
+
+#: Peak-FLOP/s columns a profile may have (keys of ``peak_flops_per_s``).
+DTYPE_KEYS: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "fp4")
+
+#: Memory a serving runtime keeps for itself when a profile does not say (CUDA context ~0.5-1 GiB,
+#: allocator fragmentation, NCCL buffers). aiconfigurator budgets 3.5 GiB "other_mem" plus NCCL.
+DEFAULT_RUNTIME_RESERVE_BYTES: int = 2 * 2**30
+
+#: Per-kernel launch overhead of an eager step when a profile does not say: a typical figure for
+#: eager PyTorch on NVIDIA/AMD GPUs (a few µs of CPU dispatch per op), not a datasheet one.
+DEFAULT_KERNEL_LAUNCH_S: float = 5e-6
+
+ORIGINS = ("bundled", "user", "file")
+
+# Which peak column a dtype falls back to when the profile lacks its own (first present wins).
+# fp32 never falls back to a faster column (tf32/bf16 would overstate fp32 matmuls); low-precision
+# formats without hardware support run at the bf16 rate (weights are up-cast before the matmul).
+_FALLBACKS: dict[str, tuple[str, ...]] = {
+    "fp32": ("fp32",),
+    "tf32": ("tf32", "fp32"),
+    "bf16": ("bf16", "fp16", "fp32"),
+    "fp16": ("fp16", "bf16", "fp32"),
+    "fp8": ("fp8", "bf16", "fp16", "fp32"),
+    "int8": ("int8", "bf16", "fp16", "fp32"),
+    "fp4": ("fp4", "bf16", "fp16", "fp32"),
+}
+
+_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._+-]*$")
+_YAML_SUFFIXES = (".yaml", ".yml")
+_VENDOR_ORDER = {"nvidia": 0, "amd": 1, "intel": 2, "google": 3, "apple": 4}
+
+_FIELDS = (
+    "name",
+    "display_name",
+    "vendor",
+    "aliases",
+    "memory",
+    "memory_bandwidth",
+    "peak_flops",
+    "interconnect",
+    "interconnect_name",
+    "kernel_launch_overhead",
+    "runtime_reserve",
+    "price_per_hour",
+    "efficiency",
+    "source",
+    "notes",
+)
+_REQUIRED = ("name", "memory", "memory_bandwidth", "peak_flops")
+
+
+# ---- the profile ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    """One accelerator (one GPU / chip), everything in base units."""
+
+    name: str
+    display_name: str
+    vendor: str
+    memory_bytes: int
+    memory_bandwidth_bytes_per_s: float
+    peak_flops_per_s: Mapping[str, float] = field(hash=False)
+    interconnect_bytes_per_s: float | None = None  # scale-up, per direction, per GPU
+    kernel_launch_s: float = DEFAULT_KERNEL_LAUNCH_S
+    price_per_hour: float | None = None  # USD per GPU-hour
+    memory_efficiency: float | None = None  # measured fraction of peak bandwidth, 0 < x <= 1
+    compute_efficiency: float | None = None  # measured fraction of peak FLOP/s, 0 < x <= 1
+    runtime_reserve_bytes: int = DEFAULT_RUNTIME_RESERVE_BYTES
+    source: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    origin: str = "file"  # "bundled" | "user" | "file"
+    path: str | None = None
+    # ---- additions (after the fixed fields) ----
+    aliases: tuple[str, ...] = ()
+    interconnect_name: str | None = None
+
+    def __post_init__(self) -> None:
+        where = f"hardware profile {self.name!r}" + (f" ({self.path})" if self.path else "")
+
+        def bad(what: str, hint: str) -> HardwareError:
+            return HardwareError(f"{where}: {what}", hint)
+
+        def positive(value: Any, attr: str, *, allow_zero: bool = False, integer: bool = False) -> None:
+            ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
+            if isinstance(value, bool) or not ok_type:
+                raise bad(f"{attr} = {value!r} is not a {'whole ' if integer else ''}number", "use base units")
+            if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+                raise bad(f"{attr} = {value!r} must be {'>= 0' if allow_zero else '> 0'} and finite", "use base units")
+
+        if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
+            raise bad(
+                f"name {self.name!r} is not a valid profile name",
+                "use lowercase letters, digits, '-', '_' or '.', e.g. 'h100-sxm'",
+            )
+        positive(self.memory_bytes, "memory_bytes", integer=True)
+        positive(self.memory_bandwidth_bytes_per_s, "memory_bandwidth_bytes_per_s")
+        peaks = dict(self.peak_flops_per_s)
+        for key, value in peaks.items():
+            if key not in DTYPE_KEYS:
+                raise bad(f"peak_flops_per_s has an unknown key {key!r}", f"use keys among {', '.join(DTYPE_KEYS)}")
+            positive(value, f"peak_flops_per_s[{key!r}]")
+        if not any(k in peaks for k in _FALLBACKS["bf16"]):
+            raise bad("has no bf16, fp16 or fp32 peak FLOP/s", "add at least peak_flops.bf16 (dense)")
+        object.__setattr__(self, "peak_flops_per_s", MappingProxyType({k: float(peaks[k]) for k in DTYPE_KEYS if k in peaks}))
+        if self.interconnect_bytes_per_s is not None:
+            positive(self.interconnect_bytes_per_s, "interconnect_bytes_per_s")
+        positive(self.kernel_launch_s, "kernel_launch_s", allow_zero=True)
+        if self.price_per_hour is not None:
+            positive(self.price_per_hour, "price_per_hour", allow_zero=True)
+        for attr in ("memory_efficiency", "compute_efficiency"):
+            v = getattr(self, attr)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v <= 1)):
+                raise bad(f"{attr} = {v!r} is not a fraction in (0, 1]", "use e.g. 0.85, or null")
+        positive(self.runtime_reserve_bytes, "runtime_reserve_bytes", allow_zero=True, integer=True)
+        if self.runtime_reserve_bytes >= self.memory_bytes:
+            raise bad(
+                f"runtime_reserve ({self.runtime_reserve_bytes} bytes) is not smaller than memory ({self.memory_bytes} bytes)",
+                "lower runtime_reserve",
+            )
+        if self.origin not in ORIGINS:
+            raise bad(f"origin {self.origin!r} is not one of {', '.join(ORIGINS)}", "this is a bug")
+        object.__setattr__(self, "source", tuple(self.source))
+        object.__setattr__(self, "notes", tuple(self.notes))
+        object.__setattr__(self, "aliases", tuple(self.aliases))
+
+    # ---- peaks -----------------------------------------------------------------------------------
+
+    def peak_flops_key_for(self, dtype_key: str) -> str:
+        """The peak column actually used for ``dtype_key`` (after fallbacks), e.g. 'bf16' for fp8 on A100.
+
+        ``dtype_key`` is a column name (fp32, tf32, bf16, fp16, fp8, int8, fp4) or any dtype name that
+        ``analysis.dtypes`` knows (``bfloat16``, ``int4`` -> its compute column).
+        """
+        key = _compute_key(dtype_key, self.name)
+        for candidate in _FALLBACKS[key]:
+            if candidate in self.peak_flops_per_s:
+                return candidate
+        have = ", ".join(self.peak_flops_per_s) or "none"
+        raise HardwareError(
+            f"hardware profile {self.name!r} has no peak FLOP/s usable for {dtype_key!r} (it has: {have})",
+            f"add peak_flops.{key} to the profile, or use another dtype",
+        )
+
+    def peak_flops_for(self, dtype_key: str) -> float:
+        """Dense peak FLOP/s for matmuls in ``dtype_key``, with documented fallbacks (never 0).
+
+        Fallbacks: bf16 <-> fp16, then fp32; tf32 -> fp32; fp8/int8/fp4 missing -> the bf16 rate
+        (the weights are up-cast and the matmul runs in bf16); fp32 never falls back to a faster column.
+        Raises ``HardwareError`` when nothing usable is present.
+        """
+        return self.peak_flops_per_s[self.peak_flops_key_for(dtype_key)]
+
+    # ---- export ----------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict in base units (keys are the field names, which carry the units)."""
+        return {
+            "name": self.name,
+            "display_name": self.display_name,
+            "vendor": self.vendor,
+            "memory_bytes": self.memory_bytes,
+            "memory_bandwidth_bytes_per_s": self.memory_bandwidth_bytes_per_s,
+            "peak_flops_per_s": dict(self.peak_flops_per_s),
+            "interconnect_bytes_per_s": self.interconnect_bytes_per_s,
+            "kernel_launch_s": self.kernel_launch_s,
+            "price_per_hour": self.price_per_hour,
+            "memory_efficiency": self.memory_efficiency,
+            "compute_efficiency": self.compute_efficiency,
+            "runtime_reserve_bytes": self.runtime_reserve_bytes,
+            "source": list(self.source),
+            "notes": list(self.notes),
+            "origin": self.origin,
+            "path": self.path,
+            "aliases": list(self.aliases),
+            "interconnect_name": self.interconnect_name,
+        }
+
+    def to_yaml_data(self) -> dict[str, Any]:
+        """The profile as YAML-file data with unit strings (what ``save_user_profile`` takes)."""
+        data: dict[str, Any] = {
+            "name": self.name,
+            "display_name": self.display_name,
+            "vendor": self.vendor,
+            "aliases": list(self.aliases),
+            "memory": units.format_bytes(self.memory_bytes),
+            "memory_bandwidth": units.format_bandwidth(self.memory_bandwidth_bytes_per_s),
+            "peak_flops": {k: units.format_flops(v) for k, v in self.peak_flops_per_s.items()},
+            "interconnect": None if self.interconnect_bytes_per_s is None else units.format_bandwidth(self.interconnect_bytes_per_s),
+            "interconnect_name": self.interconnect_name,
+            "kernel_launch_overhead": units.format_time(self.kernel_launch_s),
+            "runtime_reserve": units.format_bytes(self.runtime_reserve_bytes) if self.runtime_reserve_bytes else "0 B",
+            "price_per_hour": self.price_per_hour,
+            "efficiency": {"memory_bandwidth": self.memory_efficiency, "compute": self.compute_efficiency},
+            "source": list(self.source),
+            "notes": list(self.notes),
+        }
+        if data["interconnect_name"] is None:
+            del data["interconnect_name"]
+        return data
+
+
+def _compute_key(dtype_key: str, profile_name: str) -> str:
+    key = str(dtype_key).strip().lower()
+    if key in _FALLBACKS:
+        return key
+    from analysis.dtypes import ALIASES, DTYPES  # light: standard library only
+
+    key = ALIASES.get(key.replace("torch.", ""), key.replace("torch.", ""))
+    if key in DTYPES:
+        return DTYPES[key].compute
+    raise HardwareError(
+        f"unknown compute dtype {dtype_key!r} for hardware profile {profile_name!r}",
+        f"use one of {', '.join(DTYPE_KEYS)}",
+    )
+
+
+# ---- reading YAML --------------------------------------------------------------------------------
+
+def _safe_load(text: str, where: str) -> Any:
+    import yaml  # lazy: keeps `import hardware.profiles` cheap
+
+    # The C-accelerated *safe* loader when available (same SafeConstructor: no python/* tags).
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader, equivalent to yaml.safe_load
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise HardwareError(
+            f"{where}: not valid YAML{at}: {problem}",
+            "fix the file (only plain YAML is read: no !!python tags)",
+        ) from None
+
+
+def _read_text(read_bytes, where: str) -> str:
+    try:
+        raw = read_bytes()
+    except FileNotFoundError:
+        raise HardwareError(f"hardware profile file not found: {where}", "check the path") from None
+    except IsADirectoryError:
+        raise HardwareError(f"{where} is a folder, not a YAML file", "pass the path of a .yaml file") from None
+    except OSError as exc:
+        raise HardwareError(f"cannot read hardware profile {where}: {exc.strerror or exc}", "check the file's permissions") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise HardwareError(
+            f"{where}: not UTF-8 text (byte {exc.start})", "save the file as UTF-8"
+        ) from None
+
+
+def _text_list(value: Any, fieldname: str, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, (str, int, float)) and not isinstance(v, bool) for v in value):
+        return tuple(str(v) for v in value)
+    raise HardwareError(f"{where}: field '{fieldname}' must be a list of strings", f"got {type(value).__name__}")
+
+
+def _string(value: Any, fieldname: str, where: str, *, required: bool = True) -> str | None:
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise HardwareError(
+            f"{where}: field '{fieldname}' must be a non-empty string",
+            f"got {value!r}",
+        )
+    return value.strip()
+
+
+def profile_from_data(
+    data: Any, *, where: str, origin: str = "file", path: str | None = None
+) -> HardwareProfile:
+    """Build a profile from parsed YAML data (a mapping of unit strings). ``where`` names the file
+    in error messages."""
+    if data is None:
+        raise HardwareError(f"{where}: the file is empty", "write a profile; see 'planner hardware show h100-sxm'")
+    if not isinstance(data, Mapping):
+        raise HardwareError(
+            f"{where}: a hardware profile must be a YAML mapping (key: value), not a {type(data).__name__}",
+            "see 'planner hardware show h100-sxm --format json' for the fields",
+        )
+    for key in data:
+        if key not in _FIELDS:
+            close = difflib.get_close_matches(str(key), _FIELDS, n=1)
+            hint = f"did you mean '{close[0]}'?" if close else f"known fields: {', '.join(_FIELDS)}"
+            raise HardwareError(f"{where}: unknown field {key!r}", hint)
+    for key in _REQUIRED:
+        if data.get(key) is None:
+            raise HardwareError(f"{where}: missing required field '{key}'", _FIELD_HINTS[key])
+
+    name = _string(data["name"], "name", where)
+    assert name is not None
+    if not _NAME_RE.match(name):
+        raise HardwareError(
+            f"{where}: field 'name': {name!r} is not a valid profile name",
+            "use lowercase letters, digits, '-', '_' or '.', e.g. 'h100-sxm'",
+        )
+    display_name = _string(data.get("display_name", name), "display_name", where)
+    vendor = _string(data.get("vendor", "unknown"), "vendor", where)
+    aliases = tuple(a.strip().lower() for a in _text_list(data.get("aliases"), "aliases", where))
+    for alias in aliases:
+        if not _NAME_RE.match(alias):
+            raise HardwareError(f"{where}: field 'aliases': {alias!r} is not a valid name", "use lowercase letters, digits, '-', '_' or '.'")
+
+    memory_bytes = units.parse_bytes(data["memory"], field="memory", where=where)
+    bandwidth = units.parse_bandwidth(data["memory_bandwidth"], field="memory_bandwidth", where=where)
+
+    peaks_raw = data["peak_flops"]
+    if not isinstance(peaks_raw, Mapping):
+        raise HardwareError(
+            f"{where}: field 'peak_flops' must be a mapping of dtype to rate",
+            "e.g. peak_flops: {bf16: 989.4 TFLOP/s}",
+        )
+    peaks: dict[str, float] = {}
+    for key, value in peaks_raw.items():
+        k = str(key).lower()
+        if k not in DTYPE_KEYS:
+            raise HardwareError(f"{where}: field 'peak_flops' has an unknown dtype {key!r}", f"use keys among {', '.join(DTYPE_KEYS)}")
+        if value is None:
+            continue  # null: not supported / not published
+        peaks[k] = units.parse_flops(value, field=f"peak_flops.{k}", where=where)
+    if not any(k in peaks for k in _FALLBACKS["bf16"]):
+        raise HardwareError(
+            f"{where}: field 'peak_flops' needs a bf16 (or fp16/fp32) rate",
+            "the roofline needs a dense bf16 peak, e.g. 'bf16: 989.4 TFLOP/s'; label an estimate in notes",
+        )
+
+    interconnect = data.get("interconnect")
+    interconnect_bps = None if interconnect is None else units.parse_bandwidth(interconnect, field="interconnect", where=where)
+    interconnect_name = _string(data.get("interconnect_name"), "interconnect_name", where, required=False)
+
+    launch = data.get("kernel_launch_overhead")
+    launch_s = DEFAULT_KERNEL_LAUNCH_S if launch is None else units.parse_time(
+        launch, field="kernel_launch_overhead", where=where, allow_zero=True
+    )
+    reserve = data.get("runtime_reserve")
+    reserve_bytes = DEFAULT_RUNTIME_RESERVE_BYTES if reserve is None else units.parse_bytes(
+        reserve, field="runtime_reserve", where=where, allow_zero=True
+    )
+    if reserve_bytes >= memory_bytes:
+        raise HardwareError(f"{where}: field 'runtime_reserve' ({reserve!r}) is not smaller than memory ({data['memory']!r})", "lower runtime_reserve")
+
+    price = data.get("price_per_hour")
+    price_per_hour = None if price is None else units.parse_money(price, field="price_per_hour", where=where)
+
+    eff = data.get("efficiency") or {}
+    if not isinstance(eff, Mapping):
+        raise HardwareError(f"{where}: field 'efficiency' must be a mapping", "e.g. efficiency: {memory_bandwidth: 0.85, compute: null}")
+    for key in eff:
+        if key not in ("memory_bandwidth", "compute"):
+            raise HardwareError(f"{where}: field 'efficiency' has an unknown key {key!r}", "use memory_bandwidth and compute")
+    mem_eff = eff.get("memory_bandwidth")
+    comp_eff = eff.get("compute")
+    memory_efficiency = None if mem_eff is None else units.parse_fraction(mem_eff, field="efficiency.memory_bandwidth", where=where)
+    compute_efficiency = None if comp_eff is None else units.parse_fraction(comp_eff, field="efficiency.compute", where=where)
+
+    return HardwareProfile(
+        name=name,
+        display_name=display_name or name,
+        vendor=vendor or "unknown",
+        memory_bytes=memory_bytes,
+        memory_bandwidth_bytes_per_s=bandwidth,
+        peak_flops_per_s=peaks,
+        interconnect_bytes_per_s=interconnect_bps,
+        kernel_launch_s=launch_s,
+        price_per_hour=price_per_hour,
+        memory_efficiency=memory_efficiency,
+        compute_efficiency=compute_efficiency,
+        runtime_reserve_bytes=reserve_bytes,
+        source=_text_list(data.get("source"), "source", where),
+        notes=_text_list(data.get("notes"), "notes", where),
+        origin=origin,
+        path=path,
+        aliases=aliases,
+        interconnect_name=interconnect_name,
+    )
+
+
+_FIELD_HINTS = {
+    "name": "add e.g. 'name: my-gpu' (lowercase letters, digits, '-')",
+    "memory": "add e.g. 'memory: 80 GiB'",
+    "memory_bandwidth": "add e.g. 'memory_bandwidth: 3.35 TB/s'",
+    "peak_flops": "add e.g. 'peak_flops: {bf16: 989.4 TFLOP/s}' (dense, no sparsity)",
+}
+
+
+def _load_file(entry: Any, origin: str) -> HardwareProfile:
+    """``entry`` is a Path or an importlib.resources Traversable."""
+    where = str(entry)
+    text = _read_text(entry.read_bytes, where)
+    data = _safe_load(text, where)
+    return profile_from_data(data, where=where, origin=origin, path=where)
+
+
+# ---- where profiles live -------------------------------------------------------------------------
+
+def user_config_dir() -> Path:
+    """``$PLANNER_CONFIG_DIR`` if set, else ``platformdirs.user_config_dir("planner")``."""
+    env = os.environ.get("PLANNER_CONFIG_DIR", "").strip()
+    if env:
+        return Path(env).expanduser()
+    import platformdirs  # lazy
+
+    return Path(platformdirs.user_config_dir("planner"))
+
+
+def user_profile_dir() -> Path:
+    """The folder of user hardware profiles: ``<user config dir>/hardware`` (may not exist yet)."""
+    return user_config_dir() / "hardware"
+
+
+def _yaml_entries(folder: Any) -> list[Any]:
+    try:
+        entries = [
+            e for e in folder.iterdir()
+            if e.name.lower().endswith(_YAML_SUFFIXES) and not e.name.startswith(".") and e.is_file()
+        ]
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise HardwareError(f"cannot list hardware profiles in {folder}: {exc.strerror or exc}", "check the folder's permissions") from None
+    return sorted(entries, key=lambda e: e.name)
+
+
+def _bundled_folder() -> Any:
+    from importlib.resources import files
+
+    return files("profiles").joinpath("hardware")
+
+
+def _load_folder(folder: Any, origin: str) -> dict[str, HardwareProfile]:
+    out: dict[str, HardwareProfile] = {}
+    for entry in _yaml_entries(folder):
+        profile = _load_file(entry, origin)
+        if profile.name in out:
+            raise HardwareError(
+                f"two {origin} hardware profiles are named {profile.name!r}: {out[profile.name].path} and {profile.path}",
+                "rename or remove one of them",
+            )
+        out[profile.name] = profile
+    return out
+
+
+def _sort_key(p: HardwareProfile) -> tuple[int, str]:
+    return (_VENDOR_ORDER.get(p.vendor.lower(), len(_VENDOR_ORDER)), p.name)
+
+
+def list_profiles() -> list[HardwareProfile]:
+    """Bundled profiles plus user profiles (a user profile shadows a bundled one of the same name)."""
+    merged = _load_folder(_bundled_folder(), "bundled")
+    user_dir = user_profile_dir()
+    if user_dir.is_dir():
+        merged.update(_load_folder(user_dir, "user"))
+    return sorted(merged.values(), key=_sort_key)
+
+
+def _looks_like_path(text: str) -> bool:
+    return text.lower().endswith(_YAML_SUFFIXES) or "/" in text or os.sep in text or text.startswith("~")
+
+
+def load_profile(name_or_path: str) -> HardwareProfile:
+    """A profile by name or alias (case-insensitive), or from a YAML file.
+
+    A value ending in ``.yaml``/``.yml`` or containing a path separator is read as a file. Otherwise a
+    profile name or alias is looked up (user profiles first); if none matches and a file of that name
+    exists, it is read. An unknown name raises ``HardwareError`` listing close matches.
+    """
+    text = str(name_or_path).strip()
+    if not text:
+        raise HardwareError("empty hardware profile name", "run 'planner hardware list' to see the profiles")
+    if _looks_like_path(text):
+        return _load_file(Path(text).expanduser(), "file")
+
+    key = text.lower()
+    profiles = list_profiles()
+    for p in profiles:
+        if p.name == key:
+            return p
+    for origin in ("user", "bundled"):
+        hits = [p for p in profiles if p.origin == origin and key in p.aliases]
+        if len(hits) == 1:
+            return hits[0]
+        if len(hits) > 1:
+            raise HardwareError(
+                f"hardware alias {text!r} is ambiguous: {', '.join(p.name for p in hits)}",
+                "use the full profile name, or remove the alias from one of the files",
+            )
+    if Path(text).is_file():
+        return _load_file(Path(text), "file")
+
+    close = _close_matches(key, profiles)
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    raise HardwareError(
+        f"unknown hardware profile {text!r}",
+        f"{hint}run 'planner hardware list' to see all profiles, or pass a path to a YAML file",
+    )
+
+
+def _close_matches(key: str, profiles: Iterable[HardwareProfile]) -> list[str]:
+    canonical: dict[str, str] = {}
+    for p in profiles:
+        canonical.setdefault(p.name, p.name)
+        for alias in p.aliases:
+            canonical.setdefault(alias, p.name)
+    out: list[str] = []
+    # names that contain what was typed ('a100' -> a100-40gb, a100-80gb, ...), then spelling neighbours
+    contained = sorted(c for c in canonical if len(key) >= 2 and key in c)
+    for cand in contained + difflib.get_close_matches(key, list(canonical), n=6, cutoff=0.6):
+        if canonical[cand] not in out:
+            out.append(canonical[cand])
+    return out[:6]
+
+
+# ---- writing -------------------------------------------------------------------------------------
+
+def _plain(obj: Any) -> Any:
+    if isinstance(obj, Mapping):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    return obj
+
+
+def save_user_profile(data: dict, name: str) -> Path:
+    """Write ``data`` (YAML-file data with unit strings, e.g. ``profile.to_yaml_data()``) to
+    ``user_profile_dir() / f"{name}.yaml"``, atomically: the data is validated and serialised first,
+    written to a temporary file in the same folder, and moved into place with ``os.replace``; a failure
+    at any step leaves the previous file as it was."""
+    import yaml  # lazy
+
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise HardwareError(
+            f"{name!r} is not a valid profile name", "use lowercase letters, digits, '-', '_' or '.', e.g. 'my-gpu'"
+        )
+    if not isinstance(data, Mapping):
+        raise HardwareError(f"profile data for {name!r} must be a mapping", f"got {type(data).__name__}")
+    if data.get("name", name) != name:
+        raise HardwareError(f"profile data is named {data.get('name')!r} but is being saved as {name!r}", "make the two names equal")
+    payload = {"name": name, **{k: v for k, v in _plain(data).items() if k != "name"}}
+
+    folder = user_profile_dir()
+    target = folder / f"{name}.yaml"
+    profile_from_data(payload, where=str(target), origin="user", path=str(target))  # validate first
+    text = (
+        "# planner hardware profile (values carry units; see 'planner hardware show NAME').\n"
+        + yaml.safe_dump(payload, sort_keys=False, allow_unicode=True, default_flow_style=False, width=100)
+    )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+    except OSError as exc:
+        raise HardwareError(f"cannot write to {folder}: {exc.strerror or exc}", "check the folder's permissions or set PLANNER_CONFIG_DIR") from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise HardwareError(f"cannot write {target}: {exc.strerror or exc}", "the previous file, if any, is unchanged") from None
+        raise
+    return target
