@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from .errors import ConfigError, UnsupportedModelError
 from .fields import MAX_LAYERS, REQUIRED, Fields, as_int, short
-from .spec import MLA, MLP, Attention, Layer, ModelSpec, MoE, Norm
+from .spec import MLA, MLP, Attention, Layer, ModelSpec, MoE, Norm, PlacedNorm
 
 # ---- reading the file ----------------------------------------------------------------------------
 
@@ -147,6 +147,7 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         raise ConfigError(f"{where}: expected a JSON object of config fields, got {type(cfg).__name__}")
     caveats: list[str] = []
     top = cfg
+    nested = False
     model_type = cfg.get("model_type")
     if model_type is not None and not isinstance(model_type, str):
         raise ConfigError(f"{where}: field 'model_type' must be a string, got {short(model_type)}")
@@ -166,6 +167,7 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         cfg = text
         model_type = inner
         where = f"{where} (text_config)"
+        nested = True
     if not model_type:
         raise ConfigError(f"{where}: required field 'model_type' is missing",
                           "a Hugging Face config.json names its architecture in model_type")
@@ -185,7 +187,9 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         caveats.append(f"model_type '{model_type}' is not a known family: analysed as a generic Llama-style "
                        "decoder (pre-norm RMSNorm, gated MLP, RoPE); check the assumed fields below")
         traits = generic_traits(cfg)
-    f = Fields(cfg, where, aliases=ALIASES)
+    from .family_defaults import FAMILY_DEFAULTS
+
+    f = Fields(cfg, where, aliases=ALIASES, defaults=FAMILY_DEFAULTS.get(model_type), nested=nested, family=model_type)
     if builder is not None:
         spec = builder(f, model_type)
     else:
@@ -376,7 +380,11 @@ def build_decoder(f: Fields, model_type: str, t: Traits, generic: bool = False) 
         q_norm, k_norm = heads * hd, kv * hd
     v_head_dim = f.int("v_head_dim", hd) if generic and f.has("v_head_dim") else hd
 
-    no_rope = f.int_list("no_rope_layers", n_layers, lo=0, hi=1) if model_type in ("llama4_text", "smollm3") else None
+    no_rope = read_no_rope(f, n_layers) if model_type in ("llama4_text", "smollm3") else None
+    if model_type == "llama4_text" and f.raw("layer_types") is None:
+        # transformers: chunked attention on the RoPE layers, global NoPE layers in between
+        chunk = f.opt_int("attention_chunk_size", hi=1 << 30)
+        windows = [(None, chunk if (chunk and no_rope[i]) else None) for i in range(n_layers)]
     norm = lambda: Norm(hidden, t.norm_kind, bias=t.norm_kind == "layer")  # noqa: E731
     if t.intermediate_default:
         default_inter: Any = t.intermediate_default
@@ -403,12 +411,15 @@ def build_decoder(f: Fields, model_type: str, t: Traits, generic: bool = False) 
         else:
             ffn = MLP(hidden, dense_intermediate, gated=t.gated, bias=mlp_bias, fused_gate_up=t.fused_gate_up, act=act)
         if t.norms == "sandwich":
-            norms = (("input_layernorm", norm()), ("post_attention_layernorm", norm()),
-                     ("pre_feedforward_layernorm", norm()), ("post_feedforward_layernorm", norm()))
+            norms = (PlacedNorm("input_layernorm", "pre_mixer", norm()),
+                     PlacedNorm("post_attention_layernorm", "post_mixer", norm()),
+                     PlacedNorm("pre_feedforward_layernorm", "pre_ffn", norm()),
+                     PlacedNorm("post_feedforward_layernorm", "post_ffn", norm()))
         elif t.norms == "post":
-            norms = (("post_attention_layernorm", norm()), ("post_feedforward_layernorm", norm()))
+            norms = (PlacedNorm("post_attention_layernorm", "post_mixer", norm()),
+                     PlacedNorm("post_feedforward_layernorm", "post_ffn", norm()))
         else:
-            norms = (("input_layernorm", norm()), ("post_attention_layernorm", norm()))
+            norms = pre_norms(norm)
         layers.append(Layer(attn, ffn, norms))
     tie = read_tie(f, t.tie_default)
     spec = ModelSpec(
@@ -422,6 +433,22 @@ def build_decoder(f: Fields, model_type: str, t: Traits, generic: bool = False) 
     if t.moe == "deepseek":
         spec = replace(spec, mtp_layers=mtp_layers(f, layers), mtp_extra_params=mtp_extra(f, hidden))
     return spec
+
+
+def read_no_rope(f: Fields, n_layers: int) -> list[int]:
+    """1 where a layer uses RoPE (transformers' ``no_rope_layers`` naming), default: every
+    ``no_rope_layer_interval``-th layer is NoPE."""
+    raw = f.raw("no_rope_layers")
+    if isinstance(raw, list) and raw:
+        return f.int_list("no_rope_layers", n_layers, lo=0, hi=1)
+    interval = f.int("no_rope_layer_interval", 4)
+    return f.derived("no_rope_layers", [int((i + 1) % interval != 0) for i in range(n_layers)],
+                     f"absent or empty: NoPE every {interval} layers")
+
+
+def pre_norms(make: Callable[[], Norm]) -> tuple[PlacedNorm, ...]:
+    """Llama's layout: input_layernorm before the mixer, post_attention_layernorm before the FFN."""
+    return (PlacedNorm("input_layernorm", "pre_mixer", make()), PlacedNorm("post_attention_layernorm", "pre_ffn", make()))
 
 
 def local_theta(f: Fields, model_type: str, window: int | None, theta: float) -> float:
@@ -509,7 +536,7 @@ def moe_plan(f: Fields, model_type: str, t: Traits, hidden: int, n_layers: int, 
 
 
 def build_deepseek(f: Fields, model_type: str) -> ModelSpec:
-    t = FAMILIES[model_type]
+    t = FAMILIES.get(model_type, FAMILIES["deepseek_v3"])
     hidden = f.int("hidden_size")
     n_layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
     heads = f.int("num_attention_heads")
@@ -525,7 +552,7 @@ def build_deepseek(f: Fields, model_type: str) -> ModelSpec:
     intermediate = f.int("intermediate_size")
     mla = MLA(hidden, heads, q_lora, kv_lora, nope, rope, v_hd, bias=bias, rope_theta=theta)
     moe_at, make_moe, dense = moe_plan(f, model_type, t, hidden, n_layers, intermediate, act)
-    norms = (("input_layernorm", Norm(hidden)), ("post_attention_layernorm", Norm(hidden)))
+    norms = pre_norms(lambda: Norm(hidden))
     layers = tuple(Layer(mla, make_moe(i) if i in moe_at else MLP(hidden, dense, act=act), norms) for i in range(n_layers))
     return ModelSpec(
         model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=layers,
@@ -568,7 +595,7 @@ def build_gpt_neox(f: Fields, model_type: str) -> ModelSpec:
     attn = Attention(hidden, heads, heads, hd, hd, bias, bias, bias, bias, fused_qkv=True,
                      rotary_dim=rotary_dim, rope_theta=theta)
     mlp = MLP(hidden, inter, gated=False, bias=True, act=act)
-    layer = Layer(attn, mlp, (("input_layernorm", ln()), ("post_attention_layernorm", ln())), parallel=parallel)
+    layer = Layer(attn, mlp, pre_norms(ln), parallel=parallel)
     return ModelSpec(
         model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=(layer,) * n_layers,
         tie_word_embeddings=read_tie(f, False), final_norm=ln(), hidden_act=act, norm_eps=read_eps(f),
@@ -608,11 +635,11 @@ def build_falcon(f: Fields, model_type: str) -> ModelSpec:
     n_ln = f.int("num_ln_in_parallel_attn", 2 if new_arch else 1, hi=2)
     ln = lambda: Norm(hidden, "layer", bias=True)  # noqa: E731
     if not parallel:
-        norms = (("input_layernorm", ln()), ("post_attention_layernorm", ln()))
+        norms = pre_norms(ln)
     elif n_ln == 2:
-        norms = (("ln_attn", ln()), ("ln_mlp", ln()))
-    else:
-        norms = (("input_layernorm", ln()),)
+        norms = (PlacedNorm("ln_attn", "pre_mixer", ln()), PlacedNorm("ln_mlp", "pre_ffn", ln()))
+    else:  # one norm whose output feeds both the attention and the MLP
+        norms = (PlacedNorm("input_layernorm", "pre_mixer", ln()),)
     attn = Attention(hidden, heads, kv, hd, hd, bias, bias, bias, bias, fused_qkv=True,
                      rotary_dim=0 if alibi else rotary_dim, rope_theta=theta)
     act = f.str("activation", "gelu")

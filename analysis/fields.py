@@ -21,14 +21,25 @@ MAX_DIM = 1 << 24
 MAX_LAYERS = 1 << 14
 
 
+#: Fields a top-level config.json always carries; missing, they are an error rather than a default.
+CORE_FIELDS = frozenset({"hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "intermediate_size"})
+
+
 class Fields:
-    def __init__(self, cfg: dict, where: str, aliases: dict[str, Iterable[str]] | None = None):
+    """``defaults``: the family's class defaults (what an absent field means to transformers). They
+    apply to every absent field except ``CORE_FIELDS``, which apply only to a nested ``text_config``
+    (saved as a diff against its class defaults)."""
+
+    def __init__(self, cfg: dict, where: str, aliases: dict[str, Iterable[str]] | None = None,
+                 defaults: dict[str, Any] | None = None, nested: bool = False, family: str = ""):
         if not isinstance(cfg, dict):
             raise ConfigError(f"{where}: expected a JSON object of config fields, got {type(cfg).__name__}")
         self.cfg = cfg
         self.where = where
         self.aliases = {k: tuple(v) for k, v in (aliases or {}).items()}
         self.records: dict[str, Provenance] = {}
+        self.defaults = {k: v for k, v in (defaults or {}).items() if nested or k not in CORE_FIELDS}
+        self.family = family
 
     # ---- plumbing --------------------------------------------------------------------------------
 
@@ -43,11 +54,13 @@ class Fields:
 
     def has(self, key: str) -> bool:
         found = self._lookup(key)
-        return found is not None and found[1] is not None
+        return (found is not None and found[1] is not None) or (found is None and key in self.defaults)
 
     def raw(self, key: str, default: Any = None) -> Any:
         found = self._lookup(key)
-        return default if found is None else found[1]
+        if found is None:
+            return self.defaults.get(key, default)
+        return found[1]
 
     def _record(self, key: str, status: str, value: Any, note: str = "") -> None:
         if key not in self.records or status == "read":
@@ -63,6 +76,10 @@ class Fields:
 
     def _get(self, key: str, default: Any, note: str, check: Callable[[str, Any], Any]) -> Any:
         found = self._lookup(key)
+        if found is None and key in self.defaults:
+            value = check(key, self.defaults[key])
+            self._record(key, "default", value, f"absent: the {self.family} class default in transformers")
+            return value
         if found is None or found[1] is None:
             if default is REQUIRED:
                 if found is not None:

@@ -405,14 +405,26 @@ FFN = Union[MLP, MoE]
 
 
 @dataclass(frozen=True)
+class PlacedNorm:
+    """A norm of a block: its module name and where it sits: ``pre_mixer``, ``post_mixer`` (applied to
+    the mixer's output before the residual add), ``pre_ffn`` or ``post_ffn``."""
+
+    name: str
+    role: str
+    norm: Norm
+
+
+@dataclass(frozen=True)
 class Layer:
-    """One decoder block. ``norms`` are (name, Norm) pairs in the block; ``parallel``: attention and
-    FFN read the same input (GPT-NeoX, Falcon)."""
+    """One decoder block. ``parallel``: mixer and FFN read the same input (GPT-NeoX, Falcon)."""
 
     mixer: Mixer | None
     ffn: FFN | None
-    norms: tuple[tuple[str, Norm], ...] = ()
+    norms: tuple[PlacedNorm, ...] = ()
     parallel: bool = False
+
+    def norm(self, role: str) -> PlacedNorm | None:
+        return next((p for p in self.norms if p.role == role), None)
 
     @property
     def kind(self) -> str:
@@ -437,8 +449,8 @@ class Layer:
 
     def tensors(self, prefix: str) -> list[Tensor]:
         out: list[Tensor] = []
-        for name, norm in self.norms:
-            out.extend(norm.tensors(f"{prefix}.{name}"))
+        for p in self.norms:
+            out.extend(p.norm.tensors(f"{prefix}.{p.name}"))
         if self.mixer is not None:
             sub = "self_attn" if isinstance(self.mixer, (Attention, MLA)) else "mixer"
             out.extend(self.mixer.tensors(f"{prefix}.{sub}"))

@@ -42,7 +42,7 @@ def _tflops(profile: Any, key: str) -> float | None:
 
 
 def _list_rows(profiles: list, *, precise: bool) -> list[list[Any]]:
-    g = ".6g" if precise else ".4g"
+    g = ".6g" if precise else ".5g"
     rows = []
     for p in profiles:
         ic = p.interconnect_bytes_per_s

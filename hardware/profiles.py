@@ -52,6 +52,7 @@ __all__ = [
     "DEFAULT_KERNEL_LAUNCH_S",
     "DEFAULT_RUNTIME_RESERVE_BYTES",
     "HardwareProfile",
+    "profile_from_data",
     "list_profiles",
     "load_profile",
     "user_profile_dir",
@@ -287,9 +288,14 @@ def _safe_load(text: str, where: str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
+        if "constructor for the tag" in problem:
+            raise HardwareError(
+                f"{where}: a YAML tag that is not allowed{at}: {problem}",
+                "only plain YAML is read (no !!python or other custom tags); remove the tag",
+            ) from None
         raise HardwareError(
             f"{where}: not valid YAML{at}: {problem}",
-            "fix the file (only plain YAML is read: no !!python tags)",
+            "fix the YAML syntax at that place",
         ) from None
 
 

@@ -136,7 +136,7 @@ def _split(value: Any, field: str, where: str | None, expected: str) -> tuple[Fr
 def _suggest_case(unit: str, table: dict[str, Any]) -> str:
     for known in table:
         if known.lower() == unit.lower():
-            return f"; did you mean '{known}'? (units are case-sensitive: 'Gb' is gigabits, 'mB' millibytes)"
+            return f"; did you mean '{known}'? Units are case-sensitive ('Gb' is gigabits, 'mB' millibytes)"
     return ""
 
 

@@ -1,0 +1,94 @@
+"""KV cache and recurrent state: bytes *stored* per token, per sequence, per batch.
+
+- Attention layer: K and V of every KV head, ``num_key_value_heads · (head_dim + v_head_dim)``
+  elements per token (GQA/MQA shrink it; ``head_dim`` is taken from the config when present).
+- MLA layer: the compressed latent and the shared rope key, ``kv_lora_rank + qk_rope_head_dim``
+  elements per token, as serving engines cache it (``naive_bytes_per_token`` shows what expanded
+  per-head K/V would take).
+- Sliding-window layers hold at most ``window`` tokens, chunked-attention layers at most one chunk.
+- State-space and linear-attention layers hold a fixed-size state per sequence, independent of
+  context (``state_bytes_per_sequence``), in the activation dtype.
+
+``bytes_per_token`` is what one token adds across all layers while the context is shorter than every
+window; ``bytes_per_sequence(context)`` caps each windowed layer at its window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .dtypes import DType
+from .spec import MLA, Attention, GatedDeltaNet, Mamba, ModelSpec
+
+
+@dataclass(frozen=True)
+class LayerKV:
+    layer: int
+    kind: str
+    window: int | None  # tokens this layer keeps (window or chunk); None: all of them
+    bytes_per_token: int
+    state_bytes: int  # fixed per-sequence state (recurrent layers)
+
+    def tokens_cached(self, context: int) -> int:
+        return context if self.window is None else min(context, self.window)
+
+    def bytes_at(self, context: int) -> int:
+        return self.bytes_per_token * self.tokens_cached(context)
+
+
+def layer_cap(mixer) -> int | None:
+    if isinstance(mixer, Attention):
+        if mixer.window:
+            return mixer.window
+        if mixer.chunk:
+            return mixer.chunk
+    return None
+
+
+def layer_kv(spec: ModelSpec, kv_dtype: DType, state_dtype: DType) -> list[LayerKV]:
+    out = []
+    for i, layer in enumerate(spec.layers):
+        m = layer.mixer
+        per_token = state = 0
+        if isinstance(m, (Attention, MLA)):
+            per_token = kv_dtype.nbytes(m.kv_elements_per_token())
+        elif isinstance(m, (Mamba, GatedDeltaNet)):
+            conv, ssm = m.state_elements()
+            state = state_dtype.nbytes(conv) + state_dtype.nbytes(ssm)
+        out.append(LayerKV(i, layer.kind, layer_cap(m), per_token, state))
+    return out
+
+
+@dataclass(frozen=True)
+class KVCache:
+    dtype: DType
+    state_dtype: DType
+    layers: tuple[LayerKV, ...]
+    naive_bytes_per_token: int  # MLA only: expanded per-head K/V; else equal to bytes_per_token
+
+    @property
+    def bytes_per_token(self) -> int:
+        return sum(lk.bytes_per_token for lk in self.layers)
+
+    def bytes_per_sequence(self, context: int) -> int:
+        return sum(lk.bytes_at(context) for lk in self.layers)
+
+    @property
+    def state_bytes_per_sequence(self) -> int:
+        return sum(lk.state_bytes for lk in self.layers)
+
+    def per_layer(self) -> list[dict]:
+        return [
+            {"layer": lk.layer, "kind": lk.kind, "window": lk.window, "bytes_per_token": lk.bytes_per_token,
+             "state_bytes": lk.state_bytes}
+            for lk in self.layers
+        ]
+
+
+def kv_cache(spec: ModelSpec, kv_dtype: DType, state_dtype: DType) -> KVCache:
+    layers = tuple(layer_kv(spec, kv_dtype, state_dtype))
+    naive = 0
+    for lk, layer in zip(layers, spec.layers):
+        m = layer.mixer
+        naive += kv_dtype.nbytes(m.expanded_kv_elements_per_token()) if isinstance(m, MLA) else lk.bytes_per_token
+    return KVCache(kv_dtype, state_dtype, layers, naive)

@@ -1,0 +1,422 @@
+"""The per-operation trace of one forward step: FLOPs and bytes of every op.
+
+One function, ``step_ops``, serves decode and prefill alike: a step processes ``new_tokens`` per
+sequence for ``batch`` sequences that already hold ``cached_tokens`` each. Decode is
+``new_tokens=1, cached_tokens=context``; prefill of a prompt is ``new_tokens=prompt, cached_tokens=0``.
+
+Conventions
+-----------
+- FLOPs count the multiply-adds of matmuls at 2 FLOPs each (a ``(m,k)@(k,n)`` matmul is ``2·m·k·n``):
+  weight matmuls, attention's q·k and p·v, and the matmul-shaped work of recurrent layers (conv taps,
+  state updates and reads). Elementwise work (norms, RoPE, softmax, activations, residuals) is
+  counted in bytes, not FLOPs; this is also what ``torch.utils.flop_counter`` counts.
+- A new token at position ``p`` attends ``p+1`` keys (itself included); ``min(p+1, window)`` in a
+  sliding layer; ``p mod chunk + 1`` in a chunked layer. Prefill sums this exact causal triangle.
+- Logits are computed for the last position of each sequence only (what serving engines do).
+- Bytes are split by source as LLM-Viewer does: weights read, activations read and written, KV
+  read and written, recurrent state read and written. Each weight is read once per step, whatever
+  the batch; a MoE step reads the experts its tokens touch: ``E·(1-(1-k/E)^N)`` expected distinct
+  experts for ``N`` tokens.
+- KV read per attention layer is every cached key the step's queries see, including the keys the
+  step itself appends (decode at context C reads C+1 keys).
+- MLA decodes in the absorbed form (queries projected into the latent space; scores over
+  ``kv_lora_rank + qk_rope_head_dim`` and values over ``kv_lora_rank`` per head) and prefills in the
+  expanded form (``kv_b_proj`` applied to every key's latent), as vLLM and SGLang do.
+- ``kernels`` is the number of kernels an unfused eager PyTorch step launches for the op
+  (approximate; a CUDA-graph replay launches one graph instead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from .dtypes import DType
+from .spec import MLA, MLP, Attention, GatedDeltaNet, Layer, Mamba, ModelSpec, MoE, Norm, Tensor
+from .weights import WeightFormat
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    kind: str  # embedding | norm | matmul | rope | kv_append | attention | elementwise | router | experts | conv | scan | sampling
+    category: str  # attention | ffn | lm_head | norm | embedding | ssm | other
+    layer: int | None
+    flops: int = 0
+    weight_bytes: int = 0
+    act_read_bytes: int = 0
+    act_write_bytes: int = 0
+    kv_read_bytes: int = 0
+    kv_write_bytes: int = 0
+    state_read_bytes: int = 0
+    state_write_bytes: int = 0
+    kernels: int = 1
+
+    @property
+    def bytes(self) -> int:
+        return (self.weight_bytes + self.act_read_bytes + self.act_write_bytes + self.kv_read_bytes
+                + self.kv_write_bytes + self.state_read_bytes + self.state_write_bytes)
+
+    @property
+    def intensity(self) -> float:
+        """Arithmetic intensity, FLOP per byte moved."""
+        return self.flops / self.bytes if self.bytes else 0.0
+
+    def same_shape(self, other: "Op") -> bool:
+        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(self) if f.name != "layer")
+
+
+NUMERIC_FIELDS = ("flops", "weight_bytes", "act_read_bytes", "act_write_bytes", "kv_read_bytes",
+                  "kv_write_bytes", "state_read_bytes", "state_write_bytes", "kernels")
+
+
+@dataclass(frozen=True)
+class StepShape:
+    batch: int
+    new_tokens: int
+    cached_tokens: int
+
+    @property
+    def tokens(self) -> int:
+        return self.batch * self.new_tokens
+
+
+# ---- attention geometry --------------------------------------------------------------------------
+
+
+def _tri(n: int) -> int:
+    return n * (n + 1) // 2
+
+
+def attended_keys(cached: int, new: int, window: int | None = None, chunk: int | None = None) -> int:
+    """Σ over the ``new`` queries at positions cached..cached+new-1 of the keys each attends."""
+    if window:
+        def s(n: int) -> int:  # Σ_{q=1..n} min(q, W)
+            return _tri(n) if n <= window else _tri(window) + (n - window) * window
+        return s(cached + new) - s(cached)
+    if chunk:
+        def g(n: int) -> int:  # Σ_{p=0..n-1} (p mod K) + 1
+            return (n // chunk) * _tri(chunk) + _tri(n % chunk)
+        return g(cached + new) - g(cached)
+    return new * cached + _tri(new)
+
+
+def distinct_keys(cached: int, new: int, window: int | None = None, chunk: int | None = None) -> int:
+    """How many key positions the step's queries read, appended ones included."""
+    end = cached + new
+    if window:
+        first = max(0, cached - window + 1)
+    elif chunk:
+        first = (cached // chunk) * chunk
+    else:
+        first = 0
+    return end - first
+
+
+def expected_experts(num_experts: int, k: int, tokens: int) -> float:
+    """Expected distinct experts ``tokens`` tokens touch with top-``k`` routing over ``num_experts``
+    (uniform routing): ``E·(1-(1-k/E)^N)``."""
+    if num_experts <= 0 or tokens <= 0:
+        return 0.0
+    return num_experts * (1.0 - (1.0 - k / num_experts) ** tokens)
+
+
+# ---- op builders ---------------------------------------------------------------------------------
+
+
+class _Builder:
+    def __init__(self, spec: ModelSpec, fmt: WeightFormat, kv_dtype: DType, state_dtype: DType, shape: StepShape):
+        self.spec, self.fmt, self.kv, self.state, self.shape = spec, fmt, kv_dtype, state_dtype, shape
+        self.a = fmt.act.bits // 8 if fmt.act.bits >= 8 else 2
+        self.ops: list[Op] = []
+
+    def add(self, **kw) -> None:
+        self.ops.append(Op(**kw))
+
+    def matmul(self, name: str, tensors: list[Tensor], layer: int | None, cat: str, n_tokens: int | None = None) -> None:
+        n = self.shape.tokens if n_tokens is None else n_tokens
+        w = [t for t in tensors if t.kind != "bias" and len(t.shape) >= 2]
+        n_out, n_in = w[0].shape[-2], w[0].shape[-1]
+        macs = sum(t.numel for t in w)
+        self.add(name=name, kind="matmul", category=cat, layer=layer, flops=2 * n * macs,
+                 weight_bytes=self.fmt.bytes_of(tensors), act_read_bytes=n * n_in * self.a,
+                 act_write_bytes=n * sum(t.shape[-2] for t in w) * self.a, kernels=1)
+
+    def norm(self, name: str, norm: Norm | None, dim: int, layer: int | None, cat: str = "norm",
+             n_tokens: int | None = None, tensors: list[Tensor] | None = None) -> None:
+        n = self.shape.tokens if n_tokens is None else n_tokens
+        tl = tensors if tensors is not None else (norm.tensors(name) if norm is not None else [])
+        kernels = 1 if norm is not None and norm.kind == "layer" else 6
+        self.add(name=name, kind="norm", category=cat, layer=layer, weight_bytes=self.fmt.bytes_of(tl),
+                 act_read_bytes=n * dim * self.a, act_write_bytes=n * dim * self.a, kernels=kernels)
+
+    def elementwise(self, name: str, reads: int, writes: int, layer: int | None, cat: str, kernels: int = 1,
+                    kind: str = "elementwise") -> None:
+        self.add(name=name, kind=kind, category=cat, layer=layer, act_read_bytes=reads * self.a,
+                 act_write_bytes=writes * self.a, kernels=kernels)
+
+    # ---- blocks ----------------------------------------------------------------------------------
+
+    def embedding(self) -> None:
+        n = self.shape.tokens
+        h = self.spec.hidden_size
+        rows = sum(self.fmt.tensor_bytes(t) for t in self.spec.embedding_tensors())
+        per_row = rows // max(1, sum(t.shape[0] for t in self.spec.embedding_tensors()))
+        tables = len(self.spec.embedding_tensors())
+        self.add(name="embedding", kind="embedding", category="embedding", layer=None,
+                 weight_bytes=n * per_row * tables, act_write_bytes=n * h * self.a, kernels=tables)
+
+    def attention(self, i: int, m: Attention, tensors: dict[str, list[Tensor]]) -> None:
+        s, n, a = self.shape, self.shape.tokens, self.a
+        if m.fused_qkv:
+            self.matmul("qkv_proj", tensors["qkv_proj"], i, "attention")
+        else:
+            for p in ("q_proj", "k_proj", "v_proj"):
+                self.matmul(p, tensors[p], i, "attention")
+        if m.q_norm_dim:
+            self.norm("q_norm", None, m.q_dim, i, tensors=tensors.get("q_norm", []))
+            self.norm("k_norm", None, m.k_dim, i, tensors=tensors.get("k_norm", []))
+        if m.rotary_dim:
+            qk = n * (m.q_dim + m.k_dim)
+            self.elementwise("rope", qk, qk, i, "attention", kernels=10, kind="rope")
+        kv_elems = m.kv_elements_per_token()
+        self.add(name="kv_append", kind="kv_append", category="attention", layer=i, act_read_bytes=n * kv_elems * a,
+                 kv_write_bytes=n * self.kv.nbytes(kv_elems), kernels=2)
+        keys = attended_keys(s.cached_tokens, s.new_tokens, m.window, m.chunk)
+        seen = distinct_keys(s.cached_tokens, s.new_tokens, m.window, m.chunk)
+        flops = s.batch * m.num_attention_heads * 2 * (m.head_dim + m.v_head_dim) * keys
+        sinks = self.fmt.bytes_of(tensors.get("sinks", []))
+        self.add(name="attention", kind="attention", category="attention", layer=i, flops=flops, weight_bytes=sinks,
+                 act_read_bytes=n * m.q_dim * a, act_write_bytes=n * m.o_in * a,
+                 kv_read_bytes=s.batch * seen * self.kv.nbytes(kv_elems), kernels=1)
+        self.matmul("o_proj", tensors["o_proj"], i, "attention")
+
+    def mla(self, i: int, m: MLA, tensors: dict[str, list[Tensor]]) -> None:
+        s, n, a = self.shape, self.shape.tokens, self.a
+        nh = m.num_attention_heads
+        if m.q_lora_rank is None:
+            self.matmul("q_proj", tensors["q_proj"], i, "attention")
+        else:
+            self.matmul("q_a_proj", tensors["q_a_proj"], i, "attention")
+            self.norm("q_a_layernorm", None, m.q_lora_rank, i, tensors=tensors["q_a_layernorm"])
+            self.matmul("q_b_proj", tensors["q_b_proj"], i, "attention")
+        self.matmul("kv_a_proj_with_mqa", tensors["kv_a_proj_with_mqa"], i, "attention")
+        self.norm("kv_a_layernorm", None, m.kv_lora_rank, i, tensors=tensors["kv_a_layernorm"])
+        rope = n * (nh + 1) * m.qk_rope_head_dim
+        self.elementwise("rope", rope, rope, i, "attention", kernels=10, kind="rope")
+        kv_elems = m.kv_elements_per_token()
+        kv_tok = self.kv.nbytes(kv_elems)
+        self.add(name="kv_append", kind="kv_append", category="attention", layer=i, act_read_bytes=n * kv_elems * a,
+                 kv_write_bytes=n * kv_tok, kernels=2)
+        keys = attended_keys(s.cached_tokens, s.new_tokens)
+        seen = distinct_keys(s.cached_tokens, s.new_tokens)
+        kv_b = tensors["kv_b_proj"]
+        kv_b_bytes = self.fmt.bytes_of(kv_b)
+        k_part = nh * m.qk_nope_head_dim * m.kv_lora_rank
+        total = nh * (m.qk_nope_head_dim + m.v_head_dim) * m.kv_lora_rank
+        k_bytes = kv_b_bytes * k_part // total
+        if s.new_tokens == 1:  # absorbed: q_nope -> latent, attention over the latent, latent -> v
+            self.add(name="q_absorb", kind="matmul", category="attention", layer=i, flops=2 * n * k_part,
+                     weight_bytes=k_bytes, act_read_bytes=n * nh * m.qk_nope_head_dim * a,
+                     act_write_bytes=n * nh * m.kv_lora_rank * a, kernels=1)
+            flops = s.batch * nh * (2 * (m.kv_lora_rank + m.qk_rope_head_dim) + 2 * m.kv_lora_rank) * keys
+            self.add(name="attention", kind="attention", category="attention", layer=i, flops=flops,
+                     act_read_bytes=n * nh * (m.kv_lora_rank + m.qk_rope_head_dim) * a,
+                     act_write_bytes=n * nh * m.kv_lora_rank * a, kv_read_bytes=s.batch * seen * kv_tok, kernels=1)
+            self.add(name="v_up", kind="matmul", category="attention", layer=i,
+                     flops=2 * n * (total - k_part), weight_bytes=kv_b_bytes - k_bytes,
+                     act_read_bytes=n * nh * m.kv_lora_rank * a, act_write_bytes=n * nh * m.v_head_dim * a, kernels=1)
+        else:  # expanded: every key's latent through kv_b_proj, then ordinary attention
+            rows = s.batch * seen
+            self.add(name="kv_b_proj", kind="matmul", category="attention", layer=i, flops=2 * rows * total,
+                     weight_bytes=kv_b_bytes, act_read_bytes=rows * kv_tok,
+                     act_write_bytes=rows * nh * (m.qk_nope_head_dim + m.v_head_dim) * a, kernels=1)
+            flops = s.batch * nh * (2 * m.qk_head_dim + 2 * m.v_head_dim) * keys
+            self.add(name="attention", kind="attention", category="attention", layer=i, flops=flops,
+                     act_read_bytes=n * nh * m.qk_head_dim * a + rows * nh * (m.qk_head_dim + m.v_head_dim) * a,
+                     act_write_bytes=n * nh * m.v_head_dim * a, kv_read_bytes=s.batch * seen * kv_tok, kernels=1)
+        self.matmul("o_proj", tensors["o_proj"], i, "attention")
+
+    def mamba(self, i: int, m: Mamba, tensors: dict[str, list[Tensor]]) -> None:
+        s, n, a = self.shape, self.shape.tokens, self.a
+        self.matmul("in_proj", tensors["in_proj"], i, "ssm")
+        conv_state = self.state.nbytes(m.conv_dim * (m.conv_kernel - 1))
+        self.add(name="conv1d", kind="conv", category="ssm", layer=i, flops=2 * n * m.conv_dim * m.conv_kernel,
+                 weight_bytes=self.fmt.bytes_of(tensors["conv1d"]), act_read_bytes=n * m.conv_dim * a,
+                 act_write_bytes=n * m.conv_dim * a, state_read_bytes=s.batch * conv_state,
+                 state_write_bytes=s.batch * conv_state, kernels=3)
+        _, ssm_elems = m.state_elements()
+        ssm_state = self.state.nbytes(ssm_elems)
+        if m.version == 1:
+            self.matmul("x_proj", tensors["x_proj"], i, "ssm")
+            self.matmul("dt_proj", tensors["dt_proj"], i, "ssm")
+        small = sum((tensors.get(k, []) for k in ("A_log", "D", "dt_bias", "dt_layernorm", "b_layernorm", "c_layernorm")), [])
+        # state update (dB·x outer product) and read-out (C·h): 2 + 2 FLOPs per state element per token
+        self.add(name="ssm_scan", kind="scan", category="ssm", layer=i, flops=4 * n * ssm_elems,
+                 weight_bytes=self.fmt.bytes_of(small), act_read_bytes=n * (m.conv_dim + m.num_heads) * a,
+                 act_write_bytes=n * m.intermediate_size * a, state_read_bytes=s.batch * ssm_state,
+                 state_write_bytes=s.batch * ssm_state, kernels=8)
+        if m.version == 2 and m.gated_norm:
+            self.norm("gated_norm", None, m.intermediate_size, i, cat="ssm", tensors=tensors.get("norm", []))
+        self.matmul("out_proj", tensors["out_proj"], i, "ssm")
+
+    def gdn(self, i: int, m: GatedDeltaNet, tensors: dict[str, list[Tensor]]) -> None:
+        s, n, a = self.shape, self.shape.tokens, self.a
+        self.matmul("in_proj_qkvz", tensors["in_proj_qkvz"], i, "ssm")
+        self.matmul("in_proj_ba", tensors["in_proj_ba"], i, "ssm")
+        conv_state = self.state.nbytes(m.conv_dim * (m.conv_kernel - 1))
+        self.add(name="conv1d", kind="conv", category="ssm", layer=i, flops=2 * n * m.conv_dim * m.conv_kernel,
+                 weight_bytes=self.fmt.bytes_of(tensors["conv1d"]), act_read_bytes=n * m.conv_dim * a,
+                 act_write_bytes=n * m.conv_dim * a, state_read_bytes=s.batch * conv_state,
+                 state_write_bytes=s.batch * conv_state, kernels=3)
+        _, st = m.state_elements()
+        st_bytes = self.state.nbytes(st)
+        small = sum((tensors.get(k, []) for k in ("A_log", "dt_bias")), [])
+        # delta rule per token and v-head: kᵀS (2·dk·dv), the rank-1 update (2·dk·dv), qᵀS (2·dk·dv)
+        self.add(name="delta_rule", kind="scan", category="ssm", layer=i, flops=6 * n * st,
+                 weight_bytes=self.fmt.bytes_of(small), act_read_bytes=n * m.conv_dim * a,
+                 act_write_bytes=n * m.value_dim * a, state_read_bytes=s.batch * st_bytes,
+                 state_write_bytes=s.batch * st_bytes, kernels=10)
+        self.norm("gated_norm", None, m.value_dim, i, cat="ssm", tensors=tensors.get("norm", []))
+        self.matmul("out_proj", tensors["out_proj"], i, "ssm")
+
+    def mlp(self, i: int, m: MLP, tensors: dict[str, list[Tensor]], prefix: str = "", n_tokens: int | None = None) -> None:
+        n = self.shape.tokens if n_tokens is None else n_tokens
+        if m.gated and m.fused_gate_up:
+            self.matmul(prefix + "gate_up_proj", tensors[prefix + "gate_up_proj"], i, "ffn", n)
+        else:
+            if m.gated:
+                self.matmul(prefix + "gate_proj", tensors[prefix + "gate_proj"], i, "ffn", n)
+            self.matmul(prefix + "up_proj", tensors[prefix + "up_proj"], i, "ffn", n)
+        ii = m.intermediate_size
+        if m.gated:
+            self.elementwise(prefix + "act", 2 * n * ii, n * ii, i, "ffn", kernels=2)
+        else:
+            self.elementwise(prefix + "act", n * ii, n * ii, i, "ffn", kernels=1)
+        self.matmul(prefix + "down_proj", tensors[prefix + "down_proj"], i, "ffn", n)
+
+    def moe(self, i: int, m: MoE, tensors: dict[str, list[Tensor]]) -> None:
+        n, a, h = self.shape.tokens, self.a, m.hidden_size
+        router = tensors["router"]
+        self.add(name="router", kind="router", category="ffn", layer=i, flops=2 * n * h * m.num_experts,
+                 weight_bytes=self.fmt.bytes_of(router), act_read_bytes=n * h * a,
+                 act_write_bytes=n * m.num_experts * 4, kernels=3)
+        expert_tensors = tensors["experts"]
+        all_bytes = self.fmt.bytes_of(expert_tensors)
+        touched = expected_experts(m.num_experts, m.num_experts_per_tok, n)
+        macs = (3 if m.gated else 2) * h * m.moe_intermediate_size
+        ii = m.moe_intermediate_size
+        routed = n * m.num_experts_per_tok
+        self.add(name=f"experts (top-{m.num_experts_per_tok} of {m.num_experts})", kind="experts", category="ffn",
+                 layer=i, flops=2 * routed * macs, weight_bytes=round(all_bytes * touched / m.num_experts),
+                 act_read_bytes=routed * (h + (3 if m.gated else 1) * ii) * a,
+                 act_write_bytes=routed * ((2 if m.gated else 1) * ii + ii + h) * a,
+                 kernels=max(1, round(touched)) * (5 if m.gated else 4) + 2)
+        shared = m.shared_mlp()
+        if shared is not None:
+            self.mlp(i, shared, tensors, prefix="shared_expert.")
+            if m.shared_expert_gate:
+                self.add(name="shared_expert_gate", kind="matmul", category="ffn", layer=i, flops=2 * n * h,
+                         weight_bytes=self.fmt.bytes_of(tensors["shared_expert_gate"]), act_read_bytes=n * h * a,
+                         act_write_bytes=n * a, kernels=3)
+
+    def placed_norm(self, layer: Layer, role: str, i: int, tensors: dict[str, list[Tensor]]) -> None:
+        p = layer.norm(role)
+        if p is not None:
+            self.norm(p.name, p.norm, self.spec.hidden_size, i, tensors=tensors.get(p.name))
+
+    def layer(self, i: int, layer: Layer) -> None:
+        n, h = self.shape.tokens, self.spec.hidden_size
+        tensors = group_tensors(layer, i)
+        m = layer.mixer
+        if m is not None:
+            self.placed_norm(layer, "pre_mixer", i, tensors)
+            if isinstance(m, Attention):
+                self.attention(i, m, tensors)
+            elif isinstance(m, MLA):
+                self.mla(i, m, tensors)
+            elif isinstance(m, Mamba):
+                self.mamba(i, m, tensors)
+            elif isinstance(m, GatedDeltaNet):
+                self.gdn(i, m, tensors)
+            self.placed_norm(layer, "post_mixer", i, tensors)
+            if not layer.parallel:
+                self.elementwise("residual", 2 * n * h, n * h, i, "other")
+        if layer.ffn is not None:
+            self.placed_norm(layer, "pre_ffn", i, tensors)
+            if isinstance(layer.ffn, MoE):
+                self.moe(i, layer.ffn, tensors)
+            else:
+                self.mlp(i, layer.ffn, tensors)
+            self.placed_norm(layer, "post_ffn", i, tensors)
+            # parallel blocks add the mixer and the FFN outputs to the residual in one pass
+            self.elementwise("residual", (3 if layer.parallel else 2) * n * h, n * h, i, "other")
+
+    def head(self) -> None:
+        spec, s, a = self.spec, self.shape, self.a
+        h, v = spec.hidden_size, spec.vocab_size
+        last = s.batch  # logits only for the last position of each sequence
+        if spec.final_norm is not None:
+            self.norm("final_norm", spec.final_norm, h, None, n_tokens=last, tensors=spec.final_norm_tensors())
+        head = spec.lm_head_tensors() or [spec.embedding_tensors()[0]]
+        w = head[0]
+        self.add(name="lm_head", kind="matmul", category="lm_head", layer=None, flops=2 * last * w.numel,
+                 weight_bytes=self.fmt.bytes_of(head), act_read_bytes=last * h * a, act_write_bytes=last * v * a,
+                 kernels=1)
+        self.add(name="sampling", kind="sampling", category="other", layer=None, act_read_bytes=last * v * a,
+                 act_write_bytes=last * 8, kernels=3)
+
+
+def group_tensors(layer: Layer, i: int) -> dict[str, list[Tensor]]:
+    """A layer's tensors keyed by their module's short name (``q_proj``, ``experts``, ``router`` ...)."""
+    out: dict[str, list[Tensor]] = {}
+    for t in layer.tensors(f"model.layers.{i}"):
+        parts = t.name.split(".")[3:]  # drop model.layers.N
+        if parts[0] in ("self_attn", "mixer"):
+            parts = parts[1:]
+        elif parts[0] == "mlp":
+            parts = parts[1:]
+            if parts[0] == "shared_expert":
+                key = "shared_expert." + parts[1]
+                out.setdefault(key, []).append(t)
+                continue
+        key = parts[0]
+        out.setdefault(key, []).append(t)
+    return out
+
+
+def step_ops(spec: ModelSpec, fmt: WeightFormat, kv_dtype: DType, *, batch: int = 1, new_tokens: int = 1,
+             cached_tokens: int = 0, state_dtype: DType | None = None) -> list[Op]:
+    """Every op of one forward step, in execution order (one row per op and layer)."""
+    if batch < 1 or new_tokens < 1 or cached_tokens < 0:
+        raise ValueError("batch and new_tokens must be >= 1 and cached_tokens >= 0")
+    b = _Builder(spec, fmt, kv_dtype, state_dtype or fmt.act, StepShape(batch, new_tokens, cached_tokens))
+    b.embedding()
+    for i, layer in enumerate(spec.layers):
+        b.layer(i, layer)
+    b.head()
+    return b.ops
+
+
+@dataclass(frozen=True)
+class Totals:
+    flops: int
+    weight_bytes: int
+    act_bytes: int
+    kv_bytes: int
+    state_bytes: int
+    bytes: int
+    kernels: int
+
+    @staticmethod
+    def of(ops: list[Op]) -> "Totals":
+        w = sum(o.weight_bytes for o in ops)
+        act = sum(o.act_read_bytes + o.act_write_bytes for o in ops)
+        kv = sum(o.kv_read_bytes + o.kv_write_bytes for o in ops)
+        st = sum(o.state_read_bytes + o.state_write_bytes for o in ops)
+        return Totals(sum(o.flops for o in ops), w, act, kv, st, w + act + kv + st, sum(o.kernels for o in ops))
+
+
+def step_flops(spec: ModelSpec, fmt: WeightFormat, kv_dtype: DType, *, batch: int = 1, new_tokens: int = 1,
+               cached_tokens: int = 0) -> int:
+    return sum(o.flops for o in step_ops(spec, fmt, kv_dtype, batch=batch, new_tokens=new_tokens,
+                                         cached_tokens=cached_tokens))
