@@ -86,7 +86,8 @@ class Fields:
                     raise self.error(key, "is null but required")
                 raise ConfigError(f"{self.where}: required field '{key}' is missing")
             value = default() if callable(default) else default
-            self._record(key, "derived" if callable(default) else "default", value, note)
+            if value is not None:  # an absent optional field with no default says nothing worth recording
+                self._record(key, "derived" if callable(default) else "default", value, note)
             return value
         name, value = found
         value = check(name, value)

@@ -1,3 +1,12 @@
 """Registers every command group on the app (one module per command group)."""
 
 from __future__ import annotations
+
+from .analyze_cmd import analyze
+from .app import app
+from .hardware_cmd import hardware_app
+from .models_cmd import models_app
+
+app.command("analyze")(analyze)
+app.add_typer(models_app, name="models")
+app.add_typer(hardware_app, name="hardware")

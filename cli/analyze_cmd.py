@@ -1,0 +1,174 @@
+"""``planner analyze``: parameters, FLOPs, KV cache and memory of one model."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt
+from .render import OutputFormat, fmt_bytes, fmt_count, fmt_gib, fmt_int, fmt_si, print_json, resolve_format
+from .sections import Section, emit
+
+ModelArg = Annotated[str, typer.Argument(help="A bundled name (planner models list), a config.json or folder, or a Hugging Face id.", show_default=False)]
+RevisionOpt = Annotated[Optional[str], typer.Option("--revision", help="Hugging Face revision (branch, tag or commit) to pin.")]
+SlidingOpt = Annotated[Optional[int], typer.Option("--sliding-window", min=1, max=1 << 30, help="What-if: a sliding window (tokens) on every full-attention layer.")]
+RequireFitOpt = Annotated[bool, typer.Option("--require-fit", help="Exit with code 3 when the model does not fit.")]
+
+
+def analyze(
+    model: ModelArg,
+    dtype: DtypeOpt = None,
+    kv_dtype: KvDtypeOpt = None,
+    context: ContextOpt = 8192,
+    batch: BatchOpt = 1,
+    hardware: HardwareOpt = None,
+    gpus: GpusOpt = 1,
+    sliding_window: SlidingOpt = None,
+    revision: RevisionOpt = None,
+    require_fit: RequireFitOpt = False,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Exact parameters, FLOPs per token, KV cache and memory of MODEL, and whether it fits.
+
+    Example: planner analyze llama-3.1-8b --context 32768 --batch 8 --hardware h100-sxm
+    """
+    from analysis.analyze import Options, analyze as run_analyze, max_batch, max_context
+    from analysis.capacity import Budget, fit
+
+    from .common import load_hardware, load_model, warn_notes
+
+    out_fmt = resolve_format(fmt, as_json)
+    hw = load_hardware(hardware)
+    loaded = load_model(model, revision)
+    opts = Options(context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype, sliding_window=sliding_window)
+    a = run_analyze(loaded.spec, opts)
+    budget = Budget(gpus, hw.memory_bytes, hw.runtime_reserve_bytes)
+    needed = a.total_bytes + a.activation_bytes
+    f = fit(needed, budget)
+    mb = max_batch(a, budget.usable_bytes)
+    mc = max_context(a, budget.usable_bytes)
+    warn_notes(a.notes)
+    if out_fmt == OutputFormat.json:
+        print_json(analysis_json(a, loaded, hw, budget, f, mb, mc))
+    else:
+        secs, lines = analysis_sections(a, loaded, hw, budget, f, mb, mc)
+        emit(secs, out_fmt, lines=lines)
+    if require_fit and not f.fits:
+        raise typer.Exit(3)
+
+
+def analysis_json(a, loaded, hw, budget, f, mb, mc) -> dict:
+    from analysis.analyze import to_dict
+
+    d = to_dict(a, model_id=loaded.id, source=loaded.source)
+    d["model"]["path"] = loaded.resolved.path
+    d["memory"].update({
+        "hardware": hw.name,
+        "gpus": budget.gpus,
+        "capacity_bytes": budget.capacity_bytes,
+        "runtime_reserve_bytes": budget.gpus * hw.runtime_reserve_bytes,
+        "usable_bytes": budget.usable_bytes,
+        "needed_bytes": f.needed_bytes,
+        "fits": f.fits,
+        "headroom_bytes": f.headroom_bytes,
+        "max_batch": mb,
+        "max_context": mc,
+    })
+    d["hardware"] = hw.to_dict()
+    return d
+
+
+def _pct(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def analysis_sections(a, loaded, hw, budget, f, mb, mc) -> tuple[list[Section], list[str]]:
+    from analysis.analyze import attention_summary, ffn_summary, layer_kinds, moe_step
+
+    spec, o, p = a.spec, a.options, a.params
+    model = Section(f"{loaded.id}", ["", ""])
+    model.add("source", f"{loaded.source}: {loaded.resolved.path}")
+    model.add("architecture", f"{spec.model_type}, {spec.num_layers} layers, hidden {spec.hidden_size}, vocab {spec.vocab_size:,}")
+    model.add("layers", ", ".join(f"{n}× {k}" for k, n in layer_kinds(spec).items()))
+    model.add("attention", attention_summary(spec))
+    model.add("ffn", ffn_summary(spec))
+    model.add("weights", a.fmt.describe() + ("" if a.fmt.source != "default" else " (torch_dtype absent)"))
+    model.add("kv cache dtype", a.kv.dtype.name)
+
+    params = Section("Parameters", ["", "count", "exact", "share"], right=(1, 2, 3))
+    params.add("total", fmt_count(p.total), fmt_int(p.total), "100%")
+    if p.active != p.total:
+        params.add("active per token", fmt_count(p.active), fmt_int(p.active), _pct(p.active, p.total))
+    params.add("embedding", fmt_count(p.embedding), fmt_int(p.embedding), _pct(p.embedding, p.total))
+    params.add("lm_head" + (" (tied)" if spec.tie_word_embeddings else ""), fmt_count(p.lm_head), fmt_int(p.lm_head), _pct(p.lm_head, p.total))
+    params.add("attention / mixers", fmt_count(p.attention + p.ssm), fmt_int(p.attention + p.ssm), _pct(p.attention + p.ssm, p.total))
+    if p.mlp:
+        params.add("dense MLP", fmt_count(p.mlp), fmt_int(p.mlp), _pct(p.mlp, p.total))
+    if p.experts:
+        params.add("routed experts", fmt_count(p.experts), fmt_int(p.experts), _pct(p.experts, p.total))
+    if p.shared_experts:
+        params.add("shared experts", fmt_count(p.shared_experts), fmt_int(p.shared_experts), _pct(p.shared_experts, p.total))
+    if p.router:
+        params.add("routers", fmt_count(p.router), fmt_int(p.router), _pct(p.router, p.total))
+    params.add("norms", fmt_count(p.norm), fmt_int(p.norm), _pct(p.norm, p.total))
+    if p.mtp:
+        params.add("MTP layers (not in total)", fmt_count(p.mtp), fmt_int(p.mtp), "")
+
+    per_layer = Section("Per layer", ["layer kind", "layers", "attention", "MLP / MoE", "norms", "total", "active"],
+                        right=(1, 2, 3, 4, 5, 6))
+    for lp in p.per_layer:
+        per_layer.add(lp.kind, lp.count, fmt_int(lp.attention), fmt_int(lp.mlp), fmt_int(lp.norm), fmt_int(lp.total),
+                      fmt_int(lp.active))
+
+    flops = Section("FLOPs", ["", "FLOPs", "exact"], right=(1, 2))
+    flops.add(f"decode, per token at context {o.context:,}", fmt_si(a.decode_flops, "FLOP"), fmt_int(a.decode_flops))
+    if o.context:
+        flops.add(f"prefill of {o.context:,} tokens", fmt_si(a.prefill_flops, "FLOP"), fmt_int(a.prefill_flops))
+        flops.add("prefill, per prompt token", fmt_si(a.prefill_flops / o.context, "FLOP"), "")
+
+    kv = Section("KV cache", ["", "bytes", "exact"], right=(1, 2))
+    kv.add("per token (all layers)", fmt_bytes(a.kv.bytes_per_token), fmt_int(a.kv.bytes_per_token))
+    kv.add(f"per sequence at {o.context:,} tokens", fmt_bytes(a.kv_bytes_per_sequence), fmt_int(a.kv_bytes_per_sequence))
+    kv.add(f"{o.batch} sequence(s)", fmt_bytes(a.kv_bytes), fmt_int(a.kv_bytes))
+    if a.kv.naive_bytes_per_token != a.kv.bytes_per_token:
+        kv.add("per token if MLA were expanded", fmt_bytes(a.kv.naive_bytes_per_token), fmt_int(a.kv.naive_bytes_per_token))
+    if a.kv.state_bytes_per_sequence:
+        kv.add("recurrent state per sequence", fmt_bytes(a.kv.state_bytes_per_sequence), fmt_int(a.kv.state_bytes_per_sequence))
+    windows = sorted({lk.window for lk in a.kv.layers if lk.window})
+    if windows:
+        kv.caption = f"windowed layers keep at most {', '.join(f'{w:,}' for w in windows)} tokens"
+
+    mem = Section(f"Memory on {budget.gpus}× {hw.display_name}", ["", "GiB", "bytes"], right=(1, 2))
+    mem.add(f"weights ({a.fmt.describe()})", fmt_gib(a.weights_bytes), fmt_int(a.weights_bytes))
+    mem.add(f"KV cache ({o.batch} × {o.context:,} tokens)", fmt_gib(a.kv_bytes), fmt_int(a.kv_bytes))
+    if a.state_bytes:
+        mem.add("recurrent state", fmt_gib(a.state_bytes), fmt_int(a.state_bytes))
+    mem.add("total (weights + KV + state)", fmt_gib(a.total_bytes), fmt_int(a.total_bytes))
+    mem.add("largest decode activation", fmt_bytes(a.activation_bytes), fmt_int(a.activation_bytes))
+    mem.add("GPU memory", fmt_gib(budget.capacity_bytes), fmt_int(budget.capacity_bytes))
+    mem.add("runtime reserve", fmt_gib(budget.capacity_bytes - budget.usable_bytes), fmt_int(budget.capacity_bytes - budget.usable_bytes))
+    mem.add("fits", "yes" if f.fits else "NO", f"headroom {fmt_gib(f.headroom_bytes)}")
+    mem.add(f"max batch at {o.context:,} tokens", fmt_int(mb), "")
+    mem.add(f"max context at batch {o.batch}", fmt_int(mc) if mc >= 0 else "none", "")
+
+    sections = [model, params, per_layer if len(p.per_layer) > 1 else Section("", []), flops, kv, mem]
+    moe = moe_step(spec, o.batch)
+    if moe:
+        ms = Section("MoE decode step", ["", "value"], right=(1,))
+        ms.add(f"experts touched per MoE layer at batch {o.batch}",
+               f"{moe['expected_experts_touched_per_layer']:.2f} of {moe['num_experts']}")
+        ms.add("weight bytes read per decode step", f"{fmt_gib(a.decode_totals.weight_bytes)}")
+        sections.append(ms)
+
+    prov = Section("Config fields", ["field", "status", "value / note"])
+    read = [r.field for r in spec.provenance if r.status == "read"]
+    for r in spec.provenance:
+        if r.status != "read":
+            prov.add(r.field, r.status, f"{r.value}" + (f" ({r.note})" if r.note else ""))
+    if read:
+        prov.caption = "read from the config: " + ", ".join(read)
+    sections.append(prov)
+    lines = [f"caveat: {c}" for c in spec.caveats] + [f"note: {n}" for n in a.notes]
+    return sections, lines

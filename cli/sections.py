@@ -1,0 +1,51 @@
+"""A result as titled sections of rows, rendered as Rich tables, Markdown or CSV.
+
+Commands build their human output once, as sections, so table, markdown and csv never disagree.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from .render import OutputFormat, rich_table, rows_to_csv, rows_to_markdown, stdout_console
+
+
+@dataclass
+class Section:
+    title: str
+    headers: Sequence[str]
+    rows: list[Sequence[Any]] = field(default_factory=list)
+    right: Sequence[int] = ()  # right-aligned columns in the table view
+    caption: str = ""
+
+    def add(self, *row: Any) -> None:
+        self.rows.append(row)
+
+
+def emit(sections: list[Section], fmt: OutputFormat, *, lines: Sequence[str] = ()) -> None:
+    """Print sections to stdout in ``fmt`` (table, markdown or csv); ``lines`` are free text."""
+    sections = [s for s in sections if s.rows]
+    if fmt == OutputFormat.csv:
+        out = []
+        for s in sections:
+            rows = [(s.title, *r) for r in s.rows]
+            out.append(rows_to_csv(["section", *s.headers], rows))
+        sys.stdout.write("\n".join(out))
+        return
+    if fmt == OutputFormat.markdown:
+        out = []
+        for s in sections:
+            out.append(f"### {s.title}\n\n" + rows_to_markdown(s.headers, s.rows) + (f"\n{s.caption}\n" if s.caption else ""))
+        if lines:
+            out.append("\n".join(f"- {line}" for line in lines) + "\n")
+        sys.stdout.write("\n".join(out))
+        return
+    console = stdout_console()
+    for s in sections:
+        console.print(rich_table(s.title, s.headers, s.rows, right=s.right))
+        if s.caption:
+            console.print(s.caption, highlight=False)
+    for line in lines:
+        console.print(line, highlight=False, markup=False)

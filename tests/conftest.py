@@ -1,0 +1,33 @@
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MODELS = ROOT / "profiles" / "models"
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def bundled_index() -> list[dict]:
+    return json.loads((MODELS / "index.json").read_text())["models"]
+
+
+def load_bundled_config(model_id: str) -> dict:
+    for m in bundled_index():
+        if m["id"] == model_id:
+            return json.loads((MODELS / m["file"]).read_text())
+    raise KeyError(model_id)
+
+
+@pytest.fixture
+def config_dir(tmp_path):
+    """Write a config dict to tmp_path/config.json and return its path."""
+
+    def write(cfg, name="config.json"):
+        p = tmp_path / name
+        p.write_text(json.dumps(cfg) if not isinstance(cfg, (str, bytes)) else cfg if isinstance(cfg, str) else "")
+        if isinstance(cfg, bytes):
+            p.write_bytes(cfg)
+        return p
+
+    return write

@@ -1,0 +1,35 @@
+"""Independent oracles: Hugging Face ``transformers`` models built on the meta device (no weights,
+no download). Tests that use them skip, saying why, when transformers or torch is missing."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+
+def hf_model(cfg: dict):
+    """The transformers causal-LM built from ``cfg`` on the meta device."""
+    torch = pytest.importorskip("torch", reason="the transformers oracle needs torch (the runtime extra)")
+    transformers = pytest.importorskip("transformers", reason="the transformers oracle needs transformers (dev extra)")
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    transformers.logging.set_verbosity_error()
+    d = dict(cfg)
+    mt = d.pop("model_type")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = AutoConfig.for_model(mt, **d)
+        with torch.device("meta"):
+            return AutoModelForCausalLM.from_config(config)
+
+
+def hf_param_count(cfg: dict) -> int:
+    """Unique parameters (tied weights once) of the transformers model of ``cfg``."""
+    model = hf_model(cfg)
+    seen, n = set(), 0
+    for p in model.parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            n += p.numel()
+    return n
