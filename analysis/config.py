@@ -682,3 +682,6 @@ def finish(spec: ModelSpec, f: Fields, *, top_cfg: dict, name: str, source: str,
         spec, torch_dtype=dtype, max_position_embeddings=max_pos, quant=quant, name=name, source=source,
         provenance=f.provenance(), caveats=tuple(caveats) + tuple(qcaveats),
     )
+
+
+from . import hybrid as _hybrid  # noqa: E402,F401  (registers the hybrid families into SPECIAL)
