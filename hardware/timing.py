@@ -1,0 +1,81 @@
+"""Time of a traced step on a device: per-op roofline, plus kernel-launch overhead.
+
+Model (stated in every output that uses it):
+
+- each op takes ``max(flops / peak, bytes / bandwidth)`` on its own (``roofline``); ops run one after
+  another, so a step's device time is the sum over ops (``device_s``);
+- an eager (unfused, no CUDA graph) step cannot run an op faster than the host can launch its
+  kernels: ``eager_s = Σ max(op time, kernels × launch overhead)``;
+- a CUDA-graph step replays all kernels with one launch: ``graph_s = device_s + launch overhead``.
+
+``compute_s`` and ``memory_s`` of the step are the sums of the ops' compute and memory times, so the
+step's bound and its ratio ("memory-bound by 280×") compare the two totals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Protocol
+
+from .roofline import RooflineTime, effective_rates
+
+
+class _OpLike(Protocol):
+    flops: int
+    kernels: int
+
+    @property
+    def bytes(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class OpTime:
+    compute_s: float
+    memory_s: float
+    time_s: float
+    bound: str
+    launch_s: float  # kernels × per-launch overhead
+
+
+@dataclass(frozen=True)
+class StepTime:
+    compute_s: float
+    memory_s: float
+    device_s: float  # Σ per-op max(compute, memory)
+    launch_s: float  # Σ kernels × launch overhead (what an eager step pays on the host)
+    eager_s: float
+    graph_s: float
+    kernels: int
+    bound: str
+    ratio: float  # how strongly bound: max(compute, memory) / min(...)
+
+    def time_s(self, graphs: bool = True) -> float:
+        return self.graph_s if graphs else self.eager_s
+
+
+def op_time(op: _OpLike, rates: tuple[float, float], launch_s: float) -> OpTime:
+    flops_per_s, bytes_per_s = rates
+    c = op.flops / flops_per_s
+    m = op.bytes / bytes_per_s
+    return OpTime(c, m, max(c, m), "compute" if c > m else "memory", op.kernels * launch_s)
+
+
+def step_time(ops: Iterable[_OpLike], profile, compute_dtype: str, *, use_efficiency: bool = True) -> tuple[StepTime, list[OpTime]]:
+    ops = list(ops)
+    rates = effective_rates(profile, compute_dtype, use_efficiency=use_efficiency)
+    launch = profile.kernel_launch_s
+    times = [op_time(o, rates, launch) for o in ops]
+    compute = sum(t.compute_s for t in times)
+    memory = sum(t.memory_s for t in times)
+    device = sum(t.time_s for t in times)
+    launch_total = sum(t.launch_s for t in times)
+    eager = sum(max(t.time_s, t.launch_s) for t in times)
+    kernels = sum(o.kernels for o in ops)
+    lo, hi = sorted((compute, memory))
+    bound = "compute" if compute > memory else "memory"
+    ratio = hi / lo if lo > 0 else float("inf")
+    return StepTime(compute, memory, device, launch_total, eager, device + launch, kernels, bound, ratio), times
+
+
+def as_roofline(t: OpTime) -> RooflineTime:
+    return RooflineTime(t.compute_s, t.memory_s, t.time_s, t.bound)
