@@ -420,3 +420,37 @@ def step_flops(spec: ModelSpec, fmt: WeightFormat, kv_dtype: DType, *, batch: in
                cached_tokens: int = 0) -> int:
     return sum(o.flops for o in step_ops(spec, fmt, kv_dtype, batch=batch, new_tokens=new_tokens,
                                          cached_tokens=cached_tokens))
+
+
+@dataclass(frozen=True)
+class OpGroup:
+    """An op as the trace table shows it: one row for every layer of the same shape."""
+
+    op: Op  # the op of the first layer in the group (figures are per instance)
+    layers: tuple[int, ...]  # empty for model-level ops (embedding, lm_head ...)
+
+    @property
+    def count(self) -> int:
+        return max(1, len(self.layers))
+
+
+def group_ops(spec: ModelSpec, ops: list[Op], all_layers: bool = False) -> list[OpGroup]:
+    """Collapse the ops of identical layers into one row each with a count (unless ``all_layers``).
+
+    Layers are identical when their specs are equal (same mixer, window, FFN, norms), so each group's
+    ops have the same figures; every layer kind of a hybrid model keeps its own rows.
+    """
+    if all_layers:
+        return [OpGroup(o, () if o.layer is None else (o.layer,)) for o in ops]
+    first_of: dict[Layer, int] = {}
+    members: dict[int, list[int]] = {}
+    for i, layer in enumerate(spec.layers):
+        j = first_of.setdefault(layer, i)
+        members.setdefault(j, []).append(i)
+    out = []
+    for o in ops:
+        if o.layer is None:
+            out.append(OpGroup(o, ()))
+        elif o.layer in members:
+            out.append(OpGroup(o, tuple(members[o.layer])))
+    return out

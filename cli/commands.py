@@ -10,3 +10,6 @@ from .models_cmd import models_app
 app.command("analyze")(analyze)
 app.add_typer(models_app, name="models")
 app.add_typer(hardware_app, name="hardware")
+from .trace_cmd import trace  # noqa: E402
+
+app.command("trace")(trace)

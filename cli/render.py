@@ -30,10 +30,20 @@ def resolve_format(fmt: OutputFormat | None, as_json: bool) -> OutputFormat:
     return fmt or OutputFormat.table
 
 
+def _width() -> int | None:
+    """COLUMNS when set; a wide page when stdout is not a terminal (so piped tables do not fold)."""
+    import os
+
+    cols = os.environ.get("COLUMNS", "")
+    if cols.isdigit() and int(cols) > 0:
+        return int(cols)
+    return None if sys.stdout.isatty() else 200
+
+
 def stdout_console():
     from rich.console import Console
 
-    return Console(soft_wrap=False)
+    return Console(soft_wrap=False, width=_width())
 
 
 def stderr_console():
