@@ -11,9 +11,28 @@ import sys
 import traceback
 from typing import Any
 
-import click
 import typer
 from typer.core import TyperGroup
+
+try:  # typer >= 0.22 vendors its own click: catch both its exceptions and click's
+    from typer import exceptions as _typer_exc
+    from typer._click import exceptions as _typer_click_exc
+
+    _EXIT = (_typer_exc.Exit,)
+    _ABORT = (_typer_exc.Abort,)
+    _USAGE = (_typer_click_exc.UsageError,)
+    _CLICK = (_typer_click_exc.ClickException,)
+except ImportError:  # pragma: no cover
+    _EXIT, _ABORT, _USAGE, _CLICK = (), (), (), ()
+try:
+    import click.exceptions as _click_exc
+
+    _EXIT += (_click_exc.Exit,)
+    _ABORT += (_click_exc.Abort,)
+    _USAGE += (_click_exc.UsageError,)
+    _CLICK += (_click_exc.ClickException,)
+except ImportError:  # pragma: no cover
+    pass
 
 from analysis.errors import PlannerError
 
@@ -43,18 +62,18 @@ class PlannerGroup(TyperGroup):
             rv = super().main(args=args, prog_name=prog_name or "planner", standalone_mode=False, **extra)
             if isinstance(rv, int):  # click returns an exit code from ctx.exit()/--help
                 code = rv
-        except click.exceptions.Exit as exc:
+        except _EXIT as exc:
             code = exc.exit_code
-        except click.exceptions.Abort:
+        except _ABORT:
             _error("aborted")
             code = 130
-        except click.exceptions.UsageError as exc:
+        except _USAGE as exc:
             msg = exc.format_message()
             if exc.ctx is not None:
                 msg += f" (see '{exc.ctx.command_path} --help')"
             _error(msg)
             code = EXIT_USAGE
-        except click.exceptions.ClickException as exc:
+        except _CLICK as exc:
             _error(exc.format_message())
             code = exc.exit_code or EXIT_ERROR
         except PlannerError as exc:

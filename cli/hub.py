@@ -9,6 +9,7 @@ JSON. ``huggingface_hub`` is imported only here, only when a hub id is asked for
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 from analysis.config import read_config_file
 from analysis.errors import ModelNotFoundError, OptionError
@@ -44,6 +45,42 @@ def fetch_config(repo_id: str, revision: str | None = None) -> Resolved:
         raise ModelNotFoundError(f"'{repo_id}' looks like a Hugging Face id, but huggingface_hub is not installed",
                                  "pip install huggingface_hub") from None
     where = f"{repo_id}{'@' + revision if revision else ''}"
+    with _quiet_hub():
+        return _fetch(huggingface_hub, hf_errors, repo_id, revision, where)
+
+
+@contextmanager
+def _quiet_hub():
+    """huggingface_hub logs each retry on stderr and backs off ~23 s on an unreachable host; a CLI
+    that promises one ``Error:`` line keeps its logger at ERROR and retries once."""
+    import logging
+
+    import huggingface_hub.file_download  # noqa: F401  (importing configures the library's logger level)
+
+    logger = logging.getLogger("huggingface_hub")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    saved = None
+    try:
+        from huggingface_hub.utils import _http
+
+        saved = []
+        for name in ("http_backoff", "_http_backoff_base"):
+            fn = getattr(_http, name, None)
+            if fn is not None and isinstance(getattr(fn, "__kwdefaults__", None), dict) and "max_retries" in fn.__kwdefaults__:
+                saved.append((fn, dict(fn.__kwdefaults__)))
+                fn.__kwdefaults__.update(max_retries=1, base_wait_time=0.5)
+    except Exception:  # a private helper: if it moved, keep the library's defaults
+        saved = None
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        for fn, defaults in saved or ():
+            fn.__kwdefaults__.update(defaults)
+
+
+def _fetch(huggingface_hub, hf_errors, repo_id: str, revision: str | None, where: str) -> Resolved:
     kwargs = dict(repo_id=repo_id, filename="config.json", revision=revision, etag_timeout=10)
     source = "hub"
     try:
@@ -66,15 +103,15 @@ def fetch_config(repo_id: str, revision: str | None = None) -> Resolved:
             raise ModelNotFoundError(f"{where}: access refused (HTTP {status})",
                                      "set HF_TOKEN, and accept the model's licence if it is gated") from None
         raise not_found(repo_id, "no such repository on the Hugging Face hub (or it is private: set HF_TOKEN)") from None
-    except (hf_errors.EntryNotFoundError, getattr(hf_errors, "RemoteEntryNotFoundError", hf_errors.EntryNotFoundError)):
-        raise ModelNotFoundError(f"{where}: the repository has no config.json") from None
-    except hf_errors.LocalEntryNotFoundError:
+    except hf_errors.LocalEntryNotFoundError:  # (a subclass of EntryNotFoundError: keep it first)
         if _offline():
             raise not_found(repo_id, "not in the local Hugging Face cache and HF_HUB_OFFLINE is set") from None
         raise ModelNotFoundError(
             f"{where}: the Hugging Face hub is unreachable and config.json is not cached",
             "check the network or HF_ENDPOINT; offline, use a bundled model ('planner models list'), a local "
             "config.json, or set HF_HUB_OFFLINE=1 after caching it") from None
+    except hf_errors.EntryNotFoundError:
+        raise ModelNotFoundError(f"{where}: the repository has no config.json") from None
     except hf_errors.OfflineModeIsEnabled:
         raise not_found(repo_id, "not in the local Hugging Face cache and HF_HUB_OFFLINE is set") from None
     except hf_errors.HfHubHTTPError as exc:
