@@ -6,8 +6,12 @@
   elements per token, as serving engines cache it (``naive_bytes_per_token`` shows what expanded
   per-head K/V would take).
 - Sliding-window layers hold at most ``window`` tokens, chunked-attention layers at most one chunk.
-- State-space and linear-attention layers hold a fixed-size state per sequence, independent of
-  context (``state_bytes_per_sequence``), in the activation dtype.
+- State-space, linear-attention and short-conv layers hold a fixed-size state per sequence,
+  independent of context (``state_bytes_per_sequence``), in the activation dtype: the causal-conv
+  window (``conv channels × (conv_kernel - 1)``: the current input is not kept, vLLM's convention;
+  transformers' own cache keeps ``conv_kernel`` columns) plus the recurrent state (Mamba-2
+  ``heads × head_dim × state_size``, Mamba-1 ``d_inner × state_size``, Gated DeltaNet
+  ``v_heads × k_head_dim × v_head_dim``). Falcon-H1 layers have both K/V and a state.
 
 ``bytes_per_token`` is what one token adds across all layers while the context is shorter than every
 window; ``bytes_per_sequence(context)`` caps each windowed layer at its window.
@@ -18,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .dtypes import DType
-from .spec import MLA, Attention, GatedDeltaNet, Mamba, ModelSpec
+from .spec import MLA, Attention, GatedDeltaNet, Mamba, ModelSpec, ParallelHybrid, ShortConv
 
 
 @dataclass(frozen=True)
@@ -45,17 +49,25 @@ def layer_cap(mixer) -> int | None:
     return None
 
 
+#: Mixers that keep a fixed-size per-sequence state (``state_elements() -> (conv, recurrent)``).
+STATEFUL = (Mamba, GatedDeltaNet, ShortConv, ParallelHybrid)
+
+
 def layer_kv(spec: ModelSpec, kv_dtype: DType, state_dtype: DType) -> list[LayerKV]:
+    """Per layer: K/V bytes per token of its attention (Falcon-H1's parallel attention included) and
+    the fixed state of its recurrent part: conv window ``channels × (kernel - 1)`` plus the SSM /
+    delta-rule state, each in ``state_dtype`` (vLLM's ``MambaStateShapeCalculator`` shapes)."""
     out = []
     for i, layer in enumerate(spec.layers):
         m = layer.mixer
         per_token = state = 0
-        if isinstance(m, (Attention, MLA)):
-            per_token = kv_dtype.nbytes(m.kv_elements_per_token())
-        elif isinstance(m, (Mamba, GatedDeltaNet)):
+        attn = m.attention if isinstance(m, ParallelHybrid) else m
+        if isinstance(attn, (Attention, MLA)):
+            per_token = kv_dtype.nbytes(attn.kv_elements_per_token())
+        if isinstance(m, STATEFUL):
             conv, ssm = m.state_elements()
             state = state_dtype.nbytes(conv) + state_dtype.nbytes(ssm)
-        out.append(LayerKV(i, layer.kind, layer_cap(m), per_token, state))
+        out.append(LayerKV(i, layer.kind, layer_cap(attn), per_token, state))
     return out
 
 

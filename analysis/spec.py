@@ -192,26 +192,38 @@ class MLA:
 class Mamba:
     """A Mamba-2 (``version=2``) or Mamba-1 (``version=1``) selective state-space mixer.
 
-    Its per-sequence state is fixed-size: the causal-conv window (``conv_kernel - 1`` past inputs of
-    the conv channels) and the SSM state. Mamba-2: ``num_heads × head_dim × state_size``;
-    Mamba-1: ``intermediate_size × state_size``.
+    Mamba-2 (mamba2, Nemotron-H, Bamba, Granite-4 hybrid, Falcon-H1): ``in_proj`` maps the hidden
+    state to ``[z (d_inner) | x (d_inner) | B (groups·N) | C (groups·N) | dt (heads)]``; x, B and C
+    go through a depthwise causal conv of ``conv_dim = d_inner + 2·groups·N`` channels; the scan keeps
+    ``num_heads × head_dim × state_size`` state; then a gated RMSNorm over ``norm_groups`` groups
+    (``gated_norm``) or a bare ``y·silu(z)`` gate, and ``out_proj``.
+
+    Mamba-1 (mamba, falcon_mamba, Jamba): ``in_proj`` to ``[x | z]`` (2·d_inner); conv over d_inner
+    channels; ``x_proj`` to ``[dt (dt_rank) | B (N) | C (N)]``, ``dt_proj`` back to d_inner; the scan
+    keeps ``d_inner × state_size`` state. Jamba RMS-normalises dt, B and C with weights
+    (``dt_layernorms``), Falcon-Mamba without (``bcdt_rms``).
+
+    Per-sequence state, vLLM's convention (``MambaStateShapeCalculator``): the conv window of the
+    ``conv_kernel - 1`` previous inputs of every conv channel (the current input is not kept), plus
+    the SSM state above.
     """
 
     hidden_size: int
     version: int
-    intermediate_size: int  # d_inner = num_heads * head_dim for Mamba-2
+    intermediate_size: int  # d_inner; Mamba-2: num_heads * head_dim
     state_size: int
     conv_kernel: int
-    num_heads: int = 0
-    head_dim: int = 0
-    n_groups: int = 1
+    num_heads: int = 0  # Mamba-2
+    head_dim: int = 0  # Mamba-2
+    n_groups: int = 1  # Mamba-2: groups of B and C
     dt_rank: int = 0  # Mamba-1
     conv_bias: bool = True
-    proj_bias: bool = False  # in_proj / out_proj bias
-    gated_norm: bool = True  # Mamba-2 RMSNormGated over intermediate_size
+    proj_bias: bool = False  # in_proj bias (and out_proj's unless out_proj_bias says otherwise)
+    out_proj_bias: bool | None = None  # Falcon-H1: projectors_bias; None: same as proj_bias
+    gated_norm: bool = True  # Mamba-2: RMSNormGated over intermediate_size (else a bare SiLU gate)
     norm_groups: int = 1
-    dt_layernorms: bool = False  # Jamba: RMSNorms over dt, B and C
-    d_mlp: int = 0  # Falcon-H1: extra MLP channels in in_proj (mamba_d_ssm != intermediate)
+    dt_layernorms: bool = False  # Jamba: RMSNorms (with weights) over dt, B and C
+    bcdt_rms: bool = False  # Falcon-Mamba: weightless RMSNorms over dt, B and C
     chunk_size: int = 256
 
     kind = "mamba"
@@ -228,7 +240,15 @@ class Mamba:
     def in_proj_dim(self) -> int:
         if self.version == 1:
             return 2 * self.intermediate_size
-        return 2 * self.intermediate_size + 2 * self.n_groups * self.state_size + self.num_heads + 2 * self.d_mlp
+        return self.intermediate_size + self.conv_dim + self.num_heads
+
+    @property
+    def scan_inputs_per_token(self) -> int:
+        """Elements the scan reads per token: Mamba-2 x, B, C (the conv output) and dt (one per head);
+        Mamba-1 x, dt (d_inner each, dt after dt_proj), B and C."""
+        if self.version == 1:
+            return 2 * self.intermediate_size + 2 * self.state_size
+        return self.conv_dim + self.num_heads
 
     def state_elements(self) -> tuple[int, int]:
         """(conv state, ssm state) elements per sequence."""
@@ -262,14 +282,25 @@ class Mamba:
             out.append(Tensor(f"{prefix}.D", (self.num_heads,), "other"))
             if self.gated_norm:
                 out.append(Tensor(f"{prefix}.norm.weight", (d,), "norm"))
-        _linear(out, f"{prefix}.out_proj", h, d, self.proj_bias)
+        out_bias = self.proj_bias if self.out_proj_bias is None else self.out_proj_bias
+        _linear(out, f"{prefix}.out_proj", h, d, out_bias)
         return out
 
 
 @dataclass(frozen=True)
 class GatedDeltaNet:
-    """Gated DeltaNet linear attention (Qwen3-Next): a fixed-size state of
-    ``num_v_heads × head_k_dim × head_v_dim`` per sequence plus the causal-conv window."""
+    """Gated DeltaNet linear attention (Qwen3-Next ``linear_attention`` layers).
+
+    ``in_proj_qkvz`` gives q, k (``num_k_heads × head_k_dim`` each), v and the output gate z
+    (``num_v_heads × head_v_dim`` each); ``in_proj_ba`` the per-v-head write strength β and decay
+    input a. q, k, v pass a depthwise causal conv (no bias) of ``conv_dim = 2·key_dim + value_dim``
+    channels. Each v-head keeps a ``head_k_dim × head_v_dim`` state (k-heads are shared by
+    ``num_v_heads / num_k_heads`` v-heads, like GQA); its output is RMS-normalised over
+    ``head_v_dim``, gated by ``silu(z)`` and projected by ``out_proj``.
+
+    Per-sequence state (vLLM's ``gated_delta_net_state_shape``): the conv window
+    ``conv_dim × (conv_kernel - 1)`` plus ``num_v_heads × head_k_dim × head_v_dim``.
+    """
 
     hidden_size: int
     num_k_heads: int
@@ -313,7 +344,98 @@ class GatedDeltaNet:
         return out
 
 
-Mixer = Union[Attention, MLA, Mamba, GatedDeltaNet]
+@dataclass(frozen=True)
+class ShortConv:
+    """LFM2's gated short convolution: ``in_proj`` to ``[B | C | x]`` (3·hidden), ``y = C ·
+    conv(B · x)`` with a depthwise causal conv of ``conv_kernel`` taps (``conv_L_cache``) over the
+    hidden channels, then ``out_proj``. Per-sequence state: the conv window, ``hidden × (conv_kernel
+    - 1)`` (vLLM's ``short_conv_state_shape``)."""
+
+    hidden_size: int
+    conv_kernel: int
+    bias: bool = False
+
+    kind = "short_conv"
+    window = None
+    chunk = None
+
+    @property
+    def conv_dim(self) -> int:
+        return self.hidden_size
+
+    def state_elements(self) -> tuple[int, int]:
+        return self.conv_dim * (self.conv_kernel - 1), 0
+
+    def kv_elements_per_token(self) -> int:
+        return 0
+
+    def tensors(self, prefix: str) -> list[Tensor]:
+        out: list[Tensor] = []
+        h = self.hidden_size
+        _linear(out, f"{prefix}.in_proj", 3 * h, h, self.bias)
+        out.append(Tensor(f"{prefix}.conv.weight", (h, 1, self.conv_kernel), "conv"))
+        if self.bias:
+            out.append(Tensor(f"{prefix}.conv.bias", (h,), "bias"))
+        _linear(out, f"{prefix}.out_proj", h, h, self.bias)
+        return out
+
+
+@dataclass(frozen=True)
+class GatedAttention(Attention):
+    """Softmax attention with what ``Attention`` does not carry.
+
+    ``output_gate`` (Qwen3-Next): ``q_proj`` also emits a gate per query feature, so it has
+    ``2 · num_attention_heads · head_dim`` rows; the attention output is multiplied by
+    ``sigmoid(gate)`` before ``o_proj``. ``qk_norm_bias`` (Phi's ``qk_layernorm``): the q/k norms
+    are LayerNorms with a bias. KV cache, windows and everything else are those of ``Attention``.
+    """
+
+    output_gate: bool = False
+    qk_norm_bias: bool = False
+
+    def __post_init__(self) -> None:
+        if self.output_gate and self.fused_qkv:
+            raise ValueError("GatedAttention: an output gate with a fused qkv_proj is not modelled")
+
+    def tensors(self, prefix: str) -> list[Tensor]:
+        out: list[Tensor] = []
+        for t in super().tensors(prefix):
+            if self.output_gate and t.name == f"{prefix}.q_proj.weight":
+                t = Tensor(t.name, (2 * self.q_dim, self.hidden_size), t.kind)
+            elif self.output_gate and t.name == f"{prefix}.q_proj.bias":
+                t = Tensor(t.name, (2 * self.q_dim,), t.kind)
+            out.append(t)
+            if self.qk_norm_bias and t.name in (f"{prefix}.q_norm.weight", f"{prefix}.k_norm.weight"):
+                out.append(Tensor(t.name[: -len("weight")] + "bias", t.shape, "norm"))
+        return out
+
+
+@dataclass(frozen=True)
+class ParallelHybrid:
+    """Falcon-H1's mixer: attention and a Mamba-2 mixer read the same normed input in every layer
+    and their outputs are summed. The layer caches the attention's K/V per token and keeps the
+    Mamba's fixed state per sequence. Tensors are named ``self_attn.*`` and ``mixer.*`` (the
+    latter is ``mamba.*`` in transformers)."""
+
+    attention: Attention
+    mamba: Mamba
+
+    kind = "attention+mamba"
+    window = None
+    chunk = None
+
+    def state_elements(self) -> tuple[int, int]:
+        return self.mamba.state_elements()
+
+    def kv_elements_per_token(self) -> int:
+        return self.attention.kv_elements_per_token()
+
+    def tensors(self, prefix: str) -> list[Tensor]:
+        base = prefix[: -len(".mixer")] if prefix.endswith(".mixer") else prefix
+        return self.attention.tensors(f"{base}.self_attn") + self.mamba.tensors(f"{base}.mixer")
+
+
+Mixer = Union[Attention, MLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid]
 
 
 # ---- feed-forward --------------------------------------------------------------------------------

@@ -31,7 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from .dtypes import DType
-from .spec import MLA, MLP, Attention, GatedDeltaNet, Layer, Mamba, ModelSpec, MoE, Norm, Tensor
+from .spec import (MLA, MLP, Attention, GatedAttention, GatedDeltaNet, Layer, Mamba, ModelSpec, MoE, Norm,
+                   ParallelHybrid, ShortConv, Tensor)
 from .weights import WeightFormat
 
 
@@ -236,48 +237,128 @@ class _Builder:
                      act_write_bytes=n * nh * m.v_head_dim * a, kv_read_bytes=s.batch * seen * kv_tok, kernels=1)
         self.matmul("o_proj", tensors["o_proj"], i, "attention")
 
+    # ---- recurrent mixers --------------------------------------------------------------------------
+    # Conventions for the state-space / linear-attention / short-conv ops below (n = batch·new_tokens
+    # tokens, B = batch sequences, a = bytes per activation element):
+    # - FLOPs count the matmul-shaped work at 2 per multiply-add: projections (``matmul``), the conv
+    #   taps, and the recurrence of the *recurrent* form, which is what a token needs whatever the
+    #   kernel (chunked prefill kernels such as Mamba-2's SSD or GDN's chunked delta rule do more,
+    #   quadratic inside a chunk; that extra is not counted). Elementwise work (SiLU, softplus, exp
+    #   decays, norms, gates) is bytes only.
+    # - The fixed per-sequence state (``kv.layer_kv``) is written once per step for each sequence
+    #   (``B × state bytes``) and read once per step when the sequences already have one
+    #   (``cached_tokens > 0``); a fresh prompt starts from a zero state that no kernel loads.
+    #   Conv window and recurrent state are split over the ``conv`` and ``scan`` rows.
+
+    def _state_io(self, elems: int) -> tuple[int, int]:
+        """(bytes read, bytes written) of ``elems`` state elements per sequence in one step."""
+        per_seq = self.state.nbytes(elems)
+        return (self.shape.batch * per_seq if self.shape.cached_tokens > 0 else 0), self.shape.batch * per_seq
+
+    def _conv(self, i: int, name: str, channels: int, kernel: int, tensors: list[Tensor], kernels: int) -> None:
+        """Depthwise causal conv: each of ``channels`` outputs per token is ``kernel`` multiply-adds
+        over the current input and the ``kernel - 1`` previous ones (2·n·channels·kernel FLOPs); reads
+        the n new inputs, writes n outputs; the window of ``channels × (kernel - 1)`` is the state."""
+        n, a = self.shape.tokens, self.a
+        rd, wr = self._state_io(channels * (kernel - 1))
+        self.add(name=name, kind="conv", category="ssm", layer=i, flops=2 * n * channels * kernel,
+                 weight_bytes=self.fmt.bytes_of(tensors), act_read_bytes=n * channels * a,
+                 act_write_bytes=n * channels * a, state_read_bytes=rd, state_write_bytes=wr, kernels=kernels)
+
+    def _gate(self, i: int, name: str, dim: int, tensors: list[Tensor], kernels: int) -> None:
+        """``y · act(z)`` (optionally RMS-normalised): reads y and z (2·n·dim), writes n·dim; weights
+        are the norm's, if any."""
+        n, a = self.shape.tokens, self.a
+        self.add(name=name, kind="norm" if tensors else "elementwise", category="ssm", layer=i,
+                 weight_bytes=self.fmt.bytes_of(tensors), act_read_bytes=2 * n * dim * a,
+                 act_write_bytes=n * dim * a, kernels=kernels)
+
     def mamba(self, i: int, m: Mamba, tensors: dict[str, list[Tensor]]) -> None:
-        s, n, a = self.shape, self.shape.tokens, self.a
+        n, a = self.shape.tokens, self.a
+        d, ns = m.intermediate_size, m.state_size
+        # in_proj: h -> [z | x | B | C | dt] (Mamba-2) or [x | z] (Mamba-1): 2·n·h·in_proj_dim
         self.matmul("in_proj", tensors["in_proj"], i, "ssm")
-        conv_state = self.state.nbytes(m.conv_dim * (m.conv_kernel - 1))
-        self.add(name="conv1d", kind="conv", category="ssm", layer=i, flops=2 * n * m.conv_dim * m.conv_kernel,
-                 weight_bytes=self.fmt.bytes_of(tensors["conv1d"]), act_read_bytes=n * m.conv_dim * a,
-                 act_write_bytes=n * m.conv_dim * a, state_read_bytes=s.batch * conv_state,
-                 state_write_bytes=s.batch * conv_state, kernels=3)
-        _, ssm_elems = m.state_elements()
-        ssm_state = self.state.nbytes(ssm_elems)
+        # conv1d + SiLU over x (Mamba-1) or x, B, C (Mamba-2): 2·n·conv_dim·conv_kernel
+        self._conv(i, "conv1d", m.conv_dim, m.conv_kernel, tensors["conv1d"], kernels=2)
         if m.version == 1:
+            # x_proj: d_inner -> [dt (dt_rank) | B (N) | C (N)]: 2·n·d_inner·(dt_rank + 2N)
             self.matmul("x_proj", tensors["x_proj"], i, "ssm")
+            if m.dt_layernorms or m.bcdt_rms:
+                # RMSNorms over dt, B and C (Jamba with weights, Falcon-Mamba without)
+                dims = m.dt_rank + 2 * ns
+                norms = sum((tensors.get(k, []) for k in ("dt_layernorm", "b_layernorm", "c_layernorm")), [])
+                self.add(name="dt_bc_norm", kind="norm", category="ssm", layer=i,
+                         weight_bytes=self.fmt.bytes_of(norms), act_read_bytes=n * dims * a,
+                         act_write_bytes=n * dims * a, kernels=3 * 6)
+            # dt_proj: dt_rank -> d_inner (with bias): 2·n·dt_rank·d_inner
             self.matmul("dt_proj", tensors["dt_proj"], i, "ssm")
-        small = sum((tensors.get(k, []) for k in ("A_log", "D", "dt_bias", "dt_layernorm", "b_layernorm", "c_layernorm")), [])
-        # state update (dB·x outer product) and read-out (C·h): 2 + 2 FLOPs per state element per token
+        _, ssm_elems = m.state_elements()
+        rd, wr = self._state_io(ssm_elems)
+        small = sum((tensors.get(k, []) for k in ("A_log", "D", "dt_bias")), [])
+        # selective scan, recurrent form, per token and state element (Mamba-2: heads·head_dim·N,
+        # Mamba-1: d_inner·N): h = exp(dt·A)·h + (dt·B)·x is one multiply-add (the outer product),
+        # y = C·h another: 4 FLOPs per state element per token (the decay and the D·x skip are
+        # elementwise). Reads x, B, C and dt (``scan_inputs_per_token``), writes y (d_inner).
         self.add(name="ssm_scan", kind="scan", category="ssm", layer=i, flops=4 * n * ssm_elems,
-                 weight_bytes=self.fmt.bytes_of(small), act_read_bytes=n * (m.conv_dim + m.num_heads) * a,
-                 act_write_bytes=n * m.intermediate_size * a, state_read_bytes=s.batch * ssm_state,
-                 state_write_bytes=s.batch * ssm_state, kernels=8)
+                 weight_bytes=self.fmt.bytes_of(small), act_read_bytes=n * m.scan_inputs_per_token * a,
+                 act_write_bytes=n * d * a, state_read_bytes=rd, state_write_bytes=wr, kernels=8)
         if m.version == 2 and m.gated_norm:
-            self.norm("gated_norm", None, m.intermediate_size, i, cat="ssm", tensors=tensors.get("norm", []))
+            # RMSNormGated: norm(y · silu(z)) over norm_groups groups of d_inner
+            self._gate(i, "gated_norm", d, tensors.get("norm", []), kernels=7)
+        else:
+            self._gate(i, "gate", d, [], kernels=2)  # y · silu(z)
+        # out_proj: d_inner -> h: 2·n·d_inner·h
         self.matmul("out_proj", tensors["out_proj"], i, "ssm")
 
     def gdn(self, i: int, m: GatedDeltaNet, tensors: dict[str, list[Tensor]]) -> None:
-        s, n, a = self.shape, self.shape.tokens, self.a
+        n, a = self.shape.tokens, self.a
+        # in_proj_qkvz: h -> [q | k | v | z]: 2·n·h·(2·key_dim + 2·value_dim); in_proj_ba: h -> [b | a]
         self.matmul("in_proj_qkvz", tensors["in_proj_qkvz"], i, "ssm")
         self.matmul("in_proj_ba", tensors["in_proj_ba"], i, "ssm")
-        conv_state = self.state.nbytes(m.conv_dim * (m.conv_kernel - 1))
-        self.add(name="conv1d", kind="conv", category="ssm", layer=i, flops=2 * n * m.conv_dim * m.conv_kernel,
-                 weight_bytes=self.fmt.bytes_of(tensors["conv1d"]), act_read_bytes=n * m.conv_dim * a,
-                 act_write_bytes=n * m.conv_dim * a, state_read_bytes=s.batch * conv_state,
-                 state_write_bytes=s.batch * conv_state, kernels=3)
+        # conv1d + SiLU over q, k, v: 2·n·conv_dim·conv_kernel
+        self._conv(i, "conv1d", m.conv_dim, m.conv_kernel, tensors["conv1d"], kernels=2)
         _, st = m.state_elements()
-        st_bytes = self.state.nbytes(st)
+        rd, wr = self._state_io(st)
         small = sum((tensors.get(k, []) for k in ("A_log", "dt_bias")), [])
-        # delta rule per token and v-head: kᵀS (2·dk·dv), the rank-1 update (2·dk·dv), qᵀS (2·dk·dv)
+        # gated delta rule, recurrent form, per token and v-head with state S (dk × dv): after the decay
+        # S ← exp(g)·S (elementwise), kᵀS (dk·dv multiply-adds), S += k ⊗ β(v - kᵀS) (dk·dv), o = qᵀS
+        # (dk·dv): 6·dk·dv FLOPs per v-head per token. Reads q, k, v (conv_dim) and a, b (2 per v-head),
+        # q/k L2 norms and the gates g, β included; writes o (value_dim).
         self.add(name="delta_rule", kind="scan", category="ssm", layer=i, flops=6 * n * st,
-                 weight_bytes=self.fmt.bytes_of(small), act_read_bytes=n * m.conv_dim * a,
-                 act_write_bytes=n * m.value_dim * a, state_read_bytes=s.batch * st_bytes,
-                 state_write_bytes=s.batch * st_bytes, kernels=10)
-        self.norm("gated_norm", None, m.value_dim, i, cat="ssm", tensors=tensors.get("norm", []))
+                 weight_bytes=self.fmt.bytes_of(small), act_read_bytes=n * (m.conv_dim + 2 * m.num_v_heads) * a,
+                 act_write_bytes=n * m.value_dim * a, state_read_bytes=rd, state_write_bytes=wr, kernels=10)
+        # RMSNorm over head_v_dim, times silu(z)
+        self._gate(i, "gated_norm", m.value_dim, tensors.get("norm", []), kernels=7)
+        # out_proj: value_dim -> h
         self.matmul("out_proj", tensors["out_proj"], i, "ssm")
+
+    def short_conv(self, i: int, m: ShortConv, tensors: dict[str, list[Tensor]]) -> None:
+        n, a, h = self.shape.tokens, self.a, m.hidden_size
+        # in_proj: h -> [B | C | x]: 2·n·h·3h
+        self.matmul("in_proj", tensors["in_proj"], i, "ssm")
+        self.elementwise("B·x", 2 * n * h, n * h, i, "ssm")
+        # depthwise causal conv over h channels (no activation): 2·n·h·conv_kernel
+        self._conv(i, "conv", h, m.conv_kernel, tensors["conv"], kernels=1)
+        self.elementwise("C·y", 2 * n * h, n * h, i, "ssm")
+        # out_proj: h -> h
+        self.matmul("out_proj", tensors["out_proj"], i, "ssm")
+
+    def gated_attention(self, i: int, m: GatedAttention, tensors: dict[str, list[Tensor]]) -> None:
+        self.attention(i, m, tensors)
+        if m.output_gate:
+            # Qwen3-Next: the attention output is multiplied by sigmoid(gate) before o_proj; the gate is
+            # the second half of q_proj's output (q_dim features). Reads gate and output, writes output.
+            o_proj = self.ops.pop()
+            n = self.shape.tokens
+            self.elementwise("output_gate", n * (m.q_dim + m.o_in), n * m.o_in, i, "attention", kernels=2)
+            self.ops.append(o_proj)
+
+    def parallel_hybrid(self, i: int, m: ParallelHybrid, tensors: dict[str, list[Tensor]]) -> None:
+        n, h = self.shape.tokens, self.spec.hidden_size
+        self.attention(i, m.attention, tensors)
+        self.mamba(i, m.mamba, tensors)
+        # the two branch outputs summed (their scalar multipliers fold into this pass)
+        self.elementwise("branch_sum", 2 * n * h, n * h, i, "other")
 
     def mlp(self, i: int, m: MLP, tensors: dict[str, list[Tensor]], prefix: str = "", n_tokens: int | None = None) -> None:
         n = self.shape.tokens if n_tokens is None else n_tokens
@@ -330,7 +411,9 @@ class _Builder:
         m = layer.mixer
         if m is not None:
             self.placed_norm(layer, "pre_mixer", i, tensors)
-            if isinstance(m, Attention):
+            if isinstance(m, GatedAttention):
+                self.gated_attention(i, m, tensors)
+            elif isinstance(m, Attention):
                 self.attention(i, m, tensors)
             elif isinstance(m, MLA):
                 self.mla(i, m, tensors)
@@ -338,6 +421,12 @@ class _Builder:
                 self.mamba(i, m, tensors)
             elif isinstance(m, GatedDeltaNet):
                 self.gdn(i, m, tensors)
+            elif isinstance(m, ShortConv):
+                self.short_conv(i, m, tensors)
+            elif isinstance(m, ParallelHybrid):
+                self.parallel_hybrid(i, m, tensors)
+            else:
+                raise TypeError(f"no trace for mixer {type(m).__name__}")
             self.placed_norm(layer, "post_mixer", i, tensors)
             if not layer.parallel:
                 self.elementwise("residual", 2 * n * h, n * h, i, "other")

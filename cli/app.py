@@ -24,15 +24,13 @@ try:  # typer >= 0.22 vendors its own click: catch both its exceptions and click
     _CLICK = (_typer_click_exc.ClickException,)
 except ImportError:  # pragma: no cover
     _EXIT, _ABORT, _USAGE, _CLICK = (), (), (), ()
-try:
+if "click" in sys.modules:  # an older typer built on click itself
     import click.exceptions as _click_exc
 
     _EXIT += (_click_exc.Exit,)
     _ABORT += (_click_exc.Abort,)
     _USAGE += (_click_exc.UsageError,)
     _CLICK += (_click_exc.ClickException,)
-except ImportError:  # pragma: no cover
-    pass
 
 from analysis.errors import PlannerError
 

@@ -160,7 +160,7 @@ def rows_to_markdown(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> s
 def rich_table(title: str | None, headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequence[int] = ()):
     from rich.table import Table
 
-    t = Table(title=title, title_justify="left", show_lines=False)
+    t = Table(title=title, title_justify="left", show_lines=False, show_header=any(str(h) for h in headers))
     for i, h in enumerate(headers):
         t.add_column(str(h), justify="right" if i in right else "left", overflow="fold")
     for r in rows:

@@ -542,6 +542,18 @@ def load_profile(name_or_path: str) -> HardwareProfile:
         return _load_file(Path(text).expanduser(), "file")
 
     key = text.lower()
+    # fast path: an exact bundled name is its file's stem; user profiles (usually few) are read first
+    # because a user profile of the same name shadows the bundled one
+    user_dir = user_profile_dir()
+    user = _load_folder(user_dir, "user") if user_dir.is_dir() else {}
+    if key in user:
+        return user[key]
+    if _NAME_RE.match(key):
+        entry = _bundled_folder().joinpath(f"{key}.yaml")
+        if entry.is_file():
+            profile = _load_file(entry, "bundled")
+            if profile.name == key:
+                return profile
     profiles = list_profiles()
     for p in profiles:
         if p.name == key:
