@@ -273,26 +273,3 @@ def to_dict(a: Analysis, *, model_id: str = "", source: str = "") -> dict:
 def activation_bytes_per_sequence(a: Analysis) -> int:
     """The largest activation buffer of a decode step, per sequence (it grows linearly with batch)."""
     return -(-a.activation_bytes // a.options.batch)
-
-
-def max_batch(a: Analysis, usable_bytes: int, context: int | None = None) -> int:
-    """The most sequences at ``context`` whose KV, state and activations fit beside the weights."""
-    ctx = a.options.context if context is None else context
-    per_seq = a.seq_bytes(ctx) + activation_bytes_per_sequence(a)
-    room = usable_bytes - a.weights_bytes
-    if room < per_seq or per_seq <= 0:
-        return 0 if room < per_seq else 1 << 30
-    return room // per_seq
-
-
-def max_context(a: Analysis, usable_bytes: int, batch: int | None = None, limit: int = 1 << 24) -> int:
-    """The longest context at which ``batch`` sequences fit (capped at ``limit``); -1 if none."""
-    from .capacity import largest
-
-    b = a.options.batch if batch is None else batch
-    act = activation_bytes_per_sequence(a) * b
-
-    def fits(ctx: int) -> bool:
-        return a.weights_bytes + b * a.seq_bytes(ctx) + act <= usable_bytes
-
-    return largest(fits, 0, limit)

@@ -1,5 +1,566 @@
-"""State-space, linear-attention and other hybrid families (registered into ``config.SPECIAL``)."""
+"""State-space, linear-attention and other hybrid families (registered into ``config.SPECIAL``).
+
+Each builder reads its family's fields (transformers' ``configuration_*.py`` names, with their class
+defaults from ``family_defaults``) and states the block structure of transformers'
+``modeling_*.py``; the shapes themselves live in ``spec`` (``Mamba``, ``GatedDeltaNet``,
+``ShortConv``, ``GatedAttention``, ``ParallelHybrid``). Families share readers where they share
+structure: one Mamba-2 reader for mamba2 / Nemotron-H / Bamba / Granite-4 hybrid / Falcon-H1 (their
+field names differ, see ``MAMBA2_KEYS``), one Mamba-1 reader for mamba / falcon_mamba / Jamba, one
+attention reader for all of them.
+
+Anything a builder cannot represent exactly (Nemotron-H's latent MoE, a Phi lm_head bias with tied
+embeddings ...) is a ``ConfigError`` naming the file and the field, never an approximate count.
+
+Layer layouts (transformers 5.x):
+
+- ``qwen3_next``: every layer is input_layernorm → (Gated DeltaNet | gated attention) →
+  post_attention_layernorm → (MoE with gated shared expert | dense MLP).
+- ``nemotron_h``: every layer is ONE block with ONE norm: Mamba-2 (M), attention (*), a relu² MLP (-)
+  or a non-gated MoE with a shared expert (E).
+- ``jamba``: input_layernorm → (Mamba-1 | attention) → pre_ff_layernorm → (MoE | MLP).
+- ``falcon_h1``: input_layernorm → attention ∥ Mamba-2 (summed) → pre_ff_layernorm → MLP.
+- ``mamba``, ``falcon_mamba``, ``mamba2``: norm → mixer, nothing else.
+- ``bamba``, ``granitemoehybrid``: input_layernorm → (Mamba-2 | attention) → norm → MLP (bamba) or
+  MoE + shared MLP (granite; shared MLP alone when ``num_local_experts`` is 0).
+- ``lfm2``: operator_norm → (short conv | attention with q/k norms) → ffn_norm → SwiGLU MLP.
+- ``phi``: ONE LayerNorm feeding attention and MLP in parallel (biases everywhere, lm_head too).
+"""
 
 from __future__ import annotations
 
-from .config import SPECIAL  # noqa: F401
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from .config import SPECIAL, Traits, pre_norms, read_act, read_eps, read_head_dim, read_rope, read_tie
+from .fields import MAX_LAYERS, Fields, as_int, short
+from .spec import (
+    MLP,
+    Attention,
+    GatedAttention,
+    GatedDeltaNet,
+    Layer,
+    Mamba,
+    ModelSpec,
+    MoE,
+    Norm,
+    ParallelHybrid,
+    PlacedNorm,
+    ShortConv,
+)
+
+# ---- shared readers ------------------------------------------------------------------------------
+
+
+def _present(f: Fields, key: str) -> bool:
+    """Whether the config itself carries ``key`` (not a class default)."""
+    return f.cfg.get(key) is not None
+
+
+def _pick(f: Fields, *names: str) -> str:
+    """The first of ``names`` the config carries; else the first (whose class default applies)."""
+    return next((k for k in names if _present(f, k)), names[0])
+
+
+def _check_heads(f: Fields, heads: int, kv: int) -> None:
+    if kv > heads or heads % kv:
+        raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
+
+
+def _rotary(f: Fields, head_dim: int, default_factor: float) -> tuple[float, int, tuple]:
+    """``read_rope`` with the family's default ``partial_rotary_factor`` when the config has none."""
+    theta, rotary_dim, scaling = read_rope(f, head_dim)
+    given = any(f.has(k) for k in ("partial_rotary_factor", "rotary_pct", "rotary_dim"))
+    for block in (f.raw("rope_parameters"), f.raw("rope_scaling")):
+        if isinstance(block, dict) and "partial_rotary_factor" in block:
+            given = True
+    if not given and default_factor != 1.0:
+        rotary_dim = f.derived("rotary_dim", int(head_dim * default_factor),
+                               f"absent partial_rotary_factor: the family's {default_factor}")
+    return theta, rotary_dim, scaling
+
+
+def read_attention(f: Fields, hidden: int, *, bias: bool, rope: bool = True, rotary_default: float = 1.0,
+                   rotary_fixed: float | None = None, qk_norm_dim: int | None = None, qk_norm_bias: bool = False,
+                   output_gate: bool = False, head_dim: int | None = None) -> Attention:
+    """Softmax attention from the standard fields (``num_attention_heads``, ``num_key_value_heads``,
+    ``head_dim``), with bias on q/k/v/o when ``bias``; NoPE when not ``rope``; ``rotary_fixed``
+    overrides the config's rotary factor (Bamba); per-head q/k norms of ``qk_norm_dim`` features
+    (None: head_dim; 0: none). A ``GatedAttention`` when it has an output gate or norm biases."""
+    heads = f.int("num_attention_heads")
+    kv = f.int("num_key_value_heads", heads, note="absent: equal to num_attention_heads (no GQA)")
+    _check_heads(f, heads, kv)
+    hd = head_dim if head_dim is not None else read_head_dim(f, hidden, heads)
+    theta, rotary_dim = 10000.0, 0
+    if rope:
+        theta, rotary_dim, _ = _rotary(f, hd, rotary_default)
+        if rotary_fixed is not None:
+            rotary_dim = f.derived("rotary_dim", int(hd * rotary_fixed),
+                                   f"partial_rotary_factor fixed at {rotary_fixed} by transformers")
+    norm_dim = hd if qk_norm_dim is None else qk_norm_dim
+    attn = Attention(hidden_size=hidden, num_attention_heads=heads, num_key_value_heads=kv, head_dim=hd,
+                     v_head_dim=hd, q_bias=bias, k_bias=bias, v_bias=bias, o_bias=bias, q_norm_dim=norm_dim,
+                     k_norm_dim=norm_dim, rotary_dim=rotary_dim, rope_theta=theta)
+    if output_gate or qk_norm_bias:
+        base = {k.name: getattr(attn, k.name) for k in fields(Attention)}
+        return GatedAttention(**base, output_gate=output_gate, qk_norm_bias=qk_norm_bias)
+    return attn
+
+
+def _expand_inner(f: Fields, key: str, hidden: int) -> int:
+    """``int(expand · hidden_size)`` as transformers computes d_inner (``expand`` may be a float)."""
+    v = f.raw(key, 2)
+    iv = as_int(v)
+    if iv is not None:
+        return f.int(key, 2) * hidden
+    e = f.float(key, 2.0)
+    return f.derived("mamba_intermediate_size", int(e * hidden), f"int({key} x hidden_size)")
+
+
+@dataclass(frozen=True)
+class Mamba2Keys:
+    """The config names of the Mamba-2 fields in one family."""
+
+    heads: str
+    head_dim: str
+    state: str
+    groups: str
+    conv: str
+    conv_bias: str
+    proj_bias: str
+    expand: str
+    chunk: str
+
+
+MAMBA2_KEYS = {
+    "mamba2": Mamba2Keys("num_heads", "head_dim", "state_size", "n_groups", "conv_kernel", "use_conv_bias",
+                         "use_bias", "expand", "chunk_size"),
+    "nemotron_h": Mamba2Keys("mamba_num_heads", "mamba_head_dim", "ssm_state_size", "n_groups", "conv_kernel",
+                             "use_conv_bias", "use_bias", "expand", "chunk_size"),
+    "granite": Mamba2Keys("mamba_n_heads", "mamba_d_head", "mamba_d_state", "mamba_n_groups", "mamba_d_conv",
+                          "mamba_conv_bias", "mamba_proj_bias", "mamba_expand", "mamba_chunk_size"),
+}
+
+#: Nemotron-H's legacy names, which transformers still accepts (and prefers when present).
+NEMOTRON_LEGACY = {"n_groups": "mamba_n_groups", "conv_kernel": "mamba_d_conv", "use_conv_bias": "mamba_conv_bias",
+                   "chunk_size": "mamba_chunk_size", "expand": "mamba_expand"}
+
+
+def read_mamba2(f: Fields, hidden: int, keys: Mamba2Keys, *, inner: str, gated_norm: bool = True,
+                out_proj_bias: bool | None = None, legacy: dict[str, str] | None = None) -> Mamba:
+    """A Mamba-2 mixer. ``inner``: how d_inner is set: ``heads`` (num_heads × head_dim, Nemotron-H),
+    ``expand`` (expand × hidden, head_dim may be 'auto'), ``d_ssm`` (Falcon-H1's mamba_d_ssm, else
+    expand × hidden)."""
+    legacy = legacy or {}
+
+    def name(k: str) -> str:
+        return _pick(f, legacy[k], k) if k in legacy else k
+
+    heads = f.int(keys.heads)
+    state = f.int(keys.state)
+    groups = f.int(name(keys.groups))
+    kernel = f.int(name(keys.conv), hi=1 << 12)
+    conv_bias = f.bool(name(keys.conv_bias), True)
+    proj_bias = f.bool(keys.proj_bias, False)
+    chunk = f.int(name(keys.chunk), 256)
+    if inner == "heads":
+        head_dim = f.int(keys.head_dim)
+        d_inner = f.derived("mamba_intermediate_size", heads * head_dim, f"{keys.heads} x {keys.head_dim}")
+    else:
+        if inner == "d_ssm" and f.has("mamba_d_ssm"):
+            d_inner = f.int("mamba_d_ssm")
+        else:
+            d_inner = _expand_inner(f, name(keys.expand), hidden)
+        raw_hd = f.raw(keys.head_dim, "auto")
+        if raw_hd == "auto" or raw_hd is None:
+            head_dim = f.derived(keys.head_dim, d_inner // heads, f"'auto': d_inner ({d_inner}) / {keys.heads}")
+        else:
+            head_dim = f.int(keys.head_dim)
+        if heads * head_dim != d_inner:
+            what = "mamba_d_ssm" if inner == "d_ssm" and f.has("mamba_d_ssm") else f"{name(keys.expand)} x hidden_size"
+            raise f.error(keys.head_dim, f"({head_dim}) x {keys.heads} ({heads}) must equal the Mamba inner size "
+                                         f"{d_inner} ({what})")
+    if heads % groups:
+        raise f.error(name(keys.groups), f"({groups}) must divide {keys.heads} ({heads})")
+    return Mamba(hidden_size=hidden, version=2, intermediate_size=d_inner, state_size=state, conv_kernel=kernel,
+                 num_heads=heads, head_dim=head_dim, n_groups=groups, conv_bias=conv_bias, proj_bias=proj_bias,
+                 out_proj_bias=out_proj_bias, gated_norm=gated_norm, norm_groups=groups, chunk_size=chunk)
+
+
+def _dt_rank(f: Fields, key: str, hidden: int) -> int:
+    raw = f.raw(key, "auto")
+    if raw == "auto" or raw is None:
+        return f.derived(key, -(-hidden // 16), "'auto': ceil(hidden_size / 16)")
+    return f.int(key)
+
+
+def read_mamba1(f: Fields, hidden: int, *, jamba: bool, weightless_norms: bool = False) -> Mamba:
+    """A Mamba-1 mixer: mamba / falcon_mamba names, or Jamba's ``mamba_*`` names (``jamba``)."""
+    if jamba:
+        d_inner = f.derived("mamba_intermediate_size", f.int("mamba_expand", 2) * hidden, "mamba_expand x hidden_size")
+        state, kernel = f.int("mamba_d_state"), f.int("mamba_d_conv", hi=1 << 12)
+        dt_rank = _dt_rank(f, "mamba_dt_rank", hidden)
+        conv_bias, proj_bias = f.bool("mamba_conv_bias", True), f.bool("mamba_proj_bias", False)
+    else:
+        # transformers sets intermediate_size = int(expand · hidden) unless the config names one
+        d_inner = f.int("intermediate_size") if _present(f, "intermediate_size") else _expand_inner(f, "expand", hidden)
+        state, kernel = f.int("state_size"), f.int("conv_kernel", hi=1 << 12)
+        dt_rank = _dt_rank(f, "time_step_rank", hidden)
+        conv_bias, proj_bias = f.bool("use_conv_bias", True), f.bool("use_bias", False)
+    return Mamba(hidden_size=hidden, version=1, intermediate_size=d_inner, state_size=state, conv_kernel=kernel,
+                 dt_rank=dt_rank, conv_bias=conv_bias, proj_bias=proj_bias, gated_norm=False,
+                 dt_layernorms=jamba, bcdt_rms=weightless_norms)
+
+
+def _act(f: Fields, default: str) -> str:
+    return read_act(f, Traits(act_default=default))
+
+
+def _core(f: Fields) -> tuple[int, int, int]:
+    return f.int("hidden_size"), f.int("num_hidden_layers", hi=MAX_LAYERS), f.int("vocab_size", hi=1 << 26)
+
+
+def _types_list(f: Fields, key: str, n_layers: int | None, allowed: dict[str, str]) -> list[str]:
+    """A per-layer list of type names mapped through ``allowed`` (legacy names included)."""
+    v = f.list(key)
+    if n_layers is not None and len(v) != n_layers:
+        raise f.error(key, f"has {len(v)} entries but num_hidden_layers is {n_layers}")
+    out = []
+    for i, t in enumerate(v):
+        if not isinstance(t, str) or t not in allowed:
+            raise f.error(key, f"entry {i} is {short(t)}; expected one of {', '.join(sorted(allowed))}")
+        out.append(allowed[t])
+    return out
+
+
+def _spec(f: Fields, model_type: str, hidden: int, vocab: int, layers: list[Layer], final_norm: Norm,
+          tie_default: bool, act: str, **kw: Any) -> ModelSpec:
+    return ModelSpec(model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=tuple(layers),
+                     tie_word_embeddings=read_tie(f, tie_default), final_norm=final_norm, hidden_act=act,
+                     norm_eps=read_eps(f), **kw)
+
+
+# ---- Qwen3-Next ----------------------------------------------------------------------------------
+
+QWEN3_NEXT_TYPES = {"linear_attention": "linear", "full_attention": "full"}
+
+
+def build_qwen3_next(f: Fields, model_type: str) -> ModelSpec:
+    hidden, n_layers, vocab = _core(f)
+    if f.raw("layer_types") is not None:
+        types = _types_list(f, "layer_types", n_layers, QWEN3_NEXT_TYPES)
+    else:
+        every = f.int("full_attention_interval", 4)
+        types = f.derived("layer_types", ["full" if (i + 1) % every == 0 else "linear" for i in range(n_layers)],
+                          f"every {every}th layer full attention (full_attention_interval)")
+    act = _act(f, "silu")
+    attn = read_attention(f, hidden, bias=f.bool("attention_bias", False), rotary_default=0.25,
+                          output_gate=True) if "full" in types else None
+    gdn = None
+    if "linear" in types:
+        k_heads, v_heads = f.int("linear_num_key_heads"), f.int("linear_num_value_heads")
+        if v_heads % k_heads:
+            raise f.error("linear_num_value_heads", f"({v_heads}) must be a multiple of linear_num_key_heads "
+                                                    f"({k_heads})")
+        gdn = GatedDeltaNet(hidden, k_heads, v_heads, f.int("linear_key_head_dim"), f.int("linear_value_head_dim"),
+                            f.int("linear_conv_kernel_dim", hi=1 << 12))
+    n_exp = f.int("num_experts", lo=0)
+    step = f.int("decoder_sparse_step", 1)
+    only = set(f.int_list("mlp_only_layers", lo=0, hi=MAX_LAYERS) or [])
+    moe_at = {i for i in range(n_layers) if i not in only and n_exp > 0 and (i + 1) % step == 0}
+    moe = dense = None
+    if moe_at:
+        k = f.int("num_experts_per_tok")
+        if k > n_exp:
+            raise f.error("num_experts_per_tok", f"({k}) exceeds num_experts ({n_exp})")
+        moe = MoE(hidden, n_exp, k, f.int("moe_intermediate_size"),
+                  shared_intermediate_size=f.int("shared_expert_intermediate_size"), shared_expert_gate=True, act=act)
+    if len(moe_at) < n_layers:
+        dense = MLP(hidden, f.int("intermediate_size"), act=act)
+    norms = pre_norms(lambda: Norm(hidden))
+    layers = [Layer(attn if types[i] == "full" else gdn, moe if i in moe_at else dense, norms)
+              for i in range(n_layers)]
+    head_dim = attn.head_dim if attn is not None else 0
+    return _spec(f, model_type, hidden, vocab, layers, Norm(hidden), False, act, norm_offset=1.0,
+                 rope_scaling=read_rope(f, head_dim)[2] if attn is not None else ())
+
+
+# ---- Nemotron-H ----------------------------------------------------------------------------------
+
+NEMOTRON_PATTERN = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+NEMOTRON_TYPES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
+                  "full_attention": "attention", "mlp": "mlp", "moe": "moe"}
+
+
+def nemotron_block_types(f: Fields) -> list[str]:
+    """``layers_block_type`` / ``layer_types`` (a list) or ``hybrid_override_pattern`` (a string of
+    M * - E), as transformers reads them (the list wins); ``num_hidden_layers``, when given, must agree."""
+    declared = f.opt_int("num_hidden_layers", hi=MAX_LAYERS) if _present(f, "num_hidden_layers") else None
+    list_key = next((k for k in ("layers_block_type", "layer_types") if _present(f, k)), None)
+    if list_key is not None:
+        types = _types_list(f, list_key, None, NEMOTRON_TYPES)
+        key = list_key
+    elif _present(f, "hybrid_override_pattern"):
+        pattern = f.str("hybrid_override_pattern")
+        for i, ch in enumerate(pattern):
+            if ch not in NEMOTRON_PATTERN:
+                raise f.error("hybrid_override_pattern", f"has {ch!r} at position {i}; expected M (Mamba-2), "
+                                                         "* (attention), - (MLP) or E (MoE)")
+        types = [NEMOTRON_PATTERN[ch] for ch in pattern]
+        key = "hybrid_override_pattern"
+    else:
+        types = f.defaulted("layers_block_type", ["mamba", "moe", "attention", "mlp"],
+                            "absent with hybrid_override_pattern: the nemotron_h class default (4 layers)")
+        key = "layers_block_type"
+    if not types:
+        raise f.error(key, "is empty")
+    if len(types) > MAX_LAYERS:
+        raise f.error(key, f"has {len(types)} layers, more than any real model (limit {MAX_LAYERS})")
+    if declared is not None and declared != len(types):
+        raise f.error(key, f"describes {len(types)} layers but num_hidden_layers is {declared}")
+    return types
+
+
+def build_nemotron_h(f: Fields, model_type: str) -> ModelSpec:
+    hidden, vocab = f.int("hidden_size"), f.int("vocab_size", hi=1 << 26)
+    types = nemotron_block_types(f)
+    act = f.str("mlp_hidden_act", "relu2")
+    mlp_bias = f.bool("mlp_bias", False)
+    mixers: dict[str, Any] = {}
+    if "mamba" in types:
+        # d_inner = mamba_num_heads x mamba_head_dim (not expand x hidden); in/out_proj bias: use_bias
+        mixers["mamba"] = read_mamba2(f, hidden, MAMBA2_KEYS["nemotron_h"], inner="heads", legacy=NEMOTRON_LEGACY)
+    if "attention" in types:
+        if f.bool("attention_bias", False):
+            raise f.error("attention_bias", "is true, but Nemotron-H attention has no biases in transformers")
+        hd = None  # the original configs name it attention_head_dim
+        if not _present(f, "head_dim") and _present(f, "attention_head_dim"):
+            hd = f.derived("head_dim", f.int("attention_head_dim"), "from 'attention_head_dim'")
+        mixers["attention"] = read_attention(f, hidden, bias=False, rope=False, qk_norm_dim=0, head_dim=hd)  # NoPE
+    ffns: dict[str, Any] = {}
+    if "mlp" in types:
+        ffns["mlp"] = MLP(hidden, f.int("intermediate_size"), gated=False, bias=mlp_bias, act=act)
+    if "moe" in types:
+        if f.raw("moe_latent_size") is not None:
+            raise f.error("moe_latent_size", "is set: latent-projected MoE (fc1/fc2_latent_proj) is not supported yet")
+        if mlp_bias:
+            raise f.error("mlp_bias", "is true with MoE (E) layers: a shared expert with biases is not supported")
+        e_key = _pick(f, "n_routed_experts", "num_local_experts")
+        n_exp = f.int(e_key)
+        k = f.int("num_experts_per_tok")
+        if k > n_exp:
+            raise f.error("num_experts_per_tok", f"({k}) exceeds {e_key} ({n_exp})")
+        shared = f.int("moe_shared_expert_intermediate_size", lo=0)
+        if not shared:  # transformers: NemotronHMLP(intermediate_size=0 or config.intermediate_size)
+            shared = f.derived("moe_shared_expert_intermediate_size", f.int("intermediate_size"),
+                               "0: transformers falls back to intermediate_size")
+        ffns["moe"] = MoE(hidden, n_exp, k, f.int("moe_intermediate_size"), gated=False,
+                          shared_intermediate_size=shared, act=act)
+    norm = Norm(hidden)
+    pre_mixer = (PlacedNorm("norm", "pre_mixer", norm),)
+    pre_ffn = (PlacedNorm("norm", "pre_ffn", norm),)
+    layers = [Layer(mixers[t], None, pre_mixer) if t in mixers else Layer(None, ffns[t], pre_ffn) for t in types]
+    spec = _spec(f, model_type, hidden, vocab, layers, Norm(hidden), False, act)
+    if spec.tie_word_embeddings:
+        raise f.error("tie_word_embeddings", "is true, but transformers' Nemotron-H never ties its lm_head "
+                                             "(an untied head of vocab x hidden would be counted): not supported")
+    return spec
+
+
+# ---- Jamba ---------------------------------------------------------------------------------------
+
+
+def _period(f: Fields, period_key: str, offset_key: str) -> tuple[int, int]:
+    period, offset = f.int(period_key), f.int(offset_key, lo=0)
+    if offset >= period:
+        raise f.error(offset_key, f"({offset}) must be smaller than {period_key} ({period})")
+    return period, offset
+
+
+def build_jamba(f: Fields, model_type: str) -> ModelSpec:
+    hidden, n_layers, vocab = _core(f)
+    a_period, a_offset = _period(f, "attn_layer_period", "attn_layer_offset")
+    e_period, e_offset = _period(f, "expert_layer_period", "expert_layer_offset")
+    act = _act(f, "silu")
+    is_attn = [i % a_period == a_offset for i in range(n_layers)]
+    attn = read_attention(f, hidden, bias=False, rope=False, qk_norm_dim=0) if any(is_attn) else None  # NoPE
+    mamba = read_mamba1(f, hidden, jamba=True) if not all(is_attn) else None
+    inter = f.int("intermediate_size")
+    e_key = _pick(f, "num_experts", "num_local_experts")
+    n_exp = f.int(e_key)
+    is_moe = [n_exp > 1 and i % e_period == e_offset for i in range(n_layers)]
+    moe = None
+    if any(is_moe):
+        k = f.int("num_experts_per_tok")
+        if k > n_exp:
+            raise f.error("num_experts_per_tok", f"({k}) exceeds {e_key} ({n_exp})")
+        moe = MoE(hidden, n_exp, k, inter, act=act)
+    dense = MLP(hidden, inter, act=act)
+    norms = (PlacedNorm("input_layernorm", "pre_mixer", Norm(hidden)), PlacedNorm("pre_ff_layernorm", "pre_ffn", Norm(hidden)))
+    layers = [Layer(attn if is_attn[i] else mamba, moe if is_moe[i] else dense, norms) for i in range(n_layers)]
+    return _spec(f, model_type, hidden, vocab, layers, Norm(hidden), False, act)
+
+
+# ---- pure Mamba ----------------------------------------------------------------------------------
+
+
+def build_mamba(f: Fields, model_type: str) -> ModelSpec:
+    """mamba / falcon_mamba (Mamba-1) and mamba2: norm → mixer blocks, ``norm_f``, tied by default for
+    Mamba-1 (the family defaults say which)."""
+    hidden, n_layers, vocab = _core(f)
+    if model_type == "mamba2":
+        mixer = read_mamba2(f, hidden, MAMBA2_KEYS["mamba2"], inner="expand")
+    else:
+        mixer = read_mamba1(f, hidden, jamba=False, weightless_norms=model_type == "falcon_mamba")
+    layer = Layer(mixer, None, (PlacedNorm("norm", "pre_mixer", Norm(hidden)),))
+    return _spec(f, model_type, hidden, vocab, [layer] * n_layers, Norm(hidden), model_type != "mamba2",
+                 f.str("hidden_act", "silu"))
+
+
+# ---- Falcon-H1 -----------------------------------------------------------------------------------
+
+
+def build_falcon_h1(f: Fields, model_type: str) -> ModelSpec:
+    """Attention and Mamba-2 side by side in every layer. The µP multipliers (embedding, lm_head,
+    key, attention/ssm in/out, mlp, ssm_multipliers) scale activations only: no shapes change."""
+    hidden, n_layers, vocab = _core(f)
+    act = _act(f, "silu")
+    attn = read_attention(f, hidden, bias=f.bool("attention_bias", False), qk_norm_dim=0)
+    mamba = read_mamba2(f, hidden, MAMBA2_KEYS["granite"], inner="d_ssm", gated_norm=f.bool("mamba_rms_norm", False),
+                        out_proj_bias=f.bool("projectors_bias", False))
+    mlp = MLP(hidden, f.int("intermediate_size"), bias=f.bool("mlp_bias", False), act=act)
+    norms = (PlacedNorm("input_layernorm", "pre_mixer", Norm(hidden)), PlacedNorm("pre_ff_layernorm", "pre_ffn", Norm(hidden)))
+    layer = Layer(ParallelHybrid(attn, mamba), mlp, norms)
+    return _spec(f, model_type, hidden, vocab, [layer] * n_layers, Norm(hidden), False, act,
+                 rope_scaling=read_rope(f, attn.head_dim)[2])
+
+
+# ---- Bamba and Granite-4 hybrid ------------------------------------------------------------------
+
+GRANITE_TYPES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
+                 "full_attention": "attention"}
+
+
+def build_bamba(f: Fields, model_type: str) -> ModelSpec:
+    """bamba (``attn_layer_indices``, SwiGLU MLP) and granitemoehybrid (``layer_types``, MoE plus an
+    always-on shared MLP, or the shared MLP alone when ``num_local_experts`` is 0)."""
+    hidden, n_layers, vocab = _core(f)
+    act = _act(f, "silu")
+    if model_type == "bamba":
+        idx = set(f.int_list("attn_layer_indices", lo=0, hi=MAX_LAYERS) or [])
+        types = ["attention" if i in idx else "mamba" for i in range(n_layers)]
+        rope, fixed = True, 0.5  # transformers hard-codes partial_rotary_factor 0.5 for Bamba
+    else:
+        key = _pick(f, "layer_types", "layers_block_type")
+        if _present(f, key):
+            types = _types_list(f, key, n_layers, GRANITE_TYPES)
+        else:
+            types = f.defaulted("layer_types", ["mamba"] * n_layers, "absent: every layer Mamba-2 (class default)")
+        rope, fixed = f.raw("position_embedding_type") == "rope", None
+    attn = None
+    if "attention" in types:
+        attn = read_attention(f, hidden, bias=f.bool("attention_bias", False), rope=rope, rotary_fixed=fixed,
+                              qk_norm_dim=0)
+    mamba = read_mamba2(f, hidden, MAMBA2_KEYS["granite"], inner="expand") if "mamba" in types else None
+    if model_type == "bamba":
+        ffn: Any = MLP(hidden, f.int("intermediate_size"), bias=f.bool("mlp_bias", False), act=act)
+        norms = (PlacedNorm("input_layernorm", "pre_mixer", Norm(hidden)),
+                 PlacedNorm("pre_ff_layernorm", "pre_ffn", Norm(hidden)))
+    else:
+        n_exp = f.int(_pick(f, "num_local_experts", "num_experts"), lo=0)
+        shared = f.int("shared_intermediate_size", lo=0)
+        if n_exp:
+            k = f.int("num_experts_per_tok")
+            if k > n_exp:
+                raise f.error("num_experts_per_tok", f"({k}) exceeds num_local_experts ({n_exp})")
+            ffn = MoE(hidden, n_exp, k, f.int("intermediate_size"), shared_intermediate_size=shared, act=act)
+        else:
+            if not shared:
+                raise f.error("shared_intermediate_size", "is 0 and num_local_experts is 0: the layers have no FFN")
+            ffn = MLP(hidden, shared, fused_gate_up=True, act=act)
+        norms = pre_norms(lambda: Norm(hidden))
+    layers = [Layer(attn if t == "attention" else mamba, ffn, norms) for t in types]
+    return _spec(f, model_type, hidden, vocab, layers, Norm(hidden), False, act,
+                 rope_scaling=read_rope(f, attn.head_dim)[2] if attn is not None else ())
+
+
+# ---- LFM2 ----------------------------------------------------------------------------------------
+
+LFM2_TYPES = {"full_attention": "attention", "attention": "attention", "conv": "conv"}
+
+
+def lfm2_ffn_size(f: Fields) -> int:
+    """transformers' ``Lfm2MLP`` width: ``block_ff_dim`` (or ``intermediate_size``), and when
+    ``block_auto_adjust_ff_dim``: ``int(2·i/3)``, times ``block_ffn_dim_multiplier``, rounded up to
+    a multiple of ``block_multiple_of``."""
+    size = f.int(_pick(f, "block_ff_dim", "intermediate_size"))
+    if not f.bool("block_auto_adjust_ff_dim", True):
+        return size
+    size = 2 * size // 3  # int(2 * size / 3), exact for integers
+    mult = f.raw("block_ffn_dim_multiplier", 1.0)
+    if mult is not None:
+        m = f.float("block_ffn_dim_multiplier")
+        size = int(m * size)
+        of = f.int("block_multiple_of", 256)
+        size = of * (-(-size // of))
+    return f.derived("ffn_dim", size, "block_auto_adjust_ff_dim: int(2/3 x block_ff_dim x multiplier) "
+                                      "rounded up to block_multiple_of")
+
+
+def build_lfm2(f: Fields, model_type: str) -> ModelSpec:
+    hidden, n_layers, vocab = _core(f)
+    if _present(f, "layer_types"):
+        types = _types_list(f, "layer_types", n_layers, LFM2_TYPES)
+    else:
+        idx = f.int_list("full_attn_idxs", lo=0, hi=MAX_LAYERS)
+        if idx is None:
+            idx = f.defaulted("full_attn_idxs", list(range(n_layers)), "absent: every layer attention (class default)")
+        types = ["attention" if i in set(idx) else "conv" for i in range(n_layers)]
+    attn = read_attention(f, hidden, bias=False) if "attention" in types else None  # q/k RMSNorms over head_dim
+    if attn is not None and not f.has("rope_theta") and not isinstance(f.raw("rope_parameters"), dict):
+        attn = replace(attn, rope_theta=f.defaulted("rope_theta", 1000000.0, "lfm2's default_theta"))
+    conv = ShortConv(hidden, f.int("conv_L_cache", hi=1 << 12), f.bool("conv_bias", False)) if "conv" in types else None
+    mlp = MLP(hidden, lfm2_ffn_size(f))
+    norms = (PlacedNorm("operator_norm", "pre_mixer", Norm(hidden)), PlacedNorm("ffn_norm", "pre_ffn", Norm(hidden)))
+    layers = [Layer(attn if t == "attention" else conv, mlp, norms) for t in types]
+    spec = _spec(f, model_type, hidden, vocab, layers, Norm(hidden), True, "silu")
+    if _present(f, "tie_embedding"):  # transformers: tie_embedding overrides tie_word_embeddings
+        spec = replace(spec, tie_word_embeddings=f.bool("tie_embedding"))
+    return spec
+
+
+# ---- Phi (phi-1, phi-1.5, phi-2) -----------------------------------------------------------------
+
+
+def build_phi(f: Fields, model_type: str) -> ModelSpec:
+    """One LayerNorm (with bias) feeds attention and MLP in parallel; q/k/v/dense, fc1/fc2 and the
+    lm_head all have biases; partial rotary (transformers' default factor 0.5)."""
+    hidden, n_layers, vocab = _core(f)
+    qk_ln = f.bool("qk_layernorm", False)  # LayerNorm(hidden // heads) with a bias on q and on k
+    attn = read_attention(f, hidden, bias=True, rotary_default=0.5, qk_norm_bias=qk_ln,
+                          qk_norm_dim=hidden // f.int("num_attention_heads") if qk_ln else 0)
+    act = _act(f, "gelu_new")
+    ln = lambda: Norm(hidden, "layer", bias=True)  # noqa: E731
+    layer = Layer(attn, MLP(hidden, f.int("intermediate_size"), gated=False, bias=True, act=act),
+                  (PlacedNorm("input_layernorm", "pre_mixer", ln()),), parallel=True)
+    spec = _spec(f, model_type, hidden, vocab, [layer] * n_layers, ln(), False, act, lm_head_bias=True,
+                 rope_scaling=read_rope(f, attn.head_dim)[2])
+    if spec.tie_word_embeddings:
+        raise f.error("tie_word_embeddings", "is true, but Phi's lm_head has a bias that a tied head would drop "
+                                             "(not supported)")
+    return spec
+
+
+for _mt, _fn in {
+    "qwen3_next": build_qwen3_next,
+    "nemotron_h": build_nemotron_h,
+    "jamba": build_jamba,
+    "mamba": build_mamba,
+    "falcon_mamba": build_mamba,
+    "mamba2": build_mamba,
+    "falcon_h1": build_falcon_h1,
+    "bamba": build_bamba,
+    "granitemoehybrid": build_bamba,
+    "lfm2": build_lfm2,
+    "phi": build_phi,
+}.items():
+    SPECIAL[_mt] = _fn

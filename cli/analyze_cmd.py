@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Optional
 
 import typer
+
+from analysis.errors import OptionError
 
 from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt
 from .render import OutputFormat, fmt_bytes, fmt_count, fmt_gib, fmt_int, fmt_si, print_json, resolve_format
@@ -14,6 +17,7 @@ ModelArg = Annotated[str, typer.Argument(help="A bundled name (planner models li
 RevisionOpt = Annotated[Optional[str], typer.Option("--revision", help="Hugging Face revision (branch, tag or commit) to pin.")]
 SlidingOpt = Annotated[Optional[int], typer.Option("--sliding-window", min=1, max=1 << 30, help="What-if: a sliding window (tokens) on every full-attention layer.")]
 RequireFitOpt = Annotated[bool, typer.Option("--require-fit", help="Exit with code 3 when the model does not fit.")]
+TpOpt = Annotated[Optional[int], typer.Option("--tp", min=1, max=1024, help="Tensor-parallel degree (GPUs per replica); default: --gpus.")]
 
 
 def analyze(
@@ -24,6 +28,7 @@ def analyze(
     batch: BatchOpt = 1,
     hardware: HardwareOpt = None,
     gpus: GpusOpt = 1,
+    tp: TpOpt = None,
     sliding_window: SlidingOpt = None,
     revision: RevisionOpt = None,
     require_fit: RequireFitOpt = False,
@@ -34,8 +39,9 @@ def analyze(
 
     Example: planner analyze llama-3.1-8b --context 32768 --batch 8 --hardware h100-sxm
     """
-    from analysis.analyze import Options, analyze as run_analyze, max_batch, max_context
-    from analysis.capacity import Budget, fit
+    from analysis.analyze import Options, analyze as run_analyze
+    from hardware.serving import per_gpu_memory, max_context_per_gpu
+    from analysis.parallel import tp_plan
 
     from .common import load_hardware, load_model, warn_notes
 
@@ -44,38 +50,93 @@ def analyze(
     loaded = load_model(model, revision)
     opts = Options(context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype, sliding_window=sliding_window)
     a = run_analyze(loaded.spec, opts)
-    budget = Budget(gpus, hw.memory_bytes, hw.runtime_reserve_bytes)
-    needed = a.total_bytes + a.activation_bytes
-    f = fit(needed, budget)
-    mb = max_batch(a, budget.usable_bytes)
-    mc = max_context(a, budget.usable_bytes)
+    tp_ = gpus if tp is None else tp
+    if gpus % tp_:
+        raise OptionError(f"--gpus {gpus} is not a multiple of --tp {tp_}")
+    plan = tp_plan(loaded.spec, tp_)
+    mem = per_gpu_memory(a, plan, hw)
+    fit = Fit(gpus=gpus, tp=tp_, mem=mem, batch=batch, max_batch=mem.max_batch(),
+              max_context=max_context_per_gpu(a, mem, plan, batch), notes=plan.notes)
+    what_if = None
+    if sliding_window is not None:
+        base = run_analyze(loaded.spec, Options(context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype))
+        base_mb = per_gpu_memory(base, plan, hw).max_batch()
+        what_if = {
+            "sliding_window": sliding_window,
+            "kv_bytes_per_sequence_without": base.kv_bytes_per_sequence,
+            "kv_bytes_per_sequence_with": a.kv_bytes_per_sequence,
+            "max_batch_without": base_mb,
+            "max_batch_with": fit.max_batch,
+            "concurrency_gain": fit.max_batch / base_mb if base_mb else None,
+        }
     warn_notes(a.notes)
     if out_fmt == OutputFormat.json:
-        print_json(analysis_json(a, loaded, hw, budget, f, mb, mc))
+        d = analysis_json(a, loaded, hw, fit)
+        if what_if:
+            d["what_if"] = what_if
+        print_json(d)
     else:
-        secs, lines = analysis_sections(a, loaded, hw, budget, f, mb, mc)
+        secs, lines = analysis_sections(a, loaded, hw, fit)
+        if what_if:
+            w = Section(f"What if every full-attention layer had a {sliding_window:,}-token window", ["", "without", "with"],
+                        right=(1, 2))
+            w.add(f"KV per sequence at {context:,} tokens", fmt_bytes(what_if["kv_bytes_per_sequence_without"]),
+                  fmt_bytes(what_if["kv_bytes_per_sequence_with"]))
+            w.add(f"max concurrent sequences at {context:,} tokens", fmt_int(what_if["max_batch_without"]),
+                  fmt_int(what_if["max_batch_with"]))
+            if what_if["concurrency_gain"]:
+                w.caption = (f"{what_if['concurrency_gain']:.2f}× the concurrent requests "
+                             f"({what_if['max_batch_with'] - what_if['max_batch_without']:+,})")
+            secs.append(w)
         emit(secs, out_fmt, lines=lines)
-    if require_fit and not f.fits:
+    if require_fit and not fit.fits:
         raise typer.Exit(3)
 
 
-def analysis_json(a, loaded, hw, budget, f, mb, mc) -> dict:
+@dataclass(frozen=True)
+class Fit:
+    gpus: int
+    tp: int
+    mem: object  # hardware.serving.Memory (per GPU of a replica)
+    batch: int
+    max_batch: int
+    max_context: int
+    notes: tuple[str, ...]
+
+    @property
+    def needed_bytes(self) -> int:
+        return self.mem.needed_bytes(self.batch)
+
+    @property
+    def fits(self) -> bool:
+        return self.needed_bytes <= self.mem.usable_bytes
+
+
+def analysis_json(a, loaded, hw, fit: Fit) -> dict:
     from analysis.analyze import to_dict
 
     d = to_dict(a, model_id=loaded.id, source=loaded.source)
     d["model"]["path"] = loaded.resolved.path
+    m = fit.mem
     d["memory"].update({
         "hardware": hw.name,
-        "gpus": budget.gpus,
-        "capacity_bytes": budget.capacity_bytes,
-        "runtime_reserve_bytes": budget.gpus * hw.runtime_reserve_bytes,
-        "usable_bytes": budget.usable_bytes,
-        "needed_bytes": f.needed_bytes,
-        "fits": f.fits,
-        "headroom_bytes": f.headroom_bytes,
-        "max_batch": mb,
-        "max_context": mc,
+        "gpus": fit.gpus,
+        "tp": fit.tp,
+        "capacity_bytes": fit.gpus * m.capacity_bytes,
+        "runtime_reserve_bytes": fit.gpus * m.reserve_bytes,
+        "usable_bytes": fit.gpus * m.usable_bytes,
+        "per_gpu": {"weights_bytes": m.weights_bytes, "kv_bytes": fit.batch * m.kv_bytes_per_sequence,
+                    "state_bytes": fit.batch * m.state_bytes_per_sequence,
+                    "activation_bytes": fit.batch * m.activation_bytes_per_sequence,
+                    "needed_bytes": fit.needed_bytes, "usable_bytes": m.usable_bytes,
+                    "capacity_bytes": m.capacity_bytes, "runtime_reserve_bytes": m.reserve_bytes},
+        "needed_bytes": fit.needed_bytes * fit.tp,
+        "fits": fit.fits,
+        "headroom_bytes": (m.usable_bytes - fit.needed_bytes) * fit.tp,
+        "max_batch": fit.max_batch,
+        "max_context": fit.max_context,
     })
+    d["notes"] = d["notes"] + list(fit.notes)
     d["hardware"] = hw.to_dict()
     return d
 
@@ -84,7 +145,7 @@ def _pct(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
-def analysis_sections(a, loaded, hw, budget, f, mb, mc) -> tuple[list[Section], list[str]]:
+def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]]:
     from analysis.analyze import attention_summary, ffn_summary, layer_kinds, moe_step
 
     spec, o, p = a.spec, a.options, a.params
@@ -140,18 +201,23 @@ def analysis_sections(a, loaded, hw, budget, f, mb, mc) -> tuple[list[Section], 
     if windows:
         kv.caption = f"windowed layers keep at most {', '.join(f'{w:,}' for w in windows)} tokens"
 
-    mem = Section(f"Memory on {budget.gpus}× {hw.display_name}", ["", "GiB", "bytes"], right=(1, 2))
+    m = fit.mem
+    where = f"{fit.gpus}× {hw.display_name}" + (f", tp {fit.tp}" if fit.tp > 1 else "")
+    mem = Section(f"Memory on {where}", ["", "GiB", "bytes"], right=(1, 2))
     mem.add(f"weights ({a.fmt.describe()})", fmt_gib(a.weights_bytes), fmt_int(a.weights_bytes))
     mem.add(f"KV cache ({o.batch} × {o.context:,} tokens)", fmt_gib(a.kv_bytes), fmt_int(a.kv_bytes))
     if a.state_bytes:
         mem.add("recurrent state", fmt_gib(a.state_bytes), fmt_int(a.state_bytes))
     mem.add("total (weights + KV + state)", fmt_gib(a.total_bytes), fmt_int(a.total_bytes))
     mem.add("largest decode activation", fmt_bytes(a.activation_bytes), fmt_int(a.activation_bytes))
-    mem.add("GPU memory", fmt_gib(budget.capacity_bytes), fmt_int(budget.capacity_bytes))
-    mem.add("runtime reserve", fmt_gib(budget.capacity_bytes - budget.usable_bytes), fmt_int(budget.capacity_bytes - budget.usable_bytes))
-    mem.add("fits", "yes" if f.fits else "NO", f"headroom {fmt_gib(f.headroom_bytes)}")
-    mem.add(f"max batch at {o.context:,} tokens", fmt_int(mb), "")
-    mem.add(f"max context at batch {o.batch}", fmt_int(mc) if mc >= 0 else "none", "")
+    if fit.tp > 1:
+        mem.add("per GPU: weights", fmt_gib(m.weights_bytes), fmt_int(m.weights_bytes))
+        mem.add("per GPU: KV + state + activations", fmt_gib(fit.needed_bytes - m.weights_bytes), fmt_int(fit.needed_bytes - m.weights_bytes))
+    mem.add("GPU memory (each)", fmt_gib(m.capacity_bytes), fmt_int(m.capacity_bytes))
+    mem.add("runtime reserve (each)", fmt_gib(m.reserve_bytes), fmt_int(m.reserve_bytes))
+    mem.add("fits", "yes" if fit.fits else "NO", f"headroom {fmt_gib(m.usable_bytes - fit.needed_bytes)} per GPU")
+    mem.add(f"max batch at {o.context:,} tokens", fmt_int(fit.max_batch), "")
+    mem.add(f"max context at batch {o.batch}", fmt_int(fit.max_context) if fit.max_context >= 0 else "none", "")
 
     sections = [model, params, per_layer if len(p.per_layer) > 1 else Section("", []), flops, kv, mem]
     moe = moe_step(spec, o.batch)
@@ -170,5 +236,5 @@ def analysis_sections(a, loaded, hw, budget, f, mb, mc) -> tuple[list[Section], 
     if read:
         prov.caption = "read from the config: " + ", ".join(read)
     sections.append(prov)
-    lines = [f"caveat: {c}" for c in spec.caveats] + [f"note: {n}" for n in a.notes]
+    lines = [f"caveat: {c}" for c in spec.caveats] + [f"note: {n}" for n in a.notes + fit.notes]
     return sections, lines

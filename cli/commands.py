@@ -13,3 +13,6 @@ app.add_typer(hardware_app, name="hardware")
 from .trace_cmd import trace  # noqa: E402
 
 app.command("trace")(trace)
+from .compare_cmd import compare  # noqa: E402
+
+app.command("compare")(compare)

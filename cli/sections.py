@@ -28,6 +28,9 @@ def emit(sections: list[Section], fmt: OutputFormat, *, lines: Sequence[str] = (
     """Print sections to stdout in ``fmt`` (table, markdown or csv); ``lines`` are free text."""
     sections = [s for s in sections if s.rows]
     if fmt == OutputFormat.csv:
+        if len(sections) == 1:  # one table: plain CSV for spreadsheets
+            sys.stdout.write(rows_to_csv(sections[0].headers, sections[0].rows))
+            return
         out = []
         for s in sections:
             rows = [(s.title, *r) for r in s.rows]

@@ -1,0 +1,240 @@
+"""``planner compare``: several models side by side; which is cheapest to serve, and why."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from analysis.errors import OptionError, PlannerError
+
+from .analyze_cmd import RevisionOpt, SlidingOpt
+from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt
+from .render import OutputFormat, fmt_bytes, fmt_count, fmt_gib, fmt_int, fmt_si, fmt_time, print_json, resolve_format
+from .sections import Section, emit
+
+ModelsArg = Annotated[list[str], typer.Argument(help="Two or more models: bundled names, config.json paths or Hugging Face ids.", show_default=False)]
+PriceOpt = Annotated[Optional[float], typer.Option("--price-per-hour", min=0.0, max=1e6, help="USD per GPU-hour (overrides the profile's price).")]
+TpOpt = Annotated[Optional[int], typer.Option("--tp", min=1, max=1024, help="Tensor-parallel degree (GPUs per replica); default: --gpus.")]
+
+CRITERION_COST = "cost per million generated tokens (USD) at the given context and batch, lowest first"
+CRITERION_GPU = ("GPU-seconds per million generated tokens (1 / decode tokens per second per GPU) at the given "
+                 "context and batch, lowest first; give --price-per-hour to rank by cost in USD")
+
+
+def resolve_tp(gpus: int, tp: int | None) -> tuple[int, int]:
+    """(tp, replicas) from --gpus and --tp."""
+    tp = gpus if tp is None else tp
+    if gpus % tp:
+        raise OptionError(f"--gpus {gpus} is not a multiple of --tp {tp}")
+    return tp, gpus // tp
+
+
+def compare(
+    models: ModelsArg,
+    context: ContextOpt = 8192,
+    batch: BatchOpt = 32,
+    hardware: HardwareOpt = None,
+    gpus: GpusOpt = 1,
+    tp: TpOpt = None,
+    dtype: DtypeOpt = None,
+    kv_dtype: KvDtypeOpt = None,
+    price_per_hour: PriceOpt = None,
+    sliding_window: SlidingOpt = None,
+    revision: RevisionOpt = None,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare models side by side: memory, concurrency, decode throughput, time to first token and cost,
+    ranked cheapest to serve first, with the reason for each.
+
+    Example: planner compare llama-3.1-8b qwen2.5-7b mistral-7b-v0.1 gemma-2-9b qwen3-30b-a3b --context 8192 --batch 32
+    """
+    from analysis.analyze import Options, analyze as run_analyze, to_dict
+    from hardware.serving import estimate, estimate_dict
+
+    from .common import load_hardware, load_model, warn_notes
+
+    if len(models) < 1:
+        raise OptionError("give at least one model")
+    out_fmt = resolve_format(fmt, as_json)
+    tp_, replicas = resolve_tp(gpus, tp)
+    hw = load_hardware(hardware)
+    loaded = []
+    for m in models:
+        try:
+            loaded.append(load_model(m, revision))
+        except PlannerError as exc:
+            raise type(exc)(f"model '{m}': {exc}") from None
+    rows = []
+    for lm in loaded:
+        a = run_analyze(lm.spec, Options(context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype,
+                                         sliding_window=sliding_window))
+        try:
+            e = estimate(a, hw, tp=tp_, price_per_hour=price_per_hour)
+        except PlannerError as exc:
+            raise type(exc)(f"model '{lm.id}': {exc}") from None
+        warn_notes(a.notes)
+        d = to_dict(a, model_id=lm.id, source=lm.source)
+        ed = estimate_dict(e)
+        d.update({
+            "decode_tokens_per_s": e.tokens_per_s_per_gpu,
+            "decode_tokens_per_s_per_replica": e.decode_tokens_per_s,
+            "max_batch": e.max_batch,
+            "ttft_s": e.ttft_s,
+            "cost_per_million_tokens": e.cost_per_million_tokens,
+            "gpu_seconds_per_million_tokens": 1e6 / e.tokens_per_s_per_gpu if e.tokens_per_s_per_gpu else None,
+            "serving": ed,
+        })
+        rows.append((lm, a, e, d))
+    dtypes = {lm.id: a.fmt.describe() for lm, a, _, _ in rows}
+    if len(set(dtypes.values())) > 1 and dtype is None:
+        from .render import warn
+
+        warn("the models' weights are in different dtypes (" + ", ".join(f"{k}: {v}" for k, v in dtypes.items())
+             + "), each from its config; pass --dtype bf16 to compare like with like")
+    priced = all(e.cost_per_million_tokens is not None for _, _, e, _ in rows if e.tokens_per_s_per_gpu)
+    criterion = CRITERION_COST if priced and any(e.price_per_hour is not None for _, _, e, _ in rows) else CRITERION_GPU
+
+    def key(row):
+        _, _, e, _ = row
+        if not e.tokens_per_s_per_gpu:
+            return (1, float("inf"))
+        return (0, e.cost_per_million_tokens if criterion == CRITERION_COST else 1 / e.tokens_per_s_per_gpu)
+
+    ranked = sorted(rows, key=key)
+    reasons = explain(ranked, context=context, batch=batch, hw=hw, criterion=criterion)
+    smallest = min(rows, key=lambda r: r[1].params.total)
+    headline = headline_text(ranked, smallest, reasons)
+    settings = {"context": context, "batch": batch, "hardware": hw.name, "gpus": gpus, "tp": tp_, "replicas": replicas,
+                "dtype": dtype, "kv_dtype": kv_dtype, "price_per_hour": price_per_hour, "sliding_window": sliding_window}
+    if out_fmt == OutputFormat.json:
+        print_json({
+            "schema_version": 1, "criterion": criterion, "settings": settings, "models": [d for *_, d in rows],
+            "ranking": [lm.id for lm, *_ in ranked], "reasons": reasons, "summary": headline,
+            "cheapest": ranked[0][0].id, "smallest": smallest[0].id, "hardware": hw.to_dict(),
+            "assumptions": assumptions(hw),
+        })
+        return
+    if out_fmt == OutputFormat.csv:
+        emit([csv_section(rows, ranked)], out_fmt)
+        return
+    emit(table_sections(rows, ranked, reasons, hw, settings, criterion), out_fmt,
+         lines=[headline] + [f"note: {n}" for n in assumptions(hw)])
+
+
+def assumptions(hw) -> list[str]:
+    return [
+        f"runtime reserve {fmt_gib(hw.runtime_reserve_bytes)} per GPU ({hw.name} profile); memory per GPU = weights/tp "
+        "+ batch × (KV + state + largest decode activation)",
+        "decode time: per-op roofline of one rank's share of the step (CUDA graph) + all-reduces over the interconnect",
+        "time to first token: the same model for the prefill of one --context-token prompt",
+    ]
+
+
+def _pick_driver(best, other) -> str:
+    """The main reason ``other`` costs more than ``best``: KV bytes, active weights, or concurrency."""
+    _, a0, e0, _ = best
+    _, a1, e1, _ = other
+    kv0 = a0.kv_bytes_per_sequence + a0.kv.state_bytes_per_sequence
+    kv1 = a1.kv_bytes_per_sequence + a1.kv.state_bytes_per_sequence
+    w0, w1 = a0.decode_totals.weight_bytes, a1.decode_totals.weight_bytes
+    parts = []
+    if kv1 > 1.25 * kv0:
+        parts.append(f"{kv1 / kv0:.1f}× the KV cache per sequence ({fmt_bytes(kv1)} vs {fmt_bytes(kv0)})")
+    if w1 > 1.25 * w0:
+        parts.append(f"{w1 / w0:.1f}× the weight bytes read per step")
+    if e1.max_batch and e0.max_batch > 1.25 * e1.max_batch:
+        parts.append(f"{e0.max_batch / e1.max_batch:.1f}× less concurrency ({e1.max_batch} vs {e0.max_batch} sequences)")
+    return "; ".join(parts) if parts else "similar memory traffic, slightly slower step"
+
+
+def describe_attention(a) -> str:
+    from analysis.analyze import attention_summary
+
+    return attention_summary(a.spec)
+
+
+def explain(ranked, *, context: int, batch: int, hw, criterion: str) -> dict[str, str]:
+    out = {}
+    best = ranked[0]
+    for i, row in enumerate(ranked):
+        lm, a, e, _ = row
+        if not e.tokens_per_s_per_gpu:
+            need = fmt_gib(e.memory.weights_bytes)
+            out[lm.id] = (f"does not fit on {e.tp}× {hw.display_name} at context {context:,} even at batch 1 "
+                          f"(weights alone take {need} per GPU)")
+            continue
+        kv = fmt_bytes(a.kv.bytes_per_token)
+        base = (f"{e.tokens_per_s_per_gpu:,.0f} tokens/s per GPU at batch {e.batch}; {describe_attention(a)}: "
+                f"{kv} KV per token; {fmt_count(a.params.active)} active parameters")
+        if i == 0:
+            out[lm.id] = "cheapest: " + base
+        else:
+            ratio = (e.cost_per_million_tokens / best[2].cost_per_million_tokens if criterion == CRITERION_COST
+                     else best[2].tokens_per_s_per_gpu / e.tokens_per_s_per_gpu)
+            out[lm.id] = f"{ratio:.2f}× the cost of {best[0].id}: {_pick_driver(best, row)}; " + base
+        if not e.fits:
+            out[lm.id] += f" (batch {batch} does not fit; at most {e.max_batch})"
+    return out
+
+
+def headline_text(ranked, smallest, reasons) -> str:
+    best = ranked[0]
+    text = f"Cheapest to serve: {best[0].id}."
+    if smallest[0].id != best[0].id:
+        text += (f" It is not the smallest: {smallest[0].id} has fewer parameters "
+                 f"({fmt_count(smallest[1].params.total)} vs {fmt_count(best[1].params.total)}) but "
+                 + reasons[smallest[0].id].split(": ", 1)[-1].split("; ")[0] + ".")
+    else:
+        text += " It is also the smallest."
+    return text
+
+
+def _cell_time(x):
+    return fmt_time(x) if x is not None else "-"
+
+
+def table_sections(rows, ranked, reasons, hw, settings, criterion) -> list[Section]:
+    ids = [lm.id for lm, *_ in rows]
+    title = (f"{len(rows)} models at context {settings['context']:,}, batch {settings['batch']}, on "
+             f"{settings['gpus']}× {hw.display_name}" + (f" (tp {settings['tp']})" if settings["tp"] > 1 else ""))
+    s = Section(title, ["", *ids], right=tuple(range(1, len(ids) + 1)))
+    rank_of = {lm.id: i + 1 for i, (lm, *_) in enumerate(ranked)}
+    s.add("rank (cheapest = 1)", *[rank_of[i] for i in ids])
+    s.add("parameters", *[fmt_count(a.params.total) for _, a, _, _ in rows])
+    s.add("active parameters", *[fmt_count(a.params.active) for _, a, _, _ in rows])
+    s.add("decode FLOPs per token", *[fmt_si(a.decode_flops, "FLOP") for _, a, _, _ in rows])
+    s.add("attention", *[describe_attention(a) for _, a, _, _ in rows])
+    s.add("KV per token", *[fmt_bytes(a.kv.bytes_per_token) for _, a, _, _ in rows])
+    s.add("KV per sequence", *[fmt_bytes(a.kv_bytes_per_sequence + a.kv.state_bytes_per_sequence) for _, a, _, _ in rows])
+    s.add("weights", *[fmt_gib(a.weights_bytes) for _, a, _, _ in rows])
+    s.add("weights + KV (batch)", *[fmt_gib(a.total_bytes) for _, a, _, _ in rows])
+    s.add("per GPU needed / usable", *[f"{fmt_gib(e.memory.needed_bytes(e.requested_batch), 1)} / "
+                                        f"{fmt_gib(e.memory.usable_bytes, 1)}" for _, _, e, _ in rows])
+    s.add("fits", *["yes" if e.fits else "NO" for _, _, e, _ in rows])
+    s.add("max batch", *[fmt_int(e.max_batch) for _, _, e, _ in rows])
+    s.add("decode step", *[_cell_time(e.step_s) for _, _, e, _ in rows])
+    s.add("tokens/s per GPU", *[f"{e.tokens_per_s_per_gpu:,.0f}" if e.tokens_per_s_per_gpu else "-" for _, _, e, _ in rows])
+    s.add("time to first token", *[_cell_time(e.ttft_s) for _, _, e, _ in rows])
+    if criterion == CRITERION_COST:
+        s.add("$ per M tokens", *[f"{e.cost_per_million_tokens:.3f}" if e.cost_per_million_tokens else "-" for _, _, e, _ in rows])
+    else:
+        s.add("GPU-s per M tokens", *[f"{1e6 / e.tokens_per_s_per_gpu:,.0f}" if e.tokens_per_s_per_gpu else "-" for _, _, e, _ in rows])
+    s.caption = f"ranked by {criterion}"
+    why = Section("Ranking", ["#", "model", "why"])
+    for i, (lm, *_) in enumerate(ranked):
+        why.add(i + 1, lm.id, reasons[lm.id])
+    return [s, why]
+
+
+def csv_section(rows, ranked) -> Section:
+    rank_of = {lm.id: i + 1 for i, (lm, *_) in enumerate(ranked)}
+    s = Section("compare", ["rank", "model", "params_total", "params_active", "decode_flops_per_token",
+                            "kv_bytes_per_token", "kv_bytes_per_sequence", "weights_bytes", "total_bytes", "fits",
+                            "max_batch", "decode_tokens_per_s_per_gpu", "ttft_s", "cost_per_million_tokens"])
+    for lm, a, e, _ in rows:
+        s.add(rank_of[lm.id], lm.id, a.params.total, a.params.active, a.decode_flops, a.kv.bytes_per_token,
+              a.kv_bytes_per_sequence, a.weights_bytes, a.total_bytes, e.fits, e.max_batch,
+              e.tokens_per_s_per_gpu, e.ttft_s, e.cost_per_million_tokens)
+    return s

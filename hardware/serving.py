@@ -1,0 +1,168 @@
+"""Serving estimate of one model on one deployment: memory per GPU, the batch that fits, decode
+throughput, time to first token and cost per million generated tokens.
+
+Model (each figure's assumptions, stated in the output):
+
+- a replica is ``tp`` GPUs in tensor parallel (``analysis.parallel``); each GPU holds its share of
+  the weights, of the KV cache and state of ``batch`` sequences at ``context``, the largest decode
+  activation, and the profile's runtime reserve;
+- the decode step time is the per-op roofline of one rank's share of the step (``hardware.timing``,
+  CUDA-graph replay) plus its all-reduces at the profile's interconnect bandwidth (per direction);
+- decode throughput is ``batch / step time`` per replica, divided by ``tp`` per GPU;
+- time to first token is the same model applied to the prefill of one ``context``-token prompt;
+- cost per million generated tokens is ``price per GPU-hour × tp / (tokens/s × 3600) × 10^6``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analysis.analyze import Analysis, activation_bytes_per_sequence
+from analysis.errors import OptionError
+from analysis.parallel import TPPlan, allreduce_bytes_per_gpu, shard_ops, tp_plan
+from analysis.trace import step_ops
+
+from .timing import step_time
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Bytes on one GPU of a replica."""
+
+    weights_bytes: int
+    kv_bytes_per_sequence: int
+    state_bytes_per_sequence: int
+    activation_bytes_per_sequence: int
+    reserve_bytes: int
+    capacity_bytes: int
+
+    @property
+    def usable_bytes(self) -> int:
+        return self.capacity_bytes - self.reserve_bytes
+
+    def needed_bytes(self, batch: int) -> int:
+        return self.weights_bytes + batch * (self.kv_bytes_per_sequence + self.state_bytes_per_sequence
+                                             + self.activation_bytes_per_sequence)
+
+    def max_batch(self) -> int:
+        per_seq = self.kv_bytes_per_sequence + self.state_bytes_per_sequence + self.activation_bytes_per_sequence
+        room = self.usable_bytes - self.weights_bytes
+        if room < 0:
+            return 0
+        return room // per_seq if per_seq else 1 << 30
+
+
+@dataclass(frozen=True)
+class Estimate:
+    tp: int
+    plan: TPPlan
+    memory: Memory
+    requested_batch: int
+    batch: int  # the batch the throughput is computed at (requested, or the largest that fits)
+    fits: bool  # the requested batch fits
+    max_batch: int
+    step_s: float | None
+    allreduce_s: float
+    bound: str | None
+    decode_tokens_per_s: float | None  # per replica
+    tokens_per_s_per_gpu: float | None
+    ttft_s: float | None
+    price_per_hour: float | None
+    cost_per_million_tokens: float | None
+    notes: tuple[str, ...]
+
+
+def per_gpu_memory(a: Analysis, plan: TPPlan, hw) -> Memory:
+    spec = a.spec
+    norm_bytes = sum(a.fmt.tensor_bytes(t) for t in spec.tensors() if t.kind == "norm")
+    weights = (a.weights_bytes - norm_bytes) // plan.tp + norm_bytes
+    ctx = a.options.context
+    kv = a.kv.bytes_per_sequence(ctx) // plan.kv_divisor
+    state = a.kv.state_bytes_per_sequence // plan.tp
+    return Memory(weights, kv, state, activation_bytes_per_sequence(a), hw.runtime_reserve_bytes, hw.memory_bytes)
+
+
+def max_context_per_gpu(a: Analysis, mem: Memory, plan: TPPlan, batch: int, limit: int = 1 << 24) -> int:
+    """The longest context at which ``batch`` sequences fit on each GPU (capped at ``limit``); -1 if none."""
+    from analysis.capacity import largest
+
+    fixed = mem.weights_bytes + batch * (mem.state_bytes_per_sequence + mem.activation_bytes_per_sequence)
+
+    def fits(ctx: int) -> bool:
+        return fixed + batch * (a.kv.bytes_per_sequence(ctx) // plan.kv_divisor) <= mem.usable_bytes
+
+    return largest(fits, 0, limit)
+
+
+def _step(a: Analysis, hw, plan: TPPlan, *, batch: int, new_tokens: int, cached: int) -> tuple[float, float, str, float]:
+    """(step seconds, all-reduce seconds, bound, ratio) of one rank."""
+    ops = step_ops(a.spec, a.fmt, a.kv.dtype, batch=batch, new_tokens=new_tokens, cached_tokens=cached,
+                   state_dtype=a.kv.state_dtype)
+    st, _ = step_time(shard_ops(ops, plan), hw, a.fmt.compute.compute)
+    ar_bytes = allreduce_bytes_per_gpu(a.spec, batch * new_tokens, a.fmt.act.bits // 8, plan.tp)
+    ar_s = 0.0
+    if ar_bytes:
+        if not hw.interconnect_bytes_per_s:
+            raise OptionError(f"--tp {plan.tp}: hardware profile '{hw.name}' has no interconnect bandwidth",
+                              "add 'interconnect: 450 GB/s' to the profile or use --tp 1")
+        ar_s = ar_bytes / hw.interconnect_bytes_per_s
+    return st.graph_s + ar_s, ar_s, st.bound, st.ratio
+
+
+def estimate(a: Analysis, hw, *, tp: int = 1, price_per_hour: float | None = None) -> Estimate:
+    plan = tp_plan(a.spec, tp)
+    mem = per_gpu_memory(a, plan, hw)
+    notes = list(plan.notes)
+    req = a.options.batch
+    mb = mem.max_batch()
+    fits = mem.needed_bytes(req) <= mem.usable_bytes
+    batch = req if fits else mb
+    if not fits and mb >= 1:
+        notes.append(f"batch {req} does not fit at context {a.options.context:,}: throughput at batch {mb}, "
+                     "the largest that fits")
+    price = price_per_hour if price_per_hour is not None else hw.price_per_hour
+    step_s = ar_s = tps = per_gpu = ttft = cost = None
+    bound = None
+    ar_s = 0.0
+    if batch >= 1:
+        step_s, ar_s, bound, _ = _step(a, hw, plan, batch=batch, new_tokens=1, cached=a.options.context)
+        tps = batch / step_s
+        per_gpu = tps / plan.tp
+        if price is not None:
+            cost = price * plan.tp / (tps * 3600) * 1e6
+    if mem.weights_bytes <= mem.usable_bytes and a.options.context > 0:
+        ttft, _, _, _ = _step(a, hw, plan, batch=1, new_tokens=a.options.context, cached=0)
+    return Estimate(plan.tp, plan, mem, req, max(batch, 0), fits, mb, step_s, ar_s, bound, tps, per_gpu, ttft,
+                    price, cost, tuple(notes))
+
+
+def estimate_dict(e: Estimate) -> dict:
+    m = e.memory
+    return {
+        "tp": e.tp,
+        "batch": e.batch,
+        "requested_batch": e.requested_batch,
+        "fits": e.fits,
+        "max_batch": e.max_batch,
+        "memory_per_gpu": {
+            "weights_bytes": m.weights_bytes,
+            "kv_bytes": e.batch * m.kv_bytes_per_sequence,
+            "state_bytes": e.batch * m.state_bytes_per_sequence,
+            "activation_bytes": e.batch * m.activation_bytes_per_sequence,
+            "runtime_reserve_bytes": m.reserve_bytes,
+            "capacity_bytes": m.capacity_bytes,
+            "needed_bytes": m.needed_bytes(e.requested_batch),
+        },
+        "step_s": e.step_s,
+        "allreduce_s": e.allreduce_s,
+        "bound": e.bound,
+        "decode_tokens_per_s": e.decode_tokens_per_s,
+        "decode_tokens_per_s_per_gpu": e.tokens_per_s_per_gpu,
+        "ttft_s": e.ttft_s,
+        "price_per_hour": e.price_per_hour,
+        "cost_per_million_tokens": e.cost_per_million_tokens,
+        "notes": list(e.notes),
+    }
+
+
+__all__ = ["Estimate", "Memory", "estimate", "estimate_dict", "per_gpu_memory"]
