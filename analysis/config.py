@@ -569,9 +569,12 @@ def mtp_layers(f: Fields, layers: list[Layer]) -> tuple[Layer, ...]:
 
 
 def mtp_extra(f: Fields, hidden: int) -> int:
-    """Per MTP module besides its decoder block: enorm, hnorm, eh_proj (2H -> H) and the head's norm."""
+    """Per MTP module besides its decoder block: enorm, hnorm, eh_proj (2H -> H), the head's norm, and
+    the copies of the embedding and output head the checkpoint stores with it (``embed_tokens`` and
+    ``shared_head.head``: shared with the main model at run time, stored again on disk)."""
     n = as_int(f.raw("num_nextn_predict_layers", 0)) or 0
-    return n * (3 * hidden + 2 * hidden * hidden)
+    vocab = as_int(f.raw("vocab_size", 0)) or 0
+    return n * (3 * hidden + 2 * hidden * hidden + 2 * vocab * hidden)
 
 
 SPECIAL["deepseek_v2"] = build_deepseek

@@ -162,11 +162,17 @@ def is_converted(t: Tensor, q: QuantSpec) -> bool:
 
 
 def quantized_bytes(t: Tensor, q: QuantSpec) -> int:
-    """Stored bytes of a converted tensor (weights of shape (out, in) or stacked (E, out, in))."""
+    """Stored bytes of a converted tensor (weights of shape (out, in) or stacked (E, out, in)).
+
+    Checkpoints store each routed expert's gate and up projections as two matrices (transformers
+    fuses them on load), so a stacked ``gate_up_proj`` is sized as two halves: block and group
+    scales follow the stored shapes."""
     if len(t.shape) == 3:
         experts, n_out, n_in = t.shape
     else:
         experts, (n_out, n_in) = 1, t.shape[-2:]
+    if t.kind == "expert" and t.name.endswith("gate_up_proj") and n_out % 2 == 0:
+        return experts * 2 * _matrix_bytes(n_out // 2, n_in, q)
     return experts * _matrix_bytes(n_out, n_in, q)
 
 

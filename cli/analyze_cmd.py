@@ -69,14 +69,38 @@ def analyze(
             "max_batch_with": fit.max_batch,
             "concurrency_gain": fit.max_batch / base_mb if base_mb else None,
         }
+    rec = None
+    if loaded.source != "bundled":
+        from pathlib import Path
+
+        from analysis.checkpoint import reconcile
+
+        rec = reconcile(Path(loaded.resolved.path).parent, a.weights_bytes + a.mtp_weights_bytes)
     warn_notes(a.notes)
     if out_fmt == OutputFormat.json:
         d = analysis_json(a, loaded, hw, fit)
+        if rec is not None:
+            d["checkpoint"] = {"source": rec.checkpoint.source, "bytes": rec.checkpoint.total_bytes,
+                               "tensors": rec.checkpoint.tensors, "dtypes": rec.checkpoint.dtypes,
+                               "computed_bytes": rec.computed_bytes, "difference": rec.difference}
+            if rec.caveat:
+                d["caveats"].append(rec.caveat)
         if what_if:
             d["what_if"] = what_if
         print_json(d)
     else:
         secs, lines = analysis_sections(a, loaded, hw, fit)
+        if rec is not None:
+            ck = Section("Checkpoint on disk", ["", "bytes", "exact"], right=(1, 2))
+            ck.add(f"stored ({rec.checkpoint.tensors:,} tensors)", fmt_gib(rec.checkpoint.total_bytes),
+                   fmt_int(rec.checkpoint.total_bytes))
+            ck.add("computed (weights + MTP)", fmt_gib(rec.computed_bytes), fmt_int(rec.computed_bytes))
+            ck.add("difference", f"{100 * rec.difference:+.2f}%", "")
+            if rec.checkpoint.dtypes:
+                ck.caption = "dtypes: " + ", ".join(f"{k} {fmt_gib(v)}" for k, v in sorted(rec.checkpoint.dtypes.items()))
+            secs.append(ck)
+            if rec.caveat:
+                lines.append(f"caveat: {rec.caveat}")
         if what_if:
             w = Section(f"What if every full-attention layer had a {sliding_window:,}-token window", ["", "without", "with"],
                         right=(1, 2))

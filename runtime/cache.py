@@ -1,0 +1,123 @@
+"""The static KV cache: preallocated once, its bytes exactly ``analysis.kv``'s.
+
+Per attention layer, K (B, K, C, d) and V (B, K, C, e); per MLA layer the normalised latent and the
+roped key of each token, (B, C, L + P). ``C`` is the capacity the cache was sized for, except in
+sliding-window and chunked layers, which keep ``min(capacity, window or chunk)`` slots as a ring
+buffer (position ``p`` lives in slot ``p mod C``). So the allocated bytes are
+``kv_cache(spec, dtype, dtype).bytes_per_sequence(capacity) × batch``.
+
+``update`` writes the step's keys and returns exactly the keys its queries may see:
+
+- decode (T = 1): a slice of the buffer with exactly ``min(p+1, window)`` keys (``p mod chunk + 1``
+  in a chunked layer, ``p+1`` in a full one), and no mask (every key in the slice is visible);
+- prefill (T > 1): the keys with their positions, for the causal / window / chunk mask.
+
+Shape suffixes as in ``runtime.model`` (B batch, K KV heads, C slots, S keys returned, T new tokens).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from analysis.errors import OptionError
+from analysis.kv import layer_cap
+from analysis.spec import MLA, Attention, ModelSpec
+
+
+class AttentionKV:
+    def __init__(self, m: Attention, batch: int, capacity: int, dtype, device):
+        cap = layer_cap(m)
+        self.window, self.chunk, self.capacity = m.window, m.chunk, capacity
+        self.slots = capacity if cap is None else min(capacity, cap)
+        self.k_BKCd = torch.empty(batch, m.num_key_value_heads, self.slots, m.head_dim, dtype=dtype, device=device)
+        self.v_BKCe = torch.empty(batch, m.num_key_value_heads, self.slots, m.v_head_dim, dtype=dtype, device=device)
+
+    def tensors(self) -> list[torch.Tensor]:
+        return [self.k_BKCd, self.v_BKCe]
+
+    def update(self, k_BKTd: torch.Tensor, v_BKTe: torch.Tensor, pos0: int):
+        T, C = k_BKTd.shape[2], self.slots
+        end = pos0 + T
+        _check(end, self.capacity)
+        ring = C < self.capacity
+        if not ring or end <= C:  # slot = position
+            self.k_BKCd[:, :, pos0:end] = k_BKTd
+            self.v_BKCe[:, :, pos0:end] = v_BKTe
+            kpos_S = None if T == 1 else torch.arange(end, device=k_BKTd.device)
+            return self.k_BKCd[:, :, :end], self.v_BKCe[:, :, :end], kpos_S
+        if T == 1:  # the ring has wrapped: every slot is in the window; the chunk's slots start at 0
+            slot = pos0 % C
+            self.k_BKCd[:, :, slot:slot + 1] = k_BKTd
+            self.v_BKCe[:, :, slot:slot + 1] = v_BKTe
+            n = C if self.window else pos0 % C + 1
+            return self.k_BKCd[:, :, :n], self.v_BKCe[:, :, :n], None
+        # a prefill crossing the ring: old keys with their positions, then the new ones; the mask decides
+        dev = k_BKTd.device
+        n_old = min(pos0, C)
+        s = torch.arange(n_old, device=dev)
+        kpos_old = pos0 - 1 - torch.remainder(pos0 - 1 - s, C)
+        keys_BKSd = torch.cat((self.k_BKCd[:, :, :n_old], k_BKTd), dim=2)
+        vals_BKSe = torch.cat((self.v_BKCe[:, :, :n_old], v_BKTe), dim=2)
+        kpos_S = torch.cat((kpos_old, torch.arange(pos0, end, device=dev)))
+        keep = min(T, C)
+        slots = torch.remainder(torch.arange(end - keep, end, device=dev), C)
+        self.k_BKCd.index_copy_(2, slots, k_BKTd[:, :, T - keep:])
+        self.v_BKCe.index_copy_(2, slots, v_BKTe[:, :, T - keep:])
+        return keys_BKSd, vals_BKSe, kpos_S
+
+
+class LatentKV:
+    def __init__(self, m: MLA, batch: int, capacity: int, dtype, device):
+        self.capacity = capacity
+        self.lat_BCX = torch.empty(batch, capacity, m.kv_lora_rank + m.qk_rope_head_dim, dtype=dtype, device=device)
+
+    def tensors(self) -> list[torch.Tensor]:
+        return [self.lat_BCX]
+
+    def update(self, lat_BTX: torch.Tensor, pos0: int):
+        T = lat_BTX.shape[1]
+        end = pos0 + T
+        _check(end, self.capacity)
+        self.lat_BCX[:, pos0:end] = lat_BTX
+        kpos_S = None if T == 1 else torch.arange(end, device=lat_BTX.device)
+        return self.lat_BCX[:, :end], kpos_S
+
+
+def _check(end: int, capacity: int) -> None:
+    if end > capacity:
+        raise OptionError(f"position {end - 1} is beyond the KV cache's capacity of {capacity} tokens",
+                          "size the cache for the context plus the tokens to decode")
+
+
+class KVCache:
+    """One ``AttentionKV`` / ``LatentKV`` per layer (None for layers without a cache)."""
+
+    def __init__(self, spec: ModelSpec, batch: int, capacity: int, dtype=torch.float32, device="cpu"):
+        if batch < 1 or capacity < 1:
+            raise OptionError(f"a KV cache needs batch >= 1 and capacity >= 1, got {batch} and {capacity}")
+        self.batch, self.capacity, self.dtype = batch, capacity, dtype
+        self.layers: list = []
+        for layer in spec.layers:
+            m = layer.mixer
+            if isinstance(m, Attention):
+                self.layers.append(AttentionKV(m, batch, capacity, dtype, device))
+            elif isinstance(m, MLA):
+                self.layers.append(LatentKV(m, batch, capacity, dtype, device))
+            else:
+                self.layers.append(None)
+
+    def tensors(self) -> list[torch.Tensor]:
+        return [t for lc in self.layers if lc is not None for t in lc.tensors()]
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes allocated for the cache (every tensor's ``numel × element size``)."""
+        return sum(t.numel() * t.element_size() for t in self.tensors())
+
+    @torch.no_grad()
+    def fill_random_(self, seed: int = 0, std: float = 1.0) -> None:
+        """Stand-in contents for a context that was never prefilled: decode timing does not depend on the
+        values, and random keys keep the softmax (and MoE routing downstream) away from degenerate cases."""
+        for i, t in enumerate(self.tensors()):
+            g = torch.Generator(device=t.device).manual_seed(seed + i)
+            t.normal_(0.0, std, generator=g)

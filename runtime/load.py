@@ -1,0 +1,231 @@
+"""Hugging Face checkpoints into the decoder: Hugging Face names (and layouts) to ours.
+
+Our parameter names are the spec's (``analysis.spec``), which follow ``transformers`` 5 module names.
+What differs, and is translated here:
+
+- on-disk MoE checkpoints keep one tensor per expert (``experts.3.gate_proj``; Mixtral's
+  ``block_sparse_moe.experts.3.w1/w3/w2``): copied into rows of our stacked ``experts.gate_up_proj``
+  (gate rows first, then up) and ``experts.down_proj``; the router is ``gate`` there, ``router`` here;
+- DeepSeek's ``shared_experts`` is our ``shared_expert``; Llama 4's ``feed_forward`` is our ``mlp`` and
+  its experts are stored (E, in, out); gpt-oss interleaves gate and up columns and stores (E, in, out);
+- GPT-NeoX and Falcon name their modules differently and interleave the fused QKV rows per head
+  (per KV group for Falcon); ours are ``[q; k; v]``;
+- multimodal wrappers prefix the language model (``model.language_model.``, ``language_model.``).
+
+Safetensors files are read one tensor at a time straight onto the model's device and copied into the
+allocated parameters (``build_decoder(..., seed=None)``), so loading never holds two copies.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import torch
+
+from analysis.errors import ConfigError, RuntimeUnavailableError
+from analysis.spec import Attention, ModelSpec, MoE
+
+IGNORED = re.compile(r"(rotary_emb\.inv_freq|\.attention\.bias|\.attention\.masked_bias|\.rotary\.inv_freq)$")
+
+
+@dataclass
+class LoadReport:
+    loaded: int = 0  # tensors copied
+    ignored: list[str] = field(default_factory=list)  # checkpoint tensors with no place in the model
+    missing: list[str] = field(default_factory=list)  # model tensors the checkpoint did not fill
+
+
+# ---- name translation ----------------------------------------------------------------------------
+
+
+def _strip_prefix(name: str) -> str:
+    for old, new in (("model.language_model.", "model."), ("language_model.model.", "model."),
+                     ("language_model.lm_head.", "lm_head."), ("language_model.", "")):
+        if name.startswith(old):
+            return new + name[len(old):]
+    return name
+
+
+_NEOX = [("gpt_neox.embed_in.", "model.embed_tokens."), ("gpt_neox.final_layer_norm.", "model.norm."),
+         ("embed_out.", "lm_head."), ("gpt_neox.layers.", "model.layers.")]
+_FALCON = [("transformer.word_embeddings.", "model.embed_tokens."), ("transformer.ln_f.", "model.norm."),
+           ("transformer.h.", "model.layers.")]
+_MODULES = [(".attention.query_key_value.", ".self_attn.qkv_proj."), (".self_attention.query_key_value.", ".self_attn.qkv_proj."),
+            (".attention.dense.", ".self_attn.o_proj."), (".self_attention.dense.", ".self_attn.o_proj."),
+            (".mlp.dense_h_to_4h.", ".mlp.up_proj."), (".mlp.dense_4h_to_h.", ".mlp.down_proj."),
+            (".mlp.c_fc.", ".mlp.up_proj."), (".mlp.c_proj.", ".mlp.down_proj."),
+            (".feed_forward.", ".mlp."), (".block_sparse_moe.", ".mlp."), (".mlp.shared_experts.", ".mlp.shared_expert.")]
+
+_LAYER = re.compile(r"^model\.layers\.(\d+)\.(.*)$")
+_EXPERT = re.compile(r"^mlp\.experts\.(\d+)\.(gate_proj|up_proj|down_proj|w1|w2|w3)\.weight$")
+
+
+def translate(spec: ModelSpec, hf_name: str, t: torch.Tensor) -> Iterator[tuple[str, tuple | None, torch.Tensor]]:
+    """(our parameter or buffer name, index into it or None, tensor in our layout) for one checkpoint
+    tensor; nothing for tensors the model has no place for."""
+    name = _strip_prefix(hf_name)
+    if IGNORED.search(name):
+        return
+    for old, new in _NEOX + _FALCON:
+        if name.startswith(old):
+            name = new + name[len(old):]
+    for old, new in _MODULES:
+        name = name.replace(old, new)
+    m = _LAYER.match(name)
+    if not m:
+        if name == "lm_head.weight" and spec.tie_word_embeddings:
+            return
+        yield name, None, t
+        return
+    i, rest = int(m.group(1)), m.group(2)
+    if i >= spec.num_layers:  # e.g. DeepSeek's multi-token-prediction layer: not part of the decoder
+        return
+    layer = spec.layers[i]
+    pre = f"model.layers.{i}."
+    ffn, mixer = layer.ffn, layer.mixer
+    if isinstance(mixer, Attention) and mixer.fused_qkv and rest.startswith("self_attn.qkv_proj.") \
+            and spec.model_type in ("gpt_neox", "falcon", "RefinedWeb", "RefinedWebModel"):
+        yield pre + rest, None, _qkv_from_groups(t, mixer)
+        return
+    if isinstance(ffn, MoE):
+        if rest in ("mlp.gate.weight", "mlp.gate.bias"):
+            yield pre + rest.replace("mlp.gate.", "mlp.router."), None, t
+            return
+        if rest == "mlp.gate.e_score_correction_bias":
+            yield pre + "mlp.router.e_score_correction_bias", None, t
+            return
+        em = _EXPERT.match(rest)
+        if em:
+            e, kind = int(em.group(1)), em.group(2)
+            I = ffn.moe_intermediate_size
+            if kind in ("gate_proj", "w1"):
+                yield pre + "mlp.experts.gate_up_proj", (e, slice(0, I)), t
+            elif kind in ("up_proj", "w3"):
+                rows = slice(I, 2 * I) if ffn.gated else slice(0, I)
+                yield pre + "mlp.experts.gate_up_proj", (e, rows), t
+            else:
+                yield pre + "mlp.experts.down_proj", (e,), t
+            return
+        if spec.model_type == "gpt_oss" and rest.startswith("mlp.experts."):
+            yield pre + rest, None, _gpt_oss_expert(rest, t)
+            return
+        if spec.model_type == "llama4_text" and rest in ("mlp.experts.gate_up_proj", "mlp.experts.down_proj"):
+            yield pre + rest, None, t.transpose(1, 2)
+            return
+    yield pre + rest, None, t
+
+
+def _qkv_from_groups(t: torch.Tensor, m: Attention) -> torch.Tensor:
+    """GPT-NeoX (H, 3, d) and Falcon (K, G+2, d) fused rows -> ours: [q (H·d); k (K·d); v (K·d)]."""
+    K, d = m.num_key_value_heads, m.head_dim
+    G = m.num_attention_heads // K
+    rows = t.reshape(K, G + 2, d, *t.shape[1:])
+    q = rows[:, :G].reshape(K * G * d, *t.shape[1:])
+    k = rows[:, G].reshape(K * d, *t.shape[1:])
+    v = rows[:, G + 1].reshape(K * d, *t.shape[1:])
+    return torch.cat((q, k, v), dim=0)
+
+
+def _gpt_oss_expert(rest: str, t: torch.Tensor) -> torch.Tensor:
+    """gpt-oss stores (E, in, out) with gate and up interleaved column by column."""
+    if rest.endswith("gate_up_proj"):
+        return torch.cat((t[..., 0::2], t[..., 1::2]), dim=-1).transpose(1, 2)
+    if rest.endswith("gate_up_proj_bias"):
+        return torch.cat((t[..., 0::2], t[..., 1::2]), dim=-1)
+    if rest.endswith("down_proj"):
+        return t.transpose(1, 2)
+    return t
+
+
+# ---- copying -------------------------------------------------------------------------------------
+
+
+@torch.no_grad()
+def load_tensors(model, items: Iterable[tuple[str, torch.Tensor]], *, strict: bool = True) -> LoadReport:
+    """Copy Hugging Face-named tensors (a ``state_dict()`` or a checkpoint's tensors) into ``model``.
+
+    ``strict``: raise ``ConfigError`` when a tensor's shape does not match, or when a model tensor
+    is left unfilled."""
+    spec = model.spec
+    targets: dict[str, torch.Tensor] = dict(model.named_parameters())
+    targets.update({n: b for n, b in model.named_buffers() if n.endswith("e_score_correction_bias")})
+    filled: dict[str, int] = {}
+    report = LoadReport()
+    for hf_name, t in items:
+        placed = False
+        for ours, index, value in translate(spec, hf_name, t):
+            placed = True
+            dst = targets.get(ours)
+            if dst is None:
+                report.ignored.append(hf_name)
+                continue
+            view = dst if index is None else dst[index]
+            if tuple(view.shape) != tuple(value.shape):
+                raise ConfigError(f"checkpoint tensor {hf_name} has shape {tuple(value.shape)}, but the model's "
+                                  f"{ours}{'' if index is None else str(list(index))} has {tuple(view.shape)}",
+                                  "the checkpoint does not match its config.json")
+            view.copy_(value.to(device=view.device, dtype=view.dtype))
+            filled[ours] = filled.get(ours, 0) + view.numel()
+            report.loaded += 1
+        if not placed:
+            report.ignored.append(hf_name)
+    for name, p in targets.items():
+        if filled.get(name, 0) < p.numel() and not name.endswith("e_score_correction_bias"):
+            report.missing.append(name)
+    if strict and report.missing:
+        more = f" and {len(report.missing) - 5} more" if len(report.missing) > 5 else ""
+        raise ConfigError(f"the checkpoint does not fill {', '.join(report.missing[:5])}{more}",
+                          "check that the weights belong to this config (a different model or a quantized export?)")
+    return report
+
+
+def checkpoint_files(folder: str | Path) -> list[Path]:
+    """The safetensors files of a local Hugging Face model folder (index first, else every file)."""
+    p = Path(folder).expanduser()
+    if p.is_file() and p.suffix == ".safetensors":
+        return [p]
+    if not p.is_dir():
+        raise ConfigError(f"{p}: no such folder", "pass the local folder of a Hugging Face model (with *.safetensors)")
+    index = p / "model.safetensors.index.json"
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text())["weight_map"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ConfigError(f"{index}: not a safetensors index ({exc})") from None
+        files = sorted({p / f for f in weight_map.values()})
+    else:
+        files = sorted(p.glob("*.safetensors"))
+    if not files:
+        hint = "only PyTorch .bin files found: convert them to safetensors" if list(p.glob("*.bin")) else \
+            "download the model's *.safetensors files into the folder"
+        raise ConfigError(f"{p}: no *.safetensors files", hint)
+    missing = [f for f in files if not f.is_file()]
+    if missing:
+        raise ConfigError(f"{p}: missing shard {missing[0].name}", "download every file the index names")
+    return files
+
+
+def load_checkpoint(model, folder: str | Path) -> LoadReport:
+    """Load a local safetensors checkpoint into ``model`` (tensor by tensor, straight to its device)."""
+    if model.spec.quant is not None:
+        q = model.spec.quant
+        raise RuntimeUnavailableError(f"loading a quantized checkpoint ({q.raw_method or q.method}, {q.bits}-bit) is not supported",
+                                      "verify with random weights (omit --weights)")
+    try:
+        from safetensors import safe_open
+    except ImportError:
+        raise RuntimeUnavailableError("loading checkpoints needs safetensors", "pip install 'planner[runtime]'") from None
+    device = next(model.parameters()).device
+    files = checkpoint_files(folder)
+
+    def items():
+        for f in files:
+            with safe_open(str(f), framework="pt", device=str(device)) as fh:
+                for key in fh.keys():
+                    yield key, fh.get_tensor(key)
+
+    return load_tensors(model, items())

@@ -1,0 +1,922 @@
+"""The one decoder: a torch model of the exact shape of a ``ModelSpec``.
+
+Every family ``analyze`` reads (Llama, Mistral, Qwen, Gemma 1-3, Phi-3, GPT-NeoX, Falcon, OLMo 2,
+StarCoder2, Mixtral, Qwen-MoE, DeepSeek V2/V3 MLA, gpt-oss, Llama 4 ...) is this one model, selected by
+the spec's fields: norms and where they sit, biases, fused projections, RoPE (theta, scaling,
+partial rotary), GQA/MQA/MHA, sliding and chunked windows, q/k norms, logit soft-capping, attention
+sinks, gated and plain MLPs, parallel residuals, tied embeddings, MoE with top-k routing and shared
+experts, and MLA with its compressed cache. Parameter names are the spec's tensor names, so
+``state_dict()`` lines up with ``spec.tensors()`` one to one.
+
+The arithmetic matches ``analysis.trace``'s conventions, so that ``FlopCounterMode`` over a decode step
+equals the trace's matmul FLOPs exactly: attention runs over a slice of exactly the keys a query sees
+(never the whole preallocated buffer), logits are computed for the last position only, a MoE layer
+multiplies only the routed (token, expert) pairs, and MLA decodes in the absorbed form and prefills
+in the expanded form. RoPE angles are an elementwise outer product (no matmul).
+
+Models are built on the meta device and then allocated on the target device in the target dtype
+(``build_decoder``): a 16 GB model never passes through CPU memory on its way to a GPU.
+
+Shape suffixes of tensor names (legend)::
+
+    B  batch (sequences)              T  new tokens per sequence in this step
+    S  keys attended (cached + new)   C  cache slots of a layer (capacity, or its window/chunk)
+    D  hidden_size                    V  vocab_size
+    H  query heads                    K  key/value heads           G  query heads per KV head (H/K)
+    d  head_dim                       e  v_head_dim                Q  rows of grouped queries (G·T)
+    R  rotary dims / 2                N  tokens of the step (B·T)  E  experts
+    I  intermediate size              A  routed (token, expert) pairs (N·top_k)
+    L  MLA latent (kv_lora_rank)      P  MLA rope dims (qk_rope_head_dim)
+    n  MLA qk_nope_head_dim           k  top-k
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from analysis.errors import RuntimeUnavailableError
+from analysis.spec import MLA, MLP, Attention, GatedDeltaNet, Layer, Mamba, ModelSpec, MoE, Norm
+
+# ---- profiler regions: the trace's op kinds --------------------------------------------------------
+
+_REGIONS = {"on": False}
+
+
+def region(kind: str):
+    """A ``torch.profiler`` range named ``planner::<kind>`` (kinds of ``analysis.trace.Op``) while the
+    per-kind profile runs (``runtime.timing.profile_kinds``); a no-op otherwise."""
+    if not _REGIONS["on"]:
+        return nullcontext()
+    return torch.profiler.record_function(f"planner::{kind}")
+
+
+# ---- numerics a config carries beyond the spec's shapes ------------------------------------------
+
+
+@dataclass(frozen=True)
+class Numerics:
+    """The arithmetic a config.json fixes that the spec (shapes only) does not: routing functions,
+    RoPE layout, multipliers. ``numerics_for`` reads them; defaults are those of ``transformers``."""
+
+    rope_style: str = "half"  # half: rotate_half (Llama, NeoX); pairs: interleaved pairs (GPT-J, DeepSeek, Llama 4)
+    rope_plain_on_windows: bool = False  # Gemma 3: sliding layers use unscaled RoPE at their own theta
+    rope_extra: tuple = ()  # list-valued rope parameters (longrope short/long factors)
+    router: str = "softmax"  # softmax | sigmoid (DeepSeek V3, GLM-4 MoE) | topk_softmax (gpt-oss) | topk_sigmoid (Llama 4)
+    norm_topk_prob: bool = True
+    routed_scaling_factor: float = 1.0
+    n_group: int = 1
+    topk_group: int = 1
+    group_score: str = "none"  # none | max (DeepSeek V2 group_limited_greedy) | top2 (DeepSeek V3)
+    score_correction_bias: bool = False  # DeepSeek V3: e_score_correction_bias buffer
+    scale_expert_input: bool = False  # Llama 4: the router score scales the expert's input
+    glu: str = "standard"  # standard | gpt_oss (clamped SwiGLU with (up + 1))
+    swiglu_alpha: float = 1.702
+    swiglu_limit: float = 7.0
+    qk_l2_norm: bool = False  # Llama 4: weightless RMS norm of q and k on RoPE layers
+    attn_temperature: tuple[float, float] | None = None  # Llama 4 NoPE layers: (attn_scale, floor_scale)
+    embedding_multiplier: float | None = None  # Granite (Gemma's is in the spec)
+    residual_multiplier: float = 1.0  # Granite
+    attention_multiplier: float | None = None  # Granite: the softmax scale
+    logits_scaling: float = 1.0  # Granite: logits are divided by it
+    mla_norm_eps: float = 1e-6  # DeepSeek's q_a / kv_a layernorms use the class default eps
+
+
+def _text_config(cfg: dict | None) -> dict:
+    if not isinstance(cfg, dict):
+        return {}
+    if isinstance(cfg.get("text_config"), dict) and ("hidden_size" not in cfg or "model_type" not in cfg.get("text_config", {})
+                                                      or cfg.get("model_type") in ("llama4", "gemma3", "mistral3")):
+        return cfg["text_config"]
+    return cfg
+
+
+def numerics_for(spec: ModelSpec, cfg: dict | None = None) -> Numerics:
+    """The ``Numerics`` of ``spec``'s family, with values read from its config.json dict where given."""
+    c = _text_config(cfg)
+    mt = spec.model_type
+
+    def get(key, default):
+        v = c.get(key)
+        return default if v is None else v
+
+    kw: dict = {}
+    rope_src = c.get("rope_scaling") if isinstance(c.get("rope_scaling"), dict) else c.get("rope_parameters")
+    if isinstance(rope_src, dict):
+        if rope_src and all(isinstance(v, dict) for v in rope_src.values()):
+            rope_src = rope_src.get("full_attention", {})
+        kw["rope_extra"] = tuple(sorted((k, tuple(v)) for k, v in rope_src.items() if isinstance(v, list)))
+    if mt in ("deepseek_v2", "kimi_k2"):
+        kw["rope_style"] = "pairs"
+    elif mt == "deepseek_v3":
+        kw["rope_style"] = "pairs" if get("rope_interleave", True) else "half"
+    elif mt == "llama4_text":
+        kw["rope_style"] = "pairs"
+        kw["qk_l2_norm"] = bool(get("use_qk_norm", True))
+        if get("attn_temperature_tuning", True):
+            kw["attn_temperature"] = (float(get("attn_scale", 0.1)), float(get("floor_scale", 8192)))
+    if mt == "gemma3_text":
+        kw["rope_plain_on_windows"] = True
+    # routing
+    if mt in ("mixtral",):
+        kw.update(router="softmax", norm_topk_prob=True)
+    elif mt in ("qwen2_moe", "qwen3_moe", "olmoe"):
+        kw.update(router="softmax", norm_topk_prob=bool(get("norm_topk_prob", False)))
+    elif mt == "deepseek_v2":
+        method = get("topk_method", "greedy")
+        kw.update(router="softmax", norm_topk_prob=False, routed_scaling_factor=float(get("routed_scaling_factor", 1.0)),
+                  n_group=int(get("n_group", 1) or 1), topk_group=int(get("topk_group", 1) or 1),
+                  group_score="max" if method == "group_limited_greedy" else "none")
+    elif mt in ("deepseek_v3", "kimi_k2", "glm4_moe"):
+        default_scale = 2.5 if mt != "glm4_moe" else 1.0
+        kw.update(router="sigmoid", norm_topk_prob=bool(get("norm_topk_prob", True)),
+                  routed_scaling_factor=float(get("routed_scaling_factor", default_scale)),
+                  n_group=int(get("n_group", 8 if mt != "glm4_moe" else 1) or 1),
+                  topk_group=int(get("topk_group", 4 if mt != "glm4_moe" else 1) or 1),
+                  group_score="top2", score_correction_bias=True)
+    elif mt == "gpt_oss":
+        kw.update(router="topk_softmax", glu="gpt_oss", swiglu_alpha=float(get("swiglu_alpha", 1.702)),
+                  swiglu_limit=float(get("swiglu_limit", 7.0)))
+    elif mt == "llama4_text":
+        kw.update(router="topk_sigmoid", scale_expert_input=True)
+    else:
+        kw.update(router="softmax", norm_topk_prob=bool(get("norm_topk_prob", True)))
+    if mt == "granite":
+        kw.update(embedding_multiplier=float(get("embedding_multiplier", 1.0)),
+                  residual_multiplier=float(get("residual_multiplier", 1.0)),
+                  attention_multiplier=float(get("attention_multiplier", 1.0)),
+                  logits_scaling=float(get("logits_scaling", 1.0)))
+    return Numerics(**kw)
+
+
+def check_supported(spec: ModelSpec) -> None:
+    """Refuse, with one clear message, what the runtime cannot run yet."""
+    for i, layer in enumerate(spec.layers):
+        m = layer.mixer
+        if isinstance(m, Mamba):
+            raise RuntimeUnavailableError(f"verify does not support Mamba layers yet (layer {i} of {spec.name or spec.model_type})",
+                                          "analyze and trace work for this model; the torch runtime covers attention and MLA")
+        if isinstance(m, GatedDeltaNet):
+            raise RuntimeUnavailableError(f"verify does not support Gated DeltaNet layers yet (layer {i} of {spec.name or spec.model_type})",
+                                          "analyze and trace work for this model; the torch runtime covers attention and MLA")
+        if m is not None and not isinstance(m, (Attention, MLA)):
+            raise RuntimeUnavailableError(f"verify does not support {type(m).__name__} layers (layer {i})")
+    if spec.position_embeddings and spec.max_position_embeddings is None:
+        raise RuntimeUnavailableError("learned position embeddings without max_position_embeddings")
+
+
+# ---- activations ---------------------------------------------------------------------------------
+
+def _gelu_tanh(x):
+    return F.gelu(x, approximate="tanh")
+
+
+ACTIVATIONS = {
+    "silu": F.silu, "swish": F.silu, "gelu": F.gelu, "gelu_pytorch_tanh": _gelu_tanh, "gelu_new": _gelu_tanh,
+    "gelu_fast": _gelu_tanh, "gelu_python": F.gelu, "relu": F.relu, "relu2": lambda x: F.relu(x).square(),
+    "quick_gelu": lambda x: x * torch.sigmoid(1.702 * x), "tanh": torch.tanh, "sigmoid": torch.sigmoid,
+}
+
+
+def activation(name: str, notes: list[str]):
+    fn = ACTIVATIONS.get(str(name).lower())
+    if fn is None:
+        notes.append(f"activation '{name}' is not implemented: SiLU is used (shapes, FLOPs and timing are unaffected)")
+        return F.silu
+    return fn
+
+
+# ---- norms ---------------------------------------------------------------------------------------
+
+
+class RMSNorm(nn.Module):
+    """RMSNorm in fp32. ``offset`` 1.0 is Gemma's ``x·(1 + weight)`` (scaled in fp32); otherwise
+    Llama's: normalise in fp32, cast back, then scale."""
+
+    def __init__(self, dim: int, eps: float, offset: float = 0.0, affine: bool = True, dtype=None):
+        super().__init__()
+        self.eps, self.offset = eps, offset
+        self.weight = nn.Parameter(torch.empty(dim, dtype=dtype)) if affine else None
+
+    def forward(self, x):
+        with region("norm"):
+            x32 = x.float()
+            y = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+            if self.weight is None:
+                return y.type_as(x)
+            if self.offset:
+                return (y * (self.offset + self.weight.float())).type_as(x)
+            return self.weight * y.type_as(x)
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, dim: int, eps: float, bias: bool = True, affine: bool = True, dtype=None):
+        super().__init__()
+        self.dim, self.eps = dim, eps
+        self.weight = nn.Parameter(torch.empty(dim, dtype=dtype)) if affine else None
+        self.bias = nn.Parameter(torch.empty(dim, dtype=dtype)) if affine and bias else None
+
+    def forward(self, x):
+        with region("norm"):
+            return F.layer_norm(x, (self.dim,), self.weight, self.bias, self.eps)
+
+
+def make_norm(norm: Norm, spec: ModelSpec, dtype, eps: float | None = None) -> nn.Module:
+    eps = spec.norm_eps if eps is None else eps
+    if norm.kind == "layer":
+        return LayerNorm(norm.dim, eps, bias=norm.bias, affine=norm.affine, dtype=dtype)
+    return RMSNorm(norm.dim, eps, offset=spec.norm_offset, affine=norm.affine, dtype=dtype)
+
+
+def linear(n_in: int, n_out: int, bias: bool, dtype) -> nn.Linear:
+    return nn.Linear(n_in, n_out, bias=bias, dtype=dtype)
+
+
+# ---- rotary position embedding -------------------------------------------------------------------
+
+
+def rope_frequencies(dim: int, theta: float, scaling: dict, max_pos: int | None, notes: list[str]) -> tuple[torch.Tensor, float]:
+    """(inv_freq of ``dim/2`` frequencies in fp32, factor on cos/sin), as ``transformers`` computes them
+    for rope_type default, linear, dynamic (below its original length), llama3, yarn and longrope."""
+    inv = 1.0 / (theta ** (torch.arange(0, dim, 2, dtype=torch.int64).float() / dim))
+    kind = str(scaling.get("rope_type") or scaling.get("type") or "default")
+    factor = float(scaling.get("factor") or 1.0)
+    if kind in ("default", "dynamic", "proportional"):
+        return inv, 1.0
+    if kind == "linear":
+        return inv / factor, 1.0
+    if kind == "llama3":
+        low, high = float(scaling.get("low_freq_factor", 1.0)), float(scaling.get("high_freq_factor", 4.0))
+        old = float(scaling.get("original_max_position_embeddings", 8192))
+        wavelen = 2 * math.pi / inv
+        scaled = torch.where(wavelen > old / low, inv / factor, inv)
+        smooth = (old / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * scaled / factor + smooth * scaled
+        medium = ~(wavelen < old / high) * ~(wavelen > old / low)
+        return torch.where(medium, smoothed, scaled), 1.0
+    if kind == "yarn":
+        orig = float(scaling.get("original_max_position_embeddings") or max_pos or 4096)
+
+        def mscale(s, m=1.0):
+            return 1.0 if s <= 1 else 0.1 * m * math.log(s) + 1.0
+
+        att = scaling.get("attention_factor")
+        ms, ms_all = scaling.get("mscale"), scaling.get("mscale_all_dim")
+        if att is None:
+            att = mscale(factor, ms) / mscale(factor, ms_all) if ms and ms_all else mscale(factor)
+        beta_fast, beta_slow = float(scaling.get("beta_fast") or 32), float(scaling.get("beta_slow") or 1)
+
+        def corr(rot):
+            return dim * math.log(orig / (rot * 2 * math.pi)) / (2 * math.log(theta))
+
+        lo, hi = corr(beta_fast), corr(beta_slow)
+        if scaling.get("truncate", True):
+            lo, hi = math.floor(lo), math.ceil(hi)
+        lo, hi = max(lo, 0), min(hi, dim - 1)
+        if lo == hi:
+            hi += 0.001
+        ramp = ((torch.arange(dim // 2, dtype=torch.float32) - lo) / (hi - lo)).clamp(0, 1)
+        extrapolation = 1 - ramp
+        pos = theta ** (torch.arange(0, dim, 2).float() / dim)
+        inv = (1.0 / (factor * pos)) * (1 - extrapolation) + (1.0 / pos) * extrapolation
+        return inv, float(att)
+    if kind in ("longrope", "su"):
+        extra = dict(scaling.get("_extra", ()))
+        short = extra.get("short_factor")
+        orig = float(scaling.get("original_max_position_embeddings") or max_pos or 4096)
+        if max_pos and scaling.get("original_max_position_embeddings"):
+            factor = max_pos / orig
+        if short is None or len(short) != dim // 2:
+            notes.append("longrope factors unavailable: plain RoPE used (shapes, FLOPs and timing are unaffected)")
+            return inv, 1.0
+        att = scaling.get("attention_factor")
+        if att is None:
+            att = 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(orig))
+        return inv / torch.tensor(short, dtype=torch.float32), float(att)
+    notes.append(f"rope_type '{kind}' is not implemented: plain RoPE used (shapes, FLOPs and timing are unaffected)")
+    return inv, 1.0
+
+
+class Rotary(nn.Module):
+    """cos and sin of RoPE for given positions; ``inv_freq`` is fp32 and filled by ``reset_buffers``."""
+
+    def __init__(self, dim: int, theta: float, scaling: dict, style: str, max_pos: int | None, notes: list[str]):
+        super().__init__()
+        self.dim, self.theta, self.scaling, self.style, self.max_pos = dim, theta, scaling, style, max_pos
+        self.notes = notes
+        self.attention_factor = 1.0
+        self.register_buffer("inv_freq", torch.empty(dim // 2, dtype=torch.float32), persistent=False)
+
+    def reset_buffers(self) -> None:
+        inv, self.attention_factor = rope_frequencies(self.dim, self.theta, self.scaling, self.max_pos, self.notes)
+        self.inv_freq = inv.to(self.inv_freq.device)
+
+    def forward(self, pos_T: torch.Tensor, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        angle_TR = pos_T.float()[:, None] * self.inv_freq[None, :]  # elementwise outer product, not a matmul
+        f = self.attention_factor
+        return (angle_TR.cos() * f).to(dtype), (angle_TR.sin() * f).to(dtype)
+
+
+def apply_rope(x: torch.Tensor, cos_TR: torch.Tensor, sin_TR: torch.Tensor, style: str) -> torch.Tensor:
+    """Rotate the first ``2R`` features of ``x`` (..., T, heads, dims). ``half`` pairs feature i with
+    i+R (rotate_half); ``pairs`` pairs 2i with 2i+1 and returns them de-interleaved (evens, then odds),
+    as DeepSeek V3 does: q and k get the same layout, so q·k is that of interleaved RoPE."""
+    rd = 2 * cos_TR.shape[-1]
+    rot, rest = x[..., :rd], x[..., rd:]
+    cos, sin = cos_TR[:, None, :], sin_TR[:, None, :]  # (T, 1, R) against (..., T, heads, R)
+    if style == "pairs":
+        x1, x2 = rot[..., 0::2], rot[..., 1::2]
+    else:
+        x1, x2 = rot[..., : rd // 2], rot[..., rd // 2:]
+    out = torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1)
+    return torch.cat((out, rest), dim=-1) if rest.shape[-1] else out
+
+
+# ---- attention -----------------------------------------------------------------------------------
+
+
+def _allowed_TS(qpos_T: torch.Tensor, kpos_S: torch.Tensor, window: int | None, chunk: int | None) -> torch.Tensor:
+    """Which keys each query sees: causal, within ``window`` keys (the query included), or in its chunk."""
+    q, k = qpos_T[:, None], kpos_S[None, :]
+    ok = k <= q
+    if window:
+        ok = ok & (q - k < window)
+    if chunk:
+        ok = ok & (torch.div(k, chunk, rounding_mode="floor") == torch.div(q, chunk, rounding_mode="floor"))
+    return ok
+
+
+class SelfAttention(nn.Module):
+    """Softmax attention with K key/value heads shared by G = H/K query heads each (MHA, GQA, MQA).
+
+    The G query heads of a KV head are laid out as G·T query rows against that head's keys, so the
+    keys are never repeated (no copy) and SDPA's FLOPs are exactly ``2·B·H·T·S·(d + e)``."""
+
+    def __init__(self, m: Attention, spec: ModelSpec, num: Numerics, notes: list[str], dtype):
+        super().__init__()
+        self.m, self.num = m, num
+        D, H, K = m.hidden_size, m.num_attention_heads, m.num_key_value_heads
+        if m.fused_qkv:
+            self.qkv_proj = linear(D, m.q_dim + m.k_dim + m.v_dim, m.q_bias or m.k_bias or m.v_bias, dtype)
+        else:
+            self.q_proj = linear(D, m.q_dim, m.q_bias, dtype)
+            self.k_proj = linear(D, m.k_dim, m.k_bias, dtype)
+            self.v_proj = linear(D, m.v_dim, m.v_bias, dtype)
+        self.o_proj = linear(m.o_in, D, m.o_bias, dtype)
+        if m.q_norm_dim:
+            self.q_norm = RMSNorm(m.q_norm_dim, spec.norm_eps, spec.norm_offset, dtype=dtype)
+        if m.k_norm_dim:
+            self.k_norm = RMSNorm(m.k_norm_dim, spec.norm_eps, spec.norm_offset, dtype=dtype)
+        if m.sinks:
+            self.sinks = nn.Parameter(torch.empty(H, dtype=dtype))
+        self.rotary = None
+        if m.rotary_dim:
+            scaling = dict(spec.rope_scaling)
+            if num.rope_plain_on_windows and m.window:
+                scaling = {}
+            scaling["_extra"] = num.rope_extra
+            self.rotary = Rotary(m.rotary_dim, m.rope_theta, scaling, num.rope_style, spec.max_position_embeddings, notes)
+        if num.attention_multiplier is not None:
+            self.scale = num.attention_multiplier
+        elif spec.query_pre_attn_scalar:
+            self.scale = spec.query_pre_attn_scalar ** -0.5
+        else:
+            self.scale = m.head_dim ** -0.5
+        self.softcap = spec.attn_logit_softcapping
+        self.eps = spec.norm_eps
+        self.H, self.K, self.G, self.d, self.e = H, K, H // K, m.head_dim, m.v_head_dim
+
+    def forward(self, x_BTD: torch.Tensor, pos_T: torch.Tensor, pos0: int, cache) -> torch.Tensor:
+        B, T, _ = x_BTD.shape
+        m, H, K, d, e = self.m, self.H, self.K, self.d, self.e
+        with region("matmul"):
+            if m.fused_qkv:
+                q, k, v = self.qkv_proj(x_BTD).split([m.q_dim, m.k_dim, m.v_dim], dim=-1)
+            else:
+                q, k, v = self.q_proj(x_BTD), self.k_proj(x_BTD), self.v_proj(x_BTD)
+        if m.q_norm_dim and m.q_norm_dim != d:  # OLMo 2: one norm over all heads' features
+            q, k = self.q_norm(q), self.k_norm(k)
+        q_BTHd, k_BTKd, v_BTKe = q.view(B, T, H, d), k.view(B, T, K, d), v.view(B, T, K, e)
+        if m.q_norm_dim and m.q_norm_dim == d:  # Qwen 3, Gemma 3: per-head norm over head_dim
+            q_BTHd, k_BTKd = self.q_norm(q_BTHd), self.k_norm(k_BTKd)
+        if self.rotary is not None:
+            with region("rope"):
+                cos_TR, sin_TR = self.rotary(pos_T, q_BTHd.dtype)
+                q_BTHd = apply_rope(q_BTHd, cos_TR, sin_TR, self.rotary.style)
+                k_BTKd = apply_rope(k_BTKd, cos_TR, sin_TR, self.rotary.style)
+            if self.num.qk_l2_norm:  # Llama 4: weightless RMS norm after RoPE
+                with region("norm"):
+                    q_BTHd = _rms(q_BTHd, self.eps)
+                    k_BTKd = _rms(k_BTKd, self.eps)
+        elif self.num.attn_temperature is not None:  # Llama 4 NoPE layers: position-dependent query scale
+            with region("elementwise"):
+                scale_, floor_ = self.num.attn_temperature
+                t_T = torch.log1p(torch.floor((pos_T.float() + 1.0) / floor_)) * scale_ + 1.0
+                q_BTHd = (q_BTHd * t_T[:, None, None]).to(q_BTHd.dtype)
+        k_BKTd, v_BKTe = k_BTKd.transpose(1, 2), v_BTKe.transpose(1, 2)
+        if cache is None:
+            keys_BKSd, vals_BKSe, kpos_S = k_BKTd, v_BKTe, (pos_T if T > 1 else None)
+        else:
+            with region("kv_append"):
+                keys_BKSd, vals_BKSe, kpos_S = cache.update(k_BKTd, v_BKTe, pos0)
+        with region("attention"):
+            mask_TS = None if kpos_S is None else _allowed_TS(pos_T, kpos_S, m.window, m.chunk)
+            out_BTHe = self.attend(q_BTHd, keys_BKSd, vals_BKSe, mask_TS)
+        with region("matmul"):
+            return self.o_proj(out_BTHe.reshape(B, T, H * e))
+
+    def attend(self, q_BTHd, keys_BKSd, vals_BKSe, mask_TS):
+        B, T = q_BTHd.shape[:2]
+        K, G, d, e = self.K, self.G, self.d, self.e
+        # (B, T, K, G, d) -> (B, K, G, T, d) -> (B, K, Q, d): the G heads of a KV head as G·T query rows
+        q_BKQd = q_BTHd.view(B, T, K, G, d).permute(0, 2, 3, 1, 4).reshape(B, K, G * T, d)
+        mask_QS = None if mask_TS is None else mask_TS.repeat(G, 1)
+        if self.softcap is None and not self.m.sinks:
+            out_BKQe = F.scaled_dot_product_attention(q_BKQd, keys_BKSd, vals_BKSe, attn_mask=mask_QS, scale=self.scale)
+        else:  # soft-capped logits (Gemma 2) or attention sinks (gpt-oss): written out
+            s_BKQS = torch.matmul(q_BKQd, keys_BKSd.transpose(-1, -2)) * self.scale
+            if self.softcap is not None:
+                s_BKQS = torch.tanh(s_BKQS / self.softcap) * self.softcap
+            if mask_QS is not None:
+                s_BKQS = s_BKQS.masked_fill(~mask_QS, float("-inf"))
+            if self.m.sinks:
+                sink_BKQ1 = self.sinks.view(1, K, G, 1, 1).expand(B, K, G, T, 1).reshape(B, K, G * T, 1)
+                s_BKQS = torch.cat((s_BKQS, sink_BKQ1.to(s_BKQS.dtype)), dim=-1)
+                s_BKQS = s_BKQS - s_BKQS.max(dim=-1, keepdim=True).values
+                p_BKQS = torch.softmax(s_BKQS.float(), dim=-1)[..., :-1].to(q_BKQd.dtype)
+            else:
+                p_BKQS = torch.softmax(s_BKQS.float(), dim=-1).to(q_BKQd.dtype)
+            out_BKQe = torch.matmul(p_BKQS, vals_BKSe)
+        # (B, K, G, T, e) -> (B, T, K, G, e) = (B, T, H, e), head h = k·G + g
+        return out_BKQe.view(B, K, G, T, e).permute(0, 3, 1, 2, 4)
+
+
+def _rms(x, eps):
+    x32 = x.float()
+    return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)).type_as(x)
+
+
+class LatentAttention(nn.Module):
+    """DeepSeek multi-head latent attention. The cache holds each token's normalised latent (L) and
+    its roped key (P). Decode (T = 1, cached) is absorbed: ``q_nope·W_UK`` projects the queries into
+    the latent space, scores run over L + P and values over L, then ``W_UV`` maps back to heads.
+    Prefill is expanded: ``kv_b_proj`` turns every key's latent into per-head K and V."""
+
+    def __init__(self, m: MLA, spec: ModelSpec, num: Numerics, notes: list[str], dtype):
+        super().__init__()
+        self.m = m
+        D, H = m.hidden_size, m.num_attention_heads
+        if m.q_lora_rank is None:
+            self.q_proj = linear(D, H * m.qk_head_dim, False, dtype)
+        else:
+            self.q_a_proj = linear(D, m.q_lora_rank, m.bias, dtype)
+            self.q_a_layernorm = RMSNorm(m.q_lora_rank, num.mla_norm_eps, dtype=dtype)
+            self.q_b_proj = linear(m.q_lora_rank, H * m.qk_head_dim, False, dtype)
+        self.kv_a_proj_with_mqa = linear(D, m.kv_lora_rank + m.qk_rope_head_dim, m.bias, dtype)
+        self.kv_a_layernorm = RMSNorm(m.kv_lora_rank, num.mla_norm_eps, dtype=dtype)
+        self.kv_b_proj = linear(m.kv_lora_rank, H * (m.qk_nope_head_dim + m.v_head_dim), False, dtype)
+        self.o_proj = linear(H * m.v_head_dim, D, m.bias, dtype)
+        scaling = dict(spec.rope_scaling)
+        self.rotary = Rotary(m.qk_rope_head_dim, m.rope_theta, scaling, num.rope_style, spec.max_position_embeddings, notes)
+        self.scale = m.qk_head_dim ** -0.5
+        kind = scaling.get("rope_type") or scaling.get("type")
+        if kind and kind != "default" and scaling.get("mscale_all_dim"):
+            f = float(scaling["factor"])
+            ms = 0.1 * float(scaling["mscale_all_dim"]) * math.log(f) + 1.0 if f > 1 else 1.0
+            self.scale *= ms * ms
+
+    def forward(self, x_BTD: torch.Tensor, pos_T: torch.Tensor, pos0: int, cache) -> torch.Tensor:
+        m = self.m
+        B, T, _ = x_BTD.shape
+        H, L, P, n, e = m.num_attention_heads, m.kv_lora_rank, m.qk_rope_head_dim, m.qk_nope_head_dim, m.v_head_dim
+        with region("matmul"):
+            if m.q_lora_rank is None:
+                q = self.q_proj(x_BTD)
+            else:
+                q = self.q_a_proj(x_BTD)
+        if m.q_lora_rank is not None:
+            q = self.q_a_layernorm(q)
+            with region("matmul"):
+                q = self.q_b_proj(q)
+        with region("matmul"):
+            ckv_BTX = self.kv_a_proj_with_mqa(x_BTD)
+        q_BTHn, q_BTHP = q.view(B, T, H, n + P).split([n, P], dim=-1)
+        c_BTL, kpe_BTP = ckv_BTX.split([L, P], dim=-1)
+        c_BTL = self.kv_a_layernorm(c_BTL)
+        with region("rope"):
+            cos_TR, sin_TR = self.rotary(pos_T, x_BTD.dtype)
+            q_BTHP = apply_rope(q_BTHP, cos_TR, sin_TR, self.rotary.style)
+            kpe_BTP = apply_rope(kpe_BTP[:, :, None, :], cos_TR, sin_TR, self.rotary.style)[:, :, 0, :]
+        lat_BTX = torch.cat((c_BTL, kpe_BTP), dim=-1)  # what the cache stores: L + P per token
+        if cache is None:
+            lat_BSX, kpos_S = lat_BTX, (pos_T if T > 1 else None)
+        else:
+            with region("kv_append"):
+                lat_BSX, kpos_S = cache.update(lat_BTX, pos0)
+        if T == 1 and cache is not None:
+            out_BTHe = self.absorbed(q_BTHn, q_BTHP, lat_BSX)
+        else:
+            out_BTHe = self.expanded(q_BTHn, q_BTHP, lat_BSX, pos_T, kpos_S)
+        with region("matmul"):
+            return self.o_proj(out_BTHe.reshape(B, T, H * e))
+
+    def absorbed(self, q_BTHn, q_BTHP, lat_BSX):
+        m = self.m
+        H, L, n, e = m.num_attention_heads, m.kv_lora_rank, m.qk_nope_head_dim, m.v_head_dim
+        B = q_BTHn.shape[0]
+        w_HmL = self.kv_b_proj.weight.view(H, n + e, L)
+        w_uk_HnL, w_uv_HeL = w_HmL[:, :n, :], w_HmL[:, n:, :]
+        with region("matmul"):  # q_absorb: (H, B, n) @ (H, n, L) -> (H, B, L), 2·B·H·n·L FLOPs
+            qlat_HBL = torch.bmm(q_BTHn[:, 0].transpose(0, 1), w_uk_HnL)
+        qcat_BHX = torch.cat((qlat_HBL.transpose(0, 1), q_BTHP[:, 0]), dim=-1)  # (B, H, L + P)
+        with region("attention"):
+            s_BHS = torch.bmm(qcat_BHX, lat_BSX.transpose(1, 2)) * self.scale  # 2·B·H·(L+P)·S
+            p_BHS = torch.softmax(s_BHS.float(), dim=-1).to(qcat_BHX.dtype)
+            olat_BHL = torch.bmm(p_BHS, lat_BSX[..., :L])  # 2·B·H·S·L
+        with region("matmul"):  # v_up: (H, B, L) @ (H, L, e) -> (H, B, e), 2·B·H·L·e FLOPs
+            o_HBe = torch.bmm(olat_BHL.transpose(0, 1), w_uv_HeL.transpose(1, 2))
+        return o_HBe.transpose(0, 1)[:, None]  # (B, 1, H, e)
+
+    def expanded(self, q_BTHn, q_BTHP, lat_BSX, pos_T, kpos_S):
+        m = self.m
+        H, L, P, n, e = m.num_attention_heads, m.kv_lora_rank, m.qk_rope_head_dim, m.qk_nope_head_dim, m.v_head_dim
+        B, S = lat_BSX.shape[:2]
+        T = q_BTHn.shape[1]
+        with region("matmul"):  # every key's latent through kv_b_proj: 2·B·S·L·H·(n+e) FLOPs
+            kv_BSHm = self.kv_b_proj(lat_BSX[..., :L]).view(B, S, H, n + e)
+        k_BSHn, v_BSHe = kv_BSHm.split([n, e], dim=-1)
+        kpe_BSHP = lat_BSX[..., L:][:, :, None, :].expand(B, S, H, P)
+        with region("attention"):
+            k_BHSd = torch.cat((k_BSHn, kpe_BSHP), dim=-1).transpose(1, 2)
+            q_BHTd = torch.cat((q_BTHn, q_BTHP), dim=-1).transpose(1, 2)
+            mask_TS = None if kpos_S is None else _allowed_TS(pos_T, kpos_S, None, None)
+            out_BHTe = F.scaled_dot_product_attention(q_BHTd, k_BHSd, v_BSHe.transpose(1, 2), attn_mask=mask_TS,
+                                                      scale=self.scale)
+        return out_BHTe.transpose(1, 2)  # (B, T, H, e)
+
+
+# ---- feed-forward --------------------------------------------------------------------------------
+
+
+class FeedForward(nn.Module):
+    """Gated (SwiGLU/GeGLU: ``down(act(gate)·up)``) or plain (``down(act(up))``) MLP."""
+
+    def __init__(self, m: MLP, notes: list[str], dtype):
+        super().__init__()
+        self.m = m
+        D, I = m.hidden_size, m.intermediate_size
+        if m.gated and m.fused_gate_up:
+            self.gate_up_proj = linear(D, 2 * I, m.bias, dtype)
+        else:
+            if m.gated:
+                self.gate_proj = linear(D, I, m.bias, dtype)
+            self.up_proj = linear(D, I, m.bias, dtype)
+        self.down_proj = linear(I, D, m.bias, dtype)
+        self.act = activation(m.act, notes)
+
+    def forward(self, x):
+        m = self.m
+        with region("matmul"):
+            if m.gated and m.fused_gate_up:
+                g, u = self.gate_up_proj(x).chunk(2, dim=-1)
+            elif m.gated:
+                g, u = self.gate_proj(x), self.up_proj(x)
+            else:
+                u = self.up_proj(x)
+        with region("elementwise"):
+            h = self.act(g) * u if m.gated else self.act(u)
+        with region("matmul"):
+            return self.down_proj(h)
+
+
+class Router(nn.Module):
+    def __init__(self, m: MoE, num: Numerics, dtype):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(m.num_experts, m.hidden_size, dtype=dtype))
+        self.bias = nn.Parameter(torch.empty(m.num_experts, dtype=dtype)) if m.router_bias else None
+        if num.score_correction_bias:  # a buffer, not a parameter (as in transformers)
+            self.register_buffer("e_score_correction_bias", torch.empty(m.num_experts, dtype=torch.float32))
+
+
+class Experts(nn.Module):
+    """Routed experts stacked: ``gate_up_proj`` (E, 2I, D) with the gate rows first, ``down_proj`` (E, D, I).
+
+    Only the routed (token, expert) pairs are multiplied: pairs are sorted by expert, then either one
+    grouped GEMM per projection (``torch._grouped_mm``; no host sync, CUDA-graph friendly) or a loop
+    over the experts that received tokens (``loop``; what FlopCounterMode counts natively)."""
+
+    def __init__(self, m: MoE, num: Numerics, notes: list[str], dtype):
+        super().__init__()
+        self.m, self.num = m, num
+        E, D, I = m.num_experts, m.hidden_size, m.moe_intermediate_size
+        up_rows = 2 * I if m.gated else I
+        self.gate_up_proj = nn.Parameter(torch.empty(E, up_rows, D, dtype=dtype))
+        self.gate_up_proj_bias = nn.Parameter(torch.empty(E, up_rows, dtype=dtype)) if m.expert_bias else None
+        self.down_proj = nn.Parameter(torch.empty(E, D, I, dtype=dtype))
+        self.down_proj_bias = nn.Parameter(torch.empty(E, D, dtype=dtype)) if m.expert_bias else None
+        self.act = activation(m.act, notes)
+        self.impl = "loop"
+
+    def glu(self, h_AX: torch.Tensor) -> torch.Tensor:
+        if not self.m.gated:
+            return self.act(h_AX)
+        g, u = h_AX.chunk(2, dim=-1)
+        if self.num.glu == "gpt_oss":
+            lim = self.num.swiglu_limit
+            g = g.clamp(max=lim)
+            u = u.clamp(min=-lim, max=lim)
+            return (u + 1) * (g * torch.sigmoid(g * self.num.swiglu_alpha))
+        return self.act(g) * u
+
+    def forward(self, x_ND: torch.Tensor, idx_Nk: torch.Tensor, w_Nk: torch.Tensor) -> torch.Tensor:
+        N, k = idx_Nk.shape
+        E = self.m.num_experts
+        e_A = idx_Nk.reshape(-1)
+        order_A = torch.argsort(e_A, stable=True)
+        tok_A = torch.div(order_A, k, rounding_mode="floor")
+        esort_A = e_A[order_A]
+        w_A = w_Nk.reshape(-1)[order_A].to(x_ND.dtype)
+        x_AD = x_ND[tok_A]
+        if self.num.scale_expert_input:  # Llama 4 scales the expert's input, not its output
+            x_AD = x_AD * w_A[:, None]
+        if self.impl == "grouped":
+            counts_E = torch.zeros(E, dtype=torch.int32, device=x_ND.device).index_add_(
+                0, e_A, torch.ones_like(e_A, dtype=torch.int32))
+            offs_E = torch.cumsum(counts_E, 0, dtype=torch.int32)
+            h_AX = torch._grouped_mm(x_AD, self.gate_up_proj.transpose(1, 2), offs=offs_E)
+            if self.gate_up_proj_bias is not None:
+                h_AX = h_AX + self.gate_up_proj_bias[esort_A]
+            y_AD = torch._grouped_mm(self.glu(h_AX), self.down_proj.transpose(1, 2), offs=offs_E)
+            if self.down_proj_bias is not None:
+                y_AD = y_AD + self.down_proj_bias[esort_A]
+        else:
+            counts = torch.bincount(e_A, minlength=E).tolist()  # a host sync: eager only
+            y_AD = torch.empty_like(x_AD)
+            start = 0
+            for ex, cnt in enumerate(counts):
+                if not cnt:
+                    continue
+                rows = slice(start, start + cnt)
+                b1 = None if self.gate_up_proj_bias is None else self.gate_up_proj_bias[ex]
+                b2 = None if self.down_proj_bias is None else self.down_proj_bias[ex]
+                h = self.glu(F.linear(x_AD[rows], self.gate_up_proj[ex], b1))
+                y_AD[rows] = F.linear(h, self.down_proj[ex], b2)
+                start += cnt
+        if not self.num.scale_expert_input:
+            y_AD = y_AD * w_A[:, None]
+        return torch.zeros_like(x_ND).index_add_(0, tok_A, y_AD)
+
+
+class SparseMoE(nn.Module):
+    """Router, routed experts, optional shared expert(s) (with Qwen's sigmoid gate)."""
+
+    def __init__(self, m: MoE, num: Numerics, notes: list[str], dtype):
+        super().__init__()
+        self.m, self.num = m, num
+        self.router = Router(m, num, dtype)
+        self.experts = Experts(m, num, notes, dtype)
+        shared = m.shared_mlp()
+        if shared is not None:
+            self.shared_expert = FeedForward(shared, notes, dtype)
+            if m.shared_expert_gate:
+                self.shared_expert_gate = linear(m.hidden_size, 1, False, dtype)
+
+    def route(self, logits_NE: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(weights, expert indices), each (N, k), as the family's router computes them."""
+        num, k, E = self.num, self.m.num_experts_per_tok, self.m.num_experts
+        if num.router in ("topk_softmax", "topk_sigmoid"):  # gpt-oss, Llama 4: top-k of the logits first
+            v_Nk, idx_Nk = torch.topk(logits_NE, k, dim=-1)
+            w_Nk = torch.softmax(v_Nk, dim=-1) if num.router == "topk_softmax" else torch.sigmoid(v_Nk.float())
+            return w_Nk, idx_Nk
+        if num.router == "sigmoid":  # DeepSeek V3: sigmoid scores, bias only for the choice
+            s_NE = torch.sigmoid(logits_NE.float())
+            choice_NE = s_NE + self.router.e_score_correction_bias
+        else:
+            s_NE = torch.softmax(logits_NE.float(), dim=-1)
+            choice_NE = s_NE
+        if num.n_group > 1 and num.group_score != "none":
+            N = s_NE.shape[0]
+            grouped = choice_NE.view(N, num.n_group, E // num.n_group)
+            g_NG = grouped.max(dim=-1).values if num.group_score == "max" else grouped.topk(2, dim=-1)[0].sum(dim=-1)
+            gidx = torch.topk(g_NG, num.topk_group, dim=-1, sorted=False)[1]
+            gmask_NG = torch.zeros_like(g_NG).scatter_(1, gidx, 1.0)
+            keep_NE = gmask_NG[:, :, None].expand(N, num.n_group, E // num.n_group).reshape(N, E).bool()
+            choice_NE = choice_NE.masked_fill(~keep_NE, float("-inf") if num.router == "sigmoid" else 0.0)
+        if num.router == "sigmoid":
+            idx_Nk = torch.topk(choice_NE, k, dim=-1, sorted=False)[1]
+            w_Nk = s_NE.gather(1, idx_Nk)
+            if num.norm_topk_prob:
+                w_Nk = w_Nk / (w_Nk.sum(dim=-1, keepdim=True) + 1e-20)
+        else:
+            w_Nk, idx_Nk = torch.topk(choice_NE, k, dim=-1)
+            if num.norm_topk_prob:
+                w_Nk = w_Nk / w_Nk.sum(dim=-1, keepdim=True)
+        return w_Nk * num.routed_scaling_factor, idx_Nk
+
+    def forward(self, x_BTD: torch.Tensor) -> torch.Tensor:
+        B, T, D = x_BTD.shape
+        x_ND = x_BTD.reshape(B * T, D)
+        with region("router"):  # 2·N·D·E FLOPs
+            logits_NE = F.linear(x_ND, self.router.weight, self.router.bias)
+            w_Nk, idx_Nk = self.route(logits_NE)
+        with region("experts"):  # 2·N·k·(3·D·I) FLOPs (gated)
+            y_ND = self.experts(x_ND, idx_Nk, w_Nk)
+        if self.m.shared_intermediate_size:
+            s_ND = self.shared_expert(x_ND)
+            if self.m.shared_expert_gate:
+                with region("matmul"):
+                    gate_N1 = self.shared_expert_gate(x_ND)
+                s_ND = torch.sigmoid(gate_N1) * s_ND
+            y_ND = y_ND + s_ND
+        return y_ND.view(B, T, D)
+
+
+# ---- the block and the model ---------------------------------------------------------------------
+
+
+class Block(nn.Module):
+    """One decoder layer; norms are registered under their config names (``input_layernorm``,
+    ``ln_attn``, ``post_feedforward_layernorm`` ...) and applied by role."""
+
+    def __init__(self, layer: Layer, spec: ModelSpec, num: Numerics, notes: list[str], dtype):
+        super().__init__()
+        self.layer, self.num = layer, num
+        self.roles: dict[str, str] = {}
+        for p in layer.norms:
+            self.add_module(p.name, make_norm(p.norm, spec, dtype))
+            self.roles[p.role] = p.name
+        m = layer.mixer
+        if isinstance(m, Attention):
+            self.self_attn = SelfAttention(m, spec, num, notes, dtype)
+        elif isinstance(m, MLA):
+            self.self_attn = LatentAttention(m, spec, num, notes, dtype)
+        if isinstance(layer.ffn, MoE):
+            self.mlp = SparseMoE(layer.ffn, num, notes, dtype)
+        elif isinstance(layer.ffn, MLP):
+            self.mlp = FeedForward(layer.ffn, notes, dtype)
+
+    def norm(self, role: str, x):
+        name = self.roles.get(role)
+        return x if name is None else getattr(self, name)(x)
+
+    def forward(self, x_BTD, pos_T, pos0: int, cache):
+        r = self.num.residual_multiplier
+        if self.layer.parallel:  # GPT-NeoX, Falcon: mixer and FFN read the same input
+            h = self.norm("pre_mixer", x_BTD)
+            a = self.norm("post_mixer", self.self_attn(h, pos_T, pos0, cache))
+            f = self.norm("post_ffn", self.mlp(self.norm("pre_ffn", x_BTD) if "pre_ffn" in self.roles else h))
+            with region("elementwise"):
+                return x_BTD + a + f
+        if self.layer.mixer is not None:
+            a = self.norm("post_mixer", self.self_attn(self.norm("pre_mixer", x_BTD), pos_T, pos0, cache))
+            with region("elementwise"):
+                x_BTD = x_BTD + a * r if r != 1.0 else x_BTD + a
+        if self.layer.ffn is not None:
+            f = self.norm("post_ffn", self.mlp(self.norm("pre_ffn", x_BTD)))
+            with region("elementwise"):
+                x_BTD = x_BTD + f * r if r != 1.0 else x_BTD + f
+        return x_BTD
+
+
+class Body(nn.Module):
+    """``model.*``: embeddings, layers and the final norm (Hugging Face's module names)."""
+
+    def __init__(self, spec: ModelSpec, num: Numerics, notes: list[str], dtype):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.hidden_size, dtype=dtype)
+        if spec.position_embeddings:
+            self.embed_positions = nn.Embedding(spec.position_embeddings, spec.hidden_size, dtype=dtype)
+        self.layers = nn.ModuleList(Block(layer, spec, num, notes, dtype) for layer in spec.layers)
+        if spec.final_norm is not None:
+            self.norm = make_norm(spec.final_norm, spec, dtype)
+
+
+class Decoder(nn.Module):
+    """The decoder of ``spec``. ``forward(tokens_BT, pos0, cache)`` runs T new tokens per sequence at
+    positions ``pos0 .. pos0+T-1`` (all sequences at the same positions) and returns the logits of
+    the last position (B, V), or of every position with ``all_logits=True`` (tests only)."""
+
+    def __init__(self, spec: ModelSpec, numerics: Numerics | None = None, dtype=torch.float32):
+        super().__init__()
+        check_supported(spec)
+        self.spec = spec
+        self.num = numerics or numerics_for(spec)
+        self.notes: list[str] = []
+        self.model = Body(spec, self.num, self.notes, dtype)
+        if not spec.tie_word_embeddings:
+            self.lm_head = linear(spec.hidden_size, spec.vocab_size, spec.lm_head_bias, dtype)
+        mult = self.num.embedding_multiplier if self.num.embedding_multiplier is not None else spec.embedding_multiplier
+        self.embedding_multiplier = float(mult)
+
+    # -- setup ---------------------------------------------------------------------------------------
+
+    def reset_buffers(self) -> None:
+        """(Re)compute the non-parameter buffers: RoPE frequencies, router score biases (zero)."""
+        for mod in self.modules():
+            if isinstance(mod, Rotary):
+                mod.reset_buffers()
+            if isinstance(mod, Router) and hasattr(mod, "e_score_correction_bias"):
+                mod.e_score_correction_bias.zero_()
+        self.notes[:] = list(dict.fromkeys(self.notes))
+
+    def set_moe_impl(self, impl: str) -> None:
+        """``grouped`` (torch._grouped_mm) or ``loop`` for every MoE layer."""
+        for mod in self.modules():
+            if isinstance(mod, Experts):
+                mod.impl = impl
+
+    # -- forward -------------------------------------------------------------------------------------
+
+    def head_weight(self) -> torch.Tensor:
+        return self.model.embed_tokens.weight if self.spec.tie_word_embeddings else self.lm_head.weight
+
+    def forward(self, tokens_BT: torch.Tensor, pos0: int = 0, cache=None, all_logits: bool = False) -> torch.Tensor:
+        B, T = tokens_BT.shape
+        pos_T = torch.arange(pos0, pos0 + T, device=tokens_BT.device)
+        with region("embedding"):
+            x_BTD = self.model.embed_tokens(tokens_BT)
+            if self.embedding_multiplier != 1.0:
+                x_BTD = x_BTD * torch.tensor(self.embedding_multiplier, dtype=x_BTD.dtype)
+            if self.spec.position_embeddings:
+                x_BTD = x_BTD + self.model.embed_positions(pos_T)[None]
+        for i, block in enumerate(self.model.layers):
+            x_BTD = block(x_BTD, pos_T, pos0, None if cache is None else cache.layers[i])
+        h = x_BTD if all_logits else x_BTD[:, -1:]  # logits for the last position only (serving engines)
+        if self.spec.final_norm is not None:
+            h = self.model.norm(h)
+        with region("matmul"):
+            bias = self.lm_head.bias if not self.spec.tie_word_embeddings else None
+            logits = F.linear(h, self.head_weight(), bias)
+        if self.spec.final_logit_softcapping:
+            c = self.spec.final_logit_softcapping
+            logits = torch.tanh(logits / c) * c
+        if self.num.logits_scaling != 1.0:
+            logits = logits / self.num.logits_scaling
+        return logits if all_logits else logits[:, 0]
+
+    def decode(self, tokens_B1: torch.Tensor, pos: int, cache) -> torch.Tensor:
+        """One decode step at position ``pos``: the greedy next token of every sequence (B,)."""
+        logits_BV = self.forward(tokens_B1, pos, cache)
+        with region("sampling"):
+            return logits_BV.argmax(dim=-1)
+
+
+# ---- building ------------------------------------------------------------------------------------
+
+
+def unique_parameters(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    seen, out = set(), []
+    for name, p in model.named_parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            out.append((name, p))
+    return out
+
+
+def parameter_count(model: nn.Module) -> int:
+    """Parameters taken from the model itself (each tensor once)."""
+    return sum(p.numel() for _, p in unique_parameters(model))
+
+
+@torch.no_grad()
+def init_random_(model: Decoder, seed: int = 0, std: float = 0.02) -> None:
+    """Seeded random weights, generated on the model's device in its dtype: norms at their identity
+    (1, or 0 under Gemma's ``1 + weight``), everything else ``N(0, std)``."""
+    device = next(model.parameters()).device
+    g = torch.Generator(device=device).manual_seed(seed)
+    for name, p in unique_parameters(model):
+        mod_name = name.rsplit(".", 1)[0]
+        mod = model.get_submodule(mod_name) if mod_name else model
+        if isinstance(mod, (RMSNorm, LayerNorm)):
+            if name.endswith(".bias"):
+                p.zero_()
+            else:
+                p.fill_(1.0 - getattr(mod, "offset", 0.0))
+        else:
+            p.normal_(0.0, std, generator=g)
+
+
+def build_decoder(spec: ModelSpec, *, numerics: Numerics | None = None, dtype=torch.float32, device="cpu",
+                  seed: int | None = 0, moe_impl: str | None = None) -> Decoder:
+    """Build on the meta device, allocate on ``device`` in ``dtype`` (no CPU copy of a GPU model),
+    then fill seeded random weights (``seed=None`` leaves them uninitialised, e.g. before loading)."""
+    device = torch.device(device)
+    with torch.device("meta"):
+        model = Decoder(spec, numerics, dtype)
+    model = model.to_empty(device=device)
+    model.reset_buffers()
+    if seed is not None:
+        init_random_(model, seed)
+    model.eval().requires_grad_(False)
+    model.set_moe_impl(moe_impl or default_moe_impl(device))
+    return model
+
+
+def default_moe_impl(device) -> str:
+    """Grouped GEMMs on CUDA (graph-capturable), the expert loop elsewhere."""
+    return "grouped" if torch.device(device).type == "cuda" and hasattr(torch, "_grouped_mm") else "loop"
