@@ -1,0 +1,474 @@
+"""``--plot PATH``: pictures of what ``trace``, ``compare`` and ``verify`` print (the ``plot`` extra).
+
+Each ``plot_*`` function takes the same dicts a command prints as JSON, draws them with matplotlib's
+object API (a ``Figure`` with an Agg canvas: no pyplot, no display, no global state), saves the file
+and returns the ``Figure`` so tests can read the plotted numbers back from its artists.
+
+- Files: ``.png`` or ``.svg`` only. Every figure is ``FIGSIZE_IN`` inches at ``DPI`` dots per inch,
+  so a PNG is always ``PIXELS`` = 960 × 600 pixels; no tight bounding box (it would change the size),
+  no timestamps in the file (the same command writes the same bytes).
+- The data-carrying artists have a ``gid`` (``GID_*`` below) and keep the JSON numbers unscaled:
+  bytes and FLOP/s on the axes, turned into GiB / TFLOP/s only by the tick formatters.
+- matplotlib is imported inside these functions only (``check_plot_path`` tries it first), so the
+  commands start as fast without the extra as with it; missing, the error says how to install it.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any, Iterable, Optional
+
+import typer
+
+from analysis.errors import OptionError
+
+FIGSIZE_IN = (8.0, 5.0)
+DPI = 120
+PIXELS = (960, 600)  # FIGSIZE_IN × DPI: the size of every PNG
+SUFFIXES = (".png", ".svg")
+INSTALL_HINT = "install the plot extra: pip install 'planner[plot]'"
+
+# gids of the artists that carry data (tests find them with ``artist(fig, gid)``)
+GID_OPS = "roofline:ops"  # PathCollection, offsets = (op intensity FLOP/B, op FLOPs / op time_s)
+GID_STEP = "roofline:step"  # PathCollection, one point: (step FLOPs / bytes, step FLOPs / step time_s)
+GID_SWEEP = "roofline:sweep"  # PathCollection, one point per sweep row, in the JSON's order
+GID_MEMORY_SLOPE = "roofline:memory"  # Line2D, y = bandwidth × x
+GID_CEILING = "roofline:compute"  # Line2D, y = peak FLOP/s of the compute dtype
+GID_RIDGE = "roofline:ridge"  # Line2D, x = ridge intensity
+GID_CAPACITY = "memory:capacity"  # Line2D, y = tp × GPU memory bytes
+GID_USABLE = "memory:usable"  # Line2D, y = tp × (GPU memory - runtime reserve) bytes
+GID_CONTEXT = "memory:context"  # Line2D, x = the chosen context
+
+PlotOpt = Annotated[
+    Optional[Path],
+    typer.Option("--plot", metavar="PATH", dir_okay=False,
+                 help="Also draw the result to PATH (.png or .svg; needs the plot extra: pip install 'planner[plot]')."),
+]
+
+
+def memory_gid(model_id: str) -> str:
+    """Line2D of one model in the memory plot: x = context (tokens), y = weights + batch × (KV + state) bytes."""
+    return f"memory:{model_id}"
+
+
+def verify_gid(series: str, kind: str) -> str:
+    """Rectangle of one bar in the verify plot (``series`` is 'predicted' or 'measured'); height in seconds."""
+    return f"verify:{series}:{kind}"
+
+
+# ---- the file --------------------------------------------------------------------------------------
+
+def _need_matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise OptionError("--plot needs matplotlib, which is not installed", INSTALL_HINT) from None
+
+
+def check_plot_path(path: str | os.PathLike) -> Path:
+    """The path ``--plot`` may write, checked before any work: a .png or .svg file in a folder that exists
+    and is writable, and matplotlib importable. Raises ``OptionError`` naming the path otherwise."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise OptionError(f"--plot {p}: unsupported file type '{p.suffix or '(none)'}'", "use a .png or .svg file name")
+    if p.is_dir():
+        raise OptionError(f"--plot {p}: is a folder", "give a file name ending in .png or .svg")
+    parent = p.parent
+    if not parent.exists():
+        raise OptionError(f"--plot {p}: folder '{parent}' does not exist", "create it first or choose another path")
+    if not parent.is_dir():
+        raise OptionError(f"--plot {p}: '{parent}' is not a folder", "choose a path inside a folder")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise OptionError(f"--plot {p}: the file exists and is not writable", "choose another path")
+    try:  # os.access says yes to root everywhere; a real probe also catches read-only mounts
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise OptionError(f"--plot {p}: folder '{parent}' is not writable ({exc.strerror or exc})",
+                          "choose another folder") from None
+    _need_matplotlib()
+    return p
+
+
+def _new_figure():
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=FIGSIZE_IN, dpi=DPI)
+    FigureCanvasAgg(fig)
+    fig.subplots_adjust(left=0.11, right=0.975, bottom=0.11, top=0.895)
+    return fig
+
+
+def _save(fig, path: Path) -> None:
+    import matplotlib
+
+    fmt = path.suffix.lower().lstrip(".")
+    meta = {"Date": None} if fmt == "svg" else {"Software": None}
+    try:
+        with matplotlib.rc_context({"svg.hashsalt": "planner", "svg.fonttype": "path"}):
+            fig.savefig(path, format=fmt, dpi=DPI, metadata=meta)
+    except OSError as exc:
+        raise OptionError(f"--plot {path}: cannot write it ({exc.strerror or exc})", "choose another path") from None
+
+
+def _written(path: Path) -> None:
+    sys.stderr.write(f"plot written to {path}\n")
+
+
+# ---- shared drawing helpers ---------------------------------------------------------------------
+
+def _profile(hw: Any):
+    """A ``HardwareProfile`` from a profile or from its JSON dict (``HardwareProfile.to_dict``)."""
+    from hardware.profiles import HardwareProfile
+
+    if isinstance(hw, HardwareProfile):
+        return hw
+    return HardwareProfile(**hw)
+
+
+def _si_formatter(unit: str):
+    from matplotlib.ticker import FuncFormatter
+
+    from .render import fmt_si
+
+    return FuncFormatter(lambda v, _pos: fmt_si(v, unit).replace(" " + unit, " " + unit) if v > 0 else "")
+
+
+def _plain_formatter():
+    from matplotlib.ticker import FuncFormatter
+
+    def fmt(v, _pos):
+        if v <= 0:
+            return ""
+        if v >= 1000:
+            return f"{v / 1000:g}k"
+        return f"{v:g}"
+
+    return FuncFormatter(fmt)
+
+
+def ctx_label(tokens: int) -> str:
+    """2048 -> '2k', 32768 -> '32k', 1048576 -> '1M', 2000 -> '2,000' (k = 1024 tokens, as --sweep reads)."""
+    if tokens >= 1 << 20 and tokens % (1 << 20) == 0:
+        return f"{tokens >> 20}M"
+    if tokens >= 1024 and tokens % 1024 == 0:
+        return f"{tokens >> 10}k"
+    return f"{tokens:,}"
+
+
+def _place_labels(fig, ax, items: Iterable[tuple[float, float, str, str]], *, fontsize: float = 8) -> list:
+    """Annotate each (x, y, text, color) next to its point, trying offsets until the label overlaps no
+    label placed before it and stays inside the axes; the last candidate is used when none is free."""
+    renderer = fig.canvas.get_renderer()
+    inside = ax.get_window_extent(renderer)
+    placed = []
+    out = []
+    candidates = [(8, 6), (8, -14), (-8, 6), (-8, -14), (10, 20), (10, -28), (-10, 20), (-10, -28),
+                  (30, 34), (30, -42), (-30, 34), (-30, -42), (40, 52), (40, -60), (-40, 52), (-40, -60)]
+    for x, y, text, color in items:
+        ann = None
+        for dx, dy in candidates:
+            if ann is not None:
+                ann.remove()
+            far = abs(dy) > 15
+            ann = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+                              color=color, ha="left" if dx > 0 else "right", va="bottom" if dy > 0 else "top",
+                              arrowprops={"arrowstyle": "-", "color": color, "lw": 0.6} if far else None)
+            box = ann.get_window_extent(renderer).padded(2)
+            ok = (inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1
+                  and not any(box.overlaps(b) for b in placed))
+            if ok:
+                break
+        placed.append(ann.get_window_extent(renderer).padded(2))
+        out.append(ann)
+    return out
+
+
+# ---- trace: the roofline ---------------------------------------------------------------------------
+
+_CATEGORY_COLORS = {"attention": "tab:blue", "ffn": "tab:orange", "lm_head": "tab:green", "ssm": "tab:purple",
+                    "embedding": "tab:brown", "norm": "tab:gray", "other": "tab:olive"}
+
+
+def _clusters(points: list[dict]) -> list[dict]:
+    """Ops at the same spot of the plot (within 3% on both log axes) share one label."""
+    out: list[dict] = []
+    for p in sorted(points, key=lambda q: -q["share"]):
+        for c in out:
+            if abs(math.log(p["x"] / c["x"])) < 0.03 and abs(math.log(p["y"] / c["y"])) < 0.03:
+                c["names"].append(p["name"])
+                c["share"] += p["share"]
+                break
+        else:
+            out.append({"x": p["x"], "y": p["y"], "names": [p["name"]], "share": p["share"], "color": p["color"]})
+    return out
+
+
+def plot_roofline(trace: dict, hw: Any, path: str | os.PathLike, *, sweep: list[dict] | None = None,
+                  model: str | None = None):
+    """The hardware's roofline with each op of the step at (intensity, FLOPs / time), sized by its share of
+    the step's device time; the step itself as a star; with ``sweep`` (the trace JSON's ``sweep`` rows) one
+    point per batch × context. ``trace`` is the trace JSON (or ``build_trace``'s dict); ``hw`` a
+    ``HardwareProfile`` or its JSON dict. Returns the saved ``Figure``."""
+    path = check_plot_path(path)
+    from hardware.roofline import effective_rates
+
+    from .render import fmt_si
+
+    prof = _profile(hw)
+    compute = trace["compute_dtype"]
+    peak_flops_per_s, bytes_per_s = effective_rates(prof, compute)
+    ridge = peak_flops_per_s / bytes_per_s
+    model = model or (trace.get("model") or {}).get("id") or "model"
+    tt = trace["totals"]
+    device_s = tt["device_s"]
+
+    pts, skipped, skipped_share = [], [], 0.0
+    for r in trace["ops"]:
+        share = r["count"] * r["time_s"] / device_s if device_s else 0.0
+        if r["flops"] <= 0 or r["time_s"] <= 0:
+            skipped.append(r["name"])
+            skipped_share += share
+            continue
+        pts.append({"x": r["intensity"], "y": r["flops"] / r["time_s"], "share": share, "name": r["name"],
+                    "color": _CATEGORY_COLORS.get(r["category"], "black"), "category": r["category"]})
+    step = (tt["flops"] / tt["bytes"], tt["flops"] / tt["time_s"])
+    sw = [(s["flops"] / s["bytes"], s["flops"] / s["time_s"]) for s in sweep or []]
+
+    xs = [p["x"] for p in pts] + [step[0]] + [x for x, _ in sw]
+    x_lo = 10 ** math.floor(math.log10(min(min(xs), ridge) / 2))
+    x_hi = 10 ** math.ceil(math.log10(max(max(xs), ridge) * 8))
+    y_lo = 10 ** math.floor(math.log10(bytes_per_s * x_lo))
+    y_hi = 10 ** math.ceil(math.log10(peak_flops_per_s * 3))
+
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(x_lo, x_hi)
+    ax.set_ylim(y_lo, y_hi)
+    ax.grid(True, which="major", color="0.9", lw=0.6)
+    ax.set_axisbelow(True)
+    ax.set_xlabel("arithmetic intensity (FLOP/byte, log scale)")
+    ax.set_ylabel("attainable FLOP/s (log scale)")
+    ax.xaxis.set_major_formatter(_plain_formatter())
+    ax.yaxis.set_major_formatter(_si_formatter("FLOP/s"))
+
+    eff = " × efficiency" if prof.memory_efficiency or prof.compute_efficiency else ""
+    ax.plot([x_lo, ridge], [bytes_per_s * x_lo, peak_flops_per_s], color="black", lw=1.6, gid=GID_MEMORY_SLOPE,
+            label=f"memory: {fmt_si(bytes_per_s, 'B/s')}{eff}")
+    ax.plot([ridge, x_hi], [peak_flops_per_s, peak_flops_per_s], color="black", lw=1.6, ls="--", gid=GID_CEILING,
+            label=f"compute: {fmt_si(peak_flops_per_s, 'FLOP/s')} dense {prof.peak_flops_key_for(compute)}{eff}")
+    ax.plot([ridge, ridge], [y_lo, peak_flops_per_s], color="0.5", lw=0.8, ls=":", gid=GID_RIDGE)
+    ax.annotate(f"ridge {ridge:.3g} FLOP/B", (ridge, y_lo), xytext=(4, 4), textcoords="offset points",
+                fontsize=8, color="0.35")
+
+    if pts:
+        ops = ax.scatter([p["x"] for p in pts], [p["y"] for p in pts], s=[12 + 900 * p["share"] for p in pts],
+                         c=[p["color"] for p in pts], alpha=0.6, edgecolors="white", linewidths=0.5, gid=GID_OPS,
+                         zorder=3)
+        ops.set_label("_ops")
+        for cat in dict.fromkeys(p["category"] for p in pts):
+            ax.scatter([], [], s=30, c=_CATEGORY_COLORS.get(cat, "black"), alpha=0.6, label=f"op: {cat}")
+    ax.scatter([step[0]], [step[1]], s=160, marker="*", c="crimson", edgecolors="black", linewidths=0.5, zorder=5,
+               gid=GID_STEP, label=f"step (b={trace['batch']}, {ctx_label(trace['context'])})")
+    if sw:
+        ax.scatter([x for x, _ in sw], [y for _, y in sw], s=36, marker="D", facecolors="none", edgecolors="crimson",
+                   linewidths=1.2, zorder=4, gid=GID_SWEEP, label="sweep step (batch × context)")
+
+    title = f"{model}: decode step on {prof.display_name}"
+    fig.suptitle(title, fontsize=11, x=0.11, ha="left", y=0.975)
+    fig.text(0.11, 0.915, f"batch {trace['batch']}, context {trace['context']:,}, {trace['weights_dtype']} weights, "
+             f"{trace['kv_dtype']} KV; point size = share of step time", fontsize=8.5, color="0.3", ha="left")
+    if skipped:
+        names = ", ".join(dict.fromkeys(skipped))
+        ax.text(0.01, 0.985, f"not shown (no FLOPs, memory-only): {names}: {100 * skipped_share:.2g}% of step time",
+                transform=ax.transAxes, fontsize=7, color="0.4", va="top", ha="left", wrap=True)
+    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
+
+    labels = []
+    for c in _clusters(pts)[:5]:
+        if c["share"] < 0.02:
+            continue
+        names = c["names"] if len(c["names"]) <= 3 else c["names"][:3] + ["…"]
+        labels.append((c["x"], c["y"], f"{', '.join(names)} {100 * c['share']:.0f}%", "0.15"))
+    labels += [(x, y, f"b={s['batch']}, {ctx_label(s['context'])}", "crimson") for (x, y), s in zip(sw, sweep or [])]
+    _place_labels(fig, ax, labels)
+    _save(fig, path)
+    return fig
+
+
+# ---- compare: memory against context ---------------------------------------------------------------
+
+def context_grid(lo: int, hi: int, extra: Iterable[int] = ()) -> list[int]:
+    """Token counts from ``lo`` to ``hi``: four per doubling, plus the ``extra`` ones in range (windows, the
+    chosen context), sorted and distinct."""
+    pts = set()
+    k = 0
+    while True:
+        v = int(round(lo * 2 ** (k / 4)))
+        if v > hi:
+            break
+        pts.add(v)
+        k += 1
+    pts.add(hi)
+    pts.update(e for e in extra if lo <= e <= hi)
+    return sorted(pts)
+
+
+def plot_memory(models: list[dict], hw: Any, path: str | os.PathLike, *, batch: int, context: int, tp: int = 1):
+    """Weights + batch × (KV + state) of one replica against context (log-log), one line per model of the
+    compare JSON's ``models``, with the replica's memory (``tp`` GPUs) and what is usable after the runtime
+    reserve; each model's ``max_batch`` at ``context`` in its legend entry and next to its point.
+    KV bytes come from ``analysis.kv`` over the JSON's per-layer rows (windows cap their layers).
+    Returns the saved ``Figure``."""
+    path = check_plot_path(path)
+    from analysis.kv import LayerKV
+
+    from .render import fmt_gib
+
+    prof = _profile(hw)
+    capacity = tp * prof.memory_bytes
+    usable = tp * (prof.memory_bytes - prof.runtime_reserve_bytes)
+    lo = 512
+    hi = max([context] + [m["model"].get("max_position_embeddings") or 0 for m in models])
+    hi = max(hi, 2 * lo)
+
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("context (tokens per sequence, log scale; k = 1024)")
+    ax.set_ylabel("weights + KV cache (GiB, log scale)")
+    ax.xaxis.set_major_formatter(_fmt_tokens())
+    ax.yaxis.set_major_formatter(_fmt_gib_ticks())
+    ax.grid(True, which="major", color="0.9", lw=0.6)
+    ax.set_axisbelow(True)
+
+    colors = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:cyan"]
+    ys_all, marks = [capacity, usable], []
+    for i, m in enumerate(models):
+        layers = [LayerKV(**row) for row in m["kv_cache"]["per_layer"]]
+        windows = {lk.window for lk in layers if lk.window}
+        top = max(m["model"].get("max_position_embeddings") or hi, context)
+        grid = context_grid(lo, min(top, hi), windows | {context})
+        weights = m["memory"]["weights_bytes"]
+        state = m["kv_cache"]["state_bytes_per_sequence"]
+        ys = [weights + batch * (sum(lk.bytes_at(c) for lk in layers) + state) for c in grid]
+        color = colors[i % len(colors)]
+        mb = m["max_batch"]
+        ax.plot(grid, ys, color=color, lw=1.6, gid=memory_gid(m["model"]["id"]),
+                label=f"{m['model']['id']}: max batch {mb:,} at {ctx_label(context)}")
+        y_ctx = ys[grid.index(context)]
+        ax.plot([context], [y_ctx], "o", color=color, ms=5, zorder=4)
+        marks.append((context, y_ctx, f"max {mb:,}", color))
+        ys_all += ys
+    ax.axhline(capacity, color="black", lw=1.2, gid=GID_CAPACITY,
+               label=f"{tp}× {prof.display_name}: {fmt_gib(capacity, 0)}" if tp > 1 else
+               f"{prof.display_name}: {fmt_gib(capacity, 0)}")
+    ax.axhline(usable, color="black", lw=1.0, ls="--", gid=GID_USABLE,
+               label=f"usable after {fmt_gib(tp * prof.runtime_reserve_bytes, 0)} runtime reserve")
+    ax.axvline(context, color="0.5", lw=0.8, ls=":", gid=GID_CONTEXT)
+    y_lo = 2 ** math.floor(math.log2(min(ys_all) / 1.3))
+    y_hi = 2 ** math.ceil(math.log2(max(ys_all) * 1.3))
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(y_lo, y_hi)
+    ax.annotate(f"context {context:,}", (context, y_lo), xytext=(4, 4), textcoords="offset points", fontsize=8,
+                color="0.35")
+    fig.suptitle(f"Memory against context at batch {batch}", fontsize=11, x=0.11, ha="left", y=0.975)
+    fig.text(0.11, 0.915, "one replica" + (f" (tp {tp})" if tp > 1 else "") + "; max batch = most sequences that "
+             "fit at the chosen context (with decode activations, as in compare)", fontsize=8.5, color="0.3",
+             ha="left")
+    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    _place_labels(fig, ax, marks)
+    _save(fig, path)
+    return fig
+
+
+def _fmt_tokens():
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda v, _pos: ctx_label(int(round(v))) if v >= 1 else "")
+
+
+def _fmt_gib_ticks():
+    from matplotlib.ticker import FuncFormatter
+
+    def fmt(v, _pos):
+        g = v / 2**30
+        return f"{g:g}" if g >= 1 / 64 else ""
+
+    return FuncFormatter(fmt)
+
+
+# ---- verify: predicted against measured --------------------------------------------------------------
+
+def plot_verify(verify: dict, path: str | os.PathLike):
+    """Predicted and measured seconds of the decode step by op kind and for the whole step, as grouped bars
+    (log scale), with measured / predicted above each pair. ``verify`` is the verify JSON:
+    ``{"timing": {"predicted_s", "measured_s", ...}, "per_kind": [{"kind", "predicted_s", "measured_s"}]}``
+    (a kind's ``measured_s`` may be null: no bar). Returns the saved ``Figure``."""
+    path = check_plot_path(path)
+    from .render import fmt_time
+
+    rows = [(r["kind"], r.get("predicted_s"), r.get("measured_s")) for r in verify.get("per_kind") or []]
+    timing = verify["timing"]
+    rows.append(("step", timing.get("predicted_s"), timing.get("measured_s")))
+    values = [v for _, p, m in rows for v in (p, m) if v is not None and v > 0]
+
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    ax.set_yscale("log")
+    ax.set_ylabel("time per decode step (log scale)")
+    from matplotlib.ticker import FuncFormatter
+
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt_time(v) if v > 0 else ""))
+    ax.grid(True, axis="y", which="major", color="0.9", lw=0.6)
+    ax.set_axisbelow(True)
+    y_lo = 10 ** math.floor(math.log10(min(values) / 2)) if values else 1e-6
+    y_hi = 10 ** math.ceil(math.log10(max(values) * 4)) if values else 1.0
+    w = 0.38
+    for i, (kind, pred, meas) in enumerate(rows):
+        for series, value, dx, color in (("predicted", pred, -w / 2, "tab:blue"), ("measured", meas, w / 2, "tab:orange")):
+            if value is None or value <= 0:
+                ax.text(i + dx, y_lo * 1.15, "n/a", ha="center", va="bottom", fontsize=7, color="0.4")
+                continue
+            bars = ax.bar([i + dx], [value], width=w, bottom=0, color=color, alpha=0.85 if kind != "step" else 1.0,
+                          edgecolor="black" if kind == "step" else "none", lw=0.8,
+                          label=series if i == 0 or (series == "measured" and not _has_label(ax, "measured")) else None)
+            bars.patches[0].set_gid(verify_gid(series, kind))
+        if pred and meas:
+            ax.annotate(f"{meas / pred:.2g}×", (i, max(pred, meas)), xytext=(0, 3), textcoords="offset points",
+                        ha="center", va="bottom", fontsize=7.5, color="0.25")
+    ax.set_ylim(y_lo, y_hi)
+    ax.set_xticks(range(len(rows)), [k for k, _, _ in rows], rotation=30 if len(rows) > 7 else 0,
+                  ha="right" if len(rows) > 7 else "center", fontsize=8.5)
+    ax.set_xlim(-0.6, len(rows) - 0.4)
+    model = (verify.get("model") or {}).get("id") if isinstance(verify.get("model"), dict) else verify.get("model")
+    fig.suptitle(f"{model + ': ' if model else ''}predicted vs measured decode time", fontsize=11, x=0.11,
+                 ha="left", y=0.975)
+    fig.text(0.11, 0.915, "by op kind and for the whole step; number above a pair = measured / predicted",
+             fontsize=8.5, color="0.3", ha="left")
+    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
+    _save(fig, path)
+    return fig
+
+
+def _has_label(ax, label: str) -> bool:
+    return any(h.get_label() == label for h in ax.containers)
+
+
+def artist(fig, gid: str):
+    """The one artist of ``fig`` with ``gid`` (tests; ``None`` when absent)."""
+    found = fig.findobj(lambda a: a.get_gid() == gid)
+    return found[0] if found else None
+
+
+__all__ = ["DPI", "FIGSIZE_IN", "PIXELS", "PlotOpt", "artist", "check_plot_path", "ctx_label", "context_grid",
+           "memory_gid", "plot_memory", "plot_roofline", "plot_verify", "verify_gid"]

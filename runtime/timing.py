@@ -1,0 +1,185 @@
+"""Measuring decode steps: FLOPs counted by torch, step times, and where the time goes by op kind.
+
+- ``count_flops``: ``torch.utils.flop_counter.FlopCounterMode`` over one call. Two kernels it has no
+  formula for are given the formula of their math: the CPU SDPA kernel
+  (``_scaled_dot_product_flash_attention_for_cpu``, counted as torch counts the CUDA SDPA kernels:
+  ``2·b·h·s_q·s_k·(d_qk + d_v)``) and ``_grouped_mm`` (``2·M·K·N`` over the grouped rows).
+- ``time_steps``: warm-up, then every step timed alone: CUDA events around a CUDA-graph replay (or an
+  eager step) followed by a synchronise; ``perf_counter`` on CPU. The median is the result, the
+  spread is the interquartile range.
+- ``profile_kinds``: a few eager steps under ``torch.profiler`` with the model's ``planner::<kind>``
+  ranges on (the op kinds of ``analysis.trace``), giving the time of each kind per step.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from . import model as _model
+
+Progress = Callable[[str, int, int], None]
+
+
+def _no_progress(phase: str, done: int, total: int) -> None:
+    return None
+
+
+# ---- FLOPs ---------------------------------------------------------------------------------------
+
+
+def _flop_mapping() -> dict:
+    from torch.utils.flop_counter import sdpa_flop_count
+
+    aten = torch.ops.aten
+    mapping = {}
+
+    def sdpa_cpu(query_shape, key_shape, value_shape, *args, out_shape=None, **kwargs) -> int:
+        return sdpa_flop_count(query_shape, key_shape, value_shape)
+
+    def grouped_mm(a_shape, b_shape, *args, out_shape=None, **kwargs) -> int:
+        if len(a_shape) == 2 and len(b_shape) == 3:  # (M, K) rows grouped over (E, K, N) weights
+            return 2 * a_shape[0] * a_shape[1] * b_shape[2]
+        if len(a_shape) == 3 and len(b_shape) == 3:  # batched
+            return 2 * a_shape[0] * a_shape[1] * a_shape[2] * b_shape[2]
+        if len(a_shape) == 2 and len(b_shape) == 2:  # groups along K or M: every product once
+            return 2 * a_shape[0] * a_shape[1] * b_shape[1]
+        return 2 * a_shape[-2] * a_shape[-1] * b_shape[-1] * (a_shape[0] if len(a_shape) == 3 else 1)
+
+    for name, fn in (("_scaled_dot_product_flash_attention_for_cpu", sdpa_cpu), ("_grouped_mm", grouped_mm)):
+        op = getattr(aten, name, None)
+        if op is not None:
+            mapping[op] = fn
+    return mapping
+
+
+def count_flops(fn: Callable[[], object]) -> tuple[int, dict[str, int]]:
+    """(total FLOPs, FLOPs by aten op) of one call of ``fn``, counted by ``FlopCounterMode``."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False, custom_mapping=_flop_mapping()) as counter:
+        fn()
+    by_op = {str(k): int(v) for k, v in counter.get_flop_counts().get("Global", {}).items()}
+    return int(counter.get_total_flops()), by_op
+
+
+# ---- step times ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepTimes:
+    samples_s: tuple[float, ...]
+    graphs: bool
+    warmup: int
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.samples_s)
+
+    @property
+    def min_s(self) -> float:
+        return min(self.samples_s)
+
+    @property
+    def max_s(self) -> float:
+        return max(self.samples_s)
+
+    @property
+    def spread_s(self) -> float:
+        """Interquartile range of the samples (0 with fewer than 4)."""
+        if len(self.samples_s) < 4:
+            return self.max_s - self.min_s
+        q = statistics.quantiles(self.samples_s, n=4, method="inclusive")
+        return q[2] - q[0]
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def capture_graph(step: Callable[[], object], device: torch.device):
+    """A CUDA graph of ``step`` (warmed up on a side stream first, as CUDA graphs require)."""
+    s = torch.cuda.Stream(device)
+    s.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            step()
+    torch.cuda.current_stream(device).wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    synchronize(device)
+    return graph
+
+
+def time_steps(step: Callable[[], object], device: torch.device, *, steps: int, warmup: int, graphs: bool,
+               progress: Progress = _no_progress, phase: str = "timing") -> StepTimes:
+    """Median-ready samples of ``steps`` calls of ``step`` after ``warmup`` calls; with ``graphs`` (CUDA
+    only) each call is a replay of one captured graph."""
+    device = torch.device(device)
+    use_graph = graphs and device.type == "cuda"
+    run = step
+    if use_graph:
+        graph = capture_graph(step, device)
+        run = graph.replay
+    for i in range(warmup):
+        run()
+        synchronize(device)
+        progress("warm-up", i + 1, warmup)
+    samples = []
+    if device.type == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        for i in range(steps):
+            start.record()
+            run()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) / 1e3)
+            progress(phase, i + 1, steps)
+    else:
+        for i in range(steps):
+            t0 = time.perf_counter()
+            run()
+            samples.append(time.perf_counter() - t0)
+            progress(phase, i + 1, steps)
+    return StepTimes(tuple(samples), use_graph, warmup)
+
+
+# ---- time by op kind -----------------------------------------------------------------------------
+
+
+def profile_kinds(step: Callable[[], object], device: torch.device, *, steps: int = 3) -> tuple[dict[str, float], float]:
+    """(seconds per step of each trace op kind, wall seconds per profiled step), from eager steps under
+    ``torch.profiler``: device time of the kernels under each ``planner::<kind>`` range on CUDA, the
+    range's wall time on CPU. Profiling slows a step; use the shares, not the absolute times."""
+    from torch.profiler import ProfilerActivity, profile
+
+    device = torch.device(device)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
+    step()
+    synchronize(device)
+    _model._REGIONS["on"] = True
+    try:
+        with profile(activities=activities) as prof:
+            t0 = time.perf_counter()
+            for _ in range(steps):
+                step()
+            synchronize(device)
+            wall = (time.perf_counter() - t0) / steps
+    finally:
+        _model._REGIONS["on"] = False
+    out: dict[str, float] = {}
+    for evt in prof.key_averages():
+        if not evt.key.startswith("planner::"):
+            continue
+        kind = evt.key.split("::", 1)[1]
+        us = getattr(evt, "device_time_total", 0.0) if device.type == "cuda" else evt.cpu_time_total
+        if device.type == "cuda" and not us:
+            us = evt.cpu_time_total
+        out[kind] = out.get(kind, 0.0) + us / 1e6 / steps
+    return out, wall

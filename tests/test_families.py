@@ -1,0 +1,123 @@
+"""Every supported family, on small synthetic configs: parameter totals equal transformers on the meta
+device, and the KV cache follows each family's published definition."""
+
+import pytest
+
+from analysis.analyze import Options, analyze
+from analysis.config import parse_config
+from analysis.params import count_params
+from tests.oracle import hf_param_count
+
+BASE = {"hidden_size": 128, "intermediate_size": 352, "num_hidden_layers": 4, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "vocab_size": 512, "max_position_embeddings": 4096, "pad_token_id": 0}
+
+CASES = {
+    "llama": dict(BASE, model_type="llama"),
+    "llama-biases-tied": dict(BASE, model_type="llama", attention_bias=True, mlp_bias=True, tie_word_embeddings=True),
+    "llama-head_dim": dict(BASE, model_type="llama", head_dim=32),
+    "mistral": dict(BASE, model_type="mistral", sliding_window=64),
+    "mistral-head_dim": dict(BASE, model_type="mistral", head_dim=24, sliding_window=None),
+    "ministral": dict(BASE, model_type="ministral", head_dim=16, sliding_window=64,
+                      layer_types=["sliding_attention", "full_attention"] * 2),
+    "qwen2": dict(BASE, model_type="qwen2"),
+    "qwen2-tied": dict(BASE, model_type="qwen2", tie_word_embeddings=True),
+    "qwen3": dict(BASE, model_type="qwen3", head_dim=40),
+    "qwen3-bias": dict(BASE, model_type="qwen3", head_dim=16, attention_bias=True),
+    "gemma": dict(BASE, model_type="gemma", head_dim=48),
+    "gemma2": dict(BASE, model_type="gemma2", head_dim=32, sliding_window=32),
+    "gemma3_text": dict(BASE, model_type="gemma3_text", head_dim=32, sliding_window=32, num_hidden_layers=7),
+    "phi3": dict(BASE, model_type="phi3"),
+    "phi3-partial-rotary": dict(BASE, model_type="phi3", partial_rotary_factor=0.75, tie_word_embeddings=True),
+    "gpt_neox": dict(BASE, model_type="gpt_neox", num_key_value_heads=None, rotary_pct=0.25),
+    "gpt_neox-serial": dict(BASE, model_type="gpt_neox", num_key_value_heads=None, use_parallel_residual=False,
+                            attention_bias=False),
+    "falcon-mqa": {"model_type": "falcon", "hidden_size": 128, "num_hidden_layers": 3, "num_attention_heads": 8,
+                   "vocab_size": 512, "multi_query": True, "parallel_attn": True},
+    "falcon-new-arch": {"model_type": "falcon", "hidden_size": 128, "num_hidden_layers": 3, "num_attention_heads": 8,
+                        "num_kv_heads": 2, "vocab_size": 512, "new_decoder_architecture": True, "bias": False},
+    "falcon-rw-alibi": {"model_type": "falcon", "hidden_size": 128, "num_hidden_layers": 3, "num_attention_heads": 8,
+                        "vocab_size": 512, "multi_query": False, "parallel_attn": False, "bias": True, "alibi": True},
+    "olmo2": dict(BASE, model_type="olmo2"),
+    "olmoe": dict(BASE, model_type="olmoe", num_experts=8, num_experts_per_tok=2),
+    "starcoder2": dict(BASE, model_type="starcoder2", sliding_window=64),
+    "granite": dict(BASE, model_type="granite"),
+    "smollm3": dict(BASE, model_type="smollm3"),
+    "exaone4": dict(BASE, model_type="exaone4", sliding_window=64,
+                    layer_types=["sliding_attention", "sliding_attention", "sliding_attention", "full_attention"]),
+    "glm4_moe": dict(BASE, model_type="glm4_moe", head_dim=16, moe_intermediate_size=64, n_routed_experts=8,
+                     n_shared_experts=1, num_experts_per_tok=2, first_k_dense_replace=1),
+    "mixtral": dict(BASE, model_type="mixtral", num_local_experts=4, num_experts_per_tok=2),
+    "qwen2_moe": dict(BASE, model_type="qwen2_moe", num_experts=8, num_experts_per_tok=2, moe_intermediate_size=64,
+                      shared_expert_intermediate_size=96, decoder_sparse_step=2, mlp_only_layers=[3]),
+    "qwen3_moe": dict(BASE, model_type="qwen3_moe", head_dim=16, num_experts=8, num_experts_per_tok=2,
+                      moe_intermediate_size=64, mlp_only_layers=[0]),
+    "deepseek_v2-lite": dict(BASE, model_type="deepseek_v2", q_lora_rank=None, kv_lora_rank=64, qk_nope_head_dim=16,
+                             qk_rope_head_dim=8, v_head_dim=16, n_routed_experts=8, n_shared_experts=2,
+                             num_experts_per_tok=2, moe_intermediate_size=32, first_k_dense_replace=1),
+    "deepseek_v3": dict(BASE, model_type="deepseek_v3", q_lora_rank=48, kv_lora_rank=64, qk_nope_head_dim=16,
+                        qk_rope_head_dim=8, v_head_dim=16, n_routed_experts=8, n_shared_experts=1,
+                        num_experts_per_tok=2, moe_intermediate_size=32, first_k_dense_replace=2, n_group=2,
+                        topk_group=1),
+    "gpt_oss": dict(BASE, model_type="gpt_oss", head_dim=16, num_local_experts=4, num_experts_per_tok=2,
+                    sliding_window=32),
+    "llama4_text": dict(BASE, model_type="llama4_text", head_dim=16, num_local_experts=4, num_experts_per_tok=1,
+                        intermediate_size_mlp=256, interleave_moe_layer_step=2, attention_chunk_size=64),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_total_equals_transformers(name):
+    cfg = {k: v for k, v in CASES[name].items() if v is not None}
+    assert count_params(parse_config(cfg)).total == hf_param_count(cfg)
+
+
+def kv_per_token_layer(m) -> int:
+    return 2 * m.num_key_value_heads * m.head_dim * 2  # K and V, bf16
+
+
+@pytest.mark.parametrize("name,expect_windows", [
+    ("mistral", [64] * 4),
+    ("ministral", [64, None, 64, None]),
+    ("gemma2", [32, None, 32, None]),
+    ("gemma3_text", [32] * 5 + [None] + [32]),
+    ("starcoder2", [64] * 4),
+    ("exaone4", [64, 64, 64, None]),
+    ("gpt_oss", [32, None, 32, None]),
+    ("llama", [None] * 4),
+])
+def test_windows_per_family(name, expect_windows):
+    spec = parse_config({k: v for k, v in CASES[name].items() if v is not None})
+    assert [layer.mixer.window for layer in spec.layers] == expect_windows
+    ctx = 1000
+    a = analyze(spec, Options(context=ctx, dtype="bf16", kv_dtype="bf16"))
+    expected = sum(kv_per_token_layer(layer.mixer) * (min(ctx, w) if w else ctx)
+                   for layer, w in zip(spec.layers, expect_windows))
+    assert a.kv_bytes_per_sequence == expected
+    assert a.kv.bytes_per_token == sum(kv_per_token_layer(layer.mixer) for layer in spec.layers)
+
+
+def test_llama4_chunks_and_nope_layers():
+    spec = parse_config(CASES["llama4_text"])
+    assert [layer.mixer.chunk for layer in spec.layers] == [64, 64, 64, None]
+    assert [layer.mixer.rotary_dim > 0 for layer in spec.layers] == [True, True, True, False]
+    assert [layer.kind.endswith("+moe") for layer in spec.layers] == [False, True, False, True]
+
+
+def test_falcon_kv_heads():
+    mqa = parse_config(CASES["falcon-mqa"]).layers[0].mixer
+    new = parse_config(CASES["falcon-new-arch"]).layers[0].mixer
+    rw = parse_config(CASES["falcon-rw-alibi"]).layers[0].mixer
+    assert (mqa.num_key_value_heads, new.num_key_value_heads, rw.num_key_value_heads) == (1, 2, 8)
+    assert rw.rotary_dim == 0  # ALiBi: no rotary
+
+
+def test_mla_kv_per_token():
+    spec = parse_config(CASES["deepseek_v3"])
+    a = analyze(spec, Options(context=100, dtype="bf16", kv_dtype="bf16"))
+    assert a.kv.bytes_per_token == 4 * (64 + 8) * 2
+    assert a.kv.naive_bytes_per_token == 4 * 8 * (16 + 8 + 16) * 2
+
+
+def test_qwen2_moe_placement():
+    spec = parse_config(CASES["qwen2_moe"])
+    assert [layer.kind.endswith("+moe") for layer in spec.layers] == [False, True, False, False]

@@ -1,0 +1,592 @@
+"""State-space and linear-attention hybrids (and Phi): exact parameters against transformers, the
+fixed per-sequence state against the published state shapes, and the trace of their ops.
+
+Parameter totals are checked against ``tests.oracle`` (transformers built on the meta device). The
+state sizes are derived here from vLLM's ``MambaStateShapeCalculator`` definitions (conv window of
+``kernel - 1`` columns; Mamba-2 ``(heads, head_dim, state)``, Mamba-1 ``(d_inner, state)``, Gated
+DeltaNet ``(v_heads, v_dim, k_dim)``, short conv ``(hidden, L - 1)``), independently of ``kv.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from analysis.config import parse_config
+from analysis.dtypes import get_dtype
+from analysis.errors import ConfigError
+from analysis.kv import kv_cache
+from analysis.params import count_params
+from analysis.spec import Attention, GatedAttention, GatedDeltaNet, Mamba, MoE, ParallelHybrid, ShortConv
+from analysis.trace import Totals, step_ops
+from analysis.weights import weight_format
+
+from .conftest import load_bundled_config
+from .oracle import hf_model, hf_param_count
+
+BF16, FP32 = get_dtype("bf16"), get_dtype("fp32")
+
+# ---- configs -------------------------------------------------------------------------------------
+
+T = dict(vocab_size=128, hidden_size=64)
+
+SYNTHETIC = {
+    # Qwen3-Next: interval default, explicit layer_types, sparse step + mlp_only, dense-only, biases, tie
+    "qwen3_next/base": dict(
+        T, model_type="qwen3_next", num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+        linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8,
+        linear_conv_kernel_dim=4, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=32,
+        shared_expert_intermediate_size=48, intermediate_size=96),
+    "qwen3_next/layer_types+sparse_step": dict(
+        T, model_type="qwen3_next", num_hidden_layers=5, num_attention_heads=4, num_key_value_heads=1, head_dim=8,
+        layer_types=["full_attention", "linear_attention", "full_attention", "linear_attention", "linear_attention"],
+        linear_num_key_heads=1, linear_num_value_heads=3, linear_key_head_dim=16, linear_value_head_dim=8,
+        linear_conv_kernel_dim=3, num_experts=6, num_experts_per_tok=3, moe_intermediate_size=16,
+        shared_expert_intermediate_size=24, intermediate_size=80, decoder_sparse_step=2, mlp_only_layers=[1],
+        attention_bias=True),
+    "qwen3_next/dense+tied": dict(
+        T, model_type="qwen3_next", num_hidden_layers=4, num_attention_heads=2, num_key_value_heads=2, head_dim=32,
+        linear_num_key_heads=2, linear_num_value_heads=2, linear_key_head_dim=8, linear_value_head_dim=16,
+        linear_conv_kernel_dim=4, num_experts=0, intermediate_size=96, full_attention_interval=2,
+        tie_word_embeddings=True),
+    # Nemotron-H: pattern without MoE; list form with E, biases; legacy names, shared size 0 fallback
+    "nemotron_h/pattern": dict(
+        T, model_type="nemotron_h", hybrid_override_pattern="M-M*-", num_hidden_layers=5, mamba_num_heads=8,
+        mamba_head_dim=16, n_groups=2, ssm_state_size=8, conv_kernel=4, intermediate_size=96,
+        num_attention_heads=4, num_key_value_heads=2, head_dim=16),
+    "nemotron_h/list+moe+bias": dict(
+        T, model_type="nemotron_h", layers_block_type=["mamba", "moe", "attention", "mamba", "mlp", "moe"],
+        mamba_num_heads=4, mamba_head_dim=8, n_groups=4, ssm_state_size=16, conv_kernel=3, use_bias=True,
+        use_conv_bias=False, intermediate_size=40, num_attention_heads=8, num_key_value_heads=8, head_dim=8,
+        n_routed_experts=6, num_experts_per_tok=2, moe_intermediate_size=24, moe_shared_expert_intermediate_size=20),
+    "nemotron_h/legacy_names": dict(
+        T, model_type="nemotron_h", hybrid_override_pattern="MEM*EM", mamba_num_heads=6, mamba_head_dim=8,
+        mamba_n_groups=3, ssm_state_size=4, mamba_d_conv=2, num_attention_heads=4, num_key_value_heads=1,
+        head_dim=12, n_routed_experts=4, num_experts_per_tok=4, moe_intermediate_size=16,
+        moe_shared_expert_intermediate_size=0, intermediate_size=36),
+    # Jamba: MoE every other layer; dense only (num_experts 1) with biases; tied, one attention layer
+    "jamba/moe": dict(
+        T, model_type="jamba", num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=96, attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=0,
+        num_experts=4, num_experts_per_tok=2, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2),
+    "jamba/dense+bias": dict(
+        T, model_type="jamba", num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4,
+        intermediate_size=80, attn_layer_period=3, attn_layer_offset=0, num_experts=1, mamba_d_state=4,
+        mamba_d_conv=3, mamba_expand=3, mamba_dt_rank=5, mamba_proj_bias=True, mamba_conv_bias=False),
+    "jamba/tied": dict(
+        T, model_type="jamba", num_hidden_layers=6, num_attention_heads=2, num_key_value_heads=1,
+        intermediate_size=48, attn_layer_period=6, attn_layer_offset=5, expert_layer_period=3,
+        expert_layer_offset=2, num_experts=5, num_experts_per_tok=1, mamba_d_state=16, mamba_d_conv=4,
+        mamba_expand=1, tie_word_embeddings=True),
+    # Falcon-H1: d_ssm given, no gated norm; expand + 'auto' head dim, gated norm with groups, all biases
+    "falcon_h1/base": dict(
+        T, model_type="falcon_h1", num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+        intermediate_size=96, mamba_d_ssm=96, mamba_n_heads=6, mamba_d_head=16, mamba_n_groups=1, mamba_d_state=8,
+        mamba_d_conv=4),
+    "falcon_h1/rms_norm+bias+multipliers": dict(
+        T, model_type="falcon_h1", num_hidden_layers=3, num_attention_heads=8, num_key_value_heads=4,
+        intermediate_size=40, mamba_d_ssm=None, mamba_expand=2, mamba_n_heads=8, mamba_d_head="auto",
+        mamba_n_groups=2, mamba_d_state=4, mamba_d_conv=3, mamba_rms_norm=True, projectors_bias=True,
+        mamba_proj_bias=True, attention_bias=True, mlp_bias=True, mamba_conv_bias=False,
+        ssm_multipliers=[0.5, 1.0, 2.0, 1.0, 0.25], mlp_multipliers=[0.7, 0.3], key_multiplier=0.5),
+    # pure SSMs
+    "mamba/tied_default": dict(T, model_type="mamba", num_hidden_layers=3, state_size=8, conv_kernel=4, expand=2),
+    "falcon_mamba/intermediate+bias": dict(
+        T, model_type="falcon_mamba", num_hidden_layers=2, state_size=4, conv_kernel=3, expand=16,
+        intermediate_size=96, time_step_rank=6, use_bias=True, use_conv_bias=False, tie_word_embeddings=False),
+    "falcon_mamba/expand": dict(T, model_type="falcon_mamba", num_hidden_layers=2, state_size=16, conv_kernel=4,
+                                expand=3),
+    "mamba2/groups": dict(T, model_type="mamba2", num_hidden_layers=3, num_heads=8, head_dim=16, n_groups=2,
+                          state_size=16, conv_kernel=4, expand=2),
+    "mamba2/bias+tied": dict(T, model_type="mamba2", num_hidden_layers=2, num_heads=4, head_dim=16, n_groups=1,
+                             state_size=8, conv_kernel=2, expand=1, use_bias=True, use_conv_bias=False,
+                             tie_word_embeddings=True),
+    # Bamba and Granite-4 hybrid
+    "bamba/attn_indices": dict(
+        T, model_type="bamba", num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=96, attn_layer_indices=[1, 3], mamba_n_heads=8, mamba_n_groups=2, mamba_d_state=8,
+        mamba_d_conv=4, mamba_expand=2),
+    "bamba/all_mamba+bias+tied": dict(
+        T, model_type="bamba", num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+        intermediate_size=48, mamba_n_heads=4, mamba_d_head=32, mamba_n_groups=1, mamba_d_state=4, mamba_d_conv=3,
+        mamba_expand=2, mamba_proj_bias=True, mamba_conv_bias=False, mlp_bias=True, tie_word_embeddings=True),
+    "granitemoehybrid/moe+rope": dict(
+        T, model_type="granitemoehybrid", num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+        layer_types=["mamba", "attention", "mamba", "mamba"], num_local_experts=4, num_experts_per_tok=2,
+        intermediate_size=32, shared_intermediate_size=48, mamba_n_heads=8, mamba_n_groups=2, mamba_d_state=8,
+        mamba_d_conv=4, mamba_expand=2, position_embedding_type="rope"),
+    "granitemoehybrid/dense+tied": dict(
+        T, model_type="granitemoehybrid", num_hidden_layers=3, num_attention_heads=8, num_key_value_heads=2,
+        layer_types=["full_attention", "linear_attention", "linear_attention"], num_local_experts=0,
+        shared_intermediate_size=96, mamba_n_heads=4, mamba_n_groups=4, mamba_d_state=4, mamba_d_conv=2,
+        mamba_expand=1, mamba_proj_bias=True, attention_bias=True, tie_word_embeddings=True),
+    "granitemoehybrid/default_types+no_shared": dict(
+        T, model_type="granitemoehybrid", num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4,
+        num_local_experts=3, num_experts_per_tok=1, intermediate_size=16, shared_intermediate_size=0,
+        mamba_n_heads=2, mamba_n_groups=1, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2),
+    # LFM2: layer_types; full_attn_idxs without ff adjustment, conv bias; block_ff_dim with multiplier
+    "lfm2/layer_types": dict(
+        T, model_type="lfm2", num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+        layer_types=["conv", "full_attention", "conv", "full_attention"], intermediate_size=256,
+        block_multiple_of=32, conv_L_cache=3),
+    "lfm2/idxs+bias+untied": dict(
+        T, model_type="lfm2", num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=4,
+        full_attn_idxs=[1, 3], intermediate_size=100, block_auto_adjust_ff_dim=False, conv_bias=True,
+        conv_L_cache=4, tie_word_embeddings=False),
+    "lfm2/block_ff_dim+multiplier": dict(
+        T, model_type="lfm2", num_hidden_layers=3, num_attention_heads=8, num_key_value_heads=2,
+        full_attn_idxs=[0], block_ff_dim=200, block_ffn_dim_multiplier=1.5, block_multiple_of=48, conv_L_cache=2),
+    # Phi
+    "phi/base": dict(T, model_type="phi", num_hidden_layers=2, num_attention_heads=4, intermediate_size=256),
+    "phi/qk_layernorm+gqa": dict(T, model_type="phi", num_hidden_layers=3, num_attention_heads=8,
+                                 num_key_value_heads=2, intermediate_size=96, qk_layernorm=True,
+                                 partial_rotary_factor=0.25),
+}
+
+#: Published model shapes (the hub config.json fields that matter for shapes).
+PUBLISHED = {
+    # Qwen/Qwen3-Next-80B-A3B-Instruct (the transformers Qwen3NextConfig defaults are modelled on it)
+    "Qwen3-Next-80B-A3B": dict(
+        model_type="qwen3_next", hidden_size=2048, num_hidden_layers=48, vocab_size=151936, num_attention_heads=16,
+        num_key_value_heads=2, head_dim=256, intermediate_size=5120, num_experts=512, num_experts_per_tok=10,
+        moe_intermediate_size=512, shared_expert_intermediate_size=512, decoder_sparse_step=1, mlp_only_layers=[],
+        full_attention_interval=4, linear_num_value_heads=32, linear_num_key_heads=16, linear_key_head_dim=128,
+        linear_value_head_dim=128, linear_conv_kernel_dim=4, partial_rotary_factor=0.25, rope_theta=10000000,
+        tie_word_embeddings=False),
+    # nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16
+    "Nemotron-3-Nano-30B-A3B": dict(
+        model_type="nemotron_h", hidden_size=2688, num_hidden_layers=52, vocab_size=131072,
+        hybrid_override_pattern="MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME", head_dim=128,
+        intermediate_size=1856, mamba_head_dim=64, mamba_num_heads=64, n_groups=8, ssm_state_size=128,
+        conv_kernel=4, expand=2, num_attention_heads=32, num_key_value_heads=2, n_routed_experts=128,
+        n_shared_experts=1, num_experts_per_tok=6, moe_intermediate_size=1856,
+        moe_shared_expert_intermediate_size=3712, mlp_hidden_act="relu2", mlp_bias=False, use_bias=False,
+        use_conv_bias=True, tie_word_embeddings=False),
+    # LiquidAI/LFM2-1.2B
+    "LFM2-1.2B": dict(
+        model_type="lfm2", hidden_size=2048, num_hidden_layers=16, vocab_size=65536, num_attention_heads=32,
+        num_key_value_heads=8, block_ff_dim=12288, intermediate_size=12288, block_ffn_dim_multiplier=1.0,
+        block_multiple_of=256, block_auto_adjust_ff_dim=True, conv_L_cache=3, conv_bias=False,
+        full_attn_idxs=[2, 5, 8, 10, 12, 14], tie_embedding=True),
+    # mistralai/Mamba-Codestral-7B-v0.1 (also the transformers Mamba2Config defaults)
+    "Mamba-Codestral-7B": dict(
+        model_type="mamba2", hidden_size=4096, num_hidden_layers=64, vocab_size=32768, num_heads=128, head_dim=64,
+        n_groups=8, state_size=128, expand=2, conv_kernel=4, tie_word_embeddings=False),
+    # tiiuae/Falcon-H1-0.5B-Base shapes (mamba_d_ssm = mamba_n_heads x mamba_d_head)
+    "Falcon-H1-0.5B": dict(
+        model_type="falcon_h1", hidden_size=1024, num_hidden_layers=36, vocab_size=32784, num_attention_heads=8,
+        num_key_value_heads=2, head_dim=64, intermediate_size=2048, mamba_d_ssm=1536, mamba_n_heads=24,
+        mamba_d_head=64, mamba_n_groups=1, mamba_d_state=128, mamba_d_conv=4, mamba_expand=2, mamba_rms_norm=False,
+        mamba_proj_bias=False, projectors_bias=False, tie_word_embeddings=False),
+}
+
+#: Bundled real configs and transformers' totals for them.
+BUNDLED = {
+    "nvidia/Nemotron-H-56B-Base-8K": 56_324_350_464,
+    "ai21labs/AI21-Jamba-1.5-Mini": 51_570_323_328,
+    "tiiuae/falcon-mamba-7b": 7_272_665_088,
+    "microsoft/phi-2": 2_779_683_840,
+}
+
+ALL = {**SYNTHETIC, **PUBLISHED, **{k: load_bundled_config(k) for k in BUNDLED}}
+FAMILIES = {"qwen3_next", "nemotron_h", "jamba", "falcon_h1", "mamba", "falcon_mamba", "mamba2", "bamba",
+            "granitemoehybrid", "lfm2", "phi"}
+
+
+def spec_of(cfg):
+    return parse_config(dict(cfg), where="config.json")
+
+
+# ---- parameters ----------------------------------------------------------------------------------
+
+
+def test_every_family_is_covered():
+    assert {c["model_type"] for c in ALL.values()} == FAMILIES
+    for fam in FAMILIES:
+        assert sum(c["model_type"] == fam for c in SYNTHETIC.values()) >= 1
+
+
+@pytest.mark.parametrize("model_id,total", BUNDLED.items())
+def test_bundled_totals_are_exact(model_id, total):
+    assert count_params(spec_of(load_bundled_config(model_id))).total == total
+
+
+def test_published_totals():
+    """Figures published with the checkpoints (safetensors headers, model cards)."""
+    qwen = count_params(spec_of(PUBLISHED["Qwen3-Next-80B-A3B"]))
+    assert (qwen.total, qwen.active) == (79_674_391_296, 3_874_929_408)
+    assert count_params(spec_of(PUBLISHED["LFM2-1.2B"])).total == 1_170_340_608
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_total_matches_transformers(name):
+    cfg = ALL[name]
+    assert count_params(spec_of(cfg)).total == hf_param_count(cfg)
+
+
+def hf_active(cfg) -> int:
+    """Unique parameters minus the routed experts a token does not use: stacked ``.experts.``
+    tensors ``(E, ...)`` count ``k/E`` of their size."""
+    model = hf_model(cfg)
+    k = cfg["num_experts_per_tok"]
+    seen, n = set(), 0
+    for name, p in model.named_parameters():
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        if ".experts." in name and p.dim() == 3:
+            e = p.shape[0]
+            assert p.numel() % e == 0
+            n += p.numel() // e * k
+        else:
+            n += p.numel()
+    return n
+
+
+MOE = [name for name, cfg in ALL.items() if any(isinstance(layer.ffn, MoE) for layer in spec_of(cfg).layers)]
+
+
+@pytest.mark.parametrize("name", MOE)
+def test_active_matches_transformers(name):
+    assert len(MOE) >= 8
+    cfg = ALL[name]
+    assert count_params(spec_of(cfg)).active == hf_active(cfg)
+
+
+def test_dense_models_are_all_active():
+    for name, cfg in ALL.items():
+        if name not in MOE:
+            p = count_params(spec_of(cfg))
+            assert p.active == p.total, name
+
+
+def test_layer_structure():
+    nem = spec_of(SYNTHETIC["nemotron_h/list+moe+bias"])
+    assert [layer.kind for layer in nem.layers] == ["mamba-only", "mlp-only+moe", "full-nope-only", "mamba-only",
+                                                    "mlp-only", "mlp-only+moe"]
+    assert all(len(layer.norms) == 1 for layer in nem.layers)
+    q = spec_of(SYNTHETIC["qwen3_next/base"])
+    assert [type(layer.mixer) for layer in q.layers] == [GatedDeltaNet] * 3 + [GatedAttention]
+    assert q.layers[3].mixer.rotary_dim == 4  # partial_rotary_factor 0.25 of head_dim 16
+    h1 = spec_of(SYNTHETIC["falcon_h1/base"])
+    assert all(isinstance(layer.mixer, ParallelHybrid) for layer in h1.layers)
+    jam = spec_of(SYNTHETIC["jamba/moe"])
+    assert [type(layer.mixer) for layer in jam.layers] == [Mamba, Attention, Mamba, Attention]
+    assert [isinstance(layer.ffn, MoE) for layer in jam.layers] == [True, False, True, False]
+    lfm = spec_of(SYNTHETIC["lfm2/idxs+bias+untied"])
+    assert [type(layer.mixer) for layer in lfm.layers] == [ShortConv, Attention, ShortConv, Attention]
+    phi = spec_of(load_bundled_config("microsoft/phi-2"))
+    assert phi.layers[0].parallel and phi.lm_head_bias and phi.layers[0].mixer.rotary_dim == 32
+
+
+def test_nemotron_attention_head_dim_is_the_head_dim():
+    """The original Nemotron-H configs (remote code) name it ``attention_head_dim``; transformers 5
+    reads only ``head_dim`` (class default 128). We read the checkpoint's own field."""
+    cfg = dict(SYNTHETIC["nemotron_h/legacy_names"])
+    legacy = {k: v for k, v in cfg.items() if k != "head_dim"}
+    legacy["attention_head_dim"] = cfg["head_dim"]
+    assert spec_of(legacy).layers == spec_of(cfg).layers
+    assert spec_of({**legacy, "head_dim": 16}).layers[3].mixer.head_dim == 16  # head_dim wins when both are given
+
+
+# ---- recurrent state -----------------------------------------------------------------------------
+
+
+def expected_state(cfg) -> list[tuple[int, int]]:
+    """(conv, recurrent) elements per layer from the published definitions (vLLM's shapes), read
+    straight from the config fields."""
+    mt, h = cfg["model_type"], cfg["hidden_size"]
+    n = cfg.get("num_hidden_layers")
+
+    def m2(d_inner, groups, state, heads, head_dim, kernel):
+        return (d_inner + 2 * groups * state) * (kernel - 1), heads * head_dim * state
+
+    if mt == "mamba2":
+        return [m2(cfg["expand"] * h, cfg["n_groups"], cfg["state_size"], cfg["num_heads"], cfg["head_dim"],
+                   cfg["conv_kernel"])] * n
+    if mt in ("mamba", "falcon_mamba"):
+        d = cfg.get("intermediate_size", cfg["expand"] * h)
+        return [(d * (cfg["conv_kernel"] - 1), d * cfg["state_size"])] * n
+    if mt == "jamba":
+        d = cfg.get("mamba_expand", 2) * h
+        st = (d * (cfg.get("mamba_d_conv", 4) - 1), d * cfg.get("mamba_d_state", 16))
+        return [(0, 0) if i % cfg["attn_layer_period"] == cfg["attn_layer_offset"] else st for i in range(n)]
+    if mt == "nemotron_h":
+        pattern = cfg.get("hybrid_override_pattern") or "".join(
+            {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}[t] for t in cfg["layers_block_type"])
+        heads, hd = cfg["mamba_num_heads"], cfg["mamba_head_dim"]
+        groups = cfg.get("n_groups", cfg.get("mamba_n_groups"))
+        kernel = cfg.get("conv_kernel", cfg.get("mamba_d_conv"))
+        st = m2(heads * hd, groups, cfg["ssm_state_size"], heads, hd, kernel)
+        return [st if ch == "M" else (0, 0) for ch in pattern]
+    if mt in ("bamba", "granitemoehybrid", "falcon_h1"):
+        d = cfg.get("mamba_d_ssm") or cfg.get("mamba_expand", 2) * h
+        heads = cfg["mamba_n_heads"]
+        st = m2(d, cfg["mamba_n_groups"], cfg["mamba_d_state"], heads, d // heads, cfg["mamba_d_conv"])
+        if mt == "falcon_h1":
+            return [st] * n
+        if mt == "bamba":
+            return [(0, 0) if i in cfg.get("attn_layer_indices", []) else st for i in range(n)]
+        types = cfg.get("layer_types", ["mamba"] * n)
+        return [st if t in ("mamba", "linear_attention") else (0, 0) for t in types]
+    if mt == "qwen3_next":
+        kh, vh, kd, vd = (cfg["linear_num_key_heads"], cfg["linear_num_value_heads"], cfg["linear_key_head_dim"],
+                          cfg["linear_value_head_dim"])
+        st = ((2 * kh * kd + vh * vd) * (cfg["linear_conv_kernel_dim"] - 1), vh * vd * kd)
+        types = cfg.get("layer_types") or ["full_attention" if (i + 1) % cfg.get("full_attention_interval", 4) == 0
+                                           else "linear_attention" for i in range(n)]
+        return [st if t == "linear_attention" else (0, 0) for t in types]
+    if mt == "lfm2":
+        types = cfg.get("layer_types") or ["full_attention" if i in cfg["full_attn_idxs"] else "conv"
+                                           for i in range(n)]
+        return [(h * (cfg["conv_L_cache"] - 1), 0) if t == "conv" else (0, 0) for t in types]
+    if mt == "phi":
+        return [(0, 0)] * n
+    raise AssertionError(mt)
+
+
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("state_dtype", [BF16, FP32])
+def test_state_bytes_match_published_shapes(name, state_dtype):
+    cfg = ALL[name]
+    spec = spec_of(cfg)
+    cache = kv_cache(spec, BF16, state_dtype)
+    want = [(conv + rec) * state_dtype.bits // 8 for conv, rec in expected_state(cfg)]
+    assert [lk.state_bytes for lk in cache.layers] == want
+    assert cache.state_bytes_per_sequence == sum(want)
+    # independent of context: the state does not grow, K/V does
+    assert cache.bytes_per_sequence(0) == 0
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_attention_layers_cache_kv(name):
+    spec = spec_of(ALL[name])
+    cache = kv_cache(spec, BF16, BF16)
+    for lk, layer in zip(cache.layers, spec.layers):
+        m = layer.mixer
+        attn = m.attention if isinstance(m, ParallelHybrid) else m
+        if isinstance(attn, Attention):
+            assert lk.bytes_per_token == 2 * attn.num_key_value_heads * 2 * attn.head_dim
+        else:
+            assert lk.bytes_per_token == 0
+
+
+def test_bundled_state_sizes():
+    """Nemotron-H-56B: 54 Mamba-2 layers of conv (16384 + 2·8·256)·3 and 256·64·256 state, bf16."""
+    nem = kv_cache(spec_of(load_bundled_config("nvidia/Nemotron-H-56B-Base-8K")), BF16, BF16)
+    assert nem.state_bytes_per_sequence == 54 * 2 * ((16384 + 2 * 8 * 256) * 3 + 256 * 64 * 256)
+    assert nem.bytes_per_token == 10 * 2 * 8 * 2 * 128
+    fm = kv_cache(spec_of(load_bundled_config("tiiuae/falcon-mamba-7b")), BF16, BF16)
+    assert fm.state_bytes_per_sequence == 64 * 2 * (8192 * 3 + 8192 * 16) and fm.bytes_per_token == 0
+    jam = kv_cache(spec_of(load_bundled_config("ai21labs/AI21-Jamba-1.5-Mini")), BF16, BF16)
+    assert jam.state_bytes_per_sequence == 28 * 2 * (8192 * 3 + 8192 * 16)
+    assert jam.bytes_per_token == 4 * 2 * 8 * 2 * 128
+
+
+# ---- trace ---------------------------------------------------------------------------------------
+
+
+def ops_of(cfg, **kw):
+    spec = spec_of(cfg)
+    fmt, _ = weight_format(spec)
+    return spec, fmt, step_ops(spec, fmt, BF16, **kw)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_state_traffic_equals_state_bytes(name):
+    spec, fmt, ops = ops_of(ALL[name], batch=3, new_tokens=1, cached_tokens=7)
+    per_seq = kv_cache(spec, BF16, fmt.act).state_bytes_per_sequence
+    assert sum(o.state_read_bytes for o in ops) == 3 * per_seq
+    assert sum(o.state_write_bytes for o in ops) == 3 * per_seq
+    # a fresh prompt starts from a zero state: written, not read
+    _, _, prefill = ops_of(ALL[name], batch=2, new_tokens=5, cached_tokens=0)
+    assert sum(o.state_read_bytes for o in prefill) == 0
+    assert sum(o.state_write_bytes for o in prefill) == 2 * per_seq
+    # a continued prefill (chunked) reads it once and writes it once
+    _, _, chunk = ops_of(ALL[name], batch=2, new_tokens=5, cached_tokens=9)
+    assert sum(o.state_read_bytes for o in chunk) == sum(o.state_write_bytes for o in chunk) == 2 * per_seq
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_ops_sum_to_totals_and_prefill_one_token_is_decode(name):
+    cfg = ALL[name]
+    _, _, ops = ops_of(cfg, batch=2, new_tokens=1, cached_tokens=5)
+    t = Totals.of(ops)
+    assert t.flops == sum(o.flops for o in ops)
+    assert t.bytes == sum(o.bytes for o in ops) == t.weight_bytes + t.act_bytes + t.kv_bytes + t.state_bytes
+    assert t.state_bytes == sum(o.state_read_bytes + o.state_write_bytes for o in ops)
+    assert t.kernels == sum(o.kernels for o in ops)
+    assert all(isinstance(getattr(o, f), int) and getattr(o, f) >= 0 for o in ops
+               for f in ("flops", "weight_bytes", "act_read_bytes", "state_read_bytes", "state_write_bytes"))
+    assert ops_of(cfg, new_tokens=1, cached_tokens=0)[2] == ops_of(cfg, batch=1, new_tokens=1, cached_tokens=0)[2]
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if n not in MOE])
+def test_every_weight_is_read_once_per_decode_step(name):
+    """Dense models: a decode step reads every tensor once, the embedding table one row per token
+    (and again in full as the lm_head when tied)."""
+    spec, fmt, ops = ops_of(ALL[name], batch=1, new_tokens=1, cached_tokens=3)
+    emb = spec.embedding_tensors()
+    row = fmt.bytes_of(emb) // emb[0].shape[0]
+    want = fmt.bytes_of(spec.tensors()) - fmt.bytes_of(emb) + row
+    if spec.tie_word_embeddings:
+        want += fmt.bytes_of(emb)
+    assert sum(o.weight_bytes for o in ops) == want
+
+
+def layer_ops(ops, i):
+    return {o.name: o for o in ops if o.layer == i}
+
+
+def test_mamba2_ops_and_formulas():
+    cfg = SYNTHETIC["nemotron_h/pattern"]  # layer 0: Mamba-2, 8 heads x 16, 2 groups, N 8, kernel 4
+    n, b = 5, 2
+    _, _, ops = ops_of(cfg, batch=b, new_tokens=n, cached_tokens=3)
+    lo = layer_ops(ops, 0)
+    assert list(lo) == ["norm", "in_proj", "conv1d", "ssm_scan", "gated_norm", "out_proj", "residual"]
+    tok, d, conv_dim = b * n, 8 * 16, 8 * 16 + 2 * 2 * 8
+    assert lo["in_proj"].flops == 2 * tok * 64 * (2 * d + 2 * 2 * 8 + 8)
+    assert lo["conv1d"].flops == 2 * tok * conv_dim * 4
+    assert lo["conv1d"].state_read_bytes == lo["conv1d"].state_write_bytes == b * conv_dim * 3 * 2
+    assert lo["ssm_scan"].flops == 4 * tok * 8 * 16 * 8
+    assert lo["ssm_scan"].state_write_bytes == b * 8 * 16 * 8 * 2
+    assert lo["ssm_scan"].act_read_bytes == tok * (conv_dim + 8) * 2
+    assert lo["gated_norm"].act_read_bytes == 2 * tok * d * 2 and lo["gated_norm"].weight_bytes == d * 2
+    assert lo["out_proj"].flops == 2 * tok * d * 64
+    assert list(layer_ops(ops, 1)) == ["norm", "up_proj", "act", "down_proj", "residual"]  # '-' layer
+
+
+def test_mamba1_ops_and_formulas():
+    cfg = load_bundled_config("tiiuae/falcon-mamba-7b")
+    _, _, ops = ops_of(cfg, batch=1, new_tokens=1, cached_tokens=100)
+    lo = layer_ops(ops, 0)
+    assert list(lo) == ["norm", "in_proj", "conv1d", "x_proj", "dt_bc_norm", "dt_proj", "ssm_scan", "gate",
+                        "out_proj", "residual"]
+    assert lo["x_proj"].flops == 2 * 8192 * (256 + 32)
+    assert lo["dt_proj"].flops == 2 * 256 * 8192
+    assert lo["ssm_scan"].flops == 4 * 8192 * 16
+    assert lo["dt_bc_norm"].weight_bytes == 0  # Falcon-Mamba's dt/B/C norms have no weights
+    jam = layer_ops(ops_of(SYNTHETIC["jamba/moe"], new_tokens=1, cached_tokens=1)[2], 0)
+    assert jam["dt_bc_norm"].weight_bytes == 2 * (4 + 2 * 8)  # Jamba: dt_rank 4 (auto: 64/16), B and C (8 each)
+    # decode FLOPs of a pure Mamba model = 2 x matmul weights (lm_head included) + conv taps + scan
+    spec = spec_of(cfg)
+    w = sum(t.numel for t in spec.tensors() if t.kind in ("linear", "lm_head"))
+    m = spec.layers[0].mixer
+    per_layer = 2 * m.conv_dim * m.conv_kernel + 4 * m.intermediate_size * m.state_size
+    assert sum(o.flops for o in ops) == 2 * w + spec.num_layers * per_layer
+
+
+def test_gdn_and_gated_attention_ops():
+    cfg = SYNTHETIC["qwen3_next/base"]  # GDN: k heads 2 x 8, v heads 4 x 8, kernel 4; attention 4 x 16
+    n = 3
+    _, _, ops = ops_of(cfg, batch=1, new_tokens=n, cached_tokens=2)
+    gdn = layer_ops(ops, 0)
+    assert list(gdn)[:7] == ["input_layernorm", "in_proj_qkvz", "in_proj_ba", "conv1d", "delta_rule", "gated_norm",
+                             "out_proj"]
+    conv_dim = 2 * 2 * 8 + 4 * 8
+    assert gdn["conv1d"].flops == 2 * n * conv_dim * 4
+    assert gdn["delta_rule"].flops == 6 * n * 4 * 8 * 8
+    assert gdn["delta_rule"].state_write_bytes == 4 * 8 * 8 * 2
+    assert gdn["gated_norm"].weight_bytes == 8 * 2
+    att = layer_ops(ops, 3)
+    names = list(att)
+    assert names.index("attention") < names.index("output_gate") < names.index("o_proj")
+    assert att["q_proj"].flops == 2 * n * 64 * 2 * 4 * 16  # q and its gate
+    assert att["output_gate"].act_read_bytes == n * 2 * 4 * 16 * 2
+    assert {"router", "shared_expert_gate", "shared_expert.down_proj"} <= set(att)
+
+
+def test_short_conv_and_parallel_hybrid_ops():
+    lfm = layer_ops(ops_of(SYNTHETIC["lfm2/layer_types"], batch=2, new_tokens=1, cached_tokens=4)[2], 0)
+    assert list(lfm)[:6] == ["operator_norm", "in_proj", "B·x", "conv", "C·y", "out_proj"]
+    assert lfm["conv"].flops == 2 * 2 * 64 * 3
+    assert lfm["conv"].state_read_bytes == lfm["conv"].state_write_bytes == 2 * 64 * 2 * 2
+    h1 = layer_ops(ops_of(SYNTHETIC["falcon_h1/base"], batch=1, new_tokens=1, cached_tokens=4)[2], 0)
+    names = list(h1)
+    for op in ("q_proj", "attention", "kv_append", "in_proj", "conv1d", "ssm_scan", "gate", "branch_sum",
+               "gate_proj"):
+        assert op in names, op
+    assert names.index("o_proj") < names.index("in_proj") < names.index("branch_sum") < names.index("gate_proj")
+    assert h1["kv_append"].kv_write_bytes == 2 * 2 * 16 * 2
+
+
+def test_recurrent_prefill_is_linear_in_tokens():
+    """The recurrent-form FLOPs of the SSM / GDN / conv ops grow linearly with the prompt."""
+    for name in ("nemotron_h/pattern", "qwen3_next/base", "lfm2/layer_types", "jamba/moe"):
+        one = ops_of(SYNTHETIC[name], new_tokens=1)[2]
+        many = ops_of(SYNTHETIC[name], new_tokens=9)[2]
+        for a, b in zip(one, many):
+            if a.kind in ("scan", "conv"):
+                assert b.flops == 9 * a.flops, (name, a.name)
+
+
+# ---- errors --------------------------------------------------------------------------------------
+
+BAD = [
+    ("nemotron_h/pattern", dict(hybrid_override_pattern="M-X*-"), "hybrid_override_pattern"),
+    ("nemotron_h/pattern", dict(num_hidden_layers=6), "hybrid_override_pattern"),
+    ("nemotron_h/list+moe+bias", dict(moe_latent_size=32), "moe_latent_size"),
+    ("nemotron_h/list+moe+bias", dict(mlp_bias=True), "mlp_bias"),
+    ("nemotron_h/pattern", dict(tie_word_embeddings=True), "tie_word_embeddings"),
+    ("nemotron_h/pattern", dict(attention_bias=True), "attention_bias"),
+    ("nemotron_h/pattern", dict(n_groups=3), "n_groups"),
+    ("nemotron_h/list+moe+bias", dict(layers_block_type=["mamba", "sparse"]), "layers_block_type"),
+    ("nemotron_h/list+moe+bias", dict(num_experts_per_tok=7), "num_experts_per_tok"),
+    ("mamba2/groups", dict(head_dim=8), "head_dim"),
+    ("mamba2/groups", dict(conv_kernel="4"), "conv_kernel"),
+    ("falcon_h1/base", dict(mamba_d_ssm=100), "mamba_d_head"),
+    ("falcon_h1/base", dict(mamba_d_ssm=None), "mamba_d_head"),
+    ("bamba/attn_indices", dict(mamba_d_head=7), "mamba_d_head"),
+    ("granitemoehybrid/moe+rope", dict(layer_types=["mamba", "attention", "mamba"]), "layer_types"),
+    ("granitemoehybrid/moe+rope", dict(layer_types=["mamba", "conv", "mamba", "mamba"]), "layer_types"),
+    ("granitemoehybrid/dense+tied", dict(shared_intermediate_size=0), "shared_intermediate_size"),
+    ("jamba/moe", dict(attn_layer_offset=2), "attn_layer_offset"),
+    ("jamba/moe", dict(num_experts_per_tok=5), "num_experts_per_tok"),
+    ("qwen3_next/base", dict(linear_num_value_heads=3), "linear_num_value_heads"),
+    ("qwen3_next/base", dict(layer_types=["linear_attention"] * 3), "layer_types"),
+    ("qwen3_next/base", dict(num_key_value_heads=3), "num_key_value_heads"),
+    ("qwen3_next/base", dict(shared_expert_intermediate_size=0), "shared_expert_intermediate_size"),
+    ("lfm2/layer_types", dict(layer_types=["conv", "mamba", "conv", "conv"]), "layer_types"),
+    ("phi/base", dict(tie_word_embeddings=True), "tie_word_embeddings"),
+    ("mamba/tied_default", dict(state_size=0), "state_size"),
+]
+
+
+@pytest.mark.parametrize("base,change,field", BAD)
+def test_unsupported_or_invalid_configs_raise_one_line_config_errors(base, change, field):
+    with pytest.raises(ConfigError) as exc:
+        spec_of({**SYNTHETIC[base], **change})
+    msg = str(exc.value)
+    assert "\n" not in msg and "config.json" in msg and f"'{field}'" in msg, msg
+
+
+# ---- CLI -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("model_id", ["nvidia/Nemotron-H-56B-Base-8K", "ai21labs/AI21-Jamba-1.5-Mini",
+                                      "tiiuae/falcon-mamba-7b", "microsoft/phi-2"])
+def test_cli_analyze_json(model_id):
+    import json
+
+    from typer.testing import CliRunner
+
+    from cli.app import app
+
+    r = CliRunner().invoke(app, ["analyze", model_id, "--json", "--context", "1024"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["params"]["total"] == BUNDLED[model_id]
+    cache = kv_cache(spec_of(load_bundled_config(model_id)), BF16, BF16)
+    assert d["kv_cache"]["state_bytes_per_sequence"] == cache.state_bytes_per_sequence
+
+
+def test_cli_models_list_counts_every_covered_family():
+    import json
+
+    from typer.testing import CliRunner
+
+    from cli.app import app
+
+    r = CliRunner().invoke(app, ["models", "list", "--json"])
+    assert r.exit_code == 0, r.output
+    rows = [m for m in json.loads(r.stdout)["models"] if m["model_type"] in FAMILIES]
+    assert rows and all(isinstance(m["total_params"], int) and m["total_params"] > 0 for m in rows), rows
