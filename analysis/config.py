@@ -94,7 +94,8 @@ FAMILIES: dict[str, Traits] = {
     "qwen2": Traits(qkv_bias=True, o_bias=False, mlp_bias=False, windows="qwen"),
     "qwen3": Traits(o_bias="attention_bias", qk_norm="head", mlp_bias=False, windows="qwen", head_dim_default=128),
     "qwen2_moe": Traits(qkv_bias="qkv_bias", o_bias=False, mlp_bias=False, bias_default=True, windows="qwen", moe="qwen"),
-    "qwen3_moe": Traits(qk_norm="head", mlp_bias=False, windows="qwen", moe="qwen", head_dim_default=128),
+    # no head_dim default (unlike qwen3): transformers' Qwen3MoeConfig falls back to hidden // heads
+    "qwen3_moe": Traits(qk_norm="head", mlp_bias=False, windows="qwen", moe="qwen"),
     "gemma": Traits(tie_default=True, head_dim_default=256, act_key="hidden_activation", act_default="gelu_pytorch_tanh",
                     norm_offset=1.0, embed_scale=True, mlp_bias=False, windows="none"),
     "gemma2": Traits(tie_default=True, head_dim_default=256, act_key="hidden_activation", act_default="gelu_pytorch_tanh",
@@ -374,6 +375,9 @@ def build_decoder(f: Fields, model_type: str, t: Traits, generic: bool = False) 
     act = read_act(f, t)
     windows = read_windows(f, n_layers, t.windows)
     q_norm = k_norm = 0
+    if model_type == "olmoe" and hd * heads != hidden:
+        # transformers sizes OLMoE's q_norm by hidden_size, so its q_proj must be hidden_size wide too
+        raise f.error("head_dim", f"({hd}) x num_attention_heads ({heads}) must equal hidden_size ({hidden}) for olmoe")
     if t.qk_norm == "head":
         q_norm = k_norm = hd
     elif t.qk_norm == "full":
@@ -492,7 +496,8 @@ def moe_plan(f: Fields, model_type: str, t: Traits, hidden: int, n_layers: int, 
         size = f.int("moe_intermediate_size")
         step = f.int("decoder_sparse_step", 1)
         only = set(f.int_list("mlp_only_layers", lo=0, hi=MAX_LAYERS) or [])
-        shared = f.int("shared_expert_intermediate_size", 0, lo=0) if model_type == "qwen2_moe" else 0
+        # transformers builds qwen2_moe's shared expert and its gate whatever the size: 0 is not "none"
+        shared = f.int("shared_expert_intermediate_size", 0, lo=1) if model_type == "qwen2_moe" else 0
         if n_exp and k > n_exp:
             raise f.error("num_experts_per_tok", f"({k}) exceeds num_experts ({n_exp})")
         at = {i for i in range(n_layers) if i not in only and n_exp > 0 and (i + 1) % step == 0}

@@ -250,8 +250,9 @@ def build_qwen3_next(f: Fields, model_type: str) -> ModelSpec:
         types = _types_list(f, "layer_types", n_layers, QWEN3_NEXT_TYPES)
     else:
         every = f.int("full_attention_interval", 4)
-        types = f.derived("layer_types", ["full" if (i + 1) % every == 0 else "linear" for i in range(n_layers)],
-                          f"every {every}th layer full attention (full_attention_interval)")
+        types = ["full" if (i + 1) % every == 0 else "linear" for i in range(n_layers)]
+        f.derived("layer_types", f"list[{n_layers}]", f"absent: every {every}th layer full attention, "
+                                                      "the others linear_attention (full_attention_interval)")
     act = _act(f, "silu")
     attn = read_attention(f, hidden, bias=f.bool("attention_bias", False), rotary_default=0.25,
                           output_gate=True) if "full" in types else None
@@ -308,8 +309,9 @@ def nemotron_block_types(f: Fields) -> list[str]:
         types = [NEMOTRON_PATTERN[ch] for ch in pattern]
         key = "hybrid_override_pattern"
     else:
-        types = f.defaulted("layers_block_type", ["mamba", "moe", "attention", "mlp"],
-                            "absent with hybrid_override_pattern: the nemotron_h class default (4 layers)")
+        types = ["mamba", "moe", "attention", "mlp"]
+        f.defaulted("layers_block_type", "list[4]", "absent, and no hybrid_override_pattern: the nemotron_h "
+                                                    "class default (Mamba-2, MoE, attention, MLP)")
         key = "layers_block_type"
     if not types:
         raise f.error(key, "is empty")
@@ -395,7 +397,8 @@ def build_jamba(f: Fields, model_type: str) -> ModelSpec:
             raise f.error("num_experts_per_tok", f"({k}) exceeds {e_key} ({n_exp})")
         moe = MoE(hidden, n_exp, k, inter, act=act)
     dense = MLP(hidden, inter, act=act)
-    norms = (PlacedNorm("input_layernorm", "pre_mixer", Norm(hidden)), PlacedNorm("pre_ff_layernorm", "pre_ffn", Norm(hidden)))
+    norms = (PlacedNorm("input_layernorm", "pre_mixer", Norm(hidden)),
+             PlacedNorm("pre_ff_layernorm", "pre_ffn", Norm(hidden)))
     layers = [Layer(attn if is_attn[i] else mamba, moe if is_moe[i] else dense, norms) for i in range(n_layers)]
     return _spec(f, model_type, hidden, vocab, layers, Norm(hidden), False, act)
 
@@ -428,7 +431,8 @@ def build_falcon_h1(f: Fields, model_type: str) -> ModelSpec:
     mamba = read_mamba2(f, hidden, MAMBA2_KEYS["granite"], inner="d_ssm", gated_norm=f.bool("mamba_rms_norm", False),
                         out_proj_bias=f.bool("projectors_bias", False))
     mlp = MLP(hidden, f.int("intermediate_size"), bias=f.bool("mlp_bias", False), act=act)
-    norms = (PlacedNorm("input_layernorm", "pre_mixer", Norm(hidden)), PlacedNorm("pre_ff_layernorm", "pre_ffn", Norm(hidden)))
+    norms = (PlacedNorm("input_layernorm", "pre_mixer", Norm(hidden)),
+             PlacedNorm("pre_ff_layernorm", "pre_ffn", Norm(hidden)))
     layer = Layer(ParallelHybrid(attn, mamba), mlp, norms)
     return _spec(f, model_type, hidden, vocab, [layer] * n_layers, Norm(hidden), False, act,
                  rope_scaling=read_rope(f, attn.head_dim)[2])
@@ -454,8 +458,9 @@ def build_bamba(f: Fields, model_type: str) -> ModelSpec:
         if _present(f, key):
             types = _types_list(f, key, n_layers, GRANITE_TYPES)
         else:
-            types = f.defaulted("layer_types", ["mamba"] * n_layers, "absent: every layer Mamba-2 (class default)")
-        rope, fixed = f.raw("position_embedding_type") == "rope", None
+            types = ["mamba"] * n_layers
+            f.defaulted("layer_types", f"list[{n_layers}]", "absent: every layer Mamba-2 (the class default)")
+        rope, fixed = f.str("position_embedding_type", "none") == "rope", None  # else NoPE
     attn = None
     if "attention" in types:
         attn = read_attention(f, hidden, bias=f.bool("attention_bias", False), rope=rope, rotary_fixed=fixed,
@@ -492,7 +497,7 @@ def lfm2_ffn_size(f: Fields) -> int:
     """transformers' ``Lfm2MLP`` width: ``block_ff_dim`` (or ``intermediate_size``), and when
     ``block_auto_adjust_ff_dim``: ``int(2·i/3)``, times ``block_ffn_dim_multiplier``, rounded up to
     a multiple of ``block_multiple_of``."""
-    size = f.int(_pick(f, "block_ff_dim", "intermediate_size"))
+    size = f.int("block_ff_dim") if _present(f, "block_ff_dim") else f.int("intermediate_size")
     if not f.bool("block_auto_adjust_ff_dim", True):
         return size
     size = 2 * size // 3  # int(2 * size / 3), exact for integers
@@ -513,7 +518,8 @@ def build_lfm2(f: Fields, model_type: str) -> ModelSpec:
     else:
         idx = f.int_list("full_attn_idxs", lo=0, hi=MAX_LAYERS)
         if idx is None:
-            idx = f.defaulted("full_attn_idxs", list(range(n_layers)), "absent: every layer attention (class default)")
+            idx = list(range(n_layers))
+            f.defaulted("full_attn_idxs", f"list[{n_layers}]", "absent: every layer attention (the class default)")
         types = ["attention" if i in set(idx) else "conv" for i in range(n_layers)]
     attn = read_attention(f, hidden, bias=False) if "attention" in types else None  # q/k RMSNorms over head_dim
     if attn is not None and not f.has("rope_theta") and not isinstance(f.raw("rope_parameters"), dict):

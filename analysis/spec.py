@@ -203,6 +203,10 @@ class Mamba:
     keeps ``d_inner × state_size`` state. Jamba RMS-normalises dt, B and C with weights
     (``dt_layernorms``), Falcon-Mamba without (``bcdt_rms``).
 
+    Tensor names are transformers' except the gated norm, ``gated_norm`` here (``norm`` there), which
+    would otherwise collide with the Nemotron-H / mamba2 block norm ``norm`` when the trace groups a
+    layer's tensors by module name.
+
     Per-sequence state, vLLM's convention (``MambaStateShapeCalculator``): the conv window of the
     ``conv_kernel - 1`` previous inputs of every conv channel (the current input is not kept), plus
     the SSM state above.
@@ -280,8 +284,8 @@ class Mamba:
             out.append(Tensor(f"{prefix}.dt_bias", (self.num_heads,), "other"))
             out.append(Tensor(f"{prefix}.A_log", (self.num_heads,), "other"))
             out.append(Tensor(f"{prefix}.D", (self.num_heads,), "other"))
-            if self.gated_norm:
-                out.append(Tensor(f"{prefix}.norm.weight", (d,), "norm"))
+            if self.gated_norm:  # transformers: mixer.norm (renamed: the block's own norm is `norm`)
+                out.append(Tensor(f"{prefix}.gated_norm.weight", (d,), "norm"))
         out_bias = self.proj_bias if self.out_proj_bias is None else self.out_proj_bias
         _linear(out, f"{prefix}.out_proj", h, d, out_bias)
         return out

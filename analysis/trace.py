@@ -304,7 +304,7 @@ class _Builder:
                  act_write_bytes=n * d * a, state_read_bytes=rd, state_write_bytes=wr, kernels=8)
         if m.version == 2 and m.gated_norm:
             # RMSNormGated: norm(y · silu(z)) over norm_groups groups of d_inner
-            self._gate(i, "gated_norm", d, tensors.get("norm", []), kernels=7)
+            self._gate(i, "gated_norm", d, tensors.get("gated_norm", []), kernels=7)
         else:
             self._gate(i, "gate", d, [], kernels=2)  # y · silu(z)
         # out_proj: d_inner -> h: 2·n·d_inner·h

@@ -16,3 +16,8 @@ app.command("trace")(trace)
 from .compare_cmd import compare  # noqa: E402
 
 app.command("compare")(compare)
+from .calibrate_cmd import calibrate  # noqa: E402
+from .verify_cmd import verify  # noqa: E402
+
+app.command("verify")(verify)
+app.command("calibrate")(calibrate)

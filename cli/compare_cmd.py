@@ -10,6 +10,7 @@ from analysis.errors import OptionError, PlannerError
 
 from .analyze_cmd import RevisionOpt, SlidingOpt
 from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt
+from .plots import PlotOpt, check_plot_path, plot_memory
 from .render import OutputFormat, fmt_bytes, fmt_count, fmt_gib, fmt_int, fmt_si, fmt_time, print_json, resolve_format
 from .sections import Section, emit
 
@@ -42,6 +43,7 @@ def compare(
     price_per_hour: PriceOpt = None,
     sliding_window: SlidingOpt = None,
     revision: RevisionOpt = None,
+    plot: PlotOpt = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -106,6 +108,8 @@ def compare(
     reasons = explain(ranked, context=context, batch=batch, hw=hw, criterion=criterion)
     smallest = min(rows, key=lambda r: r[1].params.total)
     headline = headline_text(ranked, smallest, reasons)
+    if plot is not None:
+        plot_memory([d for *_, d in rows], hw, plot, batch=batch, context=context, tp=tp_)
     settings = {"context": context, "batch": batch, "hardware": hw.name, "gpus": gpus, "tp": tp_, "replicas": replicas,
                 "dtype": dtype, "kv_dtype": kv_dtype, "price_per_hour": price_per_hour, "sliding_window": sliding_window}
     if out_fmt == OutputFormat.json:

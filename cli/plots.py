@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any, Iterable, Optional
@@ -46,7 +45,7 @@ GID_CONTEXT = "memory:context"  # Line2D, x = the chosen context
 PlotOpt = Annotated[
     Optional[Path],
     typer.Option("--plot", metavar="PATH", dir_okay=False,
-                 help="Also draw the result to PATH (.png or .svg; needs the plot extra: pip install 'planner[plot]')."),
+                 help="Also draw the result to PATH (.png or .svg; needs the plot extra: pip install 'planner\\[plot]')."),
 ]
 
 
@@ -88,9 +87,8 @@ def check_plot_path(path: str | os.PathLike) -> Path:
     try:  # os.access says yes to root everywhere; a real probe also catches read-only mounts
         with tempfile.TemporaryFile(dir=parent):
             pass
-    except OSError as exc:
-        raise OptionError(f"--plot {p}: folder '{parent}' is not writable ({exc.strerror or exc})",
-                          "choose another folder") from None
+    except OSError:
+        raise OptionError(f"--plot {p}: folder '{parent}' is not writable", "choose another folder") from None
     _need_matplotlib()
     return p
 
@@ -101,7 +99,7 @@ def _new_figure():
 
     fig = Figure(figsize=FIGSIZE_IN, dpi=DPI)
     FigureCanvasAgg(fig)
-    fig.subplots_adjust(left=0.11, right=0.975, bottom=0.11, top=0.895)
+    fig.subplots_adjust(left=0.155, right=0.975, bottom=0.11, top=0.895)
     return fig
 
 
@@ -115,10 +113,6 @@ def _save(fig, path: Path) -> None:
             fig.savefig(path, format=fmt, dpi=DPI, metadata=meta)
     except OSError as exc:
         raise OptionError(f"--plot {path}: cannot write it ({exc.strerror or exc})", "choose another path") from None
-
-
-def _written(path: Path) -> None:
-    sys.stderr.write(f"plot written to {path}\n")
 
 
 # ---- shared drawing helpers ---------------------------------------------------------------------
@@ -137,7 +131,7 @@ def _si_formatter(unit: str):
 
     from .render import fmt_si
 
-    return FuncFormatter(lambda v, _pos: fmt_si(v, unit).replace(" " + unit, " " + unit) if v > 0 else "")
+    return FuncFormatter(lambda v, _pos: fmt_si(v, unit) if v > 0 else "")
 
 
 def _plain_formatter():
@@ -162,32 +156,64 @@ def ctx_label(tokens: int) -> str:
     return f"{tokens:,}"
 
 
-def _place_labels(fig, ax, items: Iterable[tuple[float, float, str, str]], *, fontsize: float = 8) -> list:
-    """Annotate each (x, y, text, color) next to its point, trying offsets until the label overlaps no
-    label placed before it and stays inside the axes; the last candidate is used when none is free."""
+def _place_labels(fig, ax, items: Iterable[tuple[float, float, str, str]], *, avoid: Iterable[Any] = (),
+                  points: Iterable[tuple[float, float, float]] = (), fontsize: float = 8) -> list:
+    """Annotate each (x, y, text, color) near its point: the first of rings of offsets, nearest first, whose
+    text stays inside the axes and overlaps no label placed before it, no artist of ``avoid`` (legend,
+    notes) and no marker of ``points`` ((x, y, radius in points)). A label set far from its point gets a
+    thin leader line; far offsets avoid the rising diagonal, where the line would hide under the data."""
+    from matplotlib.text import Text
+    from matplotlib.transforms import Bbox, IdentityTransform
+
     renderer = fig.canvas.get_renderer()
     inside = ax.get_window_extent(renderer)
-    placed = []
+    blocked = [a.get_window_extent(renderer).padded(2) for a in avoid]
+    pt = fig.dpi / 72  # pixels per point
+    for px_, py_, r in points:
+        cx, cy = ax.transData.transform((px_, py_))
+        half = max(r, 3) * pt
+        blocked.append(Bbox.from_extents(cx - half, cy - half, cx + half, cy + half))
+    candidates = []
+    for i, r in enumerate((7, 14, 24, 38, 56, 78)):
+        dirs = [(1, -1), (-1, 1), (1, 0), (-1, 0), (0, 1), (0, -1)]
+        if i < 2:  # along the rising lines only while the label stays next to its point
+            dirs += [(1, 1), (-1, -1)]
+        candidates += [(dx * r, dy * r * 0.7) for dx, dy in dirs]
     out = []
-    candidates = [(8, 6), (8, -14), (-8, 6), (-8, -14), (10, 20), (10, -28), (-10, 20), (-10, -28),
-                  (30, 34), (30, -42), (-30, 34), (-30, -42), (40, 52), (40, -60), (-40, 52), (-40, -60)]
     for x, y, text, color in items:
-        ann = None
+        px, py = ax.transData.transform((x, y))
+        chosen = None
         for dx, dy in candidates:
-            if ann is not None:
-                ann.remove()
-            far = abs(dy) > 15
-            ann = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
-                              color=color, ha="left" if dx > 0 else "right", va="bottom" if dy > 0 else "top",
-                              arrowprops={"arrowstyle": "-", "color": color, "lw": 0.6} if far else None)
-            box = ann.get_window_extent(renderer).padded(2)
-            ok = (inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1
-                  and not any(box.overlaps(b) for b in placed))
-            if ok:
+            probe = Text(0, 0, text, fontsize=fontsize, ha=_ha(dx), va=_va(dy))
+            probe.set_figure(fig)
+            probe.set_transform(IdentityTransform())  # pixels
+            probe.set_position((px + dx * pt, py + dy * pt))
+            box = probe.get_window_extent(renderer).padded(2)
+            if (inside.x0 <= box.x0 and box.x1 <= inside.x1 and inside.y0 <= box.y0 and box.y1 <= inside.y1
+                    and not any(box.overlaps(b) for b in blocked)):
+                chosen = (dx, dy, box)
                 break
-        placed.append(ann.get_window_extent(renderer).padded(2))
+        if chosen is None:
+            dx, dy = candidates[0]
+            box = None
+        else:
+            dx, dy, box = chosen
+        far = abs(dx) > 12 or abs(dy) > 12
+        ann = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize, color=color,
+                          ha=_ha(dx), va=_va(dy), arrowprops={"arrowstyle": "-", "color": color, "lw": 0.6, "shrinkA": 0, "shrinkB": 3}
+                          if far else None)
+        if box is not None:
+            blocked.append(box)
         out.append(ann)
     return out
+
+
+def _ha(dx: float) -> str:
+    return "left" if dx > 0 else "right" if dx < 0 else "center"
+
+
+def _va(dy: float) -> str:
+    return "bottom" if dy > 0 else "top" if dy < 0 else "center"
 
 
 # ---- trace: the roofline ---------------------------------------------------------------------------
@@ -207,6 +233,27 @@ def _clusters(points: list[dict]) -> list[dict]:
                 break
         else:
             out.append({"x": p["x"], "y": p["y"], "names": [p["name"]], "share": p["share"], "color": p["color"]})
+    return out
+
+
+def _sweep_labels(xy: list[tuple[float, float]], rows: list[dict]) -> list[tuple[float, float, str, str]]:
+    """'b=64, 32k' per sweep point; points at the same spot (within 5%) share one label ('b=64, 512, 32k')."""
+    groups: list[dict] = []
+    for (x, y), r in zip(xy, rows):
+        for g in groups:
+            if abs(math.log(x / g["x"])) < 0.05 and abs(math.log(y / g["y"])) < 0.05:
+                g["rows"].append(r)
+                break
+        else:
+            groups.append({"x": x, "y": y, "rows": [r]})
+    out = []
+    for g in groups:
+        ctxs = list(dict.fromkeys(r["context"] for r in g["rows"]))
+        if len(ctxs) == 1:
+            text = f"b={', '.join(str(r['batch']) for r in g['rows'])}, {ctx_label(ctxs[0])}"
+        else:
+            text = "; ".join(f"b={r['batch']}, {ctx_label(r['context'])}" for r in g["rows"])
+        out.append((g["x"], g["y"], text, "crimson"))
     return out
 
 
@@ -266,8 +313,8 @@ def plot_roofline(trace: dict, hw: Any, path: str | os.PathLike, *, sweep: list[
     ax.plot([ridge, x_hi], [peak_flops_per_s, peak_flops_per_s], color="black", lw=1.6, ls="--", gid=GID_CEILING,
             label=f"compute: {fmt_si(peak_flops_per_s, 'FLOP/s')} dense {prof.peak_flops_key_for(compute)}{eff}")
     ax.plot([ridge, ridge], [y_lo, peak_flops_per_s], color="0.5", lw=0.8, ls=":", gid=GID_RIDGE)
-    ax.annotate(f"ridge {ridge:.3g} FLOP/B", (ridge, y_lo), xytext=(4, 4), textcoords="offset points",
-                fontsize=8, color="0.35")
+    ridge_text = ax.annotate(f"ridge {ridge:.3g} FLOP/B", (ridge, peak_flops_per_s), xytext=(4, -5), textcoords="offset points",
+                             ha="left", va="top", fontsize=8, color="0.35")
 
     if pts:
         ops = ax.scatter([p["x"] for p in pts], [p["y"] for p in pts], s=[12 + 900 * p["share"] for p in pts],
@@ -283,23 +330,30 @@ def plot_roofline(trace: dict, hw: Any, path: str | os.PathLike, *, sweep: list[
                    linewidths=1.2, zorder=4, gid=GID_SWEEP, label="sweep step (batch × context)")
 
     title = f"{model}: decode step on {prof.display_name}"
-    fig.suptitle(title, fontsize=11, x=0.11, ha="left", y=0.975)
-    fig.text(0.11, 0.915, f"batch {trace['batch']}, context {trace['context']:,}, {trace['weights_dtype']} weights, "
+    fig.suptitle(title, fontsize=11, x=0.155, ha="left", y=0.975)
+    fig.text(0.155, 0.915, f"batch {trace['batch']}, context {trace['context']:,}, {trace['weights_dtype']} weights, "
              f"{trace['kv_dtype']} KV; point size = share of step time", fontsize=8.5, color="0.3", ha="left")
+    avoid = [ax.legend(loc="upper left", fontsize=8, framealpha=0.9), ridge_text]
     if skipped:
+        import textwrap
+
         names = ", ".join(dict.fromkeys(skipped))
-        ax.text(0.01, 0.985, f"not shown (no FLOPs, memory-only): {names}: {100 * skipped_share:.2g}% of step time",
-                transform=ax.transAxes, fontsize=7, color="0.4", va="top", ha="left", wrap=True)
-    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
+        note = textwrap.fill(f"not shown (no FLOPs, memory only): {names}; {100 * skipped_share:.2g}% of step time",
+                             44)
+        avoid.append(ax.text(0.99, 0.02, note, transform=ax.transAxes, fontsize=7, color="0.4", va="bottom",
+                             ha="right", bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.9, "pad": 1}))
 
     labels = []
-    for c in _clusters(pts)[:5]:
-        if c["share"] < 0.02:
+    for c in _clusters(pts)[:6]:
+        if c["share"] < 0.01:
             continue
-        names = c["names"] if len(c["names"]) <= 3 else c["names"][:3] + ["…"]
-        labels.append((c["x"], c["y"], f"{', '.join(names)} {100 * c['share']:.0f}%", "0.15"))
-    labels += [(x, y, f"b={s['batch']}, {ctx_label(s['context'])}", "crimson") for (x, y), s in zip(sw, sweep or [])]
-    _place_labels(fig, ax, labels)
+        n = len(c["names"])
+        names = ", ".join(c["names"]) if n <= 3 else f"{', '.join(c['names'][:2])} + {n - 2} more"
+        labels.append((c["x"], c["y"], f"{names}: {100 * c['share']:.0f}%", "0.15"))
+    labels += _sweep_labels(sw, sweep or [])
+    markers = ([(p["x"], p["y"], math.sqrt(12 + 900 * p["share"]) / 2) for p in pts] + [(*step, 6.5)]
+               + [(x, y, 3.5) for x, y in sw])
+    _place_labels(fig, ax, labels, avoid=avoid, points=markers)
     _save(fig, path)
     return fig
 
@@ -381,12 +435,12 @@ def plot_memory(models: list[dict], hw: Any, path: str | os.PathLike, *, batch: 
     ax.set_ylim(y_lo, y_hi)
     ax.annotate(f"context {context:,}", (context, y_lo), xytext=(4, 4), textcoords="offset points", fontsize=8,
                 color="0.35")
-    fig.suptitle(f"Memory against context at batch {batch}", fontsize=11, x=0.11, ha="left", y=0.975)
-    fig.text(0.11, 0.915, "one replica" + (f" (tp {tp})" if tp > 1 else "") + "; max batch = most sequences that "
-             "fit at the chosen context (with decode activations, as in compare)", fontsize=8.5, color="0.3",
+    fig.suptitle(f"Memory against context at batch {batch}", fontsize=11, x=0.155, ha="left", y=0.975)
+    fig.text(0.155, 0.915, "one replica" + (f" (tp {tp})" if tp > 1 else "") + "; max batch: the most sequences that "
+             "fit at the chosen context, decode activations included", fontsize=8.5, color="0.3",
              ha="left")
-    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
-    _place_labels(fig, ax, marks)
+    legend = ax.legend(loc="best", fontsize=8, framealpha=0.9)
+    _place_labels(fig, ax, marks, avoid=[legend], points=[(x, y, 3) for x, y, _, _ in marks])
     _save(fig, path)
     return fig
 
@@ -412,12 +466,14 @@ def _fmt_gib_ticks():
 def plot_verify(verify: dict, path: str | os.PathLike):
     """Predicted and measured seconds of the decode step by op kind and for the whole step, as grouped bars
     (log scale), with measured / predicted above each pair. ``verify`` is the verify JSON:
-    ``{"timing": {"predicted_s", "measured_s", ...}, "per_kind": [{"kind", "predicted_s", "measured_s"}]}``
-    (a kind's ``measured_s`` may be null: no bar). Returns the saved ``Figure``."""
+    ``{"timing": {"predicted_s", "measured_s", ...}, "per_kind": [{"kind", "predicted_s", "measured_s"}]}``;
+    a kind's measured time is ``measured_s`` or, as ``planner verify`` names it, ``profiled_s`` (the torch
+    profiler's time, from eager steps); null draws no bar. Returns the saved ``Figure``."""
     path = check_plot_path(path)
     from .render import fmt_time
 
-    rows = [(r["kind"], r.get("predicted_s"), r.get("measured_s")) for r in verify.get("per_kind") or []]
+    rows = [(r["kind"], r.get("predicted_s"), r["measured_s"] if "measured_s" in r else r.get("profiled_s"))
+            for r in verify.get("per_kind") or []]
     timing = verify["timing"]
     rows.append(("step", timing.get("predicted_s"), timing.get("measured_s")))
     values = [v for _, p, m in rows for v in (p, m) if v is not None and v > 0]
@@ -432,8 +488,9 @@ def plot_verify(verify: dict, path: str | os.PathLike):
     ax.grid(True, axis="y", which="major", color="0.9", lw=0.6)
     ax.set_axisbelow(True)
     y_lo = 10 ** math.floor(math.log10(min(values) / 2)) if values else 1e-6
-    y_hi = 10 ** math.ceil(math.log10(max(values) * 4)) if values else 1.0
+    y_hi = 10 ** math.ceil(math.log10(max(values) * 30)) if values else 1.0
     w = 0.38
+    labelled = set()
     for i, (kind, pred, meas) in enumerate(rows):
         for series, value, dx, color in (("predicted", pred, -w / 2, "tab:blue"), ("measured", meas, w / 2, "tab:orange")):
             if value is None or value <= 0:
@@ -441,27 +498,29 @@ def plot_verify(verify: dict, path: str | os.PathLike):
                 continue
             bars = ax.bar([i + dx], [value], width=w, bottom=0, color=color, alpha=0.85 if kind != "step" else 1.0,
                           edgecolor="black" if kind == "step" else "none", lw=0.8,
-                          label=series if i == 0 or (series == "measured" and not _has_label(ax, "measured")) else None)
+                          label=None if series in labelled else series)
+            labelled.add(series)
             bars.patches[0].set_gid(verify_gid(series, kind))
         if pred and meas:
-            ax.annotate(f"{meas / pred:.2g}×", (i, max(pred, meas)), xytext=(0, 3), textcoords="offset points",
+            ratio = meas / pred
+            ax.annotate(f"{ratio:.2g}×" if ratio < 100 else f"{ratio:,.0f}×", (i, max(pred, meas)), xytext=(0, 3), textcoords="offset points",
                         ha="center", va="bottom", fontsize=7.5, color="0.25")
     ax.set_ylim(y_lo, y_hi)
-    ax.set_xticks(range(len(rows)), [k for k, _, _ in rows], rotation=30 if len(rows) > 7 else 0,
-                  ha="right" if len(rows) > 7 else "center", fontsize=8.5)
+    tilt = len(rows) > 7
+    ax.set_xticks(range(len(rows)), [k for k, _, _ in rows], rotation=30 if tilt else 0,
+                  ha="right" if tilt else "center", rotation_mode="anchor" if tilt else "default", fontsize=8.5)
+    if tilt:
+        fig.subplots_adjust(bottom=0.2)
     ax.set_xlim(-0.6, len(rows) - 0.4)
     model = (verify.get("model") or {}).get("id") if isinstance(verify.get("model"), dict) else verify.get("model")
-    fig.suptitle(f"{model + ': ' if model else ''}predicted vs measured decode time", fontsize=11, x=0.11,
+    fig.suptitle(f"{model + ': ' if model else ''}predicted vs measured decode time", fontsize=11, x=0.155,
                  ha="left", y=0.975)
-    fig.text(0.11, 0.915, "by op kind and for the whole step; number above a pair = measured / predicted",
-             fontsize=8.5, color="0.3", ha="left")
+    profiled = any("profiled_s" in r and "measured_s" not in r for r in verify.get("per_kind") or [])
+    fig.text(0.155, 0.915, "by op kind" + (" (measured: torch profiler, eager steps)" if profiled else "")
+             + " and for the whole step; above each pair: measured / predicted", fontsize=8.5, color="0.3", ha="left")
     ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
     _save(fig, path)
     return fig
-
-
-def _has_label(ax, label: str) -> bool:
-    return any(h.get_label() == label for h in ax.containers)
 
 
 def artist(fig, gid: str):

@@ -11,6 +11,7 @@ from analysis.errors import OptionError
 
 from .analyze_cmd import ModelArg, RevisionOpt
 from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, HardwareOpt, JsonOpt, KvDtypeOpt
+from .plots import PlotOpt, check_plot_path, plot_roofline
 from .render import OutputFormat, fmt_bytes, fmt_int, fmt_si, fmt_time, print_json, resolve_format
 from .sections import Section, emit
 
@@ -65,17 +66,21 @@ def trace(
     sweep: SweepOpt = None,
     graphs: GraphsOpt = True,
     revision: RevisionOpt = None,
+    plot: PlotOpt = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Per-op FLOPs and bytes of one decode step, its roofline time on the hardware, and which bound wins.
 
     Example: planner trace meta-llama/Meta-Llama-3-8B --context 2000 --batch 1 --hardware h100-sxm
+
+    Roofline picture: planner trace meta-llama/Meta-Llama-3-8B --context 2000 --sweep batch=1,8,64 --plot roofline.png
     """
     from .common import load_hardware, load_model
 
     out_fmt = resolve_format(fmt, as_json)
     grid = parse_sweep(sweep, batch, context)
+    plot = check_plot_path(plot) if plot is not None else None
     hw = load_hardware(hardware)
     loaded = load_model(model, revision)
     t = build_trace(loaded.spec, hw, batch=batch, context=context, dtype=dtype, kv_dtype=kv_dtype,
@@ -87,6 +92,8 @@ def trace(
     from .common import warn_notes
 
     warn_notes(t["notes"])
+    if plot is not None:
+        plot_roofline(t, hw, plot, sweep=rows, model=loaded.id)
     if out_fmt == OutputFormat.json:
         d = {"schema_version": 1, "model": {"id": loaded.id, "source": loaded.source, "model_type": loaded.spec.model_type},
              **{k: v for k, v in t.items() if not k.startswith("_")}, "hardware": hw.to_dict()}

@@ -253,7 +253,8 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
     if "bf16" in peaks and "fp16" not in peaks:
         peaks["fp16"] = peaks["bf16"]
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    reserve = 2 * GiB if cal.device_type == "cuda" else min(8 * GiB, cal.memory_bytes // 4)
+    MiB = 2**20
+    reserve = 2 * GiB if cal.device_type == "cuda" else min(8 * GiB, cal.memory_bytes // 4 // MiB * MiB)
     bw_src = (f"memory_bandwidth: read stream of a {cal.details.get('buffer_bytes', 0) / GiB:.2g} GiB matrix by "
               f"a matrix-vector product (the copy rate understates CPU reads: a copy pays a write-allocate read)"
               if cal.read_bytes_per_s else
@@ -276,7 +277,7 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
         "display_name": f"Calibrated {cal.device_name}",
         "vendor": "NVIDIA" if cal.device_type == "cuda" else "cpu",
         "aliases": [],
-        "memory": units.format_bytes(cal.memory_bytes),
+        "memory": units.format_bytes(cal.memory_bytes // MiB * MiB),
         "memory_bandwidth": units.format_bandwidth(_round(cal.memory_bandwidth_bytes_per_s)),
         "peak_flops": peaks,
         "interconnect": None,

@@ -10,7 +10,8 @@ for a small (non-LFS) file, with the headers ``huggingface_hub.hf_hub_download``
 
 Errors carry the hub's ``X-Error-Code`` header, which is how the client tells them apart:
 ``RepoNotFound`` (401/404), ``GatedRepo`` (401/403), ``RevisionNotFound`` (404), ``EntryNotFound``
-(404). A repository can also answer a fixed status (403 without a code, 500 ...).
+(404). A repository can also answer a fixed status (403 without a code, 500 ...), redirect like the
+hub does (a relative 307 to ``/api/resolve-cache/...``), or answer like a plain web server (``bare``).
 
 Everything is bounded: the server binds 127.0.0.1 on a free port, runs in a daemon thread, and
 ``stop()`` (or leaving the ``with`` block) shuts it down. ``hang=True`` makes it accept and never
@@ -43,6 +44,7 @@ class Repo:
     gated: bool = False  # answer 401 GatedRepo (no token) / 403 GatedRepo (a token without access)
     status: int | None = None  # answer this status (no error code) to everything
     redirect: bool = False  # answer the resolve URL with a relative 307 to a resolve-cache URL, like the hub
+    bare: bool = False  # answer like a plain web server: 200 and the file, without the hub's headers
 
     def add(self, files: dict[str, bytes | dict], ref: str = "main", commit: str | None = None) -> str:
         commit = commit or commit_of(f"{ref}:{sorted(files)}:{len(self.files)}")
@@ -160,6 +162,8 @@ class FakeHub:
         if content is None:
             return 404, {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": commit,
                          "X-Error-Message": "Entry not found"}, b"Entry not found"
+        if repo.bare:
+            return 200, {"Content-Type": "application/json"}, content
         etag = hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()  # git's blob id
         headers = {"X-Repo-Commit": commit, "ETag": f'"{etag}"', "Content-Type": "application/json",
                    "Accept-Ranges": "bytes"}

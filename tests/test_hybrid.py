@@ -590,3 +590,44 @@ def test_cli_models_list_counts_every_covered_family():
     assert r.exit_code == 0, r.output
     rows = [m for m in json.loads(r.stdout)["models"] if m["model_type"] in FAMILIES]
     assert rows and all(isinstance(m["total_params"], int) and m["total_params"] > 0 for m in rows), rows
+
+
+CACHE_CHECK = ["mamba/tied_default", "falcon_mamba/expand", "mamba2/groups", "nemotron_h/pattern", "jamba/moe",
+               "falcon_h1/base", "bamba/attn_indices", "granitemoehybrid/moe+rope", "qwen3_next/base",
+               "lfm2/layer_types"]
+
+
+@pytest.mark.parametrize("name", CACHE_CHECK)
+def test_state_matches_transformers_cache(name):
+    """A second, independent source: the tiny model run by transformers on CPU for 3 tokens keeps,
+    per layer, a conv state of ``conv_kernel`` columns (its convention; ours keeps ``kernel - 1``)
+    and a recurrent state of exactly our shape."""
+    torch = pytest.importorskip("torch", reason="needs torch (the runtime extra)")
+    pytest.importorskip("transformers", reason="needs transformers (dev extra)")
+    import warnings
+
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = dict(SYNTHETIC[name])
+    mt = cfg.pop("model_type")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(mt, **cfg)).eval()
+        with torch.no_grad():
+            cache = model(torch.tensor([[1, 2, 3]]), use_cache=True).past_key_values
+    if not hasattr(cache, "get_conv_state"):
+        pytest.skip("this transformers version has no per-layer conv/recurrent state API")
+    spec = spec_of(SYNTHETIC[name])
+    for i, (lk, layer) in enumerate(zip(kv_cache(spec, FP32, FP32).layers, spec.layers)):
+        try:
+            conv, rec = cache.get_conv_state(i), cache.get_recurrent_state(i)
+        except ValueError:  # transformers refuses the question for an attention / MLP layer
+            conv = rec = None
+        if lk.state_bytes == 0:
+            assert conv is None and rec is None, i
+            continue
+        m = layer.mixer.mamba if isinstance(layer.mixer, ParallelHybrid) else layer.mixer
+        assert conv.shape[0] == 1 and conv.shape[-1] == m.conv_kernel
+        want = conv.numel() // m.conv_kernel * (m.conv_kernel - 1) + (rec.numel() if rec is not None else 0)
+        assert lk.state_bytes == 4 * want, i

@@ -1,0 +1,169 @@
+"""``planner verify``: the analysis checked against a real torch decode loop on this machine.
+
+torch is imported only inside the command (``planner --help`` and the other commands never load it).
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+from typing import Annotated, Iterator, Optional
+
+import typer
+
+from .analyze_cmd import ModelArg, RevisionOpt
+from .options import BatchOpt, ContextOpt, FormatOpt, JsonOpt
+from .plots import PlotOpt, check_plot_path, plot_verify
+from .render import SCHEMA_VERSION, OutputFormat, fmt_int, fmt_si, fmt_time, print_json, resolve_format
+from .sections import Section, emit
+
+DeviceOpt = Annotated[Optional[str], typer.Option("--device", help="cuda or cpu; default: cuda when available, else cpu.",
+                                                  show_default=False)]
+RuntimeDtypeOpt = Annotated[Optional[str], typer.Option(
+    "--dtype", help="Weights, activations and KV cache dtype: fp32, bf16 or fp16; default: fp32 on CPU, the config's dtype on CUDA.")]
+StepsOpt = Annotated[int, typer.Option("--steps", min=1, max=100000, help="Timed decode steps (count); the median is reported.")]
+WarmupOpt = Annotated[int, typer.Option("--warmup", min=0, max=100000, help="Untimed decode steps before timing (count).")]
+GraphsOpt = Annotated[bool, typer.Option("--graphs/--no-graphs", help="CUDA: time CUDA-graph replays (default) or eager steps. CPU is always eager.")]
+VerifyHardwareOpt = Annotated[Optional[str], typer.Option(
+    "--hardware", "-H", help="Profile the prediction uses: a name, a YAML path, or 'calibrated' (see 'planner calibrate'); "
+                             "default: the calibrated profile of this device, else 'cpu' / the bundled GPU profile.")]
+WeightsOpt = Annotated[Optional[str], typer.Option("--weights", help="Local folder of Hugging Face *.safetensors to load; default: seeded random weights.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the random weights, KV cache and tokens.")]
+ProfileOpt = Annotated[bool, typer.Option("--profile/--no-profile", help="Per-op-kind times from the torch profiler (a few extra eager steps).")]
+ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", min=1, max=4096, help="CPU threads for torch (count); default: torch's.")]
+
+
+@contextmanager
+def progress_bar(enabled: bool) -> Iterator:
+    """A ``rich.progress`` bar on stderr (only on a terminal), as a ``(phase, done, total)`` callback."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .render import stderr_console
+
+    with Progress(TextColumn("{task.description:<12}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=stderr_console(), transient=True) as bar:
+        tasks: dict[str, int] = {}
+
+        def update(phase: str, done: int, total: int) -> None:
+            if phase not in tasks:
+                tasks[phase] = bar.add_task(phase, total=max(total, 1))
+            bar.update(tasks[phase], completed=done, total=max(total, 1))
+
+        yield update
+
+
+def verify(
+    model: ModelArg,
+    device: DeviceOpt = None,
+    dtype: RuntimeDtypeOpt = None,
+    batch: BatchOpt = 1,
+    context: ContextOpt = 2000,
+    steps: StepsOpt = 32,
+    warmup: WarmupOpt = 5,
+    graphs: GraphsOpt = True,
+    hardware: VerifyHardwareOpt = None,
+    weights: WeightsOpt = None,
+    seed: SeedOpt = 0,
+    profile: ProfileOpt = True,
+    threads: ThreadsOpt = None,
+    revision: RevisionOpt = None,
+    plot: PlotOpt = None,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check the analysis against a real torch decode loop: exact checks, measured vs predicted step time, where the time went.
+
+    Exact checks: parameters, decode FLOPs (FlopCounterMode) and allocated KV bytes equal the analysis.
+
+    Builds a decoder of MODEL's exact shape (random weights unless --weights), fills a KV cache of
+    --context tokens, and times the decode step that follows. Needs torch (pip install 'planner[runtime]').
+
+    Example: planner verify Qwen/Qwen2.5-0.5B --device cpu --hardware calibrated --context 512 --steps 8
+    """
+    from runtime import require_torch
+
+    from .common import load_model
+
+    out_fmt = resolve_format(fmt, as_json)
+    plot = check_plot_path(plot) if plot is not None else None
+    loaded = load_model(model, revision)
+    require_torch()
+    from runtime.verify import VerifyOptions, run_verify
+
+    opts = VerifyOptions(device=device.lower() if device else None, dtype=dtype.lower() if dtype else None, batch=batch,
+                         context=context, steps=steps, warmup=warmup, graphs=graphs, hardware=hardware, weights=weights,
+                         seed=seed, profile=profile, threads=threads)
+    with progress_bar(out_fmt != OutputFormat.json) as cb:
+        r = run_verify(loaded.spec, opts, config=loaded.resolved.config, model_id=loaded.id, progress=cb)
+    if plot is not None:
+        from runtime.verify import result_dict
+
+        plot_verify(result_dict(r, SCHEMA_VERSION), plot)
+    if out_fmt == OutputFormat.json:
+        from runtime.verify import result_dict
+
+        print_json(result_dict(r, SCHEMA_VERSION))
+    else:
+        secs, lines = verify_sections(r)
+        emit(secs, out_fmt, lines=lines)
+    if not r.checks_ok:
+        bad = ", ".join(c.name for c in r.checks if not c.ok)
+        sys.stderr.write(f"Error: exact check(s) failed: {bad} (the analysis and the decoder disagree; please report it)\n")
+        raise typer.Exit(1)
+
+
+def _signed_pct(x: float) -> str:
+    return f"{'+' if x >= 0 else ''}{100 * x:.1f}%"
+
+
+def verify_sections(r) -> tuple[list[Section], list[str]]:
+    o, t, st = r.options, r.times, r.step
+    head = Section(f"verify {r.model_id}", ["", ""])
+    head.add("device", f"{r.device_type}: {r.device_name}" + (f" ({r.threads} threads)" if r.threads else ""))
+    head.add("dtype", f"{r.dtype} weights and activations, {r.kv_dtype} KV cache, matmuls at the {r.compute_dtype} rate")
+    head.add("shape", f"batch {o.batch}, context {o.context:,} (cache capacity {r.capacity:,} tokens)")
+    head.add("weights", r.weights)
+    if r.moe_impl:
+        head.add("MoE experts", f"{r.moe_impl} ({'one grouped GEMM per projection' if r.moe_impl == 'grouped' else 'a loop over the hit experts'})")
+    head.add("prediction from", f"{r.hardware.name}: {r.hardware_reason}")
+
+    checks = Section("Exact checks", ["check", "predicted", "measured", "ok"], right=(1, 2))
+    for c in r.checks:
+        checks.add(f"{c.name} ({c.unit})", fmt_int(c.predicted), fmt_int(c.measured), "ok" if c.ok else "MISMATCH")
+    checks.caption = "; ".join(f"{c.name}: {c.note}" for c in r.checks if c.note)
+
+    mode = "CUDA-graph replay" if r.graphs else "eager"
+    timing = Section(f"Decode step ({mode}, median of {len(t.samples_s)} after {t.warmup} warm-up)", ["", "value"], right=(1,))
+    timing.add("predicted", fmt_time(r.predicted_s))
+    timing.add("measured (median)", fmt_time(r.measured_s))
+    timing.add("error (predicted / measured - 1)", _signed_pct(r.error))
+    timing.add("spread (interquartile)", fmt_time(t.spread_s))
+    timing.add("min / max", f"{fmt_time(t.min_s)} / {fmt_time(t.max_s)}")
+    if r.eager_times is not None:
+        timing.add("eager step (measured)", fmt_time(r.eager_times.median_s))
+    timing.add("achieved bandwidth", f"{fmt_si(r.achieved_bytes_per_s, 'B/s')} ({100 * r.achieved_bytes_per_s / r.rates[1]:.0f}% of {fmt_si(r.rates[1], 'B/s')})")
+    timing.add("achieved compute", f"{fmt_si(r.achieved_flops_per_s, 'FLOP/s')} ({100 * r.achieved_flops_per_s / r.rates[0]:.2g}% of {fmt_si(r.rates[0], 'FLOP/s')})")
+    timing.add("tokens/s", f"{o.batch / r.measured_s:,.1f}")
+
+    roof = Section(f"Prediction: roofline of the trace on {r.hardware.name}", ["", "value"], right=(1,))
+    roof.add("compute time (Σ ops)", fmt_time(st.compute_s))
+    roof.add("memory time (Σ ops)", fmt_time(st.memory_s))
+    roof.add("device time (Σ max per op)", fmt_time(st.device_s))
+    roof.add(f"launches ({st.kernels:,} kernels)", fmt_time(st.launch_s))
+    roof.add("eager step", fmt_time(st.eager_s))
+    roof.add("graph step", fmt_time(st.graph_s))
+    roof.add("bound", f"{st.bound} ({st.ratio:.3g}x)")
+    roof.add("bytes / FLOPs", f"{fmt_si(r.totals.bytes, 'B')} / {fmt_si(r.totals.flops, 'FLOP')}")
+
+    kinds = Section("Time by op kind (predicted eager vs torch profiler)", ["kind", "predicted", "share", "measured share"],
+                    right=(1, 2, 3))
+    for k in sorted(r.kinds, key=lambda k: -(k.measured_share or k.predicted_share)):
+        kinds.add(k.kind, fmt_time(k.predicted_s) if k.predicted_s else "-", f"{100 * k.predicted_share:.1f}%",
+                  "-" if k.measured_share is None else f"{100 * k.measured_share:.1f}%")
+    if r.profiled_step_s:
+        kinds.caption = f"profiled eager step: {fmt_time(r.profiled_step_s)} (profiling slows steps; compare shares)"
+    lines = [f"→ {e}" for e in r.explanation] + [f"note: {n}" for n in r.notes]
+    return [head, checks, timing, roof, kinds], lines

@@ -1,0 +1,551 @@
+"""``planner verify``: every prediction of the analysis, checked against a real decode step.
+
+1. Exact checks: the decoder's parameter count (from the model itself) equals ``params.total``; the
+   FLOPs ``FlopCounterMode`` counts over one decode step equal the trace's; the allocated KV cache
+   equals ``bytes_per_sequence(capacity) × batch``.
+2. Timing: the decode step at position ``context`` (the cache holds ``context`` tokens, the step
+   writes one more; capacity ``context + 1``) is replayed ``steps`` times after ``warmup`` (a CUDA
+   graph on CUDA unless ``graphs=False``); the median is compared with ``hardware.timing.step_time``
+   of the same trace: ``graph_s`` for graph replays, ``eager_s`` for eager steps (always on CPU).
+   Replaying one position makes every sample the same work as the prediction.
+3. Where the time went (``explain``): achieved vs profile bandwidth and FLOP/s, launch overhead
+   (eager vs graphs), and the op kinds whose measured share differs most from the trace.
+
+The context's KV is random (decode time does not depend on its values), so a 32k context is not
+prefilled first. This module imports torch only inside ``run_verify``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from dataclasses import dataclass, field
+
+from analysis.errors import HardwareError, OptionError, RuntimeUnavailableError
+from analysis.spec import ModelSpec, MoE
+
+RUNTIME_DTYPES = ("fp32", "bf16", "fp16")
+DEFAULT_HARDWARE = "h100-sxm"  # as cli.common: the fallback for a GPU no bundled profile matches
+GiB = 2**30
+
+
+@dataclass(frozen=True)
+class VerifyOptions:
+    device: str | None = None  # cuda | cpu; None: cuda when available
+    dtype: str | None = None  # None: fp32 on CPU, the config's float dtype on CUDA
+    batch: int = 1
+    context: int = 2000
+    steps: int = 32
+    warmup: int = 5
+    graphs: bool = True
+    hardware: str | None = None  # a profile name, a YAML path, or "calibrated"; None: see choose_profile
+    weights: str | None = None  # a local safetensors folder; None: seeded random weights
+    seed: int = 0
+    profile: bool = True  # per-op-kind times from the torch profiler
+    profile_steps: int = 3
+    threads: int | None = None  # CPU threads (torch.set_num_threads)
+    moe_impl: str | None = None  # grouped | loop; None: grouped on CUDA, loop elsewhere
+
+    def check(self) -> None:
+        if self.batch < 1:
+            raise OptionError(f"--batch must be >= 1, got {self.batch}")
+        if self.context < 0:
+            raise OptionError(f"--context must be >= 0, got {self.context}")
+        if self.steps < 1:
+            raise OptionError(f"--steps must be >= 1, got {self.steps}")
+        if self.warmup < 0:
+            raise OptionError(f"--warmup must be >= 0, got {self.warmup}")
+        if self.device not in (None, "cpu", "cuda"):
+            raise OptionError(f"--device must be cuda or cpu, got {self.device!r}")
+        if self.dtype is not None and self.dtype not in RUNTIME_DTYPES:
+            raise OptionError(f"--dtype {self.dtype} is not a dtype the torch runtime computes in",
+                              f"choose one of {', '.join(RUNTIME_DTYPES)}")
+        if self.threads is not None and self.threads < 1:
+            raise OptionError(f"--threads must be >= 1, got {self.threads}")
+        if self.moe_impl not in (None, "grouped", "loop"):
+            raise OptionError(f"moe_impl must be grouped or loop, got {self.moe_impl!r}")
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    predicted: int
+    measured: int
+    unit: str
+    note: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.predicted == self.measured
+
+
+@dataclass(frozen=True)
+class KindTime:
+    kind: str
+    predicted_s: float  # Σ over the trace's ops of this kind (eager: max(op time, launches))
+    measured_s: float | None  # from the profiler (profiled steps run slower: compare shares)
+    predicted_share: float
+    measured_share: float | None
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    model_id: str
+    spec: ModelSpec
+    options: VerifyOptions
+    device_type: str
+    device_name: str
+    dtype: str
+    capacity: int
+    checks: tuple[Check, ...]
+    hardware: object  # HardwareProfile
+    hardware_reason: str
+    step: object  # hardware.timing.StepTime
+    totals: object  # analysis.trace.Totals of the decode step
+    times: object  # runtime.timing.StepTimes (the measured step)
+    eager_times: object | None  # CUDA with graphs: a few eager steps, for the launch overhead
+    kinds: tuple[KindTime, ...]
+    profiled_step_s: float | None
+    explanation: tuple[str, ...]
+    notes: tuple[str, ...]
+    build_s: float
+    weights: str
+    moe_impl: str | None
+    threads: int | None
+    kv_dtype: str
+    compute_dtype: str
+    rates: tuple[float, float] = field(default=(0.0, 0.0))  # (FLOP/s, bytes/s) the prediction used
+
+    @property
+    def graphs(self) -> bool:
+        return bool(self.times.graphs)
+
+    @property
+    def predicted_s(self) -> float:
+        return self.step.graph_s if self.graphs else self.step.eager_s
+
+    @property
+    def measured_s(self) -> float:
+        return self.times.median_s
+
+    @property
+    def error(self) -> float:
+        """predicted / measured - 1: positive when the prediction is slower than the measurement."""
+        return self.predicted_s / self.measured_s - 1.0
+
+    @property
+    def achieved_bytes_per_s(self) -> float:
+        return self.totals.bytes / self.measured_s
+
+    @property
+    def achieved_flops_per_s(self) -> float:
+        return self.totals.flops / self.measured_s
+
+    @property
+    def checks_ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+
+# ---- hardware profile ----------------------------------------------------------------------------
+
+
+def _device_label(device_type: str, name: str) -> str:
+    return f"{device_type}: {name}"
+
+
+def closest_bundled(device_name: str, memory_bytes: int | None = None):
+    """The bundled profile of a CUDA device name ("NVIDIA H200" -> h200-sxm), or None."""
+    from hardware.profiles import list_profiles
+
+    key = device_name.lower().replace("-", " ")
+    hits = []
+    for p in list_profiles():
+        if p.origin != "bundled" or p.vendor.lower() not in ("nvidia", "amd"):
+            continue
+        parts = p.name.split("-")
+        model = " ".join(parts[:2]) if parts[0] in ("rtx", "tpu") else parts[0]
+        if not re.search(rf"(?<![a-z0-9]){re.escape(model)}(?![a-z0-9])", key):
+            continue
+        variant = [v for v in parts[1:] if v in ("sxm", "pcie", "nvl")]
+        score = 0
+        for v in ("pcie", "nvl"):
+            if (v in key) == (v in variant):
+                score += 2
+        if memory_bytes:
+            score -= abs(p.memory_bytes - memory_bytes) / max(p.memory_bytes, 1)
+        hits.append((score, p.name, p))
+    if not hits:
+        return None
+    return max(hits, key=lambda h: (h[0], h[1]))[2]
+
+
+def choose_profile(requested: str | None, device_type: str, device_name: str, memory_bytes: int | None = None):
+    """(profile, why it was chosen). ``requested``: a name/path, ``calibrated``, or None for the default:
+    the calibrated profile when it was measured on this device, else ``cpu`` on CPU and the bundled
+    profile matching the GPU's name on CUDA."""
+    from hardware.profiles import load_profile, user_profile_dir
+
+    from .calibrate import profile_device
+
+    here = _device_label(device_type, device_name)
+    if requested and requested.lower() != "calibrated":
+        p = load_profile(requested)
+        return p, f"--hardware {requested}"
+    try:
+        cal = load_profile("calibrated")
+        if cal.origin != "user":
+            cal = None
+    except HardwareError:
+        cal = None
+    if requested:  # "calibrated"
+        if cal is None:
+            raise HardwareError(f"no calibrated profile in {user_profile_dir()}",
+                                f"run 'planner calibrate --device {device_type}' first")
+        measured_on = profile_device(cal)
+        why = f"calibrated profile {cal.path}" + (f", measured on {measured_on}" if measured_on else "")
+        if measured_on and measured_on != here:
+            why += f" (not this device, {here})"
+        return cal, why
+    if cal is not None and profile_device(cal) == here:
+        return cal, f"calibrated profile {cal.path} (measured on this device; default)"
+    skipped = f"; the calibrated profile was measured on {profile_device(cal)}" if cal is not None else ""
+    if device_type == "cpu":
+        return load_profile("cpu"), ("bundled 'cpu' template (placeholder numbers: run 'planner calibrate --device cpu')"
+                                     + skipped)
+    p = closest_bundled(device_name, memory_bytes)
+    if p is None:
+        return load_profile(DEFAULT_HARDWARE), (f"bundled '{DEFAULT_HARDWARE}' (no bundled profile matches "
+                                                f"'{device_name}': pass --hardware or run 'planner calibrate')" + skipped)
+    return p, f"bundled '{p.name}' (matches '{device_name}'; run 'planner calibrate' for measured rates)" + skipped
+
+
+# ---- memory guard --------------------------------------------------------------------------------
+
+
+def workspace_bytes(ops, batch: int, vocab: int, act_bytes: int) -> int:
+    """Room for activations, logits, graph pools and allocator slack beside weights and KV."""
+    act_peak = max((o.act_read_bytes + o.act_write_bytes for o in ops), default=0)
+    return 256 * 2**20 + 8 * act_peak + 4 * batch * vocab * max(act_bytes, 4)
+
+
+def memory_guard(*, weights_bytes: int, kv_bytes_at, batch: int, context: int, workspace: int, free_bytes: int,
+                 device: str, margin_bytes: int) -> None:
+    """Refuse (``OptionError``) before allocating when weights + KV + workspace exceed the free memory,
+    naming the largest batch at this context and the longest context at this batch that fit."""
+    from analysis.capacity import largest
+
+    usable = free_bytes - margin_bytes
+    need = weights_bytes + kv_bytes_at(context + 1) * batch + workspace
+    if need <= usable:
+        return
+    per_seq_ws = max(1, workspace // max(batch, 1))
+
+    def fits_batch(b: int) -> bool:
+        return weights_bytes + kv_bytes_at(context + 1) * b + per_seq_ws * b <= usable
+
+    def fits_ctx(c: int) -> bool:
+        return weights_bytes + kv_bytes_at(c + 1) * batch + workspace <= usable
+
+    mb = largest(fits_batch, 1, max(batch, 1))
+    mc = largest(fits_ctx, 0, context)
+    hint = []
+    if mb >= 1:
+        hint.append(f"--batch {mb} fits at --context {context}")
+    if mc >= 0:
+        hint.append(f"--context {mc} fits at --batch {batch}")
+    if not hint:
+        hint.append("the weights alone do not fit: use a smaller model or dtype")
+    raise OptionError(
+        f"not enough {device} memory: this run needs {need / GiB:.2f} GiB (weights {weights_bytes / GiB:.2f} GiB, "
+        f"KV cache {kv_bytes_at(context + 1) * batch / GiB:.2f} GiB, workspace {workspace / GiB:.2f} GiB) but "
+        f"{usable / GiB:.2f} GiB is free (after a {margin_bytes / GiB:.2f} GiB margin)", "; ".join(hint))
+
+
+# ---- where the time went -------------------------------------------------------------------------
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1e3:.3g} ms" if s >= 1e-3 else f"{s * 1e6:.3g} µs"
+
+
+def _rate(v: float, unit: str) -> str:
+    for p, d in (("T", 1e12), ("G", 1e9), ("M", 1e6)):
+        if v >= d:
+            return f"{v / d:.3g} {p}{unit}"
+    return f"{v:.3g} {unit}"
+
+
+def explain(*, predicted_s: float, measured_s: float, step, totals, rates: tuple[float, float], graphs: bool,
+            eager_measured_s: float | None, kinds: tuple[KindTime, ...], profile_name: str) -> list[str]:
+    """Sentences saying where the measured time went, relative to the prediction (pure arithmetic)."""
+    flops_rate, bw_rate = rates
+    out = []
+    err = predicted_s / measured_s - 1.0
+    mode = "CUDA-graph replay" if graphs else "eager step"
+    out.append(f"measured {_ms(measured_s)} per {mode} vs {_ms(predicted_s)} predicted by '{profile_name}' "
+               f"({'+' if err >= 0 else ''}{100 * err:.1f}%: the prediction is {'slower' if err >= 0 else 'faster'} than the device)")
+    ach_bw = totals.bytes / measured_s
+    ach_fl = totals.flops / measured_s
+    bound = step.bound
+    out.append(f"the trace says the step is {bound}-bound ({step.ratio:.3g}x): {totals.bytes / 1e9:.3g} GB moved "
+               f"(weights {totals.weight_bytes / 1e9:.3g} GB, KV {totals.kv_bytes / 1e9:.3g} GB, activations "
+               f"{totals.act_bytes / 1e9:.3g} GB) and {totals.flops / 1e9:.3g} GFLOP")
+    out.append(f"achieved {_rate(ach_bw, 'B/s')} = {_pct(ach_bw / bw_rate)} of the profile's {_rate(bw_rate, 'B/s')}, "
+               f"and {_rate(ach_fl, 'FLOP/s')} = {_pct(ach_fl / flops_rate)} of its {_rate(flops_rate, 'FLOP/s')}")
+    launch_pred = step.launch_s
+    if graphs:
+        if eager_measured_s is not None:
+            saved = eager_measured_s - measured_s
+            out.append(f"launch overhead: eager steps took {_ms(eager_measured_s)}, the graph replay {_ms(measured_s)} "
+                       f"({_ms(saved)} saved over {step.kernels} kernels ≈ {_ms(max(saved, 0) / max(step.kernels, 1))} each; "
+                       f"the profile assumes {_ms(launch_pred / max(step.kernels, 1))} each, {_ms(launch_pred)} per eager step)")
+    else:
+        share = (step.eager_s - step.device_s) / step.eager_s if step.eager_s else 0.0
+        out.append(f"launch overhead: {step.kernels} kernels × {_ms(launch_pred / max(step.kernels, 1))} = {_ms(launch_pred)} "
+                   f"of dispatch predicted; ops shorter than their launches add {_ms(step.eager_s - step.device_s)} "
+                   f"({_pct(share)} of the predicted eager step)")
+    if bound == "memory" and err < -0.05:
+        out.append(f"the device delivered less than the profile's bandwidth: at {_pct(ach_bw / bw_rate)} of it, the "
+                   f"memory time alone is {_ms(step.memory_s * bw_rate / ach_bw)} instead of {_ms(step.memory_s)}")
+    elif err > 0.05:
+        out.append(f"the device beat the profile: the step ran {_pct(-err / (1 + err))} faster than predicted "
+                   f"(a bandwidth or FLOP/s above the profile's, or bytes served from cache)")
+    measured_kinds = [k for k in kinds if k.measured_share is not None]
+    if measured_kinds:
+        diffs = sorted(measured_kinds, key=lambda k: abs(k.measured_share - k.predicted_share), reverse=True)
+        parts = [f"{k.kind} {_pct(k.measured_share)} measured vs {_pct(k.predicted_share)} predicted" for k in diffs[:3]
+                 if abs(k.measured_share - k.predicted_share) >= 0.02]
+        if parts:
+            out.append("op kinds whose share of the step differs most from the trace: " + "; ".join(parts))
+        other = next((k for k in kinds if k.kind == "other (untraced)"), None)
+        if other is not None and other.measured_share and other.measured_share > 0.05:
+            out.append(f"{_pct(other.measured_share)} of the profiled step ran outside the traced ops "
+                       f"(Python and framework overhead between kernels)")
+    return out
+
+
+def kind_times(ops, op_times, graphs: bool, measured: dict[str, float] | None, profiled_step_s: float | None) -> tuple[KindTime, ...]:
+    """Predicted time per op kind (eager: max(op, launches); graphs: op time) beside the profiled share."""
+    pred: dict[str, float] = {}
+    for o, t in zip(ops, op_times):
+        pred[o.kind] = pred.get(o.kind, 0.0) + (t.time_s if graphs else max(t.time_s, t.launch_s))
+    total_pred = sum(pred.values()) or 1.0
+    rows = []
+    total_meas = profiled_step_s if measured else None
+    kinds = list(pred) + [k for k in (measured or {}) if k not in pred]
+    for k in kinds:
+        m = None if measured is None else measured.get(k, 0.0)
+        rows.append(KindTime(k, pred.get(k, 0.0), m, pred.get(k, 0.0) / total_pred,
+                             None if m is None or not total_meas else m / total_meas))
+    if measured is not None and total_meas:
+        rest = max(0.0, total_meas - sum(measured.values()))
+        rows.append(KindTime("other (untraced)", 0.0, rest, 0.0, rest / total_meas))
+    return tuple(rows)
+
+
+# ---- the run -------------------------------------------------------------------------------------
+
+
+def default_dtype(spec: ModelSpec, device_type: str) -> str:
+    """fp32 on CPU (bf16 matmuls are slow and erratic on many CPUs); the config's float dtype on CUDA."""
+    if device_type == "cpu":
+        return "fp32"
+    from analysis.dtypes import try_dtype
+
+    d = try_dtype(spec.torch_dtype) if spec.torch_dtype else None
+    return d.name if d is not None and d.name in RUNTIME_DTYPES else "bf16"
+
+
+def run_verify(spec: ModelSpec, opts: VerifyOptions, *, config: dict | None = None, model_id: str = "",
+               progress=None) -> VerifyResult:
+    """Build the decoder of ``spec``, run the exact checks and time its decode step (see module doc)."""
+    from . import require_torch
+
+    torch = require_torch()
+    from analysis.kv import kv_cache
+    from analysis.params import count_params
+    from analysis.trace import Totals, step_ops
+    from analysis.weights import weight_format
+    from hardware.roofline import effective_rates
+    from hardware.timing import step_time
+
+    from .cache import KVCache
+    from .calibrate import device_name, free_memory_bytes, total_memory_bytes
+    from .load import load_checkpoint
+    from .model import build_decoder, check_supported, numerics_for, parameter_count, unique_parameters
+    from .timing import _no_progress, count_flops, profile_kinds, synchronize, time_steps
+
+    progress = progress or _no_progress
+    opts.check()
+    check_supported(spec)
+    dev_type = opts.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if dev_type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeUnavailableError(f"--device cuda: CUDA is not available to torch {torch.__version__}",
+                                      "use --device cpu, or install a CUDA build of torch on a machine with a GPU")
+    device = torch.device(dev_type)
+    if opts.threads and dev_type == "cpu":
+        torch.set_num_threads(opts.threads)
+    threads = torch.get_num_threads() if dev_type == "cpu" else None
+    dtype_name = opts.dtype or default_dtype(spec, dev_type)
+    tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
+    notes: list[str] = []
+    if opts.dtype is None:
+        notes.append(f"dtype {dtype_name}: the default on {dev_type}" + (" (bf16 matmuls are slow and erratic on many CPUs)"
+                                                                        if dev_type == "cpu" else " (the config's torch_dtype)"))
+    if spec.quant is not None:
+        notes.append(f"the checkpoint is quantized ({spec.quant.raw_method or spec.quant.method}); verify runs {dtype_name} "
+                     "weights and the analysis is done for them (--dtype)")
+
+    # -- the analysis of exactly what will run --------------------------------------------------------
+    B, C = opts.batch, opts.context
+    capacity = C + 1
+    fmt, fmt_notes = weight_format(spec, dtype_name)
+    kvd = fmt.act
+    kvc = kv_cache(spec, kvd, fmt.act)
+    params = count_params(spec)
+    ops = step_ops(spec, fmt, kvd, batch=B, new_tokens=1, cached_tokens=C)
+    totals = Totals.of(ops)
+    weights_bytes = fmt.bytes_of(spec.tensors())
+    kv_bytes = kvc.bytes_per_sequence(capacity) * B
+
+    name = device_name(device)
+    hw, hw_reason = choose_profile(opts.hardware, dev_type, name, total_memory_bytes(device))
+
+    # -- memory guard, before any allocation ----------------------------------------------------------
+    free = free_memory_bytes(device)
+    margin = 512 * 2**20 if dev_type == "cuda" else max(GiB, free // 10)
+    memory_guard(weights_bytes=weights_bytes, kv_bytes_at=kvc.bytes_per_sequence, batch=B, context=C,
+                 workspace=workspace_bytes(ops, B, spec.vocab_size, tdtype.itemsize), free_bytes=free,
+                 device=dev_type, margin_bytes=margin)
+
+    # -- build (meta, then allocate on the device), load, cache ---------------------------------------
+    t0 = time.perf_counter()
+    progress("build", 0, 2)
+    model = build_decoder(spec, numerics=numerics_for(spec, config), dtype=tdtype, device=device,
+                          seed=None if opts.weights else opts.seed, moe_impl=opts.moe_impl)
+    if opts.weights:
+        rep = load_checkpoint(model, opts.weights)
+        weights_src = f"{opts.weights} ({rep.loaded} tensors)"
+        if rep.ignored:
+            notes.append(f"{len(rep.ignored)} checkpoint tensor(s) not used: {', '.join(rep.ignored[:3])}")
+    else:
+        weights_src = f"random (seed {opts.seed})"
+    progress("build", 1, 2)
+    cache = KVCache(spec, B, capacity, tdtype, device)
+    cache.fill_random_(opts.seed)
+    synchronize(device)
+    progress("build", 2, 2)
+    build_s = time.perf_counter() - t0
+    moe_impl = None
+    if any(isinstance(layer.ffn, MoE) for layer in spec.layers):
+        moe_impl = next(m.impl for m in model.modules() if type(m).__name__ == "Experts")
+    notes.extend(model.notes)
+
+    # -- exact checks ---------------------------------------------------------------------------------
+    measured_params = parameter_count(model)
+    shapes = {n: tuple(p.shape) for n, p in unique_parameters(model)}
+    expected = {t.name: tuple(t.shape) for t in spec.tensors()}
+    pnote = "" if shapes == expected else (
+        f"tensor names/shapes differ from the spec: {sorted(set(shapes.items()) ^ set(expected.items()))[:3]}")
+    g = torch.Generator(device="cpu").manual_seed(opts.seed)
+    tokens = torch.randint(0, spec.vocab_size, (B, 1), generator=g).to(device)
+
+    def step():
+        return model.decode(tokens, C, cache)
+
+    with torch.inference_mode():
+        flops, by_op = count_flops(step)
+    fnote = ", ".join(f"{k.split('.')[-1]} {v:,}" for k, v in sorted(by_op.items(), key=lambda kv: -kv[1]))
+    checks = (
+        Check("params", params.total, measured_params, "parameters", pnote or "from the model's own tensors"),
+        Check("flops", totals.flops, flops, "FLOPs", f"one decode step (batch {B}, {C} cached tokens): {fnote}"),
+        Check("kv_bytes", kv_bytes, cache.nbytes, "bytes",
+              f"bytes_per_sequence({capacity}) × {B}; capacity = context + 1 (the decoded token)"),
+    )
+
+    # -- timing ---------------------------------------------------------------------------------------
+    with torch.inference_mode():
+        times = time_steps(step, device, steps=opts.steps, warmup=opts.warmup, graphs=opts.graphs, progress=progress)
+        eager_times = None
+        if times.graphs:
+            eager_times = time_steps(step, device, steps=min(opts.steps, 8), warmup=1, graphs=False,
+                                     progress=progress, phase="eager steps")
+        measured_kinds, profiled_s = None, None
+        if opts.profile:
+            progress("profile", 0, 1)
+            measured_kinds, profiled_s = profile_kinds(step, device, steps=opts.profile_steps)
+            progress("profile", 1, 1)
+
+    # -- prediction and explanation --------------------------------------------------------------------
+    compute = fmt.compute.name
+    st, op_times = step_time(ops, hw, compute)
+    rates = effective_rates(hw, compute)
+    kinds = kind_times(ops, op_times, False, measured_kinds, profiled_s)  # the profiled steps are eager
+    predicted = st.graph_s if times.graphs else st.eager_s
+    explanation = explain(predicted_s=predicted, measured_s=times.median_s, step=st, totals=totals, rates=rates,
+                          graphs=times.graphs, eager_measured_s=None if eager_times is None else eager_times.median_s,
+                          kinds=kinds, profile_name=hw.name)
+    notes.append(f"KV cache of the {C:,}-token context is random (not prefilled): decode time does not depend on its values")
+    if not math.isfinite(times.median_s) or times.median_s <= 0:
+        raise RuntimeUnavailableError("the timer returned no usable step time")
+    return VerifyResult(
+        model_id=model_id or spec.name, spec=spec, options=opts, device_type=dev_type, device_name=name,
+        dtype=dtype_name, capacity=capacity, checks=checks, hardware=hw, hardware_reason=hw_reason, step=st,
+        totals=totals, times=times, eager_times=eager_times, kinds=kinds, profiled_step_s=profiled_s,
+        explanation=tuple(explanation), notes=tuple(dict.fromkeys(notes + list(fmt_notes))), build_s=build_s,
+        weights=weights_src, moe_impl=moe_impl, threads=threads, kv_dtype=kvd.name, compute_dtype=compute,
+        rates=rates,
+    )
+
+
+def result_dict(r: VerifyResult, schema_version: int = 1) -> dict:
+    """The JSON contract of ``planner verify`` (base units)."""
+    st, t = r.step, r.times
+    d = {
+        "schema_version": schema_version,
+        "model": {"id": r.model_id, "model_type": r.spec.model_type, "num_layers": r.spec.num_layers},
+        "device": {"type": r.device_type, "name": r.device_name, "dtype": r.dtype, "kv_dtype": r.kv_dtype,
+                   "compute_dtype": r.compute_dtype, "threads": r.threads},
+        "options": {"batch": r.options.batch, "context": r.options.context, "capacity": r.capacity,
+                    "steps": r.options.steps, "warmup": r.options.warmup, "graphs": r.graphs, "seed": r.options.seed,
+                    "weights": r.weights, "moe_impl": r.moe_impl},
+        "checks": {c.name: {"predicted": c.predicted, "measured": c.measured, "ok": c.ok, "unit": c.unit, "note": c.note}
+                   for c in r.checks},
+        "timing": {
+            "predicted_s": r.predicted_s,
+            "measured_s": r.measured_s,
+            "error": r.error,
+            "error_definition": "predicted_s / measured_s - 1",
+            "spread_s": t.spread_s,
+            "min_s": t.min_s,
+            "max_s": t.max_s,
+            "samples_s": list(t.samples_s),
+            "steps": len(t.samples_s),
+            "warmup": t.warmup,
+            "graphs": r.graphs,
+            "eager_measured_s": None if r.eager_times is None else r.eager_times.median_s,
+            "achieved_bytes_per_s": r.achieved_bytes_per_s,
+            "achieved_flops_per_s": r.achieved_flops_per_s,
+            "step_bytes": r.totals.bytes,
+            "step_flops": r.totals.flops,
+            "profile_bytes_per_s": r.rates[1],
+            "profile_flops_per_s": r.rates[0],
+            "achieved_bandwidth_fraction": r.achieved_bytes_per_s / r.rates[1] if r.rates[1] else None,
+            "build_s": r.build_s,
+            "roofline": {"compute_s": st.compute_s, "memory_s": st.memory_s, "device_s": st.device_s,
+                         "launch_s": st.launch_s, "eager_s": st.eager_s, "graph_s": st.graph_s, "kernels": st.kernels,
+                         "bound": st.bound, "ratio": st.ratio},
+        },
+        "per_kind": [{"kind": k.kind, "predicted_s": k.predicted_s, "predicted_share": k.predicted_share,
+                      "profiled_s": k.measured_s, "measured_share": k.measured_share} for k in r.kinds],
+        "hardware": r.hardware.to_dict(),
+        "hardware_choice": r.hardware_reason,
+        "explanation": list(r.explanation),
+        "notes": list(r.notes),
+    }
+    return d
