@@ -13,7 +13,7 @@ from .dtypes import DType, get_dtype
 from .errors import OptionError
 from .kv import KVCache, kv_cache
 from .params import ParamCounts, count_params
-from .spec import MLA, Attention, GatedDeltaNet, Mamba, ModelSpec, MoE
+from .spec import MLA, Attention, GatedDeltaNet, Mamba, ModelSpec, MoE, ParallelHybrid, ShortConv
 from .trace import Op, Totals, expected_experts, step_ops
 from .weights import WeightFormat, weight_format
 
@@ -137,20 +137,26 @@ def analyze(spec: ModelSpec, options: Options) -> Analysis:
 # ---- descriptions --------------------------------------------------------------------------------
 
 
+def mixer_summary(m) -> str | None:
+    if isinstance(m, Attention):
+        h, kv = m.num_attention_heads, m.num_key_value_heads
+        kind = "MHA" if kv == h else "MQA" if kv == 1 else f"GQA ({kv} KV heads)"
+        return f"{kind}, head_dim {m.head_dim}"
+    if isinstance(m, MLA):
+        return f"MLA (latent {m.kv_lora_rank} + rope {m.qk_rope_head_dim})"
+    if isinstance(m, Mamba):
+        return f"Mamba-{m.version} (state {m.state_size})"
+    if isinstance(m, GatedDeltaNet):
+        return "Gated DeltaNet"
+    if isinstance(m, ShortConv):
+        return f"short conv ({m.conv_kernel} taps)"
+    if isinstance(m, ParallelHybrid):
+        return f"{mixer_summary(m.attention)} ∥ {mixer_summary(m.mamba)}"
+    return None
+
+
 def attention_summary(spec: ModelSpec) -> str:
-    kinds = []
-    for layer in spec.layers:
-        m = layer.mixer
-        if isinstance(m, Attention):
-            h, kv = m.num_attention_heads, m.num_key_value_heads
-            kind = "MHA" if kv == h else "MQA" if kv == 1 else f"GQA ({kv} KV heads)"
-            kinds.append(f"{kind}, head_dim {m.head_dim}")
-        elif isinstance(m, MLA):
-            kinds.append(f"MLA (latent {m.kv_lora_rank} + rope {m.qk_rope_head_dim})")
-        elif isinstance(m, Mamba):
-            kinds.append(f"Mamba-{m.version} (state {m.state_size})")
-        elif isinstance(m, GatedDeltaNet):
-            kinds.append("Gated DeltaNet")
+    kinds = [k for k in (mixer_summary(layer.mixer) for layer in spec.layers) if k]
     seen = list(dict.fromkeys(kinds))
     return "; ".join(seen) if seen else "none"
 

@@ -390,7 +390,7 @@ def plot_memory(models: list[dict], hw: Any, path: str | os.PathLike, *, batch: 
     prof = _profile(hw)
     capacity = tp * prof.memory_bytes
     usable = tp * (prof.memory_bytes - prof.runtime_reserve_bytes)
-    lo = 512
+    lo = max(1, min(512, context))  # a log axis: context 0 gets no point of its own
     hi = max([context] + [m["model"].get("max_position_embeddings") or 0 for m in models])
     hi = max(hi, 2 * lo)
 
@@ -419,21 +419,23 @@ def plot_memory(models: list[dict], hw: Any, path: str | os.PathLike, *, batch: 
         mb = m["max_batch"]
         ax.plot(grid, ys, color=color, lw=1.6, gid=memory_gid(m["model"]["id"]),
                 label=f"{m['model']['id']}: max batch {mb:,} at {ctx_label(context)}")
-        y_ctx = ys[grid.index(context)]
-        ax.plot([context], [y_ctx], "o", color=color, ms=5, zorder=4)
-        marks.append((context, y_ctx, f"max {mb:,}", color))
+        if context >= lo:
+            y_ctx = ys[grid.index(context)]
+            ax.plot([context], [y_ctx], "o", color=color, ms=5, zorder=4)
+            marks.append((context, y_ctx, f"max {mb:,}", color))
         ys_all += ys
     ax.axhline(capacity, color="black", lw=1.2, gid=GID_CAPACITY,
                label=f"{tp}× {prof.display_name}: {fmt_gib(capacity, 0)}" if tp > 1 else
                f"{prof.display_name}: {fmt_gib(capacity, 0)}")
     ax.axhline(usable, color="black", lw=1.0, ls="--", gid=GID_USABLE,
                label=f"usable after {fmt_gib(tp * prof.runtime_reserve_bytes, 0)} runtime reserve")
-    ax.axvline(context, color="0.5", lw=0.8, ls=":", gid=GID_CONTEXT)
+    if context >= lo:
+        ax.axvline(context, color="0.5", lw=0.8, ls=":", gid=GID_CONTEXT)
     y_lo = 2 ** math.floor(math.log2(min(ys_all) / 1.3))
     y_hi = 2 ** math.ceil(math.log2(max(ys_all) * 1.3))
     ax.set_xlim(lo, hi)
     ax.set_ylim(y_lo, y_hi)
-    ax.annotate(f"context {context:,}", (context, y_lo), xytext=(4, 4), textcoords="offset points", fontsize=8,
+    ax.annotate(f"context {context:,}", (max(context, lo), y_lo), xytext=(4, 4), textcoords="offset points", fontsize=8,
                 color="0.35")
     fig.suptitle(f"Memory against context at batch {batch}", fontsize=11, x=0.155, ha="left", y=0.975)
     fig.text(0.155, 0.915, "one replica" + (f" (tp {tp})" if tp > 1 else "") + "; max batch: the most sequences that "
