@@ -45,7 +45,8 @@ GID_CONTEXT = "memory:context"  # Line2D, x = the chosen context
 PlotOpt = Annotated[
     Optional[Path],
     typer.Option("--plot", metavar="PATH", dir_okay=False,
-                 help="Also draw the result to PATH (.png or .svg; needs the plot extra: pip install 'planner\\[plot]')."),
+                 help="Also draw the result to PATH (.png or .svg; needs the plot extra: "
+                      "pip install 'planner\\[plot]')."),
 ]
 
 
@@ -200,7 +201,8 @@ def _place_labels(fig, ax, items: Iterable[tuple[float, float, str, str]], *, av
             dx, dy, box = chosen
         far = abs(dx) > 12 or abs(dy) > 12
         ann = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize, color=color,
-                          ha=_ha(dx), va=_va(dy), arrowprops={"arrowstyle": "-", "color": color, "lw": 0.6, "shrinkA": 0, "shrinkB": 3}
+                          ha=_ha(dx), va=_va(dy),
+                          arrowprops={"arrowstyle": "-", "color": color, "lw": 0.6, "shrinkA": 0, "shrinkB": 3}
                           if far else None)
         if box is not None:
             blocked.append(box)
@@ -313,8 +315,8 @@ def plot_roofline(trace: dict, hw: Any, path: str | os.PathLike, *, sweep: list[
     ax.plot([ridge, x_hi], [peak_flops_per_s, peak_flops_per_s], color="black", lw=1.6, ls="--", gid=GID_CEILING,
             label=f"compute: {fmt_si(peak_flops_per_s, 'FLOP/s')} dense {prof.peak_flops_key_for(compute)}{eff}")
     ax.plot([ridge, ridge], [y_lo, peak_flops_per_s], color="0.5", lw=0.8, ls=":", gid=GID_RIDGE)
-    ridge_text = ax.annotate(f"ridge {ridge:.3g} FLOP/B", (ridge, peak_flops_per_s), xytext=(4, -5), textcoords="offset points",
-                             ha="left", va="top", fontsize=8, color="0.35")
+    ridge_text = ax.annotate(f"ridge {ridge:.3g} FLOP/B", (ridge, peak_flops_per_s), xytext=(4, -5),
+                             textcoords="offset points", ha="left", va="top", fontsize=8, color="0.35")
 
     if pts:
         ops = ax.scatter([p["x"] for p in pts], [p["y"] for p in pts], s=[12 + 900 * p["share"] for p in pts],
@@ -347,8 +349,9 @@ def plot_roofline(trace: dict, hw: Any, path: str | os.PathLike, *, sweep: list[
     for c in _clusters(pts)[:6]:
         if c["share"] < 0.01:
             continue
-        n = len(c["names"])
-        names = ", ".join(c["names"]) if n <= 3 else f"{', '.join(c['names'][:2])} + {n - 2} more"
+        uniq = list(dict.fromkeys(c["names"]))  # layers of different shapes repeat an op's name
+        n = len(uniq)
+        names = ", ".join(uniq) if n <= 3 else f"{', '.join(uniq[:2])} + {n - 2} more"
         labels.append((c["x"], c["y"], f"{names}: {100 * c['share']:.0f}%", "0.15"))
     labels += _sweep_labels(sw, sweep or [])
     markers = ([(p["x"], p["y"], math.sqrt(12 + 900 * p["share"]) / 2) for p in pts] + [(*step, 6.5)]
@@ -433,10 +436,12 @@ def plot_memory(models: list[dict], hw: Any, path: str | os.PathLike, *, batch: 
         ax.axvline(context, color="0.5", lw=0.8, ls=":", gid=GID_CONTEXT)
     y_lo = 2 ** math.floor(math.log2(min(ys_all) / 1.3))
     y_hi = 2 ** math.ceil(math.log2(max(ys_all) * 1.3))
-    ax.set_xlim(lo, hi)
+    x_hi = hi if context < hi else 2 * hi  # room right of a chosen context at the end of the axis
+    ax.set_xlim(lo, x_hi)
     ax.set_ylim(y_lo, y_hi)
-    ax.annotate(f"context {context:,}", (max(context, lo), y_lo), xytext=(4, 4), textcoords="offset points", fontsize=8,
-                color="0.35")
+    right = math.log(max(context, lo) / lo) > 0.7 * math.log(x_hi / lo)
+    ax.annotate(f"context {context:,}", (max(context, lo), y_lo), xytext=(-4 if right else 4, 4),
+                textcoords="offset points", ha="right" if right else "left", fontsize=8, color="0.35")
     fig.suptitle(f"Memory against context at batch {batch}", fontsize=11, x=0.155, ha="left", y=0.975)
     fig.text(0.155, 0.915, "one replica" + (f" (tp {tp})" if tp > 1 else "") + "; max batch: the most sequences that "
              "fit at the chosen context, decode activations included", fontsize=8.5, color="0.3",
@@ -494,7 +499,8 @@ def plot_verify(verify: dict, path: str | os.PathLike):
     w = 0.38
     labelled = set()
     for i, (kind, pred, meas) in enumerate(rows):
-        for series, value, dx, color in (("predicted", pred, -w / 2, "tab:blue"), ("measured", meas, w / 2, "tab:orange")):
+        for series, value, dx, color in (("predicted", pred, -w / 2, "tab:blue"),
+                                         ("measured", meas, w / 2, "tab:orange")):
             if value is None or value <= 0:
                 ax.text(i + dx, y_lo * 1.15, "n/a", ha="center", va="bottom", fontsize=7, color="0.4")
                 continue
@@ -505,8 +511,8 @@ def plot_verify(verify: dict, path: str | os.PathLike):
             bars.patches[0].set_gid(verify_gid(series, kind))
         if pred and meas:
             ratio = meas / pred
-            ax.annotate(f"{ratio:.2g}×" if ratio < 100 else f"{ratio:,.0f}×", (i, max(pred, meas)), xytext=(0, 3), textcoords="offset points",
-                        ha="center", va="bottom", fontsize=7.5, color="0.25")
+            ax.annotate(f"{ratio:.2g}×" if ratio < 100 else f"{ratio:,.0f}×", (i, max(pred, meas)), xytext=(0, 3),
+                        textcoords="offset points", ha="center", va="bottom", fontsize=7.5, color="0.25")
     ax.set_ylim(y_lo, y_hi)
     tilt = len(rows) > 7
     ax.set_xticks(range(len(rows)), [k for k, _, _ in rows], rotation=30 if tilt else 0,

@@ -199,9 +199,17 @@ def calibrate(device: str | torch.device = "cpu", *, dtypes: tuple[str, ...] | N
     """Measure ``device``. ``dtypes``: GEMM dtypes (default: bf16 and fp32 on CUDA, fp32 on CPU);
     ``quick`` uses smaller buffers (tests). Takes well under a minute on a 2-core CPU."""
     device = torch.device(device)
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 GEMMs at the fp32 rate
+        return _calibrate(device, dtypes, quick, progress)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+
+
+def _calibrate(device: torch.device, dtypes, quick: bool, progress) -> Calibration:
     t_start = time.perf_counter()
     if device.type == "cuda":
-        torch.backends.cuda.matmul.allow_tf32 = False
         dtypes = dtypes or ("bf16", "fp32")
         free = free_memory_bytes(device)
         buf = min(2 * GiB, free // 6) if not quick else 64 * 2**20

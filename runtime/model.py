@@ -456,6 +456,10 @@ class SelfAttention(nn.Module):
         return out_BKQe.view(B, K, G, T, e).permute(0, 3, 1, 2, 4)
 
 
+def _rounded(value: float, dtype) -> float:
+    return float(torch.tensor(value, dtype=dtype, device="cpu"))
+
+
 def _rms(x, eps):
     x32 = x.float()
     return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)).type_as(x)
@@ -840,8 +844,8 @@ class Decoder(nn.Module):
         pos_T = torch.arange(pos0, pos0 + T, device=tokens_BT.device)
         with region("embedding"):
             x_BTD = self.model.embed_tokens(tokens_BT)
-            if self.embedding_multiplier != 1.0:
-                x_BTD = x_BTD * torch.tensor(self.embedding_multiplier, dtype=x_BTD.dtype)
+            if self.embedding_multiplier != 1.0:  # rounded to the activation dtype, as transformers does
+                x_BTD = x_BTD * _rounded(self.embedding_multiplier, x_BTD.dtype)
             if self.spec.position_embeddings:
                 x_BTD = x_BTD + self.model.embed_positions(pos_T)[None]
         for i, block in enumerate(self.model.layers):
@@ -888,6 +892,8 @@ def init_random_(model: Decoder, seed: int = 0, std: float = 0.02) -> None:
     """Seeded random weights, generated on the model's device in its dtype: norms at their identity
     (1, or 0 under Gemma's ``1 + weight``), everything else ``N(0, std)``."""
     device = next(model.parameters()).device
+    if device.type == "meta":  # shapes only (structure checks of large models)
+        return
     g = torch.Generator(device=device).manual_seed(seed)
     for name, p in unique_parameters(model):
         mod_name = name.rsplit(".", 1)[0]
@@ -913,10 +919,28 @@ def build_decoder(spec: ModelSpec, *, numerics: Numerics | None = None, dtype=to
     if seed is not None:
         init_random_(model, seed)
     model.eval().requires_grad_(False)
-    model.set_moe_impl(moe_impl or default_moe_impl(device))
+    if any(isinstance(layer.ffn, MoE) for layer in spec.layers):
+        model.set_moe_impl(moe_impl or default_moe_impl(device, dtype))
     return model
 
 
-def default_moe_impl(device) -> str:
-    """Grouped GEMMs on CUDA (graph-capturable), the expert loop elsewhere."""
-    return "grouped" if torch.device(device).type == "cuda" and hasattr(torch, "_grouped_mm") else "loop"
+def grouped_mm_works(device, dtype) -> bool:
+    """Whether ``torch._grouped_mm`` runs on ``device`` in ``dtype`` (it needs a recent GPU on CUDA)."""
+    if not hasattr(torch, "_grouped_mm"):
+        return False
+    try:
+        a = torch.zeros(32, 16, device=device, dtype=dtype)
+        b = torch.zeros(2, 32, 16, device=device, dtype=dtype).transpose(1, 2)
+        torch._grouped_mm(a, b, offs=torch.tensor([16, 32], device=device, dtype=torch.int32))
+        return True
+    except (RuntimeError, NotImplementedError, TypeError):
+        return False
+
+
+def default_moe_impl(device, dtype=torch.bfloat16) -> str:
+    """Grouped GEMMs on CUDA (no host sync, so CUDA graphs can capture them), the expert loop elsewhere
+    or where ``_grouped_mm`` does not run."""
+    device = torch.device(device)
+    if device.type == "cuda" and grouped_mm_works(device, dtype):
+        return "grouped"
+    return "loop"

@@ -13,8 +13,12 @@
 
 from __future__ import annotations
 
+import ctypes
+import os
 import statistics
+import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
@@ -75,6 +79,7 @@ class StepTimes:
     samples_s: tuple[float, ...]
     graphs: bool
     warmup: int
+    note: str = ""
 
     @property
     def median_s(self) -> float:
@@ -124,9 +129,15 @@ def time_steps(step: Callable[[], object], device: torch.device, *, steps: int, 
     device = torch.device(device)
     use_graph = graphs and device.type == "cuda"
     run = step
+    note = ""
     if use_graph:
-        graph = capture_graph(step, device)
-        run = graph.replay
+        try:
+            graph = capture_graph(step, device)
+            run = graph.replay
+        except RuntimeError as exc:  # a host sync in the step (e.g. the MoE expert loop): time it eagerly
+            use_graph = False
+            note = f"CUDA-graph capture failed ({str(exc).splitlines()[0][:120]}); eager steps were timed"
+            synchronize(device)
     for i in range(warmup):
         run()
         synchronize(device)
@@ -147,10 +158,32 @@ def time_steps(step: Callable[[], object], device: torch.device, *, steps: int, 
             run()
             samples.append(time.perf_counter() - t0)
             progress(phase, i + 1, steps)
-    return StepTimes(tuple(samples), use_graph, warmup)
+    return StepTimes(tuple(samples), use_graph, warmup, note)
 
 
 # ---- time by op kind -----------------------------------------------------------------------------
+
+
+@contextmanager
+def quiet_stderr():
+    """Silence file descriptor 2 (Kineto prints USDT lines from C++ when a profile starts and stops)."""
+    try:
+        sys.stderr.flush()
+        saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        yield
+        return
+    os.dup2(null, 2)
+    try:
+        yield
+    finally:
+        try:
+            ctypes.CDLL(None).fflush(None)
+        except (OSError, AttributeError, TypeError):
+            pass
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
 
 
 def profile_kinds(step: Callable[[], object], device: torch.device, *, steps: int = 3) -> tuple[dict[str, float], float]:
@@ -165,7 +198,7 @@ def profile_kinds(step: Callable[[], object], device: torch.device, *, steps: in
     synchronize(device)
     _model._REGIONS["on"] = True
     try:
-        with profile(activities=activities) as prof:
+        with quiet_stderr(), profile(activities=activities) as prof:
             t0 = time.perf_counter()
             for _ in range(steps):
                 step()

@@ -313,7 +313,7 @@ def explain(*, predicted_s: float, measured_s: float, step, totals, rates: tuple
         out.append(f"the device delivered less than the profile's bandwidth: at {_pct(ach_bw / bw_rate)} of it, the "
                    f"memory time alone is {_ms(step.memory_s * bw_rate / ach_bw)} instead of {_ms(step.memory_s)}")
     elif err > 0.05:
-        out.append(f"the device beat the profile: the step ran {_pct(-err / (1 + err))} faster than predicted "
+        out.append(f"the device beat the profile: the step ran {_pct(err / (1 + err))} faster than predicted "
                    f"(a bandwidth or FLOP/s above the profile's, or bytes served from cache)")
     measured_kinds = [k for k in kinds if k.measured_share is not None]
     if measured_kinds:
@@ -349,6 +349,23 @@ def kind_times(ops, op_times, graphs: bool, measured: dict[str, float] | None, p
 
 
 # ---- the run -------------------------------------------------------------------------------------
+
+
+def machine_load(device_type: str) -> str | None:
+    """A note when other processes already load the CPUs (CPU timings then vary run to run)."""
+    import os
+
+    if device_type != "cpu" or not hasattr(os, "getloadavg"):
+        return None
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        return None
+    cpus = os.cpu_count() or 1
+    if load <= 0.5 * cpus:
+        return None
+    return (f"the machine was busy before the run (load average {load:.1f} on {cpus} CPUs): other processes compete "
+            "for cores and memory bandwidth, so CPU timings vary; --threads 1 is steadier on a busy machine")
 
 
 def default_dtype(spec: ModelSpec, device_type: str) -> str:
@@ -400,6 +417,10 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, config: dict | None = No
     if spec.quant is not None:
         notes.append(f"the checkpoint is quantized ({spec.quant.raw_method or spec.quant.method}); verify runs {dtype_name} "
                      "weights and the analysis is done for them (--dtype)")
+
+    busy = machine_load(dev_type)
+    if busy:
+        notes.append(busy)
 
     # -- the analysis of exactly what will run --------------------------------------------------------
     B, C = opts.batch, opts.context
@@ -475,6 +496,8 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, config: dict | None = No
         if times.graphs:
             eager_times = time_steps(step, device, steps=min(opts.steps, 8), warmup=1, graphs=False,
                                      progress=progress, phase="eager steps")
+        if times.note:
+            notes.append(times.note)
         measured_kinds, profiled_s = None, None
         if opts.profile:
             progress("profile", 0, 1)

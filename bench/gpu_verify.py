@@ -1,0 +1,150 @@
+"""Run ``planner verify`` over models × batches × contexts on one device and print one table.
+
+The default grid is the GPU acceptance grid: Llama-3.1-8B, Qwen2.5-7B, Mistral-7B-v0.1, gemma-2-9b and
+Qwen3-30B-A3B × batch {1, 16, 64} × context {2k, 32k}, CUDA-graph replays, predicted by the calibrated
+profile (measured first with ``planner calibrate`` unless ``--no-calibrate``). Runs that do not fit
+are refused by verify's memory guard and listed as such. A time budget (``--budget-s``) stops
+launching new runs in time; what was skipped is listed.
+
+Summary lines: the median |error| over the runs, and the achieved bandwidth of batch-1 decode of the
+first model as a fraction of the calibrated copy bandwidth (the targets on an H200: ≤ 5 % and ≥ 85 %).
+
+    bench/gpu_verify.sh                                  # the GPU grid
+    bench/gpu_verify.sh --device cpu --models path/to/tiny --batches 1 2 --contexts 16 64 --steps 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+MODELS = ["meta-llama/Llama-3.1-8B", "Qwen/Qwen2.5-7B", "mistralai/Mistral-7B-v0.1", "google/gemma-2-9b",
+          "Qwen/Qwen3-30B-A3B"]
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    p.add_argument("--models", nargs="+", default=MODELS, help="bundled ids, hub ids or local config folders")
+    p.add_argument("--batches", nargs="+", type=int, default=[1, 16, 64])
+    p.add_argument("--contexts", nargs="+", type=int, default=[2048, 32768])
+    p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--dtype", default=None)
+    p.add_argument("--hardware", default=None, help="profile for the predictions (default: calibrated)")
+    p.add_argument("--no-calibrate", action="store_true", help="use the existing profile; do not calibrate first")
+    p.add_argument("--no-graphs", action="store_true")
+    p.add_argument("--budget-s", type=float, default=450.0, help="stop starting new runs after this many seconds")
+    p.add_argument("--json", dest="json_out", default=None, help="also write every result to this JSON file")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse(argv)
+    t_start = time.perf_counter()
+    import torch
+
+    from analysis.errors import PlannerError
+    from cli.common import load_model
+    from hardware.profiles import save_user_profile
+    from runtime.calibrate import calibrate, calibration_profile
+    from runtime.verify import VerifyOptions, result_dict, run_verify
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("Error: --device cuda but torch sees no GPU (use --device cpu to test the script)", file=sys.stderr)
+        return 1
+    hardware = args.hardware
+    cal = None
+    if not args.no_calibrate:
+        cal = calibrate(args.device)
+        path = save_user_profile(calibration_profile(cal), "calibrated")
+        print(f"calibrated {cal.device_type}: {cal.device_name}: copy {cal.copy_bytes_per_s / 1e9:.1f} GB/s, "
+              f"profile bandwidth {cal.memory_bandwidth_bytes_per_s / 1e9:.1f} GB/s, "
+              + ", ".join(f"{d} {v / 1e12:.1f} TFLOP/s" for d, v in cal.matmul_flops_per_s.items())
+              + f", launch {cal.launch_s * 1e6:.2f} us ({cal.seconds:.0f} s) -> {path}", flush=True)
+        hardware = hardware or "calibrated"
+
+    rows, results = [], []
+    for model_id in args.models:
+        loaded = None
+        for batch in args.batches:
+            for context in args.contexts:
+                tag = (model_id, batch, context)
+                if time.perf_counter() - t_start > args.budget_s:
+                    rows.append((*tag, None, "skipped: time budget"))
+                    continue
+                try:
+                    loaded = loaded or load_model(model_id)
+                    opts = VerifyOptions(device=args.device, dtype=args.dtype, batch=batch, context=context,
+                                         steps=args.steps, warmup=args.warmup, graphs=not args.no_graphs,
+                                         hardware=hardware, profile=False)
+                    r = run_verify(loaded.spec, opts, config=loaded.resolved.config, model_id=loaded.id)
+                    rows.append((*tag, r, ""))
+                    results.append(result_dict(r))
+                except PlannerError as exc:
+                    msg = str(exc)
+                    rows.append((*tag, None, ("does not fit: " + msg.split("(", 1)[-1].rstrip(")")) if "memory" in msg else msg))
+                except Exception as exc:  # keep going: one failure must not hide the table
+                    rows.append((*tag, None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:100]}"))
+                finally:
+                    if args.device == "cuda":
+                        torch.cuda.empty_cache()
+                print(_row_text(rows[-1]), file=sys.stderr, flush=True)
+
+    print(table(rows))
+    errors = [abs(r.error) for _, _, _, r, _ in rows if r is not None]
+    if errors:
+        print(f"median |error| over {len(errors)} runs: {100 * statistics.median(errors):.1f}%   (target ≤ 5% on an H200)")
+    first = next((r for m, b, c, r, _ in rows if r is not None and m == args.models[0] and b == 1), None)
+    if first is not None:
+        ref = cal.copy_bytes_per_s if cal is not None else first.rates[1]
+        label = "calibrated copy bandwidth" if cal is not None else f"'{first.hardware.name}' bandwidth"
+        print(f"batch-1 decode of {first.model_id} at context {first.options.context:,}: "
+              f"{first.achieved_bytes_per_s / 1e9:.1f} GB/s = {100 * first.achieved_bytes_per_s / ref:.0f}% of the "
+              f"{label} ({ref / 1e9:.1f} GB/s)   (target ≥ 85% on an H200)")
+    bad = [r for _, _, _, r, _ in rows if r is not None and not r.checks_ok]
+    print(f"exact checks: {len([r for *_, r, _ in rows if r is not None]) - len(bad)} ok, {len(bad)} failed; "
+          f"total {time.perf_counter() - t_start:.0f} s")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(results, indent=1, default=str))
+    return 1 if bad else 0
+
+
+def _row_text(row) -> str:
+    m, b, c, r, why = row
+    if r is None:
+        return f"{m} b={b} c={c}: {why}"
+    return (f"{m} b={b} c={c}: predicted {r.predicted_s * 1e3:.3f} ms, measured {r.measured_s * 1e3:.3f} ms, "
+            f"error {100 * r.error:+.1f}%")
+
+
+def table(rows) -> str:
+    head = ["model", "batch", "context", "predicted ms", "measured ms", "error", "spread ms", "achieved GB/s",
+            "% of profile BW", "checks"]
+    lines = []
+    for m, b, c, r, why in rows:
+        if r is None:
+            lines.append([m, str(b), str(c), "-", "-", "-", "-", "-", "-", why])
+            continue
+        lines.append([m, str(b), str(c), f"{r.predicted_s * 1e3:.3f}", f"{r.measured_s * 1e3:.3f}",
+                      f"{100 * r.error:+.1f}%", f"{r.times.spread_s * 1e3:.3f}", f"{r.achieved_bytes_per_s / 1e9:.1f}",
+                      f"{100 * r.achieved_bytes_per_s / r.rates[1]:.0f}%",
+                      "ok" if r.checks_ok else "FAILED: " + ",".join(x.name for x in r.checks if not x.ok)])
+    widths = [max(len(h), *(len(line[i]) for line in lines)) if lines else len(h) for i, h in enumerate(head)]
+    out = ["| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |",
+           "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    for line in lines:
+        out.append("| " + " | ".join(v.ljust(w) for v, w in zip(line, widths)) + " |")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
