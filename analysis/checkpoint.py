@@ -61,11 +61,13 @@ def find_checkpoint(folder: Path) -> Checkpoint | None:
                         continue
                     start, end = info["data_offsets"]
                     nbytes = int(end) - int(start)
+                    if nbytes < 0 or int(start) < 0:
+                        raise ValueError("negative tensor extent")
                     total += nbytes
                     dtypes[str(info.get("dtype"))] += nbytes
                     count += 1
-        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError):
-            return None
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, OverflowError, RecursionError):
+            return None  # (OverflowError: int(1e400); RecursionError: a header of nested brackets)
         return Checkpoint(str(folder), total, dict(dtypes), count)
     index = folder / "model.safetensors.index.json"
     if index.is_file():
@@ -73,7 +75,9 @@ def find_checkpoint(folder: Path) -> Checkpoint | None:
             data = json.loads(index.read_text(encoding="utf-8"))
             total = int(data["metadata"]["total_size"])
             count = len(data.get("weight_map", {}))
-        except (OSError, ValueError, KeyError, TypeError):
+            if total < 0:
+                return None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
             return None
         return Checkpoint(str(index), total, {}, count)
     return None

@@ -51,6 +51,8 @@ def read_config_file(path: str | os.PathLike) -> dict:
         raise ConfigError(f"{p}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except RecursionError:
         raise ConfigError(f"{p}: JSON nested too deeply") from None
+    except ValueError as exc:  # e.g. an integer of more than 4300 digits
+        raise ConfigError(f"{p}: not valid JSON: {str(exc).split(';')[0]}") from None
     if not isinstance(cfg, dict):
         raise ConfigError(f"{p}: expected a JSON object of config fields, got {type(cfg).__name__}")
     return cfg
@@ -157,6 +159,8 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
     if isinstance(cfg.get("text_config"), dict) and ("hidden_size" not in cfg or model_type in TEXT_WRAPPERS):
         text = dict(cfg["text_config"])
         inner = text.get("model_type") or TEXT_WRAPPERS.get(model_type or "") or ""
+        if not isinstance(inner, str):
+            raise ConfigError(f"{where}: field 'text_config.model_type' must be a string, got {short(inner)}")
         if inner == model_type and inner in TEXT_WRAPPERS and TEXT_WRAPPERS[inner]:
             inner = TEXT_WRAPPERS[inner]
         text["model_type"] = inner
@@ -274,6 +278,9 @@ def read_rope(f: Fields, head_dim: int) -> tuple[float, int, tuple]:
     rotary_dim = int(head_dim * factor) if factor is not None else head_dim
     if f.has("rotary_dim"):  # gpt-j / phi style absolute rotary dimension
         rotary_dim = f.int("rotary_dim")
+    if rotary_dim > head_dim:
+        raise f.error("rotary_dim" if f.has("rotary_dim") else "partial_rotary_factor",
+                      f"gives {rotary_dim} rotary dimensions, more than head_dim ({head_dim})")
     items: tuple = ()
     src = scaling if isinstance(scaling, dict) else params if isinstance(params, dict) else None
     if isinstance(src, dict):
@@ -302,8 +309,11 @@ def read_windows(f: Fields, n_layers: int, policy: str) -> list[tuple[int | None
                 if chunk is None:
                     raise f.error("attention_chunk_size", f"is missing but layer {i} is chunked_attention")
                 out.append((None, chunk))
-            else:
+            elif t in ("full_attention", "attention"):
                 out.append((None, None))
+            else:  # a mamba / linear-attention layer: not something this decoder builds
+                raise f.error("layer_types", f"says layer {i} is {t!r}, but model_type '{f.family}' has attention "
+                                             "layers only")
         return out
     if policy == "all":
         return [(sliding, None)] * n_layers

@@ -122,10 +122,14 @@ def _compressed_tensors(qc: dict, where: str, skip: tuple[str, ...]) -> tuple[Qu
     g = as_int(w.get("group_size")) or 0
     block = w.get("block_structure")
     bs = (0, 0)
-    if isinstance(block, list) and len(block) == 2 and all(as_int(x) for x in block):
+    if isinstance(block, list) and len(block) == 2 and all((as_int(x) or 0) > 0 for x in block):
         bs = (as_int(block[0]), as_int(block[1]))
-    if strategy == "group" and not g:
-        raise ConfigError(f"{where}: compressed-tensors group strategy without a group_size")
+    if strategy == "group" and g < 1:
+        raise ConfigError(f"{where}: compressed-tensors group strategy without a positive group_size "
+                          f"(got {short(w.get('group_size'))})")
+    if strategy == "block" and not bs[0]:
+        raise ConfigError(f"{where}: compressed-tensors block strategy without a block_structure of two positive "
+                          f"integers (got {short(block)})")
     return QuantSpec(
         "compressed", nb, group_size=g if strategy == "group" else 0, block_size=bs if strategy == "block" else (0, 0),
         zero_point=w.get("symmetric") is False, scale_bits=16, modules_to_not_convert=skip,

@@ -38,7 +38,7 @@ def parse(argv):
     p.add_argument("--contexts", nargs="+", type=int, default=[2048, 32768])
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--dtype", default=None)
+    p.add_argument("--dtype", default=None, help="default: bf16 on CUDA (gemma-2-9b's config says float32), fp32 on CPU")
     p.add_argument("--hardware", default=None, help="profile for the predictions (default: calibrated)")
     p.add_argument("--no-calibrate", action="store_true", help="use the existing profile; do not calibrate first")
     p.add_argument("--no-graphs", action="store_true")
@@ -83,15 +83,16 @@ def main(argv=None) -> int:
                     continue
                 try:
                     loaded = loaded or load_model(model_id)
-                    opts = VerifyOptions(device=args.device, dtype=args.dtype, batch=batch, context=context,
+                    dtype = args.dtype or ("bf16" if args.device == "cuda" else None)
+                    opts = VerifyOptions(device=args.device, dtype=dtype, batch=batch, context=context,
                                          steps=args.steps, warmup=args.warmup, graphs=not args.no_graphs,
                                          hardware=hardware, profile=False)
                     r = run_verify(loaded.spec, opts, config=loaded.resolved.config, model_id=loaded.id)
                     rows.append((*tag, r, ""))
                     results.append(result_dict(r))
                 except PlannerError as exc:
-                    msg = str(exc)
-                    rows.append((*tag, None, ("does not fit: " + msg.split("(", 1)[-1].rstrip(")")) if "memory" in msg else msg))
+                    fits = "not enough" in exc.message and "memory" in exc.message
+                    rows.append((*tag, None, f"does not fit: {exc.hint}" if fits else str(exc)))
                 except Exception as exc:  # keep going: one failure must not hide the table
                     rows.append((*tag, None, f"{type(exc).__name__}: {str(exc).splitlines()[0][:100]}"))
                 finally:

@@ -22,8 +22,9 @@ try:  # typer >= 0.22 vendors its own click: catch both its exceptions and click
     _ABORT = (_typer_exc.Abort,)
     _USAGE = (_typer_click_exc.UsageError,)
     _CLICK = (_typer_click_exc.ClickException,)
+    _NO_ARGS = tuple(c for c in (getattr(_typer_click_exc, "NoArgsIsHelpError", None),) if c)
 except ImportError:  # pragma: no cover
-    _EXIT, _ABORT, _USAGE, _CLICK = (), (), (), ()
+    _EXIT, _ABORT, _USAGE, _CLICK, _NO_ARGS = (), (), (), (), ()
 if "click" in sys.modules:  # an older typer built on click itself
     import click.exceptions as _click_exc
 
@@ -31,6 +32,7 @@ if "click" in sys.modules:  # an older typer built on click itself
     _ABORT += (_click_exc.Abort,)
     _USAGE += (_click_exc.UsageError,)
     _CLICK += (_click_exc.ClickException,)
+    _NO_ARGS += tuple(c for c in (getattr(_click_exc, "NoArgsIsHelpError", None),) if c)
 
 from analysis.errors import PlannerError
 
@@ -54,6 +56,14 @@ def _error(message: str) -> None:
 class PlannerGroup(TyperGroup):
     """Runs click in non-standalone mode and maps every failure to one ``Error:`` line."""
 
+    def invoke(self, ctx: Any) -> Any:
+        # typer turns Ctrl-C into a silent exit 130 before main() sees it: say what happened
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            _error("interrupted")
+            raise typer.Exit(130) from None
+
     def main(self, args: Any = None, prog_name: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
         code = EXIT_OK
         try:
@@ -65,6 +75,12 @@ class PlannerGroup(TyperGroup):
         except _ABORT:
             _error("aborted")
             code = 130
+        except _NO_ARGS as exc:  # a group run without its command: the help, then one Error line
+            text = exc.format_message()
+            if text.strip():  # plain help text (rich help has already been printed)
+                sys.stdout.write(text.rstrip("\n") + "\n")
+            _error(f"missing command (see '{exc.ctx.command_path} --help')")
+            code = EXIT_USAGE
         except _USAGE as exc:
             msg = exc.format_message()
             if exc.ctx is not None:

@@ -32,10 +32,9 @@ def calibrate(
 ) -> None:
     """Measure this device's bandwidth, matmul FLOP/s and launch overhead; save them as a hardware profile.
 
-    The profile (written atomically to the user profile folder) is what 'planner verify --hardware calibrated' uses.
+    The profile is written atomically to the user profile folder; 'planner verify --hardware calibrated' uses it.
 
-    Takes under a minute. On a CPU the profile's bandwidth is the streaming read rate of a large
-    matrix-vector product (a copy pays an extra write-allocate read there); the copy rate is in its notes.
+    Copy bandwidth counts read + write; matmul FLOP/s come from large square GEMMs; the launch overhead is an eager decode step of a tiny decoder divided by its kernels. On a CPU the profile's bandwidth is the streaming read rate of matrix-vector products (a copy pays an extra write-allocate read there); the copy rate is kept in its notes. Takes under a minute.
 
     Example: planner calibrate --device cpu
     """
@@ -61,6 +60,11 @@ def calibrate(
             raise OptionError(f"--dtype {d} cannot be calibrated", "choose fp32, bf16 or fp16")
     if threads and dev == "cpu":
         torch.set_num_threads(threads)
+    from runtime.verify import machine_load
+
+    busy = machine_load(dev)
+    if busy:
+        warn(busy.replace("CPU timings vary", "the measured rates vary"))
     with progress_bar(out_fmt != OutputFormat.json) as cb:
         cal = run_calibrate(dev, dtypes=dtypes, progress=cb or (lambda *a: None))
     data = calibration_profile(cal, name)
@@ -79,7 +83,9 @@ def calibrate(
     s.add("profile memory_bandwidth", fmt_si(cal.memory_bandwidth_bytes_per_s, "B/s"))
     for d, v in cal.matmul_flops_per_s.items():
         s.add(f"matmul {d}", fmt_si(v, "FLOP/s"))
-    s.add("per-launch overhead", fmt_time(cal.launch_s))
+    s.add("per-kernel overhead (eager step)", fmt_time(cal.launch_s))
+    if cal.details.get("op_launch_s"):
+        s.add("bare op dispatch / launch", fmt_time(cal.details["op_launch_s"]))
     if cal.threads:
         s.add("threads", str(cal.threads))
     s.add("took", fmt_time(cal.seconds))

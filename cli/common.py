@@ -38,7 +38,7 @@ def load_model(model: str, revision: str | None = None) -> LoadedModel:
 def load_hardware(name: str | None):
     from hardware.profiles import load_profile
 
-    return load_profile(name or DEFAULT_HARDWARE)
+    return load_profile(DEFAULT_HARDWARE if name is None else name)  # an empty --hardware "" is an error
 
 
 def warn_notes(notes) -> None:

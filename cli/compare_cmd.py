@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Optional
 
 import typer
@@ -59,6 +60,8 @@ def compare(
 
     if len(models) < 1:
         raise OptionError("give at least one model")
+    if price_per_hour is not None and not math.isfinite(price_per_hour):  # (click's range lets nan through)
+        raise OptionError(f"--price-per-hour must be a finite number of USD, got {price_per_hour}")
     out_fmt = resolve_format(fmt, as_json)
     tp_, replicas = resolve_tp(gpus, tp)
     hw = load_hardware(hardware)
@@ -96,7 +99,8 @@ def compare(
         warn("the models' weights are in different dtypes (" + ", ".join(f"{k}: {v}" for k, v in dtypes.items())
              + "), each from its config; pass --dtype bf16 to compare like with like")
     priced = all(e.cost_per_million_tokens is not None for _, _, e, _ in rows if e.tokens_per_s_per_gpu)
-    criterion = CRITERION_COST if priced and any(e.price_per_hour is not None for _, _, e, _ in rows) else CRITERION_GPU
+    # a price of 0 makes every cost 0: rank by GPU-seconds then (a cost ratio would divide by zero)
+    criterion = CRITERION_COST if priced and any(e.price_per_hour for _, _, e, _ in rows) else CRITERION_GPU
 
     def key(row):
         _, _, e, _ = row

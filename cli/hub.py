@@ -15,7 +15,7 @@ import re
 from contextlib import contextmanager
 
 from analysis.config import read_config_file
-from analysis.errors import ModelNotFoundError, OptionError
+from analysis.errors import ModelNotFoundError, OptionError, PlannerError
 from analysis.resolve import HF_ID, Resolved, find_bundled, not_found, resolve_local
 
 #: A branch, tag or commit as the hub names them (``main``, ``v1.0``, ``refs/pr/1``, a 40-hex sha).
@@ -196,6 +196,9 @@ def _fetch(huggingface_hub, hf_errors, repo_id: str, revision: str | None, where
     except hf_errors.HFValidationError as exc:
         raise not_found(repo_id, f"not a valid Hugging Face id ({str(exc).splitlines()[0]})") from None
     except OSError as exc:  # connection refused, timeouts surface as OSError subclasses in some versions
+        if getattr(exc, "filename", None):  # a file of the cache, not the network
+            raise PlannerError(f"{where}: cannot use the Hugging Face cache: {exc.strerror or type(exc).__name__}: "
+                               f"{exc.filename}", "set HF_HOME (or HF_HUB_CACHE) to a writable folder") from None
         raise ModelNotFoundError(f"{where}: the Hugging Face hub is unreachable ({type(exc).__name__})",
                                  UNREACHABLE_HINT) from None
     except Exception as exc:  # httpx errors (ConnectError, TimeoutException) without importing httpx

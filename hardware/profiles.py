@@ -297,6 +297,11 @@ def _safe_load(text: str, where: str) -> Any:
             f"{where}: not valid YAML{at}: {problem}",
             "fix the YAML syntax at that place",
         ) from None
+    except (ValueError, OverflowError) as exc:  # a constructor's own failure, e.g. an integer of 5000 digits
+        raise HardwareError(f"{where}: a value the YAML reader cannot hold: {str(exc).split(';')[0]}",
+                            "write a plausible number with its unit") from None
+    except RecursionError:
+        raise HardwareError(f"{where}: YAML nested too deeply", "a hardware profile is a flat mapping") from None
 
 
 def _read_text(read_bytes, where: str) -> str:

@@ -94,6 +94,7 @@ _MIN_FLOPS = 1e6  # 1 MFLOP/s
 _MAX_FLOPS = 1e19  # 10 EFLOP/s
 _MAX_TIME_S = 86_400.0  # one day
 _MAX_PRICE = 10_000.0  # USD per GPU-hour
+_MAX_EXPONENT = 100  # a decimal exponent beyond this is no hardware figure (and 1e999999999 would hang)
 
 _NUMBER = r"[+-]?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:nan|inf|infinity)"
 _VALUE_RE = re.compile(rf"^\s*(?P<num>{_NUMBER})\s*(?P<unit>.*?)\s*$", re.IGNORECASE)
@@ -130,6 +131,9 @@ def _split(value: Any, field: str, where: str | None, expected: str) -> tuple[Fr
                     f"write a decimal point (e.g. '1.5'); expected {expected}")
     if num.lstrip("+-").lower() in ("nan", "inf", "infinity"):
         raise _fail(value, field, where, "is not a finite number", f"expected {expected}")
+    exponent = re.search(r"[eE]([+-]?\d+)$", num)
+    if exponent and abs(int(exponent.group(1))) > _MAX_EXPONENT:  # (Fraction would build a huge integer)
+        raise _fail(value, field, where, "is absurdly large or small", f"expected {expected}")
     return Fraction(num.replace(",", "")), m.group("unit")
 
 
@@ -192,10 +196,10 @@ def parse_bandwidth(value: Any, *, field: str = "memory_bandwidth", where: str |
             extra = "; that is a size, not a rate (add '/s')"
         raise _fail(value, field, where, f"has an unknown bandwidth unit '{unit}'{extra}", f"expected {expected}")
     _check_sign(num, value, field, where, expected, allow_zero=False)
-    rate = float(num * _BANDWIDTH_UNITS[unit])
-    if not (_MIN_BANDWIDTH <= rate <= _MAX_BANDWIDTH):
+    exact = num * _BANDWIDTH_UNITS[unit]
+    if not (_MIN_BANDWIDTH <= exact <= _MAX_BANDWIDTH):  # compared exactly: float() of 1e400 would overflow
         raise _fail(value, field, where, "is outside the plausible range 1 MB/s .. 10 PB/s", f"expected {expected}")
-    return rate
+    return float(exact)
 
 
 def parse_flops(value: Any, *, field: str = "peak_flops", where: str | None = None) -> float:
@@ -208,10 +212,10 @@ def parse_flops(value: Any, *, field: str = "peak_flops", where: str | None = No
     if key not in _FLOP_UNITS:
         raise _fail(value, field, where, f"has an unknown FLOP-rate unit '{unit}'", f"expected {expected}")
     _check_sign(num, value, field, where, expected, allow_zero=False)
-    rate = float(num * _FLOP_UNITS[key])
-    if not (_MIN_FLOPS <= rate <= _MAX_FLOPS):
+    exact = num * _FLOP_UNITS[key]
+    if not (_MIN_FLOPS <= exact <= _MAX_FLOPS):
         raise _fail(value, field, where, "is outside the plausible range 1 MFLOP/s .. 10 EFLOP/s", f"expected {expected}")
-    return rate
+    return float(exact)
 
 
 def parse_time(value: Any, *, field: str = "time", where: str | None = None, allow_zero: bool = False) -> float:
@@ -223,10 +227,10 @@ def parse_time(value: Any, *, field: str = "time", where: str | None = None, all
     if unit not in _TIME_UNITS:
         raise _fail(value, field, where, f"has an unknown time unit '{unit}'", f"expected {expected}")
     _check_sign(num, value, field, where, expected, allow_zero)
-    seconds = float(num * _TIME_UNITS[unit])
-    if seconds > _MAX_TIME_S:
+    exact = num * _TIME_UNITS[unit]
+    if exact > _MAX_TIME_S:
         raise _fail(value, field, where, "is absurdly long (over one day)", f"expected {expected}")
-    return seconds
+    return float(exact)
 
 
 _MONEY_RE = re.compile(r"^\s*(?:\$|USD\s*)?\s*(?P<num>[^\s$]+?)\s*(?:USD|\$)?\s*(?:/\s*(?:h|hr|hour))?\s*$", re.IGNORECASE)
@@ -245,10 +249,9 @@ def parse_money(value: Any, *, field: str = "price_per_hour", where: str | None 
     else:
         num, _unit = _split(value, field, where, expected)
     _check_sign(num, value, field, where, expected, allow_zero)
-    price = float(num)
-    if price > _MAX_PRICE:
+    if num > _MAX_PRICE:
         raise _fail(value, field, where, "is absurdly large (over 10,000 USD per hour)", f"expected {expected}")
-    return price
+    return float(num)
 
 
 def parse_fraction(value: Any, *, field: str = "efficiency", where: str | None = None) -> float:

@@ -4,15 +4,16 @@ What is measured (all with torch, on the device itself):
 
 - **copy bandwidth**: a large device-to-device copy, counting what it reads plus what it writes
   (``2 × buffer bytes / time``), the median of several copies;
-- **read bandwidth** (CPU): a matrix-vector product streaming a matrix much larger than the caches, in
-  the dtype the decoder uses. A CPU copy also pays a write-allocate read of its destination, so it
+- **read bandwidth** (CPU): matrix-vector products streaming many distinct weight-sized matrices (1 GiB
+  in all, beyond the caches), in the dtype the decoder uses, as a decode step does. A CPU copy also pays a write-allocate read of its destination, so it
   understates the streaming read rate a decode step (GEMVs over the weights) achieves; on a CPU the
   profile's ``memory_bandwidth`` is this read rate and the copy rate is kept in its notes. On a GPU
   the copy bandwidth is the profile's (stores do not pay that extra read there);
 - **matmul FLOP/s**: the median of large square GEMMs in each dtype asked for (bf16 and fp32 on CUDA,
   with TF32 off for fp32; the decoder's dtype on CPU);
-- **per-launch overhead**: the wall time per call of many tiny eager ops (a CUDA launch, or a CPU
-  op's dispatch), what an eager decode step pays per kernel.
+- **per-launch overhead**: what an eager decode step pays per kernel: the wall time of an eager decode
+  step of a tiny decoder (device work negligible) divided by the kernels the trace counts for it, so
+  Python and framework dispatch are included; a bare tiny op's dispatch (``add_``) is kept in the notes.
 
 The profile (``calibration_profile``) carries no efficiency factors: the measured rates are the rates.
 It names the device in its notes (``device: cuda: NVIDIA H200``), so ``verify`` uses it by default
@@ -158,15 +159,21 @@ def measure_copy(device: torch.device, nbytes: int, reps: int) -> float:
 
 
 def measure_read(device: torch.device, nbytes: int, dtype, reps: int) -> float:
-    """Bytes/s of a matrix-vector product streaming an ``nbytes`` matrix (reads dominate)."""
-    cols = 4096
-    rows = max(1, nbytes // (cols * torch.tensor([], dtype=dtype).element_size()))
-    w = torch.empty(rows, cols, dtype=dtype, device=device).normal_(0, 0.02)
+    """Bytes/s of matrix-vector products over many distinct (4096 × 1024) matrices, ``nbytes`` in all:
+    reads dominate, and like a decode step each matrix is streamed once per pass (no cache reuse)."""
+    rows, cols = 4096, 1024
+    size = rows * cols * torch.tensor([], dtype=dtype).element_size()
+    count = max(2, nbytes // size)
+    mats = [torch.empty(rows, cols, dtype=dtype, device=device).normal_(0, 0.02) for _ in range(count)]
     x = torch.randn(1, cols, dtype=dtype, device=device)
-    t = _median_time(lambda: torch.nn.functional.linear(x, w), device, reps)
-    size = w.numel() * w.element_size()
-    del w
-    return size / t
+
+    def run():
+        for w in mats:
+            torch.nn.functional.linear(x, w)
+
+    t = _median_time(run, device, reps)
+    del mats
+    return count * size / t
 
 
 def measure_matmul(device: torch.device, n: int, dtype, reps: int) -> float:
@@ -188,6 +195,48 @@ def measure_launch(device: torch.device, calls: int) -> float:
         x.add_(1.0)
     synchronize(device)
     return (time.perf_counter() - t0) / calls
+
+
+def measure_step_overhead(device: torch.device, dtype_name: str, steps: int) -> tuple[float, int]:
+    """(seconds per kernel, kernels) of an eager decode step of a tiny Llama-style decoder (hidden 64,
+    2 layers), whose device work is negligible: what eager dispatch costs per kernel of the trace,
+    Python, framework and launch included."""
+    from analysis.config import parse_config
+    from analysis.trace import step_ops
+    from analysis.weights import weight_format
+
+    from .cache import KVCache
+    from .model import build_decoder
+
+    cfg = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 256, "rope_theta": 10000.0}
+    spec = parse_config(cfg)
+    dtype = torch_dtype(dtype_name)
+    model = build_decoder(spec, dtype=dtype, device=device)
+    cache = KVCache(spec, 1, 33, dtype, device)
+    cache.fill_random_()
+    tokens = torch.zeros(1, 1, dtype=torch.long, device=device)
+    fmt, _ = weight_format(spec, dtype_name)
+    kernels = sum(o.kernels for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=32))
+
+    def step():
+        model.decode(tokens, 32, cache)
+        synchronize(device)
+
+    with torch.inference_mode():
+        t = _wall_median(step, steps)  # wall time: an eager step this small is all dispatch and launches
+    return t / kernels, kernels
+
+
+def _wall_median(fn: Callable[[], object], reps: int) -> float:
+    for _ in range(5):
+        fn()
+    samples = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
 
 
 def torch_dtype(name: str):
@@ -233,10 +282,11 @@ def _calibrate(device: torch.device, dtypes, quick: bool, progress) -> Calibrati
     for i, d in enumerate(dtypes):
         flops[d] = measure_matmul(device, sizes[d], torch_dtype(d), mm_reps)
         progress("calibrate", 3 + i, steps)
-    launch = measure_launch(device, calls)
+    op_launch = measure_launch(device, calls)
+    launch, kernels = measure_step_overhead(device, dtypes[0] if device.type == "cpu" else "bf16", 50 if not quick else 10)
     progress("calibrate", steps, steps)
     details = {"buffer_bytes": int(buf), "gemm_sizes": {d: sizes[d] for d in dtypes}, "launch_calls": calls,
-               "torch": torch.__version__}
+               "op_launch_s": op_launch, "tiny_step_kernels": kernels, "torch": torch.__version__}
     threads = torch.get_num_threads() if device.type == "cpu" else None
     return Calibration(device.type, device_name(device), copy_bw, read_bw, flops, launch, total_memory_bytes(device),
                        threads, time.perf_counter() - t_start, details)
@@ -263,20 +313,24 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
     when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     MiB = 2**20
     reserve = 2 * GiB if cal.device_type == "cuda" else min(8 * GiB, cal.memory_bytes // 4 // MiB * MiB)
-    bw_src = (f"memory_bandwidth: read stream of a {cal.details.get('buffer_bytes', 0) / GiB:.2g} GiB matrix by "
-              f"a matrix-vector product (the copy rate understates CPU reads: a copy pays a write-allocate read)"
+    bw_src = (f"memory_bandwidth: matrix-vector products streaming {cal.details.get('buffer_bytes', 0) / GiB:.2g} GiB of "
+              f"(4096 x 1024) matrices (the copy rate understates CPU reads: a copy pays a write-allocate read)"
               if cal.read_bytes_per_s else
               f"memory_bandwidth: device-to-device copy of {cal.details.get('buffer_bytes', 0) / GiB:.2g} GiB, read + write counted")
     source = [
         f"measured by 'planner calibrate' on {when} with torch {cal.details.get('torch', torch.__version__)}",
         bw_src,
         "peak_flops: median of square GEMMs of size " + ", ".join(f"{d} {n}" for d, n in cal.details.get("gemm_sizes", {}).items()),
-        f"kernel_launch_overhead: wall time per tiny eager op over {cal.details.get('launch_calls', 0)} calls",
+        f"kernel_launch_overhead: an eager decode step of a tiny decoder (negligible device work) divided by its "
+        f"{cal.details.get('tiny_step_kernels', 0)} kernels (as the trace counts them): dispatch, Python and launch per kernel",
     ]
     notes = [f"{DEVICE_NOTE}{cal.device_label}",
              f"copy bandwidth (read + write counted): {units.format_bandwidth(_round(cal.copy_bytes_per_s))}"]
     if cal.read_bytes_per_s:
         notes.append(f"read bandwidth (GEMV stream): {units.format_bandwidth(_round(cal.read_bytes_per_s))}")
+    if cal.details.get("op_launch_s"):
+        notes.append(f"a bare tiny op ({cal.details.get('launch_calls', 0)} calls of add_) costs "
+                     f"{units.format_time(_round(cal.details['op_launch_s'], 3))} each")
     if cal.threads:
         notes.append(f"threads: {cal.threads} (torch.get_num_threads(); verify with the same count)")
     notes.append("efficiency factors are null: the measured rates are the rates")

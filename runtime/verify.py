@@ -362,7 +362,7 @@ def machine_load(device_type: str) -> str | None:
     except OSError:
         return None
     cpus = os.cpu_count() or 1
-    if load <= 0.5 * cpus:
+    if load - 1.0 <= 0.5 * cpus:  # the 1-minute load includes this process (~1) when it was already running
         return None
     return (f"the machine was busy before the run (load average {load:.1f} on {cpus} CPUs): other processes compete "
             "for cores and memory bandwidth, so CPU timings vary; --threads 1 is steadier on a busy machine")
@@ -436,6 +436,18 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, config: dict | None = No
 
     name = device_name(device)
     hw, hw_reason = choose_profile(opts.hardware, dev_type, name, total_memory_bytes(device))
+    cal_threads = next((n.split()[1] for n in hw.notes if n.startswith("threads: ")), None)
+    if threads and cal_threads and cal_threads != str(threads):
+        notes.append(f"the profile was calibrated with {cal_threads} CPU thread(s), this run uses {threads} (--threads)")
+
+    if opts.weights:  # fail before allocating: a missing folder or a quantized checkpoint
+        from .load import checkpoint_files
+
+        if spec.quant is not None:
+            raise RuntimeUnavailableError(
+                f"loading a quantized checkpoint ({spec.quant.raw_method or spec.quant.method}) is not supported",
+                "verify with random weights (omit --weights)")
+        checkpoint_files(opts.weights)
 
     # -- memory guard, before any allocation ----------------------------------------------------------
     free = free_memory_bytes(device)
@@ -506,6 +518,10 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, config: dict | None = No
 
     # -- prediction and explanation --------------------------------------------------------------------
     compute = fmt.compute.name
+    used_col = hw.peak_flops_key_for(compute)
+    if used_col != compute:
+        notes.append(f"profile '{hw.name}' has no {compute} matmul rate; its {used_col} rate is used"
+                     + (f" (run 'planner calibrate --dtype {compute}')" if hw.name == "calibrated" else ""))
     st, op_times = step_time(ops, hw, compute)
     rates = effective_rates(hw, compute)
     kinds = kind_times(ops, op_times, False, measured_kinds, profiled_s)  # the profiled steps are eager
@@ -529,6 +545,7 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, config: dict | None = No
 def result_dict(r: VerifyResult, schema_version: int = 1) -> dict:
     """The JSON contract of ``planner verify`` (base units)."""
     st, t = r.step, r.times
+    eager_s = r.eager_times.median_s if r.eager_times is not None else t.median_s
     d = {
         "schema_version": schema_version,
         "model": {"id": r.model_id, "model_type": r.spec.model_type, "num_layers": r.spec.num_layers},
@@ -565,7 +582,11 @@ def result_dict(r: VerifyResult, schema_version: int = 1) -> dict:
                          "bound": st.bound, "ratio": st.ratio},
         },
         "per_kind": [{"kind": k.kind, "predicted_s": k.predicted_s, "predicted_share": k.predicted_share,
-                      "profiled_s": k.measured_s, "measured_share": k.measured_share} for k in r.kinds],
+                      "profiled_s": k.measured_s, "measured_share": k.measured_share,
+                      "measured_s": None if k.measured_share is None else k.measured_share * eager_s}
+                     for k in r.kinds],
+        "per_kind_definition": "predicted_s: the trace's eager time of the kind; profiled_s: its time in profiled eager "
+                               "steps (slowed by the profiler); measured_s: its profiled share of the measured eager step",
         "hardware": r.hardware.to_dict(),
         "hardware_choice": r.hardware_reason,
         "explanation": list(r.explanation),

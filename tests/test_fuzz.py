@@ -17,8 +17,6 @@ Every test is deterministic (``derandomize=True``, no example database).
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -251,10 +249,6 @@ def test_prefill_of_one_token_is_decode_at_context_zero(cfg, batch):
     a1 = analyze(spec, Options(context=1, batch=batch))
     a0 = analyze(spec, Options(context=0, batch=batch))
     assert a1.prefill_flops == a0.decode_flops
-    fmt, _ = weight_format(spec)
-    prefill = step_ops(spec, fmt, fmt.act, batch=batch, new_tokens=1, cached_tokens=0)
-    decode = step_ops(spec, fmt, fmt.act, batch=batch, new_tokens=1, cached_tokens=0)
-    assert Totals.of(prefill) == Totals.of(decode)
     # and decode FLOPs grow with the context only through attention
     a9 = analyze(spec, Options(context=9, batch=batch))
     assert a9.decode_flops >= a0.decode_flops
@@ -325,7 +319,7 @@ SCALARS = st.one_of(
 GARBAGE = st.recursive(
     SCALARS,
     lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=6), inner, max_size=4)),
-    max_leaves=8,
+    max_leaves=6,
 )
 QUANT = st.fixed_dictionaries(
     {"quant_method": st.one_of(st.sampled_from(["fp8", "fbgemm_fp8", "awq", "gptq", "bitsandbytes", "mxfp4",
@@ -341,12 +335,38 @@ QUANT = st.fixed_dictionaries(
 )
 
 
+#: Bundled configs to break (one is left out only for speed: its 449 ``ignore`` patterns make every
+#: analysis of it take ~0.5 s).
+BUNDLED_BASES = [m["id"] for m in bundled_index() if m["id"] != "RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic"]
+
+
+def _class_default_configs() -> list[dict]:
+    """Every family's transformers class defaults as a config (hybrids included) where they parse."""
+    from analysis.family_defaults import FAMILY_DEFAULTS
+
+    out = []
+    for mt in supported_model_types():
+        cfg = dict(FAMILY_DEFAULTS.get(mt, {}), model_type=mt)
+        try:
+            parse_config(cfg)
+        except Exception:
+            continue
+        out.append(cfg)
+    return out
+
+
+CLASS_DEFAULTS = _class_default_configs()
+
+
 @st.composite
 def base_config(draw):
-    """A valid config to break: a small generated one, or (less often) a bundled real one."""
-    if draw(st.integers(0, 3)) == 0:
-        m = draw(st.sampled_from(bundled_index()))
-        return load_bundled_config(m["id"])
+    """A valid config to break: a small generated one, a bundled real one, or a family's class defaults
+    (every supported family, hybrids included)."""
+    which = draw(st.integers(0, 3))
+    if which == 0:
+        return load_bundled_config(draw(st.sampled_from(BUNDLED_BASES)))
+    if which == 1:
+        return json.loads(json.dumps(draw(st.sampled_from(CLASS_DEFAULTS))))
     return draw(valid_config(FAMILIES + ORACLE_EXTRA))
 
 
@@ -474,6 +494,26 @@ def fuzz_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("fuzz")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _build_the_cli_once():
+    """typer's CliRunner rebuilds the click command from the app on every invoke (~15 ms); the fuzz
+    tests invoke it thousands of times, so they build it once (same app, same PlannerGroup.main)."""
+    import typer.testing as tt
+
+    from cli.app import app
+
+    original = getattr(tt, "_get_command", None)
+    if original is None:  # another typer: keep its behaviour (slower, same results)
+        yield
+        return
+    command = original(app)
+    tt._get_command = lambda a: command if a is app else original(a)
+    try:
+        yield
+    finally:
+        tt._get_command = original
+
+
 @settings(max_examples=2500, **SETTINGS)
 @given(broken_config())
 def test_broken_configs_never_crash_analyze_json(fuzz_dir, data):
@@ -483,11 +523,12 @@ def test_broken_configs_never_crash_analyze_json(fuzz_dir, data):
 
 
 @settings(max_examples=300, **SETTINGS)
-@given(broken_config(), st.sampled_from(["analyze", "trace"]), st.sampled_from(["table", "csv", "markdown"]))
+@given(broken_config(), st.sampled_from(["analyze", "trace", "compare"]), st.sampled_from(["table", "csv", "markdown"]))
 def test_broken_configs_never_print_a_partial_table(fuzz_dir, data, command, fmt):
     path = fuzz_dir / "config-table.json"
     path.write_bytes(data)
-    r = run(command, str(path), "--format", fmt, "--context", "64")
+    models = [str(path), "qwen2.5-0.5b"] if command == "compare" else [str(path)]
+    r = run(command, *models, "--format", fmt, "--context", "64")
     assert "Traceback" not in r.err and "internal error" not in r.err, r.err
     if r.code != 0:
         assert r.code in (1, 2)
@@ -533,3 +574,76 @@ def test_generated_valid_configs_are_valid_through_the_cli(fuzz_dir):
         assert r.json["params"]["total"] == total_params(cfg)
 
     check()
+
+
+# ---- broken hardware profiles through the CLI ----------------------------------------------------
+
+_NUMBER_TEXT = st.one_of(
+    st.integers(-10**6, 10**30).map(str), st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.sampled_from(["1,979", "1,5", "1e400", "1e-400", "1e999999999", "-0", "0", ".5", "5.", "1e", "e5", "1_000", "0x10",
+                     "nan", "inf", "1,000,000.5", "+3", "9" * 5000]))
+_UNIT_TEXT = st.sampled_from(["", "GiB", "GB", "gb", "Gb", "TB/s", "tb/s", "Gbit/s", "GiB/s", "TFLOP/s", "tflops", "TOPS",
+                              "us", "µs", "μs", "ms", "s", "ns", "%", "USD", "$", "B", "bytes", "PB/s", "EFLOP/s", "weird",
+                              "TB / s", " GiB "])
+_PROFILE_VALUE = st.one_of(st.builds(lambda n, sp, u: f"{n}{sp}{u}", _NUMBER_TEXT, st.sampled_from(["", " "]), _UNIT_TEXT),
+                           GARBAGE)
+_GOOD_PROFILE = {"name": "my-gpu", "display_name": "My GPU", "vendor": "Acme", "aliases": ["mine"], "memory": "24 GiB",
+                 "memory_bandwidth": "1 TB/s", "peak_flops": {"bf16": "100 TFLOP/s", "fp8": "200 TFLOP/s"},
+                 "interconnect": "50 GB/s", "kernel_launch_overhead": "5 us", "runtime_reserve": "2 GiB",
+                 "price_per_hour": 1.5, "efficiency": {"memory_bandwidth": 0.8, "compute": None}, "source": ["x"],
+                 "notes": ["y"]}
+_PROFILE_KEYS = list(_GOOD_PROFILE) + ["peak_flops.bf16", "peak_flops.fp32", "peak_flops.int8", "peak_flops.BF16",
+                                       "peak_flops.fp64", "efficiency.compute", "efficiency.memory_bandwidth", "bogus"]
+
+
+@st.composite
+def broken_profile(draw) -> bytes:
+    import yaml
+
+    d = json.loads(json.dumps(_GOOD_PROFILE))
+    for _ in range(draw(st.integers(1, 3))):
+        key, delete = draw(st.sampled_from(_PROFILE_KEYS)), draw(st.integers(0, 2)) == 0
+        outer, _, inner = key.partition(".")
+        target = d
+        if inner:
+            if not isinstance(d.get(outer), dict):
+                d[outer] = {}
+            target, key = d[outer], inner
+        if delete:
+            target.pop(key, None)
+        else:
+            target[key] = draw(_PROFILE_VALUE)
+    text = yaml.safe_dump(d, allow_unicode=True)
+    how = draw(st.sampled_from(["plain"] * 6 + ["tag", "truncate", "bytes", "tab", "aliases", "list"]))
+    if how == "tag":
+        text = draw(st.sampled_from(["!!python/object/apply:os.system ['exit 3']\n", "memory: !!python/name:os.system\n",
+                                     "x: !custom 1\n", "memory: !!binary aGVsbG8=\n", "? [1, 2]\n: 3\n"])) + text
+    elif how == "truncate":
+        text = text[: draw(st.integers(0, len(text)))]
+    elif how == "bytes":
+        return text.encode()[:40] + b"\xff\xfe" + text.encode()[40:]
+    elif how == "tab":
+        text = text.replace("  ", "\t", 1)
+    elif how == "aliases":
+        text = "a: &a [x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a]\nnotes: [*b,*b,*b,*b,*b,*b,*b,*b]\n" + text
+    elif how == "list":
+        text = "- " + text.replace("\n", "\n  ")
+    return text.encode()
+
+
+@settings(max_examples=600, **SETTINGS)
+@given(broken_profile(), st.sampled_from([("hardware", "show", "{p}", "--json"),
+                                          ("analyze", "qwen2.5-0.5b", "--hardware", "{p}", "--json"),
+                                          ("trace", "qwen2.5-0.5b", "--hardware", "{p}", "--format", "csv"),
+                                          ("compare", "qwen2.5-0.5b", "gemma-2-2b", "--hardware", "{p}", "--json")]))
+def test_broken_hardware_profiles_never_crash(fuzz_dir, data, args):
+    path = fuzz_dir / "gpu.yaml"
+    path.write_bytes(data)
+    r = run(*[a.format(p=path) for a in args])
+    assert "Traceback" not in r.err and "internal error" not in r.err, r.err
+    if r.code == 0:
+        if "--json" in args:
+            json.loads(r.out, parse_constant=_no_constants)
+        return
+    assert r.code in (1, 2)
+    r.assert_error(code=r.code)

@@ -257,3 +257,12 @@ def test_broken_config_from_the_hub(hub, tmp_path, content, fragment):
     hub.repo("acme/broken").add({"config.json": content})
     line = planner("analyze", "acme/broken", endpoint=hub.url, home=tmp_path).assert_error(fragment)
     assert "config.json" in line
+
+
+def test_unusable_cache_folder_is_not_called_a_network_problem(hub, tmp_path):
+    hub.repo("acme/tiny").add({"config.json": QWEN})
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    line = planner("analyze", "acme/tiny", endpoint=hub.url, home=tmp_path, HF_HOME=str(blocker)).assert_error(
+        "acme/tiny", "Hugging Face cache", "HF_HOME")
+    assert "unreachable" not in line
