@@ -258,7 +258,7 @@ def read_rope(f: Fields, head_dim: int) -> tuple[float, int, tuple]:
     params = f.raw("rope_parameters")
     scaling = f.raw("rope_scaling")
     theta = None
-    if f.has("rope_theta"):
+    if f.cfg.get("rope_theta") is not None:  # explicit in the config (family defaults come last)
         theta = f.float("rope_theta")
     factor = None
     for block in (params, scaling):
@@ -268,7 +268,7 @@ def read_rope(f: Fields, head_dim: int) -> tuple[float, int, tuple]:
             if factor is None and isinstance(block.get("partial_rotary_factor"), (int, float)):
                 factor = float(block["partial_rotary_factor"])
     if theta is None:
-        theta = f.defaulted("rope_theta", 10000.0)
+        theta = f.float("rope_theta", 10000.0)  # the family's default, else 10000
     if f.has("partial_rotary_factor"):
         factor = f.float("partial_rotary_factor")
     elif f.has("rotary_pct"):
@@ -413,6 +413,8 @@ def build_decoder(f: Fields, model_type: str, t: Traits, generic: bool = False) 
     for i in range(n_layers):
         window, chunk = windows[i]
         uses_rope = bool(no_rope[i]) if no_rope is not None else True
+        if model_type == "exaone4" and any(w for w, _ in windows) and not window:
+            uses_rope = False  # transformers: with sliding layers present, global layers skip RoPE
         attn = Attention(
             hidden_size=hidden, num_attention_heads=heads, num_key_value_heads=kv, head_dim=hd, v_head_dim=v_head_dim,
             q_bias=qkv_bias, k_bias=qkv_bias, v_bias=qkv_bias, o_bias=o_bias, fused_qkv=t.fused_qkv,
