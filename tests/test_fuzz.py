@@ -159,7 +159,7 @@ def test_params_grow_with_width(cfg):
 
 @settings(max_examples=150, **SETTINGS)
 @given(valid_config(MOE_FAMILIES), st.integers(1, 4))
-def test_params_grow_with_experts_and_active_does_not_follow(cfg, more):
+def test_params_grow_with_experts_and_active_only_by_the_router(cfg, more):
     key = {"mixtral": "num_local_experts", "qwen3_moe": "num_experts", "deepseek_v3": "n_routed_experts"}[cfg["model_type"]]
     more_experts = dict(cfg, **{key: cfg[key] + more})
     a, b = count_params(spec_of(cfg)), count_params(spec_of(more_experts))
@@ -173,7 +173,7 @@ def test_params_grow_with_experts_and_active_does_not_follow(cfg, more):
     assert b.active - a.active == n_moe * more * cfg["hidden_size"]
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(max_examples=200, **SETTINGS)
 @given(valid_config(FAMILIES + ORACLE_EXTRA))
 def test_active_at_most_total_and_parts_sum_to_total(cfg):
     p = count_params(spec_of(cfg))
@@ -249,7 +249,7 @@ def test_prefill_of_one_token_is_decode_at_context_zero(cfg, batch):
     a1 = analyze(spec, Options(context=1, batch=batch))
     a0 = analyze(spec, Options(context=0, batch=batch))
     assert a1.prefill_flops == a0.decode_flops
-    # and decode FLOPs grow with the context only through attention
+    # and decode FLOPs and cached bytes never shrink as the context grows
     a9 = analyze(spec, Options(context=9, batch=batch))
     assert a9.decode_flops >= a0.decode_flops
     assert a9.kv_bytes_per_sequence >= a1.kv_bytes_per_sequence
@@ -522,7 +522,7 @@ def test_broken_configs_never_crash_analyze_json(fuzz_dir, data):
     check_outcome(run("analyze", str(path), "--json"), str(path))
 
 
-@settings(max_examples=300, **SETTINGS)
+@settings(max_examples=200, **SETTINGS)
 @given(broken_config(), st.sampled_from(["analyze", "trace", "compare"]), st.sampled_from(["table", "csv", "markdown"]))
 def test_broken_configs_never_print_a_partial_table(fuzz_dir, data, command, fmt):
     path = fuzz_dir / "config-table.json"
