@@ -23,6 +23,8 @@ Tensors a method does not convert (embeddings, norms, biases, routers, lm_head a
 from __future__ import annotations
 
 import fnmatch
+import re
+from functools import lru_cache
 from typing import Any
 
 from .errors import ConfigError
@@ -148,21 +150,33 @@ def _module(t: Tensor) -> str:
     return name
 
 
-def _matches(module: str, pattern: str) -> bool:
-    if any(ch in pattern for ch in "*?["):
-        return fnmatch.fnmatchcase(module, pattern) or fnmatch.fnmatchcase(module, pattern + ".*")
-    wrapped = f".{module}."
-    return module == pattern or f".{pattern}." in wrapped or module.startswith(pattern + ".")
+@lru_cache(maxsize=64)
+def _skip_matcher(patterns: tuple[str, ...]):
+    """One matcher for a whole ``modules_to_not_convert`` list (some configs list hundreds of modules).
+
+    A plain pattern matches a module when it is a run of whole dotted segments of the module's name
+    (``mlp.gate`` matches ``model.layers.3.mlp.gate`` but not ``mlp.gate_proj``); a pattern with
+    wildcards matches the module or one of its parents, as ``fnmatch`` does."""
+    plain = frozenset(p for p in patterns if not any(ch in p for ch in "*?["))
+    wild = [p for p in patterns if any(ch in p for ch in "*?[")]
+    regex = re.compile("|".join(f"(?:{fnmatch.translate(p)})|(?:{fnmatch.translate(p + '.*')})" for p in wild)) if wild else None
+
+    def skipped(module: str) -> bool:
+        if plain:
+            parts = module.split(".")
+            for i in range(len(parts)):
+                for j in range(i + 1, len(parts) + 1):
+                    if ".".join(parts[i:j]) in plain:
+                        return True
+        return bool(regex and regex.match(module))
+
+    return skipped
 
 
 def is_converted(t: Tensor, q: QuantSpec) -> bool:
     if t.kind not in q.targets or len(t.shape) < 2:
         return False
-    module = _module(t)
-    for pattern in q.modules_to_not_convert:
-        if _matches(module, pattern):
-            return False
-    return True
+    return not _skip_matcher(q.modules_to_not_convert)(_module(t))
 
 
 def quantized_bytes(t: Tensor, q: QuantSpec) -> int:

@@ -38,11 +38,14 @@ def calibrate(
 
     Example: planner calibrate --device cpu
     """
+    from hardware.profiles import check_profile_name
     from runtime import require_torch
 
     from .render import warn
 
     out_fmt = resolve_format(fmt, as_json)
+    if not no_save:
+        check_profile_name(name)  # before a minute of measuring, not after
     torch = require_torch()
     from analysis.errors import OptionError, RuntimeUnavailableError
     from hardware.profiles import save_user_profile

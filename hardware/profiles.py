@@ -608,6 +608,15 @@ def _plain(obj: Any) -> Any:
     return obj
 
 
+def check_profile_name(name: str) -> str:
+    """A profile name usable as a file name in the user folder, or ``HardwareError``."""
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise HardwareError(
+            f"{name!r} is not a valid profile name", "use lowercase letters, digits, '-', '_' or '.', e.g. 'my-gpu'"
+        )
+    return name
+
+
 def save_user_profile(data: dict, name: str) -> Path:
     """Write ``data`` (YAML-file data with unit strings, e.g. ``profile.to_yaml_data()``) to
     ``user_profile_dir() / f"{name}.yaml"``, atomically: the data is validated and serialised first,
@@ -615,10 +624,7 @@ def save_user_profile(data: dict, name: str) -> Path:
     at any step leaves the previous file as it was."""
     import yaml  # lazy
 
-    if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise HardwareError(
-            f"{name!r} is not a valid profile name", "use lowercase letters, digits, '-', '_' or '.', e.g. 'my-gpu'"
-        )
+    check_profile_name(name)
     if not isinstance(data, Mapping):
         raise HardwareError(f"profile data for {name!r} must be a mapping", f"got {type(data).__name__}")
     if data.get("name", name) != name:

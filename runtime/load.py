@@ -26,7 +26,7 @@ from typing import Iterable, Iterator
 
 import torch
 
-from analysis.errors import ConfigError, RuntimeUnavailableError
+from analysis.errors import ConfigError, PlannerError, RuntimeUnavailableError
 from analysis.spec import Attention, ModelSpec, MoE
 
 IGNORED = re.compile(r"(rotary_emb\.inv_freq|\.attention\.bias|\.attention\.masked_bias|\.rotary\.inv_freq)$")
@@ -224,8 +224,15 @@ def load_checkpoint(model, folder: str | Path) -> LoadReport:
 
     def items():
         for f in files:
-            with safe_open(str(f), framework="pt", device=str(device)) as fh:
-                for key in fh.keys():
-                    yield key, fh.get_tensor(key)
+            try:
+                with safe_open(str(f), framework="pt", device=str(device)) as fh:
+                    for key in fh.keys():
+                        yield key, fh.get_tensor(key)
+            except Exception as exc:  # SafetensorError, OSError: a broken or truncated file
+                if isinstance(exc, PlannerError):
+                    raise
+                first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise ConfigError(f"{f}: not a readable safetensors file: {first}",
+                                  "re-download the checkpoint, or verify with random weights (omit --weights)") from None
 
     return load_tensors(model, items())

@@ -255,7 +255,11 @@ def memory_guard(*, weights_bytes: int, kv_bytes_at, batch: int, context: int, w
     if mc >= 0:
         hint.append(f"--context {mc} fits at --batch {batch}")
     if not hint:
-        hint.append("the weights alone do not fit: use a smaller model or dtype")
+        if weights_bytes + workspace > usable:
+            hint.append("the weights alone do not fit: use a smaller model or dtype")
+        else:
+            hint.append("even one sequence's KV cache at this context does not fit beside the weights: "
+                        "lower --context or use a smaller --dtype")
     raise OptionError(
         f"not enough {device} memory: this run needs {need / GiB:.2f} GiB (weights {weights_bytes / GiB:.2f} GiB, "
         f"KV cache {kv_bytes_at(context + 1) * batch / GiB:.2f} GiB, workspace {workspace / GiB:.2f} GiB) but "
