@@ -31,3 +31,14 @@ def config_dir(tmp_path):
         return p
 
     return write
+
+
+@pytest.fixture(autouse=True)
+def _config_dir(tmp_path, monkeypatch):
+    """Every test gets an empty user config folder and an offline, empty Hugging Face home: no test
+    reads or writes the developer's real profiles or cache, or reaches the network."""
+    cfg = tmp_path / "planner-config"
+    monkeypatch.setenv("PLANNER_CONFIG_DIR", str(cfg))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return cfg

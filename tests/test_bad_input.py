@@ -35,14 +35,6 @@ peak_flops:
 """
 
 
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path, monkeypatch):
-    """No test reads or writes the user's config folder or Hugging Face cache, or the network."""
-    monkeypatch.setenv("PLANNER_CONFIG_DIR", str(tmp_path / "planner-config"))
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-
-
 def err(*args: str, fragments=(), env=None) -> str:
     """Run, expect a clean failure (exit 1 or 2), return its one ``Error:`` line."""
     r = run(*args, env=env)

@@ -43,14 +43,6 @@ peak_flops:
 """
 
 
-@pytest.fixture(autouse=True)
-def _config_dir(tmp_path, monkeypatch):
-    """Every test gets an empty user config folder (never the developer's real one)."""
-    cfg = tmp_path / "config"
-    monkeypatch.setenv("PLANNER_CONFIG_DIR", str(cfg))
-    return cfg
-
-
 def _write(path: Path, text: str | bytes) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(text, bytes):

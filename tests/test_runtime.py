@@ -83,13 +83,6 @@ TINY: dict[str, dict] = {
 MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "gpt_oss", "llama4_text"}
 
 
-@pytest.fixture(autouse=True)
-def _config_dir(tmp_path, monkeypatch):
-    """An empty user config folder (never the developer's real profiles)."""
-    monkeypatch.setenv("PLANNER_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-
-
 def hf_model(cfg: dict):
     """The ``transformers`` model of ``cfg`` with random fp32 weights, norms and biases perturbed."""
     pytest.importorskip("transformers", reason="parity tests need transformers (the dev extra)")
