@@ -11,7 +11,7 @@ from analysis.errors import OptionError, PlannerError
 
 from .analyze_cmd import RevisionOpt, SlidingOpt
 from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt
-from .plots import PlotOpt, check_plot_path, plot_memory
+from .options import PlotOpt
 from .render import OutputFormat, fmt_bytes, fmt_count, fmt_gib, fmt_int, fmt_si, fmt_time, print_json, resolve_format
 from .sections import Section, emit
 
@@ -63,6 +63,10 @@ def compare(
     if price_per_hour is not None and not math.isfinite(price_per_hour):  # (click's range lets nan through)
         raise OptionError(f"--price-per-hour must be a finite number of USD, got {price_per_hour}")
     out_fmt = resolve_format(fmt, as_json)
+    if plot is not None:
+        from .plots import check_plot_path
+
+        plot = check_plot_path(plot)  # before any work
     tp_, replicas = resolve_tp(gpus, tp)
     hw = load_hardware(hardware)
     loaded = []
@@ -113,6 +117,8 @@ def compare(
     smallest = min(rows, key=lambda r: r[1].params.total)
     headline = headline_text(ranked, smallest, reasons)
     if plot is not None:
+        from .plots import plot_memory
+
         plot_memory([d for *_, d in rows], hw, plot, batch=batch, context=context, tp=tp_)
     settings = {"context": context, "batch": batch, "hardware": hw.name, "gpus": gpus, "tp": tp_, "replicas": replicas,
                 "dtype": dtype, "kv_dtype": kv_dtype, "price_per_hour": price_per_hour, "sliding_window": sliding_window}

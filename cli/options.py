@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -28,3 +29,10 @@ KvDtypeOpt = Annotated[
 ]
 ContextOpt = Annotated[int, typer.Option("--context", "-c", min=0, max=1 << 30, help="Context length in tokens.")]
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", min=1, max=1 << 24, help="Concurrent sequences (count).")]
+
+PlotOpt = Annotated[
+    Optional[Path],
+    typer.Option("--plot", metavar="PATH", dir_okay=False,
+                 help="Also draw the result to PATH (.png or .svg; needs the plot extra: "
+                      "pip install 'planner\\[plot]')."),
+]

@@ -11,7 +11,7 @@ from analysis.errors import OptionError
 
 from .analyze_cmd import ModelArg, RevisionOpt
 from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, HardwareOpt, JsonOpt, KvDtypeOpt
-from .plots import PlotOpt, check_plot_path, plot_roofline
+from .options import PlotOpt
 from .render import OutputFormat, fmt_bytes, fmt_int, fmt_si, fmt_time, print_json, resolve_format
 from .sections import Section, emit
 
@@ -80,7 +80,10 @@ def trace(
 
     out_fmt = resolve_format(fmt, as_json)
     grid = parse_sweep(sweep, batch, context)
-    plot = check_plot_path(plot) if plot is not None else None
+    if plot is not None:
+        from .plots import check_plot_path
+
+        plot = check_plot_path(plot)
     hw = load_hardware(hardware)
     loaded = load_model(model, revision)
     t = build_trace(loaded.spec, hw, batch=batch, context=context, dtype=dtype, kv_dtype=kv_dtype,
@@ -93,6 +96,8 @@ def trace(
 
     warn_notes(t["notes"])
     if plot is not None:
+        from .plots import plot_roofline
+
         plot_roofline(t, hw, plot, sweep=rows, model=loaded.id)
     if out_fmt == OutputFormat.json:
         d = {"schema_version": 1, "model": {"id": loaded.id, "source": loaded.source, "model_type": loaded.spec.model_type},

@@ -13,7 +13,7 @@ import typer
 
 from .analyze_cmd import ModelArg, RevisionOpt
 from .options import BatchOpt, ContextOpt, FormatOpt, JsonOpt
-from .plots import PlotOpt, check_plot_path, plot_verify
+from .options import PlotOpt
 from .render import SCHEMA_VERSION, OutputFormat, fmt_int, fmt_si, fmt_time, print_json, resolve_format
 from .sections import Section, emit
 
@@ -87,7 +87,10 @@ def verify(
     from .common import load_model
 
     out_fmt = resolve_format(fmt, as_json)
-    plot = check_plot_path(plot) if plot is not None else None
+    if plot is not None:
+        from .plots import check_plot_path
+
+        plot = check_plot_path(plot)
     loaded = load_model(model, revision)
     require_torch()
     from runtime.verify import VerifyOptions, run_verify
@@ -101,6 +104,8 @@ def verify(
 
     data = result_dict(r, SCHEMA_VERSION)
     if plot is not None:
+        from .plots import plot_verify
+
         plot_verify(data, plot)
     if out_fmt == OutputFormat.json:
         print_json(data)
