@@ -147,20 +147,29 @@ def assumptions(hw) -> list[str]:
 
 
 def _pick_driver(best, other) -> str:
-    """The main reason ``other`` costs more than ``best``: KV bytes, active weights, or concurrency."""
+    """Why ``other`` costs more than ``best``: the decode step's extra traffic (KV read, weights read)
+    at the requested batch, and the concurrency each can hold."""
     _, a0, e0, _ = best
     _, a1, e1, _ = other
-    kv0 = a0.kv_bytes_per_sequence + a0.kv.state_bytes_per_sequence
-    kv1 = a1.kv_bytes_per_sequence + a1.kv.state_bytes_per_sequence
-    w0, w1 = a0.decode_totals.weight_bytes, a1.decode_totals.weight_bytes
+    t0, t1 = a0.decode_totals, a1.decode_totals
     parts = []
-    if kv1 > 1.25 * kv0:
-        parts.append(f"{kv1 / kv0:.1f}× the KV cache per sequence ({fmt_bytes(kv1)} vs {fmt_bytes(kv0)})")
-    if w1 > 1.25 * w0:
-        parts.append(f"{w1 / w0:.1f}× the weight bytes read per step")
-    if e1.max_batch and e0.max_batch > 1.25 * e1.max_batch:
+    d_kv = (t1.kv_bytes + t1.state_bytes) - (t0.kv_bytes + t0.state_bytes)
+    d_w = t1.weight_bytes - t0.weight_bytes
+    seq0 = a0.kv_bytes_per_sequence + a0.kv.state_bytes_per_sequence
+    seq1 = a1.kv_bytes_per_sequence + a1.kv.state_bytes_per_sequence
+    big = 0.02 * t0.bytes
+    for delta, text in sorted([
+        (d_kv, f"{fmt_bytes(d_kv)} more KV read per step ({seq1 / seq0:.2f}× the cache per sequence: "
+               f"{fmt_bytes(seq1)} vs {fmt_bytes(seq0)})" if seq0 else ""),
+        (d_w, f"{fmt_bytes(d_w)} more weights read per step ({t1.weight_bytes / t0.weight_bytes:.2f}×)"),
+    ], key=lambda x: -x[0]):
+        if delta > big and text:
+            parts.append(text)
+    if e1.max_batch and e0.max_batch > 1.1 * e1.max_batch:
         parts.append(f"{e0.max_batch / e1.max_batch:.1f}× less concurrency ({e1.max_batch} vs {e0.max_batch} sequences)")
-    return "; ".join(parts) if parts else "similar memory traffic, slightly slower step"
+    if not parts:
+        parts.append("a step of about the same traffic that the roofline puts slightly slower")
+    return "; ".join(parts)
 
 
 def describe_attention(a) -> str:

@@ -45,7 +45,7 @@ def test_smaller_is_not_cheaper_mha_vs_gqa():
     assert d["smallest"] == "meta-llama/Llama-2-7b-hf"
     assert d["cheapest"] == d["ranking"][0] == "mistralai/Mistral-7B-v0.1"
     assert "not the smallest" in d["summary"]
-    assert "KV cache per sequence" in d["reasons"]["meta-llama/Llama-2-7b-hf"]
+    assert "more KV read per step" in d["reasons"]["meta-llama/Llama-2-7b-hf"]
 
 
 def test_table_states_the_criterion():
