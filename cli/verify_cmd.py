@@ -12,8 +12,7 @@ from typing import Annotated, Iterator, Optional
 import typer
 
 from .analyze_cmd import ModelArg, RevisionOpt
-from .options import BatchOpt, ContextOpt, FormatOpt, JsonOpt
-from .options import PlotOpt
+from .options import BatchOpt, ContextOpt, FormatOpt, JsonOpt, PlotOpt
 from .render import SCHEMA_VERSION, OutputFormat, fmt_int, fmt_si, fmt_time, print_json, resolve_format
 from .sections import Section, emit
 
