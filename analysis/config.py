@@ -137,6 +137,10 @@ TEXT_WRAPPERS = {
 }
 
 
+#: Wrappers whose vision tower transformers' AutoModelForCausalLM builds (so it is counted).
+VISION_COUNTED = {"gemma3"}
+
+
 def supported_model_types() -> list[str]:
     return sorted(set(FAMILIES) | set(SPECIAL) | set(TEXT_WRAPPERS))
 
@@ -151,6 +155,7 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
     caveats: list[str] = []
     top = cfg
     nested = False
+    wrapper = None
     model_type = cfg.get("model_type")
     if model_type is not None and not isinstance(model_type, str):
         raise ConfigError(f"{where}: field 'model_type' must be a string, got {short(model_type)}")
@@ -167,8 +172,13 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         for key in ("torch_dtype", "dtype", "quantization_config", "tie_word_embeddings"):
             if key in cfg and key not in text:
                 text[key] = cfg[key]
-        caveats.append(f"multimodal config ({model_type}): the language model in text_config is analysed; "
-                       "the vision/audio encoder is not counted")
+        wrapper = model_type
+        if model_type in VISION_COUNTED:
+            caveats.append(f"multimodal config ({model_type}): the vision encoder is counted in the parameters and "
+                           "weights, as transformers builds it, but takes no part in the text decode trace")
+        else:
+            caveats.append(f"multimodal config ({model_type}): the language model in text_config is analysed; "
+                           "the vision/audio encoder is not counted (transformers' causal-LM class leaves it out too)")
         cfg = text
         model_type = inner
         where = f"{where} (text_config)"
@@ -199,6 +209,10 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         spec = builder(f, model_type)
     else:
         spec = build_decoder(f, model_type, traits, generic=model_type not in FAMILIES)
+    if wrapper in VISION_COUNTED:
+        from .vision import gemma3_vision
+
+        spec = replace(spec, vision=gemma3_vision(top, spec.hidden_size, where.replace(" (text_config)", "")))
     spec = finish(spec, f, top_cfg=top, name=name, source=source, caveats=caveats)
     return spec
 

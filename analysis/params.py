@@ -16,8 +16,8 @@ from .spec import Layer, ModelSpec, MoE, Tensor
 
 
 def category(t: Tensor) -> str:
-    """attention | mlp | experts | shared_experts | router | norm | embedding | lm_head | ssm."""
-    if t.kind in ("embedding", "lm_head"):
+    """attention | mlp | experts | shared_experts | router | norm | embedding | lm_head | ssm | vision."""
+    if t.kind in ("embedding", "lm_head", "vision"):
         return t.kind
     if t.kind == "norm":
         return "norm"
@@ -61,6 +61,7 @@ class ParamCounts:
     ssm: int
     mtp: int
     per_layer: tuple[LayerParams, ...]
+    vision: int = 0
 
     @property
     def non_embedding(self) -> int:
@@ -85,6 +86,7 @@ class ParamCounts:
             "router": self.router,
             "norm": self.norm,
             "ssm": self.ssm,
+            "vision": self.vision,
             "mtp": self.mtp,
             "per_layer": [
                 {"kind": p.kind, "count": p.count, "first_layer": p.first_layer, "attention": p.attention,
@@ -113,7 +115,9 @@ def count_params(spec: ModelSpec) -> ParamCounts:
         by_cat["lm_head"] += t.numel
     for t in spec.final_norm_tensors():
         by_cat["norm"] += t.numel
-    active = by_cat["embedding"] + by_cat["lm_head"] + by_cat["norm"]
+    for t in spec.vision:
+        by_cat["vision"] += t.numel
+    active = by_cat["embedding"] + by_cat["lm_head"] + by_cat["norm"] + by_cat["vision"]
     groups: dict[Layer, list[int]] = {}
     for i, layer in enumerate(spec.layers):
         groups.setdefault(layer, []).append(i)
@@ -140,5 +144,5 @@ def count_params(spec: ModelSpec) -> ParamCounts:
         total=total, active=active, embedding=by_cat["embedding"], lm_head=by_cat["lm_head"],
         attention=by_cat["attention"], mlp=by_cat["mlp"], experts=by_cat["experts"],
         shared_experts=by_cat["shared_experts"], router=by_cat["router"], norm=by_cat["norm"], ssm=by_cat["ssm"],
-        mtp=mtp, per_layer=tuple(per_layer),
+        mtp=mtp, per_layer=tuple(per_layer), vision=by_cat["vision"],
     )

@@ -625,6 +625,7 @@ class ModelSpec:
     lm_head_bias: bool = False
     mtp_layers: tuple[Layer, ...] = ()  # DeepSeek multi-token prediction (reported, not in total)
     mtp_extra_params: int = 0  # MTP's own projections and norms besides its decoder block
+    vision: tuple[Tensor, ...] = ()  # a multimodal wrapper's vision encoder and projector (kind "vision")
     torch_dtype: str | None = None
     quant: QuantSpec | None = None
     # numerics the runtime decoder needs (not used by the arithmetic)
@@ -670,4 +671,5 @@ class ModelSpec:
             out.extend(layer.tensors(f"model.layers.{i}"))
         out.extend(self.final_norm_tensors())
         out.extend(self.lm_head_tensors())
+        out.extend(self.vision)
         return out

@@ -27,7 +27,8 @@ class WeightFormat:
 
     def tensor_bytes(self, t: Tensor) -> int:
         if self.override is not None:
-            return self.override.nbytes(t.numel) if t.kind in ("linear", "expert", "embedding", "lm_head", "router", "conv") \
+            return self.override.nbytes(t.numel) if t.kind in ("linear", "expert", "embedding", "lm_head", "router", "conv",
+                                                                "vision") \
                 else self.base.nbytes(t.numel)
         if self.quant is not None and is_converted(t, self.quant):
             return quantized_bytes(t, self.quant)

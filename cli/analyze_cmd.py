@@ -198,6 +198,8 @@ def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]
     if p.router:
         params.add("routers", fmt_count(p.router), fmt_int(p.router), _pct(p.router, p.total))
     params.add("norms", fmt_count(p.norm), fmt_int(p.norm), _pct(p.norm, p.total))
+    if p.vision:
+        params.add("vision encoder + projector", fmt_count(p.vision), fmt_int(p.vision), _pct(p.vision, p.total))
     if p.mtp:
         params.add("MTP layers (not in total)", fmt_count(p.mtp), fmt_int(p.mtp), "")
 

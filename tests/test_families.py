@@ -121,3 +121,19 @@ def test_mla_kv_per_token():
 def test_qwen2_moe_placement():
     spec = parse_config(CASES["qwen2_moe"])
     assert [layer.kind.endswith("+moe") for layer in spec.layers] == [False, True, False, False]
+
+
+@pytest.mark.parametrize("vision", [
+    {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+     "image_size": 64, "patch_size": 8, "vision_use_head": False, "model_type": "siglip_vision_model"},
+    {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 1, "num_attention_heads": 2,
+     "image_size": 32, "patch_size": 16, "vision_use_head": True, "model_type": "siglip_vision_model"},
+])
+def test_gemma3_wrapper_counts_its_vision_tower(vision):
+    text = {"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 512, "sliding_window": 32,
+            "model_type": "gemma3_text"}
+    cfg = {"model_type": "gemma3", "text_config": text, "vision_config": vision, "mm_tokens_per_image": 4}
+    p = count_params(parse_config(cfg))
+    assert p.total == hf_param_count(cfg)
+    assert p.vision > 0 and p.total == count_params(parse_config(text)).total + p.vision

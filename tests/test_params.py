@@ -60,11 +60,12 @@ def test_reference_counts(model_id):
 
 
 def _oracle_config(cfg: dict) -> dict:
-    """What transformers builds for a bundled config: multimodal wrappers are built from text_config,
-    as AutoModelForCausalLM does for llama4 (gemma3 would add its vision tower, which we do not count)."""
-    if isinstance(cfg.get("text_config"), dict) and cfg.get("model_type") in ("llama4", "gemma3"):
+    """What AutoModelForCausalLM builds for a bundled config: llama4's causal-LM class is its text model
+    alone (so the oracle is built from text_config); gemma3's includes the vision tower (so the whole
+    config is built, and we count the tower too)."""
+    if isinstance(cfg.get("text_config"), dict) and cfg.get("model_type") == "llama4":
         inner = dict(cfg["text_config"])
-        inner.setdefault("model_type", {"llama4": "llama4_text", "gemma3": "gemma3_text"}[cfg["model_type"]])
+        inner.setdefault("model_type", "llama4_text")
         return inner
     return cfg
 
