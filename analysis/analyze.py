@@ -27,7 +27,6 @@ class Options:
     dtype: str | None = None
     kv_dtype: str | None = None
     sliding_window: int | None = None  # what-if: a window on every full-attention layer
-    tp: int = 1
 
     def check(self) -> None:
         if self.context < 0:
@@ -36,8 +35,6 @@ class Options:
             raise OptionError(f"--batch must be >= 1, got {self.batch}")
         if self.sliding_window is not None and self.sliding_window < 1:
             raise OptionError(f"--sliding-window must be >= 1, got {self.sliding_window}")
-        if self.tp < 1:
-            raise OptionError(f"--tp must be >= 1, got {self.tp}")
 
 
 @dataclass(frozen=True)
@@ -54,6 +51,7 @@ class Analysis:
     activation_bytes: int  # the largest activation buffer of a decode step at `batch`
     mtp_weights_bytes: int
     notes: tuple[str, ...]
+    warnings: tuple[str, ...] = ()  # what the user should see on stderr whatever the output format
 
     @property
     def kv_bytes_per_sequence(self) -> int:
@@ -123,14 +121,15 @@ def analyze(spec: ModelSpec, options: Options) -> Analysis:
     decode_b = decode1 if options.batch == 1 else step_ops(spec, fmt, kvd, batch=options.batch, new_tokens=1,
                                                              cached_tokens=ctx)
     act_peak = max((o.act_read_bytes + o.act_write_bytes for o in decode_b), default=0)
+    warnings: list[str] = []
     if spec.max_position_embeddings and ctx > spec.max_position_embeddings:
-        notes.append(f"--context {ctx} is beyond max_position_embeddings ({spec.max_position_embeddings}); "
-                     "computed anyway")
+        warnings.append(f"--context {ctx} is beyond max_position_embeddings ({spec.max_position_embeddings}); "
+                        "computed anyway")
     return Analysis(
         spec=spec, options=options, params=params, fmt=fmt, kv=cache, weights_bytes=weights,
         decode_flops=sum(o.flops for o in decode1), prefill_flops=sum(o.flops for o in prefill),
         decode_totals=Totals.of(decode_b), activation_bytes=act_peak, mtp_weights_bytes=mtp_bytes,
-        notes=tuple(notes),
+        notes=tuple(notes + warnings), warnings=tuple(warnings),
     )
 
 

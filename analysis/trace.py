@@ -28,7 +28,7 @@ Conventions
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 from .dtypes import DType
 from .spec import (MLA, MLP, Attention, GatedAttention, GatedDeltaNet, Layer, Mamba, ModelSpec, MoE, Norm,
@@ -61,9 +61,6 @@ class Op:
     def intensity(self) -> float:
         """Arithmetic intensity, FLOP per byte moved."""
         return self.flops / self.bytes if self.bytes else 0.0
-
-    def same_shape(self, other: "Op") -> bool:
-        return all(getattr(self, f.name) == getattr(other, f.name) for f in fields(self) if f.name != "layer")
 
 
 NUMERIC_FIELDS = ("flops", "weight_bytes", "act_read_bytes", "act_write_bytes", "kv_read_bytes",
@@ -136,7 +133,7 @@ class _Builder:
     def matmul(self, name: str, tensors: list[Tensor], layer: int | None, cat: str, n_tokens: int | None = None) -> None:
         n = self.shape.tokens if n_tokens is None else n_tokens
         w = [t for t in tensors if t.kind != "bias" and len(t.shape) >= 2]
-        n_out, n_in = w[0].shape[-2], w[0].shape[-1]
+        n_in = w[0].shape[-1]
         macs = sum(t.numel for t in w)
         self.add(name=name, kind="matmul", category=cat, layer=layer, flops=2 * n * macs,
                  weight_bytes=self.fmt.bytes_of(tensors), act_read_bytes=n * n_in * self.a,
@@ -333,7 +330,7 @@ class _Builder:
         self.matmul("out_proj", tensors["out_proj"], i, "ssm")
 
     def short_conv(self, i: int, m: ShortConv, tensors: dict[str, list[Tensor]]) -> None:
-        n, a, h = self.shape.tokens, self.a, m.hidden_size
+        n, h = self.shape.tokens, m.hidden_size
         # in_proj: h -> [B | C | x]: 2·n·h·3h
         self.matmul("in_proj", tensors["in_proj"], i, "ssm")
         self.elementwise("B·x", 2 * n * h, n * h, i, "ssm")
@@ -503,12 +500,6 @@ class Totals:
         kv = sum(o.kv_read_bytes + o.kv_write_bytes for o in ops)
         st = sum(o.state_read_bytes + o.state_write_bytes for o in ops)
         return Totals(sum(o.flops for o in ops), w, act, kv, st, w + act + kv + st, sum(o.kernels for o in ops))
-
-
-def step_flops(spec: ModelSpec, fmt: WeightFormat, kv_dtype: DType, *, batch: int = 1, new_tokens: int = 1,
-               cached_tokens: int = 0) -> int:
-    return sum(o.flops for o in step_ops(spec, fmt, kv_dtype, batch=batch, new_tokens=new_tokens,
-                                         cached_tokens=cached_tokens))
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ from typing import Annotated, Optional
 
 import typer
 
-from analysis.errors import OptionError
 
 from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt
 from .render import OutputFormat, fmt_bytes, fmt_count, fmt_gib, fmt_int, fmt_si, print_json, resolve_format
@@ -43,16 +42,14 @@ def analyze(
     from hardware.serving import per_gpu_memory, max_context_per_gpu
     from analysis.parallel import tp_plan
 
-    from .common import load_hardware, load_model, warn_notes
+    from .common import load_hardware, load_model, resolve_tp, warn_all
 
     out_fmt = resolve_format(fmt, as_json)
     hw = load_hardware(hardware)
     loaded = load_model(model, revision)
     opts = Options(context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype, sliding_window=sliding_window)
     a = run_analyze(loaded.spec, opts)
-    tp_ = gpus if tp is None else tp
-    if gpus % tp_:
-        raise OptionError(f"--gpus {gpus} is not a multiple of --tp {tp_}")
+    tp_, _ = resolve_tp(gpus, tp)
     plan = tp_plan(loaded.spec, tp_)
     mem = per_gpu_memory(a, plan, hw)
     fit = Fit(gpus=gpus, tp=tp_, mem=mem, batch=batch, max_batch=mem.max_batch(),
@@ -76,7 +73,7 @@ def analyze(
         from analysis.checkpoint import reconcile
 
         rec = reconcile(Path(loaded.resolved.path).parent, a.weights_bytes + a.mtp_weights_bytes)
-    warn_notes(a.notes)
+    warn_all(a.warnings)
     if out_fmt == OutputFormat.json:
         d = analysis_json(a, loaded, hw, fit)
         if rec is not None:
@@ -133,7 +130,7 @@ class Fit:
 
     @property
     def fits(self) -> bool:
-        return self.needed_bytes <= self.mem.usable_bytes
+        return self.mem.fits(self.batch)
 
 
 def analysis_json(a, loaded, hw, fit: Fit) -> dict:

@@ -41,7 +41,17 @@ def load_hardware(name: str | None):
     return load_profile(DEFAULT_HARDWARE if name is None else name)  # an empty --hardware "" is an error
 
 
-def warn_notes(notes) -> None:
-    for n in notes:
-        if "beyond max_position_embeddings" in n:
-            warn(n)
+def warn_all(warnings) -> None:
+    """An analysis's warnings on stderr (they also stay in its notes)."""
+    for w in warnings:
+        warn(w)
+
+
+def resolve_tp(gpus: int, tp: int | None) -> tuple[int, int]:
+    """(tensor-parallel degree, replicas) from --gpus and --tp (default: all GPUs in one replica)."""
+    from analysis.errors import OptionError
+
+    tp = gpus if tp is None else tp
+    if gpus % tp:
+        raise OptionError(f"--gpus {gpus} is not a multiple of --tp {tp}")
+    return tp, gpus // tp

@@ -24,14 +24,6 @@ CRITERION_GPU = ("GPU-seconds per million generated tokens (1 / decode tokens pe
                  "context and batch, lowest first; give --price-per-hour to rank by cost in USD")
 
 
-def resolve_tp(gpus: int, tp: int | None) -> tuple[int, int]:
-    """(tp, replicas) from --gpus and --tp."""
-    tp = gpus if tp is None else tp
-    if gpus % tp:
-        raise OptionError(f"--gpus {gpus} is not a multiple of --tp {tp}")
-    return tp, gpus // tp
-
-
 def compare(
     models: ModelsArg,
     context: ContextOpt = 8192,
@@ -56,7 +48,7 @@ def compare(
     from analysis.analyze import Options, analyze as run_analyze, to_dict
     from hardware.serving import estimate, estimate_dict
 
-    from .common import load_hardware, load_model, warn_notes
+    from .common import load_hardware, load_model, resolve_tp, warn_all
 
     if len(models) < 1:
         raise OptionError("give at least one model")
@@ -83,7 +75,7 @@ def compare(
             e = estimate(a, hw, tp=tp_, price_per_hour=price_per_hour)
         except PlannerError as exc:
             raise type(exc)(f"model '{lm.id}': {exc}") from None
-        warn_notes(a.notes)
+        warn_all(a.warnings)
         d = to_dict(a, model_id=lm.id, source=lm.source)
         ed = estimate_dict(e)
         d.update({

@@ -19,9 +19,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any, Iterable, Optional
-
-import typer
+from typing import Any, Iterable
 
 from analysis.errors import OptionError
 

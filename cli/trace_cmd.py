@@ -92,9 +92,6 @@ def trace(
     flips = None
     if grid:
         flips = [{"context": c, "batch": flip_batch(loaded.spec, hw, c, dtype=dtype, kv_dtype=kv_dtype)} for c in grid[1]]
-    from .common import warn_notes
-
-    warn_notes(t["notes"])
     if plot is not None:
         from .plots import plot_roofline
 

@@ -44,6 +44,9 @@ class Memory:
         return self.weights_bytes + batch * (self.kv_bytes_per_sequence + self.state_bytes_per_sequence
                                              + self.activation_bytes_per_sequence)
 
+    def fits(self, batch: int) -> bool:
+        return self.needed_bytes(batch) <= self.usable_bytes
+
     def max_batch(self) -> int:
         per_seq = self.kv_bytes_per_sequence + self.state_bytes_per_sequence + self.activation_bytes_per_sequence
         room = self.usable_bytes - self.weights_bytes
@@ -115,14 +118,13 @@ def estimate(a: Analysis, hw, *, tp: int = 1, price_per_hour: float | None = Non
     notes = list(plan.notes)
     req = a.options.batch
     mb = mem.max_batch()
-    fits = mem.needed_bytes(req) <= mem.usable_bytes
+    fits = mem.fits(req)
     batch = req if fits else mb
     if not fits and mb >= 1:
         notes.append(f"batch {req} does not fit at context {a.options.context:,}: throughput at batch {mb}, "
                      "the largest that fits")
     price = price_per_hour if price_per_hour is not None else hw.price_per_hour
-    step_s = ar_s = tps = per_gpu = ttft = cost = None
-    bound = None
+    step_s = tps = per_gpu = ttft = cost = bound = None
     ar_s = 0.0
     if batch >= 1:
         step_s, ar_s, bound, _ = _step(a, hw, plan, batch=batch, new_tokens=1, cached=a.options.context)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Protocol
 
-from .roofline import RooflineTime, effective_rates
+from .roofline import effective_rates
 
 
 class _OpLike(Protocol):
@@ -76,6 +76,3 @@ def step_time(ops: Iterable[_OpLike], profile, compute_dtype: str, *, use_effici
     ratio = hi / lo if lo > 0 else float("inf")
     return StepTime(compute, memory, device, launch_total, eager, device + launch, kernels, bound, ratio), times
 
-
-def as_roofline(t: OpTime) -> RooflineTime:
-    return RooflineTime(t.compute_s, t.memory_s, t.time_s, t.bound)
