@@ -40,7 +40,6 @@ GID_CAPACITY = "memory:capacity"  # Line2D, y = tp × GPU memory bytes
 GID_USABLE = "memory:usable"  # Line2D, y = tp × (GPU memory - runtime reserve) bytes
 GID_CONTEXT = "memory:context"  # Line2D, x = the chosen context
 
-from .options import PlotOpt  # noqa: E402,F401  (re-exported for callers)
 
 
 def memory_gid(model_id: str) -> str:
