@@ -44,7 +44,7 @@ class Resolved:
 def _models_dir():
     from importlib.resources import files
 
-    return files("profiles").joinpath("models")
+    return files("planner.profiles").joinpath("models")
 
 
 @lru_cache(maxsize=1)

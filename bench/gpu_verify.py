@@ -52,11 +52,11 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
     import torch
 
-    from analysis.errors import PlannerError
-    from cli.common import load_model
-    from hardware.profiles import save_user_profile
-    from runtime.calibrate import calibrate, calibration_profile
-    from runtime.verify import VerifyOptions, result_dict, run_verify
+    from planner.analysis.errors import PlannerError
+    from planner.cli.common import load_model
+    from planner.hardware.profiles import save_user_profile
+    from planner.runtime.calibrate import calibrate, calibration_profile
+    from planner.runtime.verify import VerifyOptions, result_dict, run_verify
 
     if args.device == "cuda" and not torch.cuda.is_available():
         print("Error: --device cuda but torch sees no GPU (use --device cpu to test the script)", file=sys.stderr)

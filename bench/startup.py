@@ -27,7 +27,7 @@ def floor_cmd() -> tuple[str, list[str]]:
 
 def planner_cmd(*args: str) -> list[str]:
     exe = shutil.which("planner")
-    return [exe, *args] if exe else [sys.executable, "-m", "cli", *args]
+    return [exe, *args] if exe else [sys.executable, "-m", "planner", *args]
 
 
 def main() -> None:

@@ -1,3 +1,3 @@
-from .app import main
+from planner.cli.app import main
 
 main()

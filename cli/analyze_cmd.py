@@ -38,9 +38,9 @@ def analyze(
 
     Example: planner analyze llama-3.1-8b --context 32768 --batch 8 --hardware h100-sxm
     """
-    from analysis.analyze import Options, analyze as run_analyze
-    from hardware.serving import per_gpu_memory, max_context_per_gpu
-    from analysis.parallel import tp_plan
+    from planner.analysis.analyze import Options, analyze as run_analyze
+    from planner.hardware.serving import per_gpu_memory, max_context_per_gpu
+    from planner.analysis.parallel import tp_plan
 
     from .common import load_hardware, load_model, resolve_tp, warn_all
 
@@ -70,7 +70,7 @@ def analyze(
     if loaded.source != "bundled":
         from pathlib import Path
 
-        from analysis.checkpoint import reconcile
+        from planner.analysis.checkpoint import reconcile
 
         rec = reconcile(Path(loaded.resolved.path).parent, a.weights_bytes + a.mtp_weights_bytes)
     warn_all(a.warnings)
@@ -134,7 +134,7 @@ class Fit:
 
 
 def analysis_json(a, loaded, hw, fit: Fit) -> dict:
-    from analysis.analyze import to_dict
+    from planner.analysis.analyze import to_dict
 
     d = to_dict(a, model_id=loaded.id, source=loaded.source)
     d["model"]["path"] = loaded.resolved.path
@@ -167,7 +167,7 @@ def _pct(part: int, whole: int) -> str:
 
 
 def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]]:
-    from analysis.analyze import attention_summary, ffn_summary, layer_kinds, moe_step
+    from planner.analysis.analyze import attention_summary, ffn_summary, layer_kinds, moe_step
 
     spec, o, p = a.spec, a.options, a.params
     model = Section(f"{loaded.id}", ["", ""])

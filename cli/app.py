@@ -34,7 +34,7 @@ if "click" in sys.modules:  # an older typer built on click itself
     _CLICK += (_click_exc.ClickException,)
     _NO_ARGS += tuple(c for c in (getattr(_click_exc, "NoArgsIsHelpError", None),) if c)
 
-from analysis.errors import PlannerError
+from planner.analysis.errors import PlannerError
 
 EXIT_OK = 0
 EXIT_ERROR = 1

@@ -38,8 +38,8 @@ def calibrate(
 
     Example: planner calibrate --device cpu
     """
-    from hardware.profiles import check_profile_name
-    from runtime import require_torch
+    from planner.hardware.profiles import check_profile_name
+    from planner.runtime import require_torch
 
     from .render import warn
 
@@ -47,10 +47,10 @@ def calibrate(
     if not no_save:
         check_profile_name(name)  # before a minute of measuring, not after
     torch = require_torch()
-    from analysis.errors import OptionError, RuntimeUnavailableError
-    from hardware.profiles import save_user_profile
-    from runtime.calibrate import calibrate as run_calibrate
-    from runtime.calibrate import calibration_profile
+    from planner.analysis.errors import OptionError, RuntimeUnavailableError
+    from planner.hardware.profiles import save_user_profile
+    from planner.runtime.calibrate import calibrate as run_calibrate
+    from planner.runtime.calibrate import calibration_profile
 
     dev = (device or ("cuda" if torch.cuda.is_available() else "cpu")).lower()
     if dev not in ("cpu", "cuda"):
@@ -63,7 +63,7 @@ def calibrate(
             raise OptionError(f"--dtype {d} cannot be calibrated", "choose fp32, bf16 or fp16")
     if threads and dev == "cpu":
         torch.set_num_threads(threads)
-    from runtime.verify import machine_load
+    from planner.runtime.verify import machine_load
 
     busy = machine_load(dev)
     if busy:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analysis.config import parse_config
-from analysis.resolve import Resolved
-from analysis.spec import ModelSpec
+from planner.analysis.config import parse_config
+from planner.analysis.resolve import Resolved
+from planner.analysis.spec import ModelSpec
 
 from .render import warn
 
@@ -36,7 +36,7 @@ def load_model(model: str, revision: str | None = None) -> LoadedModel:
 
 
 def load_hardware(name: str | None):
-    from hardware.profiles import load_profile
+    from planner.hardware.profiles import load_profile
 
     return load_profile(DEFAULT_HARDWARE if name is None else name)  # an empty --hardware "" is an error
 
@@ -49,7 +49,7 @@ def warn_all(warnings) -> None:
 
 def resolve_tp(gpus: int, tp: int | None) -> tuple[int, int]:
     """(tensor-parallel degree, replicas) from --gpus and --tp (default: all GPUs in one replica)."""
-    from analysis.errors import OptionError
+    from planner.analysis.errors import OptionError
 
     tp = gpus if tp is None else tp
     if gpus % tp:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from analysis.errors import OptionError, PlannerError
+from planner.analysis.errors import OptionError, PlannerError
 
 from .analyze_cmd import RevisionOpt, SlidingOpt
 from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt
@@ -45,8 +45,8 @@ def compare(
 
     Example: planner compare llama-3.1-8b qwen2.5-7b mistral-7b-v0.1 gemma-2-9b qwen3-30b-a3b --context 8192 --batch 32
     """
-    from analysis.analyze import Options, analyze as run_analyze, to_dict
-    from hardware.serving import estimate, estimate_dict
+    from planner.analysis.analyze import Options, analyze as run_analyze, to_dict
+    from planner.hardware.serving import estimate, estimate_dict
 
     from .common import load_hardware, load_model, resolve_tp, warn_all
 
@@ -165,7 +165,7 @@ def _pick_driver(best, other) -> str:
 
 
 def describe_attention(a) -> str:
-    from analysis.analyze import attention_summary
+    from planner.analysis.analyze import attention_summary
 
     return attention_summary(a.spec)
 

@@ -81,7 +81,7 @@ def list_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False) -> None:
 
     Example: planner hardware list --format csv
     """
-    from hardware.profiles import list_profiles, user_profile_dir
+    from planner.hardware.profiles import list_profiles, user_profile_dir
 
     profiles = list_profiles()
     out = resolve_format(fmt, as_json)
@@ -114,7 +114,7 @@ def _tflops_text(flops_per_s: float) -> str:
 def _peak_text(profile: Any, key: str) -> str:
     if key in profile.peak_flops_per_s:
         return _tflops_text(profile.peak_flops_per_s[key])
-    from analysis.errors import HardwareError
+    from planner.analysis.errors import HardwareError
 
     try:
         used = profile.peak_flops_key_for(key)
@@ -124,8 +124,8 @@ def _peak_text(profile: Any, key: str) -> str:
 
 
 def _show_rows(p: Any) -> list[list[str]]:
-    from hardware.profiles import DTYPE_KEYS
-    from hardware.roofline import ridge_intensity
+    from planner.hardware.profiles import DTYPE_KEYS
+    from planner.hardware.roofline import ridge_intensity
 
     usable = p.memory_bytes - p.runtime_reserve_bytes
     rows = [
@@ -169,7 +169,7 @@ def show_cmd(
 
     Example: planner hardware show h100-sxm --json
     """
-    from hardware.profiles import load_profile
+    from planner.hardware.profiles import load_profile
 
     p = load_profile(name)
     out = resolve_format(fmt, as_json)

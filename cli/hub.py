@@ -14,9 +14,9 @@ import os
 import re
 from contextlib import contextmanager
 
-from analysis.config import read_config_file
-from analysis.errors import ModelNotFoundError, OptionError, PlannerError
-from analysis.resolve import HF_ID, Resolved, find_bundled, not_found, resolve_local
+from planner.analysis.config import read_config_file
+from planner.analysis.errors import ModelNotFoundError, OptionError, PlannerError
+from planner.analysis.resolve import HF_ID, Resolved, find_bundled, not_found, resolve_local
 
 #: A branch, tag or commit as the hub names them (``main``, ``v1.0``, ``refs/pr/1``, a 40-hex sha).
 REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+/-]{0,199}$")

@@ -17,9 +17,9 @@ def list_models(fmt: FormatOpt = None, as_json: JsonOpt = False) -> None:
 
     Example: planner models list --format markdown
     """
-    from analysis.config import parse_config
-    from analysis.params import count_params
-    from analysis.resolve import bundled_models, load_bundled
+    from planner.analysis.config import parse_config
+    from planner.analysis.params import count_params
+    from planner.analysis.resolve import bundled_models, load_bundled
 
     rows = []
     for m in bundled_models():

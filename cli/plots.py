@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-from analysis.errors import OptionError
+from planner.analysis.errors import OptionError
 
 FIGSIZE_IN = (8.0, 5.0)
 DPI = 120
@@ -112,7 +112,7 @@ def _save(fig, path: Path) -> None:
 
 def _profile(hw: Any):
     """A ``HardwareProfile`` from a profile or from its JSON dict (``HardwareProfile.to_dict``)."""
-    from hardware.profiles import HardwareProfile
+    from planner.hardware.profiles import HardwareProfile
 
     if isinstance(hw, HardwareProfile):
         return hw
@@ -258,7 +258,7 @@ def plot_roofline(trace: dict, hw: Any, path: str | os.PathLike, *, sweep: list[
     point per batch × context. ``trace`` is the trace JSON (or ``build_trace``'s dict); ``hw`` a
     ``HardwareProfile`` or its JSON dict. Returns the saved ``Figure``."""
     path = check_plot_path(path)
-    from hardware.roofline import effective_rates
+    from planner.hardware.roofline import effective_rates
 
     from .render import fmt_si
 
@@ -378,7 +378,7 @@ def plot_memory(models: list[dict], hw: Any, path: str | os.PathLike, *, batch: 
     KV bytes come from ``analysis.kv`` over the JSON's per-layer rows (windows cap their layers).
     Returns the saved ``Figure``."""
     path = check_plot_path(path)
-    from analysis.kv import LayerKV
+    from planner.analysis.kv import LayerKV
 
     from .render import fmt_gib
 

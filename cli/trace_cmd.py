@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from analysis.errors import OptionError
+from planner.analysis.errors import OptionError
 
 from .analyze_cmd import ModelArg, RevisionOpt
 from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, HardwareOpt, JsonOpt, KvDtypeOpt
@@ -114,10 +114,10 @@ def trace(
 def build_trace(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dtype: str | None,
                 all_layers: bool = False, graphs: bool = True) -> dict:
     """The trace as a JSON-ready dict (ops, totals, shares, kernel view)."""
-    from analysis.analyze import kv_dtype_for
-    from analysis.trace import Totals, group_ops, step_ops
-    from analysis.weights import weight_format
-    from hardware.timing import step_time
+    from planner.analysis.analyze import kv_dtype_for
+    from planner.analysis.trace import Totals, group_ops, step_ops
+    from planner.analysis.weights import weight_format
+    from planner.hardware.timing import step_time
 
     fmt, notes = weight_format(spec, dtype)
     kvd = kv_dtype_for(fmt, kv_dtype)
@@ -159,7 +159,7 @@ def build_trace(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dty
         "bound": st.bound, "bound_ratio": st.ratio, "intensity": tot.flops / tot.bytes,
         "tokens_per_s": batch / time_s if time_s else None,
     }
-    from hardware.roofline import ridge_intensity
+    from planner.hardware.roofline import ridge_intensity
 
     return {
         "batch": batch, "context": context, "weights_dtype": fmt.describe(), "kv_dtype": kvd.name,
@@ -190,7 +190,7 @@ def sweep_rows(spec, hw, grid, *, dtype, kv_dtype, graphs) -> list[dict]:
 
 def flip_batch(spec, hw, context: int, *, dtype, kv_dtype, limit: int = 1 << 16) -> int | None:
     """The smallest batch at which the decode step at ``context`` is compute-bound (None below ``limit``)."""
-    from analysis.capacity import largest
+    from planner.analysis.capacity import largest
 
     def memory_bound(b: int) -> bool:
         t = build_trace(spec, hw, batch=b, context=context, dtype=dtype, kv_dtype=kv_dtype)

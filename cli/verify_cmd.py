@@ -81,7 +81,7 @@ def verify(
 
     Predicted vs measured time by op kind as a picture: add --plot verify.png
     """
-    from runtime import require_torch
+    from planner.runtime import require_torch
 
     from .common import load_model
 
@@ -92,14 +92,14 @@ def verify(
         plot = check_plot_path(plot)
     loaded = load_model(model, revision)
     require_torch()
-    from runtime.verify import VerifyOptions, run_verify
+    from planner.runtime.verify import VerifyOptions, run_verify
 
     opts = VerifyOptions(device=device.lower() if device else None, dtype=dtype.lower() if dtype else None, batch=batch,
                          context=context, steps=steps, warmup=warmup, graphs=graphs, hardware=hardware, weights=weights,
                          seed=seed, profile=profile, threads=threads)
     with progress_bar(out_fmt != OutputFormat.json) as cb:
         r = run_verify(loaded.spec, opts, config=loaded.resolved.config, model_id=loaded.id, progress=cb)
-    from runtime.verify import result_dict
+    from planner.runtime.verify import result_dict
 
     data = result_dict(r, SCHEMA_VERSION)
     if plot is not None:

@@ -43,7 +43,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
-from analysis.errors import HardwareError
+from planner.analysis.errors import HardwareError
 
 from . import units
 
@@ -264,7 +264,7 @@ def _compute_key(dtype_key: str, profile_name: str) -> str:
     key = str(dtype_key).strip().lower()
     if key in _FALLBACKS:
         return key
-    from analysis.dtypes import ALIASES, DTYPES  # light: standard library only
+    from planner.analysis.dtypes import ALIASES, DTYPES  # light: standard library only
 
     key = ALIASES.get(key.replace("torch.", ""), key.replace("torch.", ""))
     if key in DTYPES:
@@ -500,7 +500,7 @@ def _yaml_entries(folder: Any) -> list[Any]:
 def _bundled_folder() -> Any:
     from importlib.resources import files
 
-    return files("profiles").joinpath("hardware")
+    return files("planner.profiles").joinpath("hardware")
 
 
 def _load_folder(folder: Any, origin: str) -> dict[str, HardwareProfile]:

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analysis.analyze import Analysis, activation_bytes_per_sequence
-from analysis.errors import OptionError
-from analysis.parallel import TPPlan, allreduce_bytes_per_gpu, shard_ops, tp_plan
-from analysis.trace import step_ops
+from planner.analysis.analyze import Analysis, activation_bytes_per_sequence
+from planner.analysis.errors import OptionError
+from planner.analysis.parallel import TPPlan, allreduce_bytes_per_gpu, shard_ops, tp_plan
+from planner.analysis.trace import step_ops
 
 from .timing import step_time
 
@@ -87,7 +87,7 @@ def per_gpu_memory(a: Analysis, plan: TPPlan, hw) -> Memory:
 
 def max_context_per_gpu(a: Analysis, mem: Memory, plan: TPPlan, batch: int, limit: int = 1 << 24) -> int:
     """The longest context at which ``batch`` sequences fit on each GPU (capped at ``limit``); -1 if none."""
-    from analysis.capacity import largest
+    from planner.analysis.capacity import largest
 
     fixed = mem.weights_bytes + batch * (mem.state_bytes_per_sequence + mem.activation_bytes_per_sequence)
 

@@ -36,7 +36,7 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Any
 
-from analysis.errors import HardwareError
+from planner.analysis.errors import HardwareError
 
 __all__ = [
     "parse_bytes",

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from analysis.errors import RuntimeUnavailableError
+from planner.analysis.errors import RuntimeUnavailableError
 
 INSTALL_HINT = "pip install 'planner[runtime]'"
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import torch
 
-from analysis.errors import OptionError
-from analysis.kv import layer_cap
-from analysis.spec import MLA, Attention, ModelSpec
+from planner.analysis.errors import OptionError
+from planner.analysis.kv import layer_cap
+from planner.analysis.spec import MLA, Attention, ModelSpec
 
 
 class AttentionKV:

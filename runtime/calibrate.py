@@ -201,9 +201,9 @@ def measure_step_overhead(device: torch.device, dtype_name: str, steps: int) -> 
     """(seconds per kernel, kernels) of an eager decode step of a tiny Llama-style decoder (hidden 64,
     2 layers), whose device work is negligible: what eager dispatch costs per kernel of the trace,
     Python, framework and launch included."""
-    from analysis.config import parse_config
-    from analysis.trace import step_ops
-    from analysis.weights import weight_format
+    from planner.analysis.config import parse_config
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
 
     from .cache import KVCache
     from .model import build_decoder
@@ -305,7 +305,7 @@ def _round(x: float, digits: int = 4) -> float:
 
 def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
     """YAML-file data (units as strings) for ``hardware.profiles.save_user_profile``."""
-    from hardware import units
+    from planner.hardware import units
 
     peaks = {d: units.format_flops(_round(v)) for d, v in cal.matmul_flops_per_s.items()}
     if "bf16" in peaks and "fp16" not in peaks:

@@ -26,8 +26,8 @@ from typing import Iterable, Iterator
 
 import torch
 
-from analysis.errors import ConfigError, PlannerError, RuntimeUnavailableError
-from analysis.spec import Attention, ModelSpec, MoE
+from planner.analysis.errors import ConfigError, PlannerError, RuntimeUnavailableError
+from planner.analysis.spec import Attention, ModelSpec, MoE
 
 IGNORED = re.compile(r"(rotary_emb\.inv_freq|\.attention\.bias|\.attention\.masked_bias|\.rotary\.inv_freq)$")
 

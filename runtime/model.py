@@ -40,8 +40,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from analysis.errors import RuntimeUnavailableError
-from analysis.spec import MLA, MLP, Attention, GatedDeltaNet, Layer, Mamba, ModelSpec, MoE, Norm
+from planner.analysis.errors import RuntimeUnavailableError
+from planner.analysis.spec import MLA, MLP, Attention, GatedDeltaNet, Layer, Mamba, ModelSpec, MoE, Norm
 
 # ---- profiler regions: the trace's op kinds --------------------------------------------------------
 

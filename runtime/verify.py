@@ -22,8 +22,8 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from analysis.errors import HardwareError, OptionError, RuntimeUnavailableError
-from analysis.spec import ModelSpec, MoE
+from planner.analysis.errors import HardwareError, OptionError, RuntimeUnavailableError
+from planner.analysis.spec import ModelSpec, MoE
 
 RUNTIME_DTYPES = ("fp32", "bf16", "fp16")
 DEFAULT_HARDWARE = "h100-sxm"  # as cli.common: the fallback for a GPU no bundled profile matches
@@ -156,7 +156,7 @@ def _device_label(device_type: str, name: str) -> str:
 
 def closest_bundled(device_name: str, memory_bytes: int | None = None):
     """The bundled profile of a CUDA device name ("NVIDIA H200" -> h200-sxm), or None."""
-    from hardware.profiles import list_profiles
+    from planner.hardware.profiles import list_profiles
 
     key = device_name.lower().replace("-", " ")
     hits = []
@@ -184,7 +184,7 @@ def choose_profile(requested: str | None, device_type: str, device_name: str, me
     """(profile, why it was chosen). ``requested``: a name/path, ``calibrated``, or None for the default:
     the calibrated profile when it was measured on this device, else ``cpu`` on CPU and the bundled
     profile matching the GPU's name on CUDA."""
-    from hardware.profiles import load_profile, user_profile_dir
+    from planner.hardware.profiles import load_profile, user_profile_dir
 
     from .calibrate import profile_device
 
@@ -233,7 +233,7 @@ def memory_guard(*, weights_bytes: int, kv_bytes_at, batch: int, context: int, w
                  device: str, margin_bytes: int) -> None:
     """Refuse (``OptionError``) before allocating when weights + KV + workspace exceed the free memory,
     naming the largest batch at this context and the longest context at this batch that fit."""
-    from analysis.capacity import largest
+    from planner.analysis.capacity import largest
 
     usable = free_bytes - margin_bytes
     need = weights_bytes + kv_bytes_at(context + 1) * batch + workspace
@@ -376,7 +376,7 @@ def default_dtype(spec: ModelSpec, device_type: str) -> str:
     """fp32 on CPU (bf16 matmuls are slow and erratic on many CPUs); the config's float dtype on CUDA."""
     if device_type == "cpu":
         return "fp32"
-    from analysis.dtypes import try_dtype
+    from planner.analysis.dtypes import try_dtype
 
     d = try_dtype(spec.torch_dtype) if spec.torch_dtype else None
     return d.name if d is not None and d.name in RUNTIME_DTYPES else "bf16"
@@ -388,12 +388,12 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, config: dict | None = No
     from . import require_torch
 
     torch = require_torch()
-    from analysis.kv import kv_cache
-    from analysis.params import count_params
-    from analysis.trace import Totals, step_ops
-    from analysis.weights import weight_format
-    from hardware.roofline import effective_rates
-    from hardware.timing import step_time
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.params import count_params
+    from planner.analysis.trace import Totals, step_ops
+    from planner.analysis.weights import weight_format
+    from planner.hardware.roofline import effective_rates
+    from planner.hardware.timing import step_time
 
     from .cache import KVCache
     from .calibrate import device_name, free_memory_bytes, total_memory_bytes

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from typer.testing import CliRunner
 
-from cli.app import app
+from planner.cli.app import app
 
 
 @dataclass

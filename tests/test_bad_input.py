@@ -400,7 +400,7 @@ def test_calibrate_bad_options(torch, args, fragment):
 @pytest.fixture
 def fake_measurement(torch, monkeypatch):
     """``planner calibrate`` with its measurement replaced by fixed numbers (it takes ~a minute)."""
-    import runtime.calibrate as rc
+    import planner.runtime.calibrate as rc
 
     def fake(device="cpu", *, dtypes=None, quick=False, progress=None):
         return rc.Calibration(device_type="cpu", device_name="Test CPU", copy_bytes_per_s=20e9, read_bytes_per_s=30e9,
@@ -433,7 +433,7 @@ def test_calibrate_interrupted_while_saving_leaves_the_old_profile(fake_measurem
     def broken_replace(src, dst):
         raise failure("interrupted at the last step")
 
-    monkeypatch.setattr("hardware.profiles.os.replace", broken_replace)
+    monkeypatch.setattr("planner.hardware.profiles.os.replace", broken_replace)
     r = run("calibrate", "--device", "cpu")
     assert r.code in (1, 130), (r.code, r.err)
     r.assert_error(code=r.code)

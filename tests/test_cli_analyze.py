@@ -201,7 +201,7 @@ def test_no_torch_for_help_analyze_trace():
     code = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
-        "from cli.app import app\n"
+        "from planner.cli.app import app\n"
         "r = CliRunner()\n"
         "for args in (['--help'], ['analyze', 'llama-3.1-8b', '--json'], ['trace', 'llama-3.1-8b', '--json'],"
         " ['models', 'list', '--json'], ['hardware', 'list', '--json']):\n"

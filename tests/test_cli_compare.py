@@ -2,9 +2,9 @@
 
 import pytest
 
-from analysis.analyze import Options, analyze
-from analysis.config import parse_config
-from analysis.parallel import allreduce_bytes_per_gpu, tp_plan
+from planner.analysis.analyze import Options, analyze
+from planner.analysis.config import parse_config
+from planner.analysis.parallel import allreduce_bytes_per_gpu, tp_plan
 from tests.clirun import run
 from tests.conftest import load_bundled_config
 

@@ -3,9 +3,9 @@ device, and the KV cache follows each family's published definition."""
 
 import pytest
 
-from analysis.analyze import Options, analyze
-from analysis.config import parse_config
-from analysis.params import count_params
+from planner.analysis.analyze import Options, analyze
+from planner.analysis.config import parse_config
+from planner.analysis.params import count_params
 from tests.oracle import hf_param_count
 
 BASE = {"hidden_size": 128, "intermediate_size": 352, "num_hidden_layers": 4, "num_attention_heads": 8,

@@ -22,14 +22,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analysis.analyze import Options, analyze
-from analysis.config import parse_config, supported_model_types
-from analysis.dtypes import get_dtype
-from analysis.kv import kv_cache
-from analysis.params import count_params
-from analysis.spec import MLA, Attention, MoE
-from analysis.trace import NUMERIC_FIELDS, Totals, group_ops, step_ops
-from analysis.weights import weight_format
+from planner.analysis.analyze import Options, analyze
+from planner.analysis.config import parse_config, supported_model_types
+from planner.analysis.dtypes import get_dtype
+from planner.analysis.kv import kv_cache
+from planner.analysis.params import count_params
+from planner.analysis.spec import MLA, Attention, MoE
+from planner.analysis.trace import NUMERIC_FIELDS, Totals, group_ops, step_ops
+from planner.analysis.weights import weight_format
 from tests.clirun import run
 from tests.conftest import bundled_index, load_bundled_config
 
@@ -342,7 +342,7 @@ BUNDLED_BASES = [m["id"] for m in bundled_index() if m["id"] != "RedHatAI/Llama-
 
 def _class_default_configs() -> list[dict]:
     """Every family's transformers class defaults as a config (hybrids included) where they parse."""
-    from analysis.family_defaults import FAMILY_DEFAULTS
+    from planner.analysis.family_defaults import FAMILY_DEFAULTS
 
     out = []
     for mt in supported_model_types():
@@ -500,7 +500,7 @@ def _build_the_cli_once():
     tests invoke it thousands of times, so they build it once (same app, same PlannerGroup.main)."""
     import typer.testing as tt
 
-    from cli.app import app
+    from planner.cli.app import app
 
     original = getattr(tt, "_get_command", None)
     if original is None:  # another typer: keep its behaviour (slower, same results)

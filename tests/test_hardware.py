@@ -20,11 +20,11 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # the project may not be pip-installed in the test environment
     sys.path.insert(0, str(REPO))
 
-from analysis.errors import HardwareError, PlannerError
-from hardware import profiles as hp
-from hardware import units
-from hardware.profiles import HardwareProfile, list_profiles, load_profile, save_user_profile, user_profile_dir
-from hardware.roofline import RooflineTime, ridge_intensity, roofline
+from planner.analysis.errors import HardwareError, PlannerError
+from planner.hardware import profiles as hp
+from planner.hardware import units
+from planner.hardware.profiles import HardwareProfile, list_profiles, load_profile, save_user_profile, user_profile_dir
+from planner.hardware.roofline import RooflineTime, ridge_intensity, roofline
 
 GiB = 2**30
 
@@ -684,9 +684,9 @@ def test_roofline_uses_fallback_peak():
 
 def test_imports_are_light():
     code = (
-        "import sys; import hardware.profiles, hardware.roofline, hardware.units; "
+        "import sys; import planner.hardware.profiles, planner.hardware.roofline, planner.hardware.units; "
         "assert 'yaml' not in sys.modules and 'platformdirs' not in sys.modules, 'eager import'; "
-        "import cli.hardware_cmd; assert 'torch' not in sys.modules"
+        "import planner.cli.hardware_cmd; assert 'torch' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
 
@@ -695,8 +695,8 @@ def test_imports_are_light():
 
 @pytest.fixture
 def cli():
-    from cli.app import PlannerGroup
-    from cli.hardware_cmd import hardware_app
+    from planner.cli.app import PlannerGroup
+    from planner.cli.hardware_cmd import hardware_app
 
     app = typer.Typer(cls=PlannerGroup, add_completion=False, pretty_exceptions_enable=False)
 

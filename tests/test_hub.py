@@ -31,7 +31,7 @@ def planner(*args: str, endpoint: str, home: Path, timeout: float = 60, **env: s
     e.update(HF_ENDPOINT=endpoint, HF_HOME=str(home / "hf"), PLANNER_CONFIG_DIR=str(home / "planner"),
              PYTHONPATH=str(ROOT), NO_COLOR="1", COLUMNS="200", PLANNER_HUB_TIMEOUT="2")
     e.update(env)
-    p = subprocess.run([sys.executable, "-m", "cli", *args], cwd=ROOT, env=e, capture_output=True, text=True,
+    p = subprocess.run([sys.executable, "-m", "planner", *args], cwd=ROOT, env=e, capture_output=True, text=True,
                        timeout=timeout)
     return Run(p.returncode, p.stdout, p.stderr)
 

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.config import parse_config
-from analysis.dtypes import get_dtype
-from analysis.errors import ConfigError
-from analysis.kv import kv_cache
-from analysis.params import count_params
-from analysis.spec import Attention, GatedAttention, GatedDeltaNet, Mamba, MoE, ParallelHybrid, ShortConv
-from analysis.trace import Totals, step_ops
-from analysis.weights import weight_format
+from planner.analysis.config import parse_config
+from planner.analysis.dtypes import get_dtype
+from planner.analysis.errors import ConfigError
+from planner.analysis.kv import kv_cache
+from planner.analysis.params import count_params
+from planner.analysis.spec import Attention, GatedAttention, GatedDeltaNet, Mamba, MoE, ParallelHybrid, ShortConv
+from planner.analysis.trace import Totals, step_ops
+from planner.analysis.weights import weight_format
 
 from .conftest import load_bundled_config
 from .oracle import hf_model, hf_param_count
@@ -569,7 +569,7 @@ def test_cli_analyze_json(model_id):
 
     from typer.testing import CliRunner
 
-    from cli.app import app
+    from planner.cli.app import app
 
     r = CliRunner().invoke(app, ["analyze", model_id, "--json", "--context", "1024"])
     assert r.exit_code == 0, r.output
@@ -584,7 +584,7 @@ def test_cli_models_list_counts_every_covered_family():
 
     from typer.testing import CliRunner
 
-    from cli.app import app
+    from planner.cli.app import app
 
     r = CliRunner().invoke(app, ["models", "list", "--json"])
     assert r.exit_code == 0, r.output

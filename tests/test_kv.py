@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from analysis.analyze import Options, analyze
-from analysis.config import parse_config
-from analysis.dtypes import get_dtype
-from analysis.kv import kv_cache
+from planner.analysis.analyze import Options, analyze
+from planner.analysis.config import parse_config
+from planner.analysis.dtypes import get_dtype
+from planner.analysis.kv import kv_cache
 from tests.conftest import load_bundled_config
 
 BF16 = get_dtype("bf16")

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from analysis.config import parse_config
-from analysis.params import count_params
+from planner.analysis.config import parse_config
+from planner.analysis.params import count_params
 from tests.conftest import DATA, MODELS, bundled_index
 from tests.oracle import hf_model, hf_param_count
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.plots import DPI, FIGSIZE_IN, PIXELS, artist, context_grid, ctx_label, memory_gid, verify_gid
+from planner.cli.plots import DPI, FIGSIZE_IN, PIXELS, artist, context_grid, ctx_label, memory_gid, verify_gid
 from tests.clirun import run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -58,7 +58,7 @@ def test_context_labels_and_grid():
 # ---- trace --plot: the roofline ------------------------------------------------------------------
 
 def test_trace_roofline_png_equals_the_json(mpl, tmp_path):
-    from cli.plots import GID_CEILING, GID_MEMORY_SLOPE, GID_OPS, GID_RIDGE, GID_STEP, GID_SWEEP, plot_roofline
+    from planner.cli.plots import GID_CEILING, GID_MEMORY_SLOPE, GID_OPS, GID_RIDGE, GID_STEP, GID_SWEEP, plot_roofline
 
     png = tmp_path / "roofline.png"
     r = run(*TRACE_ARGS, "--json", "--plot", png)
@@ -108,9 +108,9 @@ def test_trace_roofline_svg(mpl, tmp_path):
 def test_roofline_from_a_profile_object_and_efficiency(mpl, tmp_path):
     from dataclasses import replace
 
-    from cli.plots import GID_CEILING, GID_MEMORY_SLOPE, plot_roofline
-    from hardware.profiles import load_profile
-    from hardware.roofline import effective_rates
+    from planner.cli.plots import GID_CEILING, GID_MEMORY_SLOPE, plot_roofline
+    from planner.hardware.profiles import load_profile
+    from planner.hardware.roofline import effective_rates
 
     hw = replace(load_profile("h100-sxm"), memory_efficiency=0.8, compute_efficiency=0.7)
     d = run("trace", "Qwen/Qwen2.5-0.5B", "--context", "512", "--json").json
@@ -124,8 +124,8 @@ def test_roofline_from_a_profile_object_and_efficiency(mpl, tmp_path):
 # ---- compare --plot: memory against context -------------------------------------------------------
 
 def test_compare_memory_png_equals_the_json(mpl, tmp_path):
-    from analysis.kv import LayerKV
-    from cli.plots import GID_CAPACITY, GID_CONTEXT, GID_USABLE, plot_memory
+    from planner.analysis.kv import LayerKV
+    from planner.cli.plots import GID_CAPACITY, GID_CONTEXT, GID_USABLE, plot_memory
 
     png = tmp_path / "memory.png"
     r = run(*COMPARE_ARGS, "--json", "--plot", png)
@@ -158,7 +158,7 @@ def test_compare_memory_png_equals_the_json(mpl, tmp_path):
 
 
 def test_compare_memory_svg_with_tp(mpl, tmp_path):
-    from cli.plots import GID_CAPACITY, plot_memory
+    from planner.cli.plots import GID_CAPACITY, plot_memory
 
     svg = tmp_path / "memory.svg"
     r = run("compare", "meta-llama/Llama-3.1-70B", "Qwen/Qwen2.5-32B", "--gpus", "4", "--context", "32768",
@@ -186,7 +186,7 @@ VERIFY = {
 
 @pytest.mark.parametrize("suffix", [".png", ".svg"])
 def test_verify_plot_bars_equal_the_json(mpl, tmp_path, suffix):
-    from cli.plots import plot_verify
+    from planner.cli.plots import plot_verify
 
     path = tmp_path / f"verify{suffix}"
     fig = plot_verify(VERIFY, path)
@@ -206,7 +206,7 @@ def test_verify_plot_bars_equal_the_json(mpl, tmp_path, suffix):
 
 def test_verify_plot_reads_the_profiled_times_of_planner_verify(mpl, tmp_path):
     """``planner verify --json`` names a kind's measured time ``profiled_s`` (torch profiler)."""
-    from cli.plots import plot_verify
+    from planner.cli.plots import plot_verify
 
     d = {"timing": VERIFY["timing"], "per_kind": [{"kind": "matmul", "predicted_s": 2e-3, "predicted_share": 0.9,
                                                     "profiled_s": 3e-3, "measured_share": 0.8}]}
@@ -219,7 +219,7 @@ def test_verify_plot_reads_the_profiled_times_of_planner_verify(mpl, tmp_path):
 @pytest.mark.torch
 def test_verify_command_plot(mpl, tmp_path):
     pytest.importorskip("torch", reason="planner verify needs torch (the runtime extra)")
-    from cli.plots import plot_verify
+    from planner.cli.plots import plot_verify
 
     png = tmp_path / "verify.png"
     r = run("verify", "HuggingFaceTB/SmolLM2-135M-Instruct", "--device", "cpu", "--context", "16", "--steps", "2",
@@ -292,7 +292,7 @@ def test_no_matplotlib_without_plot():
     code = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
-        "from cli.app import app\n"
+        "from planner.cli.app import app\n"
         "r = CliRunner()\n"
         "for args in (['trace', 'llama-3.1-8b', '--json'], ['compare', 'llama-3.1-8b', 'qwen2.5-7b', '--json'],"
         " ['trace', '--help']):\n"

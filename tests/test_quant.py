@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from analysis.analyze import Options, analyze
-from analysis.config import parse_config
+from planner.analysis.analyze import Options, analyze
+from planner.analysis.config import parse_config
 from tests.clirun import run
 from tests.conftest import load_bundled_config
 from tests.oracle import hf_model

@@ -18,15 +18,15 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the runtime tests need torch (pip install 'planner[runtime]')")
 
-from analysis.config import parse_config  # noqa: E402
-from analysis.errors import OptionError, RuntimeUnavailableError  # noqa: E402
-from analysis.kv import kv_cache  # noqa: E402
-from analysis.params import count_params  # noqa: E402
-from analysis.trace import step_ops  # noqa: E402
-from analysis.weights import weight_format  # noqa: E402
-from runtime.cache import KVCache  # noqa: E402
-from runtime.model import build_decoder, numerics_for, parameter_count, unique_parameters  # noqa: E402
-from runtime.timing import count_flops, time_steps  # noqa: E402
+from planner.analysis.config import parse_config  # noqa: E402
+from planner.analysis.errors import OptionError, RuntimeUnavailableError  # noqa: E402
+from planner.analysis.kv import kv_cache  # noqa: E402
+from planner.analysis.params import count_params  # noqa: E402
+from planner.analysis.trace import step_ops  # noqa: E402
+from planner.analysis.weights import weight_format  # noqa: E402
+from planner.runtime.cache import KVCache  # noqa: E402
+from planner.runtime.model import build_decoder, numerics_for, parameter_count, unique_parameters  # noqa: E402
+from planner.runtime.timing import count_flops, time_steps  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -111,7 +111,7 @@ def hf_model(cfg: dict):
 
 
 def ours_from_hf(cfg: dict, hf, **kw):
-    from runtime.load import load_tensors
+    from planner.runtime.load import load_tensors
 
     spec = parse_config(cfg)
     model = build_decoder(spec, numerics=numerics_for(spec, cfg), seed=None, **kw)
@@ -200,7 +200,7 @@ REAL = ["meta-llama/Llama-3.1-8B", "Qwen/Qwen2.5-7B", "mistralai/Mistral-7B-v0.1
 def test_real_sized_models_on_meta(model_id):
     """Full-size models built on the meta device (no memory): parameters, decode FLOPs (the grouped-GEMM
     MoE path CUDA uses) and KV bytes equal the analysis."""
-    from cli.common import load_model
+    from planner.cli.common import load_model
 
     loaded = load_model(model_id)
     spec = loaded.spec
@@ -223,7 +223,7 @@ def test_cache_capacity_is_enforced():
 
 @pytest.mark.parametrize("model_id", ["tiiuae/falcon-mamba-7b", "ai21labs/AI21-Jamba-1.5-Mini"])
 def test_unsupported_mixers_are_refused_clearly(model_id):
-    from cli.common import load_model
+    from planner.cli.common import load_model
 
     spec = load_model(model_id).spec
     with pytest.raises(RuntimeUnavailableError, match="verify does not support Mamba layers yet"):
@@ -239,7 +239,7 @@ def test_unsupported_mixers_are_refused_clearly(model_id):
 def test_load_safetensors_checkpoint(family, tmp_path):
     """save_pretrained writes Hugging Face's on-disk layout (per-expert tensors, fused QKV rows ...);
     load_checkpoint reads it back into our decoder."""
-    from runtime.load import load_checkpoint
+    from planner.runtime.load import load_checkpoint
 
     cfg = TINY[family]
     hf = hf_model(cfg)
@@ -256,8 +256,8 @@ def test_load_safetensors_checkpoint(family, tmp_path):
 
 
 def test_load_rejects_a_mismatched_checkpoint(tmp_path):
-    from analysis.errors import ConfigError
-    from runtime.load import load_checkpoint
+    from planner.analysis.errors import ConfigError
+    from planner.runtime.load import load_checkpoint
 
     hf = hf_model(TINY["llama"])
     with warnings.catch_warnings():
@@ -280,7 +280,7 @@ def test_cpu_timing_is_eager_even_when_graphs_are_asked_for():
 
 
 def test_memory_guard_refuses_with_the_largest_fitting_batch_and_context():
-    from runtime.verify import memory_guard
+    from planner.runtime.verify import memory_guard
 
     def kv_at(ctx):
         return 1000 * ctx
@@ -302,16 +302,16 @@ def test_memory_guard_refuses_with_the_largest_fitting_batch_and_context():
     ("NVIDIA B200", 190 * 10**9, "b200"), ("Some Unknown GPU", None, None),
 ])
 def test_closest_bundled_profile_by_device_name(name, memory, expected):
-    from runtime.verify import closest_bundled
+    from planner.runtime.verify import closest_bundled
 
     p = closest_bundled(name, memory)
     assert (p.name if p else None) == expected
 
 
 def test_profile_choice_prefers_a_calibration_of_this_device():
-    from hardware.profiles import save_user_profile
-    from runtime.calibrate import Calibration, calibration_profile
-    from runtime.verify import choose_profile
+    from planner.hardware.profiles import save_user_profile
+    from planner.runtime.calibrate import Calibration, calibration_profile
+    from planner.runtime.verify import choose_profile
 
     p, why = choose_profile(None, "cpu", "Test CPU")
     assert p.name == "cpu" and "template" in why
@@ -329,8 +329,8 @@ def test_profile_choice_prefers_a_calibration_of_this_device():
 
 
 def test_quick_calibration_round_trips_through_a_saved_profile():
-    from hardware.profiles import load_profile, save_user_profile
-    from runtime.calibrate import calibrate, calibration_profile, profile_device
+    from planner.hardware.profiles import load_profile, save_user_profile
+    from planner.runtime.calibrate import calibrate, calibration_profile, profile_device
 
     cal = calibrate("cpu", quick=True)
     assert cal.copy_bytes_per_s > 0 and cal.read_bytes_per_s > 0 and cal.matmul_flops_per_s["fp32"] > 0
@@ -345,7 +345,7 @@ def test_quick_calibration_round_trips_through_a_saved_profile():
 def test_explanation_names_bandwidth_launches_and_kinds():
     from types import SimpleNamespace
 
-    from runtime.verify import KindTime, explain
+    from planner.runtime.verify import KindTime, explain
 
     step = SimpleNamespace(bound="memory", ratio=50.0, launch_s=1e-3, kernels=200, eager_s=11e-3, device_s=10e-3,
                            memory_s=10e-3, graph_s=10.005e-3)
@@ -377,7 +377,7 @@ def tiny_dir(tmp_path):
 def run_cli(*args):
     from typer.testing import CliRunner
 
-    from cli.app import app
+    from planner.cli.app import app
 
     return CliRunner().invoke(app, list(args))
 
@@ -432,10 +432,10 @@ def test_cli_says_how_to_install_torch_when_it_is_missing(tiny_dir, monkeypatch)
 
 
 def test_cli_modules_do_not_import_torch():
-    code = ("import sys, cli.app, cli.verify_cmd, cli.calibrate_cmd, runtime, runtime.verify\n"
+    code = ("import sys, planner.cli.app, planner.cli.verify_cmd, planner.cli.calibrate_cmd, runtime, planner.runtime.verify\n"
             "from typer.testing import CliRunner\n"
             "for args in (['--help'], ['verify', '--help'], ['calibrate', '--help']):\n"
-            "    r = CliRunner().invoke(cli.app.app, args); assert r.exit_code == 0, r.output\n"
+            "    r = CliRunner().invoke(planner.cli.app.app, args); assert r.exit_code == 0, r.output\n"
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -446,7 +446,7 @@ def test_calibrate_then_verify_qwen_on_cpu():
     """The acceptance run: calibrate the CPU, then verify Qwen2.5-0.5B at context 512 against it.
     Exact checks must hold; the prediction must be within 25% of the measured step unless the machine
     is busy with other work (then CPU timings say little and only the checks are asserted)."""
-    from runtime.verify import machine_load
+    from planner.runtime.verify import machine_load
 
     busy_before = machine_load("cpu")
     r = run_cli("calibrate", "--device", "cpu", "--threads", "1", "--json")

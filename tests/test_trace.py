@@ -5,12 +5,12 @@ import json
 
 import pytest
 
-from analysis.analyze import Options, analyze
-from analysis.config import parse_config
-from analysis.dtypes import get_dtype
-from analysis.params import count_params
-from analysis.trace import Totals, attended_keys, distinct_keys, expected_experts, group_ops, step_ops
-from analysis.weights import weight_format
+from planner.analysis.analyze import Options, analyze
+from planner.analysis.config import parse_config
+from planner.analysis.dtypes import get_dtype
+from planner.analysis.params import count_params
+from planner.analysis.trace import Totals, attended_keys, distinct_keys, expected_experts, group_ops, step_ops
+from planner.analysis.weights import weight_format
 from tests.conftest import load_bundled_config
 
 BF16 = get_dtype("bf16")
@@ -53,8 +53,8 @@ def test_llama3_8b_decode_rows_from_formulas():
 
 
 def test_llama3_8b_roofline_on_h100():
-    from hardware.profiles import load_profile
-    from hardware.timing import step_time
+    from planner.hardware.profiles import load_profile
+    from planner.hardware.timing import step_time
 
     _, spec, fmt = _setup("meta-llama/Meta-Llama-3-8B")
     ops = step_ops(spec, fmt, BF16, batch=1, new_tokens=1, cached_tokens=2000)

@@ -1,0 +1,1 @@
+"""Model families: one registry, one row or one module per family (see registry.py)."""

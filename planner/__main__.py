@@ -1,0 +1,3 @@
+from planner.cli.app import main
+
+main()
