@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .errors import ConfigError, UnsupportedModelError
+from .files import read_bounded
 from .fields import MAX_LAYERS, REQUIRED, Fields, as_int, short
 from .spec import MLA, MLP, Attention, Layer, ModelSpec, MoE, Norm, PlacedNorm
 
@@ -26,21 +27,23 @@ MAX_CONFIG_BYTES = 16 * 1024 * 1024
 
 
 def read_config_file(path: str | os.PathLike) -> dict:
-    """Read and decode a config.json; every failure is a one-line ``ConfigError`` naming the file."""
+    """Read and decode a config.json; every failure is a one-line ``ConfigError`` naming the file.
+    The read is bounded: a FIFO, a device or a file over ``MAX_CONFIG_BYTES`` is refused unread."""
     p = Path(path)
     if p.is_dir():
         if not (p / "config.json").is_file():
             raise ConfigError(f"{p}: folder has no config.json", "pass the folder of a Hugging Face model or a config.json file")
         p = p / "config.json"
     try:
-        size = p.stat().st_size
-        if size > MAX_CONFIG_BYTES:
-            raise ConfigError(f"{p}: {size} bytes is too large for a config.json")
-        data = p.read_bytes()
-    except ConfigError:
-        raise
+        data = read_bounded(p, MAX_CONFIG_BYTES, what="config.json")
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read: {exc.strerror or exc}") from None
+    return decode_config_bytes(data, str(p))
+
+
+def decode_config_bytes(data: bytes, where: str) -> dict:
+    """config.json bytes to a dict; every failure is a one-line ``ConfigError`` naming ``where``."""
+    p = where
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 
-from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt
+from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt, RefreshOpt
 from .render import OutputFormat, fmt_bytes, fmt_count, fmt_gib, fmt_int, fmt_si, print_json, resolve_format
 from .sections import Section, emit
 
@@ -30,6 +30,7 @@ def analyze(
     tp: TpOpt = None,
     sliding_window: SlidingOpt = None,
     revision: RevisionOpt = None,
+    refresh: RefreshOpt = False,
     require_fit: RequireFitOpt = False,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
@@ -46,7 +47,7 @@ def analyze(
 
     out_fmt = resolve_format(fmt, as_json)
     hw = load_hardware(hardware)
-    loaded = load_model(model, revision)
+    loaded = load_model(model, revision, refresh)
     opts = Options(context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype, sliding_window=sliding_window)
     a = run_analyze(loaded.spec, opts)
     tp_, _ = resolve_tp(gpus, tp)

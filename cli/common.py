@@ -27,11 +27,20 @@ class LoadedModel:
         return self.resolved.source
 
 
-def load_model(model: str, revision: str | None = None) -> LoadedModel:
-    from .hub import resolve_model
+def load_model(model: str, revision: str | None = None, refresh: bool = False) -> LoadedModel:
+    from planner.analysis.errors import ConfigError
 
-    r = resolve_model(model, revision)
-    spec = parse_config(r.config, where=r.where, name=r.id, source=r.source)
+    from .hub import REFRESH_HINT, resolve_model
+
+    r = resolve_model(model, revision, refresh)
+    try:
+        spec = parse_config(r.config, where=r.where, name=r.id, source=r.source)
+    except ConfigError as exc:
+        if r.source != "hub-cache":
+            raise
+        # a copy cached by an earlier run (or another tool): say how to fetch it again
+        hint = "; ".join(h for h in (exc.hint, f"this is the cached copy at {r.path}: {REFRESH_HINT}") if h)
+        raise type(exc)(exc.message, hint) from None
     return LoadedModel(spec, r)
 
 

@@ -10,7 +10,7 @@ import typer
 from planner.analysis.errors import OptionError, PlannerError
 
 from .analyze_cmd import RevisionOpt, SlidingOpt
-from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt
+from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt, RefreshOpt
 from .options import PlotOpt
 from .render import OutputFormat, fmt_bytes, fmt_count, fmt_gib, fmt_int, fmt_si, fmt_time, print_json, resolve_format
 from .sections import Section, emit
@@ -36,6 +36,7 @@ def compare(
     price_per_hour: PriceOpt = None,
     sliding_window: SlidingOpt = None,
     revision: RevisionOpt = None,
+    refresh: RefreshOpt = False,
     plot: PlotOpt = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
@@ -64,7 +65,7 @@ def compare(
     loaded = []
     for m in models:
         try:
-            loaded.append(load_model(m, revision))
+            loaded.append(load_model(m, revision, refresh))
         except PlannerError as exc:
             raise type(exc)(f"model '{m}': {exc}") from None
     rows = []

@@ -1,35 +1,65 @@
-"""MODEL resolution, step 3: a Hugging Face id through ``huggingface_hub``.
+"""MODEL resolution, step 3: a Hugging Face id, read from the HF cache or fetched from the hub.
 
-Only ``config.json`` (and, when present in the cache, ``model.safetensors.index.json``) is fetched.
-The local HF cache is used first; ``HF_TOKEN`` authenticates gated models; ``HF_HUB_OFFLINE=1`` uses
-the cache only; ``HF_ENDPOINT`` points elsewhere; ``PLANNER_HUB_TIMEOUT`` bounds each request (seconds,
-default 10). ``--revision`` pins a branch, tag or commit. Remote code is never run: the config is read
-as JSON. ``huggingface_hub`` is imported only here, only when a hub id is asked for.
+Only ``config.json`` is fetched, with one bounded request of our own through ``huggingface_hub``'s
+HTTP session (its proxy and TLS settings, its ``HF_ENDPOINT``, its ``HF_TOKEN`` headers), and written
+into the Hugging Face cache's own layout (``models--org--name/{blobs,snapshots,refs}``) so that
+transformers and ``huggingface_hub`` find it there too.
+
+Whatever a server sends, nothing is written outside that cache folder: the blob's name (the ETag)
+and the commit (``X-Repo-Commit``) must be plain hex ids before anything touches the disk; every
+file is written to a temporary name in its final folder and renamed; nothing ``.incomplete`` stays.
+
+One request has one wall-clock budget, ``PLANNER_HUB_TIMEOUT`` (seconds, default 10): a server that
+asks to retry later than that (``Retry-After``) is an error saying when; a body that is still coming
+when the budget is spent is cut off; a body over ``MAX_CONFIG_BYTES`` is refused while it streams.
+
+The local cache is used first (``--refresh`` skips it); ``HF_HUB_OFFLINE=1`` uses the cache only;
+``--revision`` pins a branch, tag or commit. Remote code is never run: the config is read as JSON.
+``huggingface_hub`` is imported only here, only when a hub id is asked for.
 """
 
 from __future__ import annotations
 
+import email.utils
 import math
 import os
 import re
-from contextlib import contextmanager
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import quote, urljoin, urlsplit
 
-from planner.analysis.config import read_config_file
-from planner.analysis.errors import ModelNotFoundError, OptionError, PlannerError
+from planner.analysis.config import MAX_CONFIG_BYTES, decode_config_bytes, read_config_file
+from planner.analysis.errors import ConfigError, ModelNotFoundError, OptionError, PlannerError
+from planner.analysis.fields import short
 from planner.analysis.resolve import HF_ID, Resolved, find_bundled, not_found, resolve_local
 
 #: A branch, tag or commit as the hub names them (``main``, ``v1.0``, ``refs/pr/1``, a 40-hex sha).
-REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+/-]{0,199}$")
+REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+/-]{0,199}\Z")
+#: A git commit id, as the hub sends it in ``X-Repo-Commit``.
+COMMIT = re.compile(r"^[0-9a-f]{40}\Z")
+#: A blob id, as the hub sends it in ``ETag``: git's sha1 (40 hex) or an LFS sha256 (64 hex).
+BLOB_ID = re.compile(r"^[0-9a-f]{40}(?:[0-9a-f]{24})?\Z")
 
-#: Seconds to wait for the hub's answer to one request (``PLANNER_HUB_TIMEOUT`` overrides).
+#: Seconds one request to the hub may take in all (``PLANNER_HUB_TIMEOUT`` overrides).
 DEFAULT_TIMEOUT_S = 10.0
+#: Redirects followed for one file (the hub uses one: to its resolve cache or a CDN).
+MAX_REDIRECTS = 5
 
 UNREACHABLE_HINT = ("check the network or HF_ENDPOINT; offline, use a bundled model ('planner models list'), a local "
                     "config.json, or set HF_HUB_OFFLINE=1 to use a copy cached by an earlier run")
+REFRESH_HINT = "run again with --refresh to fetch it from the hub again"
+
+#: ``huggingface_hub`` parses these as integers when it is imported.
+_HF_INT_VARS = ("HF_HUB_ETAG_TIMEOUT", "HF_HUB_DOWNLOAD_TIMEOUT")
 
 
-def resolve_model(model: str, revision: str | None = None) -> Resolved:
-    """A path, a bundled model, or a Hugging Face id (cache first, then a download)."""
+class HubError(ModelNotFoundError):
+    """The hub (or what ``HF_ENDPOINT`` points at) answered in a way we cannot use."""
+
+
+def resolve_model(model: str, revision: str | None = None, refresh: bool = False) -> Resolved:
+    """A path, a bundled model, or a Hugging Face id (cache first unless ``refresh``, then a download)."""
     if revision is None:
         local = resolve_local(model)
         if local is not None:
@@ -44,19 +74,19 @@ def resolve_model(model: str, revision: str | None = None) -> Resolved:
             raise OptionError(f"--revision applies to Hugging Face ids, and '{model}' is a bundled alias",
                               f"pass the id instead: {bundled.id} --revision {revision}")
         raise not_found(model)
-    return fetch_config(model, revision)
+    return fetch_config(model, revision, refresh=refresh)
 
 
 def check_revision(revision: str) -> None:
     """A revision is a name for the hub's URL and for a file in the HF cache: no path tricks."""
     if (not REVISION.match(revision) or ".." in revision or "//" in revision
             or revision.endswith(("/", ".lock"))):
-        raise OptionError(f"--revision {revision!r} is not a branch, tag or commit name",
+        raise OptionError(f"--revision {short(revision)} is not a branch, tag or commit name",
                           "e.g. main, v1.0, refs/pr/1 or a 40-character commit sha")
 
 
 def hub_timeout_s() -> float:
-    """``PLANNER_HUB_TIMEOUT`` (seconds per request to the hub), default 10."""
+    """``PLANNER_HUB_TIMEOUT`` (seconds for one request to the hub, all included), default 10."""
     raw = os.environ.get("PLANNER_HUB_TIMEOUT", "").strip()
     if not raw:
         return DEFAULT_TIMEOUT_S
@@ -65,7 +95,7 @@ def hub_timeout_s() -> float:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and 0 < value <= 600):
-        raise OptionError(f"PLANNER_HUB_TIMEOUT={raw!r} is not a number of seconds in (0, 600]")
+        raise OptionError(f"PLANNER_HUB_TIMEOUT={short(raw)} is not a number of seconds in (0, 600]")
     return value
 
 
@@ -74,137 +104,401 @@ def resolve_local_path_only(model: str) -> bool:
 
 
 def _offline() -> bool:
-    return os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on")
+    return (os.environ.get("HF_HUB_OFFLINE") or os.environ.get("TRANSFORMERS_OFFLINE") or "").strip().lower() in (
+        "1", "true", "yes", "on")
 
 
-def fetch_config(repo_id: str, revision: str | None = None) -> Resolved:
+# ---- huggingface_hub and its environment -----------------------------------------------------------
+
+
+def _import_hub():
+    """``huggingface_hub`` after checking the environment it parses at import time."""
+    for var in _HF_INT_VARS:
+        raw = os.environ.get(var)
+        if raw is not None and raw.strip():
+            try:
+                int(raw)
+            except ValueError:
+                raise OptionError(f"{var}={short(raw)} is not a whole number of seconds",
+                                  f"huggingface_hub reads it; unset {var} or set e.g. {var}=10") from None
+    if os.environ.get("HF_ENDPOINT"):
+        _check_endpoint(os.environ["HF_ENDPOINT"].rstrip("/"))  # huggingface_hub parses it at import
     try:
         import huggingface_hub
-        from huggingface_hub import errors as hf_errors
+        from huggingface_hub import constants
+        from huggingface_hub.utils import build_hf_headers, get_session
     except ImportError:  # pragma: no cover - a declared dependency
-        raise ModelNotFoundError(f"'{repo_id}' looks like a Hugging Face id, but huggingface_hub is not installed",
+        raise ModelNotFoundError("a Hugging Face id needs huggingface_hub, which is not installed",
                                  "pip install huggingface_hub") from None
-    where = f"{repo_id}{'@' + revision if revision else ''}"
-    timeout_s = hub_timeout_s()
-    with _quiet_hub(timeout_s):
-        return _fetch(huggingface_hub, hf_errors, repo_id, revision, where, timeout_s)
+    except Exception as exc:  # a setting it cannot parse
+        first = (str(exc).splitlines() or [""])[0]
+        raise OptionError(f"huggingface_hub cannot start: {type(exc).__name__}: {short(first, 120)}",
+                          "check the HF_* environment variables") from None
+    del huggingface_hub
+    return constants, build_hf_headers, get_session
 
 
-@contextmanager
-def _quiet_hub(timeout_s: float = DEFAULT_TIMEOUT_S):
-    """huggingface_hub logs each retry on stderr and backs off ~23 s on an unreachable host; a CLI
-    that promises one ``Error:`` line keeps its logger at ERROR and retries once. Its second try after
-    a timeout waits 60 s (``_ETAG_RETRY_TIMEOUT``): bounded here by ``timeout_s`` too. Its
-    telemetry (an extra request for an agent registry, with its own 3 s timeout) is turned off: the
-    planner asks the hub for one file."""
-    import logging
+def _endpoint(constants) -> str:
+    return _check_endpoint(str(constants.ENDPOINT))
 
-    import huggingface_hub.file_download as fd  # (importing configures the library's logger level)
-    from huggingface_hub import constants
 
-    logger = logging.getLogger("huggingface_hub")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    saved_retry_timeout = getattr(fd, "_ETAG_RETRY_TIMEOUT", None)
-    if saved_retry_timeout is not None:
-        fd._ETAG_RETRY_TIMEOUT = timeout_s
-    saved_telemetry = constants.HF_HUB_DISABLE_TELEMETRY
+def _check_endpoint(raw: str) -> str:
+    bad = OptionError(f"HF_ENDPOINT={short(raw)} is not an http(s) URL",
+                      "e.g. HF_ENDPOINT=https://huggingface.co, or unset it")
+    if not raw.isprintable() or any(c.isspace() for c in raw):
+        raise bad
+    try:
+        parts = urlsplit(raw)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        raise bad from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
+        raise bad
+    return raw.rstrip("/")
+
+
+def _headers(constants, build_hf_headers, where: str) -> dict[str, str]:
+    # Telemetry off while the user-agent is built: otherwise huggingface_hub asks HF_ENDPOINT for an agent
+    # registry (one more request, with its own timeout) and looks for torch. The planner asks for one file.
+    from planner.analysis.files import regular_file_or_error
+
+    regular_file_or_error(getattr(constants, "HF_TOKEN_PATH", ""), what="token file", error=OptionError)  # no FIFO
+    saved = constants.HF_HUB_DISABLE_TELEMETRY
     constants.HF_HUB_DISABLE_TELEMETRY = True
-    saved = None
     try:
-        from huggingface_hub.utils import _http
-
-        saved = []
-        for name in ("http_backoff", "_http_backoff_base"):
-            fn = getattr(_http, name, None)
-            if fn is not None and isinstance(getattr(fn, "__kwdefaults__", None), dict) and "max_retries" in fn.__kwdefaults__:
-                saved.append((fn, dict(fn.__kwdefaults__)))
-                fn.__kwdefaults__.update(max_retries=1, base_wait_time=0.5)
-    except Exception:  # a private helper: if it moved, keep the library's defaults
-        saved = None
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-        if saved_retry_timeout is not None:
-            fd._ETAG_RETRY_TIMEOUT = saved_retry_timeout
-        constants.HF_HUB_DISABLE_TELEMETRY = saved_telemetry
-        for fn, defaults in saved or ():
-            fn.__kwdefaults__.update(defaults)
+        headers = dict(build_hf_headers())
+    except OSError as exc:  # the saved token's file under HF_HOME
+        raise PlannerError(f"{where}: cannot use the Hugging Face cache folder: {exc.strerror or type(exc).__name__}"
+                           f"{': ' + str(exc.filename) if exc.filename else ''}",
+                           "set HF_HOME (or HF_HUB_CACHE) to a writable folder") from None
+    except Exception as exc:
+        raise OptionError(f"cannot build the hub's request headers: {type(exc).__name__}",
+                          "check HF_TOKEN and the token file under HF_HOME") from None
+    for key, value in headers.items():
+        if not (value.isascii() and value.isprintable()):
+            if key.lower() == "authorization":  # never echo the token
+                raise OptionError("HF_TOKEN (or the saved token) holds characters a token cannot have",
+                                  "a Hugging Face token is ASCII letters and digits (hf_...)")
+            headers[key] = value.encode("ascii", "replace").decode("ascii")
+    headers["Accept-Encoding"] = "identity"  # the stored file is the file, byte for byte
+    return headers
 
 
-def _status(exc: BaseException | None) -> int | None:
-    return getattr(getattr(exc, "response", None), "status_code", None)
+# ---- the cache, in huggingface_hub's layout ----------------------------------------------------------
 
 
-def _fetch(huggingface_hub, hf_errors, repo_id: str, revision: str | None, where: str,
-           timeout_s: float = DEFAULT_TIMEOUT_S) -> Resolved:
-    kwargs = dict(repo_id=repo_id, filename="config.json", revision=revision, etag_timeout=timeout_s)
-    source = "hub"
-    access_hint = "set HF_TOKEN to a valid token, and accept the model's licence on huggingface.co if it is gated"
-    try:
+class HubCache:
+    """``<HF_HUB_CACHE>/models--org--name`` with ``refs/<revision>``, ``blobs/<etag>`` and
+    ``snapshots/<commit>/config.json`` (a relative symlink to the blob, or a copy)."""
+
+    def __init__(self, root: str | os.PathLike, repo_id: str):
+        self.root = Path(root)
+        self.repo = self.root / ("models--" + repo_id.replace("/", "--"))
+
+    def commit_of(self, revision: str) -> str | None:
+        if COMMIT.match(revision):
+            return revision
         try:
-            path = huggingface_hub.hf_hub_download(**kwargs, local_files_only=True)
-            source = "hub-cache"
-        except hf_errors.LocalEntryNotFoundError:
-            if _offline():
+            from planner.analysis.files import read_bounded
+
+            text = read_bounded(self.repo / "refs" / revision, 128, what="ref file").decode("ascii").strip()
+        except (OSError, PlannerError, UnicodeDecodeError):
+            return None
+        return text if COMMIT.match(text) else None
+
+    def lookup(self, revision: str) -> Path | None:
+        commit = self.commit_of(revision)
+        if commit is None:
+            return None
+        path = self.repo / "snapshots" / commit / "config.json"
+        return path if os.path.lexists(path) else None
+
+    def _inside(self, path: Path) -> Path:
+        """``path``'s folder, checked to lie inside the cache root (after resolving links)."""
+        root = os.path.realpath(self.root)
+        folder = os.path.realpath(path.parent)
+        if not (folder == root or folder.startswith(root.rstrip(os.sep) + os.sep)):
+            raise PlannerError(f"refusing to write {path}: it lies outside the Hugging Face cache {self.root}")
+        return path
+
+    def store(self, revision: str, commit: str, etag: str, data: bytes) -> Path:
+        if not (COMMIT.match(commit) and BLOB_ID.match(etag)):  # checked by the caller too: never a path
+            raise PlannerError("refusing to cache a file under a name that is not a hex id")
+        blob = self.repo / "blobs" / etag
+        snapshot = self.repo / "snapshots" / commit / "config.json"
+        for folder in (blob.parent, snapshot.parent):
+            folder.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self._inside(blob), data)
+        try:
+            _atomic_symlink(self._inside(snapshot), Path("..") / ".." / "blobs" / etag)
+        except (NotImplementedError, OSError) as exc:
+            if getattr(exc, "errno", None) == 28:  # ENOSPC: the copy would fail too
                 raise
-            path = huggingface_hub.hf_hub_download(**kwargs)
-    except hf_errors.GatedRepoError as exc:
-        raise ModelNotFoundError(
-            f"{where}: gated model; access was refused (HTTP {_status(exc)})",
-            "accept the licence on the model's page on huggingface.co and set HF_TOKEN to a token of that account") from None
-    except hf_errors.RevisionNotFoundError:
-        raise ModelNotFoundError(f"{where}: revision '{revision}' does not exist",
-                                 "pass a branch, tag or commit of the repository (default: main)") from None
-    except hf_errors.RepositoryNotFoundError:
-        # the hub answers 401 RepoNotFound to anonymous requests for missing *and* private repos
-        raise not_found(repo_id, "no such repository on the Hugging Face hub (a private one needs HF_TOKEN)") from None
-    except hf_errors.LocalEntryNotFoundError as exc:  # (a subclass of EntryNotFoundError: keep it first)
-        if _offline():
-            raise not_found(repo_id, "not in the local Hugging Face cache and HF_HUB_OFFLINE is set") from None
-        cause = exc.__cause__
-        status = _status(cause)
-        if status in (401, 403):
-            raise ModelNotFoundError(f"{where}: access refused (HTTP {status})", access_hint) from None
-        if status is not None:
-            raise ModelNotFoundError(f"{where}: the Hugging Face hub answered HTTP {status} and config.json is not cached",
-                                     "try again later, or " + UNREACHABLE_HINT.split("; ", 1)[1]) from None
-        if isinstance(cause, getattr(hf_errors, "FileMetadataError", ())):
-            raise ModelNotFoundError(
-                f"{where}: {os.environ.get('HF_ENDPOINT') or 'the hub'} does not answer like a Hugging Face hub "
-                "(no X-Repo-Commit or ETag header)", "check HF_ENDPOINT and any proxy") from None
-        why = ""
-        if cause is not None:
-            why = (f" (no answer within {timeout_s:g} s)" if "Timeout" in type(cause).__name__
-                   else f" ({type(cause).__name__})")
-        raise ModelNotFoundError(f"{where}: the Hugging Face hub is unreachable{why} and config.json is not cached",
-                                 UNREACHABLE_HINT) from None
-    except hf_errors.EntryNotFoundError:
-        raise ModelNotFoundError(f"{where}: the repository has no config.json",
-                                 "is it a model repository of transformers weights?") from None
-    except hf_errors.OfflineModeIsEnabled:
-        raise not_found(repo_id, "not in the local Hugging Face cache and HF_HUB_OFFLINE is set") from None
-    except hf_errors.HfHubHTTPError as exc:
-        status = _status(exc)
-        if status in (401, 403):
-            raise ModelNotFoundError(f"{where}: access refused (HTTP {status})", access_hint) from None
-        if status == 404:
-            raise not_found(repo_id, "no such repository on the Hugging Face hub") from None
-        first = (str(exc).strip().splitlines() or [""])[0]
-        raise ModelNotFoundError(f"{where}: the hub answered HTTP {status}: {first}") from None
-    except hf_errors.HFValidationError as exc:
-        raise not_found(repo_id, f"not a valid Hugging Face id ({str(exc).splitlines()[0]})") from None
-    except OSError as exc:  # connection refused, timeouts surface as OSError subclasses in some versions
-        if getattr(exc, "filename", None):  # a file of the cache, not the network
-            raise PlannerError(f"{where}: cannot use the Hugging Face cache: {exc.strerror or type(exc).__name__}: "
-                               f"{exc.filename}", "set HF_HOME (or HF_HUB_CACHE) to a writable folder") from None
-        raise ModelNotFoundError(f"{where}: the Hugging Face hub is unreachable ({type(exc).__name__})",
-                                 UNREACHABLE_HINT) from None
-    except Exception as exc:  # httpx errors (ConnectError, TimeoutException) without importing httpx
-        if type(exc).__module__.startswith(("httpx", "httpcore", "requests", "urllib3")):
-            raise ModelNotFoundError(f"{where}: the Hugging Face hub is unreachable ({type(exc).__name__})",
-                                     UNREACHABLE_HINT) from None
+            _atomic_write(snapshot, data)  # no symlinks here (Windows without developer mode)
+        if revision != commit:
+            ref = self.repo / "refs" / revision
+            ref.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(self._inside(ref), commit.encode("ascii"))
+        return snapshot
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".planner-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
         raise
-    cfg = read_config_file(path)
-    return Resolved(cfg, repo_id, source, str(path), f"{where} config.json")
+
+
+def _atomic_symlink(path: Path, target: Path) -> None:
+    tmp = path.parent / f".planner-{os.getpid()}-{time.monotonic_ns()}.tmp"
+    os.symlink(target, tmp)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+# ---- fetching ------------------------------------------------------------------------------------------
+
+
+def fetch_config(repo_id: str, revision: str | None = None, refresh: bool = False) -> Resolved:
+    where = f"{repo_id}{'@' + revision if revision else ''}"
+    rev = revision or "main"
+    timeout_s = hub_timeout_s()
+    offline = _offline()
+    if refresh and offline:
+        raise OptionError("--refresh fetches from the hub, and HF_HUB_OFFLINE is set", "unset HF_HUB_OFFLINE")
+    constants, build_hf_headers, get_session = _import_hub()
+    cache = HubCache(constants.HF_HUB_CACHE, repo_id)
+    if not refresh:
+        cached = cache.lookup(rev)
+        if cached is not None:
+            try:
+                cfg = read_config_file(cached)
+            except ConfigError as exc:
+                raise ConfigError(f"{exc.message} (the cached copy of {where} config.json)",
+                                  _join(exc.hint, REFRESH_HINT)) from None
+            return Resolved(cfg, repo_id, "hub-cache", str(cached), f"{where} config.json")
+    if offline:
+        raise not_found(repo_id, "not in the local Hugging Face cache and HF_HUB_OFFLINE is set")
+    url = f"{_endpoint(constants)}/{repo_id}/resolve/{quote(rev, safe='')}/config.json"
+    headers = _headers(constants, build_hf_headers, where)
+    data, commit, etag = _download(get_session, url, headers, timeout_s, where, revision)
+    cfg = decode_config_bytes(data, f"{where} config.json (from the hub)")
+    try:
+        path = cache.store(rev, commit, etag, data)
+    except OSError as exc:
+        raise PlannerError(f"{where}: cannot write to the Hugging Face cache: {exc.strerror or type(exc).__name__}"
+                           f"{': ' + str(exc.filename) if exc.filename else ''}",
+                           "free some space, or set HF_HOME (or HF_HUB_CACHE) to a writable folder") from None
+    return Resolved(cfg, repo_id, "hub", str(path), f"{where} config.json")
+
+
+def _join(*hints: str | None) -> str:
+    return "; ".join(h for h in hints if h)
+
+
+def _header(response, name: str) -> str | None:
+    value = response.headers.get(name)
+    return None if value is None else str(value)
+
+
+def _etag(raw: str | None) -> str | None:
+    """An ETag header's value without ``W/`` and quotes."""
+    if raw is None:
+        return None
+    text = raw.strip()
+    if text.startswith("W/"):
+        text = text[2:]
+    return text.strip('"')
+
+
+def _retry_after_s(response) -> float | None:
+    raw = _header(response, "retry-after")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    if raw.isdigit():
+        return float(raw)
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def _exc_names(exc: BaseException) -> set[str]:
+    return {c.__name__ for c in type(exc).__mro__}
+
+
+def _download(get_session, url: str, headers: dict[str, str], timeout_s: float, where: str,
+              revision: str | None) -> tuple[bytes, str, str]:
+    """(body, commit, blob id) of one GET, redirects followed, all within ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    tried_again = False
+    while True:
+        try:
+            return _get(get_session(), url, dict(headers), deadline, timeout_s, where, revision)
+        except _RetryLater as later:
+            left = deadline - time.monotonic()
+            if tried_again or later.wait_s > left:
+                at = time.strftime("%H:%M:%S UTC", time.gmtime(time.time() + later.wait_s))
+                raise HubError(f"{where}: the hub answered HTTP {later.status} and asks to retry in "
+                               f"{later.wait_s:.0f} s (after {at}), longer than PLANNER_HUB_TIMEOUT={timeout_s:g} s",
+                               "try again after that time, or raise PLANNER_HUB_TIMEOUT") from None
+            tried_again = True
+            time.sleep(later.wait_s)
+
+
+class _RetryLater(Exception):
+    def __init__(self, status: int, wait_s: float):
+        self.status, self.wait_s = status, wait_s
+
+
+def _get(session, url: str, headers: dict[str, str], deadline: float, timeout_s: float, where: str,
+         revision: str | None) -> tuple[bytes, str, str]:
+    commit: str | None = None
+    linked_etag: str | None = None
+    origin = urlsplit(url).netloc
+    received = 0
+    try:
+        for _hop in range(MAX_REDIRECTS + 1):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise HubError(f"{where}: the hub is unreachable (no answer within {timeout_s:g} s)", UNREACHABLE_HINT)
+            with session.stream("GET", url, headers=headers, follow_redirects=False, timeout=left) as resp:
+                status = resp.status_code
+                commit = commit or _header(resp, "x-repo-commit")
+                linked_etag = linked_etag or _header(resp, "x-linked-etag")
+                if 300 <= status < 400 and _header(resp, "location"):
+                    url = _next_url(url, _header(resp, "location"), where)
+                    if urlsplit(url).netloc != origin:  # a CDN: the token stays with the hub
+                        headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+                    continue
+                if not 200 <= status < 300:
+                    _raise_status(resp, status, where, revision)
+                blob = _etag(linked_etag) if linked_etag is not None else _etag(_header(resp, "etag"))
+                _check_ids(commit, blob, where, revision)
+                data = _read_body(resp, deadline, timeout_s, where)
+                received = len(data)
+                return data, commit, blob  # type: ignore[return-value]
+        raise HubError(f"{where}: the hub redirected more than {MAX_REDIRECTS} times", "check HF_ENDPOINT and any proxy")
+    except PlannerError:
+        raise
+    except _RetryLater:
+        raise
+    except Exception as exc:  # the HTTP client's errors, named without importing it
+        names = _exc_names(exc)
+        if names & {"TimeoutException", "Timeout", "ReadTimeout", "ConnectTimeout", "PoolTimeout", "WriteTimeout"}:
+            raise HubError(f"{where}: the hub is unreachable (no answer within {timeout_s:g} s)", UNREACHABLE_HINT) from None
+        if "DecodingError" in names:
+            raise HubError(f"{where}: the hub's answer could not be decoded ({short(str(exc), 80)})",
+                           "the server sent a compressed body it declared wrongly; check HF_ENDPOINT and any proxy") from None
+        if "RemoteProtocolError" in names:
+            raise HubError(f"{where}: the hub broke off its answer ({short(str(exc), 80)}) after {received} bytes",
+                           "try again; check HF_ENDPOINT and any proxy") from None
+        if names & {"InvalidURL", "UnsupportedProtocol", "LocalProtocolError"}:
+            raise OptionError(f"HF_ENDPOINT: cannot request {short(url, 120)}: {short(str(exc), 80)}",
+                              "set HF_ENDPOINT to an http(s) URL, or unset it") from None
+        if names & {"ConnectError", "NetworkError", "ProxyError", "TransportError", "ConnectionError"}:
+            raise HubError(f"{where}: the Hugging Face hub is unreachable ({type(exc).__name__}) and config.json is not cached",
+                           UNREACHABLE_HINT) from None
+        if "OfflineModeIsEnabled" in names:
+            raise not_found(where.split("@", 1)[0], "not in the local Hugging Face cache and HF_HUB_OFFLINE is set") from None
+        if isinstance(exc, OSError):
+            raise HubError(f"{where}: the hub request failed: {exc.strerror or type(exc).__name__}", UNREACHABLE_HINT) from None
+        raise
+
+
+def _next_url(url: str, location: str | None, where: str) -> str:
+    nxt = urljoin(url, location or "")
+    if urlsplit(nxt).scheme not in ("http", "https"):
+        raise HubError(f"{where}: the hub redirected to a URL that is not http(s): {short(nxt, 80)}",
+                       "check HF_ENDPOINT and any proxy")
+    return nxt
+
+
+def _check_ids(commit: str | None, blob: str | None, where: str, revision: str | None) -> None:
+    if not commit and not blob:
+        raise HubError(f"{where}: {os.environ.get('HF_ENDPOINT') or 'the hub'} does not answer like a Hugging Face hub "
+                       "(no X-Repo-Commit or ETag header)", "check HF_ENDPOINT and any proxy")
+    if not commit or not COMMIT.match(commit):
+        raise HubError(f"{where}: the hub sent X-Repo-Commit {short(commit)}, which is not a 40-hex commit id; nothing was written",
+                       "check HF_ENDPOINT: a Hugging Face hub names commits by their git sha")
+    if not blob or not BLOB_ID.match(blob):
+        raise HubError(f"{where}: the hub sent ETag {short(blob)}, which is not a file's hex id; nothing was written",
+                       "check HF_ENDPOINT: a Hugging Face hub names files by their git sha1 or sha256")
+    if revision is not None and COMMIT.match(revision) and commit != revision:
+        raise HubError(f"{where}: asked for commit {revision}, the hub answered commit {commit}",
+                       "check HF_ENDPOINT and any proxy")
+
+
+def _raise_status(resp, status: int, where: str, revision: str | None) -> None:
+    code = _header(resp, "x-error-code") or ""
+    repo_id = where.split("@", 1)[0]
+    access_hint = "set HF_TOKEN to a valid token, and accept the model's licence on huggingface.co if it is gated"
+    if status in (429, 500, 502, 503, 504):
+        wait_s = _retry_after_s(resp)
+        if wait_s is not None:
+            raise _RetryLater(status, wait_s)
+    if code == "GatedRepo":
+        raise HubError(f"{where}: gated model; access was refused (HTTP {status})",
+                       "accept the licence on the model's page on huggingface.co and set HF_TOKEN to a token of that account")
+    if code == "RevisionNotFound":
+        raise HubError(f"{where}: revision '{revision or 'main'}' does not exist",
+                       "pass a branch, tag or commit of the repository (default: main)")
+    if code == "EntryNotFound":
+        raise HubError(f"{where}: the repository has no config.json", "is it a model repository of transformers weights?")
+    if code == "RepoNotFound" or (status == 404 and not code):
+        # the hub answers 401 RepoNotFound to anonymous requests for missing *and* private repos
+        raise not_found(repo_id, "no such repository on the Hugging Face hub (a private one needs HF_TOKEN)")
+    if status in (401, 403):
+        raise HubError(f"{where}: access refused (HTTP {status})", access_hint)
+    message = _header(resp, "x-error-message")
+    detail = f": {short(message, 120)}" if message else ""
+    raise HubError(f"{where}: the Hugging Face hub answered HTTP {status}{detail} and config.json is not cached",
+                   "try again later, or " + UNREACHABLE_HINT.split("; ", 1)[1])
+
+
+def _read_body(resp, deadline: float, timeout_s: float, where: str) -> bytes:
+    encoding = (_header(resp, "content-encoding") or "identity").strip().lower()
+    declared: int | None = None
+    raw_length = _header(resp, "content-length")
+    if raw_length is not None:
+        try:
+            declared = int(raw_length)
+        except ValueError:
+            raise HubError(f"{where}: the hub sent Content-Length {short(raw_length)}, not a number",
+                           "check HF_ENDPOINT and any proxy") from None
+        if encoding == "identity" and declared > MAX_CONFIG_BYTES:
+            raise HubError(f"{where}: the hub's config.json is {declared} bytes, more than the {MAX_CONFIG_BYTES} "
+                           "a config.json may have; nothing was downloaded", "check the model id and HF_ENDPOINT")
+    buf = bytearray()
+    for chunk in resp.iter_bytes():
+        buf += chunk
+        if len(buf) > MAX_CONFIG_BYTES:
+            raise HubError(f"{where}: the hub's config.json is more than {MAX_CONFIG_BYTES} bytes; the download was "
+                           "stopped there and nothing was written", "check the model id and HF_ENDPOINT")
+        if time.monotonic() > deadline:
+            raise HubError(f"{where}: config.json was still arriving after PLANNER_HUB_TIMEOUT={timeout_s:g} s "
+                           f"({len(buf)} bytes so far); nothing was written",
+                           "try again, or raise PLANNER_HUB_TIMEOUT for a slow link")
+    if encoding == "identity" and declared is not None and len(buf) != declared:
+        raise HubError(f"{where}: the hub announced {declared} bytes and sent {len(buf)}; nothing was written",
+                       "try again; check HF_ENDPOINT and any proxy")
+    return bytes(buf)

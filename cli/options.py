@@ -30,6 +30,11 @@ KvDtypeOpt = Annotated[
 ContextOpt = Annotated[int, typer.Option("--context", "-c", min=0, max=1 << 30, help="Context length in tokens.")]
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", min=1, max=1 << 24, help="Concurrent sequences (count).")]
 
+RefreshOpt = Annotated[
+    bool,
+    typer.Option("--refresh", help="Fetch a Hugging Face id's config.json from the hub again, past the local cache."),
+]
+
 PlotOpt = Annotated[
     Optional[Path],
     typer.Option("--plot", metavar="PATH", dir_okay=False,

@@ -10,7 +10,7 @@ import typer
 from planner.analysis.errors import OptionError
 
 from .analyze_cmd import ModelArg, RevisionOpt
-from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, HardwareOpt, JsonOpt, KvDtypeOpt
+from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, HardwareOpt, JsonOpt, KvDtypeOpt, RefreshOpt
 from .options import PlotOpt
 from .render import OutputFormat, fmt_bytes, fmt_int, fmt_si, fmt_time, print_json, resolve_format
 from .sections import Section, emit
@@ -66,6 +66,7 @@ def trace(
     sweep: SweepOpt = None,
     graphs: GraphsOpt = True,
     revision: RevisionOpt = None,
+    refresh: RefreshOpt = False,
     plot: PlotOpt = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
@@ -85,7 +86,7 @@ def trace(
 
         plot = check_plot_path(plot)
     hw = load_hardware(hardware)
-    loaded = load_model(model, revision)
+    loaded = load_model(model, revision, refresh)
     t = build_trace(loaded.spec, hw, batch=batch, context=context, dtype=dtype, kv_dtype=kv_dtype,
                     all_layers=all_layers, graphs=graphs)
     rows = sweep_rows(loaded.spec, hw, grid, dtype=dtype, kv_dtype=kv_dtype, graphs=graphs) if grid else None

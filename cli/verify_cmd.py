@@ -12,7 +12,7 @@ from typing import Annotated, Iterator, Optional
 import typer
 
 from .analyze_cmd import ModelArg, RevisionOpt
-from .options import BatchOpt, ContextOpt, FormatOpt, JsonOpt, PlotOpt
+from .options import BatchOpt, ContextOpt, FormatOpt, JsonOpt, PlotOpt, RefreshOpt
 from .render import SCHEMA_VERSION, OutputFormat, fmt_int, fmt_si, fmt_time, print_json, resolve_format
 from .sections import Section, emit
 
@@ -69,6 +69,7 @@ def verify(
     profile: ProfileOpt = True,
     threads: ThreadsOpt = None,
     revision: RevisionOpt = None,
+    refresh: RefreshOpt = False,
     plot: PlotOpt = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
@@ -90,7 +91,7 @@ def verify(
         from .plots import check_plot_path
 
         plot = check_plot_path(plot)
-    loaded = load_model(model, revision)
+    loaded = load_model(model, revision, refresh)
     require_torch()
     from planner.runtime.verify import VerifyOptions, run_verify
 

@@ -16,7 +16,9 @@ hub does (a relative 307 to ``/api/resolve-cache/...``), or answer like a plain 
 Everything is bounded: the server binds 127.0.0.1 on a free port, runs in a daemon thread, and
 ``stop()`` (or leaving the ``with`` block) shuts it down. ``hang=True`` makes it accept and never
 answer until stopped, which the client sees as a timeout. ``refused_url()`` gives a URL nothing
-listens on. Every request is recorded in ``requests`` as ``(method, path, headers)``.
+listens on. A repository can also answer like a hostile mirror: any header replaced or dropped
+(``headers``: a traversal ``ETag``, a ``Retry-After``, a lying ``Content-Length``), or a body sent at
+1 byte per 0.1 s, without end, or declared gzip and not. Every request is recorded in ``requests`` as ``(method, path, headers)``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import socket
+import sys
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -45,6 +48,9 @@ class Repo:
     status: int | None = None  # answer this status (no error code) to everything
     redirect: bool = False  # answer the resolve URL with a relative 307 to a resolve-cache URL, like the hub
     bare: bool = False  # answer like a plain web server: 200 and the file, without the hub's headers
+    # hostile answers (a mirror an attacker controls, or a broken proxy):
+    headers: dict[str, str | None] = field(default_factory=dict)  # set (or, with None, drop) these headers
+    body: str = "normal"  # "slow": 1 byte per 0.1 s; "endless": zeros until the client goes; "bad-gzip"
 
     def add(self, files: dict[str, bytes | dict], ref: str = "main", commit: str | None = None) -> str:
         commit = commit or commit_of(f"{ref}:{sorted(files)}:{len(self.files)}")
@@ -76,7 +82,12 @@ class FakeHub:
             def do_GET(self):
                 hub._handle(self, body=True)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):  # a client that hung up: recorded, not printed
+                hub.errors.append(sys.exc_info()[1])
+
+        self.errors: list[BaseException | None] = []
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
@@ -124,14 +135,36 @@ class FakeHub:
             self._stop.wait(30)  # accept, read the request, never answer (until stopped)
             h.close_connection = True
             return
-        status, headers, content = self._answer(h.command, urlsplit(h.path).path, h.headers.get("authorization"))
+        status, headers, content, mode = self._answer(h.command, urlsplit(h.path).path, h.headers.get("authorization"))
+        headers = {"Content-Length": str(len(content)), **headers}
+        if mode == "endless":
+            headers.pop("Content-Length")
+            headers["Connection"] = "close"
+            h.close_connection = True
+        if mode == "bad-gzip":
+            headers["Content-Encoding"] = "gzip"  # ... and a body that is not gzip
         h.send_response(status)
         for k, v in headers.items():
-            h.send_header(k, v)
-        h.send_header("Content-Length", str(len(content)))
+            if v is not None:
+                h.send_header(k, v)
         h.end_headers()
-        if body and content:
-            h.wfile.write(content)
+        if not body:
+            return
+        try:
+            if mode == "slow":
+                for i in range(len(content)):
+                    if self._stop.wait(0.1):
+                        return
+                    h.wfile.write(content[i:i + 1])
+                    h.wfile.flush()
+            elif mode == "endless":
+                chunk = b"0" * 65536
+                while not self._stop.is_set():
+                    h.wfile.write(chunk)
+            elif content:
+                h.wfile.write(content)
+        except OSError:  # the client hung up: what a bounded client does
+            h.close_connection = True
 
     def _answer(self, method: str, path: str, auth: str | None) -> tuple[int, dict[str, str], bytes]:
         parts = path.lstrip("/").split("/")
@@ -140,11 +173,18 @@ class FakeHub:
             repo_id, revision, filename = f"{parts[3]}/{parts[4]}", parts[5], "/".join(parts[6:])
             return self._file(repo_id, revision, filename, auth, redirected=True)
         if len(parts) < 5 or parts[2] != "resolve":
-            return 404, {"X-Error-Code": "RepoNotFound", "X-Error-Message": "Repository not found"}, b"Not Found"
+            return 404, {"X-Error-Code": "RepoNotFound", "X-Error-Message": "Repository not found"}, b"Not Found", "normal"
         repo_id, revision, filename = f"{parts[0]}/{parts[1]}", unquote(parts[3]), unquote("/".join(parts[4:]))
         return self._file(repo_id, revision, filename, auth)
 
     def _file(self, repo_id: str, revision: str, filename: str, auth: str | None, redirected: bool = False):
+        status, headers, content = self._file_answer(repo_id, revision, filename, auth, redirected)
+        repo = self.repos.get(repo_id)
+        if repo is None:
+            return status, headers, content, "normal"
+        return status, {**headers, **repo.headers}, content, repo.body
+
+    def _file_answer(self, repo_id: str, revision: str, filename: str, auth: str | None, redirected: bool):
         repo = self.repos.get(repo_id)
         if repo is None:
             # the hub answers 401 to anonymous requests for a repo that does not exist (or is private)
