@@ -1,7 +1,7 @@
 """``analyze``: the serving arithmetic of one model at one context and batch, as a frozen result.
 
 Everything here is exact integer arithmetic over the ``ModelSpec``: parameters from its tensors,
-FLOPs and bytes from ``trace.step_ops`` (the same function for decode and prefill), KV bytes from
+FLOPs and bytes from ``trace.step_groups`` (the same function for decode and prefill; identical layers once), KV bytes from
 ``kv``. ``to_dict`` is the JSON contract (base units, integers, ``schema_version``).
 """
 
@@ -14,7 +14,7 @@ from .errors import OptionError
 from .kv import KVCache, kv_cache
 from .params import ParamCounts, count_params
 from .spec import MLA, Attention, GatedDeltaNet, Mamba, ModelSpec, MoE, ParallelHybrid, ShortConv
-from .trace import Op, Totals, expected_experts, step_ops
+from .trace import Op, Totals, expected_experts, step_groups
 from .weights import WeightFormat, weight_format
 
 SCHEMA_VERSION = 1
@@ -110,25 +110,25 @@ def analyze(spec: ModelSpec, options: Options) -> Analysis:
     kvd = kv_dtype_for(fmt, options.kv_dtype)
     cache = kv_cache(spec, kvd, fmt.act)
     params = count_params(spec)
-    weights = fmt.bytes_of(spec.tensors())
+    weights = fmt.model_bytes(spec)
     mtp_bytes = 0
     if spec.mtp_layers:
         mtp_tensors = [t for i, layer in enumerate(spec.mtp_layers) for t in layer.tensors(f"model.mtp.{i}")]
         mtp_bytes = fmt.bytes_of(mtp_tensors) + fmt.base.nbytes(spec.mtp_extra_params)
     ctx = options.context
-    decode1 = step_ops(spec, fmt, kvd, batch=1, new_tokens=1, cached_tokens=ctx)
-    prefill = step_ops(spec, fmt, kvd, batch=1, new_tokens=ctx, cached_tokens=0) if ctx > 0 else []
-    decode_b = decode1 if options.batch == 1 else step_ops(spec, fmt, kvd, batch=options.batch, new_tokens=1,
-                                                             cached_tokens=ctx)
-    act_peak = max((o.act_read_bytes + o.act_write_bytes for o in decode_b), default=0)
+    decode1 = step_groups(spec, fmt, kvd, batch=1, new_tokens=1, cached_tokens=ctx)
+    prefill = step_groups(spec, fmt, kvd, batch=1, new_tokens=ctx, cached_tokens=0) if ctx > 0 else []
+    decode_b = decode1 if options.batch == 1 else step_groups(spec, fmt, kvd, batch=options.batch, new_tokens=1,
+                                                                cached_tokens=ctx)
+    act_peak = max((g.op.act_read_bytes + g.op.act_write_bytes for g in decode_b), default=0)
     warnings: list[str] = []
     if spec.max_position_embeddings and ctx > spec.max_position_embeddings:
         warnings.append(f"--context {ctx} is beyond max_position_embeddings ({spec.max_position_embeddings}); "
                         "computed anyway")
     return Analysis(
         spec=spec, options=options, params=params, fmt=fmt, kv=cache, weights_bytes=weights,
-        decode_flops=sum(o.flops for o in decode1), prefill_flops=sum(o.flops for o in prefill),
-        decode_totals=Totals.of(decode_b), activation_bytes=act_peak, mtp_weights_bytes=mtp_bytes,
+        decode_flops=Totals.of_groups(decode1).flops, prefill_flops=Totals.of_groups(prefill).flops,
+        decode_totals=Totals.of_groups(decode_b), activation_bytes=act_peak, mtp_weights_bytes=mtp_bytes,
         notes=tuple(notes + warnings), warnings=tuple(warnings),
     )
 

@@ -20,6 +20,7 @@ window; ``bytes_per_sequence(context)`` caps each windowed layer at its window.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from .dtypes import DType
 from .spec import MLA, Attention, GatedDeltaNet, Mamba, ModelSpec, ParallelHybrid, ShortConv
@@ -57,8 +58,9 @@ def layer_kv(spec: ModelSpec, kv_dtype: DType, state_dtype: DType) -> list[Layer
     """Per layer: K/V bytes per token of its attention (Falcon-H1's parallel attention included) and
     the fixed state of its recurrent part: conv window ``channels × (kernel - 1)`` plus the SSM /
     delta-rule state, each in ``state_dtype`` (vLLM's ``MambaStateShapeCalculator`` shapes)."""
-    out = []
-    for i, layer in enumerate(spec.layers):
+    out: list[LayerKV | None] = [None] * spec.num_layers
+    for group in spec.layer_groups:  # identical layers computed once
+        layer = spec.layers[group[0]]
         m = layer.mixer
         per_token = state = 0
         attn = m.attention if isinstance(m, ParallelHybrid) else m
@@ -67,8 +69,10 @@ def layer_kv(spec: ModelSpec, kv_dtype: DType, state_dtype: DType) -> list[Layer
         if isinstance(m, STATEFUL):
             conv, ssm = m.state_elements()
             state = state_dtype.nbytes(conv) + state_dtype.nbytes(ssm)
-        out.append(LayerKV(i, layer.kind, layer_cap(attn), per_token, state))
-    return out
+        kind, cap = layer.kind, layer_cap(attn)
+        for i in group:
+            out[i] = LayerKV(i, kind, cap, per_token, state)
+    return out  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -82,8 +86,16 @@ class KVCache:
     def bytes_per_token(self) -> int:
         return sum(lk.bytes_per_token for lk in self.layers)
 
+    @cached_property
+    def _by_cap(self) -> tuple[tuple[int | None, int], ...]:
+        """(window, bytes per token of all layers with that window): one term per distinct cap."""
+        out: dict[int | None, int] = {}
+        for lk in self.layers:
+            out[lk.window] = out.get(lk.window, 0) + lk.bytes_per_token
+        return tuple(out.items())
+
     def bytes_per_sequence(self, context: int) -> int:
-        return sum(lk.bytes_at(context) for lk in self.layers)
+        return sum(per_token * (context if cap is None else min(context, cap)) for cap, per_token in self._by_cap)
 
     @property
     def state_bytes_per_sequence(self) -> int:
@@ -100,7 +112,8 @@ class KVCache:
 def kv_cache(spec: ModelSpec, kv_dtype: DType, state_dtype: DType) -> KVCache:
     layers = tuple(layer_kv(spec, kv_dtype, state_dtype))
     naive = 0
-    for lk, layer in zip(layers, spec.layers):
-        m = layer.mixer
-        naive += kv_dtype.nbytes(m.expanded_kv_elements_per_token()) if isinstance(m, MLA) else lk.bytes_per_token
+    for group in spec.layer_groups:
+        m = spec.layers[group[0]].mixer
+        per = kv_dtype.nbytes(m.expanded_kv_elements_per_token()) if isinstance(m, MLA) else layers[group[0]].bytes_per_token
+        naive += len(group) * per
     return KVCache(kv_dtype, state_dtype, layers, naive)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from .errors import OptionError
 from .spec import MLA, Attention, GatedDeltaNet, Mamba, ModelSpec
-from .trace import Op
+from .trace import Op, OpGroup
 
 
 @dataclass(frozen=True)
@@ -76,22 +76,29 @@ def allreduce_bytes_per_gpu(spec: ModelSpec, tokens: int, act_bytes: int, tp: in
     return per_layer * spec.num_layers
 
 
-def shard_ops(ops: list[Op], plan: TPPlan) -> list[Op]:
-    """The ops one rank runs: FLOPs, weights and split activations divided by ``tp``; attention KV
-    traffic divided by how many ways the cache splits; norms and residuals replicated."""
+def shard_op(o: Op, plan: TPPlan) -> Op:
+    """The share of ``o`` one rank runs: FLOPs, weights and split activations divided by ``tp``;
+    attention KV traffic divided by how many ways the cache splits; norms and residuals replicated."""
     tp = plan.tp
     if tp == 1:
-        return ops
-    out = []
-    for o in ops:
-        if o.kind in ("matmul", "experts", "router", "conv", "scan", "embedding"):
-            o = replace(o, flops=o.flops // tp, weight_bytes=o.weight_bytes // tp,
-                        act_write_bytes=o.act_write_bytes // tp if o.name not in ("o_proj", "down_proj") else o.act_write_bytes,
-                        state_read_bytes=o.state_read_bytes // tp, state_write_bytes=o.state_write_bytes // tp)
-        elif o.kind in ("attention", "kv_append", "rope"):
-            div = plan.kv_divisor
-            o = replace(o, flops=o.flops // tp, act_read_bytes=o.act_read_bytes // tp,
-                        act_write_bytes=o.act_write_bytes // tp, kv_read_bytes=o.kv_read_bytes // div,
-                        kv_write_bytes=o.kv_write_bytes // div)
-        out.append(o)
-    return out
+        return o
+    if o.kind in ("matmul", "experts", "router", "conv", "scan", "embedding"):
+        return replace(o, flops=o.flops // tp, weight_bytes=o.weight_bytes // tp,
+                       act_write_bytes=o.act_write_bytes // tp if o.name not in ("o_proj", "down_proj") else o.act_write_bytes,
+                       state_read_bytes=o.state_read_bytes // tp, state_write_bytes=o.state_write_bytes // tp)
+    if o.kind in ("attention", "kv_append", "rope"):
+        div = plan.kv_divisor
+        return replace(o, flops=o.flops // tp, act_read_bytes=o.act_read_bytes // tp,
+                       act_write_bytes=o.act_write_bytes // tp, kv_read_bytes=o.kv_read_bytes // div,
+                       kv_write_bytes=o.kv_write_bytes // div)
+    return o
+
+
+def shard_ops(ops: list[Op], plan: TPPlan) -> list[Op]:
+    """The ops one rank runs (``shard_op`` of each)."""
+    return ops if plan.tp == 1 else [shard_op(o, plan) for o in ops]
+
+
+def shard_groups(groups: list[OpGroup], plan: TPPlan) -> list[OpGroup]:
+    """A collapsed step's share on one rank (``shard_op`` of each group's op)."""
+    return groups if plan.tp == 1 else [OpGroup(shard_op(g.op, plan), g.layers) for g in groups]

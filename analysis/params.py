@@ -118,11 +118,9 @@ def count_params(spec: ModelSpec) -> ParamCounts:
     for t in spec.vision:
         by_cat["vision"] += t.numel
     active = by_cat["embedding"] + by_cat["lm_head"] + by_cat["norm"] + by_cat["vision"]
-    groups: dict[Layer, list[int]] = {}
-    for i, layer in enumerate(spec.layers):
-        groups.setdefault(layer, []).append(i)
     per_layer = []
-    for layer, idx in groups.items():
+    for idx in spec.layer_groups:  # identical layers counted once, times their number
+        layer = spec.layers[idx[0]]
         tensors = layer.tensors(f"model.layers.{idx[0]}")
         cats: Counter = Counter()
         for t in tensors:

@@ -25,6 +25,7 @@ Tensor kinds (used to pick a storage format and to group parameters):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from math import prod
 from typing import Union
 
@@ -663,6 +664,39 @@ class ModelSpec:
 
     def final_norm_tensors(self) -> list[Tensor]:
         return self.final_norm.tensors("model.norm") if self.final_norm else []
+
+    @cached_property
+    def layer_groups(self) -> tuple[tuple[int, ...], ...]:
+        """The indices of identical layers (equal specs), one tuple per distinct layer, in order of first
+        appearance. A figure computed for a group's first layer holds for every layer of the group, so
+        work grows with the distinct layer shapes, not the layers (computed once per spec)."""
+        groups: dict[Layer, list[int]] = {}
+        for i, layer in enumerate(self.layers):
+            groups.setdefault(layer, []).append(i)
+        return tuple(tuple(v) for v in groups.values())
+
+    @cached_property
+    def storage_layer_groups(self) -> tuple[tuple[int, ...], ...]:
+        """``layer_groups`` split further where ``quantization_config``'s ``modules_to_not_convert``
+        names the modules of some layers but not of others (their weights are stored differently):
+        the groups for figures that depend on how the checkpoint stores weights."""
+        q = self.quant
+        if q is None or not q.modules_to_not_convert:
+            return self.layer_groups
+        from .quant import is_converted
+
+        out: list[tuple[int, ...]] = []
+        for group in self.layer_groups:
+            split: dict[tuple[bool, ...], list[int]] = {}
+            for i in group:
+                key = tuple(is_converted(t, q) for t in self.layers[i].tensors(f"model.layers.{i}"))
+                split.setdefault(key, []).append(i)
+            out.extend(tuple(v) for v in split.values())
+        return tuple(sorted(out))
+
+    def layer_tensors(self, i: int) -> list[Tensor]:
+        """The tensors of layer ``i``, named as in the checkpoint."""
+        return self.layers[i].tensors(f"model.layers.{i}")
 
     def tensors(self) -> list[Tensor]:
         """Every tensor of the model (tied embeddings once; MTP layers excluded)."""

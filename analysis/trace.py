@@ -29,6 +29,7 @@ Conventions
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterator
 
 from .dtypes import DType
 from .spec import (MLA, MLP, Attention, GatedAttention, GatedDeltaNet, Layer, Mamba, ModelSpec, MoE, Norm,
@@ -483,6 +484,54 @@ def step_ops(spec: ModelSpec, fmt: WeightFormat, kv_dtype: DType, *, batch: int 
     return b.ops
 
 
+def step_groups(spec: ModelSpec, fmt: WeightFormat, kv_dtype: DType, *, batch: int = 1, new_tokens: int = 1,
+                cached_tokens: int = 0, state_dtype: DType | None = None) -> list["OpGroup"]:
+    """One forward step with identical layers collapsed, in execution order of each group's first layer:
+    the ops of every distinct layer (``WeightFormat.layer_groups``) built once, each an ``OpGroup`` with the
+    figures of one instance and the layers it stands for; model-level ops (embedding, lm_head ...) have no
+    layers. ``count × figures`` summed over the groups is exactly ``step_ops``' sum over every op, at a
+    cost that grows with the distinct layer shapes, not with the layers."""
+    if batch < 1 or new_tokens < 1 or cached_tokens < 0:
+        raise ValueError("batch and new_tokens must be >= 1 and cached_tokens >= 0")
+    b = _Builder(spec, fmt, kv_dtype, state_dtype or fmt.act, StepShape(batch, new_tokens, cached_tokens))
+    b.embedding()
+    out = [OpGroup(o, ()) for o in b.ops]
+    for members in fmt.layer_groups(spec):
+        b.ops = []
+        b.layer(members[0], spec.layers[members[0]])
+        out.extend(OpGroup(o, members) for o in b.ops)
+    b.ops = []
+    b.head()
+    out.extend(OpGroup(o, ()) for o in b.ops)
+    return out
+
+
+def per_layer(groups: list["OpGroup"]) -> Iterator[tuple[Op, int | None]]:
+    """The collapsed step expanded to one ``(op, layer)`` per op and layer, in execution order (what
+    ``step_ops`` lists), without building the ops again."""
+    by_first: dict[int, list[Op]] = {}
+    owner: dict[int, int] = {}
+    pre: list[Op] = []
+    post: list[Op] = []
+    for g in groups:
+        if g.layers:
+            first = g.layers[0]
+            if first not in by_first:
+                by_first[first] = []
+                for i in g.layers:
+                    owner[i] = first
+            by_first[first].append(g.op)
+        else:
+            (post if by_first else pre).append(g.op)
+    for o in pre:
+        yield o, None
+    for i in sorted(owner):
+        for o in by_first[owner[i]]:
+            yield o, i
+    for o in post:
+        yield o, None
+
+
 @dataclass(frozen=True)
 class Totals:
     flops: int
@@ -500,6 +549,20 @@ class Totals:
         kv = sum(o.kv_read_bytes + o.kv_write_bytes for o in ops)
         st = sum(o.state_read_bytes + o.state_write_bytes for o in ops)
         return Totals(sum(o.flops for o in ops), w, act, kv, st, w + act + kv + st, sum(o.kernels for o in ops))
+
+    @staticmethod
+    def of_groups(groups: list["OpGroup"]) -> "Totals":
+        """The totals of a collapsed step: each group's figures times its count (exact ints)."""
+        flops = w = act = kv = st = kernels = 0
+        for g in groups:
+            o, n = g.op, g.count
+            flops += n * o.flops
+            w += n * o.weight_bytes
+            act += n * (o.act_read_bytes + o.act_write_bytes)
+            kv += n * (o.kv_read_bytes + o.kv_write_bytes)
+            st += n * (o.state_read_bytes + o.state_write_bytes)
+            kernels += n * o.kernels
+        return Totals(flops, w, act, kv, st, w + act + kv + st, kernels)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,23 @@ class WeightFormat:
     def bytes_of(self, tensors: list[Tensor]) -> int:
         return sum(self.tensor_bytes(t) for t in tensors)
 
+    def layer_groups(self, spec: ModelSpec) -> tuple[tuple[int, ...], ...]:
+        """Groups of layers whose weights are stored alike in this format (``ModelSpec.layer_groups``,
+        split by ``modules_to_not_convert`` when the checkpoint's quantization applies)."""
+        return spec.storage_layer_groups if self.quant is not None else spec.layer_groups
+
+    def model_bytes(self, spec: ModelSpec, kind: str | None = None) -> int:
+        """``bytes_of(spec.tensors())`` (only tensors of ``kind`` when given), computed once per
+        distinct layer and multiplied by its count."""
+        def of(tensors: list[Tensor]) -> int:
+            return self.bytes_of([t for t in tensors if t.kind == kind] if kind else tensors)
+
+        total = of(spec.embedding_tensors()) + of(spec.final_norm_tensors()) + of(spec.lm_head_tensors())
+        total += of(list(spec.vision))
+        for group in self.layer_groups(spec):
+            total += len(group) * of(spec.layer_tensors(group[0]))
+        return total
+
     def describe(self) -> str:
         if self.override is not None:
             return f"{self.override.name} (--dtype)"

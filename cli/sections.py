@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .render import OutputFormat, rich_table, rows_to_csv, rows_to_markdown, stdout_console
+from .render import PLAIN_TABLE_ROWS, OutputFormat, plain_table, rich_table, rows_to_csv, rows_to_markdown, stdout_console
 
 
 @dataclass
@@ -47,7 +47,14 @@ def emit(sections: list[Section], fmt: OutputFormat, *, lines: Sequence[str] = (
         return
     console = stdout_console()
     for s in sections:
-        console.print(rich_table(s.title, s.headers, s.rows, right=s.right))
+        text = None
+        if len(s.rows) > PLAIN_TABLE_ROWS:  # drawn directly: Rich's layout of a large table takes seconds
+            text = plain_table(s.title, s.headers, s.rows, right=s.right, width=console.width)
+        if text is not None:
+            console.file.write(text)
+            console.file.flush()
+        else:
+            console.print(rich_table(s.title, s.headers, s.rows, right=s.right))
         if s.caption:
             console.print(s.caption, highlight=False)
     for line in lines:

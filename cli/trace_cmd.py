@@ -112,43 +112,32 @@ def trace(
     emit(trace_sections(loaded, hw, t, rows), out_fmt, lines=lines)
 
 
-def build_trace(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dtype: str | None,
-                all_layers: bool = False, graphs: bool = True) -> dict:
-    """The trace as a JSON-ready dict (ops, totals, shares, kernel view)."""
+def _step(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dtype: str | None):
+    """The collapsed decode step: (weight format, KV dtype, notes, op groups, step time, op times)."""
     from planner.analysis.analyze import kv_dtype_for
-    from planner.analysis.trace import Totals, group_ops, step_ops
+    from planner.analysis.trace import step_groups
     from planner.analysis.weights import weight_format
-    from planner.hardware.timing import step_time
+    from planner.hardware.timing import groups_time
 
     fmt, notes = weight_format(spec, dtype)
     kvd = kv_dtype_for(fmt, kv_dtype)
-    ops = step_ops(spec, fmt, kvd, batch=batch, new_tokens=1, cached_tokens=context)
-    compute_key = fmt.compute.compute
-    st, times = step_time(ops, hw, compute_key)
-    tot = Totals.of(ops)
-    by_op = {id(o): t for o, t in zip(ops, times)}
-    rows = []
-    for g in group_ops(spec, ops, all_layers):
-        o, ot = g.op, by_op[id(g.op)]
-        row = {
-            "name": o.name, "kind": o.kind, "category": o.category, "count": g.count,
-            "flops": o.flops, "weight_bytes": o.weight_bytes, "act_read_bytes": o.act_read_bytes,
-            "act_write_bytes": o.act_write_bytes, "kv_read_bytes": o.kv_read_bytes, "kv_write_bytes": o.kv_write_bytes,
-            "state_read_bytes": o.state_read_bytes, "state_write_bytes": o.state_write_bytes, "bytes": o.bytes,
-            "intensity": o.intensity, "compute_s": ot.compute_s, "memory_s": ot.memory_s, "time_s": ot.time_s,
-            "bound": ot.bound, "kernels": o.kernels,
-        }
-        if all_layers or not g.layers:
-            row["layer"] = g.layers[0] if g.layers else None
-        else:
-            row["layers"] = list(g.layers)
-        rows.append(row)
+    groups = step_groups(spec, fmt, kvd, batch=batch, new_tokens=1, cached_tokens=context)
+    st, times = groups_time(groups, hw, fmt.compute.compute)
+    return fmt, kvd, notes, groups, st, times
+
+
+def _totals(groups, times, st, *, batch: int, graphs: bool) -> tuple[dict, dict]:
+    """(totals, shares by category) of a collapsed step."""
+    from planner.analysis.trace import Totals
+
+    tot = Totals.of_groups(groups)
     cats: dict[str, dict[str, float]] = {}
-    for o, ot in zip(ops, times):
+    for g, ot in zip(groups, times):
+        o, n = g.op, g.count
         c = cats.setdefault(o.category, {"flops": 0, "bytes": 0, "time_s": 0.0})
-        c["flops"] += o.flops
-        c["bytes"] += o.bytes
-        c["time_s"] += ot.time_s
+        c["flops"] += n * o.flops
+        c["bytes"] += n * o.bytes
+        c["time_s"] += n * ot.time_s
     shares = {k: {"flops": v["flops"] / tot.flops if tot.flops else 0.0, "bytes": v["bytes"] / tot.bytes,
                   "time": v["time_s"] / st.device_s if st.device_s else 0.0} for k, v in sorted(cats.items())}
     time_s = st.time_s(graphs)
@@ -160,6 +149,46 @@ def build_trace(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dty
         "bound": st.bound, "bound_ratio": st.ratio, "intensity": tot.flops / tot.bytes,
         "tokens_per_s": batch / time_s if time_s else None,
     }
+    return totals, shares
+
+
+def _op_row(o, ot, count: int) -> dict:
+    return {
+        "name": o.name, "kind": o.kind, "category": o.category, "count": count,
+        "flops": o.flops, "weight_bytes": o.weight_bytes, "act_read_bytes": o.act_read_bytes,
+        "act_write_bytes": o.act_write_bytes, "kv_read_bytes": o.kv_read_bytes, "kv_write_bytes": o.kv_write_bytes,
+        "state_read_bytes": o.state_read_bytes, "state_write_bytes": o.state_write_bytes, "bytes": o.bytes,
+        "intensity": o.intensity, "compute_s": ot.compute_s, "memory_s": ot.memory_s, "time_s": ot.time_s,
+        "bound": ot.bound, "kernels": o.kernels,
+    }
+
+
+def build_trace(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dtype: str | None,
+                all_layers: bool = False, graphs: bool = True) -> dict:
+    """The trace as a JSON-ready dict (ops, totals, shares, kernel view). Identical layers are computed
+    once (``step_groups``); ``all_layers`` repeats their rows, one per layer."""
+    from planner.analysis.trace import per_layer
+
+    fmt, kvd, notes, groups, st, times = _step(spec, hw, batch=batch, context=context, dtype=dtype, kv_dtype=kv_dtype)
+    compute_key = fmt.compute.compute
+    rows = []
+    if all_layers:
+        time_of = {id(g.op): t for g, t in zip(groups, times)}
+        base: dict[int, dict] = {}
+        for o, layer in per_layer(groups):
+            b = base.get(id(o))
+            if b is None:
+                b = base[id(o)] = _op_row(o, time_of[id(o)], 1)
+            rows.append({**b, "layer": layer})
+    else:
+        for g, ot in zip(groups, times):
+            row = _op_row(g.op, ot, g.count)
+            if g.layers:
+                row["layers"] = list(g.layers)
+            else:
+                row["layer"] = None
+            rows.append(row)
+    totals, shares = _totals(groups, times, st, batch=batch, graphs=graphs)
     from planner.hardware.roofline import ridge_intensity
 
     return {
@@ -175,13 +204,15 @@ def build_trace(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dty
 
 
 def sweep_rows(spec, hw, grid, *, dtype, kv_dtype, graphs) -> list[dict]:
+    """One row of step totals per (batch, context) point: each point builds the distinct layers' ops
+    only and keeps their totals (no per-op rows)."""
     batches, contexts = grid
     out = []
     for c in contexts:
         for b in batches:
-            t = build_trace(spec, hw, batch=b, context=c, dtype=dtype, kv_dtype=kv_dtype, graphs=graphs)
-            tt = t["totals"]
-            attn = t["shares"].get("attention", {}).get("bytes", 0.0)
+            _, _, _, groups, st, times = _step(spec, hw, batch=b, context=c, dtype=dtype, kv_dtype=kv_dtype)
+            tt, shares = _totals(groups, times, st, batch=b, graphs=graphs)
+            attn = shares.get("attention", {}).get("bytes", 0.0)
             out.append({"batch": b, "context": c, "flops": tt["flops"], "bytes": tt["bytes"],
                         "compute_s": tt["compute_s"], "memory_s": tt["memory_s"], "time_s": tt["time_s"],
                         "bound": tt["bound"], "bound_ratio": tt["bound_ratio"], "weight_share": tt["weight_share"],
@@ -194,8 +225,8 @@ def flip_batch(spec, hw, context: int, *, dtype, kv_dtype, limit: int = 1 << 16)
     from planner.analysis.capacity import largest
 
     def memory_bound(b: int) -> bool:
-        t = build_trace(spec, hw, batch=b, context=context, dtype=dtype, kv_dtype=kv_dtype)
-        return t["totals"]["bound"] == "memory"
+        st = _step(spec, hw, batch=b, context=context, dtype=dtype, kv_dtype=kv_dtype)[4]
+        return st.bound == "memory"
 
     last_memory = largest(memory_bound, 1, limit)
     return None if last_memory >= limit else last_memory + 1
@@ -210,16 +241,24 @@ def trace_sections(loaded, hw, t: dict, sweep: list[dict] | None) -> list[Sectio
              f"({t['weights_dtype']} weights, {t['kv_dtype']} KV)")
     ops = Section(title, ["op", "layers", "×", "FLOPs", "weights", "act r+w", "KV r+w", "FLOP/B", "compute", "memory", "bound"],
                   right=(2, 3, 4, 5, 6, 7, 8, 9))
+    cells: dict[tuple, tuple] = {}  # --all-layers repeats each op's figures once per layer: format them once
     for r in t["ops"]:
         if "layers" in r:
             ls = r["layers"]
             where = f"{ls[0]}" if len(ls) == 1 else f"{ls[0]}..{ls[-1]}" if ls == list(range(ls[0], ls[-1] + 1)) else f"{ls[0]},{ls[1]}..{ls[-1]}"
         else:
             where = "" if r.get("layer") is None else str(r["layer"])
-        ops.add(r["name"], where, r["count"], fmt_si(r["flops"], "") if r["flops"] else "0",
-                fmt_bytes(r["weight_bytes"]), fmt_bytes(r["act_read_bytes"] + r["act_write_bytes"]),
+        key = (r["flops"], r["weight_bytes"], r["act_read_bytes"], r["act_write_bytes"], r["kv_read_bytes"],
+               r["state_read_bytes"], r["kv_write_bytes"], r["state_write_bytes"], r["intensity"], r["compute_s"],
+               r["memory_s"], r["bound"])
+        figures = cells.get(key)
+        if figures is None:
+            figures = cells[key] = (
+                fmt_si(r["flops"], "") if r["flops"] else "0", fmt_bytes(r["weight_bytes"]),
+                fmt_bytes(r["act_read_bytes"] + r["act_write_bytes"]),
                 fmt_bytes(r["kv_read_bytes"] + r["state_read_bytes"] + r["kv_write_bytes"] + r["state_write_bytes"]),
                 f"{r['intensity']:.3g}", fmt_time(r["compute_s"]), fmt_time(r["memory_s"]), r["bound"])
+        ops.add(r["name"], where, r["count"], *figures)
     ops.caption = "figures per layer; × = layers of that shape (--all-layers for one row each)"
     tt = t["totals"]
     totals = Section("Step totals", ["", "value"], right=(1,))

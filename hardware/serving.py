@@ -19,10 +19,10 @@ from dataclasses import dataclass
 
 from planner.analysis.analyze import Analysis, activation_bytes_per_sequence
 from planner.analysis.errors import OptionError
-from planner.analysis.parallel import TPPlan, allreduce_bytes_per_gpu, shard_ops, tp_plan
-from planner.analysis.trace import step_ops
+from planner.analysis.parallel import TPPlan, allreduce_bytes_per_gpu, shard_groups, tp_plan
+from planner.analysis.trace import step_groups
 
-from .timing import step_time
+from .timing import groups_time
 
 
 @dataclass(frozen=True)
@@ -77,7 +77,7 @@ class Estimate:
 
 def per_gpu_memory(a: Analysis, plan: TPPlan, hw) -> Memory:
     spec = a.spec
-    norm_bytes = sum(a.fmt.tensor_bytes(t) for t in spec.tensors() if t.kind == "norm")
+    norm_bytes = a.fmt.model_bytes(spec, kind="norm")
     weights = (a.weights_bytes - norm_bytes) // plan.tp + norm_bytes
     ctx = a.options.context
     kv = a.kv.bytes_per_sequence(ctx) // plan.kv_divisor
@@ -99,9 +99,9 @@ def max_context_per_gpu(a: Analysis, mem: Memory, plan: TPPlan, batch: int, limi
 
 def _step(a: Analysis, hw, plan: TPPlan, *, batch: int, new_tokens: int, cached: int) -> tuple[float, float, str, float]:
     """(step seconds, all-reduce seconds, bound, ratio) of one rank."""
-    ops = step_ops(a.spec, a.fmt, a.kv.dtype, batch=batch, new_tokens=new_tokens, cached_tokens=cached,
-                   state_dtype=a.kv.state_dtype)
-    st, _ = step_time(shard_ops(ops, plan), hw, a.fmt.compute.compute)
+    groups = step_groups(a.spec, a.fmt, a.kv.dtype, batch=batch, new_tokens=new_tokens, cached_tokens=cached,
+                         state_dtype=a.kv.state_dtype)
+    st, _ = groups_time(shard_groups(groups, plan), hw, a.fmt.compute.compute)
     ar_bytes = allreduce_bytes_per_gpu(a.spec, batch * new_tokens, a.fmt.act.bits // 8, plan.tp)
     ar_s = 0.0
     if ar_bytes:

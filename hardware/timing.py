@@ -15,7 +15,7 @@ step's bound and its ratio ("memory-bound by 280×") compare the two totals.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Protocol
+from typing import Iterable, Protocol, Sequence
 
 from .roofline import effective_rates
 
@@ -60,19 +60,28 @@ def op_time(op: _OpLike, rates: tuple[float, float], launch_s: float) -> OpTime:
     return OpTime(c, m, max(c, m), "compute" if c > m else "memory", op.kernels * launch_s)
 
 
-def step_time(ops: Iterable[_OpLike], profile, compute_dtype: str, *, use_efficiency: bool = True) -> tuple[StepTime, list[OpTime]]:
+def step_time(ops: Iterable[_OpLike], profile, compute_dtype: str, *, use_efficiency: bool = True,
+              counts: Sequence[int] | None = None) -> tuple[StepTime, list[OpTime]]:
+    """The step's time and each op's. ``counts``: how many times each op runs (the layer count of a
+    collapsed step's ``OpGroup``); 1 each when not given. The per-op times are of one instance."""
     ops = list(ops)
     rates = effective_rates(profile, compute_dtype, use_efficiency=use_efficiency)
     launch = profile.kernel_launch_s
     times = [op_time(o, rates, launch) for o in ops]
-    compute = sum(t.compute_s for t in times)
-    memory = sum(t.memory_s for t in times)
-    device = sum(t.time_s for t in times)
-    launch_total = sum(t.launch_s for t in times)
-    eager = sum(max(t.time_s, t.launch_s) for t in times)
-    kernels = sum(o.kernels for o in ops)
+    n = [1] * len(ops) if counts is None else list(counts)
+    compute = sum(k * t.compute_s for k, t in zip(n, times))
+    memory = sum(k * t.memory_s for k, t in zip(n, times))
+    device = sum(k * t.time_s for k, t in zip(n, times))
+    launch_total = sum(k * t.launch_s for k, t in zip(n, times))
+    eager = sum(k * max(t.time_s, t.launch_s) for k, t in zip(n, times))
+    kernels = sum(k * o.kernels for k, o in zip(n, ops))
     lo, hi = sorted((compute, memory))
     bound = "compute" if compute > memory else "memory"
     ratio = hi / lo if lo > 0 else float("inf")
     return StepTime(compute, memory, device, launch_total, eager, device + launch, kernels, bound, ratio), times
 
+
+def groups_time(groups, profile, compute_dtype: str, **kw) -> tuple[StepTime, list[OpTime]]:
+    """``step_time`` of a collapsed step (``analysis.trace.step_groups``): each group's op once,
+    weighted by its layer count."""
+    return step_time([g.op for g in groups], profile, compute_dtype, counts=[g.count for g in groups], **kw)
