@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from .errors import OptionError
 from .spec import MLA, Attention, GatedDeltaNet, Mamba, ModelSpec
-from .trace import Op, OpGroup
+from .trace import Op, OpGroup, Parallel
 
 
 @dataclass(frozen=True)
@@ -77,16 +77,20 @@ def allreduce_bytes_per_gpu(spec: ModelSpec, tokens: int, act_bytes: int, tp: in
 
 
 def shard_op(o: Op, plan: TPPlan) -> Op:
-    """The share of ``o`` one rank runs: FLOPs, weights and split activations divided by ``tp``;
-    attention KV traffic divided by how many ways the cache splits; norms and residuals replicated."""
+    """The share of ``o`` one rank runs, by the op's ``Parallel`` role (set where the trace builds it):
+    FLOPs, weights and the split side of the activations divided by ``tp`` (column: the output;
+    row: the input, its output is whole before the all-reduce); attention KV traffic divided by
+    how many ways the cache splits; replicated ops (norms, residuals) unchanged."""
     tp = plan.tp
     if tp == 1:
         return o
-    if o.kind in ("matmul", "experts", "router", "conv", "scan", "embedding"):
-        return replace(o, flops=o.flops // tp, weight_bytes=o.weight_bytes // tp,
-                       act_write_bytes=o.act_write_bytes // tp if o.name not in ("o_proj", "down_proj") else o.act_write_bytes,
+    if o.parallel == Parallel.COLUMN:
+        return replace(o, flops=o.flops // tp, weight_bytes=o.weight_bytes // tp, act_write_bytes=o.act_write_bytes // tp,
                        state_read_bytes=o.state_read_bytes // tp, state_write_bytes=o.state_write_bytes // tp)
-    if o.kind in ("attention", "kv_append", "rope"):
+    if o.parallel == Parallel.ROW:
+        return replace(o, flops=o.flops // tp, weight_bytes=o.weight_bytes // tp, act_read_bytes=o.act_read_bytes // tp,
+                       state_read_bytes=o.state_read_bytes // tp, state_write_bytes=o.state_write_bytes // tp)
+    if o.parallel == Parallel.HEADS:
         div = plan.kv_divisor
         return replace(o, flops=o.flops // tp, act_read_bytes=o.act_read_bytes // tp,
                        act_write_bytes=o.act_write_bytes // tp, kv_read_bytes=o.kv_read_bytes // div,

@@ -25,9 +25,111 @@ Tensor kinds (used to pick a storage format and to group parameters):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import cached_property
 from math import prod
 from typing import Union
+
+
+class MixerKind(StrEnum):
+    """What a layer's mixer is (a ``StrEnum``: its value is the label the trace and JSON show)."""
+
+    ATTENTION = "attention"
+    MLA = "mla"
+    MAMBA = "mamba"
+    GATED_DELTANET = "gated_deltanet"
+    SHORT_CONV = "short_conv"
+    ATTENTION_MAMBA = "attention+mamba"
+
+
+class FFNKind(StrEnum):
+    MLP = "mlp"
+    MOE = "moe"
+
+
+class NormKind(StrEnum):
+    RMS = "rms"
+    LAYER = "layer"
+
+
+class RopeStyle(StrEnum):
+    """``half``: rotate_half (Llama, NeoX); ``pairs``: interleaved pairs (GPT-J, DeepSeek, Llama 4)."""
+
+    HALF = "half"
+    PAIRS = "pairs"
+
+
+class RouterKind(StrEnum):
+    """How a MoE router turns logits into top-k weights: ``softmax`` then top-k (Mixtral, Qwen);
+    ``sigmoid`` scores with a choice bias (DeepSeek V3, GLM-4 MoE); top-k of the logits first, then
+    ``topk_softmax`` (gpt-oss) or ``topk_sigmoid`` (Llama 4)."""
+
+    SOFTMAX = "softmax"
+    SIGMOID = "sigmoid"
+    TOPK_SOFTMAX = "topk_softmax"
+    TOPK_SIGMOID = "topk_sigmoid"
+
+
+class GroupScore(StrEnum):
+    NONE = "none"
+    MAX = "max"  # DeepSeek V2 group_limited_greedy
+    TOP2 = "top2"  # DeepSeek V3: sum of the two best scores of a group
+
+
+class GLU(StrEnum):
+    STANDARD = "standard"
+    GPT_OSS = "gpt_oss"  # clamped SwiGLU with (up + 1)
+
+
+class ExpertLayout(StrEnum):
+    """How a checkpoint stores routed experts: one tensor per expert (``experts.3.gate_proj``, Mixtral's
+    ``w1/w3/w2``), stacked ``(E, in, out)`` (Llama 4), or stacked with gate and up interleaved column by
+    column (gpt-oss)."""
+
+    PER_EXPERT = "per_expert"
+    STACKED_IN_OUT = "stacked_in_out"
+    GPT_OSS = "gpt_oss"
+
+
+@dataclass(frozen=True)
+class Numerics:
+    """The arithmetic a config fixes beyond the shapes: RoPE layout, routing functions, multipliers.
+    Filled by the family builders through the validated field reader; defaults are transformers'."""
+
+    rope_style: RopeStyle = RopeStyle.HALF
+    rope_plain_on_windows: bool = False  # Gemma 3: sliding layers use unscaled RoPE at their own theta
+    rope_extra: tuple = ()  # list-valued rope parameters (longrope short/long factors)
+    router: RouterKind = RouterKind.SOFTMAX
+    norm_topk_prob: bool = True
+    routed_scaling_factor: float = 1.0
+    n_group: int = 1
+    topk_group: int = 1
+    group_score: GroupScore = GroupScore.NONE
+    score_correction_bias: bool = False  # DeepSeek V3: e_score_correction_bias buffer
+    scale_expert_input: bool = False  # Llama 4: the router score scales the expert's input
+    glu: GLU = GLU.STANDARD
+    swiglu_alpha: float = 1.702
+    swiglu_limit: float = 7.0
+    qk_l2_norm: bool = False  # Llama 4: weightless RMS norm of q and k on RoPE layers
+    attn_temperature: tuple[float, float] | None = None  # Llama 4 NoPE layers: (attn_scale, floor_scale)
+    residual_multiplier: float = 1.0  # Granite
+    attention_multiplier: float | None = None  # Granite: the softmax scale
+    logits_scaling: float = 1.0  # Granite: logits are divided by it
+    mla_norm_eps: float = 1e-6  # DeepSeek's q_a / kv_a layernorms use the class default eps
+
+
+@dataclass(frozen=True)
+class CheckpointLayout:
+    """How the checkpoint on disk names and lays out the tensors of ``ModelSpec.tensors()``.
+
+    ``renames``: name prefixes to rewrite, checkpoint's -> ours (GPT-NeoX's ``gpt_neox.embed_in.``,
+    Falcon's ``transformer.h.`` ...), applied before the module renames every family shares;
+    ``qkv_grouped``: the fused QKV rows are interleaved per KV group (GPT-NeoX ``(H, 3, d)``, Falcon
+    ``(K, G+2, d)``) where ours are ``[q; k; v]``; ``experts``: how routed experts are stored."""
+
+    renames: tuple[tuple[str, str], ...] = ()
+    qkv_grouped: bool = False
+    experts: ExpertLayout = ExpertLayout.PER_EXPERT
 
 
 @dataclass(frozen=True)
@@ -55,7 +157,7 @@ class Norm:
     """RMSNorm (``kind='rms'``) or LayerNorm (``kind='layer'``) over ``dim`` features."""
 
     dim: int
-    kind: str = "rms"
+    kind: NormKind = NormKind.RMS
     bias: bool = False
     affine: bool = True
 
@@ -97,7 +199,7 @@ class Attention:
     rope_theta: float = 10000.0
     sinks: bool = False
 
-    kind = "attention"
+    kind = MixerKind.ATTENTION
 
     @property
     def q_dim(self) -> int:
@@ -158,7 +260,7 @@ class MLA:
     bias: bool = False  # attention_bias: q_a_proj, kv_a_proj_with_mqa and o_proj
     rope_theta: float = 10000.0
 
-    kind = "mla"
+    kind = MixerKind.MLA
     window = None
     chunk = None
 
@@ -231,7 +333,7 @@ class Mamba:
     bcdt_rms: bool = False  # Falcon-Mamba: weightless RMSNorms over dt, B and C
     chunk_size: int = 256
 
-    kind = "mamba"
+    kind = MixerKind.MAMBA
     window = None
     chunk = None
 
@@ -314,7 +416,7 @@ class GatedDeltaNet:
     head_v_dim: int
     conv_kernel: int
 
-    kind = "gated_deltanet"
+    kind = MixerKind.GATED_DELTANET
     window = None
     chunk = None
 
@@ -360,7 +462,7 @@ class ShortConv:
     conv_kernel: int
     bias: bool = False
 
-    kind = "short_conv"
+    kind = MixerKind.SHORT_CONV
     window = None
     chunk = None
 
@@ -425,7 +527,7 @@ class ParallelHybrid:
     attention: Attention
     mamba: Mamba
 
-    kind = "attention+mamba"
+    kind = MixerKind.ATTENTION_MAMBA
     window = None
     chunk = None
 
@@ -457,7 +559,7 @@ class MLP:
     fused_gate_up: bool = False
     act: str = "silu"
 
-    kind = "mlp"
+    kind = FFNKind.MLP
 
     def tensors(self, prefix: str) -> list[Tensor]:
         out: list[Tensor] = []
@@ -488,7 +590,7 @@ class MoE:
     shared_expert_gate: bool = False  # qwen2_moe: sigmoid gate Linear(hidden, 1)
     act: str = "silu"
 
-    kind = "moe"
+    kind = FFNKind.MOE
 
     @property
     def expert_params(self) -> int:
@@ -633,11 +735,13 @@ class ModelSpec:
     hidden_act: str = "silu"
     norm_eps: float = 1e-6
     norm_offset: float = 0.0  # Gemma's RMSNorm scales by (1 + weight)
-    embedding_multiplier: float = 1.0  # Gemma: sqrt(hidden_size)
+    embedding_multiplier: float = 1.0  # Gemma: sqrt(hidden_size); Granite: embedding_multiplier
     rope_scaling: tuple[tuple[str, object], ...] = ()
     attn_logit_softcapping: float | None = None
     final_logit_softcapping: float | None = None
     query_pre_attn_scalar: float | None = None
+    numerics: Numerics = Numerics()
+    checkpoint: CheckpointLayout = CheckpointLayout()
     # bookkeeping
     name: str = ""
     source: str = ""
@@ -647,6 +751,15 @@ class ModelSpec:
     @property
     def num_layers(self) -> int:
         return len(self.layers)
+
+    @property
+    def label(self) -> str:
+        """The model's name, else its family: what messages call it."""
+        return self.name or self.model_type
+
+    def identity(self) -> dict:
+        """The JSON ``model`` fields every command reports (besides the id it was asked by)."""
+        return {"model_type": self.model_type, "num_layers": self.num_layers}
 
     def embedding_tensors(self) -> list[Tensor]:
         out = [Tensor("model.embed_tokens.weight", (self.vocab_size, self.hidden_size), "embedding")]

@@ -29,6 +29,7 @@ Conventions
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Iterator
 
 from .dtypes import DType
@@ -37,10 +38,50 @@ from .spec import (MLA, MLP, Attention, GatedAttention, GatedDeltaNet, Layer, Ma
 from .weights import WeightFormat
 
 
+class OpKind(StrEnum):
+    EMBEDDING = "embedding"
+    NORM = "norm"
+    MATMUL = "matmul"
+    ROPE = "rope"
+    KV_APPEND = "kv_append"
+    ATTENTION = "attention"
+    ELEMENTWISE = "elementwise"
+    ROUTER = "router"
+    EXPERTS = "experts"
+    CONV = "conv"
+    SCAN = "scan"
+    SAMPLING = "sampling"
+
+
+class Parallel(StrEnum):
+    """How an op splits over tensor-parallel ranks (Megatron-style, as vLLM and SGLang shard):
+
+    - ``column``: the weight's output features split; each rank reads the whole input and writes its
+      share of the output (q/k/v, gate/up, in_proj, the embedding and lm_head, conv and scan
+      channels, routed experts, the router);
+    - ``row``: the weight's input features split; each rank reads its share of the input and writes
+      a whole partial output, summed by the all-reduce (o_proj, down_proj, out_proj);
+    - ``heads``: attention over each rank's heads; KV traffic splits with the KV heads;
+    - ``replicated``: every rank does all of it (norms, residual adds, sampling)."""
+
+    COLUMN = "column"
+    ROW = "row"
+    HEADS = "heads"
+    REPLICATED = "replicated"
+
+
+#: The role an op has unless its builder says otherwise.
+DEFAULT_PARALLEL = {
+    OpKind.MATMUL: Parallel.COLUMN, OpKind.EXPERTS: Parallel.COLUMN, OpKind.ROUTER: Parallel.COLUMN,
+    OpKind.CONV: Parallel.COLUMN, OpKind.SCAN: Parallel.COLUMN, OpKind.EMBEDDING: Parallel.COLUMN,
+    OpKind.ATTENTION: Parallel.HEADS, OpKind.KV_APPEND: Parallel.HEADS, OpKind.ROPE: Parallel.HEADS,
+}
+
+
 @dataclass(frozen=True)
 class Op:
     name: str
-    kind: str  # embedding | norm | matmul | rope | kv_append | attention | elementwise | router | experts | conv | scan | sampling
+    kind: OpKind
     category: str  # attention | ffn | lm_head | norm | embedding | ssm | other
     layer: int | None
     flops: int = 0
@@ -52,6 +93,7 @@ class Op:
     state_read_bytes: int = 0
     state_write_bytes: int = 0
     kernels: int = 1
+    parallel: Parallel = Parallel.REPLICATED
 
     @property
     def bytes(self) -> int:
@@ -129,16 +171,19 @@ class _Builder:
         self.ops: list[Op] = []
 
     def add(self, **kw) -> None:
+        kw["kind"] = kind = OpKind(kw["kind"])
+        kw.setdefault("parallel", DEFAULT_PARALLEL.get(kind, Parallel.REPLICATED))
         self.ops.append(Op(**kw))
 
-    def matmul(self, name: str, tensors: list[Tensor], layer: int | None, cat: str, n_tokens: int | None = None) -> None:
+    def matmul(self, name: str, tensors: list[Tensor], layer: int | None, cat: str, n_tokens: int | None = None,
+               parallel: Parallel = Parallel.COLUMN) -> None:
         n = self.shape.tokens if n_tokens is None else n_tokens
         w = [t for t in tensors if t.kind != "bias" and len(t.shape) >= 2]
         n_in = w[0].shape[-1]
         macs = sum(t.numel for t in w)
         self.add(name=name, kind="matmul", category=cat, layer=layer, flops=2 * n * macs,
                  weight_bytes=self.fmt.bytes_of(tensors), act_read_bytes=n * n_in * self.a,
-                 act_write_bytes=n * sum(t.shape[-2] for t in w) * self.a, kernels=1)
+                 act_write_bytes=n * sum(t.shape[-2] for t in w) * self.a, kernels=1, parallel=parallel)
 
     def norm(self, name: str, norm: Norm | None, dim: int, layer: int | None, cat: str = "norm",
              n_tokens: int | None = None, tensors: list[Tensor] | None = None) -> None:
@@ -187,7 +232,7 @@ class _Builder:
         self.add(name="attention", kind="attention", category="attention", layer=i, flops=flops, weight_bytes=sinks,
                  act_read_bytes=n * m.q_dim * a, act_write_bytes=n * m.o_in * a,
                  kv_read_bytes=s.batch * seen * self.kv.nbytes(kv_elems), kernels=1)
-        self.matmul("o_proj", tensors["o_proj"], i, "attention")
+        self.matmul("o_proj", tensors["o_proj"], i, "attention", parallel=Parallel.ROW)
 
     def mla(self, i: int, m: MLA, tensors: dict[str, list[Tensor]]) -> None:
         s, n, a = self.shape, self.shape.tokens, self.a
@@ -233,7 +278,7 @@ class _Builder:
             self.add(name="attention", kind="attention", category="attention", layer=i, flops=flops,
                      act_read_bytes=n * nh * m.qk_head_dim * a + rows * nh * (m.qk_head_dim + m.v_head_dim) * a,
                      act_write_bytes=n * nh * m.v_head_dim * a, kv_read_bytes=s.batch * seen * kv_tok, kernels=1)
-        self.matmul("o_proj", tensors["o_proj"], i, "attention")
+        self.matmul("o_proj", tensors["o_proj"], i, "attention", parallel=Parallel.ROW)
 
     # ---- recurrent mixers --------------------------------------------------------------------------
     # Conventions for the state-space / linear-attention / short-conv ops below (n = batch·new_tokens
@@ -306,7 +351,7 @@ class _Builder:
         else:
             self._gate(i, "gate", d, [], kernels=2)  # y · silu(z)
         # out_proj: d_inner -> h: 2·n·d_inner·h
-        self.matmul("out_proj", tensors["out_proj"], i, "ssm")
+        self.matmul("out_proj", tensors["out_proj"], i, "ssm", parallel=Parallel.ROW)
 
     def gdn(self, i: int, m: GatedDeltaNet, tensors: dict[str, list[Tensor]]) -> None:
         n, a = self.shape.tokens, self.a
@@ -328,7 +373,7 @@ class _Builder:
         # RMSNorm over head_v_dim, times silu(z)
         self._gate(i, "gated_norm", m.value_dim, tensors.get("norm", []), kernels=7)
         # out_proj: value_dim -> h
-        self.matmul("out_proj", tensors["out_proj"], i, "ssm")
+        self.matmul("out_proj", tensors["out_proj"], i, "ssm", parallel=Parallel.ROW)
 
     def short_conv(self, i: int, m: ShortConv, tensors: dict[str, list[Tensor]]) -> None:
         n, h = self.shape.tokens, m.hidden_size
@@ -339,7 +384,7 @@ class _Builder:
         self._conv(i, "conv", h, m.conv_kernel, tensors["conv"], kernels=1)
         self.elementwise("C·y", 2 * n * h, n * h, i, "ssm")
         # out_proj: h -> h
-        self.matmul("out_proj", tensors["out_proj"], i, "ssm")
+        self.matmul("out_proj", tensors["out_proj"], i, "ssm", parallel=Parallel.ROW)
 
     def gated_attention(self, i: int, m: GatedAttention, tensors: dict[str, list[Tensor]]) -> None:
         self.attention(i, m, tensors)
@@ -371,7 +416,7 @@ class _Builder:
             self.elementwise(prefix + "act", 2 * n * ii, n * ii, i, "ffn", kernels=2)
         else:
             self.elementwise(prefix + "act", n * ii, n * ii, i, "ffn", kernels=1)
-        self.matmul(prefix + "down_proj", tensors[prefix + "down_proj"], i, "ffn", n)
+        self.matmul(prefix + "down_proj", tensors[prefix + "down_proj"], i, "ffn", n, parallel=Parallel.ROW)
 
     def moe(self, i: int, m: MoE, tensors: dict[str, list[Tensor]]) -> None:
         n, a, h = self.shape.tokens, self.a, m.hidden_size

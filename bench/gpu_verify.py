@@ -87,7 +87,7 @@ def main(argv=None) -> int:
                     opts = VerifyOptions(device=args.device, dtype=dtype, batch=batch, context=context,
                                          steps=args.steps, warmup=args.warmup, graphs=not args.no_graphs,
                                          hardware=hardware, profile=False)
-                    r = run_verify(loaded.spec, opts, config=loaded.resolved.config, model_id=loaded.id)
+                    r = run_verify(loaded.spec, opts, model_id=loaded.id)
                     rows.append((*tag, r, ""))
                     results.append(result_dict(r))
                 except PlannerError as exc:

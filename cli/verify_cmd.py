@@ -99,7 +99,7 @@ def verify(
                          context=context, steps=steps, warmup=warmup, graphs=graphs, hardware=hardware, weights=weights,
                          seed=seed, profile=profile, threads=threads)
     with progress_bar(out_fmt != OutputFormat.json) as cb:
-        r = run_verify(loaded.spec, opts, config=loaded.resolved.config, model_id=loaded.id, progress=cb)
+        r = run_verify(loaded.spec, opts, model_id=loaded.id, progress=cb)
     from planner.runtime.verify import result_dict
 
     data = result_dict(r, SCHEMA_VERSION)

@@ -202,15 +202,14 @@ def measure_step_overhead(device: torch.device, dtype_name: str, steps: int) -> 
     2 layers), whose device work is negligible: what eager dispatch costs per kernel of the trace,
     Python, framework and launch included."""
     from planner.analysis.config import parse_config
+    from planner.analysis.families import TINY_DECODER
     from planner.analysis.trace import step_ops
     from planner.analysis.weights import weight_format
 
     from .cache import KVCache
     from .model import build_decoder
 
-    cfg = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-           "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 256, "rope_theta": 10000.0}
-    spec = parse_config(cfg)
+    spec = parse_config(TINY_DECODER)
     dtype = torch_dtype(dtype_name)
     model = build_decoder(spec, dtype=dtype, device=device)
     cache = KVCache(spec, 1, 33, dtype, device)

@@ -10,6 +10,8 @@ What differs, and is translated here:
   its experts are stored (E, in, out); gpt-oss interleaves gate and up columns and stores (E, in, out);
 - GPT-NeoX and Falcon name their modules differently and interleave the fused QKV rows per head
   (per KV group for Falcon); ours are ``[q; k; v]``;
+- what differs per family is in the spec's ``CheckpointLayout`` (prefix renames, grouped QKV rows,
+  the experts' storage), filled by the family's builder: nothing here looks at the family;
 - multimodal wrappers prefix the language model (``model.language_model.``, ``language_model.``).
 
 Safetensors files are read one tensor at a time straight onto the model's device and copied into the
@@ -27,7 +29,7 @@ from typing import Iterable, Iterator
 import torch
 
 from planner.analysis.errors import ConfigError, PlannerError, RuntimeUnavailableError
-from planner.analysis.spec import Attention, ModelSpec, MoE
+from planner.analysis.spec import Attention, ExpertLayout, ModelSpec, MoE
 
 IGNORED = re.compile(r"(rotary_emb\.inv_freq|\.attention\.bias|\.attention\.masked_bias|\.rotary\.inv_freq)$")
 
@@ -50,10 +52,6 @@ def _strip_prefix(name: str) -> str:
     return name
 
 
-_NEOX = [("gpt_neox.embed_in.", "model.embed_tokens."), ("gpt_neox.final_layer_norm.", "model.norm."),
-         ("embed_out.", "lm_head."), ("gpt_neox.layers.", "model.layers.")]
-_FALCON = [("transformer.word_embeddings.", "model.embed_tokens."), ("transformer.ln_f.", "model.norm."),
-           ("transformer.h.", "model.layers.")]
 _MODULES = [(".attention.query_key_value.", ".self_attn.qkv_proj."), (".self_attention.query_key_value.", ".self_attn.qkv_proj."),
             (".attention.dense.", ".self_attn.o_proj."), (".self_attention.dense.", ".self_attn.o_proj."),
             (".mlp.dense_h_to_4h.", ".mlp.up_proj."), (".mlp.dense_4h_to_h.", ".mlp.down_proj."),
@@ -70,7 +68,7 @@ def translate(spec: ModelSpec, hf_name: str, t: torch.Tensor) -> Iterator[tuple[
     name = _strip_prefix(hf_name)
     if IGNORED.search(name):
         return
-    for old, new in _NEOX + _FALCON:
+    for old, new in spec.checkpoint.renames:
         if name.startswith(old):
             name = new + name[len(old):]
     for old, new in _MODULES:
@@ -88,7 +86,7 @@ def translate(spec: ModelSpec, hf_name: str, t: torch.Tensor) -> Iterator[tuple[
     pre = f"model.layers.{i}."
     ffn, mixer = layer.ffn, layer.mixer
     if isinstance(mixer, Attention) and mixer.fused_qkv and rest.startswith("self_attn.qkv_proj.") \
-            and spec.model_type in ("gpt_neox", "falcon", "RefinedWeb", "RefinedWebModel"):
+            and spec.checkpoint.qkv_grouped:
         yield pre + rest, None, _qkv_from_groups(t, mixer)
         return
     if isinstance(ffn, MoE):
@@ -110,10 +108,10 @@ def translate(spec: ModelSpec, hf_name: str, t: torch.Tensor) -> Iterator[tuple[
             else:
                 yield pre + "mlp.experts.down_proj", (e,), t
             return
-        if spec.model_type == "gpt_oss" and rest.startswith("mlp.experts."):
+        if spec.checkpoint.experts == ExpertLayout.GPT_OSS and rest.startswith("mlp.experts."):
             yield pre + rest, None, _gpt_oss_expert(rest, t)
             return
-        if spec.model_type == "llama4_text" and rest in ("mlp.experts.gate_up_proj", "mlp.experts.down_proj"):
+        if spec.checkpoint.experts == ExpertLayout.STACKED_IN_OUT and rest in ("mlp.experts.gate_up_proj", "mlp.experts.down_proj"):
             yield pre + rest, None, t.transpose(1, 2)
             return
     yield pre + rest, None, t

@@ -41,7 +41,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from planner.analysis.errors import RuntimeUnavailableError
-from planner.analysis.spec import MLA, MLP, Attention, GatedDeltaNet, Layer, Mamba, ModelSpec, MoE, Norm
+from planner.analysis.spec import (GLU, MLA, MLP, Attention, GatedDeltaNet, GroupScore, Layer, Mamba, ModelSpec, MoE,
+                                   Norm, NormKind, Numerics, RopeStyle, RouterKind)
 
 # ---- profiler regions: the trace's op kinds --------------------------------------------------------
 
@@ -56,113 +57,15 @@ def region(kind: str):
     return torch.profiler.record_function(f"planner::{kind}")
 
 
-# ---- numerics a config carries beyond the spec's shapes ------------------------------------------
-
-
-@dataclass(frozen=True)
-class Numerics:
-    """The arithmetic a config.json fixes that the spec (shapes only) does not: routing functions,
-    RoPE layout, multipliers. ``numerics_for`` reads them; defaults are those of ``transformers``."""
-
-    rope_style: str = "half"  # half: rotate_half (Llama, NeoX); pairs: interleaved pairs (GPT-J, DeepSeek, Llama 4)
-    rope_plain_on_windows: bool = False  # Gemma 3: sliding layers use unscaled RoPE at their own theta
-    rope_extra: tuple = ()  # list-valued rope parameters (longrope short/long factors)
-    router: str = "softmax"  # softmax | sigmoid (DeepSeek V3, GLM-4 MoE) | topk_softmax (gpt-oss) | topk_sigmoid (Llama 4)
-    norm_topk_prob: bool = True
-    routed_scaling_factor: float = 1.0
-    n_group: int = 1
-    topk_group: int = 1
-    group_score: str = "none"  # none | max (DeepSeek V2 group_limited_greedy) | top2 (DeepSeek V3)
-    score_correction_bias: bool = False  # DeepSeek V3: e_score_correction_bias buffer
-    scale_expert_input: bool = False  # Llama 4: the router score scales the expert's input
-    glu: str = "standard"  # standard | gpt_oss (clamped SwiGLU with (up + 1))
-    swiglu_alpha: float = 1.702
-    swiglu_limit: float = 7.0
-    qk_l2_norm: bool = False  # Llama 4: weightless RMS norm of q and k on RoPE layers
-    attn_temperature: tuple[float, float] | None = None  # Llama 4 NoPE layers: (attn_scale, floor_scale)
-    embedding_multiplier: float | None = None  # Granite (Gemma's is in the spec)
-    residual_multiplier: float = 1.0  # Granite
-    attention_multiplier: float | None = None  # Granite: the softmax scale
-    logits_scaling: float = 1.0  # Granite: logits are divided by it
-    mla_norm_eps: float = 1e-6  # DeepSeek's q_a / kv_a layernorms use the class default eps
-
-
-def _text_config(cfg: dict | None) -> dict:
-    if not isinstance(cfg, dict):
-        return {}
-    if isinstance(cfg.get("text_config"), dict) and ("hidden_size" not in cfg or "model_type" not in cfg.get("text_config", {})
-                                                      or cfg.get("model_type") in ("llama4", "gemma3", "mistral3")):
-        return cfg["text_config"]
-    return cfg
-
-
-def numerics_for(spec: ModelSpec, cfg: dict | None = None) -> Numerics:
-    """The ``Numerics`` of ``spec``'s family, with values read from its config.json dict where given."""
-    c = _text_config(cfg)
-    mt = spec.model_type
-
-    def get(key, default):
-        v = c.get(key)
-        return default if v is None else v
-
-    kw: dict = {}
-    rope_src = c.get("rope_scaling") if isinstance(c.get("rope_scaling"), dict) else c.get("rope_parameters")
-    if isinstance(rope_src, dict):
-        if rope_src and all(isinstance(v, dict) for v in rope_src.values()):
-            rope_src = rope_src.get("full_attention", {})
-        kw["rope_extra"] = tuple(sorted((k, tuple(v)) for k, v in rope_src.items() if isinstance(v, list)))
-    if mt in ("deepseek_v2", "kimi_k2"):
-        kw["rope_style"] = "pairs"
-    elif mt == "deepseek_v3":
-        kw["rope_style"] = "pairs" if get("rope_interleave", True) else "half"
-    elif mt == "llama4_text":
-        kw["rope_style"] = "pairs"
-        kw["qk_l2_norm"] = bool(get("use_qk_norm", True))
-        if get("attn_temperature_tuning", True):
-            kw["attn_temperature"] = (float(get("attn_scale", 0.1)), float(get("floor_scale", 8192)))
-    if mt == "gemma3_text":
-        kw["rope_plain_on_windows"] = True
-    # routing
-    if mt in ("mixtral",):
-        kw.update(router="softmax", norm_topk_prob=True)
-    elif mt in ("qwen2_moe", "qwen3_moe", "olmoe"):
-        kw.update(router="softmax", norm_topk_prob=bool(get("norm_topk_prob", False)))
-    elif mt == "deepseek_v2":
-        method = get("topk_method", "greedy")
-        kw.update(router="softmax", norm_topk_prob=False, routed_scaling_factor=float(get("routed_scaling_factor", 1.0)),
-                  n_group=int(get("n_group", 1) or 1), topk_group=int(get("topk_group", 1) or 1),
-                  group_score="max" if method == "group_limited_greedy" else "none")
-    elif mt in ("deepseek_v3", "kimi_k2", "glm4_moe"):
-        default_scale = 2.5 if mt != "glm4_moe" else 1.0
-        kw.update(router="sigmoid", norm_topk_prob=bool(get("norm_topk_prob", True)),
-                  routed_scaling_factor=float(get("routed_scaling_factor", default_scale)),
-                  n_group=int(get("n_group", 8 if mt != "glm4_moe" else 1) or 1),
-                  topk_group=int(get("topk_group", 4 if mt != "glm4_moe" else 1) or 1),
-                  group_score="top2", score_correction_bias=True)
-    elif mt == "gpt_oss":
-        kw.update(router="topk_softmax", glu="gpt_oss", swiglu_alpha=float(get("swiglu_alpha", 1.702)),
-                  swiglu_limit=float(get("swiglu_limit", 7.0)))
-    elif mt == "llama4_text":
-        kw.update(router="topk_sigmoid", scale_expert_input=True)
-    else:
-        kw.update(router="softmax", norm_topk_prob=bool(get("norm_topk_prob", True)))
-    if mt == "granite":
-        kw.update(embedding_multiplier=float(get("embedding_multiplier", 1.0)),
-                  residual_multiplier=float(get("residual_multiplier", 1.0)),
-                  attention_multiplier=float(get("attention_multiplier", 1.0)),
-                  logits_scaling=float(get("logits_scaling", 1.0)))
-    return Numerics(**kw)
-
-
 def check_supported(spec: ModelSpec) -> None:
     """Refuse, with one clear message, what the runtime cannot run yet."""
     for i, layer in enumerate(spec.layers):
         m = layer.mixer
         if isinstance(m, Mamba):
-            raise RuntimeUnavailableError(f"verify does not support Mamba layers yet (layer {i} of {spec.name or spec.model_type})",
+            raise RuntimeUnavailableError(f"verify does not support Mamba layers yet (layer {i} of {spec.label})",
                                           "analyze and trace work for this model; the torch runtime covers attention and MLA")
         if isinstance(m, GatedDeltaNet):
-            raise RuntimeUnavailableError(f"verify does not support Gated DeltaNet layers yet (layer {i} of {spec.name or spec.model_type})",
+            raise RuntimeUnavailableError(f"verify does not support Gated DeltaNet layers yet (layer {i} of {spec.label})",
                                           "analyze and trace work for this model; the torch runtime covers attention and MLA")
         if m is not None and not isinstance(m, (Attention, MLA)):
             raise RuntimeUnavailableError(f"verify does not support {type(m).__name__} layers (layer {i})")
@@ -228,7 +131,7 @@ class LayerNorm(nn.Module):
 
 def make_norm(norm: Norm, spec: ModelSpec, dtype, eps: float | None = None) -> nn.Module:
     eps = spec.norm_eps if eps is None else eps
-    if norm.kind == "layer":
+    if norm.kind == NormKind.LAYER:
         return LayerNorm(norm.dim, eps, bias=norm.bias, affine=norm.affine, dtype=dtype)
     return RMSNorm(norm.dim, eps, offset=spec.norm_offset, affine=norm.affine, dtype=dtype)
 
@@ -329,7 +232,7 @@ def apply_rope(x: torch.Tensor, cos_TR: torch.Tensor, sin_TR: torch.Tensor, styl
     rd = 2 * cos_TR.shape[-1]
     rot, rest = x[..., :rd], x[..., rd:]
     cos, sin = cos_TR[:, None, :], sin_TR[:, None, :]  # (T, 1, R) against (..., T, heads, R)
-    if style == "pairs":
+    if style == RopeStyle.PAIRS:
         x1, x2 = rot[..., 0::2], rot[..., 1::2]
     else:
         x1, x2 = rot[..., : rd // 2], rot[..., rd // 2:]
@@ -630,7 +533,7 @@ class Experts(nn.Module):
         if not self.m.gated:
             return self.act(h_AX)
         g, u = h_AX.chunk(2, dim=-1)
-        if self.num.glu == "gpt_oss":
+        if self.num.glu == GLU.GPT_OSS:
             lim = self.num.swiglu_limit
             g = g.clamp(max=lim)
             u = u.clamp(min=-lim, max=lim)
@@ -693,25 +596,25 @@ class SparseMoE(nn.Module):
     def route(self, logits_NE: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(weights, expert indices), each (N, k), as the family's router computes them."""
         num, k, E = self.num, self.m.num_experts_per_tok, self.m.num_experts
-        if num.router in ("topk_softmax", "topk_sigmoid"):  # gpt-oss, Llama 4: top-k of the logits first
+        if num.router in (RouterKind.TOPK_SOFTMAX, RouterKind.TOPK_SIGMOID):  # gpt-oss, Llama 4: top-k of the logits first
             v_Nk, idx_Nk = torch.topk(logits_NE, k, dim=-1)
-            w_Nk = torch.softmax(v_Nk, dim=-1) if num.router == "topk_softmax" else torch.sigmoid(v_Nk.float())
+            w_Nk = torch.softmax(v_Nk, dim=-1) if num.router == RouterKind.TOPK_SOFTMAX else torch.sigmoid(v_Nk.float())
             return w_Nk, idx_Nk
-        if num.router == "sigmoid":  # DeepSeek V3: sigmoid scores, bias only for the choice
+        if num.router == RouterKind.SIGMOID:  # DeepSeek V3: sigmoid scores, bias only for the choice
             s_NE = torch.sigmoid(logits_NE.float())
             choice_NE = s_NE + self.router.e_score_correction_bias
         else:
             s_NE = torch.softmax(logits_NE.float(), dim=-1)
             choice_NE = s_NE
-        if num.n_group > 1 and num.group_score != "none":
+        if num.n_group > 1 and num.group_score != GroupScore.NONE:
             N = s_NE.shape[0]
             grouped = choice_NE.view(N, num.n_group, E // num.n_group)
-            g_NG = grouped.max(dim=-1).values if num.group_score == "max" else grouped.topk(2, dim=-1)[0].sum(dim=-1)
+            g_NG = grouped.max(dim=-1).values if num.group_score == GroupScore.MAX else grouped.topk(2, dim=-1)[0].sum(dim=-1)
             gidx = torch.topk(g_NG, num.topk_group, dim=-1, sorted=False)[1]
             gmask_NG = torch.zeros_like(g_NG).scatter_(1, gidx, 1.0)
             keep_NE = gmask_NG[:, :, None].expand(N, num.n_group, E // num.n_group).reshape(N, E).bool()
-            choice_NE = choice_NE.masked_fill(~keep_NE, float("-inf") if num.router == "sigmoid" else 0.0)
-        if num.router == "sigmoid":
+            choice_NE = choice_NE.masked_fill(~keep_NE, float("-inf") if num.router == RouterKind.SIGMOID else 0.0)
+        if num.router == RouterKind.SIGMOID:
             idx_Nk = torch.topk(choice_NE, k, dim=-1, sorted=False)[1]
             w_Nk = s_NE.gather(1, idx_Nk)
             if num.norm_topk_prob:
@@ -805,17 +708,16 @@ class Decoder(nn.Module):
     positions ``pos0 .. pos0+T-1`` (all sequences at the same positions) and returns the logits of
     the last position (B, V), or of every position with ``all_logits=True`` (tests only)."""
 
-    def __init__(self, spec: ModelSpec, numerics: Numerics | None = None, dtype=torch.float32):
+    def __init__(self, spec: ModelSpec, dtype=torch.float32):
         super().__init__()
         check_supported(spec)
         self.spec = spec
-        self.num = numerics or numerics_for(spec)
+        self.num = spec.numerics
         self.notes: list[str] = []
         self.model = Body(spec, self.num, self.notes, dtype)
         if not spec.tie_word_embeddings:
             self.lm_head = linear(spec.hidden_size, spec.vocab_size, spec.lm_head_bias, dtype)
-        mult = self.num.embedding_multiplier if self.num.embedding_multiplier is not None else spec.embedding_multiplier
-        self.embedding_multiplier = float(mult)
+        self.embedding_multiplier = float(spec.embedding_multiplier)
 
     # -- setup ---------------------------------------------------------------------------------------
 
@@ -907,13 +809,13 @@ def init_random_(model: Decoder, seed: int = 0, std: float = 0.02) -> None:
             p.normal_(0.0, std, generator=g)
 
 
-def build_decoder(spec: ModelSpec, *, numerics: Numerics | None = None, dtype=torch.float32, device="cpu",
+def build_decoder(spec: ModelSpec, *, dtype=torch.float32, device="cpu",
                   seed: int | None = 0, moe_impl: str | None = None) -> Decoder:
     """Build on the meta device, allocate on ``device`` in ``dtype`` (no CPU copy of a GPU model),
     then fill seeded random weights (``seed=None`` leaves them uninitialised, e.g. before loading)."""
     device = torch.device(device)
     with torch.device("meta"):
-        model = Decoder(spec, numerics, dtype)
+        model = Decoder(spec, dtype)
     model = model.to_empty(device=device)
     model.reset_buffers()
     if seed is not None:

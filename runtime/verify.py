@@ -382,7 +382,7 @@ def default_dtype(spec: ModelSpec, device_type: str) -> str:
     return d.name if d is not None and d.name in RUNTIME_DTYPES else "bf16"
 
 
-def run_verify(spec: ModelSpec, opts: VerifyOptions, *, config: dict | None = None, model_id: str = "",
+def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
                progress=None) -> VerifyResult:
     """Build the decoder of ``spec``, run the exact checks and time its decode step (see module doc)."""
     from . import require_torch
@@ -398,7 +398,7 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, config: dict | None = No
     from .cache import KVCache
     from .calibrate import device_name, free_memory_bytes, total_memory_bytes
     from .load import load_checkpoint
-    from .model import build_decoder, check_supported, numerics_for, parameter_count, unique_parameters
+    from .model import build_decoder, check_supported, parameter_count, unique_parameters
     from .timing import _no_progress, count_flops, profile_kinds, synchronize, time_steps
 
     progress = progress or _no_progress
@@ -463,7 +463,7 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, config: dict | None = No
     # -- build (meta, then allocate on the device), load, cache ---------------------------------------
     t0 = time.perf_counter()
     progress("build", 0, 2)
-    model = build_decoder(spec, numerics=numerics_for(spec, config), dtype=tdtype, device=device,
+    model = build_decoder(spec, dtype=tdtype, device=device,
                           seed=None if opts.weights else opts.seed, moe_impl=opts.moe_impl)
     if opts.weights:
         rep = load_checkpoint(model, opts.weights)
@@ -555,7 +555,7 @@ def result_dict(r: VerifyResult, schema_version: int = 1) -> dict:
     eager_s = r.eager_times.median_s if r.eager_times is not None else t.median_s
     d = {
         "schema_version": schema_version,
-        "model": {"id": r.model_id, "model_type": r.spec.model_type, "num_layers": r.spec.num_layers},
+        "model": {"id": r.model_id, **r.spec.identity()},
         "device": {"type": r.device_type, "name": r.device_name, "dtype": r.dtype, "kv_dtype": r.kv_dtype,
                    "compute_dtype": r.compute_dtype, "threads": r.threads},
         "options": {"batch": r.options.batch, "context": r.options.context, "capacity": r.capacity,

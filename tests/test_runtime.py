@@ -25,7 +25,7 @@ from planner.analysis.params import count_params  # noqa: E402
 from planner.analysis.trace import step_ops  # noqa: E402
 from planner.analysis.weights import weight_format  # noqa: E402
 from planner.runtime.cache import KVCache  # noqa: E402
-from planner.runtime.model import build_decoder, numerics_for, parameter_count, unique_parameters  # noqa: E402
+from planner.runtime.model import build_decoder, parameter_count, unique_parameters  # noqa: E402
 from planner.runtime.timing import count_flops, time_steps  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -114,7 +114,7 @@ def ours_from_hf(cfg: dict, hf, **kw):
     from planner.runtime.load import load_tensors
 
     spec = parse_config(cfg)
-    model = build_decoder(spec, numerics=numerics_for(spec, cfg), seed=None, **kw)
+    model = build_decoder(spec, seed=None, **kw)
     report = load_tensors(model, hf.state_dict().items())
     assert report.missing == []
     return spec, model
@@ -161,7 +161,7 @@ def test_grouped_experts_equal_the_expert_loop(family):
 @pytest.mark.parametrize("family", sorted(TINY))
 def test_parameters_are_the_specs_tensors(family):
     spec = parse_config(TINY[family])
-    model = build_decoder(spec, numerics=numerics_for(spec, TINY[family]))
+    model = build_decoder(spec)
     shapes = {n: tuple(p.shape) for n, p in unique_parameters(model)}
     assert shapes == {t.name: tuple(t.shape) for t in spec.tensors()}
     assert parameter_count(model) == count_params(spec).total
@@ -186,7 +186,7 @@ def test_decode_flops_and_kv_bytes_equal_the_analysis(family, impl):
     if impl == "grouped" and family not in MOE:
         pytest.skip("dense model: no experts")
     spec = parse_config(TINY[family])
-    model = build_decoder(spec, numerics=numerics_for(spec, TINY[family]), moe_impl=impl)
+    model = build_decoder(spec, moe_impl=impl)
     for batch, cached in ((1, 0), (3, 5), (2, 17), (1, 40)):  # 17 and 40 wrap the 8-token rings
         _flop_and_kv_check(spec, model, batch, cached)
 
@@ -204,7 +204,7 @@ def test_real_sized_models_on_meta(model_id):
 
     loaded = load_model(model_id)
     spec = loaded.spec
-    model = build_decoder(spec, numerics=numerics_for(spec, loaded.resolved.config), dtype=torch.bfloat16,
+    model = build_decoder(spec, dtype=torch.bfloat16,
                           device="meta", moe_impl="grouped")
     counts = count_params(spec)
     assert parameter_count(model) == counts.total - counts.vision  # the runtime builds the text decoder
@@ -247,7 +247,7 @@ def test_load_safetensors_checkpoint(family, tmp_path):
         warnings.simplefilter("ignore")
         hf.save_pretrained(tmp_path, safe_serialization=True)
     spec = parse_config(json.loads((tmp_path / "config.json").read_text()))
-    ours = build_decoder(spec, numerics=numerics_for(spec, cfg), seed=None)
+    ours = build_decoder(spec, seed=None)
     report = load_checkpoint(ours, tmp_path)
     assert report.missing == []
     tokens = torch.randint(0, 128, (2, 10), generator=torch.Generator().manual_seed(4))

@@ -1,1 +1,118 @@
-"""Model families: one registry, one row or one module per family (see registry.py)."""
+"""The registry of model families: ``model_type`` -> one row of ``Traits`` or one builder.
+
+A plain decoder (Llama-shaped: attention + MLP/MoE, pre/post/sandwich norms) is a row of
+``Traits``: what it does differently from Llama, built by ``decoder.build``. A family whose block
+really differs (latent attention, fused per-head QKV, state-space or linear-attention mixers ...)
+is a builder function in its own small module. This table is the only place a ``model_type`` is
+looked up; everything the runtime needs (numerics, checkpoint layout) is in the ``ModelSpec`` the
+builder returns, so nothing downstream branches on the family.
+
+Order of defaults, for every field a builder reads (``analysis.fields.Fields``):
+
+1. the config's own field, under its name or an alias (``n_embd`` for ``hidden_size`` ...,
+   ``common.ALIASES``);
+2. transformers' class default for that ``model_type`` (``analysis/family_defaults.py``, generated
+   by ``tools/gen_family_defaults.py``: the only home of class defaults);
+3. the builder's own default (the argument of ``f.int(key, default)``), for families transformers
+   does not ship or fields it derives.
+
+Adding a family (see README, "Adding a family"): one row here (or one module with a ``build``
+function and one line here), the model_type in ``tools/gen_family_defaults.py``, and one row of
+synthetic config in ``tests/test_families.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Union
+
+from ..spec import ModelSpec, NormKind, RopeStyle
+from . import deepseek, falcon, gpt_neox, hybrid
+from .common import Traits
+
+Builder = Callable[..., ModelSpec]
+Family = Union[Traits, Builder]
+
+REGISTRY: dict[str, Family] = {
+    # ---- plain decoders: one row of traits each ----
+    "llama": Traits(),
+    "mistral": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, windows="all"),
+    "ministral": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, windows="layer_types"),
+    "mixtral": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, windows="all", moe="mixtral"),
+    "qwen2": Traits(qkv_bias=True, o_bias=False, mlp_bias=False, windows="qwen"),
+    "qwen3": Traits(o_bias="attention_bias", qk_norm="head", mlp_bias=False, windows="qwen", head_dim_default=128),
+    "qwen2_moe": Traits(qkv_bias="qkv_bias", o_bias=False, mlp_bias=False, bias_default=True, windows="qwen", moe="qwen",
+                        shared_expert_gate=True, norm_topk_default=False),
+    # no head_dim default (unlike qwen3): transformers' Qwen3MoeConfig falls back to hidden // heads
+    "qwen3_moe": Traits(qk_norm="head", mlp_bias=False, windows="qwen", moe="qwen", norm_topk_default=False),
+    "gemma": Traits(tie_default=True, head_dim_default=256, act_key="hidden_activation", act_default="gelu_pytorch_tanh",
+                    norm_offset=1.0, embed_scale=True, mlp_bias=False, windows="none"),
+    "gemma2": Traits(tie_default=True, head_dim_default=256, act_key="hidden_activation", act_default="gelu_pytorch_tanh",
+                     norm_offset=1.0, embed_scale=True, norms="sandwich", mlp_bias=False, windows="alternate"),
+    "gemma3_text": Traits(tie_default=True, head_dim_default=256, act_key="hidden_activation",
+                          act_default="gelu_pytorch_tanh", norm_offset=1.0, embed_scale=True, norms="sandwich",
+                          qk_norm="head", mlp_bias=False, windows="pattern", local_rope=True),
+    "phi3": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, fused_qkv=True, fused_gate_up=True, windows="all"),
+    "olmo2": Traits(qk_norm="full", norms="post", mlp_bias=False, windows="none"),
+    "olmo3": Traits(qk_norm="full", norms="post", mlp_bias=False, windows="layer_types"),
+    "olmoe": Traits(qk_norm="full", mlp_bias=False, windows="none", moe="mixtral", norm_topk_default=False,
+                    q_norm_over_hidden=True),
+    "gpt_oss": Traits(bias_default=True, mlp_bias=False, sinks=True, windows="alternate", moe="gpt_oss",
+                      head_dim_default=64, gpt_oss_glu=True),
+    "llama4_text": Traits(mlp_bias=False, moe="llama4", head_dim_default=128, rope_style=RopeStyle.PAIRS, llama4=True,
+                          nope_layers=True, chunked_rope_layers=True),
+    "granite": Traits(multipliers=True),
+    "smollm3": Traits(nope_layers=True),
+    "exaone4": Traits(qk_norm="head", norms="post", windows="layer_types", nope_global_with_sliding=True),
+    "glm4_moe": Traits(qkv_bias="attention_bias", o_bias=False, mlp_bias=False, moe="deepseek"),
+    "starcoder2": Traits(qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias", bias_default=True,
+                         norm_kind=NormKind.LAYER, gated=False, act_default="gelu_pytorch_tanh", windows="all"),
+    # ---- families with their own builder ----
+    "deepseek_v2": deepseek.build_v2,
+    "deepseek_v3": deepseek.build_v3,
+    "kimi_k2": deepseek.build_kimi_k2,
+    "gpt_neox": gpt_neox.build,
+    "falcon": falcon.build,
+    "RefinedWeb": falcon.build,
+    "RefinedWebModel": falcon.build,
+    "qwen3_next": hybrid.build_qwen3_next,
+    "nemotron_h": hybrid.build_nemotron_h,
+    "jamba": hybrid.build_jamba,
+    "mamba": hybrid.build_mamba,
+    "falcon_mamba": hybrid.build_mamba,
+    "mamba2": hybrid.build_mamba,
+    "falcon_h1": hybrid.build_falcon_h1,
+    "bamba": hybrid.build_bamba,
+    "granitemoehybrid": hybrid.build_bamba,
+    "lfm2": hybrid.build_lfm2,
+    "phi": hybrid.build_phi,
+}
+
+#: Multimodal wrappers whose language model lives in ``text_config`` (the inner model_type when the
+#: text_config does not name one).
+TEXT_WRAPPERS: dict[str, str | None] = {
+    "llama4": "llama4_text",
+    "gemma3": "gemma3_text",
+    "mistral3": "mistral",
+    "llava": None,
+    "qwen2_vl": "qwen2",
+    "qwen2_5_vl": "qwen2",
+    "qwen3_vl": "qwen3",
+    "qwen3_vl_moe": "qwen3_moe",
+    "gemma3n": None,
+}
+
+#: Wrappers whose vision tower transformers' AutoModelForCausalLM builds (so it is counted).
+VISION_COUNTED = {"gemma3"}
+
+
+#: The smallest Llama-shaped config (hidden 64, 2 layers): calibration times eager dispatch with it.
+TINY_DECODER = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 256, "rope_theta": 10000.0}
+
+
+def lookup(model_type: str) -> Family | None:
+    return REGISTRY.get(model_type)
+
+
+def supported_model_types() -> list[str]:
+    return sorted(set(REGISTRY) | set(TEXT_WRAPPERS))

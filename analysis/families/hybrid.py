@@ -1,4 +1,4 @@
-"""State-space, linear-attention and other hybrid families (registered into ``config.SPECIAL``).
+"""State-space, linear-attention and other hybrid families (each a builder in the registry).
 
 Each builder reads its family's fields (transformers' ``configuration_*.py`` names, with their class
 defaults from ``family_defaults``) and states the block structure of transformers'
@@ -31,9 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from .config import SPECIAL, Traits, pre_norms, read_act, read_eps, read_head_dim, read_rope, read_tie
-from .fields import MAX_LAYERS, Fields, as_int, short
-from .spec import (
+from ..fields import MAX_LAYERS, Fields, as_int, short
+from ..spec import (
     MLP,
     Attention,
     GatedAttention,
@@ -43,10 +42,12 @@ from .spec import (
     ModelSpec,
     MoE,
     Norm,
+    NormKind,
     ParallelHybrid,
     PlacedNorm,
     ShortConv,
 )
+from .common import Traits, pre_norms, read_act, read_eps, read_head_dim, read_rope, read_tie
 
 # ---- shared readers ------------------------------------------------------------------------------
 
@@ -545,7 +546,7 @@ def build_phi(f: Fields, model_type: str) -> ModelSpec:
     attn = read_attention(f, hidden, bias=True, rotary_default=0.5, qk_norm_bias=qk_ln,
                           qk_norm_dim=hidden // f.int("num_attention_heads") if qk_ln else 0)
     act = _act(f, "gelu_new")
-    ln = lambda: Norm(hidden, "layer", bias=True)  # noqa: E731
+    ln = lambda: Norm(hidden, NormKind.LAYER, bias=True)  # noqa: E731
     layer = Layer(attn, MLP(hidden, f.int("intermediate_size"), gated=False, bias=True, act=act),
                   (PlacedNorm("input_layernorm", "pre_mixer", ln()),), parallel=True)
     spec = _spec(f, model_type, hidden, vocab, [layer] * n_layers, ln(), False, act, lm_head_bias=True,
@@ -554,19 +555,3 @@ def build_phi(f: Fields, model_type: str) -> ModelSpec:
         raise f.error("tie_word_embeddings", "is true, but Phi's lm_head has a bias that a tied head would drop "
                                              "(not supported)")
     return spec
-
-
-for _mt, _fn in {
-    "qwen3_next": build_qwen3_next,
-    "nemotron_h": build_nemotron_h,
-    "jamba": build_jamba,
-    "mamba": build_mamba,
-    "falcon_mamba": build_mamba,
-    "mamba2": build_mamba,
-    "falcon_h1": build_falcon_h1,
-    "bamba": build_bamba,
-    "granitemoehybrid": build_bamba,
-    "lfm2": build_lfm2,
-    "phi": build_phi,
-}.items():
-    SPECIAL[_mt] = _fn

@@ -1,0 +1,302 @@
+"""What families share: the ``Traits`` of a plain decoder, the config-field aliases, and the readers
+every builder uses (core shape, head_dim, RoPE, windows, activation, eps, tied embeddings, routing).
+
+Every value is read through ``Fields`` (analysis/fields.py), so a wrong type is a ``ConfigError``
+naming the field, and every read, default and derivation is recorded for ``analyze --fields``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..fields import MAX_LAYERS, Fields, as_int, short
+from ..spec import GroupScore, Layer, Norm, NormKind, PlacedNorm, RopeStyle, RouterKind
+
+
+@dataclass(frozen=True)
+class Traits:
+    """What a family does differently from a Llama-style decoder."""
+
+    qkv_bias: str | bool = "attention_bias"  # a config key, or a fixed value
+    o_bias: str | bool = "attention_bias"
+    mlp_bias: str | bool = "mlp_bias"
+    bias_default: bool = False
+    qk_norm: str | None = None  # "head": norm over head_dim; "full": over all heads' features
+    norms: str = "pre"  # pre: input+post_attention; sandwich: +pre/post_feedforward; post: olmo2
+    norm_kind: str = "rms"
+    tie_default: bool = False
+    head_dim_default: int | None = None  # None: hidden_size // num_attention_heads
+    windows: str = "layer_types"  # layer_types | all | qwen | alternate | pattern | none
+    act_key: str = "hidden_act"
+    act_default: str = "silu"
+    gated: bool = True
+    fused_qkv: bool = False
+    fused_gate_up: bool = False
+    norm_offset: float = 0.0
+    embed_scale: bool = False
+    moe: str | None = None  # mixtral | qwen | deepseek | gpt_oss | llama4 | generic
+    sinks: bool = False
+    intermediate_default: int | None = None
+
+
+    # numerics and layout switches (what transformers' modeling file does differently)
+    rope_style: RopeStyle = RopeStyle.HALF
+    norm_topk_default: bool = True  # norm_topk_prob when neither config nor class default says
+    router: RouterKind = RouterKind.SOFTMAX
+    nope_layers: bool = False  # no_rope_layers / no_rope_layer_interval (Llama 4, SmolLM3)
+    chunked_rope_layers: bool = False  # Llama 4: chunked attention on the RoPE layers, NoPE global layers
+    nope_global_with_sliding: bool = False  # EXAONE 4: with sliding layers present, global layers skip RoPE
+    local_rope: bool = False  # Gemma 3: sliding layers use rope_local_base_freq, unscaled
+    q_norm_over_hidden: bool = False  # OLMoE: q_norm sized by hidden_size (q_proj must be as wide)
+    shared_expert_gate: bool = False  # Qwen2-MoE: a gated shared expert, built whatever its size
+    llama4: bool = False  # Llama 4: L2 q/k norm, attention temperature on NoPE layers, top-k sigmoid
+    multipliers: bool = False  # Granite: embedding, residual, attention and logits multipliers
+    gpt_oss_glu: bool = False  # gpt-oss: clamped SwiGLU, top-k softmax router
+
+ALIASES = {
+    "hidden_size": ("n_embd", "d_model", "n_embed", "dim"),
+    "num_hidden_layers": ("n_layer", "num_layers", "n_layers"),
+    "num_attention_heads": ("n_head", "num_heads", "n_heads"),
+    "num_key_value_heads": ("num_kv_heads", "n_head_kv", "multi_query_group_num", "n_kv_heads"),
+    "intermediate_size": ("ffn_hidden_size", "n_inner", "ffn_dim"),
+    "max_position_embeddings": ("n_positions", "max_seq_len", "seq_length"),
+    "rms_norm_eps": ("layer_norm_eps", "layer_norm_epsilon", "norm_eps"),
+}
+
+
+def generic_traits(cfg: dict) -> Traits:
+    moe = None
+    if any(cfg.get(k) for k in ("num_local_experts", "num_experts", "n_routed_experts")):
+        moe = "generic"
+    return Traits(moe=moe, windows="layer_types" if "layer_types" in cfg else "all")
+
+
+
+
+# ---- shared readers ------------------------------------------------------------------------------
+
+
+def read_core(f: Fields, traits: Traits) -> dict:
+    hidden = f.int("hidden_size")
+    layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
+    heads = f.int("num_attention_heads")
+    kv = f.int("num_key_value_heads", lambda: heads, note="absent: equal to num_attention_heads (no GQA)")
+    if kv > heads or heads % kv:
+        raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
+    head_dim = read_head_dim(f, hidden, heads, traits.head_dim_default)
+    vocab = f.int("vocab_size", hi=1 << 26)
+    return dict(hidden=hidden, layers=layers, heads=heads, kv=kv, head_dim=head_dim, vocab=vocab)
+
+
+def read_head_dim(f: Fields, hidden: int, heads: int, family_default: int | None = None) -> int:
+    if f.has("head_dim"):
+        return f.int("head_dim")
+    if family_default is not None:
+        return f.defaulted("head_dim", family_default, "absent: the family's default")
+    if hidden % heads:
+        raise f.error("head_dim", f"is missing and hidden_size ({hidden}) is not divisible by "
+                                  f"num_attention_heads ({heads})")
+    return f.derived("head_dim", hidden // heads, "hidden_size / num_attention_heads")
+
+
+def read_flag(f: Fields, key: str | bool, default: bool) -> bool:
+    if isinstance(key, bool):
+        return key
+    return f.bool(key, default)
+
+
+def read_rope(f: Fields, head_dim: int) -> tuple[float, int, tuple]:
+    """(theta, rotary_dim, scaling items) from rope_theta / rope_parameters / rope_scaling."""
+    params = f.raw("rope_parameters")
+    scaling = f.raw("rope_scaling")
+    theta = None
+    if f.cfg.get("rope_theta") is not None:  # explicit in the config (family defaults come last)
+        theta = f.float("rope_theta")
+    factor = None
+    for block in (params, scaling):
+        if isinstance(block, dict):
+            if theta is None and isinstance(block.get("rope_theta"), (int, float)) and not isinstance(block.get("rope_theta"), bool):
+                theta = float(block["rope_theta"])
+            if factor is None and isinstance(block.get("partial_rotary_factor"), (int, float)):
+                factor = float(block["partial_rotary_factor"])
+    if theta is None:
+        theta = f.float("rope_theta", 10000.0)  # the family's default, else 10000
+    if f.has("partial_rotary_factor"):
+        factor = f.float("partial_rotary_factor")
+    elif f.has("rotary_pct"):
+        factor = f.float("rotary_pct")
+    if factor is not None and not (0 < factor <= 1):
+        raise f.error("partial_rotary_factor", f"must be in (0, 1], got {factor}")
+    rotary_dim = int(head_dim * factor) if factor is not None else head_dim
+    if f.has("rotary_dim"):  # gpt-j / phi style absolute rotary dimension
+        rotary_dim = f.int("rotary_dim")
+    if rotary_dim > head_dim:
+        raise f.error("rotary_dim" if f.has("rotary_dim") else "partial_rotary_factor",
+                      f"gives {rotary_dim} rotary dimensions, more than head_dim ({head_dim})")
+    items: tuple = ()
+    src = scaling if isinstance(scaling, dict) else params if isinstance(params, dict) else None
+    if isinstance(src, dict):
+        if all(isinstance(v, dict) for v in src.values()) and src:
+            src = src.get("full_attention", {})
+        items = tuple(sorted((str(k), v) for k, v in src.items() if isinstance(v, (int, float, str, bool)) or v is None))
+    return theta, rotary_dim, items
+
+
+def read_windows(f: Fields, n_layers: int, policy: str) -> list[tuple[int | None, int | None]]:
+    """(sliding window, attention chunk) of every layer (None where absent)."""
+    sliding = f.opt_int("sliding_window", lo=0, hi=1 << 30)
+    if sliding == 0:
+        sliding = None
+    types = f.raw("layer_types")
+    if types is not None and policy != "none":
+        types = check_layer_types(f, n_layers)
+        chunk = f.opt_int("attention_chunk_size", hi=1 << 30)
+        if policy == "qwen" and not f.bool("use_sliding_window", False):
+            sliding = None
+        out = []
+        for i, t in enumerate(types):
+            if t == "sliding_attention":
+                out.append((sliding, None))
+            elif t == "chunked_attention":
+                if chunk is None:
+                    raise f.error("attention_chunk_size", f"is missing but layer {i} is chunked_attention")
+                out.append((None, chunk))
+            elif t in ("full_attention", "attention"):
+                out.append((None, None))
+            else:  # a mamba / linear-attention layer: not something this decoder builds
+                raise f.error("layer_types", f"says layer {i} is {t!r}, but model_type '{f.family}' has attention "
+                                             "layers only")
+        return out
+    if policy == "all":
+        return [(sliding, None)] * n_layers
+    if policy == "qwen":
+        if sliding is None or not f.bool("use_sliding_window", False):
+            return [(None, None)] * n_layers
+        first = f.int("max_window_layers", 28, lo=0, hi=MAX_LAYERS)
+        return [(sliding if i >= first else None, None) for i in range(n_layers)]
+    if policy == "alternate":
+        if sliding is None:
+            return [(None, None)] * n_layers
+        return [(sliding if (i + 1) % 2 else None, None) for i in range(n_layers)]
+    if policy == "pattern":
+        pattern = f.int("sliding_window_pattern", 6)
+        if sliding is None:
+            return [(None, None)] * n_layers
+        return [(sliding if (i + 1) % pattern else None, None) for i in range(n_layers)]
+    return [(None, None)] * n_layers
+
+
+KNOWN_LAYER_TYPES = {
+    "full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba", "attention",
+    "conv", "hybrid", "moe", "dense",
+}
+
+
+def check_layer_types(f: Fields, n_layers: int) -> list[str]:
+    types = f.list("layer_types")
+    if len(types) != n_layers:
+        raise f.error("layer_types", f"has {len(types)} entries but num_hidden_layers is {n_layers}")
+    for t in types:
+        if not isinstance(t, str) or t not in KNOWN_LAYER_TYPES:
+            raise f.error("layer_types", f"has an unknown layer type {short(t)}")
+    return types
+
+
+def read_act(f: Fields, traits: Traits) -> str:
+    if f.has(traits.act_key):
+        return f.str(traits.act_key)
+    for k in ("hidden_act", "activation_function", "hidden_activation"):
+        if f.has(k):
+            return f.str(k)
+    return f.defaulted(traits.act_key, traits.act_default)
+
+
+def read_eps(f: Fields) -> float:
+    for k in ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"):
+        if f.has(k):
+            return f.float(k)
+    return 1e-6
+
+
+def read_tie(f: Fields, default: bool) -> bool:
+    if f.has("tie_word_embeddings"):
+        return f.bool("tie_word_embeddings")
+    return f.defaulted("tie_word_embeddings", default, "absent: the family's default")
+
+
+
+def read_no_rope(f: Fields, n_layers: int) -> list[int]:
+    """1 where a layer uses RoPE (transformers' ``no_rope_layers`` naming), default: every
+    ``no_rope_layer_interval``-th layer is NoPE."""
+    raw = f.raw("no_rope_layers")
+    if isinstance(raw, list) and raw:
+        return f.int_list("no_rope_layers", n_layers, lo=0, hi=1)
+    interval = f.int("no_rope_layer_interval", 4)
+    return f.derived("no_rope_layers", [int((i + 1) % interval != 0) for i in range(n_layers)],
+                     f"absent or empty: NoPE every {interval} layers")
+
+
+def pre_norms(make: Callable[[], Norm]) -> tuple[PlacedNorm, ...]:
+    """Llama's layout: input_layernorm before the mixer, post_attention_layernorm before the FFN."""
+    return (PlacedNorm("input_layernorm", "pre_mixer", make()), PlacedNorm("post_attention_layernorm", "pre_ffn", make()))
+
+
+
+def opt_float(f: Fields, key: str) -> float | None:
+    return f.float(key) if f.has(key) else None
+
+
+
+def mtp_layers(f: Fields, layers: list[Layer]) -> tuple[Layer, ...]:
+    n = f.int("num_nextn_predict_layers", 0, lo=0, hi=64)
+    if not n or not layers:
+        return ()
+    return tuple([layers[-1]] * n)
+
+
+def mtp_extra(f: Fields, hidden: int) -> int:
+    """Per MTP module besides its decoder block: enorm, hnorm, eh_proj (2H -> H), the head's norm, and
+    the copies of the embedding and output head the checkpoint stores with it (``embed_tokens`` and
+    ``shared_head.head``: shared with the main model at run time, stored again on disk)."""
+    n = as_int(f.raw("num_nextn_predict_layers", 0)) or 0
+    vocab = as_int(f.raw("vocab_size", 0)) or 0
+    return n * (3 * hidden + 2 * hidden * hidden + 2 * vocab * hidden)
+
+
+
+
+def read_rope_extra(f: Fields) -> tuple:
+    """List-valued rope parameters (longrope's short/long factors), of the full-attention layers when
+    ``rope_parameters`` is given per layer type."""
+    src = f.raw("rope_scaling")
+    if not isinstance(src, dict):
+        src = f.raw("rope_parameters")
+    if not isinstance(src, dict):
+        return ()
+    if src and all(isinstance(v, dict) for v in src.values()):
+        src = src.get("full_attention", {})
+    out = []
+    for k, v in src.items():
+        if isinstance(v, list):
+            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+                raise f.error(f"rope_scaling.{k}", "must be a list of numbers")
+            out.append((str(k), tuple(float(x) for x in v)))
+    return tuple(sorted(out))
+
+
+def read_routing(f: Fields, router: RouterKind, *, norm_default: bool = True, norm_fixed: bool | None = None,
+                 scale_default: float = 1.0,
+                 n_group_default: int = 1, topk_group_default: int = 1,
+                 group_score: GroupScore = GroupScore.NONE) -> dict:
+    """A MoE router's numerics (``Numerics`` fields): the config's value, else transformers' class
+    default (``family_defaults``), else the given builder default."""
+    kw: dict = {"router": router}
+    if router in (RouterKind.SOFTMAX, RouterKind.SIGMOID):
+        # norm_fixed: the modeling code ignores the field (DeepSeek V2 never renormalises)
+        kw["norm_topk_prob"] = norm_fixed if norm_fixed is not None else f.bool("norm_topk_prob", norm_default)
+        kw["routed_scaling_factor"] = f.float("routed_scaling_factor", scale_default)
+        n_group = f.int("n_group", n_group_default, lo=0) or 1  # null or 0 in some configs: one group
+        topk_group = f.int("topk_group", topk_group_default, lo=0) or 1
+        kw.update(n_group=n_group, topk_group=topk_group, group_score=group_score if n_group > 1 else GroupScore.NONE)
+    return kw
