@@ -11,6 +11,23 @@ from .spec import ModelSpec, QuantSpec, Tensor
 BF16 = get_dtype("bf16")
 FLOAT_COMPUTE = {"fp32", "bf16", "fp16"}
 
+#: ``--dtype`` what-ifs for low-precision weights follow a named published recipe: the matmul
+#: weights of every layer are quantized with group or channel scales, embeddings, lm_head, norms
+#: and routers stay in 16 bit (``targets`` linear and expert only). Bytes per tensor come from
+#: ``analysis.quant`` as for a real checkpoint of that format.
+#: - int4: AutoAWQ GEMM (4-bit, group 128, fp16 scales, 4-bit zeros), e.g.
+#:   hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4 (5.73 GB of safetensors);
+#: - int8: llm-compressor W8A8 INT8 (compressed-tensors, channel scales), e.g. RedHatAI/*-quantized.w8a8;
+#: - fp8: llm-compressor FP8-dynamic (compressed-tensors, channel scales), e.g. RedHatAI/*-FP8-dynamic.
+RECIPES: dict[str, tuple[QuantSpec, str]] = {
+    "int4": (QuantSpec("awq", 4, group_size=128, zero_point=True, raw_method="AWQ int4 g128 recipe"),
+             "AutoAWQ 4-bit, group 128, fp16 scales + 4-bit zeros; embeddings and lm_head in 16 bit"),
+    "int8": (QuantSpec("compressed", 8, group_size=0, zero_point=False, raw_method="W8A8 int8 recipe"),
+             "llm-compressor W8A8 int8, one 16-bit scale per output channel; embeddings and lm_head in 16 bit"),
+    "fp8": (QuantSpec("compressed", 8, group_size=0, zero_point=False, raw_method="FP8-dynamic recipe"),
+            "llm-compressor FP8-dynamic, one 16-bit scale per output channel; embeddings and lm_head in 16 bit"),
+}
+
 
 @dataclass(frozen=True)
 class WeightFormat:
@@ -75,6 +92,11 @@ def weight_format(spec: ModelSpec, dtype: str | None = None) -> tuple[WeightForm
                          f"({spec.quant.raw_method or spec.quant.method})")
         # norms and biases stay in a float dtype: the activation dtype
         act = d if d.name in FLOAT_COMPUTE else BF16
+        if d.name in RECIPES:
+            q, words = RECIPES[d.name]
+            base = cfg_dtype if cfg_dtype is not None and cfg_dtype.name in ("bf16", "fp16") else BF16
+            notes.append(f"--dtype {d.name}: {words}")
+            return WeightFormat(base=base, quant=q, compute=_compute(d), act=base, source="--dtype"), notes
         return WeightFormat(base=act, quant=None, compute=_compute(d), act=act, source="--dtype", override=d), notes
     base = cfg_dtype or BF16
     if base.name not in FLOAT_COMPUTE:  # e.g. torch_dtype float8 with no quantization_config

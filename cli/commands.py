@@ -21,3 +21,6 @@ from .verify_cmd import verify  # noqa: E402
 
 app.command("verify")(verify)
 app.command("calibrate")(calibrate)
+from .serve_cmd import serve  # noqa: E402
+
+app.command("serve")(serve)

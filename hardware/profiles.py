@@ -22,7 +22,13 @@ A profile file (values carry units; see ``hardware/units.py``)::
     kernel_launch_overhead: 5 us      # default 5 us (a typical eager-PyTorch figure, not a datasheet one)
     runtime_reserve: 2 GiB            # default 2 GiB: CUDA context, allocator slack, NCCL buffers
     price_per_hour: null              # USD per GPU-hour, or null
-    efficiency: {memory_bandwidth: null, compute: null}   # measured fractions of peak, or null
+    efficiency:                       # device factors of the expected step time (hardware/expected.py);
+      memory_bandwidth: null          #   achieved fraction of peak DRAM bandwidth (memory-bound kernels)
+      compute: null                   #   achieved fraction of dense peak FLOP/s (large GEMMs)
+      interconnect: null              #   achieved fraction of interconnect bandwidth (all-reduce)
+      gemm_ridge_exponent: null       #   p joining a GEMM's compute and memory time, >= 1
+    allreduce_latency: null           # fixed cost per all-reduce call, e.g. 20 us
+                                      # (null: profiles/engines/_device.yaml defaults; calibrate may fill)
     source: [...]
     notes: [...]
 
@@ -72,6 +78,11 @@ DEFAULT_KERNEL_LAUNCH_S: float = 5e-6
 
 ORIGINS = ("bundled", "user", "file")
 
+#: Keys of a profile's ``efficiency`` mapping: device factors of the expected step time
+#: (``hardware/expected.py``). memory_bandwidth, compute, interconnect: achieved fractions of the
+#: peaks; gemm_ridge_exponent: the p-norm exponent joining a GEMM's compute and memory time.
+EFFICIENCY_KEYS = ("memory_bandwidth", "compute", "interconnect", "gemm_ridge_exponent")
+
 # Which peak column a dtype falls back to when the profile lacks its own (first present wins).
 # fp32 never falls back to a faster column (tf32/bf16 would overstate fp32 matmuls); low-precision
 # formats without hardware support run at the bf16 rate (weights are up-cast before the matmul).
@@ -103,6 +114,7 @@ _FIELDS = (
     "runtime_reserve",
     "price_per_hour",
     "efficiency",
+    "allreduce_latency",
     "source",
     "notes",
 )
@@ -134,6 +146,11 @@ class HardwareProfile:
     # ---- additions (after the fixed fields) ----
     aliases: tuple[str, ...] = ()
     interconnect_name: str | None = None
+    # device factors of the expected step time (hardware/expected.py); null: the fitted defaults in
+    # profiles/engines/_device.yaml. 'planner calibrate' may write them.
+    interconnect_efficiency: float | None = None  # achieved fraction of interconnect bandwidth in all-reduce
+    gemm_ridge_exponent: float | None = None  # p of the p-norm joining a GEMM's compute and memory time (>= 1)
+    allreduce_latency_s: float | None = None  # fixed cost of one all-reduce call
 
     def __post_init__(self) -> None:
         where = f"hardware profile {self.name!r}" + (f" ({self.path})" if self.path else "")
@@ -168,10 +185,16 @@ class HardwareProfile:
         positive(self.kernel_launch_s, "kernel_launch_s", allow_zero=True)
         if self.price_per_hour is not None:
             positive(self.price_per_hour, "price_per_hour", allow_zero=True)
-        for attr in ("memory_efficiency", "compute_efficiency"):
+        for attr in ("memory_efficiency", "compute_efficiency", "interconnect_efficiency"):
             v = getattr(self, attr)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v <= 1)):
                 raise bad(f"{attr} = {v!r} is not a fraction in (0, 1]", "use e.g. 0.85, or null")
+        if self.gemm_ridge_exponent is not None:
+            positive(self.gemm_ridge_exponent, "gemm_ridge_exponent")
+            if self.gemm_ridge_exponent < 1:
+                raise bad(f"gemm_ridge_exponent = {self.gemm_ridge_exponent!r} must be >= 1", "use e.g. 2, or null")
+        if self.allreduce_latency_s is not None:
+            positive(self.allreduce_latency_s, "allreduce_latency_s", allow_zero=True)
         positive(self.runtime_reserve_bytes, "runtime_reserve_bytes", allow_zero=True, integer=True)
         if self.runtime_reserve_bytes >= self.memory_bytes:
             raise bad(
@@ -227,6 +250,9 @@ class HardwareProfile:
             "price_per_hour": self.price_per_hour,
             "memory_efficiency": self.memory_efficiency,
             "compute_efficiency": self.compute_efficiency,
+            "interconnect_efficiency": self.interconnect_efficiency,
+            "gemm_ridge_exponent": self.gemm_ridge_exponent,
+            "allreduce_latency_s": self.allreduce_latency_s,
             "runtime_reserve_bytes": self.runtime_reserve_bytes,
             "source": list(self.source),
             "notes": list(self.notes),
@@ -251,7 +277,10 @@ class HardwareProfile:
             "kernel_launch_overhead": units.format_time(self.kernel_launch_s),
             "runtime_reserve": units.format_bytes(self.runtime_reserve_bytes) if self.runtime_reserve_bytes else "0 B",
             "price_per_hour": self.price_per_hour,
-            "efficiency": {"memory_bandwidth": self.memory_efficiency, "compute": self.compute_efficiency},
+            "efficiency": {"memory_bandwidth": self.memory_efficiency, "compute": self.compute_efficiency,
+                           "interconnect": self.interconnect_efficiency,
+                           "gemm_ridge_exponent": self.gemm_ridge_exponent},
+            "allreduce_latency": None if self.allreduce_latency_s is None else units.format_time(self.allreduce_latency_s),
             "source": list(self.source),
             "notes": list(self.notes),
         }
@@ -422,12 +451,22 @@ def profile_from_data(
     if not isinstance(eff, Mapping):
         raise HardwareError(f"{where}: field 'efficiency' must be a mapping", "e.g. efficiency: {memory_bandwidth: 0.85, compute: null}")
     for key in eff:
-        if key not in ("memory_bandwidth", "compute"):
-            raise HardwareError(f"{where}: field 'efficiency' has an unknown key {key!r}", "use memory_bandwidth and compute")
+        if key not in EFFICIENCY_KEYS:
+            raise HardwareError(f"{where}: field 'efficiency' has an unknown key {key!r}", f"use {', '.join(EFFICIENCY_KEYS)}")
     mem_eff = eff.get("memory_bandwidth")
     comp_eff = eff.get("compute")
+    ic_eff = eff.get("interconnect")
     memory_efficiency = None if mem_eff is None else units.parse_fraction(mem_eff, field="efficiency.memory_bandwidth", where=where)
     compute_efficiency = None if comp_eff is None else units.parse_fraction(comp_eff, field="efficiency.compute", where=where)
+    interconnect_efficiency = None if ic_eff is None else units.parse_fraction(ic_eff, field="efficiency.interconnect", where=where)
+    ridge = eff.get("gemm_ridge_exponent")
+    if ridge is not None and (isinstance(ridge, bool) or not isinstance(ridge, (int, float)) or not math.isfinite(ridge)
+                              or ridge < 1):
+        raise HardwareError(f"{where}: field 'efficiency.gemm_ridge_exponent' = {ridge!r} is not a number >= 1",
+                            "use e.g. 2 (1: compute and memory time add; large: the roofline's max)")
+    ar = data.get("allreduce_latency")
+    allreduce_latency_s = None if ar is None else units.parse_time(ar, field="allreduce_latency", where=where,
+                                                                   allow_zero=True)
 
     return HardwareProfile(
         name=name,
@@ -441,6 +480,9 @@ def profile_from_data(
         price_per_hour=price_per_hour,
         memory_efficiency=memory_efficiency,
         compute_efficiency=compute_efficiency,
+        interconnect_efficiency=interconnect_efficiency,
+        gemm_ridge_exponent=None if ridge is None else float(ridge),
+        allreduce_latency_s=allreduce_latency_s,
         runtime_reserve_bytes=reserve_bytes,
         source=_text_list(data.get("source"), "source", where),
         notes=_text_list(data.get("notes"), "notes", where),

@@ -1,0 +1,571 @@
+"""Serving engines as data: how vLLM, SGLang and TensorRT-LLM size their memory, and the engine factors
+of the expected step time. Profiles live in ``profiles/engines/<name>.yaml`` (every term carries its
+source there); this module reads them and applies the memory accounting each engine's code does.
+
+Memory of one GPU of a replica (``engine_memory``), in the engine's own order:
+
+- ``vllm`` (``budget: total_fraction``): ``requested = gpu_memory_utilization × visible``;
+  ``KV = requested − weights − activation peak of the profile run − non-torch memory``;
+- ``sglang`` (``static_fraction``): ``KV = mem_fraction_static × free_before_weights − weights``,
+  where ``free_before_weights = visible − non-torch``;
+- ``trtllm`` (``free_fraction``): ``KV = free_gpu_memory_fraction × (visible − non-torch − weights −
+  activations − graphs)``;
+- ``ideal`` (``all``): ``KV = device memory − weights``.
+
+``visible`` is the device's memory as ``nvidia-smi`` reports it (the hardware profile's ``memory``)
+minus the driver's reservation, i.e. what ``cudaMemGetInfo`` calls total. The KV pool holds
+``⌊KV / (bytes per token per GPU)⌋`` tokens, rounded down to the engine's block size; that is
+``kv_capacity_tokens`` of the replica (every rank holds its shard of the same tokens).
+
+Weights are sized as the engine loads them: the checkpoint's mixed precision (``analysis.weights``),
+MXFP4 expert padding, and the RoPE cos/sin cache. Standard library and yaml only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from planner.analysis.errors import HardwareError, OptionError
+
+from . import units
+
+ENGINES = ("vllm", "sglang", "trtllm", "ideal")
+DEFAULT_ENGINE = "vllm"
+BUDGETS = ("total_fraction", "static_fraction", "free_fraction", "all")
+
+
+# ---- reading profiles ----------------------------------------------------------------------------
+
+
+def _engines_folder():
+    from importlib.resources import files
+
+    return files("planner.profiles").joinpath("engines")
+
+
+def _read_yaml(name: str) -> Any:
+    from .profiles import _read_text, _safe_load
+
+    entry = _engines_folder().joinpath(f"{name}.yaml")
+    where = f"engine profile {name}.yaml"
+    if not entry.is_file():
+        raise HardwareError(f"{where} not found", "reinstall planner; the engine profiles ship with it")
+    return _safe_load(_read_text(entry.read_bytes, where), where)
+
+
+def _get(data: Mapping, key: str, where: str) -> Any:
+    if not isinstance(data, Mapping) or key not in data:
+        raise HardwareError(f"{where}: missing field '{key}'", "see profiles/engines/vllm.yaml for the fields")
+    return data[key]
+
+
+def _bytes(v: Any, f: str, where: str) -> int:
+    return units.parse_bytes(v, field=f, where=where, allow_zero=True)
+
+
+def _time(v: Any, f: str, where: str) -> float:
+    return units.parse_time(v, field=f, where=where, allow_zero=True)
+
+
+def _frac(v: Any, f: str, where: str) -> float:
+    return units.parse_fraction(v, field=f, where=where)
+
+
+def _number(v: Any, f: str, where: str, *, minimum: float = 0.0) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < minimum:
+        raise HardwareError(f"{where}: field '{f}' = {v!r} is not a number >= {minimum}", "fix the engine profile")
+    return float(v)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of a default that depends on the device (first matching row wins)."""
+
+    value: float
+    min_memory_bytes: int | None = None
+    max_memory_bytes: int | None = None  # the row applies below this memory
+    exclude: tuple[str, ...] = ()
+
+    def matches(self, hw) -> bool:
+        if self.min_memory_bytes is not None and hw.memory_bytes < self.min_memory_bytes:
+            return False
+        if self.max_memory_bytes is not None and hw.memory_bytes >= self.max_memory_bytes:
+            return False
+        return not any(x in hw.name for x in self.exclude)
+
+
+def _rules(rows: Any, f: str, where: str) -> tuple[Rule, ...]:
+    if not isinstance(rows, list) or not rows:
+        raise HardwareError(f"{where}: field '{f}' must be a list of rules", "e.g. [{value: 8192}]")
+    out = []
+    for r in rows:
+        if not isinstance(r, Mapping) or "value" not in r:
+            raise HardwareError(f"{where}: a rule of '{f}' has no value", "e.g. {min_memory: 70 GiB, value: 8192}")
+        out.append(Rule(_number(r["value"], f, where, minimum=1),
+                        None if r.get("min_memory") is None else _bytes(r["min_memory"], f, where),
+                        None if r.get("max_memory") is None else _bytes(r["max_memory"], f, where),
+                        tuple(str(x).lower() for x in r.get("exclude") or ())))
+    return tuple(out)
+
+
+def _pick(rules: tuple[Rule, ...], hw) -> int:
+    for r in rules:
+        if r.matches(hw):
+            return int(r.value)
+    return int(rules[-1].value)
+
+
+@dataclass(frozen=True)
+class FractionRow:
+    """SGLang's default mem_fraction_static: ``(gpu_mem − reserved) / gpu_mem`` by memory class."""
+
+    below_bytes: int | None
+    reserved_bytes: int
+    reserved_per_gpu_bytes: int
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    name: str
+    display_name: str
+    version: str
+    budget: str
+    fraction: float | None  # default cap (None: from fraction_table)
+    fraction_table: tuple[FractionRow, ...]
+    driver_reserved_bytes: int
+    non_torch_single_bytes: int
+    non_torch_per_extra_gpu_bytes: int
+    act_hidden_copies: float
+    act_intermediate_copies: float
+    act_sampler_copies: float
+    cuda_graph_bytes: int
+    cuda_graph_in_budget: bool
+    block_size: int
+    rope_cache: bool
+    mxfp4_pad_hidden: int
+    mxfp4_pad_intermediate: int
+    kv_dtypes: tuple[str, ...]
+    mla_fp8: Mapping[str, int] | None
+    fp32_served_as: str | None
+    max_num_batched_tokens_rules: tuple[Rule, ...]
+    max_num_seqs_rules: tuple[Rule, ...]
+    step_overhead_s: float
+    step_overhead_per_sequence_s: float
+    attention_decode_efficiency: float
+    attention_prefill_efficiency: float
+    weight_only_efficiency: Mapping[str, float] = field(hash=False)
+
+    def default_fraction(self, hw, tp: int) -> float:
+        if self.fraction is not None:
+            return self.fraction
+        mem = hw.memory_bytes
+        for row in self.fraction_table:
+            if row.below_bytes is None or mem < row.below_bytes:
+                reserved = row.reserved_bytes + tp * row.reserved_per_gpu_bytes
+                return round((mem - reserved) / mem, 3)
+        raise AssertionError("fraction_table has no open-ended row")
+
+    def max_num_batched_tokens(self, hw) -> int:
+        return _pick(self.max_num_batched_tokens_rules, hw)
+
+    def max_num_seqs(self, hw) -> int:
+        return _pick(self.max_num_seqs_rules, hw)
+
+    def non_torch_bytes(self, tp: int) -> int:
+        return self.non_torch_single_bytes + (tp - 1) * self.non_torch_per_extra_gpu_bytes
+
+
+def load_engine(name: str | None) -> EngineProfile:
+    """The engine profile ``name`` (vllm, sglang, trtllm, ideal); ``OptionError`` for any other."""
+    key = (name or DEFAULT_ENGINE).strip().lower()
+    if key not in ENGINES:
+        raise OptionError(f"unknown --engine {name!r}", f"choose one of: {', '.join(ENGINES)}")
+    d = _read_yaml(key)
+    w = f"engine profile {key}.yaml"
+    mem = _get(d, "memory", w)
+    sched = _get(d, "scheduler", w)
+    tim = _get(d, "timing", w)
+    budget = _get(mem, "budget", w)
+    if budget not in BUDGETS:
+        raise HardwareError(f"{w}: memory.budget {budget!r} is not one of {', '.join(BUDGETS)}", "fix the profile")
+    table = tuple(FractionRow(None if r.get("below") is None else _bytes(r["below"], "fraction_table", w),
+                              _bytes(r["reserved"], "fraction_table", w),
+                              _bytes(r.get("reserved_per_gpu", "0 B"), "fraction_table", w))
+                  for r in mem.get("fraction_table") or ())
+    fraction = mem.get("fraction")
+    if fraction is None and not table:
+        raise HardwareError(f"{w}: memory needs a fraction or a fraction_table", "fix the profile")
+    act = _get(mem, "activation", w)
+    nt = _get(mem, "non_torch", w)
+    graph = _get(mem, "cuda_graph", w)
+    pad = mem.get("mxfp4_padding") or {}
+    wo = _get(tim, "weight_only_efficiency", w)
+    return EngineProfile(
+        name=key, display_name=str(d.get("display_name", key)), version=str(d.get("version", "")),
+        budget=budget, fraction=None if fraction is None else _frac(fraction, "memory.fraction", w),
+        fraction_table=table,
+        driver_reserved_bytes=_bytes(_get(mem, "driver_reserved", w), "driver_reserved", w),
+        non_torch_single_bytes=_bytes(_get(nt, "single_gpu", w), "non_torch.single_gpu", w),
+        non_torch_per_extra_gpu_bytes=_bytes(_get(nt, "per_extra_gpu", w), "non_torch.per_extra_gpu", w),
+        act_hidden_copies=_number(_get(act, "hidden_copies", w), "activation.hidden_copies", w),
+        act_intermediate_copies=_number(_get(act, "intermediate_copies", w), "activation.intermediate_copies", w),
+        act_sampler_copies=_number(_get(act, "sampler_logits_copies", w), "activation.sampler_logits_copies", w),
+        cuda_graph_bytes=_bytes(_get(graph, "bytes", w), "cuda_graph.bytes", w),
+        cuda_graph_in_budget=bool(_get(graph, "in_budget", w)),
+        block_size=int(_number(_get(mem, "block_size", w), "block_size", w, minimum=1)),
+        rope_cache=bool(mem.get("rope_cache", False)),
+        mxfp4_pad_hidden=int(pad.get("hidden", 1)), mxfp4_pad_intermediate=int(pad.get("intermediate", 1)),
+        kv_dtypes=tuple(str(x) for x in _get(mem, "kv_dtypes", w)),
+        mla_fp8=mem.get("mla_fp8") or None,
+        fp32_served_as=mem.get("fp32_served_as"),
+        max_num_batched_tokens_rules=_rules(_get(sched, "max_num_batched_tokens", w), "max_num_batched_tokens", w),
+        max_num_seqs_rules=_rules(_get(sched, "max_num_seqs", w), "max_num_seqs", w),
+        step_overhead_s=_time(_get(tim, "step_overhead", w), "step_overhead", w),
+        step_overhead_per_sequence_s=_time(_get(tim, "step_overhead_per_sequence", w), "step_overhead_per_sequence", w),
+        attention_decode_efficiency=_frac(_get(tim, "attention_decode_efficiency", w), "attention_decode_efficiency", w),
+        attention_prefill_efficiency=_frac(_get(tim, "attention_prefill_efficiency", w), "attention_prefill_efficiency", w),
+        weight_only_efficiency={str(k): _frac(v, "weight_only_efficiency", w) for k, v in wo.items()},
+    )
+
+
+def check_kv_dtype(engine: EngineProfile, kv_dtype: str | None) -> None:
+    """``--kv-dtype`` must be one the engine offers."""
+    if kv_dtype is None:
+        return
+    from planner.analysis.dtypes import get_dtype
+
+    d = get_dtype(kv_dtype, what="--kv-dtype")
+    if d.name not in engine.kv_dtypes:
+        raise OptionError(f"--kv-dtype {kv_dtype}: {engine.display_name} does not offer a {d.name} KV cache",
+                          f"choose one of: {', '.join(engine.kv_dtypes)}")
+
+
+# ---- weights as loaded ---------------------------------------------------------------------------
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def mxfp4_padded_bytes(t, q, tp: int, pad_hidden: int, pad_inter: int) -> int:
+    """Bytes of an MXFP4 expert tensor after the engine pads hidden and the per-rank intermediate
+    (``(E, 2i, h)`` gate_up or ``(E, h, i)`` down), summed over ``tp`` ranks."""
+    from planner.analysis.quant import quantized_bytes
+    from planner.analysis.spec import Tensor
+
+    e, n_out, n_in = t.shape
+    if t.name.endswith("gate_up_proj"):
+        i = n_out // 2
+        i_rank = _round_up(-(-i // tp), pad_inter)
+        shape = (e, 2 * i_rank * tp, _round_up(n_in, pad_hidden))
+    else:
+        i_rank = _round_up(-(-n_in // tp), pad_inter)
+        shape = (e, _round_up(n_out, pad_hidden), i_rank * tp)
+    return quantized_bytes(Tensor(t.name, shape, t.kind), q)
+
+
+@dataclass(frozen=True)
+class LoadedWeights:
+    bytes_per_gpu: int  # the largest rank's share (replicated tensors counted on every rank)
+    counted_bytes_per_gpu: int  # the same split of the checkpoint's counted bytes
+    padding_bytes_per_gpu: int
+    rope_cache_bytes: int
+    notes: tuple[str, ...]
+
+
+def rope_cache_bytes(spec, act_bytes: int) -> int:
+    """vLLM's RotaryEmbedding keeps cos/sin for every position: ``max_position × rotary_dim`` values
+    in the model dtype, one cache per distinct (rotary_dim, theta) (``get_rope`` caches instances)."""
+    from planner.analysis.spec import MLA, Attention, ParallelHybrid
+
+    if not spec.max_position_embeddings:
+        return 0
+    seen = set()
+    for layer in spec.layers:
+        m = layer.mixer.attention if isinstance(layer.mixer, ParallelHybrid) else layer.mixer
+        if isinstance(m, Attention) and m.rotary_dim:
+            seen.add((m.rotary_dim, m.rope_theta, m.window))
+        elif isinstance(m, MLA):
+            seen.add((m.qk_rope_head_dim, m.rope_theta, None))
+    dims = {(d, th) for d, th, _ in seen}
+    return sum(spec.max_position_embeddings * d * act_bytes for d, _ in dims)
+
+
+def loaded_weights(a, plan, engine: EngineProfile) -> LoadedWeights:
+    """Weights on one GPU as ``engine`` loads them (TP split as ``analysis.parallel``)."""
+    spec, fmt = a.spec, a.fmt
+    tp = plan.tp
+    replicated = counted_split = padding = 0
+    for t in spec.tensors():
+        b = fmt.tensor_bytes(t)
+        if t.kind == "norm":
+            replicated += b
+            continue
+        counted_split += b
+        q = fmt.quant
+        if (engine.mxfp4_pad_hidden > 1 and q is not None and q.method == "mxfp4" and t.kind == "expert"
+                and len(t.shape) == 3 and fmt.override is None):
+            from planner.analysis.quant import is_converted
+
+            if is_converted(t, q):
+                padding += mxfp4_padded_bytes(t, q, tp, engine.mxfp4_pad_hidden, engine.mxfp4_pad_intermediate) - b
+    counted = -(-counted_split // tp) + replicated
+    notes = []
+    pad = -(-padding // tp)
+    if pad:
+        notes.append(f"MXFP4 experts padded as {engine.display_name} loads them (hidden to a multiple of "
+                     f"{engine.mxfp4_pad_hidden}, per-rank intermediate to {engine.mxfp4_pad_intermediate}): "
+                     f"+{pad / 2**30:.2f} GiB per GPU")
+    rope = rope_cache_bytes(spec, fmt.act.bits // 8) if engine.rope_cache else 0
+    return LoadedWeights(counted + pad + rope, counted, pad, rope, tuple(notes))
+
+
+# ---- KV bytes per token, as the engine lays them out ---------------------------------------------
+
+
+def kv_bytes_per_token_per_gpu(a, plan, engine: EngineProfile) -> int:
+    """KV bytes one token adds on one GPU: attention layers split over their KV heads (or replicated),
+    MLA's latent on every rank; an engine's fp8 MLA layout (FlashMLA: 656 B per layer) where it has one."""
+    from planner.analysis.spec import MLA
+
+    total = 0
+    for lk, layer in zip(a.kv.layers, a.spec.layers):
+        m = layer.mixer
+        if isinstance(m, MLA):
+            if engine.mla_fp8 and a.kv.dtype.name == "fp8":
+                lay = engine.mla_fp8
+                r = m.kv_lora_rank
+                total += (r * int(lay["latent_bytes"]) + -(-r // int(lay["scale_group"])) * int(lay["scale_bytes"])
+                          + m.qk_rope_head_dim * int(lay["rope_bytes"]))
+            else:
+                total += lk.bytes_per_token
+        else:
+            total += lk.bytes_per_token // plan.kv_divisor
+    return total
+
+
+# ---- the memory model ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EngineMemory:
+    """One GPU of one replica under ``engine`` (all bytes per GPU; tokens per replica)."""
+
+    engine: str
+    engine_name: str
+    tp: int
+    device_bytes: int  # as nvidia-smi reports it
+    visible_bytes: int  # minus the driver's reservation (cudaMemGetInfo total)
+    fraction: float  # the cap the engine applies (gpu_memory_utilization, mem_fraction_static, ...)
+    budget_bytes: int  # what the cap allows (see ``budget``)
+    weights_bytes: int
+    counted_weights_bytes: int
+    padding_bytes: int
+    rope_cache_bytes: int
+    activation_bytes: int
+    non_torch_bytes: int
+    cuda_graph_bytes: int
+    kv_pool_bytes: int  # may be negative: the model does not fit
+    kv_bytes_per_token: int  # per GPU
+    state_bytes_per_sequence: int  # recurrent state per sequence, per GPU
+    block_size: int
+    kv_capacity_tokens: int  # per replica, whole blocks
+    max_model_len: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    notes: tuple[str, ...]
+
+    @property
+    def max_concurrency(self) -> float:
+        """Sequences of ``max_model_len`` tokens the pool holds (vLLM's "Maximum concurrency")."""
+        return self.kv_capacity_tokens / self.max_model_len if self.max_model_len else 0.0
+
+    @property
+    def weights_fit(self) -> bool:
+        return self.kv_pool_bytes > 0
+
+    @property
+    def fits(self) -> bool:
+        """The engine starts: the pool holds at least one sequence of ``max_model_len`` tokens."""
+        return self.kv_pool_bytes > 0 and self.kv_capacity_tokens >= self.max_model_len
+
+    def tokens_for(self, sequences: int, context: int) -> int:
+        """Pool tokens ``sequences`` sequences of ``context`` tokens occupy (whole blocks each)."""
+        return sequences * _round_up(max(context, 1), self.block_size)
+
+    def fits_batch(self, sequences: int, context: int) -> bool:
+        """The one fit test: the engine starts and ``sequences`` sequences at ``context`` fit in its pool."""
+        if self.kv_pool_bytes <= 0:
+            return False
+        need = self.tokens_for(sequences, context) * self.kv_bytes_per_token + sequences * self.state_bytes_per_sequence
+        return need <= self.kv_pool_bytes
+
+    def max_batch(self, context: int) -> int:
+        if self.kv_pool_bytes <= 0:
+            return 0
+        per = self.tokens_for(1, context) * self.kv_bytes_per_token + self.state_bytes_per_sequence
+        return self.kv_pool_bytes // per if per else self.max_num_seqs
+
+    def breakdown(self) -> list[tuple[str, int, str]]:
+        """(what, bytes per GPU, note) rows, in the order the engine accounts for them."""
+        rows = [("device memory (nvidia-smi)", self.device_bytes, "hardware profile")]
+        if self.device_bytes != self.visible_bytes:
+            rows.append(("driver reservation", self.device_bytes - self.visible_bytes, "not visible to CUDA"))
+        rows.append((f"engine cap ({self.fraction:g})", self.budget_bytes, _BUDGET_WORDS.get(self.engine, "")))
+        rows.append(("weights (as loaded)", self.counted_weights_bytes, "checkpoint bytes / tp"))
+        if self.padding_bytes:
+            rows.append(("  padding", self.padding_bytes, "MXFP4 kernel alignment"))
+        if self.rope_cache_bytes:
+            rows.append(("  RoPE cos/sin cache", self.rope_cache_bytes, "max_position × rotary_dim"))
+        if self.activation_bytes:
+            rows.append(("activation peak", self.activation_bytes,
+                         f"profile run of {self.max_num_batched_tokens:,} tokens"))
+        if self.non_torch_bytes:
+            rows.append(("non-torch memory", self.non_torch_bytes, "CUDA context, cuBLAS, NCCL buffers"))
+        if self.cuda_graph_bytes:
+            rows.append(("CUDA graph pool", self.cuda_graph_bytes, "inside the cap" if self.engine == "trtllm" else "outside the cap"))
+        rows.append(("KV cache pool", self.kv_pool_bytes, f"{self.kv_capacity_tokens:,} tokens × "
+                                                         f"{self.kv_bytes_per_token:,} B per GPU"))
+        return rows
+
+
+_BUDGET_WORDS = {
+    "vllm": "gpu_memory_utilization × visible memory",
+    "sglang": "mem_fraction_static × free memory before the weights",
+    "trtllm": "free_gpu_memory_fraction × memory free after weights and activations",
+    "ideal": "the whole device",
+}
+
+
+def activation_peak_bytes(a, plan, engine: EngineProfile, tokens: int, seqs: int) -> int:
+    """Torch peak of the engine's profile/warm-up run: the larger of the forward over ``tokens`` tokens
+    (hidden copies × hidden + intermediate copies × the widest FFN per rank, in the activation dtype)
+    and the sampler over ``min(seqs, tokens)`` rows of fp32 logits."""
+    from planner.analysis.spec import MLP, MoE
+
+    spec = a.spec
+    act = a.fmt.act.bits // 8
+    widest = 0
+    for layer in spec.layers:
+        f = layer.ffn
+        if isinstance(f, MLP):
+            widest = max(widest, f.intermediate_size)
+        elif isinstance(f, MoE):
+            widest = max(widest, f.num_experts_per_tok * f.moe_intermediate_size + f.shared_intermediate_size)
+    forward = tokens * act * (engine.act_hidden_copies * spec.hidden_size
+                              + engine.act_intermediate_copies * widest / plan.tp)
+    sampler = min(seqs, tokens) * spec.vocab_size * 4 * engine.act_sampler_copies
+    return int(max(forward, sampler))
+
+
+def engine_memory(a, hw, engine: EngineProfile, plan, *, gpu_memory_utilization: float | None = None,
+                  max_model_len: int | None = None, max_num_batched_tokens: int | None = None,
+                  max_num_seqs: int | None = None) -> EngineMemory:
+    """The memory of one GPU of a ``plan.tp``-GPU replica under ``engine`` (see the module docstring)."""
+    spec = a.spec
+    notes: list[str] = []
+    tp = plan.tp
+    if gpu_memory_utilization is not None and not (0 < gpu_memory_utilization <= 1):
+        raise OptionError(f"--gpu-memory-utilization must be in (0, 1], got {gpu_memory_utilization}")
+    frac = gpu_memory_utilization if gpu_memory_utilization is not None else engine.default_fraction(hw, tp)
+    mpe = spec.max_position_embeddings
+    if max_model_len is None:
+        max_model_len = mpe or 8192
+        if not mpe:
+            notes.append("the config has no max_position_embeddings: --max-model-len 8192 assumed")
+    elif max_model_len < 1:
+        raise OptionError(f"--max-model-len must be >= 1, got {max_model_len}")
+    elif mpe and max_model_len > mpe:
+        raise OptionError(f"--max-model-len {max_model_len:,} is beyond the model's max_position_embeddings ({mpe:,})",
+                          f"use --max-model-len {mpe} or less (engines refuse longer unless forced)")
+    mnbt = max_num_batched_tokens if max_num_batched_tokens is not None else engine.max_num_batched_tokens(hw)
+    if mnbt < 1:
+        raise OptionError(f"--max-num-batched-tokens must be >= 1, got {mnbt}")
+    seqs = max_num_seqs if max_num_seqs is not None else engine.max_num_seqs(hw)
+    w = loaded_weights(a, plan, engine)
+    notes.extend(w.notes)
+    visible = hw.memory_bytes - engine.driver_reserved_bytes
+    act = activation_peak_bytes(a, plan, engine, mnbt, seqs)
+    non_torch = engine.non_torch_bytes(tp)
+    graph = engine.cuda_graph_bytes
+    if engine.budget == "total_fraction":
+        budget = int(frac * visible)
+        pool = budget - w.bytes_per_gpu - act - non_torch - (graph if engine.cuda_graph_in_budget else 0)
+    elif engine.budget == "static_fraction":
+        free_before = visible - non_torch
+        budget = int(frac * free_before)
+        pool = budget - w.bytes_per_gpu
+    elif engine.budget == "free_fraction":
+        free_after = visible - non_torch - w.bytes_per_gpu - act - graph
+        budget = int(frac * free_after) + w.bytes_per_gpu
+        pool = int(frac * free_after) if free_after > 0 else free_after
+    else:  # all
+        budget = hw.memory_bytes
+        pool = hw.memory_bytes - w.bytes_per_gpu
+    per_token = kv_bytes_per_token_per_gpu(a, plan, engine)
+    state = a.kv.state_bytes_per_sequence // tp
+    if pool > 0 and per_token:
+        tokens = pool // per_token // engine.block_size * engine.block_size
+    elif pool > 0:
+        tokens = 1 << 40  # no KV at all (recurrent-only): capacity is not token-bound
+    else:
+        tokens = 0
+    if any(lk.window for lk in a.kv.layers):
+        notes.append("windowed layers are counted as if they kept every token (each engine's hybrid "
+                     "allocator differs); capacity is a lower bound")
+    return EngineMemory(engine.name, engine.display_name, tp, hw.memory_bytes, visible, frac, budget, w.bytes_per_gpu,
+                        w.counted_bytes_per_gpu, w.padding_bytes_per_gpu, w.rope_cache_bytes, act, non_torch,
+                        graph, pool, per_token, state, engine.block_size, tokens, max_model_len, mnbt, seqs,
+                        tuple(notes))
+
+
+def fewest_gpus(a, hw, engine: EngineProfile, **kw) -> int | None:
+    """The smallest tensor-parallel degree (power of two up to 64) on which ``engine`` starts, or None."""
+    from planner.analysis.parallel import tp_plan
+
+    for tp in (1, 2, 4, 8, 16, 32, 64):
+        try:
+            plan = tp_plan(a.spec, tp)
+        except OptionError:
+            continue
+        if engine_memory(a, hw, engine, plan, **kw).fits:
+            return tp
+    return None
+
+
+def memory_dict(m: EngineMemory) -> dict:
+    return {
+        "engine": m.engine,
+        "tp": m.tp,
+        "kv_capacity_tokens": m.kv_capacity_tokens,
+        "max_model_len": m.max_model_len,
+        "max_concurrency": m.max_concurrency,
+        "fits": m.fits,
+        "block_size": m.block_size,
+        "fraction": m.fraction,
+        "per_gpu": {
+            "device_bytes": m.device_bytes,
+            "visible_bytes": m.visible_bytes,
+            "budget_bytes": m.budget_bytes,
+            "weights_bytes": m.weights_bytes,
+            "counted_weights_bytes": m.counted_weights_bytes,
+            "padding_bytes": m.padding_bytes,
+            "rope_cache_bytes": m.rope_cache_bytes,
+            "activation_bytes": m.activation_bytes,
+            "non_torch_bytes": m.non_torch_bytes,
+            "cuda_graph_bytes": m.cuda_graph_bytes,
+            "kv_pool_bytes": m.kv_pool_bytes,
+            "kv_bytes_per_token": m.kv_bytes_per_token,
+            "state_bytes_per_sequence": m.state_bytes_per_sequence,
+        },
+        "max_num_batched_tokens": m.max_num_batched_tokens,
+        "max_num_seqs": m.max_num_seqs,
+        "notes": list(m.notes),
+    }
+
+
+__all__ = ["ENGINES", "DEFAULT_ENGINE", "EngineProfile", "EngineMemory", "LoadedWeights", "load_engine",
+           "check_kv_dtype", "loaded_weights", "engine_memory", "fewest_gpus", "memory_dict",
+           "kv_bytes_per_token_per_gpu", "activation_peak_bytes", "rope_cache_bytes"]

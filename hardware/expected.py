@@ -1,0 +1,209 @@
+"""Expected time of one engine step: the roofline (``ideal``) plus sourced factors, each one's share
+shown separately.
+
+One rank's share of a step (``analysis.parallel.shard_ops``) costs, per op, with ``c = flops / peak``
+and ``m = bytes / bandwidth`` at the datasheet peaks:
+
+    ideal     max(c, m)                                         every op
+    expected  (c'^p + m'^p)^(1/p)                               GEMMs (matmul, experts) and attention
+              max(c', m')                                       other ops (norms, rope, elementwise, ...)
+    with      m' = weight_bytes / (bw · e_mem · e_wq) + other_bytes / (bw · e_mem)
+              c' = flops / (peak · e_gemm)                       (attention prefill: · e_attn_prefill)
+              attention decode: m' = bytes / (bw · e_mem · e_attn_decode)
+
+plus, per step, ``all-reduce = calls × latency + bytes / (interconnect · e_ic)`` (ideal: bytes /
+interconnect) and the engine's ``step overhead + per-sequence overhead × sequences``.
+
+Device factors (``e_mem``, ``e_gemm``, ``p``, ``e_ic``, latency) come from the hardware profile's
+``efficiency`` and ``allreduce_latency`` fields, or the fitted defaults in
+``profiles/engines/_device.yaml`` where the profile leaves them null. Engine factors (``e_attn_*``,
+``e_wq`` by weight bits, overheads) come from ``profiles/engines/<engine>.yaml``.
+
+``explain`` splits ``expected − ideal`` into the factors by adding them one at a time in a fixed
+order (``FACTORS``); the parts sum exactly to the difference. Standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Iterable, Mapping
+
+FACTORS = (
+    "bandwidth efficiency",
+    "GEMM efficiency",
+    "attention kernels",
+    "weight-only kernels",
+    "all-reduce bandwidth",
+    "all-reduce latency",
+    "step overhead",
+)
+
+GEMM_KINDS = ("matmul", "experts")
+
+
+@dataclass(frozen=True)
+class Factors:
+    memory_bandwidth: float = 1.0
+    compute: float = 1.0
+    gemm_ridge_exponent: float = math.inf
+    interconnect: float = 1.0
+    allreduce_latency_s: float = 0.0
+    step_overhead_s: float = 0.0
+    step_overhead_per_sequence_s: float = 0.0
+    attention_decode: float = 1.0
+    attention_prefill: float = 1.0
+    weight_only: Mapping[str, float] = field(default_factory=dict, hash=False)
+    sources: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+    def to_dict(self) -> dict:
+        return {
+            "memory_bandwidth": self.memory_bandwidth, "compute": self.compute,
+            "gemm_ridge_exponent": None if math.isinf(self.gemm_ridge_exponent) else self.gemm_ridge_exponent,
+            "interconnect": self.interconnect, "allreduce_latency_s": self.allreduce_latency_s,
+            "step_overhead_s": self.step_overhead_s, "step_overhead_per_sequence_s": self.step_overhead_per_sequence_s,
+            "attention_decode": self.attention_decode, "attention_prefill": self.attention_prefill,
+            "weight_only": dict(self.weight_only), "sources": dict(self.sources),
+        }
+
+
+IDEAL = Factors()
+
+
+def device_defaults() -> dict:
+    from .engine import _read_yaml
+
+    from . import units
+
+    d = _read_yaml("_device")
+    w = "profiles/engines/_device.yaml"
+    return {
+        "memory_bandwidth": units.parse_fraction(d["memory_bandwidth"], field="memory_bandwidth", where=w),
+        "compute": units.parse_fraction(d["compute"], field="compute", where=w),
+        "gemm_ridge_exponent": float(d["gemm_ridge_exponent"]),
+        "interconnect": units.parse_fraction(d["interconnect"], field="interconnect", where=w),
+        "allreduce_latency_s": units.parse_time(d["allreduce_latency"], field="allreduce_latency", where=w, allow_zero=True),
+    }
+
+
+def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
+    """The factors of ``engine`` on ``hw``: device ones from the profile (else the fitted defaults),
+    engine ones from the engine profile. The ``ideal`` engine gets ``IDEAL``."""
+    if engine.name == "ideal":
+        return IDEAL
+    dd = defaults if defaults is not None else device_defaults()
+    src = {}
+
+    def dev(attr: str, key: str):
+        v = getattr(hw, attr)
+        src[key] = f"{hw.name} profile" if v is not None else "_device.yaml default"
+        return v if v is not None else dd[key]
+
+    return Factors(
+        memory_bandwidth=dev("memory_efficiency", "memory_bandwidth"),
+        compute=dev("compute_efficiency", "compute"),
+        gemm_ridge_exponent=dev("gemm_ridge_exponent", "gemm_ridge_exponent"),
+        interconnect=dev("interconnect_efficiency", "interconnect"),
+        allreduce_latency_s=dev("allreduce_latency_s", "allreduce_latency_s"),
+        step_overhead_s=engine.step_overhead_s,
+        step_overhead_per_sequence_s=engine.step_overhead_per_sequence_s,
+        attention_decode=engine.attention_decode_efficiency,
+        attention_prefill=engine.attention_prefill_efficiency,
+        weight_only=dict(engine.weight_only_efficiency),
+        sources={**src, "engine": f"profiles/engines/{engine.name}.yaml"},
+    )
+
+
+def _stage(f: Factors, n: int) -> Factors:
+    """``f`` with only the first ``n`` op-level factors of ``FACTORS`` applied (the rest ideal)."""
+    out = IDEAL
+    if n >= 1:
+        out = replace(out, memory_bandwidth=f.memory_bandwidth)
+    if n >= 2:
+        out = replace(out, compute=f.compute, gemm_ridge_exponent=f.gemm_ridge_exponent)
+    if n >= 3:
+        out = replace(out, attention_decode=f.attention_decode, attention_prefill=f.attention_prefill)
+    if n >= 4:
+        out = replace(out, weight_only=f.weight_only)
+    return out
+
+
+def _join(c: float, m: float, p: float) -> float:
+    if math.isinf(p) or c == 0 or m == 0:
+        return max(c, m)
+    hi = max(c, m)
+    return hi * ((c / hi) ** p + (m / hi) ** p) ** (1 / p)
+
+
+def ops_time_s(ops: Iterable, flops_per_s: float, bytes_per_s: float, f: Factors, *, decode: bool,
+               weight_only_bits: int | None = None) -> float:
+    """Σ over ops of the time under factors ``f`` (see the module docstring)."""
+    bw = bytes_per_s * f.memory_bandwidth
+    wq = f.weight_only.get(f"int{weight_only_bits}", 1.0) if weight_only_bits else 1.0
+    total = 0.0
+    for o in ops:
+        kind = o.kind
+        if kind in GEMM_KINDS:
+            c = o.flops / (flops_per_s * f.compute)
+            m = o.weight_bytes / (bw * wq) + (o.bytes - o.weight_bytes) / bw
+            total += _join(c, m, f.gemm_ridge_exponent)
+        elif kind == "attention":
+            if decode:
+                c = o.flops / (flops_per_s * f.compute)
+                m = o.bytes / (bw * f.attention_decode)
+            else:
+                c = o.flops / (flops_per_s * f.compute * f.attention_prefill)
+                m = o.bytes / bw
+            total += _join(c, m, f.gemm_ridge_exponent)
+        else:
+            total += max(o.flops / (flops_per_s * f.compute), o.bytes / bw)
+    return total
+
+
+@dataclass(frozen=True)
+class StepCost:
+    ideal_s: float
+    expected_s: float
+    parts: Mapping[str, float] = field(hash=False)  # seconds each factor adds; Σ = expected − ideal
+    allreduce_calls: int = 0
+
+    def __add__(self, other: "StepCost") -> "StepCost":
+        return StepCost(self.ideal_s + other.ideal_s, self.expected_s + other.expected_s,
+                        {k: self.parts.get(k, 0.0) + other.parts.get(k, 0.0) for k in FACTORS},
+                        self.allreduce_calls + other.allreduce_calls)
+
+    def scaled(self, n: float) -> "StepCost":
+        return StepCost(self.ideal_s * n, self.expected_s * n, {k: v * n for k, v in self.parts.items()},
+                        int(round(self.allreduce_calls * n)))
+
+
+ZERO = StepCost(0.0, 0.0, {k: 0.0 for k in FACTORS}, 0)
+
+
+def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequences: int,
+              allreduce_bytes: int = 0, allreduce_calls: int = 0, weight_only_bits: int | None = None) -> StepCost:
+    """Ideal and expected seconds of one rank's step (``ops`` already sharded), and each factor's share."""
+    flops_per_s = hw.peak_flops_for(compute_key)
+    bytes_per_s = hw.memory_bandwidth_bytes_per_s
+    stages = [ops_time_s(ops, flops_per_s, bytes_per_s, _stage(f, n), decode=decode,
+                         weight_only_bits=weight_only_bits if n >= 4 else None) for n in range(5)]
+    parts = {FACTORS[i]: stages[i + 1] - stages[i] for i in range(4)}
+    ar_ideal = ar_bw = 0.0
+    if allreduce_bytes:
+        if not hw.interconnect_bytes_per_s:
+            from planner.analysis.errors import OptionError
+
+            raise OptionError(f"hardware profile '{hw.name}' has no interconnect bandwidth for tensor parallelism",
+                              "add 'interconnect: 450 GB/s' to the profile or use --tp 1")
+        ar_ideal = allreduce_bytes / hw.interconnect_bytes_per_s
+        ar_bw = allreduce_bytes / (hw.interconnect_bytes_per_s * f.interconnect)
+    parts["all-reduce bandwidth"] = ar_bw - ar_ideal
+    parts["all-reduce latency"] = allreduce_calls * f.allreduce_latency_s if allreduce_bytes else 0.0
+    parts["step overhead"] = f.step_overhead_s + f.step_overhead_per_sequence_s * sequences
+    ideal = stages[0] + ar_ideal
+    expected = ideal + sum(parts.values())
+    return StepCost(ideal, expected, parts, allreduce_calls if allreduce_bytes else 0)
+
+
+__all__ = ["FACTORS", "Factors", "IDEAL", "StepCost", "ZERO", "device_defaults", "factors_for", "ops_time_s",
+           "step_cost"]

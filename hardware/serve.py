@@ -1,0 +1,360 @@
+"""``serve``: one deployment scenario on a named engine -- memory, time to first token, time per output
+token, end-to-end latency and throughput, expected beside ideal, with the gap explained by factor.
+
+The step model (``StepModel``) is the one every command uses: it prices one engine step of any shape
+(prefill pieces and decode sequences) on one rank of a tensor-parallel replica, as
+``hardware.expected.step_cost`` of the sharded ``analysis.trace.step_ops``. ``simulate`` runs the
+scenario the issue defines:
+
+- ``concurrency`` requests of ``input_len`` prompt tokens arrive together on each replica (``--gpus N
+  --tp T``: ``N/T`` replicas share the requests evenly);
+- they run in waves of at most ``max_num_seqs`` sequences and of as many as the KV pool holds at
+  ``input_len + output_len`` tokens each (vLLM would preempt instead; waves are the simple bound);
+- a wave's prompts are prefilled first come first served in chunks of ``max_num_batched_tokens``
+  tokens (chunked prefill; a step may hold the end of one prompt and the start of the next); a
+  request's first token comes at the end of the step that completes its prompt;
+- then ``output_len − 1`` decode steps of the whole wave, the context growing by one each step,
+  summed step by step (the sum is taken over at most 16 equal segments at their middle context,
+  exact for the linear parts of a step);
+- TTFT and TPOT are means over requests: ``tpot = (e2e − ttft) / (output_len − 1)``;
+- throughput is every output token of every replica over the time the last wave ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from .expected import FACTORS, ZERO, Factors, StepCost, step_cost
+
+DECODE_SEGMENTS = 16
+
+
+class StepModel:
+    """Prices engine steps of one model on one rank of a ``plan.tp``-GPU replica."""
+
+    def __init__(self, a, hw, plan, factors: Factors):
+        from planner.analysis.spec import MLA
+
+        self.a, self.hw, self.plan, self.f = a, hw, plan, factors
+        self.compute_key = a.fmt.compute.compute
+        q = a.fmt.quant
+        self.weight_only_bits = (q.bits if q is not None and q.bits <= 8 and a.fmt.compute.name in ("bf16", "fp16", "fp32")
+                                 else None)
+        self.allreduce_calls = 2 * a.spec.num_layers + 2 if plan.tp > 1 else 0  # two per layer, embedding, logits
+        self.has_mla = any(isinstance(layer.mixer, MLA) for layer in a.spec.layers)
+        self._cache: dict = {}
+
+    def _ops(self, batch: int, new: int, cached: int) -> list:
+        from planner.analysis.parallel import shard_ops
+        from planner.analysis.trace import step_ops
+
+        a = self.a
+        return shard_ops(step_ops(a.spec, a.fmt, a.kv.dtype, batch=batch, new_tokens=new, cached_tokens=cached,
+                                  state_dtype=a.kv.state_dtype), self.plan)
+
+    def _ar_bytes(self, tokens: int) -> int:
+        from planner.analysis.parallel import allreduce_bytes_per_gpu
+
+        return allreduce_bytes_per_gpu(self.a.spec, tokens, self.a.fmt.act.bits // 8, self.plan.tp)
+
+    def decode(self, batch: int, context: int) -> StepCost:
+        """One decode step of ``batch`` sequences that hold ``context`` tokens each."""
+        key = ("d", batch, context)
+        if key not in self._cache:
+            ops = self._ops(batch, 1, context)
+            self._cache[key] = step_cost(ops, self.hw, self.compute_key, self.f, decode=True, sequences=batch,
+                                         allreduce_bytes=self._ar_bytes(batch), allreduce_calls=self.allreduce_calls,
+                                         weight_only_bits=self.weight_only_bits)
+        return self._cache[key]
+
+    def prefill(self, pieces: Mapping[tuple[int, int], int]) -> StepCost:
+        """One step of prompt pieces: ``{(new tokens, cached tokens): sequences}``. Weights, FFN and
+        projections run once over all the step's tokens; attention per piece."""
+        key = ("p", tuple(sorted(pieces.items())))
+        if key in self._cache:
+            return self._cache[key]
+        tokens = sum(n * k for (n, _), k in pieces.items())
+        seqs = sum(pieces.values())
+        ops = [o for o in self._ops(1, tokens, 0) if o.kind != "attention"]
+        for (n, c), k in pieces.items():
+            ops.extend(o for o in self._ops(k, n, c) if o.kind == "attention")
+        cost = step_cost(ops, self.hw, self.compute_key, self.f, decode=False, sequences=seqs,
+                         allreduce_bytes=self._ar_bytes(tokens), allreduce_calls=self.allreduce_calls,
+                         weight_only_bits=self.weight_only_bits)
+        self._cache[key] = cost
+        return cost
+
+    def decode_run(self, batch: int, first_context: int, steps: int) -> StepCost:
+        """Σ of ``steps`` decode steps at contexts first_context .. first_context + steps − 1."""
+        if steps <= 0:
+            return ZERO
+        segs = min(steps, DECODE_SEGMENTS)
+        total = ZERO
+        start = 0
+        for i in range(segs):
+            end = steps * (i + 1) // segs
+            n = end - start
+            mid = first_context + (start + end - 1) // 2
+            total = total + self.decode(batch, mid).scaled(n)
+            start = end
+        return total
+
+
+@dataclass(frozen=True)
+class Scenario:
+    input_len: int
+    output_len: int
+    concurrency: int
+
+    def check(self) -> None:
+        from planner.analysis.errors import OptionError
+
+        if self.input_len < 1:
+            raise OptionError(f"--input-len must be >= 1, got {self.input_len}")
+        if self.output_len < 1:
+            raise OptionError(f"--output-len must be >= 1, got {self.output_len}")
+        if self.concurrency < 1:
+            raise OptionError(f"--concurrency must be >= 1, got {self.concurrency}")
+
+
+@dataclass(frozen=True)
+class Latency:
+    ttft_s: float
+    tpot_s: float | None
+    e2e_s: float
+    output_tokens_per_s: float
+
+    def to_dict(self) -> dict:
+        return {"ttft_s": self.ttft_s, "tpot_s": self.tpot_s, "e2e_s": self.e2e_s,
+                "output_tokens_per_s": self.output_tokens_per_s}
+
+
+@dataclass(frozen=True)
+class ServeResult:
+    scenario: Scenario
+    replicas: int
+    per_replica: int  # requests each replica serves
+    wave: int  # sequences running together
+    waves: int
+    prefill_steps: int
+    expected: Latency
+    ideal: Latency
+    explain: Mapping[str, Mapping[str, float]] = field(hash=False)  # latency key -> factor -> seconds
+    decode_step: StepCost | None = None  # the first decode step of a full wave
+    notes: tuple[str, ...] = ()
+
+
+def _mean_cost(costs: list[StepCost]) -> StepCost:
+    total = ZERO
+    for c in costs:
+        total = total + c
+    return total.scaled(1 / len(costs))
+
+
+def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1) -> ServeResult:
+    """The scenario of the module docstring on ``model`` with the engine memory ``mem`` (``EngineMemory``)."""
+    from planner.analysis.errors import OptionError
+
+    scenario.check()
+    I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
+    notes = []
+    per_replica = -(-C // replicas)
+    if replicas > 1:
+        notes.append(f"{C} requests over {replicas} replicas: {per_replica} per replica")
+    if I + O > mem.max_model_len:
+        raise OptionError(f"--input-len + --output-len ({I + O:,}) exceed --max-model-len ({mem.max_model_len:,})",
+                          "raise --max-model-len or shorten the request")
+    fit = mem.max_batch(I + O)
+    wave = min(per_replica, mem.max_num_seqs, fit)
+    if wave < 1:
+        raise OptionError("not even one request fits in the KV pool", "use more GPUs or a shorter request")
+    waves = -(-per_replica // wave)
+    if waves > 1:
+        why = "max_num_seqs" if wave == mem.max_num_seqs else "the KV pool"
+        notes.append(f"{per_replica} requests run in {waves} waves of at most {wave} ({why} limits them)")
+    chunk = mem.max_num_batched_tokens
+
+    ttfts: list[StepCost] = []
+    e2es: list[StepCost] = []
+    offset = ZERO
+    prefill_steps = 0
+    decode_first = None
+    left = per_replica
+    while left > 0:
+        n = min(wave, left)
+        left -= n
+        # chunked prefill, first come first served
+        remaining = [I] * n
+        done = [0] * n
+        finish = [None] * n
+        t = offset
+        r = 0
+        while r < n:
+            budget = chunk
+            pieces: dict[tuple[int, int], int] = {}
+            completed = []
+            j = r
+            while budget > 0 and j < n:
+                take = min(remaining[j], budget)
+                pieces[(take, done[j])] = pieces.get((take, done[j]), 0) + 1
+                remaining[j] -= take
+                done[j] += take
+                budget -= take
+                if remaining[j] == 0:
+                    completed.append(j)
+                    j += 1
+                else:
+                    break
+            t = t + model.prefill(pieces)
+            prefill_steps += 1
+            for k in completed:
+                finish[k] = t
+            while r < n and remaining[r] == 0:
+                r += 1
+        dec = model.decode_run(n, I, O - 1)
+        if decode_first is None and O > 1:
+            decode_first = model.decode(n, I)
+        end = t + dec
+        ttfts.extend(finish)
+        e2es.extend([end] * n)
+        offset = end
+    ttft = _mean_cost(ttfts)
+    e2e = _mean_cost(e2es)
+    makespan = offset
+    total_tokens = C * O
+
+    def lat(pick) -> Latency:
+        tt, ee, ms = pick(ttft), pick(e2e), pick(makespan)
+        return Latency(tt, (ee - tt) / (O - 1) if O > 1 else None, ee, total_tokens / ms if ms else 0.0)
+
+    expected = lat(lambda c: c.expected_s)
+    ideal = lat(lambda c: c.ideal_s)
+    explain = {
+        "ttft_s": dict(ttft.parts),
+        "tpot_s": {k: (e2e.parts[k] - ttft.parts[k]) / (O - 1) for k in FACTORS} if O > 1 else None,
+        "e2e_s": dict(e2e.parts),
+    }
+    return ServeResult(scenario, replicas, per_replica, wave, waves, prefill_steps, expected, ideal, explain,
+                       decode_first, tuple(notes))
+
+
+__all__ = ["StepModel", "Scenario", "Latency", "ServeResult", "simulate"]
+
+
+# ---- one call for the CLI, the benchmark and other commands ---------------------------------------
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Everything ``planner serve`` answers: the analysis, the engine's memory, the simulation
+    (None when the model does not fit), the fewest GPUs that would hold it, and notes."""
+
+    analysis: object
+    engine: object
+    hardware: object
+    tp: int
+    replicas: int
+    memory: object  # EngineMemory
+    factors: Factors
+    result: ServeResult | None
+    fewest_gpus: int | None
+    notes: tuple[str, ...]
+
+
+def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None = None, dtype: str | None = None,
+          kv_dtype: str | None = None, gpu_memory_utilization: float | None = None, max_model_len: int | None = None,
+          max_num_batched_tokens: int | None = None, input_len: int = 1024, output_len: int = 128,
+          concurrency: int = 1, factors: Factors | None = None) -> Deployment:
+    """Plan one deployment of ``spec`` on ``gpus`` × ``hw`` under ``engine`` (see the module docstring)."""
+    from planner.analysis.analyze import Options, analyze
+    from planner.analysis.errors import OptionError
+    from planner.analysis.parallel import tp_plan
+
+    from .engine import check_kv_dtype, engine_memory, fewest_gpus, load_engine
+    from .expected import factors_for
+
+    eng = load_engine(engine)
+    check_kv_dtype(eng, kv_dtype)
+    notes: list[str] = []
+    if tp is None:  # the widest tensor-parallel degree the model's heads allow; the rest are replicas
+        tp = gpus
+        for cand in sorted((t for t in range(1, gpus + 1) if gpus % t == 0), reverse=True):
+            try:
+                tp_plan(spec, cand)
+            except OptionError:
+                continue
+            tp = cand
+            break
+        if tp != gpus:
+            notes.append(f"--gpus {gpus}: tensor parallel {tp} (the widest the heads split into) × {gpus // tp} replicas")
+    if tp < 1 or gpus < 1 or gpus % tp:
+        raise OptionError(f"--gpus {gpus} is not a multiple of --tp {tp}")
+    replicas = gpus // tp
+    if dtype is None and eng.fp32_served_as and spec.quant is None and (spec.torch_dtype or "").lower() in (
+            "float32", "fp32", "float"):
+        dtype = eng.fp32_served_as
+        notes.append(f"{eng.display_name} serves this fp32 checkpoint in {dtype} (dtype auto)")
+    a = analyze(spec, Options(context=input_len + output_len, batch=1, dtype=dtype, kv_dtype=kv_dtype))
+    notes.extend(n for n in a.notes if not n.startswith("--context"))
+    plan = tp_plan(spec, tp)
+    notes.extend(plan.notes)
+    kw = dict(gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
+              max_num_batched_tokens=max_num_batched_tokens)
+    mem = engine_memory(a, hw, eng, plan, **kw)
+    f = factors if factors is not None else factors_for(hw, eng)
+    result = None
+    fewest = None
+    if not mem.fits:
+        fewest = fewest_gpus(a, hw, eng, **kw)
+        if mem.kv_pool_bytes <= 0:
+            notes.append(f"does not fit: the weights and the engine's own memory exceed its cap on each of {tp} GPU(s)")
+        else:
+            notes.append(f"does not fit: the KV pool holds {mem.kv_capacity_tokens:,} tokens, less than one "
+                         f"--max-model-len sequence ({mem.max_model_len:,}); lower --max-model-len or add GPUs")
+        if fewest is not None:
+            notes.append(f"the fewest GPUs that hold it on {hw.name}: {fewest} (tensor parallel {fewest})")
+        else:
+            notes.append(f"no tensor-parallel degree up to 64 holds it on {hw.name}")
+    else:
+        result = simulate(StepModel(a, hw, plan, f), mem, Scenario(input_len, output_len, concurrency),
+                          replicas=replicas)
+        notes.extend(result.notes)
+    notes.extend(mem.notes)
+    return Deployment(a, eng, hw, tp, replicas, mem, f, result, fewest, tuple(dict.fromkeys(notes)))
+
+
+def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
+    from .engine import memory_dict
+
+    r = d.result
+    null_lat = {"ttft_s": None, "tpot_s": None, "e2e_s": None}
+    return {
+        "schema_version": 1,
+        "model": model_id or d.analysis.spec.name,
+        "engine": {"name": d.engine.name, "display_name": d.engine.display_name, "version": d.engine.version},
+        "hardware": d.hardware.name,
+        "layout": {"gpus": d.tp * d.replicas, "tp": d.tp, "replicas": d.replicas},
+        "settings": {
+            "weights_dtype": d.analysis.fmt.describe(), "kv_dtype": d.analysis.kv.dtype.name,
+            "gpu_memory_utilization": d.memory.fraction, "max_model_len": d.memory.max_model_len,
+            "max_num_batched_tokens": d.memory.max_num_batched_tokens, "max_num_seqs": d.memory.max_num_seqs,
+            "input_len": r.scenario.input_len if r else None, "output_len": r.scenario.output_len if r else None,
+            "concurrency": r.scenario.concurrency if r else None,
+        },
+        "fits": d.memory.fits,
+        "fewest_gpus": d.fewest_gpus,
+        "memory": memory_dict(d.memory),
+        "latency": {k: v for k, v in r.expected.to_dict().items() if k != "output_tokens_per_s"} if r else null_lat,
+        "throughput": {"output_tokens_per_s": r.expected.output_tokens_per_s if r else None},
+        "ideal": ({k: v for k, v in r.ideal.to_dict().items()} if r else {**null_lat, "output_tokens_per_s": None}),
+        "explain": dict(r.explain) if r else None,
+        "waves": r.waves if r else None,
+        "wave_sequences": r.wave if r else None,
+        "prefill_steps": r.prefill_steps if r else None,
+        "factors": d.factors.to_dict(),
+        "notes": list(d.notes),
+    }
+
+
+__all__ += ["Deployment", "serve", "deployment_dict"]

@@ -1,0 +1,262 @@
+"""Engine memory accounting against engines' published breakdowns, the expected-time arithmetic against
+hand-computed cases, and ``planner serve`` on the five models of compare (no timing assertions)."""
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from planner.analysis.analyze import Options, analyze
+from planner.analysis.parallel import tp_plan
+from planner.analysis.spec import QuantSpec, Tensor
+from planner.analysis.trace import Op
+from planner.hardware.engine import (engine_memory, fewest_gpus, kv_bytes_per_token_per_gpu, load_engine,
+                                     mxfp4_padded_bytes)
+from planner.hardware.expected import FACTORS, IDEAL, Factors, step_cost
+from planner.hardware.profiles import load_profile
+from planner.hardware.serve import serve
+from tests.clirun import run
+from tests.test_cli_compare import FIVE
+
+GiB = 2**30
+
+
+def _model(name):
+    from planner.cli.common import load_model
+
+    return load_model(name).spec
+
+
+def gib2(x: int) -> str:
+    """As vLLM prints GiB: two decimals."""
+    return f"{x / GiB:.2f}"
+
+
+# ---- memory, line by line -------------------------------------------------------------------------
+
+
+def test_vllm_h100_llama_8b_log_line_by_line():
+    """vLLM's profiling lines for Llama-3.1-8B on one H100 80GB HBM3 at the defaults:
+    'total_gpu_memory (79.11GiB) x gpu_memory_utilization (0.90) = 71.20GiB; model weights take 14.99GiB;
+    non_torch_memory takes 0.32GiB; PyTorch activation peak memory takes 1.21GiB; the rest of the memory
+    reserved for KV Cache is 54.68GiB. GPU KV cache size: 447,776 tokens, Maximum concurrency for 8,192
+    tokens per request: 54.66x'."""
+    spec = _model("llama-3.1-8b")
+    a = analyze(spec, Options())
+    m = engine_memory(a, load_profile("h100-sxm"), load_engine("vllm"), tp_plan(spec, 1), max_model_len=8192)
+    assert gib2(m.visible_bytes) == "79.11"
+    assert gib2(m.budget_bytes) == "71.20"
+    assert gib2(m.weights_bytes) == "14.99"  # counted 14.96 GiB + the 32 MiB RoPE cache
+    assert abs(m.activation_bytes / GiB - 1.21) < 0.03
+    assert abs(m.non_torch_bytes / GiB - 0.32) < 0.1
+    assert abs(m.kv_pool_bytes / GiB - 54.68) / 54.68 < 0.01
+    assert abs(m.kv_capacity_tokens - 447_776) / 447_776 < 0.01
+    assert m.kv_capacity_tokens % 16 == 0
+    assert abs(m.max_concurrency - 54.66) / 54.66 < 0.01
+    # the breakdown adds up: cap = weights + activation + non-torch + KV pool
+    assert m.budget_bytes == m.weights_bytes + m.activation_bytes + m.non_torch_bytes + m.kv_pool_bytes
+
+
+def test_rope_cache_is_32_mib_at_128k():
+    spec = _model("llama-3.1-8b")
+    a = analyze(spec, Options())
+    m = engine_memory(a, load_profile("h100-sxm"), load_engine("vllm"), tp_plan(spec, 1))
+    assert m.rope_cache_bytes == 131072 * 128 * 2 == 32 * 2**20
+
+
+def test_sglang_mem_fraction_static_default_and_pool():
+    """server_args.py: H100 (gpu_mem 81,559 MiB < 90 GiB): reserved 9.5 GiB + 0.5 GiB × tp."""
+    spec = _model("llama-3.1-8b")
+    hw = load_profile("h100-sxm")
+    eng = load_engine("sglang")
+    assert eng.default_fraction(hw, 1) == round((81559 - 10240) / 81559, 3)
+    assert eng.default_fraction(hw, 8) == round((81559 - (9.5 + 4) * 1024) / 81559, 3)
+    a = analyze(spec, Options())
+    m = engine_memory(a, hw, eng, tp_plan(spec, 1))
+    # KV = mem_fraction_static x free before the weights - weights (model_runner.profile_max_num_token)
+    free_before = m.visible_bytes - m.non_torch_bytes
+    assert m.kv_pool_bytes == int(m.fraction * free_before) - m.weights_bytes
+    assert m.kv_capacity_tokens == m.kv_pool_bytes // (32 * 8 * 128 * 2 * 2)  # page size 1
+
+
+def test_trtllm_free_fraction():
+    spec = _model("llama-3.1-8b")
+    hw = load_profile("h100-sxm")
+    m = engine_memory(analyze(spec, Options()), hw, load_engine("trtllm"), tp_plan(spec, 1))
+    free_after = m.visible_bytes - m.non_torch_bytes - m.weights_bytes - m.activation_bytes - m.cuda_graph_bytes
+    assert m.kv_pool_bytes == int(0.9 * free_after)
+    assert m.kv_capacity_tokens % 32 == 0  # tokens_per_block
+
+
+def test_ideal_engine_is_device_minus_weights():
+    spec = _model("llama-3.1-8b")
+    hw = load_profile("h100-sxm")
+    a = analyze(spec, Options())
+    m = engine_memory(a, hw, load_engine("ideal"), tp_plan(spec, 1))
+    assert m.kv_pool_bytes == hw.memory_bytes - a.weights_bytes
+    assert m.kv_capacity_tokens == m.kv_pool_bytes // a.kv.bytes_per_token
+
+
+def test_device_memory_as_nvidia_smi_reports_it():
+    for name, mib in (("h100-sxm", 81559), ("a100-40gb", 40960), ("rtx-4090", 24564), ("l4", 23034)):
+        assert load_profile(name).memory_bytes == mib * 2**20
+
+
+def test_flashmla_fp8_cache_is_656_bytes_per_layer():
+    spec = _model("deepseek-v3")
+    a = analyze(spec, Options(kv_dtype="fp8"))
+    plan = tp_plan(spec, 8)
+    assert kv_bytes_per_token_per_gpu(a, plan, load_engine("vllm")) == 61 * (512 + 4 * 4 + 64 * 2) == 61 * 656
+    assert kv_bytes_per_token_per_gpu(a, plan, load_engine("sglang")) == 61 * 576  # plain fp8 latent + rope
+
+
+def test_mxfp4_padding_hidden_2880_to_3072():
+    q = QuantSpec("mxfp4", 4)
+    down = Tensor("x.experts.down_proj", (32, 2880, 2880), "expert")
+    padded = mxfp4_padded_bytes(down, q, 1, 256, 64)
+    # (E, 3072, 2880): 4-bit values + one byte per 32
+    assert padded == 32 * (3072 * 2880 // 2 + 3072 * 2880 // 32)
+    spec = _model("gpt-oss-20b")
+    a = analyze(spec, Options())
+    m = engine_memory(a, load_profile("h100-sxm"), load_engine("vllm"), tp_plan(spec, 1))
+    assert 1.03 < (m.counted_weights_bytes + m.padding_bytes) / a.weights_bytes < 1.09
+
+
+def test_awq_int4_recipe_matches_a_real_checkpoint():
+    """hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4 safetensors: 5.73 GB."""
+    a = analyze(_model("llama-3.1-8b"), Options(dtype="int4"))
+    assert round(a.weights_bytes / 1e9, 2) == 5.73
+    assert "AWQ" in a.fmt.describe()
+    assert any("embeddings and lm_head in 16 bit" in n for n in a.notes)
+
+
+def test_fp32_checkpoint_served_in_bf16():
+    d = serve(_model("gemma-2-9b"), load_profile("h100-sxm"), engine="vllm")
+    assert d.analysis.fmt.base.name == "bf16"
+    assert any("fp32 checkpoint" in n for n in d.notes)
+
+
+def test_kv_dtype_only_what_engines_offer():
+    run("serve", "llama-3.1-8b", "--kv-dtype", "int8").assert_error("--kv-dtype", "vLLM")
+    assert run("serve", "llama-3.1-8b", "--kv-dtype", "fp8", "--json").code == 0
+
+
+def test_max_model_len_capped_at_max_position_embeddings():
+    run("serve", "llama-3.1-8b", "--max-model-len", "200000").assert_error("max_position_embeddings")
+
+
+def test_does_not_fit_names_the_fewest_gpus():
+    r = run("serve", "deepseek-v3", "--gpus", "8", "--hardware", "h100-sxm", "--json")
+    d = r.json
+    assert d["fits"] is False and d["latency"]["tpot_s"] is None and d["throughput"]["output_tokens_per_s"] is None
+    assert d["fewest_gpus"] == 16  # 627 GiB of fp8 weights: 78 GiB per GPU at tp 8 exceeds 0.9 × 79 GiB
+    spec = _model("deepseek-v3")
+    assert fewest_gpus(analyze(spec, Options()), load_profile("h200-sxm"), load_engine("vllm")) == 8
+
+
+# ---- expected-time arithmetic ---------------------------------------------------------------------
+
+
+class HW:
+    name = "test"
+    memory_bandwidth_bytes_per_s = 1e12
+    interconnect_bytes_per_s = 1e11
+
+    def peak_flops_for(self, key):
+        return 1e15
+
+
+def test_gemm_p_norm_and_factor_parts_hand_computed():
+    op = Op("gate_proj", "matmul", "ffn", 0, flops=2 * 10**12, weight_bytes=10**9)
+    f = Factors(memory_bandwidth=0.5, compute=0.5, gemm_ridge_exponent=2.0)
+    c = step_cost([op], HW(), "bf16", f, decode=True, sequences=1)
+    assert c.ideal_s == pytest.approx(2e-3)  # max(2 ms compute, 1 ms memory)
+    assert c.expected_s == pytest.approx(math.sqrt(4e-3**2 + 2e-3**2))  # c' = 4 ms, m' = 2 ms
+    assert c.parts["bandwidth efficiency"] == pytest.approx(0.0)  # still compute-bound at 2 ms
+    assert c.parts["GEMM efficiency"] == pytest.approx(math.sqrt(20) * 1e-3 - 2e-3)
+    assert sum(c.parts.values()) == pytest.approx(c.expected_s - c.ideal_s)
+
+
+def test_allreduce_latency_times_count_plus_bytes_over_bandwidth():
+    f = Factors(interconnect=0.5, allreduce_latency_s=20e-6, step_overhead_s=2e-3, step_overhead_per_sequence_s=1e-5)
+    c = step_cost([], HW(), "bf16", f, decode=True, sequences=4, allreduce_bytes=10**8, allreduce_calls=160)
+    assert c.ideal_s == pytest.approx(1e-3)  # 100 MB / 100 GB/s
+    assert c.parts["all-reduce bandwidth"] == pytest.approx(1e-3)  # at half the bandwidth
+    assert c.parts["all-reduce latency"] == pytest.approx(160 * 20e-6)
+    assert c.parts["step overhead"] == pytest.approx(2e-3 + 4e-5)
+    assert c.expected_s == pytest.approx(1e-3 + 1e-3 + 3.2e-3 + 2.04e-3)
+
+
+def test_weight_only_and_attention_factors():
+    gemv = Op("up_proj", "matmul", "ffn", 0, flops=2 * 10**6, weight_bytes=10**9, act_read_bytes=10**6)
+    attn = Op("attention", "attention", "attention", 0, flops=10**6, kv_read_bytes=10**9)
+    f = Factors(memory_bandwidth=0.8, weight_only={"int4": 0.5}, attention_decode=0.5)
+    c = step_cost([gemv, attn], HW(), "bf16", f, decode=True, sequences=1, weight_only_bits=4)
+    m_gemv = 1e9 / (0.8e12 * 0.5) + 1e6 / 0.8e12
+    m_attn = 1e9 / (0.8e12 * 0.5)
+    assert c.expected_s == pytest.approx(m_gemv + m_attn, rel=1e-6)
+    assert c.parts["weight-only kernels"] == pytest.approx(1e9 / 0.8e12, rel=1e-6)
+    assert c.parts["attention kernels"] == pytest.approx(1e9 / 0.8e12, rel=1e-6)
+
+
+def test_ideal_engine_has_no_gap():
+    d = serve(_model("llama-3.1-8b"), load_profile("h100-sxm"), engine="ideal", concurrency=4,
+              input_len=512, output_len=16)
+    r = d.result
+    assert r.expected == r.ideal
+    assert all(v == 0 for v in r.explain["e2e_s"].values())
+
+
+# ---- serve on the five models of compare ----------------------------------------------------------
+
+KEYS = (("memory", "kv_capacity_tokens"), ("memory", "per_gpu", "weights_bytes"), ("latency", "ttft_s"),
+        ("latency", "tpot_s"), ("latency", "e2e_s"), ("throughput", "output_tokens_per_s"), ("ideal", "ttft_s"),
+        ("ideal", "tpot_s"), ("ideal", "e2e_s"))
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
+def test_serve_five_models_on_1_2_4_8_gpus(engine):
+    from planner.hardware.serve import deployment_dict
+
+    hw = load_profile("h100-sxm")
+    for model in FIVE:
+        spec = _model(model)
+        for gpus in (1, 2, 4, 8):
+            d = deployment_dict(serve(spec, hw, engine=engine, gpus=gpus, input_len=256, output_len=4,
+                                      concurrency=8, max_model_len=8192))
+            for path in KEYS:
+                v = d
+                for k in path:
+                    v = v[k]
+                assert v is not None and v > 0, (model, gpus, path)
+            assert d["latency"]["tpot_s"] >= d["ideal"]["tpot_s"]
+            total = sum(d["explain"]["e2e_s"].values())
+            assert total == pytest.approx(d["latency"]["e2e_s"] - d["ideal"]["e2e_s"], rel=1e-6)
+
+
+def test_serve_cli_json_and_words():
+    r = run("serve", "llama-3.1-8b", "--gpus", "2", "--concurrency", "8", "--input-len", "512", "--output-len", "32",
+            "--max-model-len", "8192", "--json")
+    d = r.json
+    assert d["schema_version"] == 1 and d["layout"] == {"gpus": 2, "tp": 2, "replicas": 1}
+    assert set(d["explain"]["tpot_s"]) == set(FACTORS)
+    t = run("serve", "llama-3.1-8b", "--gpus", "2", "--concurrency", "8", "--input-len", "512", "--output-len", "32",
+            "--max-model-len", "8192")
+    assert t.code == 0
+    assert "per token on vLLM (ideal" in t.out and "all-reduce latency 66 × 20 µs" in t.out
+
+
+def test_no_torch_for_serve():
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom planner.cli.app import app\n"
+            "res = CliRunner().invoke(app, ['serve', 'llama-3.1-8b', '--json'])\n"
+            "assert res.exit_code == 0, res.output\n"
+            "assert 'torch' not in sys.modules and 'numpy' not in sys.modules\nprint('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, PYTHONPATH=str(root)))
+    assert out.returncode == 0, out.stderr
