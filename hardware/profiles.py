@@ -460,8 +460,8 @@ def profile_from_data(
     compute_efficiency = None if comp_eff is None else units.parse_fraction(comp_eff, field="efficiency.compute", where=where)
     interconnect_efficiency = None if ic_eff is None else units.parse_fraction(ic_eff, field="efficiency.interconnect", where=where)
     ridge = eff.get("gemm_ridge_exponent")
-    if ridge is not None and (isinstance(ridge, bool) or not isinstance(ridge, (int, float)) or not math.isfinite(ridge)
-                              or ridge < 1):
+    if ridge is not None and (isinstance(ridge, bool) or not isinstance(ridge, (int, float))
+                              or not (1 <= ridge <= 1e6)):
         raise HardwareError(f"{where}: field 'efficiency.gemm_ridge_exponent' = {ridge!r} is not a number >= 1",
                             "use e.g. 2 (1: compute and memory time add; large: the roofline's max)")
     ar = data.get("allreduce_latency")

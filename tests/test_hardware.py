@@ -241,7 +241,7 @@ def test_documented_datasheet_values():
     assert h100.peak_flops_per_s["bf16"] == 989.4e12
     assert h100.peak_flops_per_s["fp8"] == 1978.9e12
     assert h100.memory_bandwidth_bytes_per_s == 3.35e12
-    assert h100.memory_bytes == 80 * GiB  # physical HBM (the "80GB" label is binary)
+    assert h100.memory_bytes == 81559 * 2**20  # as nvidia-smi reports it (ECC on); the label says 80 GB
     assert h100.interconnect_bytes_per_s == 450e9  # NVLink 4: 900 GB/s total = 450 per direction
     # NVIDIA A100 datasheet: BF16 312 TFLOPS dense (624 sparse); 80GB SXM 2,039 GB/s; no FP8.
     a100 = load_profile("a100-80gb")
@@ -736,7 +736,7 @@ def test_cli_list_csv_and_markdown(cli):
     assert rows[0][:3] == ["name", "device", "memory (GiB)"]
     assert len(rows) - 1 == len(list_profiles())
     h100 = next(row for row in rows if row[0] == "h100-sxm")
-    assert float(h100[2]) == 80.0 and float(h100[4]) == 989.4
+    assert float(h100[2]) == round(81559 / 1024, 3) and float(h100[4]) == 989.4
     md = cli("list", "--format", "markdown")
     assert md.exit_code == 0 and md.stdout.startswith("| name | device |")
 
@@ -748,7 +748,7 @@ def test_cli_show(cli):
     assert "Sources" in r.stdout and "Notes" in r.stdout
     doc = json.loads(cli("show", "h100", "--json").stdout)
     assert doc["schema_version"] == 1
-    assert doc["profile"]["name"] == "h100-sxm" and doc["profile"]["memory_bytes"] == 80 * GiB
+    assert doc["profile"]["name"] == "h100-sxm" and doc["profile"]["memory_bytes"] == 81559 * 2**20
     rows = list(csv.reader(io.StringIO(cli("show", "a100-80gb", "-f", "csv").stdout)))
     assert rows[0] == ["field", "value"]
     assert any(row[0] == "source" for row in rows)
