@@ -115,6 +115,7 @@ class Numerics:
     residual_multiplier: float = 1.0  # Granite
     attention_multiplier: float | None = None  # Granite: the softmax scale
     logits_scaling: float = 1.0  # Granite: logits are divided by it
+    logit_scale: float = 1.0  # Cohere: logits are multiplied by it
     mla_norm_eps: float = 1e-6  # DeepSeek's q_a / kv_a layernorms use the class default eps
 
 
@@ -198,6 +199,7 @@ class Attention:
     rotary_dim: int = 0
     rope_theta: float = 10000.0
     sinks: bool = False
+    qk_norm_per_head: bool = False  # Cohere: LayerNorms with a (heads, head_dim) weight, over head_dim
 
     kind = MixerKind.ATTENTION
 
@@ -232,10 +234,13 @@ class Attention:
             _linear(out, f"{prefix}.k_proj", self.k_dim, h, self.k_bias)
             _linear(out, f"{prefix}.v_proj", self.v_dim, h, self.v_bias)
         _linear(out, f"{prefix}.o_proj", h, self.o_in, self.o_bias)
+        per_head = self.qk_norm_per_head
         if self.q_norm_dim:
-            out.append(Tensor(f"{prefix}.q_norm.weight", (self.q_norm_dim,), "norm"))
+            shape = (self.num_attention_heads, self.head_dim) if per_head else (self.q_norm_dim,)
+            out.append(Tensor(f"{prefix}.q_norm.weight", shape, "norm"))
         if self.k_norm_dim:
-            out.append(Tensor(f"{prefix}.k_norm.weight", (self.k_norm_dim,), "norm"))
+            shape = (self.num_key_value_heads, self.head_dim) if per_head else (self.k_norm_dim,)
+            out.append(Tensor(f"{prefix}.k_norm.weight", shape, "norm"))
         if self.sinks:
             out.append(Tensor(f"{prefix}.sinks", (self.num_attention_heads,), "other"))
         return out

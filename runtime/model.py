@@ -129,6 +129,22 @@ class LayerNorm(nn.Module):
             return F.layer_norm(x, (self.dim,), self.weight, self.bias, self.eps)
 
 
+class HeadLayerNorm(nn.Module):
+    """Cohere's q/k norm: a bias-free LayerNorm over head_dim, in fp32, with a (heads, head_dim) weight."""
+
+    def __init__(self, heads: int, dim: int, eps: float, dtype=None):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.empty(heads, dim, dtype=dtype))
+
+    def forward(self, x_BTHd):
+        with region("norm"):
+            x32 = x_BTHd.float()
+            x32 = x32 - x32.mean(-1, keepdim=True)
+            y = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+            return (self.weight.float() * y).to(x_BTHd.dtype)
+
+
 def make_norm(norm: Norm, spec: ModelSpec, dtype, eps: float | None = None) -> nn.Module:
     eps = spec.norm_eps if eps is None else eps
     if norm.kind == NormKind.LAYER:
@@ -271,10 +287,14 @@ class SelfAttention(nn.Module):
             self.k_proj = linear(D, m.k_dim, m.k_bias, dtype)
             self.v_proj = linear(D, m.v_dim, m.v_bias, dtype)
         self.o_proj = linear(m.o_in, D, m.o_bias, dtype)
-        if m.q_norm_dim:
-            self.q_norm = RMSNorm(m.q_norm_dim, spec.norm_eps, spec.norm_offset, dtype=dtype)
-        if m.k_norm_dim:
-            self.k_norm = RMSNorm(m.k_norm_dim, spec.norm_eps, spec.norm_offset, dtype=dtype)
+        if m.qk_norm_per_head:  # Cohere: LayerNorm over head_dim with a weight per head and feature
+            self.q_norm = HeadLayerNorm(H, m.head_dim, spec.norm_eps, dtype=dtype)
+            self.k_norm = HeadLayerNorm(K, m.head_dim, spec.norm_eps, dtype=dtype)
+        else:
+            if m.q_norm_dim:
+                self.q_norm = RMSNorm(m.q_norm_dim, spec.norm_eps, spec.norm_offset, dtype=dtype)
+            if m.k_norm_dim:
+                self.k_norm = RMSNorm(m.k_norm_dim, spec.norm_eps, spec.norm_offset, dtype=dtype)
         if m.sinks:
             self.sinks = nn.Parameter(torch.empty(H, dtype=dtype))
         self.rotary = None
@@ -302,10 +322,10 @@ class SelfAttention(nn.Module):
                 q, k, v = self.qkv_proj(x_BTD).split([m.q_dim, m.k_dim, m.v_dim], dim=-1)
             else:
                 q, k, v = self.q_proj(x_BTD), self.k_proj(x_BTD), self.v_proj(x_BTD)
-        if m.q_norm_dim and m.q_norm_dim != d:  # OLMo 2: one norm over all heads' features
+        if m.q_norm_dim and m.q_norm_dim != d and not m.qk_norm_per_head:  # OLMo 2: one norm over all heads' features
             q, k = self.q_norm(q), self.k_norm(k)
         q_BTHd, k_BTKd, v_BTKe = q.view(B, T, H, d), k.view(B, T, K, d), v.view(B, T, K, e)
-        if m.q_norm_dim and m.q_norm_dim == d:  # Qwen 3, Gemma 3: per-head norm over head_dim
+        if m.q_norm_dim and (m.q_norm_dim == d or m.qk_norm_per_head):  # Qwen 3, Gemma 3, Cohere: per head
             q_BTHd, k_BTKd = self.q_norm(q_BTHd), self.k_norm(k_BTKd)
         if self.rotary is not None:
             with region("rope"):
@@ -763,6 +783,8 @@ class Decoder(nn.Module):
             logits = torch.tanh(logits / c) * c
         if self.num.logits_scaling != 1.0:
             logits = logits / self.num.logits_scaling
+        if self.num.logit_scale != 1.0:
+            logits = logits * self.num.logit_scale
         return logits if all_logits else logits[:, 0]
 
     def decode(self, tokens_B1: torch.Tensor, pos: int, cache) -> torch.Tensor:
@@ -800,7 +822,7 @@ def init_random_(model: Decoder, seed: int = 0, std: float = 0.02) -> None:
     for name, p in unique_parameters(model):
         mod_name = name.rsplit(".", 1)[0]
         mod = model.get_submodule(mod_name) if mod_name else model
-        if isinstance(mod, (RMSNorm, LayerNorm)):
+        if isinstance(mod, (RMSNorm, LayerNorm, HeadLayerNorm)):
             if name.endswith(".bias"):
                 p.zero_()
             else:

@@ -62,6 +62,12 @@ CASES = {
                     sliding_window=32),
     "llama4_text": dict(BASE, model_type="llama4_text", head_dim=16, num_local_experts=4, num_experts_per_tok=1,
                         intermediate_size_mlp=256, interleave_moe_layer_step=2, attention_chunk_size=64),
+    # Command R7B's published config names use_embedding_sharing and sliding_window_pattern, not tie/layer_types
+    "cohere2": dict(BASE, model_type="cohere2", sliding_window=64, sliding_window_pattern=4, use_embedding_sharing=True),
+    "cohere2-layer_types-bias": dict(BASE, model_type="cohere2", sliding_window=64, attention_bias=True,
+                                     layer_types=["sliding_attention", "full_attention"] * 2, tie_word_embeddings=False),
+    "cohere": dict(BASE, model_type="cohere", use_embedding_sharing=True),
+    "cohere-qk_norm-untied": dict(BASE, model_type="cohere", use_qk_norm=True, tie_word_embeddings=False),
 }
 
 
@@ -83,6 +89,9 @@ def kv_per_token_layer(m) -> int:
     ("starcoder2", [64] * 4),
     ("exaone4", [64, 64, 64, None]),
     ("gpt_oss", [32, None, 32, None]),
+    ("cohere2", [64, 64, 64, None]),
+    ("cohere2-layer_types-bias", [64, None, 64, None]),
+    ("cohere", [None] * 4),
     ("llama", [None] * 4),
 ])
 def test_windows_per_family(name, expect_windows):
@@ -101,6 +110,12 @@ def test_llama4_chunks_and_nope_layers():
     assert [layer.mixer.chunk for layer in spec.layers] == [64, 64, 64, None]
     assert [layer.mixer.rotary_dim > 0 for layer in spec.layers] == [True, True, True, False]
     assert [layer.kind.endswith("+moe") for layer in spec.layers] == [False, True, False, True]
+
+
+def test_cohere2_full_layers_have_no_rope():
+    spec = parse_config(CASES["cohere2"])
+    assert [layer.mixer.rotary_dim > 0 for layer in spec.layers] == [True, True, True, False]
+    assert all(layer.parallel and len(layer.norms) == 1 for layer in spec.layers)
 
 
 def test_falcon_kv_heads():

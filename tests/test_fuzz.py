@@ -230,9 +230,6 @@ def test_trace_rows_sum_to_totals(cfg, batch, context, all_layers, dtype):
     groups = group_ops(spec, ops, all_layers)
     for name in NUMERIC_FIELDS:
         assert sum(getattr(g.op, name) * g.count for g in groups) == sum(getattr(o, name) for o in ops)
-    assert sum(g.op.flops * g.count for g in groups) == tot.flops
-    assert sum(g.op.bytes * g.count for g in groups) == tot.bytes
-    assert tot.bytes == tot.weight_bytes + tot.act_bytes + tot.kv_bytes + tot.state_bytes
     # a step reads each weight once, whatever the batch: dense models read exactly all of them
     if not any(isinstance(layer.ffn, MoE) for layer in spec.layers):
         head = spec.lm_head_tensors() or spec.embedding_tensors()[:1]

@@ -83,8 +83,6 @@ def test_grouped_rows_times_count_sum_to_totals(model_id, batch, ctx):
                                       "Qwen/Qwen3-30B-A3B", "microsoft/Phi-3-mini-4k-instruct"])
 def test_prefill_of_one_token_is_decode_at_context_zero(model_id):
     _, spec, fmt = _setup(model_id)
-    a = step_ops(spec, fmt, BF16, batch=2, new_tokens=1, cached_tokens=0)
-    assert Totals.of(a) == Totals.of(step_ops(spec, fmt, BF16, batch=2, new_tokens=1, cached_tokens=0))
     assert analyze(spec, Options(context=1)).prefill_flops == analyze(spec, Options(context=0)).decode_flops
 
 
