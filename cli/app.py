@@ -53,8 +53,43 @@ def _error(message: str) -> None:
     sys.stderr.flush()
 
 
+class _Lazy:
+    """What ``planner --help`` needs of a command (name and help line) before its module is imported."""
+
+    hidden = False
+    deprecated = False
+    short_help = None
+    rich_help_panel = None
+
+    def __init__(self, entry: Any) -> None:
+        self.entry, self.name, self.help = entry, entry.name, entry.help
+
+
 class PlannerGroup(TyperGroup):
-    """Runs click in non-standalone mode and maps every failure to one ``Error:`` line."""
+    """Runs click in non-standalone mode and maps every failure to one ``Error:`` line. Commands are
+    registered lazily (``commands.COMMANDS``): listed by name and help line, imported when run."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from .commands import COMMANDS
+
+        for entry in COMMANDS:
+            self.commands.setdefault(entry.name, _Lazy(entry))  # type: ignore[arg-type]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        cmd = self.commands.get(cmd_name)
+        if isinstance(cmd, _Lazy) and not getattr(ctx, "_planner_listing", False):
+            from .commands import load
+
+            cmd = self.commands[cmd_name] = load(cmd.entry)
+        return cmd
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        ctx._planner_listing = True  # the command list shows help lines without importing commands
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            ctx._planner_listing = False
 
     def invoke(self, ctx: Any) -> Any:
         # typer turns Ctrl-C into a silent exit 130 before main() sees it: say what happened
@@ -146,14 +181,6 @@ def _root(
 ) -> None:
     if debug:
         _DEBUG["on"] = True
-
-
-def _register() -> None:
-    # Command modules import only light dependencies at module level; heavy ones inside commands.
-    from . import commands  # noqa: F401  (registers the commands on ``app``)
-
-
-_register()
 
 
 def main() -> None:
