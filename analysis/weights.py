@@ -28,6 +28,20 @@ RECIPES: dict[str, tuple[QuantSpec, str]] = {
             "llm-compressor FP8-dynamic, one 16-bit scale per output channel; embeddings and lm_head in 16 bit"),
 }
 
+#: Weight-only formats that compute in bf16 (pytorch-labs/gpt-fast quantize.py): every nn.Linear,
+#: lm_head included, is replaced; embeddings stay bf16.
+#: - int8-weight-only: WeightOnlyInt8Linear, int8 weights + one bf16 scale per output row;
+#: - int4-weight-only-g32: WeightOnlyInt4Linear, group 32, bf16 scales and zeros per group (sized here
+#:   with AWQ's 4-bit zeros: 3 % under for the 4-bit tensors).
+WEIGHT_ONLY: dict[str, tuple[QuantSpec, str]] = {
+    "int8-weight-only": (QuantSpec("compressed", 8, group_size=0, zero_point=False, targets=("linear", "expert", "lm_head"),
+                                   raw_method="int8 weight-only (gpt-fast)"),
+                         "gpt-fast int8 weight-only: int8 weights, a bf16 scale per output row, bf16 compute"),
+    "int4-weight-only-g32": (QuantSpec("awq", 4, group_size=32, zero_point=True, targets=("linear", "expert", "lm_head"),
+                                       raw_method="int4 weight-only g32 (gpt-fast)"),
+                             "gpt-fast int4 weight-only, group 32, bf16 compute"),
+}
+
 
 @dataclass(frozen=True)
 class WeightFormat:
@@ -85,6 +99,11 @@ def weight_format(spec: ModelSpec, dtype: str | None = None) -> tuple[WeightForm
     cfg_dtype = try_dtype(spec.torch_dtype) if spec.torch_dtype else None
     if spec.torch_dtype and cfg_dtype is None:
         notes.append(f"torch_dtype '{spec.torch_dtype}' is not a known dtype: bf16 assumed")
+    if dtype is not None and str(dtype).strip().lower() in WEIGHT_ONLY:
+        q, words = WEIGHT_ONLY[str(dtype).strip().lower()]
+        base = cfg_dtype if cfg_dtype is not None and cfg_dtype.name in ("bf16", "fp16") else BF16
+        notes.append(f"--dtype {dtype}: {words}")
+        return WeightFormat(base=base, quant=q, compute=base, act=base, source="--dtype"), notes
     if dtype is not None:
         d = get_dtype(dtype, what="--dtype")
         if spec.quant is not None:

@@ -32,6 +32,8 @@ from planner.analysis.errors import HardwareError, OptionError
 from . import units
 
 ENGINES = ("vllm", "sglang", "trtllm", "ideal")
+#: engines with a profile for the benchmark of published figures only (not a serving engine)
+BENCH_ENGINES = ("gptfast",)
 DEFAULT_ENGINE = "vllm"
 BUDGETS = ("total_fraction", "static_fraction", "free_fraction", "all")
 
@@ -180,7 +182,7 @@ class EngineProfile:
 def load_engine(name: str | None) -> EngineProfile:
     """The engine profile ``name`` (vllm, sglang, trtllm, ideal); ``OptionError`` for any other."""
     key = (name or DEFAULT_ENGINE).strip().lower()
-    if key not in ENGINES:
+    if key not in ENGINES + BENCH_ENGINES:
         raise OptionError(f"unknown --engine {name!r}", f"choose one of: {', '.join(ENGINES)}")
     d = _read_yaml(key)
     w = f"engine profile {key}.yaml"

@@ -137,27 +137,32 @@ def _join(c: float, m: float, p: float) -> float:
 
 def ops_time_s(ops: Iterable, flops_per_s: float, bytes_per_s: float, f: Factors, *, decode: bool,
                weight_only_bits: int | None = None) -> float:
-    """Σ over ops of the time under factors ``f`` (see the module docstring)."""
+    """Σ over ops of the time under factors ``f`` (see the module docstring). ``ops`` are ``Op``s or
+    collapsed ``OpGroup``s (an op and how many identical layers run it)."""
     bw = bytes_per_s * f.memory_bandwidth
     wq = f.weight_only.get(f"int{weight_only_bits}", 1.0) if weight_only_bits else 1.0
     total = 0.0
-    for o in ops:
-        kind = o.kind
-        if kind in GEMM_KINDS:
-            c = o.flops / (flops_per_s * f.compute)
-            m = o.weight_bytes / (bw * wq) + (o.bytes - o.weight_bytes) / bw
-            total += _join(c, m, f.gemm_ridge_exponent)
-        elif kind == "attention":
-            if decode:
-                c = o.flops / (flops_per_s * f.compute)
-                m = o.bytes / (bw * f.attention_decode)
-            else:
-                c = o.flops / (flops_per_s * f.compute * f.attention_prefill)
-                m = o.bytes / bw
-            total += _join(c, m, f.gemm_ridge_exponent)
-        else:
-            total += max(o.flops / (flops_per_s * f.compute), o.bytes / bw)
+    for item in ops:
+        o, n = (item.op, item.count) if hasattr(item, "op") else (item, 1)
+        total += n * _op_time(o, flops_per_s, bw, f, decode, wq)
     return total
+
+
+def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: float) -> float:
+    kind = o.kind
+    if kind in GEMM_KINDS:
+        c = o.flops / (flops_per_s * f.compute)
+        m = o.weight_bytes / (bw * wq) + (o.bytes - o.weight_bytes) / bw
+        return _join(c, m, f.gemm_ridge_exponent)
+    if kind == "attention":
+        if decode:
+            c = o.flops / (flops_per_s * f.compute)
+            m = o.bytes / (bw * f.attention_decode)
+        else:
+            c = o.flops / (flops_per_s * f.compute * f.attention_prefill)
+            m = o.bytes / bw
+        return _join(c, m, f.gemm_ridge_exponent)
+    return max(o.flops / (flops_per_s * f.compute), o.bytes / bw)
 
 
 @dataclass(frozen=True)
@@ -181,13 +186,21 @@ ZERO = StepCost(0.0, 0.0, {k: 0.0 for k in FACTORS}, 0)
 
 
 def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequences: int,
-              allreduce_bytes: int = 0, allreduce_calls: int = 0, weight_only_bits: int | None = None) -> StepCost:
-    """Ideal and expected seconds of one rank's step (``ops`` already sharded), and each factor's share."""
+              allreduce_bytes: int = 0, allreduce_calls: int = 0, weight_only_bits: int | None = None,
+              detail: bool = True) -> StepCost:
+    """Ideal and expected seconds of one rank's step (``ops`` already sharded), and each factor's share.
+    ``detail=False`` skips the intermediate stages (the op-level parts are then lumped into the first
+    factor; the totals are the same)."""
     flops_per_s = hw.peak_flops_for(compute_key)
     bytes_per_s = hw.memory_bandwidth_bytes_per_s
-    stages = [ops_time_s(ops, flops_per_s, bytes_per_s, _stage(f, n), decode=decode,
-                         weight_only_bits=weight_only_bits if n >= 4 else None) for n in range(5)]
-    parts = {FACTORS[i]: stages[i + 1] - stages[i] for i in range(4)}
+    wanted = range(5) if detail else (0, 4)
+    stage = {n: ops_time_s(ops, flops_per_s, bytes_per_s, _stage(f, n), decode=decode,
+                           weight_only_bits=weight_only_bits if n >= 4 else None) for n in wanted}
+    if detail:
+        parts = {FACTORS[i]: stage[i + 1] - stage[i] for i in range(4)}
+    else:
+        parts = {FACTORS[0]: stage[4] - stage[0], FACTORS[1]: 0.0, FACTORS[2]: 0.0, FACTORS[3]: 0.0}
+    stages = [stage[0]]
     ar_ideal = ar_bw = 0.0
     if allreduce_bytes:
         if not hw.interconnect_bytes_per_s:

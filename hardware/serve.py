@@ -33,7 +33,7 @@ DECODE_SEGMENTS = 16
 class StepModel:
     """Prices engine steps of one model on one rank of a ``plan.tp``-GPU replica."""
 
-    def __init__(self, a, hw, plan, factors: Factors):
+    def __init__(self, a, hw, plan, factors: Factors, *, ops_cache: dict | None = None, detail: bool = True):
         from planner.analysis.spec import MLA
 
         self.a, self.hw, self.plan, self.f = a, hw, plan, factors
@@ -44,14 +44,20 @@ class StepModel:
         self.allreduce_calls = 2 * a.spec.num_layers + 2 if plan.tp > 1 else 0  # two per layer, embedding, logits
         self.has_mla = any(isinstance(layer.mixer, MLA) for layer in a.spec.layers)
         self._cache: dict = {}
+        self._ops_cache = ops_cache if ops_cache is not None else {}  # shareable between factor sets
+        self.detail = detail
 
     def _ops(self, batch: int, new: int, cached: int) -> list:
-        from planner.analysis.parallel import shard_ops
-        from planner.analysis.trace import step_ops
+        from planner.analysis.parallel import shard_groups
+        from planner.analysis.trace import step_groups
 
-        a = self.a
-        return shard_ops(step_ops(a.spec, a.fmt, a.kv.dtype, batch=batch, new_tokens=new, cached_tokens=cached,
-                                  state_dtype=a.kv.state_dtype), self.plan)
+        key = (batch, new, cached)
+        if key not in self._ops_cache:  # identical layers collapsed (OpGroup: an op and its layer count)
+            a = self.a
+            self._ops_cache[key] = shard_groups(step_groups(a.spec, a.fmt, a.kv.dtype, batch=batch, new_tokens=new,
+                                                            cached_tokens=cached, state_dtype=a.kv.state_dtype),
+                                                self.plan)
+        return self._ops_cache[key]
 
     def _ar_bytes(self, tokens: int) -> int:
         from planner.analysis.parallel import allreduce_bytes_per_gpu
@@ -65,7 +71,7 @@ class StepModel:
             ops = self._ops(batch, 1, context)
             self._cache[key] = step_cost(ops, self.hw, self.compute_key, self.f, decode=True, sequences=batch,
                                          allreduce_bytes=self._ar_bytes(batch), allreduce_calls=self.allreduce_calls,
-                                         weight_only_bits=self.weight_only_bits)
+                                         weight_only_bits=self.weight_only_bits, detail=self.detail)
         return self._cache[key]
 
     def prefill(self, pieces: Mapping[tuple[int, int], int]) -> StepCost:
@@ -76,12 +82,12 @@ class StepModel:
             return self._cache[key]
         tokens = sum(n * k for (n, _), k in pieces.items())
         seqs = sum(pieces.values())
-        ops = [o for o in self._ops(1, tokens, 0) if o.kind != "attention"]
+        ops = [g for g in self._ops(1, tokens, 0) if g.op.kind != "attention"]
         for (n, c), k in pieces.items():
-            ops.extend(o for o in self._ops(k, n, c) if o.kind == "attention")
+            ops.extend(g for g in self._ops(k, n, c) if g.op.kind == "attention")
         cost = step_cost(ops, self.hw, self.compute_key, self.f, decode=False, sequences=seqs,
                          allreduce_bytes=self._ar_bytes(tokens), allreduce_calls=self.allreduce_calls,
-                         weight_only_bits=self.weight_only_bits)
+                         weight_only_bits=self.weight_only_bits, detail=self.detail)
         self._cache[key] = cost
         return cost
 

@@ -1,0 +1,246 @@
+"""Predictions against published measurements: ``python bench/published.py [--folds 5] [--only ID...]``.
+
+For every entry of ``bench/published.yaml`` whose model config is bundled and whose GPU has a profile,
+it runs the serve model in-process (``planner.hardware.serve``: the same engine memory and step model
+``planner serve`` uses) with the entry's settings, and prints
+
+- per point: the published figure, the prediction with the factors as shipped, and its error
+  (``predicted / published − 1``);
+- per quantity: the median |error| and the largest;
+- k-fold held-out error of the fitted timing factors: the entries are split into k folds (by sorted
+  id, every k-th); for each fold the factors are fitted on the other k−1 folds (coordinate search on a
+  fixed grid minimising the median |log(predicted / published)|) and the fold is predicted with them.
+  The fitted factors are global (device: achieved bandwidth and GEMM fractions, all-reduce latency)
+  or per engine (step overhead), never per model or per point.
+- the factors fitted on all points, to copy into the profiles with this script as their source.
+
+Memory quantities (kv_capacity_tokens, weights_gib, max_concurrency) are not fitted here: their terms
+come from the engines' code (profiles/engines/*.yaml).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+# NIM for LLMs serves its optimized profiles with TensorRT-LLM: its figures are predicted with that profile.
+ENGINE_MAP = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nim": "trtllm", "gpt-fast": "gptfast",
+              "ideal": "ideal"}
+TIMING = ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s")
+MEMORY = ("kv_capacity_tokens", "weights_gib", "max_concurrency")
+
+# the grid each fitted factor is searched on
+GRID = {
+    "memory_bandwidth": [0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95],
+    "compute": [0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
+    "allreduce_latency_s": [0.0, 5e-6, 10e-6, 20e-6, 30e-6, 50e-6, 80e-6],
+    "step_overhead_s": [0.0, 0.1e-3, 0.25e-3, 0.5e-3, 1e-3, 1.5e-3, 2e-3, 3e-3, 4e-3, 6e-3],
+}
+
+
+class Point:
+    """One published figure with everything its prediction needs built once."""
+
+    def __init__(self, entry: dict):
+        from planner.analysis.analyze import Options, analyze
+        from planner.analysis.parallel import tp_plan
+        from planner.cli.common import load_model
+        from planner.hardware.engine import engine_memory, load_engine
+        from planner.hardware.expected import factors_for
+        from planner.hardware.profiles import load_profile
+        from planner.hardware.serve import Scenario
+
+        self.entry = entry
+        self.id = entry["id"]
+        self.quantity = entry["quantity"]
+        self.value = float(entry["value"])
+        s = entry.get("settings") or {}
+        self.engine_name = ENGINE_MAP[entry["engine"]]
+        self.engine = load_engine(self.engine_name)
+        self.hw = load_profile(entry["gpu"])
+        spec = load_model(entry["model_config"]).spec
+        self.gpus = int(entry.get("gpus") or 1)
+        self.tp = int(entry.get("tp") or self.gpus)
+        i, o, c = int(s.get("input_len") or 1024), int(s.get("output_len") or 128), int(s.get("concurrency") or 1)
+        dtype = s.get("dtype")
+        if dtype in ("auto", None):
+            dtype = None
+        kv = s.get("kv_dtype")
+        kv = None if kv in ("auto", None) else kv
+        self.a = analyze(spec, Options(context=i + o, dtype=dtype, kv_dtype=kv))
+        self.plan = tp_plan(spec, self.tp)
+        mml = s.get("max_model_len")
+        if mml is None and self.quantity in TIMING:
+            mml = min(i + o, spec.max_position_embeddings or i + o)
+        self.mem = engine_memory(self.a, self.hw, self.engine, self.plan,
+                                 gpu_memory_utilization=s.get("gpu_memory_utilization"), max_model_len=mml,
+                                 max_num_batched_tokens=s.get("max_num_batched_tokens"))
+        self.scenario = Scenario(i, o, c)
+        self.base = factors_for(self.hw, self.engine)
+        self.per_gpu = s.get("throughput_unit") == "per_gpu"
+        self.ops_cache: dict = {}
+
+    def predict(self, overrides: dict | None = None) -> float | None:
+        from planner.hardware.serve import StepModel, simulate
+
+        q = self.quantity
+        if q == "kv_capacity_tokens":
+            return float(self.mem.kv_capacity_tokens)
+        if q == "weights_gib":
+            return self.mem.weights_bytes / 2**30
+        if q == "max_concurrency":
+            return self.mem.max_concurrency
+        if not self.mem.fits:
+            return None
+        f = self.base
+        if overrides:
+            f = replace(f, **{k: v for k, v in overrides.items() if not k.startswith("step_overhead_s@")})
+            key = f"step_overhead_s@{self.engine_name}"
+            if key in overrides:
+                f = replace(f, step_overhead_s=overrides[key])
+        model = StepModel(self.a, self.hw, self.plan, f, ops_cache=self.ops_cache, detail=False)
+        r = simulate(model, self.mem, self.scenario, replicas=self.gpus // self.tp)
+        e = r.expected
+        if q == "output_tokens_per_s":
+            return e.output_tokens_per_s / self.gpus if self.per_gpu else e.output_tokens_per_s
+        return getattr(e, q)
+
+
+def load_points(path: Path, only: list[str] | None) -> tuple[list[Point], list[tuple[str, str]]]:
+    import yaml
+
+    from planner.analysis.errors import PlannerError
+
+    entries = yaml.safe_load(path.read_text())
+    points, skipped = [], []
+    for e in entries:
+        if only and e["id"] not in only:
+            continue
+        why = None
+        if not e.get("model_config"):
+            why = "model not bundled"
+        elif e.get("engine") not in ENGINE_MAP:
+            why = f"engine {e.get('engine')} has no profile"
+        elif e.get("quantity") not in TIMING + MEMORY:
+            why = f"quantity {e.get('quantity')}"
+        if why is None:
+            try:
+                points.append(Point(e))
+                continue
+            except (PlannerError, KeyError, ValueError) as exc:
+                why = f"{type(exc).__name__}: {exc}"
+        skipped.append((e["id"], why))
+    return points, skipped
+
+
+def log_err(pred: float | None, pub: float) -> float:
+    if pred is None or pred <= 0:
+        return 5.0
+    return abs(math.log(pred / pub))
+
+
+def fit(points: list[Point], start: dict) -> dict:
+    """Coordinate search of the timing factors on GRID (two sweeps), minimising the median |log error|."""
+    timing = [p for p in points if p.quantity in TIMING]
+    if not timing:
+        return dict(start)
+    best = dict(start)
+
+    def score(params):
+        return statistics.median(log_err(p.predict(params), p.value) for p in timing)
+
+    cur = score(best)
+    keys = ["memory_bandwidth", "compute", "allreduce_latency_s"] + sorted(k for k in best if k.startswith("step_overhead_s@"))
+    for _ in range(2):
+        for k in keys:
+            grid = GRID[k.split("@")[0]]
+            for v in grid:
+                trial = {**best, k: v}
+                s = score(trial)
+                if s < cur - 1e-9:
+                    best, cur = trial, s
+    return best
+
+
+def start_params(points: list[Point]) -> dict:
+    p0 = points[0].base if points else None
+    out = {"memory_bandwidth": p0.memory_bandwidth if p0 else 0.8, "compute": p0.compute if p0 else 0.8,
+           "allreduce_latency_s": p0.allreduce_latency_s if p0 else 20e-6}
+    for p in points:
+        out.setdefault(f"step_overhead_s@{p.engine_name}", p.base.step_overhead_s)
+    return out
+
+
+def err(pred, pub) -> float | None:
+    return None if pred is None else pred / pub - 1
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--data", type=Path, default=ROOT / "bench" / "published.yaml")
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--only", nargs="*")
+    args = ap.parse_args(argv)
+    points, skipped = load_points(args.data, args.only)
+    print(f"{len(points)} published points predicted, {len(skipped)} skipped")
+    for sid, why in skipped:
+        print(f"  skipped {sid}: {why}")
+    shipped = {p.id: p.predict() for p in points}
+    # k-fold held-out
+    order = sorted(points, key=lambda p: p.id)
+    k = max(2, min(args.folds, len(order)))
+    held: dict[str, float | None] = {}
+    fits = []
+    for fold in range(k):
+        test = [p for i, p in enumerate(order) if i % k == fold]
+        train = [p for i, p in enumerate(order) if i % k != fold]
+        params = fit(train, start_params(train))
+        fits.append(params)
+        for p in test:
+            held[p.id] = p.predict(params) if p.quantity in TIMING else shipped[p.id]
+    print()
+    hdr = f"{'id':58} {'quantity':20} {'published':>12} {'shipped':>12} {'err':>7} {'held-out':>12} {'err':>7}"
+    print(hdr)
+    print("-" * len(hdr))
+
+    def f(x):
+        return "-" if x is None else (f"{x:,.4g}" if abs(x) < 1e5 else f"{x:,.0f}")
+
+    def pct(x):
+        return "-" if x is None else f"{x:+.0%}"
+
+    for p in order:
+        e1, e2 = err(shipped[p.id], p.value), err(held[p.id], p.value)
+        print(f"{p.id[:58]:58} {p.quantity:20} {f(p.value):>12} {f(shipped[p.id]):>12} {pct(e1):>7} "
+              f"{f(held[p.id]):>12} {pct(e2):>7}")
+    print()
+    print(f"{'quantity':22} {'n':>3} {'median |err| shipped':>21} {'median |err| held-out':>22} {'max |err| held-out':>19}")
+    for q in TIMING + MEMORY:
+        ps = [p for p in order if p.quantity == q]
+        if not ps:
+            continue
+        a = [abs(err(shipped[p.id], p.value)) for p in ps if shipped[p.id] is not None]
+        b = [abs(err(held[p.id], p.value)) for p in ps if held[p.id] is not None]
+        print(f"{q:22} {len(ps):>3} {statistics.median(a) if a else float('nan'):>21.1%} "
+              f"{statistics.median(b) if b else float('nan'):>22.1%} {max(b) if b else float('nan'):>19.1%}")
+    allfit = fit(order, start_params(order))
+    print()
+    print("factors fitted on all points (device factors are global, step overhead per engine):")
+    for key, v in allfit.items():
+        print(f"  {key}: {v:g}")
+    print("factors per fold (spread shows how stable the fit is):")
+    for i, fp in enumerate(fits):
+        print(f"  fold {i}: " + ", ".join(f"{k}={v:g}" for k, v in fp.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
