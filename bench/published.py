@@ -39,10 +39,10 @@ MEMORY = ("kv_capacity_tokens", "weights_gib", "max_concurrency")
 
 # the grid each fitted factor is searched on
 GRID = {
-    "memory_bandwidth": [0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95],
-    "compute": [0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
-    "allreduce_latency_s": [0.0, 5e-6, 10e-6, 20e-6, 30e-6, 50e-6, 80e-6],
-    "step_overhead_s": [0.0, 0.1e-3, 0.25e-3, 0.5e-3, 1e-3, 1.5e-3, 2e-3, 3e-3, 4e-3, 6e-3],
+    "memory_bandwidth": [0.6, 0.7, 0.75, 0.8, 0.85, 0.9],
+    "compute": [0.5, 0.6, 0.7, 0.8, 0.9],
+    "allreduce_latency_s": [0.0, 10e-6, 20e-6, 30e-6, 50e-6],
+    "step_overhead_s": [0.0, 0.25e-3, 0.5e-3, 1e-3, 2e-3, 4e-3],
 }
 
 
@@ -67,14 +67,24 @@ class Point:
         self.engine = load_engine(self.engine_name)
         self.hw = load_profile(entry["gpu"])
         spec = load_model(entry["model_config"]).spec
+        s = entry.get("settings") or {}
         self.gpus = int(entry.get("gpus") or 1)
         self.tp = int(entry.get("tp") or self.gpus)
-        i, o, c = int(s.get("input_len") or 1024), int(s.get("output_len") or 128), int(s.get("concurrency") or 1)
+        c = s.get("concurrency")
+        if c is None and str(s.get("request_rate")) == "inf" and s.get("num_requests"):
+            c = s["num_requests"]  # every request arrives at once: the engine runs as many as fit
+        i, o, c = int(s.get("input_len") or 1024), int(s.get("output_len") or 128), int(c or 1)
         dtype = s.get("dtype")
-        if dtype in ("auto", None):
-            dtype = None
+        if dtype is not None:
+            dtype = str(dtype).split()[0]  # "fp8 (vLLM online dynamic FP8 ...)" -> "fp8"
+        if dtype in ("auto", None) or spec.quant is not None:
+            dtype = None  # a quantized checkpoint is loaded in its own format
         kv = s.get("kv_dtype")
-        kv = None if kv in ("auto", None) else kv
+        kv = None if kv in ("auto", None) else str(kv).split()[0]
+        if kv is None and self.engine_name == "trtllm" and str(s.get("dtype", "")).startswith("fp8"):
+            # NVIDIA's ModelOpt FP8 checkpoints carry kv_cache_quant_algo FP8 (hf_quant_config.json), and
+            # TensorRT-LLM then keeps the KV cache in FP8
+            kv = "fp8"
         self.a = analyze(spec, Options(context=i + o, dtype=dtype, kv_dtype=kv))
         self.plan = tp_plan(spec, self.tp)
         mml = s.get("max_model_len")
@@ -159,7 +169,7 @@ def fit(points: list[Point], start: dict) -> dict:
 
     cur = score(best)
     keys = ["memory_bandwidth", "compute", "allreduce_latency_s"] + sorted(k for k in best if k.startswith("step_overhead_s@"))
-    for _ in range(2):
+    for _ in range(1):
         for k in keys:
             grid = GRID[k.split("@")[0]]
             for v in grid:

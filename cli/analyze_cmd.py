@@ -238,7 +238,7 @@ def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]
         mem.add("per GPU: weights", fmt_gib(m.weights_bytes), fmt_int(m.weights_bytes))
         mem.add("per GPU: KV + state + activations", fmt_gib(fit.needed_bytes - m.weights_bytes), fmt_int(fit.needed_bytes - m.weights_bytes))
     mem.add("GPU memory (each)", fmt_gib(m.capacity_bytes), fmt_int(m.capacity_bytes))
-    mem.add("runtime reserve (each)", fmt_gib(m.reserve_bytes), fmt_int(m.reserve_bytes))
+    mem.add("engine's own memory (each)", fmt_gib(m.reserve_bytes), "vLLM: above its 0.9 cap, activation peak, non-torch")
     mem.add("fits", "yes" if fit.fits else "NO", f"headroom {fmt_gib(m.usable_bytes - fit.needed_bytes)} per GPU")
     mem.add(f"max batch at {o.context:,} tokens", fmt_int(fit.max_batch), "")
     mem.add(f"max context at batch {o.batch}", fmt_int(fit.max_context) if fit.max_context >= 0 else "none", "")

@@ -132,8 +132,8 @@ def compare(
 
 def assumptions(hw) -> list[str]:
     return [
-        f"runtime reserve {fmt_gib(hw.runtime_reserve_bytes)} per GPU ({hw.name} profile); memory per GPU = weights/tp "
-        "+ batch × (KV + state + largest decode activation)",
+        "memory per GPU as vLLM accounts for it (planner serve --engine for others): weights as loaded/tp + "
+        "batch × (KV + state) within its KV pool (gpu_memory_utilization 0.9 minus activation peak and non-torch memory)",
         "decode time: per-op roofline of one rank's share of the step (CUDA graph) + all-reduces over the interconnect",
         "time to first token: the same model for the prefill of one --context-token prompt",
     ]

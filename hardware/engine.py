@@ -138,7 +138,7 @@ class EngineProfile:
     fraction_table: tuple[FractionRow, ...]
     driver_reserved_bytes: int
     non_torch_single_bytes: int
-    non_torch_per_extra_gpu_bytes: int
+    non_torch_multi_gpu_bytes: int
     act_hidden_copies: float
     act_intermediate_copies: float
     act_sampler_copies: float
@@ -176,7 +176,7 @@ class EngineProfile:
         return _pick(self.max_num_seqs_rules, hw)
 
     def non_torch_bytes(self, tp: int) -> int:
-        return self.non_torch_single_bytes + (tp - 1) * self.non_torch_per_extra_gpu_bytes
+        return self.non_torch_single_bytes if tp == 1 else self.non_torch_multi_gpu_bytes
 
 
 def load_engine(name: str | None) -> EngineProfile:
@@ -210,7 +210,7 @@ def load_engine(name: str | None) -> EngineProfile:
         fraction_table=table,
         driver_reserved_bytes=_bytes(_get(mem, "driver_reserved", w), "driver_reserved", w),
         non_torch_single_bytes=_bytes(_get(nt, "single_gpu", w), "non_torch.single_gpu", w),
-        non_torch_per_extra_gpu_bytes=_bytes(_get(nt, "per_extra_gpu", w), "non_torch.per_extra_gpu", w),
+        non_torch_multi_gpu_bytes=_bytes(_get(nt, "multi_gpu", w), "non_torch.multi_gpu", w),
         act_hidden_copies=_number(_get(act, "hidden_copies", w), "activation.hidden_copies", w),
         act_intermediate_copies=_number(_get(act, "intermediate_copies", w), "activation.intermediate_copies", w),
         act_sampler_copies=_number(_get(act, "sampler_logits_copies", w), "activation.sampler_logits_copies", w),

@@ -181,25 +181,18 @@ def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1) ->
         notes.append(f"{per_replica} requests run in {waves} waves of at most {wave} ({why} limits them)")
     chunk = mem.max_num_batched_tokens
 
-    ttfts: list[StepCost] = []
-    e2es: list[StepCost] = []
-    offset = ZERO
-    prefill_steps = 0
-    decode_first = None
-    left = per_replica
-    while left > 0:
-        n = min(wave, left)
-        left -= n
-        # chunked prefill, first come first served
+    def run_wave(n: int) -> tuple[StepCost, StepCost, StepCost | None, int]:
+        """(Σ of the wave's requests' TTFT, the wave's length, its first decode step, prefill steps)."""
         remaining = [I] * n
         done = [0] * n
-        finish = [None] * n
-        t = offset
+        t = ZERO
+        ttft_sum = ZERO
+        steps = 0
         r = 0
         while r < n:
             budget = chunk
             pieces: dict[tuple[int, int], int] = {}
-            completed = []
+            completed = 0
             j = r
             while budget > 0 and j < n:
                 take = min(remaining[j], budget)
@@ -208,26 +201,34 @@ def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1) ->
                 done[j] += take
                 budget -= take
                 if remaining[j] == 0:
-                    completed.append(j)
+                    completed += 1
                     j += 1
                 else:
                     break
             t = t + model.prefill(pieces)
-            prefill_steps += 1
-            for k in completed:
-                finish[k] = t
+            steps += 1
+            if completed:
+                ttft_sum = ttft_sum + t.scaled(completed)
             while r < n and remaining[r] == 0:
                 r += 1
-        dec = model.decode_run(n, I, O - 1)
-        if decode_first is None and O > 1:
-            decode_first = model.decode(n, I)
-        end = t + dec
-        ttfts.extend(finish)
-        e2es.extend([end] * n)
-        offset = end
-    ttft = _mean_cost(ttfts)
-    e2e = _mean_cost(e2es)
-    makespan = offset
+        first = model.decode(n, I) if O > 1 else None
+        return ttft_sum, t + model.decode_run(n, I, O - 1), first, steps
+
+    # identical full waves are priced once; wave k starts when wave k-1 ends
+    full, rest = divmod(per_replica, wave)
+    ttft_a, len_a, decode_first, steps_a = run_wave(wave)
+    ttft_total = ttft_a.scaled(full) + len_a.scaled(wave * full * (full - 1) / 2)
+    e2e_total = len_a.scaled(wave * full * (full + 1) / 2)
+    makespan = len_a.scaled(full)
+    prefill_steps = steps_a * full
+    if rest:
+        ttft_b, len_b, _, steps_b = run_wave(rest)
+        ttft_total = ttft_total + ttft_b + makespan.scaled(rest)
+        e2e_total = e2e_total + (makespan + len_b).scaled(rest)
+        makespan = makespan + len_b
+        prefill_steps += steps_b
+    ttft = ttft_total.scaled(1 / per_replica)
+    e2e = e2e_total.scaled(1 / per_replica)
     total_tokens = C * O
 
     def lat(pick) -> Latency:

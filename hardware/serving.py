@@ -4,8 +4,9 @@ throughput, time to first token and cost per million generated tokens.
 Model (each figure's assumptions, stated in the output):
 
 - a replica is ``tp`` GPUs in tensor parallel (``analysis.parallel``); each GPU holds its share of
-  the weights, of the KV cache and state of ``batch`` sequences at ``context``, the largest decode
-  activation, and the profile's runtime reserve;
+  the weights (as the engine loads them) and of the KV cache and state of ``batch`` sequences at
+  ``context``; the rest is the engine's own (``per_gpu_memory``: vLLM's accounting by default, the
+  one fit test every command uses);
 - the decode step time is the per-op roofline of one rank's share of the step (``hardware.timing``,
   CUDA-graph replay) plus its all-reduces at the profile's interconnect bandwidth (per direction);
 - decode throughput is ``batch / step time`` per replica, divided by ``tp`` per GPU;
@@ -75,19 +76,32 @@ class Estimate:
     notes: tuple[str, ...]
 
 
-def per_gpu_memory(a: Analysis, plan: TPPlan, hw) -> Memory:
-    spec = a.spec
-    norm_bytes = a.fmt.model_bytes(spec, kind="norm")
-    weights = (a.weights_bytes - norm_bytes) // plan.tp + norm_bytes
+def per_gpu_memory(a: Analysis, plan: TPPlan, hw, engine=None) -> Memory:
+    """Memory of one GPU as ``engine`` (default vLLM, ``hardware.engine``) accounts for it: the one fit
+    test of analyze, compare, trace and serve. Weights are as the engine loads them; everything the
+    engine keeps for itself (the part of the device above its cap, the driver's reservation, the
+    activation peak of its profile run, non-torch memory) is the reserve; what remains is its KV pool.
+    ``engine`` may be the name ``"ideal"`` for the whole device."""
+    from .engine import DEFAULT_ENGINE, engine_memory, load_engine
+
+    eng = engine if hasattr(engine, "budget") else load_engine(engine or DEFAULT_ENGINE)
     ctx = a.options.context
+    mpe = a.spec.max_position_embeddings
+    mml = max(1, min(ctx, mpe) if mpe else ctx)
+    em = engine_memory(a, hw, eng, plan, max_model_len=mml)
     kv = a.kv.bytes_per_sequence(ctx) // plan.kv_divisor
     state = a.kv.state_bytes_per_sequence // plan.tp
-    return Memory(weights, kv, state, activation_bytes_per_sequence(a), hw.runtime_reserve_bytes, hw.memory_bytes)
+    usable = em.weights_bytes + em.kv_pool_bytes
+    return Memory(em.weights_bytes, kv, state, 0, hw.memory_bytes - usable, hw.memory_bytes)
 
 
 def max_context_per_gpu(a: Analysis, mem: Memory, plan: TPPlan, batch: int, limit: int = 1 << 24) -> int:
-    """The longest context at which ``batch`` sequences fit on each GPU (capped at ``limit``); -1 if none."""
+    """The longest context at which ``batch`` sequences fit on each GPU (capped at ``limit`` and at the
+    model's ``max_position_embeddings``); -1 if none."""
     from planner.analysis.capacity import largest
+
+    if a.spec.max_position_embeddings:
+        limit = min(limit, a.spec.max_position_embeddings)
 
     fixed = mem.weights_bytes + batch * (mem.state_bytes_per_sequence + mem.activation_bytes_per_sequence)
 

@@ -96,7 +96,8 @@ def test_tp_splits_weights_and_kv_heads():
     two = run("analyze", "llama-3.1-8b", "--json", "--context", "8192", "--gpus", "2").json["memory"]
     assert two["tp"] == 2
     norms = 266_240 * 2  # replicated on every rank (bf16)
-    assert two["per_gpu"]["weights_bytes"] == (one["weights_bytes"] - norms) // 2 + norms
+    rope = 131_072 * 128 * 2  # vLLM's cos/sin cache, replicated (max_position x rotary_dim, bf16)
+    assert two["per_gpu"]["weights_bytes"] == (one["weights_bytes"] - norms) // 2 + norms + rope
     assert two["per_gpu"]["kv_bytes"] * 2 == one["per_gpu"]["kv_bytes"]
 
 
