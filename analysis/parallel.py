@@ -106,3 +106,284 @@ def shard_ops(ops: list[Op], plan: TPPlan) -> list[Op]:
 def shard_groups(groups: list[OpGroup], plan: TPPlan) -> list[OpGroup]:
     """A collapsed step's share on one rank (``shard_op`` of each group's op)."""
     return groups if plan.tp == 1 else [OpGroup(shard_op(g.op, plan), g.layers) for g in groups]
+
+
+# ==== the parallel layout: TP, PP, EP, attention-DP and DP replicas as one object ==================
+#
+# A deployment of ``gpus = tp × pp × dp`` GPUs:
+#
+# - ``dp`` replicas, each a full copy of the model serving its share (1/dp) of the requests;
+# - a replica is ``pp`` pipeline stages; stage ``s`` holds a contiguous run of layers (balanced:
+#   the first ``L mod pp`` stages take one more), the first stage also the embedding, the last the
+#   final norm and lm_head; activations go from stage to stage once per step (a point-to-point send);
+# - a stage is ``tp`` GPUs. Inside a stage:
+#   - attention (and the dense FFN, embedding and lm_head) runs ``attn_dp`` ways data parallel and
+#     ``attn_tp = tp / attn_dp`` ways tensor parallel: each attention-DP rank holds the KV cache of
+#     its own sequences only (DeepSeek-style DP attention, SGLang ``--enable-dp-attention``), so a
+#     latent MLA cache is no longer replicated on every GPU;
+#   - routed experts are split ``ep`` ways (each GPU holds ``E / ep`` experts) and each expert
+#     ``tp / ep`` ways tensor parallel, so expert weights per GPU are ``1 / tp`` whatever ``ep``;
+#     tokens reach their experts by an all-to-all dispatch and come back by an all-to-all combine
+#     (``ep > 1``), or by an all-reduce (``ep = 1``, tensor-parallel experts).
+# - the GPUs of a replica are numbered stage by stage; GPU ``i`` sits in node ``i // gpus_per_node``.
+#   A collective whose group spans nodes is priced on the network between nodes (its bandwidth and
+#   latency), one inside a node on the scale-up fabric (``hardware.comm``).
+
+
+@dataclass(frozen=True)
+class Layout:
+    tp: int = 1  # GPUs per pipeline stage
+    pp: int = 1  # pipeline stages per replica
+    ep: int = 1  # expert-parallel ways of MoE layers inside a stage (divides tp)
+    dp: int = 1  # replicas
+    attn_dp: int = 1  # attention data-parallel ways inside a stage (divides tp)
+
+    @property
+    def attn_tp(self) -> int:
+        return self.tp // self.attn_dp
+
+    @property
+    def gpus_per_replica(self) -> int:
+        return self.tp * self.pp
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    @property
+    def label(self) -> str:
+        parts = [f"TP{self.tp}"]
+        if self.pp > 1:
+            parts.append(f"PP{self.pp}")
+        if self.ep > 1:
+            parts.append(f"EP{self.ep}")
+        if self.attn_dp > 1:
+            parts.append(f"ADP{self.attn_dp}")
+        if self.dp > 1:
+            parts.append(f"DP{self.dp}")
+        return " ".join(parts)
+
+    @property
+    def family(self) -> str:
+        """The layout without its replica count: what a rejection reason is about."""
+        return replace(self, dp=1).label
+
+    def to_dict(self) -> dict:
+        return {"tp": self.tp, "pp": self.pp, "ep": self.ep, "dp": self.dp, "attn_dp": self.attn_dp,
+                "attn_tp": self.attn_tp, "gpus": self.gpus, "gpus_per_replica": self.gpus_per_replica,
+                "label": self.label}
+
+
+@dataclass(frozen=True)
+class LayoutPlan:
+    layout: Layout
+    attn: TPPlan  # attention's tensor-parallel split (over attn_tp GPUs)
+    stages: tuple[tuple[int, int], ...]  # [first, last) layer of each stage
+    gpus_per_node: int
+    notes: tuple[str, ...]
+
+    def stage_of(self, layer: int | None, category: str) -> int:
+        if layer is None:
+            return 0 if category == "embedding" else len(self.stages) - 1
+        for s, (a, b) in enumerate(self.stages):
+            if a <= layer < b:
+                return s
+        raise ValueError(f"layer {layer} is in no stage")
+
+    def spans_nodes(self, group: int) -> bool:
+        """Whether a group of ``group`` consecutive GPUs (starting on a node boundary) leaves a node."""
+        return group > self.gpus_per_node
+
+    def send_crosses_node(self, stage: int) -> bool:
+        """Whether the send from ``stage`` to ``stage + 1`` leaves a node."""
+        last = (stage + 1) * self.layout.tp - 1
+        return last // self.gpus_per_node != (last + 1) // self.gpus_per_node
+
+
+def _is_moe(spec: ModelSpec) -> bool:
+    from .spec import MoE
+
+    return any(isinstance(layer.ffn, MoE) for layer in spec.layers)
+
+
+def _num_experts(spec: ModelSpec) -> int:
+    from .spec import MoE
+
+    return max((layer.ffn.num_experts for layer in spec.layers if isinstance(layer.ffn, MoE)), default=0)
+
+
+def layout_plan(spec: ModelSpec, layout: Layout, gpus_per_node: int = 1 << 30) -> LayoutPlan:
+    """Check ``layout`` against the model and place it; ``OptionError`` says what does not split."""
+    lo = layout
+    for name in ("tp", "pp", "ep", "dp", "attn_dp"):
+        v = getattr(lo, name)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise OptionError(f"--{name.replace('_', '-')} must be a whole number >= 1, got {v!r}")
+    if lo.tp % lo.attn_dp:
+        raise OptionError(f"--attn-dp {lo.attn_dp} does not divide --tp {lo.tp}",
+                          "attention data parallelism splits the tp GPUs of a stage; choose a divisor of tp")
+    if lo.tp % lo.ep:
+        raise OptionError(f"--ep {lo.ep} does not divide --tp {lo.tp}",
+                          "expert parallelism splits the experts over the tp GPUs of a stage; choose a divisor of tp")
+    if lo.ep > 1:
+        if not _is_moe(spec):
+            raise OptionError(f"--ep {lo.ep}: the model has no mixture-of-experts layers", "use --ep 1")
+        e = _num_experts(spec)
+        if e % lo.ep:
+            raise OptionError(f"--ep {lo.ep}: {e} experts do not split {lo.ep} ways", f"choose an ep that divides {e}")
+    n = spec.num_layers
+    if lo.pp > n:
+        raise OptionError(f"--pp {lo.pp}: more pipeline stages than the model's {n} layers")
+    attn = tp_plan(spec, lo.attn_tp)
+    q, r = divmod(n, lo.pp)
+    stages, start = [], 0
+    for s in range(lo.pp):
+        size = q + (1 if s < r else 0)
+        stages.append((start, start + size))
+        start += size
+    notes = list(attn.notes)
+    if lo.attn_dp > 1:
+        notes.append(f"attention data parallel {lo.attn_dp} ways: each rank keeps the KV of its own sequences")
+    if r:
+        notes.append(f"{n} layers over {lo.pp} stages: the first {r} stage(s) hold {q + 1} layers, the rest {q}")
+    return LayoutPlan(lo, attn, tuple(stages), gpus_per_node, tuple(notes))
+
+
+def stage_weights_bytes(spec: ModelSpec, fmt, plan: LayoutPlan) -> list[int]:
+    """Weight bytes on one GPU of each stage: attention, dense FFN, embedding and lm_head split
+    ``attn_tp`` ways (replicated over attention-DP ranks), routed experts ``tp`` ways (``E/ep`` experts
+    of ``1/(tp/ep)`` each), norms replicated."""
+    from .spec import MoE
+
+    lo = plan.layout
+    out = [0] * lo.pp
+
+    def add(stage: int, tensors, div: int) -> None:
+        for t in tensors:
+            b = fmt.tensor_bytes(t)
+            out[stage] += b if t.kind == "norm" else -(-b // div)
+
+    add(0, spec.embedding_tensors(), lo.attn_tp)
+    for i, layer in enumerate(spec.layers):
+        s = plan.stage_of(i, "layer")
+        for t in layer.tensors(f"model.layers.{i}"):
+            b = fmt.tensor_bytes(t)
+            if t.kind == "norm":
+                out[s] += b
+            elif t.kind == "expert" and isinstance(layer.ffn, MoE):
+                out[s] += -(-b // lo.tp)
+            else:
+                out[s] += -(-b // lo.attn_tp)
+    add(lo.pp - 1, spec.final_norm_tensors(), 1)
+    add(lo.pp - 1, spec.lm_head_tensors(), lo.attn_tp)
+    return out
+
+
+def stage_kv_bytes_per_token(kv, plan: LayoutPlan) -> list[int]:
+    """KV bytes one cached token of one sequence takes on the GPU that holds it, per stage (its
+    attention-DP rank; split ``kv_divisor`` ways over the attention-TP GPUs, full-context layers only)."""
+    out = [0] * plan.layout.pp
+    for lk in kv.layers:
+        out[plan.stage_of(lk.layer, "layer")] += -(-lk.bytes_per_token // plan.attn.kv_divisor)
+    return out
+
+
+def stage_state_bytes_per_sequence(kv, plan: LayoutPlan) -> list[int]:
+    out = [0] * plan.layout.pp
+    for lk in kv.layers:
+        out[plan.stage_of(lk.layer, "layer")] += -(-lk.state_bytes // plan.layout.attn_tp)
+    return out
+
+
+_TOKEN_SHARED = ("attention", "embedding", "lm_head", "norm", "ssm", "other")
+
+
+def layout_ops(ops: list[Op], plan: LayoutPlan, stage: int) -> list[Op]:
+    """The ops one GPU of ``stage`` runs in a step of the whole replica (``ops`` traced at the replica's
+    batch). Attention-side ops (attention, embedding, lm_head, norms, recurrent mixers) see 1/attn_dp of
+    the tokens and split attn_tp ways as under plain TP; FFN ops see every token and split tp ways
+    (dense FFN weights attn_tp ways)."""
+    lo = plan.layout
+    mine = [o for o in ops if plan.stage_of(o.layer, o.category) == stage]
+    adp = lo.attn_dp
+    out = []
+    for o in mine:
+        if o.category == "ffn":
+            if o.kind in ("experts", "router"):
+                div_w = lo.tp
+            else:
+                div_w = lo.attn_tp
+            o = replace(o, flops=o.flops // lo.tp, weight_bytes=o.weight_bytes // div_w,
+                        act_read_bytes=o.act_read_bytes // adp, act_write_bytes=o.act_write_bytes // lo.tp)
+            out.append(o)
+            continue
+        if adp > 1:  # this rank's share of the sequences
+            o = replace(o, flops=o.flops // adp, act_read_bytes=o.act_read_bytes // adp,
+                        act_write_bytes=o.act_write_bytes // adp, kv_read_bytes=o.kv_read_bytes // adp,
+                        kv_write_bytes=o.kv_write_bytes // adp, state_read_bytes=o.state_read_bytes // adp,
+                        state_write_bytes=o.state_write_bytes // adp,
+                        weight_bytes=o.weight_bytes // adp if o.kind == "embedding" else o.weight_bytes)
+        out.append(o)
+    return shard_ops(out, plan.attn) if lo.attn_tp > 1 else out
+
+
+@dataclass(frozen=True)
+class Collective:
+    """One kind of collective a stage runs in a step, ``count`` times."""
+
+    name: str
+    kind: str  # all_reduce | all_gather | reduce_scatter | all_to_all | send
+    group: int  # GPUs taking part
+    bytes_per_gpu: int  # all_reduce: the buffer; all_gather/reduce_scatter: the full gathered buffer;
+    #                     all_to_all: what one GPU sends in total; send: the message
+    count: int
+    inter_node: bool  # priced on the network between nodes
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "group": self.group, "bytes_per_gpu": self.bytes_per_gpu,
+                "count": self.count, "inter_node": self.inter_node}
+
+
+def stage_collectives(spec: ModelSpec, plan: LayoutPlan, stage: int, tokens: int, act_bytes: int) -> list[Collective]:
+    """The collectives one stage runs in a step of ``tokens`` tokens (the replica's, all attention-DP
+    ranks together). Per layer: attention's all-reduce over attn_tp (after o_proj); the FFN's all-reduce
+    over attn_tp (dense) or the MoE's exchange over the stage; then the send to the next stage."""
+    from .spec import MoE
+
+    lo = plan.layout
+    a, b = plan.stages[stage]
+    h = spec.hidden_size
+    local = -(-tokens // lo.attn_dp)  # tokens one attention-DP rank holds
+    cross = plan.spans_nodes(lo.tp)
+    mixers = dense = moe = 0
+    topk = 0
+    for layer in spec.layers[a:b]:
+        if layer.mixer is not None:
+            mixers += 1
+        if isinstance(layer.ffn, MoE):
+            moe += 1
+            topk = layer.ffn.num_experts_per_tok
+        elif layer.ffn is not None:
+            dense += 1
+    out: list[Collective] = []
+    msg = local * h * act_bytes
+    if lo.attn_tp > 1 and mixers + dense:
+        out.append(Collective("attention/dense all-reduce", "all_reduce", lo.attn_tp, msg, mixers + dense,
+                              plan.spans_nodes(lo.attn_tp)))
+    if moe and lo.tp > 1:
+        if lo.ep > 1:
+            # each GPU dispatches its 1/tp share of the tokens to their top-k experts and gets them back
+            per_gpu = -(-tokens // lo.tp) * topk * h * act_bytes
+            out.append(Collective("MoE all-to-all dispatch", "all_to_all", lo.tp, per_gpu, moe, cross))
+            out.append(Collective("MoE all-to-all combine", "all_to_all", lo.tp, per_gpu, moe, cross))
+        elif lo.attn_dp > 1:
+            full = tokens * h * act_bytes
+            out.append(Collective("MoE all-gather", "all_gather", lo.tp, full, moe, cross))
+            out.append(Collective("MoE reduce-scatter", "reduce_scatter", lo.tp, full, moe, cross))
+        else:
+            out.append(Collective("MoE all-reduce", "all_reduce", lo.tp, tokens * h * act_bytes, moe, cross))
+    if stage < lo.pp - 1:
+        # each GPU sends its 1/attn_tp slice of its rank's hidden states (the receiver all-gathers them)
+        out.append(Collective("pipeline send", "send", 2, -(-local * h * act_bytes // lo.attn_tp), 1,
+                              plan.send_crosses_node(stage)))
+    return out

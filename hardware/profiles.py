@@ -58,6 +58,7 @@ __all__ = [
     "DEFAULT_KERNEL_LAUNCH_S",
     "DEFAULT_RUNTIME_RESERVE_BYTES",
     "HardwareProfile",
+    "NodeSpec",
     "profile_from_data",
     "list_profiles",
     "load_profile",
@@ -115,10 +116,83 @@ _FIELDS = (
     "price_per_hour",
     "efficiency",
     "allreduce_latency",
+    "node",
     "source",
     "notes",
 )
+_NODE_FIELDS = ("name", "gpus_per_node", "intra_node_bandwidth", "intra_node_latency", "inter_node_bandwidth",
+                "inter_node_latency", "source")
 _REQUIRED = ("name", "memory", "memory_bandwidth", "peak_flops")
+
+
+# ---- the node (platform) a device is sold in -----------------------------------------------------
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """The platform one device sits in: how many GPUs share the scale-up fabric (one NVLink/xGMI
+    domain, the "node"), and the two links a collective can travel: inside the node and between
+    nodes. Bandwidths are per GPU per direction; a latency is the fixed cost of one step of a
+    collective (a ring all-reduce over n GPUs takes 2(n-1) steps; see ``hardware.comm``)."""
+
+    name: str
+    gpus_per_node: int
+    intra_node_bytes_per_s: float
+    intra_node_latency_s: float
+    inter_node_bytes_per_s: float | None  # None: no scale-out network described
+    inter_node_latency_s: float | None
+    source: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "gpus_per_node": self.gpus_per_node,
+                "intra_node_bytes_per_s": self.intra_node_bytes_per_s,
+                "intra_node_latency_s": self.intra_node_latency_s,
+                "inter_node_bytes_per_s": self.inter_node_bytes_per_s,
+                "inter_node_latency_s": self.inter_node_latency_s, "source": list(self.source)}
+
+    def to_yaml_data(self) -> dict[str, Any]:
+        return {"name": self.name, "gpus_per_node": self.gpus_per_node,
+                "intra_node_bandwidth": units.format_bandwidth(self.intra_node_bytes_per_s),
+                "intra_node_latency": units.format_time(self.intra_node_latency_s),
+                "inter_node_bandwidth": None if self.inter_node_bytes_per_s is None
+                else units.format_bandwidth(self.inter_node_bytes_per_s),
+                "inter_node_latency": None if self.inter_node_latency_s is None
+                else units.format_time(self.inter_node_latency_s),
+                "source": list(self.source)}
+
+
+def _node_from_data(raw: Any, where: str) -> NodeSpec | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping):
+        raise HardwareError(f"{where}: field 'node' must be a mapping",
+                            "e.g. node: {gpus_per_node: 8, intra_node_bandwidth: 450 GB/s, intra_node_latency: 2 us}")
+    for key in raw:
+        if key not in _NODE_FIELDS:
+            close = difflib.get_close_matches(str(key), _NODE_FIELDS, n=1)
+            hint = f"did you mean '{close[0]}'?" if close else f"known node fields: {', '.join(_NODE_FIELDS)}"
+            raise HardwareError(f"{where}: unknown field 'node.{key}'", hint)
+    for key in ("gpus_per_node", "intra_node_bandwidth", "intra_node_latency"):
+        if raw.get(key) is None:
+            raise HardwareError(f"{where}: missing required field 'node.{key}'",
+                                "a node needs gpus_per_node, intra_node_bandwidth and intra_node_latency")
+    n = raw["gpus_per_node"]
+    if isinstance(n, bool) or not isinstance(n, int) or not (1 <= n <= 4096):
+        raise HardwareError(f"{where}: field 'node.gpus_per_node' = {n!r} is not a whole number in 1..4096",
+                            "e.g. gpus_per_node: 8")
+    inter_bw = raw.get("inter_node_bandwidth")
+    inter_lat = raw.get("inter_node_latency")
+    if (inter_bw is None) != (inter_lat is None):
+        raise HardwareError(f"{where}: node.inter_node_bandwidth and node.inter_node_latency go together",
+                            "give both, or neither (no network between nodes)")
+    return NodeSpec(
+        name=_string(raw.get("name", "node"), "node.name", where) or "node",
+        gpus_per_node=n,
+        intra_node_bytes_per_s=units.parse_bandwidth(raw["intra_node_bandwidth"], field="node.intra_node_bandwidth", where=where),
+        intra_node_latency_s=units.parse_time(raw["intra_node_latency"], field="node.intra_node_latency", where=where, allow_zero=True),
+        inter_node_bytes_per_s=None if inter_bw is None else units.parse_bandwidth(inter_bw, field="node.inter_node_bandwidth", where=where),
+        inter_node_latency_s=None if inter_lat is None else units.parse_time(inter_lat, field="node.inter_node_latency", where=where, allow_zero=True),
+        source=_text_list(raw.get("source"), "node.source", where),
+    )
 
 
 # ---- the profile ---------------------------------------------------------------------------------
@@ -151,6 +225,7 @@ class HardwareProfile:
     interconnect_efficiency: float | None = None  # achieved fraction of interconnect bandwidth in all-reduce
     gemm_ridge_exponent: float | None = None  # p of the p-norm joining a GEMM's compute and memory time (>= 1)
     allreduce_latency_s: float | None = None  # fixed cost of one all-reduce call
+    node: NodeSpec | None = None  # the platform (GPUs per node, links inside and between nodes)
 
     def __post_init__(self) -> None:
         where = f"hardware profile {self.name!r}" + (f" ({self.path})" if self.path else "")
@@ -260,6 +335,7 @@ class HardwareProfile:
             "path": self.path,
             "aliases": list(self.aliases),
             "interconnect_name": self.interconnect_name,
+            "node": None if self.node is None else self.node.to_dict(),
         }
 
     def to_yaml_data(self) -> dict[str, Any]:
@@ -286,6 +362,8 @@ class HardwareProfile:
         }
         if data["interconnect_name"] is None:
             del data["interconnect_name"]
+        if self.node is not None:
+            data["node"] = self.node.to_yaml_data()
         return data
 
 
@@ -490,6 +568,7 @@ def profile_from_data(
         path=path,
         aliases=aliases,
         interconnect_name=interconnect_name,
+        node=_node_from_data(data.get("node"), where),
     )
 
 
