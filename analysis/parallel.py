@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from .errors import OptionError
 from .spec import MLA, Attention, GatedDeltaNet, Mamba, ModelSpec
-from .trace import Op, OpGroup, Parallel
+from .trace import Op, OpGroup, OpKind, Parallel
 
 
 @dataclass(frozen=True)
@@ -295,36 +295,37 @@ def stage_state_bytes_per_sequence(kv, plan: LayoutPlan) -> list[int]:
     return out
 
 
-_TOKEN_SHARED = ("attention", "embedding", "lm_head", "norm", "ssm", "other")
+def layout_groups(groups: list[OpGroup], plan: LayoutPlan, stage: int,
+                  expert_groups: list[OpGroup] | None = None) -> list[OpGroup]:
+    """The collapsed step one GPU of ``stage`` runs; each group keeps the layers that are in the stage.
 
-
-def layout_ops(ops: list[Op], plan: LayoutPlan, stage: int) -> list[Op]:
-    """The ops one GPU of ``stage`` runs in a step of the whole replica (``ops`` traced at the replica's
-    batch). Attention-side ops (attention, embedding, lm_head, norms, recurrent mixers) see 1/attn_dp of
-    the tokens and split attn_tp ways as under plain TP; FFN ops see every token and split tp ways
-    (dense FFN weights attn_tp ways)."""
+    ``groups`` is the step of one attention-DP rank (traced at its ``ceil(batch / attn_dp)``
+    sequences): every op but the routed experts splits ``attn_tp`` ways by its parallel role
+    (``shard_op``). ``expert_groups`` is the step of the whole replica (every attention-DP rank's
+    tokens meet in the experts; the same as ``groups`` when ``attn_dp == 1``): its routed experts and
+    router split ``tp`` ways."""
     lo = plan.layout
-    mine = [o for o in ops if plan.stage_of(o.layer, o.category) == stage]
-    adp = lo.attn_dp
+    a, b = plan.stages[stage]
+    expert_plan = TPPlan(lo.tp, 1, 1, ())
+    full = groups if expert_groups is None else expert_groups
+    if len(full) != len(groups):
+        raise ValueError("expert_groups must be the same step as groups at another batch")
     out = []
-    for o in mine:
-        if o.category == "ffn":
-            if o.kind in ("experts", "router"):
-                div_w = lo.tp
-            else:
-                div_w = lo.attn_tp
-            o = replace(o, flops=o.flops // lo.tp, weight_bytes=o.weight_bytes // div_w,
-                        act_read_bytes=o.act_read_bytes // adp, act_write_bytes=o.act_write_bytes // lo.tp)
-            out.append(o)
-            continue
-        if adp > 1:  # this rank's share of the sequences
-            o = replace(o, flops=o.flops // adp, act_read_bytes=o.act_read_bytes // adp,
-                        act_write_bytes=o.act_write_bytes // adp, kv_read_bytes=o.kv_read_bytes // adp,
-                        kv_write_bytes=o.kv_write_bytes // adp, state_read_bytes=o.state_read_bytes // adp,
-                        state_write_bytes=o.state_write_bytes // adp,
-                        weight_bytes=o.weight_bytes // adp if o.kind == "embedding" else o.weight_bytes)
-        out.append(o)
-    return shard_ops(out, plan.attn) if lo.attn_tp > 1 else out
+    for g, gf in zip(groups, full):
+        if g.layers:
+            layers = tuple(i for i in g.layers if a <= i < b)
+            if not layers:
+                continue
+        else:
+            if plan.stage_of(None, g.op.category) != stage:
+                continue
+            layers = ()
+        if g.op.kind in (OpKind.EXPERTS, OpKind.ROUTER):
+            o = shard_op(gf.op, expert_plan)
+        else:
+            o = shard_op(g.op, plan.attn)
+        out.append(OpGroup(o, layers))
+    return out
 
 
 @dataclass(frozen=True)
@@ -346,7 +347,7 @@ class Collective:
 
 def stage_collectives(spec: ModelSpec, plan: LayoutPlan, stage: int, tokens: int, act_bytes: int) -> list[Collective]:
     """The collectives one stage runs in a step of ``tokens`` tokens (the replica's, all attention-DP
-    ranks together). Per layer: attention's all-reduce over attn_tp (after o_proj); the FFN's all-reduce
+    ranks together; the busiest rank holds ``ceil(tokens / attn_dp)``). Per layer: attention's all-reduce over attn_tp (after o_proj); the FFN's all-reduce
     over attn_tp (dense) or the MoE's exchange over the stage; then the send to the next stage."""
     from .spec import MoE
 

@@ -29,6 +29,14 @@ A profile file (values carry units; see ``hardware/units.py``)::
       gemm_ridge_exponent: null       #   p joining a GEMM's compute and memory time, >= 1
     allreduce_latency: null           # fixed cost per all-reduce call, e.g. 20 us
                                       # (null: profiles/engines/_device.yaml defaults; calibrate may fill)
+    node:                             # optional: the platform (for multi-GPU layouts)
+      name: DGX H100
+      gpus_per_node: 8                # GPUs in one scale-up (NVLink/xGMI) domain
+      intra_node_bandwidth: 450 GB/s  # per GPU per direction
+      intra_node_latency: 2 us        # per step of a collective
+      inter_node_bandwidth: 50 GB/s   # per GPU per direction (the NIC), or absent
+      inter_node_latency: 6.6 us
+      source: [...]
     source: [...]
     notes: [...]
 

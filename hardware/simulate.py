@@ -238,11 +238,11 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         raise OptionError("every input and output length must be >= 1 token")
     if not np.all(np.diff(arr, axis=1) >= 0):
         raise OptionError("arrival times must be sorted")
-    grid = np.asarray(costs[0].tokens_grid, dtype=np.float64)
-    for c in costs:
-        if tuple(c.tokens_grid) != tuple(costs[0].tokens_grid):
-            raise OptionError("simulate: every step cost must share one tokens grid")
-    tt = np.array([c.t_tokens_s for c in costs], dtype=np.float64)  # (C, G)
+    # one grid for all: the union of the breakpoints (each piecewise-linear table is kept exactly)
+    grid = np.unique(np.concatenate([np.asarray(c.tokens_grid, dtype=np.float64) for c in costs]))
+    if len(grid) < 2:
+        grid = np.array([grid[0], grid[0] + 1.0])
+    tt = np.array([np.interp(grid, c.tokens_grid, c.t_tokens_s) for c in costs], dtype=np.float64)  # (C, G)
     kappa = np.array([c.kappa_s for c in costs])
     pi = np.array([c.pi_s for c in costs])
     seqs = np.array([s.max_num_seqs for s in scheds], dtype=np.int64)
@@ -320,6 +320,7 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         kv_used = ctx.sum(1)
         committed = kv_used + np.where(running & ~rec, pre, 0).sum(1)
         preempt_before = preempt.copy()
+        nxt_before = nxt.copy()
         # 1. decodes, preempting the newest sequences while the pool cannot take their tokens
         dec = running & (pre == 0)
         while True:
@@ -422,7 +423,7 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         work = active & (N > 0)
         # decode-only runs: jump to the next event
         m = np.ones(C, dtype=np.int64)
-        jump = work & (ptok == 0) & (d > 0)
+        jump = work & (ptok == 0) & (d > 0) & ~(running & rec).any(1)
         if jump.any():
             rem = np.where(dec, olen - gen, np.iinfo(np.int64).max).min(1)
             m_fin = np.maximum(rem, 1)
@@ -446,7 +447,7 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             m = np.where(jump, np.maximum(mm, 1), 1)
         dt = np.where(work, m * t_tokens(np.maximum(N, 1)) + kappa * (m * K + d * m * (m - 1) / 2.0) + pi * pairs, 0.0)
         # nothing to run: wait for the next arrival (a preempted sequence always fits an empty pool)
-        stuck = active & ~work
+        stuck = active & ~work & (nxt == nxt_before)  # (admitting a prefilled request is progress)
         if stuck.any():
             later = stuck & (arrived < R)
             t[later] = np.maximum(t[later], arr[ci[later], np.minimum(arrived[later], R - 1)])

@@ -1,0 +1,143 @@
+"""The serving simulation against hand-computed schedules and closed-form queueing results."""
+
+import numpy as np
+import pytest
+
+from planner.analysis.errors import OptionError
+from planner.hardware.simulate import (Scheduler, StepCost, draw_lengths, poisson_arrivals, simulate,
+                                       simulate_disaggregated)
+
+# a step of N new tokens takes 0.1 + 0.01·N seconds (no KV or attention term)
+LINEAR = StepCost((1, 1000), (0.11, 0.1 + 0.01 * 1000), 0.0, 0.0)
+
+
+def one(cost, sched, arrivals, inp, out, **kw):
+    return simulate([cost], [sched], np.asarray(arrivals, float), inp, out, **kw)
+
+
+def test_three_requests_exact_schedule():
+    # t=0: both first requests prefill together (20 tokens, 0.3 s) -> first tokens at 0.3;
+    # two decode steps of 2 tokens (0.12 s each) end at 0.42 and 0.54, finishing them; the third
+    # request (arrived at 0.5, during the second decode) prefills alone from 0.54 (10 tokens, 0.2 s)
+    # -> first token at 0.74, then two decode steps of 0.11 s -> done at 0.96.
+    r = one(LINEAR, Scheduler(8, 100, 10_000), [0.0, 0.0, 0.5], [10, 10, 10], [3, 3, 3])
+    np.testing.assert_allclose(r.ttft_s[0], [0.3, 0.3, 0.24], rtol=1e-12)
+    np.testing.assert_allclose(r.finish_s[0], [0.54, 0.54, 0.96], rtol=1e-12)
+    np.testing.assert_allclose(r.e2e_s[0], [0.54, 0.54, 0.46], rtol=1e-12)
+    np.testing.assert_allclose(r.tpot_s[0], [0.12, 0.12, 0.11], rtol=1e-12)
+    assert r.preemptions[0] == 0
+
+
+def test_chunked_prefill_exact_schedule():
+    # budget 8 tokens per step: a 20-token prompt takes chunks of 8, 8, 4 (0.18 + 0.18 + 0.14 s),
+    # the first token at 0.5 s; one decode step (0.11 s) ends the 2-token answer at 0.61 s
+    r = one(LINEAR, Scheduler(8, 8, 10_000), [0.0], [20], [2])
+    np.testing.assert_allclose(r.ttft_s[0], [0.5], rtol=1e-12)
+    np.testing.assert_allclose(r.finish_s[0], [0.61], rtol=1e-12)
+
+
+def test_decode_first_then_prefill_shares_the_budget():
+    # budget 10: at t=0.3 request 0 decodes (1 token) and request 1 (arrived at 0.1) gets 9 of its 12
+    # prompt tokens: 0.1 + 0.01·10 = 0.2 s; then 1 decode + 3 prompt tokens = 0.14 s -> its first
+    # token at 0.64
+    r = one(LINEAR, Scheduler(8, 10, 10_000), [0.0, 0.1], [20, 12], [3, 2])
+    # request 0: prefill 20 tokens in chunks 10, 10 (0.2 s each) -> first token at 0.4
+    assert r.ttft_s[0, 0] == pytest.approx(0.4)
+    # at 0.4: decode r0 + 9 tokens of r1 (0.2 s) -> 0.6; decode r0 (finishes, gen 3) + 3 tokens of r1
+    # (0.14 s) -> 0.74 = r1's first token
+    assert r.finish_s[0, 0] == pytest.approx(0.74)
+    assert r.ttft_s[0, 1] == pytest.approx(0.74 - 0.1)
+    assert r.finish_s[0, 1] == pytest.approx(0.74 + 0.11)
+
+
+def test_preemption_recomputes_the_newest_sequence():
+    # pool of 12 tokens, two requests of 5 prompt + 4 output tokens (8 tokens each at the end):
+    # prefill both (10 tokens, 0.2 s), one decode of both (0.12 s, pool 12/12); the next decode needs
+    # 2 more tokens: the newer request is preempted (its 6 tokens freed) and request 0 decodes alone
+    # (0.11 s twice) to finish at 0.54; request 1 then recomputes its 7 tokens (0.17 s), which emits
+    # its third token, and decodes its fourth (0.11 s): done at 0.82.
+    r = one(LINEAR, Scheduler(8, 100, 12), [0.0, 0.0], [5, 5], [4, 4])
+    assert r.preemptions[0] == 1
+    np.testing.assert_allclose(r.finish_s[0], [0.54, 0.82], rtol=1e-12)
+    np.testing.assert_allclose(r.ttft_s[0], [0.2, 0.2], rtol=1e-12)
+    assert r.kv_peak_occupancy[0] == pytest.approx(1.0)
+
+
+def test_request_larger_than_the_pool_is_rejected():
+    r = one(LINEAR, Scheduler(8, 100, 10), [0.0, 0.0], [5, 20], [2, 2])
+    assert r.rejected[0] == 1
+    assert np.isnan(r.ttft_s[0, 1]) and not np.isnan(r.ttft_s[0, 0])
+
+
+def test_mdl_mean_wait_at_low_load():
+    # one request at a time, each a single prefill step of D seconds: an M/D/1 queue.
+    # Pollaczek-Khinchine: mean wait = rho·D / (2(1 - rho)); TTFT = wait + D.
+    D, rho, n, reps = 0.05, 0.3, 3000, 4
+    flat = StepCost((1, 1000), (D, D), 0.0, 0.0)
+    arr = poisson_arrivals(rho / D, n, seed=7, configs=reps)
+    r = simulate([flat] * reps, [Scheduler(1, 1000, 10_000)] * reps, arr, 100, 1)
+    expected = D + rho * D / (2 * (1 - rho))
+    assert np.nanmean(r.ttft_s) == pytest.approx(expected, rel=0.05)
+
+
+def test_littles_law_on_a_continuous_batching_run():
+    # L (time-averaged requests in the system, integrated step by step) = lambda · W (mean e2e)
+    cost = StepCost((1, 16, 256, 4096), (0.02, 0.021, 0.03, 0.2), 1e-7, 1e-9)
+    n = 1500
+    arr = poisson_arrivals(8.0, n, seed=3)
+    inp = draw_lengths("uniform:200:800", n, seed=4)
+    out = draw_lengths("uniform:20:120", n, seed=5)
+    r = simulate([cost], [Scheduler(64, 2048, 60_000)], arr, inp, out)
+    lam = n / r.duration_s[0]
+    w = np.nanmean(r.e2e_s[0])
+    assert r.mean_in_system[0] == pytest.approx(lam * w, rel=0.05)
+
+
+def test_configurations_run_together_as_they_run_alone():
+    costs = [LINEAR, StepCost((1, 64, 4096), (0.01, 0.012, 0.1), 2e-8, 1e-9)]
+    scheds = [Scheduler(4, 64, 2_000), Scheduler(16, 512, 500)]
+    arr = poisson_arrivals(5.0, 200, seed=1)
+    inp = draw_lengths("uniform:10:200", 200, seed=2)
+    out = draw_lengths("uniform:1:60", 200, seed=3)
+    both = simulate(costs, scheds, arr, inp, out)
+    for i in range(2):
+        alone = simulate([costs[i]], [scheds[i]], arr, inp, out)
+        np.testing.assert_allclose(both.finish_s[i], alone.finish_s[0], rtol=1e-12, equal_nan=True)
+        assert both.preemptions[i] == alone.preemptions[0]
+
+
+def test_decode_runs_taken_in_one_jump_match_step_by_step():
+    # the same single request with and without other arrivals forcing single steps gives the same
+    # finish when the KV term makes every decode step a different length
+    cost = StepCost((1, 1000), (0.01, 0.01 + 1e-5 * 999), 1e-4, 0.0)
+    r = one(cost, Scheduler(4, 100, 10_000), [0.0], [10], [50])
+    # prefill 10 tokens: 0.01 + 9e-5 (N=10) + 0; decode k (k = 1..49) reads 10 + k cached tokens + 1
+    t = 0.01 + 1e-5 * 9
+    for k in range(1, 50):
+        t += 0.01 + 1e-4 * (10 + k)
+    assert r.finish_s[0, 0] == pytest.approx(t, rel=1e-12)
+
+
+def test_disaggregated_first_token_after_the_kv_transfer():
+    pre = StepCost((1, 1000), (0.11, 0.1 + 0.01 * 1000), 0.0, 0.0)
+    dec = StepCost((1, 1000), (0.02, 0.02), 0.0, 0.0)
+    r = simulate_disaggregated(pre, Scheduler(4, 100, 1000), dec, Scheduler(4, 100, 1000), [0.0], [10], [3],
+                               kv_transfer_s=0.05)
+    # prefill 0.2 s, transfer 0.05 s: first token at 0.25; two decode steps of 0.02 s
+    assert r.ttft_s[0, 0] == pytest.approx(0.25)
+    assert r.finish_s[0, 0] == pytest.approx(0.29)
+
+
+@pytest.mark.parametrize("spec", ["uniform:5", "normal:1", "weird:1:2", "uniform:9:3", "lognormal:-1:2", "0"])
+def test_bad_length_distributions(spec):
+    with pytest.raises(OptionError):
+        draw_lengths(int(spec) if spec.isdigit() else spec, 10)
+
+
+def test_bad_rate_and_scheduler():
+    with pytest.raises(OptionError):
+        poisson_arrivals(0.0, 10)
+    with pytest.raises(OptionError):
+        simulate([LINEAR], [Scheduler(0, 10, 10)], [0.0], [1], [1])
+    with pytest.raises(OptionError):
+        simulate([LINEAR], [Scheduler(1, 10, 10)], [1.0, 0.0], [1, 1], [1, 1])
