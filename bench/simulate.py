@@ -25,19 +25,20 @@ def build(n_configs: int, n_requests: int, seed: int = 0):
     from planner.analysis.analyze import Options, analyze
     from planner.analysis.parallel import Layout
     from planner.cli.common import load_hardware, load_model
-    from planner.hardware.deploy import layout_memory, plan_for, step_cost
+    from planner.hardware.deploy import engine_model, layout_memory, plan_for, step_cost
     from planner.hardware.simulate import Scheduler, draw_lengths, poisson_arrivals
 
     lm = load_model("meta-llama/Llama-3.1-70B")
     a = analyze(lm.spec, Options(context=3500))
     hw = load_hardware("h100-sxm")
+    em = engine_model(hw, "vllm")
     bases = []
     for lo in (Layout(tp=2), Layout(tp=4), Layout(tp=8), Layout(tp=8, pp=2)):
         plan = plan_for(a, hw, lo)
-        mem = layout_memory(a, hw, plan, max_batched_tokens=8192)
+        mem = layout_memory(a, hw, plan, em, max_num_batched_tokens=8192, max_num_seqs=256)
         if mem.kv_capacity_tokens < 4000:
             continue
-        bases.append((step_cost(a, hw, plan, ref_batch=64, ref_context=3250, ref_prompt=3000), mem.kv_capacity_tokens))
+        bases.append((step_cost(a, hw, plan, em, ref_batch=64, ref_context=3250, ref_prompt=3000), mem.kv_capacity_tokens))
     rng = np.random.default_rng(seed)
     costs, scheds, rates = [], [], []
     for i in range(n_configs):

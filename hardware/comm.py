@@ -12,7 +12,9 @@ all-to-all          n-1          (n-1)/n × what the GPU sends
 send (p2p)          1            message
 =================  ===========  ===============================
 
-The link is the scale-up fabric (NVLink, xGMI) when every GPU of the group is in one node, else the
+Inside a node an all-reduce costs the engine model's fixed per-call latency instead of its steps
+(``hardware.expected``: fitted, 20 µs by default), so the one step model prices it the same way
+whether a step is planned or served. The link is the scale-up fabric (NVLink, xGMI) when every GPU of the group is in one node, else the
 network between nodes, whose bandwidth and latency then bound the whole collective (a conservative
 reading: hierarchical algorithms do part of the work on NVLink). Figures come from the profile's
 ``node`` block (``hardware/profiles.py``); a profile without one is a single node of its
@@ -46,8 +48,12 @@ def links(hw) -> Links:
     return Links(n, hw.interconnect_bytes_per_s, 0.0, None, 0.0, "interconnect")
 
 
-def collective_s(c: Collective, lk: Links, hw_name: str = "") -> float:
-    """Seconds of ``c.count`` collectives ``c`` on its link."""
+def collective_s(c: Collective, lk: Links, hw_name: str = "", *, efficiency: float = 1.0,
+                 allreduce_call_s: float | None = None) -> float:
+    """Seconds of ``c.count`` collectives ``c`` on its link. ``efficiency``: the achieved fraction of the
+    link's bandwidth (the engine model's ``interconnect`` factor); ``allreduce_call_s``: the fixed cost
+    of one all-reduce inside a node (the engine model's fitted ``allreduce_latency``, which covers
+    vLLM's custom all-reduce and NCCL LL), used instead of ``2(n-1)`` steps of link latency."""
     n = c.group
     if n <= 1 or c.count == 0:
         return 0.0
@@ -64,8 +70,11 @@ def collective_s(c: Collective, lk: Links, hw_name: str = "") -> float:
             raise OptionError(f"hardware profile '{hw_name}' has no interconnect bandwidth for a {n}-GPU group",
                               "add 'interconnect: 450 GB/s' (or a node block) to the profile, or use one GPU")
     m = c.bytes_per_gpu
+    bw = bw * efficiency
     if c.kind == "all_reduce":
         steps, wire = 2 * (n - 1), 2 * (n - 1) / n * m
+        if allreduce_call_s is not None and not c.inter_node:
+            return c.count * (allreduce_call_s + wire / bw)
     elif c.kind in ("all_gather", "reduce_scatter", "all_to_all"):
         steps, wire = n - 1, (n - 1) / n * m
     elif c.kind == "send":

@@ -31,16 +31,45 @@ from .comm import collective_s, links
 # ---- the one step model, behind one function ------------------------------------------------------
 
 
-def _device_s(groups, hw, a) -> float:
+@dataclass(frozen=True)
+class EngineModel:
+    """The engine a deployment runs: its profile (memory accounting, scheduler defaults) and the
+    factors of the expected step time (``hardware.expected``), or the ideal roofline."""
+
+    profile: object  # hardware.engine.EngineProfile
+    factors: object  # hardware.expected.Factors
+
+    @property
+    def name(self) -> str:
+        return self.profile.name
+
+
+def engine_model(hw, name: str | None = None) -> EngineModel:
+    from .engine import load_engine
+    from .expected import factors_for
+
+    eng = load_engine(name)
+    return EngineModel(eng, factors_for(hw, eng))
+
+
+def _device_s(groups, hw, a, em: EngineModel, *, decode: bool) -> float:
     """Seconds one GPU spends on its share of a step (``groups``, already sharded), by the project's
-    step model (``hardware.timing``: per-op roofline with the profile's efficiencies, CUDA-graph
-    replay). Every time in this module and in ``planner plan`` goes through here."""
-    from .timing import groups_time
+    step model (``hardware.expected.ops_time_s``: the roofline with the engine's and the device's
+    factors). Every op time in this module and in ``planner plan`` goes through here; the engine's
+    per-step overhead is added once per iteration (``replica_step``)."""
+    from .expected import ops_time_s
 
     if not groups:
         return 0.0
-    st, _ = groups_time(groups, hw, a.fmt.compute.compute)
-    return st.graph_s
+    ops = [g.op for g in groups for _ in range(g.count)]
+    return ops_time_s(ops, hw.peak_flops_for(a.fmt.compute.compute), hw.memory_bandwidth_bytes_per_s, em.factors,
+                      decode=decode, weight_only_bits=_weight_only_bits(a))
+
+
+def _weight_only_bits(a) -> int | None:
+    from .serve import StepModel
+
+    return StepModel.weight_only_bits_of(a)
 
 
 # ---- memory ---------------------------------------------------------------------------------------
@@ -48,68 +77,72 @@ def _device_s(groups, hw, a) -> float:
 
 @dataclass(frozen=True)
 class LayoutMemory:
-    """Bytes on one GPU of the tightest stage, and the replica's KV pool."""
+    """One GPU of the tightest stage under the engine's accounting, and the replica's KV pool."""
 
     layout: Layout
-    weights_bytes: int  # the heaviest stage's weights on one GPU
+    engine: str
+    weights_bytes: int  # the heaviest stage's weights on one GPU, as the engine loads them
     kv_bytes_per_token: int  # KV of one cached token on one GPU of the tightest stage
-    reserve_bytes: int
     activation_bytes: int
+    non_torch_bytes: int
     capacity_bytes: int
-    kv_capacity_tokens: int  # tokens the replica's pool holds (all attention-DP ranks)
+    budget_bytes: int
+    kv_pool_bytes: int  # on the tightest stage's GPU (negative: the weights do not fit)
+    kv_capacity_tokens: int  # tokens the replica's pool holds (all attention-DP ranks; whole blocks)
+    block_size: int
     stage_weights_bytes: tuple[int, ...]
 
     @property
     def fits(self) -> bool:
         return self.kv_capacity_tokens >= 1
 
-    @property
-    def kv_pool_bytes(self) -> int:
-        return self.kv_capacity_tokens // self.layout.attn_dp * self.kv_bytes_per_token
-
     def to_dict(self) -> dict:
-        return {"weights_bytes": self.weights_bytes, "kv_bytes_per_token": self.kv_bytes_per_token,
-                "runtime_reserve_bytes": self.reserve_bytes, "activation_bytes": self.activation_bytes,
-                "capacity_bytes": self.capacity_bytes, "kv_capacity_tokens": self.kv_capacity_tokens,
-                "kv_pool_bytes": self.kv_pool_bytes, "stage_weights_bytes": list(self.stage_weights_bytes),
-                "fits": self.fits}
+        return {"engine": self.engine, "weights_bytes": self.weights_bytes, "kv_bytes_per_token": self.kv_bytes_per_token,
+                "activation_bytes": self.activation_bytes, "non_torch_bytes": self.non_torch_bytes,
+                "capacity_bytes": self.capacity_bytes, "budget_bytes": self.budget_bytes,
+                "kv_pool_bytes": self.kv_pool_bytes, "kv_capacity_tokens": self.kv_capacity_tokens,
+                "block_size": self.block_size, "stage_weights_bytes": list(self.stage_weights_bytes), "fits": self.fits}
 
 
-def layout_memory(a, hw, plan: LayoutPlan, *, max_batched_tokens: int) -> LayoutMemory:
+def layout_memory(a, hw, plan: LayoutPlan, em: EngineModel, *, max_num_batched_tokens: int,
+                  max_num_seqs: int) -> LayoutMemory:
+    """The engine's accounting (``hardware.engine``: its cap, activation peak of the profiling run,
+    non-torch memory of a ``tp``-GPU group, graph pool, block size, KV layout) applied to each stage's
+    weights (``stage_weights_bytes`` plus the engine's padding and RoPE cache) and KV bytes per token
+    (the engine's layout, shared out by each stage's layers)."""
+    from planner.analysis.parallel import TPPlan
+
+    from .engine import activation_peak_bytes, kv_bytes_per_token_per_gpu, loaded_weights, pool_bytes
+
     lo = plan.layout
+    eng = em.profile
     weights = stage_weights_bytes(a.spec, a.fmt, plan)
-    kv_tok = stage_kv_bytes_per_token(a.kv, plan)
+    mine_tok = stage_kv_bytes_per_token(a.kv, plan)
     state = stage_state_bytes_per_sequence(a.kv, plan)
-    act = _activation_bytes(a, plan, max_batched_tokens)
-    usable = hw.memory_bytes - hw.runtime_reserve_bytes - act
+    lw = loaded_weights(a, plan.attn, eng)
+    extra = lw.padding_bytes_per_gpu + lw.rope_cache_bytes  # padding is per expert shard; RoPE cache on every GPU
+    eng_tok = kv_bytes_per_token_per_gpu(a, plan.attn, eng)
+    total_mine = sum(mine_tok)
+    act = activation_peak_bytes(a, TPPlan(lo.tp, 1, 1, ()), eng, max_num_batched_tokens, max_num_seqs)
+    non_torch = eng.non_torch_bytes(lo.tp)
+    frac = eng.default_fraction(hw, lo.tp)
     per_rank = None
+    tight = (0, 0, 0)  # (pool, per token, budget) of the tightest stage
     for s in range(lo.pp):
-        free = usable - weights[s]
-        if free <= 0:
-            per_rank = 0
+        budget, pool = pool_bytes(eng, hw, frac, weights[s] + extra, act, non_torch)
+        tok = eng_tok * mine_tok[s] // total_mine if total_mine else 0
+        if pool <= 0:
+            per_rank, tight = 0, (pool, tok, budget)
             break
-        if kv_tok[s] == 0:
+        if tok == 0:
             continue
-        # recurrent state: charged as if every sequence were one token longer per state-token-equivalent
-        n = free // (kv_tok[s] + (state[s] if state[s] else 0))
-        per_rank = n if per_rank is None else min(per_rank, n)
-    if per_rank is None:  # no KV at all (a pure recurrent model): the pool is bounded by sequences
+        n = pool // (tok + state[s]) // eng.block_size * eng.block_size
+        if per_rank is None or n < per_rank:
+            per_rank, tight = n, (pool, tok, budget)
+    if per_rank is None:  # no KV at all (a pure recurrent model): the pool is not token-bound
         per_rank = 1 << 30
-    tight = max(range(lo.pp), key=lambda s: kv_tok[s])
-    return LayoutMemory(lo, max(weights), kv_tok[tight], hw.runtime_reserve_bytes, act, hw.memory_bytes,
-                        per_rank * lo.attn_dp, tuple(weights))
-
-
-def _activation_bytes(a, plan: LayoutPlan, tokens: int) -> int:
-    """The largest activation buffer of a step of ``tokens`` tokens on one GPU (the op with the most
-    bytes read and written), on any stage."""
-    groups = _groups(a, max(1, -(-tokens // plan.layout.attn_dp)), 1, 0)
-    full = _groups(a, max(1, tokens), 1, 0)
-    best = 0
-    for s in range(plan.layout.pp):
-        for g in layout_groups(groups, plan, s, full):
-            best = max(best, g.op.act_read_bytes + g.op.act_write_bytes)
-    return best
+    return LayoutMemory(lo, eng.name, max(weights) + extra, tight[1], act, non_torch, hw.memory_bytes, tight[2],
+                        tight[0], per_rank * lo.attn_dp, eng.block_size, tuple(w + extra for w in weights))
 
 
 # ---- step time ------------------------------------------------------------------------------------
@@ -141,14 +174,18 @@ class StepBreakdown:
     comm_s: float  # the slowest stage's collectives (one micro-batch)
     microbatches: int
     bubble: float  # fraction of stage time idle in the pipeline
+    overhead_s: float = 0.0  # the engine's per-step host cost (scheduler, sampling), in iteration_s
 
     def to_dict(self) -> dict:
         return {"iteration_s": self.iteration_s, "stage_s": list(self.stage_s), "compute_s": self.compute_s,
-                "comm_s": self.comm_s, "microbatches": self.microbatches, "bubble": self.bubble}
+                "comm_s": self.comm_s, "microbatches": self.microbatches, "bubble": self.bubble,
+                "overhead_s": self.overhead_s}
 
 
-def replica_step(a, hw, plan: LayoutPlan, *, batch: int, new_tokens: int, cached: int) -> StepBreakdown:
-    """One iteration of a replica: ``batch`` sequences each with ``new_tokens`` new and ``cached`` cached."""
+def replica_step(a, hw, plan: LayoutPlan, em: EngineModel, *, batch: int, new_tokens: int,
+                 cached: int) -> StepBreakdown:
+    """One iteration of a replica: ``batch`` sequences each with ``new_tokens`` new and ``cached``
+    cached, plus the engine's per-step overhead (once per iteration)."""
     lo = plan.layout
     lk = links(hw)
     m = max(1, min(lo.pp, batch))
@@ -157,17 +194,20 @@ def replica_step(a, hw, plan: LayoutPlan, *, batch: int, new_tokens: int, cached
     groups = _groups(a, rank_b, new_tokens, cached)
     full = _groups(a, mb, new_tokens, cached) if lo.attn_dp > 1 else groups
     act = a.fmt.act.bits // 8 if a.fmt.act.bits >= 8 else 2
+    f = em.factors
     stage_s, comp, comm = [], [], []
     for s in range(lo.pp):
-        dev = _device_s(layout_groups(groups, plan, s, full), hw, a)
-        col = sum(collective_s(c, lk, hw.name) for c in stage_collectives(a.spec, plan, s, mb * new_tokens, act))
+        dev = _device_s(layout_groups(groups, plan, s, full), hw, a, em, decode=new_tokens == 1)
+        col = sum(collective_s(c, lk, hw.name, efficiency=f.interconnect, allreduce_call_s=f.allreduce_latency_s)
+                  for c in stage_collectives(a.spec, plan, s, mb * new_tokens, act))
         stage_s.append(dev + col)
         comp.append(dev)
         comm.append(col)
     slow = max(range(lo.pp), key=lambda s: stage_s[s])
     it = max(m * stage_s[slow], sum(stage_s))
     bubble = 1.0 - m * sum(stage_s) / (lo.pp * it) if it > 0 else 0.0
-    return StepBreakdown(it, tuple(stage_s), comp[slow], comm[slow], m, max(0.0, bubble))
+    overhead = f.step_overhead_s + f.step_overhead_per_sequence_s * batch
+    return StepBreakdown(it + overhead, tuple(stage_s), comp[slow], comm[slow], m, max(0.0, bubble), overhead)
 
 
 def check_links(hw, layout: Layout) -> None:
@@ -190,7 +230,7 @@ def plan_for(a, hw, layout: Layout) -> LayoutPlan:
 TOKENS_GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384)
 
 
-def step_cost(a, hw, plan: LayoutPlan, *, ref_batch: int, ref_context: int, ref_prompt: int):
+def step_cost(a, hw, plan: LayoutPlan, em: EngineModel, *, ref_batch: int, ref_context: int, ref_prompt: int):
     """The three terms of ``hardware.simulate.StepCost`` from the step model: the iteration time of
     ``N`` decode tokens at no context (weights, activations, collectives, pipeline) on
     ``TOKENS_GRID``; the extra time per cached token a decode reads (slope between context 0 and
@@ -198,13 +238,14 @@ def step_cost(a, hw, plan: LayoutPlan, *, ref_batch: int, ref_context: int, ref_
     (a ``ref_prompt``-token prompt against ``ref_prompt`` decode tokens)."""
     from .simulate import StepCost
 
-    t = tuple(replica_step(a, hw, plan, batch=n, new_tokens=1, cached=0).iteration_s for n in TOKENS_GRID)
+    t = tuple(replica_step(a, hw, plan, em, batch=n, new_tokens=1, cached=0).iteration_s for n in TOKENS_GRID)
+    # (a step's N tokens are priced as N decode sequences: the per-sequence overhead counts prefill tokens too)
     b = max(1, ref_batch)
-    t0 = replica_step(a, hw, plan, batch=b, new_tokens=1, cached=0).iteration_s
-    tc = replica_step(a, hw, plan, batch=b, new_tokens=1, cached=max(1, ref_context)).iteration_s
+    t0 = replica_step(a, hw, plan, em, batch=b, new_tokens=1, cached=0).iteration_s
+    tc = replica_step(a, hw, plan, em, batch=b, new_tokens=1, cached=max(1, ref_context)).iteration_s
     kappa = max(0.0, (tc - t0) / (b * max(1, ref_context)))
     n = max(1, min(ref_prompt, TOKENS_GRID[-1]))
-    tp_ = replica_step(a, hw, plan, batch=1, new_tokens=n, cached=0).iteration_s
+    tp_ = replica_step(a, hw, plan, em, batch=1, new_tokens=n, cached=0).iteration_s
     import numpy as np
 
     tn = float(np.interp(n, TOKENS_GRID, t))
@@ -212,5 +253,5 @@ def step_cost(a, hw, plan: LayoutPlan, *, ref_batch: int, ref_context: int, ref_
     return StepCost(TOKENS_GRID, t, kappa, pi)
 
 
-__all__ = ["LayoutMemory", "StepBreakdown", "TOKENS_GRID", "check_links", "layout_memory", "plan_for",
+__all__ = ["EngineModel", "engine_model", "LayoutMemory", "StepBreakdown", "TOKENS_GRID", "check_links", "layout_memory", "plan_for",
            "replica_step", "step_cost"]

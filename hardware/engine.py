@@ -462,6 +462,28 @@ def activation_peak_bytes(a, plan, engine: EngineProfile, tokens: int, seqs: int
     return int(max(forward, sampler))
 
 
+def pool_bytes(engine: EngineProfile, hw, frac: float, weights_bytes: int, act: int, non_torch: int) -> tuple[int, int]:
+    """(the engine's budget, the KV pool) on one GPU holding ``weights_bytes`` of weights, by the
+    engine's accounting (``budget``: what its memory cap covers)."""
+    visible = hw.memory_bytes - engine.driver_reserved_bytes
+    graph = engine.cuda_graph_bytes
+    if engine.budget == "total_fraction":
+        budget = int(frac * visible)
+        pool = budget - weights_bytes - act - non_torch - (graph if engine.cuda_graph_in_budget else 0)
+    elif engine.budget == "static_fraction":
+        free_before = visible - non_torch
+        budget = int(frac * free_before)
+        pool = budget - weights_bytes
+    elif engine.budget == "free_fraction":
+        free_after = visible - non_torch - weights_bytes - act - graph
+        budget = int(frac * free_after) + weights_bytes
+        pool = int(frac * free_after) if free_after > 0 else free_after
+    else:  # all
+        budget = hw.memory_bytes
+        pool = hw.memory_bytes - weights_bytes
+    return budget, pool
+
+
 def engine_memory(a, hw, engine: EngineProfile, plan, *, gpu_memory_utilization: float | None = None,
                   max_model_len: int | None = None, max_num_batched_tokens: int | None = None,
                   max_num_seqs: int | None = None) -> EngineMemory:
@@ -492,20 +514,7 @@ def engine_memory(a, hw, engine: EngineProfile, plan, *, gpu_memory_utilization:
     act = activation_peak_bytes(a, plan, engine, mnbt, seqs)
     non_torch = engine.non_torch_bytes(tp)
     graph = engine.cuda_graph_bytes
-    if engine.budget == "total_fraction":
-        budget = int(frac * visible)
-        pool = budget - w.bytes_per_gpu - act - non_torch - (graph if engine.cuda_graph_in_budget else 0)
-    elif engine.budget == "static_fraction":
-        free_before = visible - non_torch
-        budget = int(frac * free_before)
-        pool = budget - w.bytes_per_gpu
-    elif engine.budget == "free_fraction":
-        free_after = visible - non_torch - w.bytes_per_gpu - act - graph
-        budget = int(frac * free_after) + w.bytes_per_gpu
-        pool = int(frac * free_after) if free_after > 0 else free_after
-    else:  # all
-        budget = hw.memory_bytes
-        pool = hw.memory_bytes - w.bytes_per_gpu
+    budget, pool = pool_bytes(engine, hw, frac, w.bytes_per_gpu, act, non_torch)
     per_token = kv_bytes_per_token_per_gpu(a, plan, engine)
     state = a.kv.state_bytes_per_sequence // tp
     if pool > 0 and per_token:

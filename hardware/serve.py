@@ -38,14 +38,18 @@ class StepModel:
 
         self.a, self.hw, self.plan, self.f = a, hw, plan, factors
         self.compute_key = a.fmt.compute.compute
-        q = a.fmt.quant
-        self.weight_only_bits = (q.bits if q is not None and q.bits <= 8 and a.fmt.compute.name in ("bf16", "fp16", "fp32")
-                                 else None)
+        self.weight_only_bits = self.weight_only_bits_of(a)
         self.allreduce_calls = 2 * a.spec.num_layers + 2 if plan.tp > 1 else 0  # two per layer, embedding, logits
         self.has_mla = any(isinstance(layer.mixer, MLA) for layer in a.spec.layers)
         self._cache: dict = {}
         self._ops_cache = ops_cache if ops_cache is not None else {}  # shareable between factor sets
         self.detail = detail
+
+    @staticmethod
+    def weight_only_bits_of(a) -> int | None:
+        """The weight bits of a weight-only quantized model (int4/int8 weights, 16-bit compute), else None."""
+        q = a.fmt.quant
+        return q.bits if q is not None and q.bits <= 8 and a.fmt.compute.name in ("bf16", "fp16", "fp32") else None
 
     def _ops(self, batch: int, new: int, cached: int) -> list:
         from planner.analysis.parallel import shard_groups

@@ -9,7 +9,7 @@ from planner.analysis.errors import OptionError
 from planner.analysis.parallel import (Collective, Layout, layout_plan, stage_collectives, stage_kv_bytes_per_token,
                                        stage_weights_bytes)
 from planner.hardware.comm import collective_s, links
-from planner.hardware.deploy import layout_memory, plan_for, replica_step
+from planner.hardware.deploy import engine_model, layout_memory, plan_for, replica_step
 from planner.hardware.profiles import load_profile
 from tests.conftest import load_bundled_config
 
@@ -57,14 +57,20 @@ def test_attention_dp_keeps_mla_cache_unreplicated():
     a = analyze(spec, Options(context=1024, kv_dtype="bf16"))  # fp8 weights, as published
     per_token = 61 * 576 * 2  # 61 MLA layers × (512 latent + 64 rope) × 2 bytes
     hw = load_profile("h200-sxm")
-    tp = layout_memory(a, hw, plan_for(a, hw, Layout(tp=8)), max_batched_tokens=1024)
-    adp = layout_memory(a, hw, plan_for(a, hw, Layout(tp=8, ep=8, attn_dp=8)), max_batched_tokens=1024)
+    em = engine_model(hw, "vllm")
+    kw = dict(max_num_batched_tokens=1024, max_num_seqs=64)
+    tp = layout_memory(a, hw, plan_for(a, hw, Layout(tp=8)), em, **kw)
+    adp = layout_memory(a, hw, plan_for(a, hw, Layout(tp=8, ep=8, attn_dp=8)), em, **kw)
     assert tp.kv_bytes_per_token == adp.kv_bytes_per_token == per_token
     # TP replicates the latent cache on all 8 GPUs; attention-DP ranks each hold their own sequences
-    free_tp = hw.memory_bytes - hw.runtime_reserve_bytes - tp.activation_bytes - tp.weights_bytes
-    assert tp.kv_capacity_tokens == free_tp // per_token
-    free_adp = hw.memory_bytes - hw.runtime_reserve_bytes - adp.activation_bytes - adp.weights_bytes
-    assert adp.kv_capacity_tokens == 8 * (free_adp // per_token)
+    blk = em.profile.block_size
+    assert tp.kv_capacity_tokens == tp.kv_pool_bytes // per_token // blk * blk
+    assert adp.kv_capacity_tokens == 8 * (adp.kv_pool_bytes // per_token // blk * blk)
+    # the pool is what the engine's cap leaves after this layout's weights (the same accounting as serve)
+    from planner.hardware.engine import engine_memory
+
+    ref = engine_memory(a, hw, em.profile, plan_for(a, hw, Layout(tp=8)).attn, **kw)
+    assert tp.weights_bytes == ref.weights_bytes and tp.kv_pool_bytes == ref.kv_pool_bytes
 
 
 def test_collectives_of_a_tensor_parallel_stage():
@@ -75,6 +81,9 @@ def test_collectives_of_a_tensor_parallel_stage():
     hw = load_profile("h100-sxm")  # NVLink 450 GB/s per direction, 2 µs per step
     # ring all-reduce: 2(n-1) = 6 steps of latency and 2(n-1)/n = 1.5 × the buffer on the wire, 64 times
     assert collective_s(c, links(hw)) == pytest.approx(64 * (6 * 2e-6 + 1.5 * 524288 / 450e9))
+    # with the engine model's factors: 80 % of the bandwidth and a fixed 20 µs per all-reduce call
+    assert collective_s(c, links(hw), efficiency=0.8, allreduce_call_s=20e-6) == pytest.approx(
+        64 * (20e-6 + 1.5 * 524288 / (0.8 * 450e9)))
 
 
 def test_pipeline_send_crosses_nodes_when_stages_do():
@@ -109,11 +118,14 @@ def test_pipeline_bubble_when_too_few_sequences():
     a = analyze(spec, Options(context=1024, dtype="bf16"))
     hw = load_profile("h100-sxm")
     plan = plan_for(a, hw, Layout(tp=2, pp=2))
-    one = replica_step(a, hw, plan, batch=1, new_tokens=1, cached=512)
+    em = engine_model(hw, "vllm")
+    one = replica_step(a, hw, plan, em, batch=1, new_tokens=1, cached=512)
     assert one.microbatches == 1
     assert one.bubble == pytest.approx(0.5)  # one micro-batch: each stage idles while the other works
-    assert one.iteration_s == pytest.approx(sum(one.stage_s))
-    many = replica_step(a, hw, plan, batch=8, new_tokens=1, cached=512)
+    assert one.iteration_s == pytest.approx(sum(one.stage_s) + one.overhead_s)
+    f = em.factors
+    assert one.overhead_s == pytest.approx(f.step_overhead_s + f.step_overhead_per_sequence_s)
+    many = replica_step(a, hw, plan, em, batch=8, new_tokens=1, cached=512)
     assert many.microbatches == 2 and many.bubble < 0.1
 
 
