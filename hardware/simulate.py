@@ -423,7 +423,8 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         work = active & (N > 0)
         # decode-only runs: jump to the next event
         m = np.ones(C, dtype=np.int64)
-        jump = work & (ptok == 0) & (d > 0) & ~(running & rec).any(1)
+        # (a waiting or preempted request blocked by the pool stays blocked until a sequence finishes)
+        jump = work & (ptok == 0) & (d > 0) & ~did_preempt
         if jump.any():
             rem = np.where(dec, olen - gen, np.iinfo(np.int64).max).min(1)
             m_fin = np.maximum(rem, 1)
