@@ -35,6 +35,10 @@ COMMANDS: tuple[Command, ...] = (
     Command("serve", "serve_cmd", "serve",
             "Serve MODEL on a named engine: KV capacity, TTFT, time per output token, end-to-end latency and\n"
             "throughput, expected (sourced engine and device factors) beside the ideal roofline."),
+    Command("plan", "plan_cmd", "plan",
+            "Plan a deployment: the cheapest parallel layout, replica count and batch limit that meet a p90\n"
+            "TTFT and TPOT target at a request rate, simulated under load; the Pareto front of tokens/s per GPU\n"
+            "against tokens/s per user; and why each rejected family of layouts failed."),
     Command("models", "models_cmd", "models_app", "Bundled model configs (usable offline by id or alias)."),
     Command("hardware", "hardware_cmd", "hardware_app",
             "Hardware profiles: memory, bandwidth, dense peak FLOP/s, interconnect, sources."),

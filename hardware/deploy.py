@@ -61,9 +61,10 @@ def _device_s(groups, hw, a, em: EngineModel, *, decode: bool) -> float:
 
     if not groups:
         return 0.0
-    ops = [g.op for g in groups for _ in range(g.count)]
-    return ops_time_s(ops, hw.peak_flops_for(a.fmt.compute.compute), hw.memory_bandwidth_bytes_per_s, em.factors,
-                      decode=decode, weight_only_bits=_weight_only_bits(a))
+    peak, bw, wob = hw.peak_flops_for(a.fmt.compute.compute), hw.memory_bandwidth_bytes_per_s, _weight_only_bits(a)
+    # a sum over ops: each group's op once, times its layers
+    return sum(g.count * ops_time_s((g.op,), peak, bw, em.factors, decode=decode, weight_only_bits=wob)
+               for g in groups)
 
 
 def _weight_only_bits(a) -> int | None:

@@ -1,0 +1,147 @@
+"""``planner plan``: the cheapest deployment (layout, replicas, batch limit) that meets a latency target
+at a request rate, found by simulating the promising layouts under load; the Pareto front of tokens/s
+per GPU against tokens/s per user; why each rejected family of layouts failed."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Optional
+
+import typer
+
+from .analyze_cmd import ModelArg, RevisionOpt
+from .options import DtypeOpt, FormatOpt, JsonOpt, KvDtypeOpt, PlotOpt
+from .render import OutputFormat, print_json, resolve_format
+from .sections import Section, emit
+
+GpuOpt = Annotated[Optional[str], typer.Option("--gpu", "--hardware", "-H", help="GPU (hardware profile) of the nodes: a name from 'planner hardware list' or a YAML path; default h100-sxm.")]
+MaxGpusOpt = Annotated[int, typer.Option("--max-gpus", min=1, max=4096, help="Most GPUs the deployment may use (count).")]
+FixedGpusOpt = Annotated[Optional[int], typer.Option("--gpus", min=1, max=4096, help="Use exactly this many GPUs: the best layout on N GPUs (count).")]
+RateOpt = Annotated[float, typer.Option("--rate", help="Request rate in requests per second (Poisson arrivals).")]
+InOpt = Annotated[int, typer.Option("--input-len", "-i", min=1, max=1 << 20, help="Prompt tokens per request.")]
+OutOpt = Annotated[int, typer.Option("--output-len", "-o", min=1, max=1 << 20, help="Generated tokens per request.")]
+TtftOpt = Annotated[float, typer.Option("--ttft-p90", help="Target: 90th-percentile time to first token, seconds.")]
+TpotOpt = Annotated[float, typer.Option("--tpot-p90", help="Target: 90th-percentile time per output token, seconds.")]
+EngineOpt = Annotated[str, typer.Option("--engine", "-e", help="Serving engine: vllm, sglang, trtllm or ideal (the roofline).")]
+PriceOpt = Annotated[Optional[float], typer.Option("--price-per-hour", min=0.0, max=1e6, help="USD per GPU-hour (overrides the profile's price).")]
+RequestsOpt = Annotated[int, typer.Option("--requests", min=20, max=100_000, help="Requests simulated per replica (count).")]
+SeedOpt = Annotated[int, typer.Option("--seed", min=0, max=2**31, help="Seed of the simulated arrivals.")]
+
+
+def plan(
+    model: ModelArg,
+    gpu: GpuOpt = None,
+    max_gpus: MaxGpusOpt = 64,
+    gpus: FixedGpusOpt = None,
+    rate: RateOpt = 20.0,
+    input_len: InOpt = 3000,
+    output_len: OutOpt = 500,
+    ttft_p90: TtftOpt = 1.0,
+    tpot_p90: TpotOpt = 0.04,
+    engine: EngineOpt = "vllm",
+    dtype: DtypeOpt = None,
+    kv_dtype: KvDtypeOpt = None,
+    price_per_hour: PriceOpt = None,
+    requests: RequestsOpt = 300,
+    seed: SeedOpt = 0,
+    revision: RevisionOpt = None,
+    plot: PlotOpt = None,
+    fmt: FormatOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Plan a deployment: the cheapest parallel layout, replica count and batch limit that meet a p90
+    TTFT and TPOT target at a request rate, simulated under load; the Pareto front of tokens/s per GPU
+    against tokens/s per user; and why each rejected family of layouts failed.
+
+    Example: planner plan llama-3.1-70b --gpu h100-sxm --max-gpus 64 --rate 20 --input-len 3000 --output-len 500 --ttft-p90 1.0 --tpot-p90 0.04
+    """
+    from planner.analysis.analyze import Options, analyze
+    from planner.analysis.errors import OptionError
+    from planner.hardware.planning import Target, Workload, plan as run_plan, plan_dict
+
+    from .common import load_hardware, load_model, warn_all
+
+    for name, v in (("--rate", rate), ("--ttft-p90", ttft_p90), ("--tpot-p90", tpot_p90)):
+        if not (math.isfinite(v) and v > 0):
+            raise OptionError(f"{name} must be a positive finite number, got {v}")
+    if price_per_hour is not None and not math.isfinite(price_per_hour):
+        raise OptionError(f"--price-per-hour must be a finite number of USD, got {price_per_hour}")
+    out_fmt = resolve_format(fmt, as_json)
+    if plot is not None:
+        from .plots import check_plot_path
+
+        plot = check_plot_path(plot)
+    hw = load_hardware(gpu)
+    lm = load_model(model, revision)
+    a = analyze(lm.spec, Options(context=input_len + output_len, batch=1, dtype=dtype, kv_dtype=kv_dtype))
+    warn_all(a.warnings)
+    r = run_plan(a, hw, model_id=lm.id, workload=Workload(rate, input_len, output_len, requests, seed),
+                 target=Target(ttft_p90, tpot_p90), engine=engine, max_gpus=max_gpus, gpus=gpus,
+                 price_per_hour=price_per_hour)
+    d = plan_dict(r)
+    if plot is not None:
+        from .plots import plot_pareto
+
+        plot_pareto(d, plot)
+    if out_fmt == OutputFormat.json:
+        print_json(d)
+        return
+    emit(sections(d), out_fmt, lines=[headline(d, hw)] + [f"note: {n}" for n in d["notes"]])
+
+
+def _ms(x) -> str:
+    return "-" if x is None else f"{x * 1e3:.1f} ms"
+
+
+def _s(x) -> str:
+    return "-" if x is None else f"{x:.2f} s"
+
+
+def headline(d: dict, hw) -> str:
+    w, t = d["workload"], d["target"]
+    ask = (f"{w['rate_per_s']:g} req/s of {w['input_len']:,} in / {w['output_len']:,} out with TTFT p90 <= "
+           f"{t['ttft_p90_s']:g} s and TPOT p90 <= {t['tpot_p90_s'] * 1e3:g} ms on {hw.display_name} ({d['engine']})")
+    c = d["cheapest"]
+    if c is None:
+        if d["needs_at_least_gpus"]:
+            return f"No layout meets {ask}: the model needs at least {d['needs_at_least_gpus']} GPUs to fit."
+        within = f"exactly {d['search']['gpus']}" if d["search"]["gpus"] else f"at most {d['search']['max_gpus']}"
+        return f"No layout on {within} GPUs meets {ask}; see the rejected families for why."
+    cost = (f", ${c['cost_per_million_tokens']:.3f} per million output tokens" if c["cost_per_million_tokens"] is not None
+            else "")
+    return (f"Cheapest for {ask}: {c['layout']['label']} = {c['gpus']} GPUs ({c['replicas']} replica(s) of "
+            f"{c['layout']['gpus_per_replica']}), max_num_seqs {c['max_num_seqs']}: TTFT p90 {_s(c['ttft_p90_s'])}, "
+            f"TPOT p90 {_ms(c['tpot_p90_s'])}{cost}.")
+
+
+def _row(c: dict) -> list:
+    return [c["layout"]["label"], c["gpus"], c["max_num_seqs"], _s(c["ttft_p50_s"]), _s(c["ttft_p90_s"]),
+            _ms(c["tpot_p50_s"]), _ms(c["tpot_p90_s"]), f"{c['output_tokens_per_s_per_gpu']:,.0f}",
+            "-" if c["output_tokens_per_s_per_user"] is None else f"{c['output_tokens_per_s_per_user']:.1f}",
+            f"{c['kv_mean_occupancy']:.0%}" if c["kv_mean_occupancy"] is not None else "-",
+            "-" if c["cost_per_million_tokens"] is None else f"{c['cost_per_million_tokens']:.3f}",
+            "yes" if c["meets_target"] else "no"]
+
+
+HEADERS = ["layout", "GPUs", "max seqs", "TTFT p50", "TTFT p90", "TPOT p50", "TPOT p90", "tok/s per GPU",
+           "tok/s per user", "KV used (mean)", "$ per M tok", "meets"]
+
+
+def sections(d: dict) -> list[Section]:
+    out = []
+    if d["cheapest"] is not None:
+        s = Section("Cheapest meeting the target", HEADERS, right=tuple(range(1, 11)))
+        s.add(*_row(d["cheapest"]))
+        m = d["cheapest"]["memory_per_gpu"]
+        s.caption = (f"per GPU: weights {m['weights_bytes'] / 2**30:.1f} GiB, KV pool {m['kv_pool_bytes'] / 2**30:.1f} GiB "
+                     f"= {m['kv_capacity_tokens']:,} tokens per replica")
+        out.append(s)
+    p = Section("Pareto front: tokens/s per GPU against tokens/s per user", HEADERS, right=tuple(range(1, 11)))
+    for c in d["pareto"]:
+        p.add(*_row(c))
+    out.append(p)
+    rj = Section("Rejected layout families", ["family", "why"])
+    for x in d["rejected"]:
+        rj.add(x["family"], x["reason"])
+    out.append(rj)
+    return out

@@ -1,0 +1,356 @@
+"""``planner plan``: the cheapest deployment that meets a latency target at a request rate.
+
+The search, in order (every rejected family keeps its reason):
+
+1. layout families: ``TP t × PP p`` replicas (t a power of two, p in 1, 2, 4) within ``max_gpus``;
+   MoE models also with experts split ``t`` ways (``EP t``), MLA models also with attention-DP over the
+   stage (``ADP t``, DeepSeek-style). A family that does not split (heads, experts), does not fit
+   (the engine's memory accounting, ``hardware.deploy.layout_memory``), needs a network the profile
+   does not describe, or cannot reach the target even alone (TPOT of one sequence, TTFT of one prompt)
+   is rejected with the figure that rules it out;
+2. for each family left: the replicas it needs at the rate (a capacity estimate from the step model:
+   requests per second one replica sustains at its largest batch), then a few replica counts from that
+   one up, and a few ``max_num_seqs`` limits (the engine's default and smaller ones, which trade
+   throughput for TPOT);
+3. every candidate is simulated under load (``hardware.simulate``: Poisson arrivals at ``rate / replicas``
+   per replica, continuous batching with chunked prefill, KV admission and preemption) in one
+   vectorised run; a candidate meets the target when its p90 TTFT and p90 TPOT do;
+4. the answer is the candidate meeting the target with the fewest GPUs (then the most output tokens/s
+   per GPU of capacity); the Pareto front is over all simulated candidates, output tokens/s per GPU
+   (the served rate's tokens over the GPUs) against tokens/s per user (1 / median TPOT).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from planner.analysis.errors import OptionError, PlannerError
+from planner.analysis.parallel import Layout
+
+from .deploy import engine_model, layout_memory, plan_for, replica_step, step_cost
+
+GiB = 2**30
+
+
+@dataclass(frozen=True)
+class Workload:
+    rate_per_s: float
+    input_len: int
+    output_len: int
+    requests: int = 300  # simulated per replica
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Target:
+    ttft_p90_s: float
+    tpot_p90_s: float
+
+
+@dataclass
+class Candidate:
+    layout: Layout
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    memory: object
+    cost: object  # simulate.StepCost
+    metrics: dict = field(default_factory=dict)
+    meets: bool = False
+    bubble: float = 0.0
+
+    @property
+    def gpus(self) -> int:
+        return self.layout.gpus
+
+
+@dataclass
+class PlanResult:
+    model: str
+    hardware: str
+    engine: str
+    workload: Workload
+    target: Target
+    max_gpus: int
+    fixed_gpus: int | None
+    price_per_hour: float | None
+    candidates: list[Candidate]
+    best: Candidate | None
+    pareto: list[Candidate]
+    rejected: dict[str, str]  # family -> reason
+    needs_at_least_gpus: int | None
+    notes: list[str]
+
+
+def _pow2_upto(n: int) -> list[int]:
+    out, t = [], 1
+    while t <= n:
+        out.append(t)
+        t *= 2
+    return out
+
+
+def families(spec, max_gpus: int) -> list[Layout]:
+    from planner.analysis.spec import MLA, MoE
+
+    moe = any(isinstance(layer.ffn, MoE) for layer in spec.layers)
+    mla = any(isinstance(layer.mixer, MLA) for layer in spec.layers)
+    out = []
+    for pp in (1, 2, 4):
+        for tp in _pow2_upto(max_gpus // pp):
+            out.append(Layout(tp=tp, pp=pp))
+            if moe and tp > 1:
+                out.append(Layout(tp=tp, pp=pp, ep=tp))
+            if mla and tp > 1:
+                out.append(Layout(tp=tp, pp=pp, ep=tp if moe else 1, attn_dp=tp))
+    return out
+
+
+def _capacity_rps(a, hw, plan, em, mem, w: Workload, seqs: int) -> float:
+    """Requests per second one replica sustains: at its largest batch ``b`` (sequences limit or KV pool),
+    a request costs its prompt's share of prefill steps plus ``output_len / b`` decode steps."""
+    per_seq = w.input_len + w.output_len
+    b = max(1, min(seqs, mem.kv_capacity_tokens // per_seq))
+    dec = replica_step(a, hw, plan, em, batch=b, new_tokens=1, cached=w.input_len + w.output_len // 2).iteration_s
+    chunk = min(w.input_len, 8192)
+    pre = replica_step(a, hw, plan, em, batch=1, new_tokens=chunk, cached=0).iteration_s * w.input_len / chunk
+    return 1.0 / (pre + w.output_len * dec / b)
+
+
+def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: str | None = None,
+         max_gpus: int = 64, gpus: int | None = None, price_per_hour: float | None = None) -> PlanResult:
+    import numpy as np
+
+    from .simulate import Scheduler, draw_lengths, poisson_arrivals, simulate
+
+    w, tg = workload, target
+    if not (w.rate_per_s > 0 and math.isfinite(w.rate_per_s)):
+        raise OptionError(f"--rate must be a positive number of requests/s, got {w.rate_per_s}")
+    for name, v in (("--ttft-p90", tg.ttft_p90_s), ("--tpot-p90", tg.tpot_p90_s)):
+        if not (v > 0 and math.isfinite(v)):
+            raise OptionError(f"{name} must be a positive number of seconds, got {v}")
+    if gpus is not None:
+        max_gpus = gpus
+    em = engine_model(hw, engine)
+    eng = em.profile
+    mnbt = eng.max_num_batched_tokens(hw)
+    default_seqs = eng.max_num_seqs(hw)
+    per_seq = w.input_len + w.output_len
+    rejected: dict[str, str] = {}
+    notes: list[str] = []
+    alive: list[tuple[Layout, object, object, object]] = []
+    for lo in families(a.spec, max_gpus):
+        fam = lo.family
+        try:
+            p = plan_for(a, hw, lo)
+        except PlannerError as exc:
+            rejected[fam] = str(exc)
+            continue
+        mem = layout_memory(a, hw, p, em, max_num_batched_tokens=mnbt, max_num_seqs=default_seqs)
+        if not mem.fits:
+            rejected[fam] = (f"does not fit: {mem.weights_bytes / GiB:.1f} GiB of weights per GPU leave no KV pool "
+                             f"({eng.display_name} budget {mem.budget_bytes / GiB:.1f} GiB of {hw.memory_bytes / GiB:.1f} GiB)")
+            continue
+        if mem.kv_capacity_tokens < per_seq:
+            rejected[fam] = (f"does not fit: the KV pool holds {mem.kv_capacity_tokens:,} tokens, less than one request "
+                             f"({per_seq:,})")
+            continue
+        alone = replica_step(a, hw, p, em, batch=1, new_tokens=1, cached=w.input_len + w.output_len // 2)
+        if alone.iteration_s > tg.tpot_p90_s:
+            rejected[fam] = (f"TPOT of a single sequence is {alone.iteration_s * 1e3:.1f} ms > {tg.tpot_p90_s * 1e3:g} ms"
+                             + (f" (pipeline bubble {alone.bubble:.0%})" if lo.pp > 1 else ""))
+            continue
+        chunk = min(w.input_len, mnbt)
+        first = replica_step(a, hw, p, em, batch=1, new_tokens=chunk, cached=0).iteration_s * w.input_len / chunk
+        if first > tg.ttft_p90_s:
+            rejected[fam] = f"TTFT of a single prompt is {first:.2f} s > {tg.ttft_p90_s:g} s"
+            continue
+        alive.append((lo, p, mem, first))
+
+    cands: list[Candidate] = []
+    for lo, p, mem, _ in alive:
+        fam = lo.family
+        cost = step_cost(a, hw, p, em, ref_batch=min(64, default_seqs), ref_context=w.input_len + w.output_len // 2,
+                         ref_prompt=min(w.input_len, mnbt))
+        gpr = lo.gpus_per_replica
+        cap = _capacity_rps(a, hw, p, em, mem, w, default_seqs)
+        need = max(1, math.ceil(w.rate_per_s / cap))
+        if gpus is not None:
+            if gpus % gpr:
+                rejected[fam] = f"{gpus} GPUs are not a whole number of {gpr}-GPU replicas"
+                continue
+            dps = [gpus // gpr]
+        else:
+            most = max_gpus // gpr
+            if need > most:
+                rejected[fam] = (f"needs about {need} replicas ({need * gpr} GPUs) for {w.rate_per_s:g} req/s "
+                                 f"(one sustains {cap:.2f} req/s); --max-gpus {max_gpus}")
+                continue
+            dps = sorted({d for d in (need, math.ceil(need * 1.25), math.ceil(need * 1.6)) if d <= most})
+        for dp in dps:
+            for seqs in sorted({default_seqs, 64}):
+                if seqs > default_seqs:
+                    continue
+                cands.append(Candidate(Layout(lo.tp, lo.pp, lo.ep, dp, lo.attn_dp), seqs, mnbt, mem, cost))
+    if cands:
+        _simulate_into(cands, a, hw, em, w, tg, notes)
+        # round 2: the replica counts between a family's largest miss and its smallest pass
+        extra = []
+        for fam, cs in _by_family(cands).items():
+            for seqs in {c.max_num_seqs for c in cs}:
+                mine = [c for c in cs if c.max_num_seqs == seqs]
+                passing = [c.layout.dp for c in mine if c.meets]
+                failing = [c.layout.dp for c in mine if not c.meets and (not passing or c.layout.dp < min(passing))]
+                if passing and failing and min(passing) - max(failing) > 1:
+                    lo0 = mine[0].layout
+                    for dp in range(max(failing) + 1, min(passing)):
+                        extra.append(Candidate(Layout(lo0.tp, lo0.pp, lo0.ep, dp, lo0.attn_dp), seqs,
+                                               mine[0].max_num_batched_tokens, mine[0].memory, mine[0].cost))
+        if extra:
+            _simulate_into(extra, a, hw, em, w, tg, notes)
+            cands.extend(extra)
+    ok = [c for c in cands if c.meets]
+    best = min(ok, key=lambda c: (c.gpus, c.metrics["tpot_p90_s"])) if ok else None
+    # families with candidates that all miss: the closest miss explains why
+    for fam, cs in _by_family(cands).items():
+        if any(c.meets for c in cs):
+            cheapest = min(c.gpus for c in cs if c.meets)
+            if best is not None and fam != best.layout.family:
+                rejected[fam] = f"meets the target with {cheapest} GPUs; the cheapest needs {best.gpus}"
+            continue
+        near = min(cs, key=lambda c: max(c.metrics["ttft_p90_s"] / tg.ttft_p90_s, c.metrics["tpot_p90_s"] / tg.tpot_p90_s))
+        m = near.metrics
+        why = []
+        if m["ttft_p90_s"] > tg.ttft_p90_s:
+            why.append(f"TTFT p90 {m['ttft_p90_s']:.2f} s > {tg.ttft_p90_s:g} s")
+        if m["tpot_p90_s"] > tg.tpot_p90_s:
+            why.append(f"TPOT p90 {m['tpot_p90_s'] * 1e3:.1f} ms > {tg.tpot_p90_s * 1e3:g} ms")
+        if m["rejected_requests"]:
+            why.append(f"{m['rejected_requests']} requests do not fit the KV pool")
+        text = f"with {near.gpus} GPUs (max_num_seqs {near.max_num_seqs}): " + "; ".join(why)
+        if near.bubble > 0.05:
+            text = f"bubble costs {near.bubble:.0%} at this rate; " + text
+        rejected[fam] = text
+    pareto = _pareto([c for c in cands if c.metrics.get("output_tokens_per_s_per_user")])
+    least = None
+    if not alive and not cands:
+        least = fewest_gpus(a, hw, em, w, max_search=1024)
+    if price_per_hour is None:
+        price_per_hour = hw.price_per_hour
+    if price_per_hour is None:
+        notes.append("no price per GPU-hour (give --price-per-hour): cost per million tokens left null")
+    return PlanResult(model_id, hw.name, eng.name, w, tg, max_gpus, gpus, price_per_hour, cands, best, pareto,
+                      rejected, least, notes)
+
+
+def _by_family(cands: list[Candidate]) -> dict[str, list[Candidate]]:
+    out: dict[str, list[Candidate]] = {}
+    for c in cands:
+        out.setdefault(c.layout.family, []).append(c)
+    return out
+
+
+def _simulate_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, notes: list[str]) -> None:
+    """Simulate ``cands`` in one vectorised run and fill their metrics."""
+    import numpy as np
+
+    from .simulate import Scheduler, draw_lengths, poisson_arrivals, simulate
+
+    R = w.requests
+    inp = draw_lengths(w.input_len, R, seed=w.seed + 1)
+    out = draw_lengths(w.output_len, R, seed=w.seed + 2)
+    arr = np.concatenate([poisson_arrivals(w.rate_per_s / c.layout.dp, R, seed=w.seed) for c in cands])
+    scheds = [Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens) for c in cands]
+    r = simulate([c.cost for c in cands], scheds, arr, inp, out)
+    notes.append(f"simulation: {len(cands)} candidates × {R} requests, {r.steps} lock-step iterations")
+    ttft = r.percentiles("ttft_s")
+    tpot = r.percentiles("tpot_s")
+    e2e = r.percentiles("e2e_s")
+    for i, c in enumerate(cands):
+        served_tps = w.rate_per_s * float(np.mean(out))  # the offered load, met in steady state
+        med_tpot = float(tpot[i, 0])
+        c.metrics = {
+            "ttft_p50_s": float(ttft[i, 0]), "ttft_p90_s": float(ttft[i, 1]), "ttft_p99_s": float(ttft[i, 2]),
+            "tpot_p50_s": med_tpot, "tpot_p90_s": float(tpot[i, 1]), "tpot_p99_s": float(tpot[i, 2]),
+            "e2e_p50_s": float(e2e[i, 0]), "e2e_p90_s": float(e2e[i, 1]), "e2e_p99_s": float(e2e[i, 2]),
+            "output_tokens_per_s": served_tps,
+            "replica_output_tokens_per_s_simulated": float(r.output_tokens_per_s[i]),
+            "output_tokens_per_s_per_gpu": served_tps / c.gpus,
+            "output_tokens_per_s_per_user": 1.0 / med_tpot if med_tpot > 0 else None,
+            "kv_mean_occupancy": float(r.kv_mean_occupancy[i]), "kv_peak_occupancy": float(r.kv_peak_occupancy[i]),
+            "mean_requests_in_system": float(r.mean_in_system[i]), "preemptions": int(r.preemptions[i]),
+            "rejected_requests": int(r.rejected[i]),
+        }
+        c.meets = (c.metrics["ttft_p90_s"] <= tg.ttft_p90_s and c.metrics["tpot_p90_s"] <= tg.tpot_p90_s
+                   and c.metrics["rejected_requests"] == 0)
+        if c.layout.pp > 1:
+            busy = max(1, min(c.max_num_seqs, round(c.metrics["mean_requests_in_system"])))
+            c.bubble = replica_step(a, hw, plan_for(a, hw, c.layout), em, batch=busy, new_tokens=1,
+                                    cached=w.input_len + w.output_len // 2).bubble
+
+
+def _pareto(cs: list[Candidate]) -> list[Candidate]:
+    pts = sorted(cs, key=lambda c: (-c.metrics["output_tokens_per_s_per_gpu"], -c.metrics["output_tokens_per_s_per_user"]))
+    front, best_user = [], -1.0
+    for c in pts:
+        u = c.metrics["output_tokens_per_s_per_user"]
+        if u > best_user:
+            front.append(c)
+            best_user = u
+    return front
+
+
+def fewest_gpus(a, hw, em, w: Workload, max_search: int = 1024) -> int | None:
+    """The fewest GPUs of any layout family whose memory holds the model and one request."""
+    best = None
+    eng = em.profile
+    for lo in families(a.spec, max_search):
+        if best is not None and lo.gpus_per_replica >= best:
+            continue
+        try:
+            p = plan_for(a, hw, lo)
+        except PlannerError:
+            continue
+        mem = layout_memory(a, hw, p, em, max_num_batched_tokens=eng.max_num_batched_tokens(hw),
+                            max_num_seqs=eng.max_num_seqs(hw))
+        if mem.kv_capacity_tokens >= w.input_len + w.output_len:
+            best = lo.gpus_per_replica
+    return best
+
+
+def cost_per_million(c: Candidate, price_per_hour: float | None) -> float | None:
+    if price_per_hour is None or not c.metrics.get("output_tokens_per_s"):
+        return None
+    return price_per_hour * c.gpus / (c.metrics["output_tokens_per_s"] * 3600) * 1e6
+
+
+def candidate_dict(c: Candidate, price_per_hour: float | None) -> dict:
+    return {"layout": c.layout.to_dict(), "gpus": c.gpus, "replicas": c.layout.dp, "max_num_seqs": c.max_num_seqs,
+            "max_num_batched_tokens": c.max_num_batched_tokens, "memory_per_gpu": c.memory.to_dict(),
+            "meets_target": c.meets, "pipeline_bubble": c.bubble if c.layout.pp > 1 else None,
+            "cost_per_million_tokens": cost_per_million(c, price_per_hour),
+            **{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in c.metrics.items()}}
+
+
+def plan_dict(r: PlanResult) -> dict:
+    p = r.price_per_hour
+    return {
+        "schema_version": 1,
+        "model": r.model, "hardware": r.hardware, "engine": r.engine,
+        "workload": {"rate_per_s": r.workload.rate_per_s, "input_len": r.workload.input_len,
+                     "output_len": r.workload.output_len, "requests_simulated_per_replica": r.workload.requests,
+                     "seed": r.workload.seed},
+        "target": {"ttft_p90_s": r.target.ttft_p90_s, "tpot_p90_s": r.target.tpot_p90_s},
+        "search": {"max_gpus": r.max_gpus, "gpus": r.fixed_gpus, "candidates_simulated": len(r.candidates)},
+        "price_per_hour": p,
+        "cheapest": None if r.best is None else candidate_dict(r.best, p),
+        "gpus_needed": None if r.best is None else r.best.gpus,
+        "needs_at_least_gpus": r.needs_at_least_gpus,
+        "pareto": [candidate_dict(c, p) for c in r.pareto],
+        "rejected": [{"family": k, "reason": v} for k, v in r.rejected.items()],
+        "notes": r.notes,
+    }
+
+
+__all__ = ["Candidate", "PlanResult", "Target", "Workload", "candidate_dict", "families", "fewest_gpus", "plan",
+           "plan_dict"]
