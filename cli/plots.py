@@ -531,3 +531,41 @@ def artist(fig, gid: str):
 
 __all__ = ["DPI", "FIGSIZE_IN", "PIXELS", "PlotOpt", "artist", "check_plot_path", "ctx_label", "context_grid",
            "memory_gid", "plot_memory", "plot_roofline", "plot_verify", "verify_gid"]
+
+
+GID_FRONT = "pareto-front"
+GID_CHEAPEST = "cheapest"
+
+
+def plot_pareto(plan: dict, path: str | os.PathLike):
+    """The Pareto front of ``planner plan``'s JSON: output tokens/s per GPU (x) against tokens/s per
+    user (1 / median TPOT, y), each point labelled with its layout; those meeting the target filled,
+    the cheapest ringed. Returns the saved ``Figure``."""
+    path = check_plot_path(path)
+    pts = [c for c in plan["pareto"] if c["output_tokens_per_s_per_user"]]
+    fig = _new_figure()
+    ax = fig.add_subplot()
+    ax.set_xlabel("output tokens/s per GPU (the served rate over the GPUs)")
+    ax.set_ylabel("output tokens/s per user (1 / median TPOT)")
+    ax.grid(True, color="0.9", lw=0.6)
+    ax.set_axisbelow(True)
+    xs = [c["output_tokens_per_s_per_gpu"] for c in pts]
+    ys = [c["output_tokens_per_s_per_user"] for c in pts]
+    if pts:
+        ax.plot(xs, ys, "-", color="tab:blue", lw=1.2, gid=GID_FRONT)
+        for c, x, y in zip(pts, xs, ys):
+            ax.plot([x], [y], "o", ms=6, color="tab:blue", mfc="tab:blue" if c["meets_target"] else "white", zorder=3)
+        marks = [(x, y, f"{c['layout']['label']} ({c['gpus']})", "0.2") for c, x, y in zip(pts, xs, ys)]
+        _place_labels(fig, ax, marks, points=[(x, y, 3) for x, y, _, _ in marks])
+    best = plan.get("cheapest")
+    if best is not None and best["output_tokens_per_s_per_user"]:
+        ax.plot([best["output_tokens_per_s_per_gpu"]], [best["output_tokens_per_s_per_user"]], "o", ms=13,
+                mfc="none", mec="tab:red", mew=1.6, gid=GID_CHEAPEST, zorder=4, label="cheapest meeting the target")
+        ax.legend(loc="best", fontsize=8, framealpha=0.9)
+    w = plan["workload"]
+    fig.suptitle(f"{plan['model']} on {plan['hardware']}: layouts simulated at {w['rate_per_s']:g} req/s",
+                 fontsize=11, x=0.155, ha="left", y=0.975)
+    fig.text(0.155, 0.915, "filled: meets the p90 TTFT and TPOT target; label: layout (GPUs)", fontsize=8.5,
+             color="0.3", ha="left")
+    _save(fig, path)
+    return fig

@@ -1,0 +1,125 @@
+"""``planner plan``: output keys, the chosen layout against its own simulation, rejection reasons,
+"needs at least N GPUs", --gpus N, bad input."""
+
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.clirun import run
+from tests.conftest import ROOT
+
+SMALL = ["llama-3.1-8b", "--gpu", "h100-sxm", "--max-gpus", "8", "--rate", "4", "--input-len", "1000",
+         "--output-len", "100", "--ttft-p90", "1.0", "--tpot-p90", "0.05", "--requests", "60"]
+
+
+@pytest.fixture(scope="module")
+def small():
+    r = run("plan", *SMALL, "--price-per-hour", "2", "--json")
+    assert r.code == 0, r.err
+    return r.json
+
+
+def test_plan_json_keys_and_consistency(small):
+    d = small
+    assert d["schema_version"] == 1
+    for k in ("model", "hardware", "engine", "workload", "target", "search", "cheapest", "gpus_needed", "pareto",
+              "rejected", "needs_at_least_gpus", "notes", "price_per_hour"):
+        assert k in d, k
+    c = d["cheapest"]
+    assert c is not None and c["meets_target"]
+    assert c["ttft_p90_s"] <= 1.0 and c["tpot_p90_s"] <= 0.05
+    lo = c["layout"]
+    # the layout the output states agrees with its GPU count and replicas
+    assert lo["gpus"] == c["gpus"] == d["gpus_needed"] == lo["tp"] * lo["pp"] * lo["dp"]
+    assert c["replicas"] == lo["dp"] and lo["gpus_per_replica"] == lo["tp"] * lo["pp"]
+    assert c["gpus"] <= 8
+    # cost per million output tokens = price × GPUs / (served tokens/s × 3600) × 1e6
+    assert c["cost_per_million_tokens"] == pytest.approx(2 * c["gpus"] / (c["output_tokens_per_s"] * 3600) * 1e6)
+    assert c["output_tokens_per_s_per_gpu"] == pytest.approx(c["output_tokens_per_s"] / c["gpus"])
+    assert c["output_tokens_per_s_per_user"] == pytest.approx(1 / c["tpot_p50_s"])
+    assert c["memory_per_gpu"]["fits"] and c["memory_per_gpu"]["kv_capacity_tokens"] >= 1100
+    # no cheaper candidate meets the target: the cheapest has the fewest GPUs of those that do
+    assert all(p["gpus"] >= c["gpus"] for p in d["pareto"] if p["meets_target"])
+    # the front is a front: along falling tokens/s per GPU, tokens/s per user rises
+    per_gpu = [p["output_tokens_per_s_per_gpu"] for p in d["pareto"]]
+    per_user = [p["output_tokens_per_s_per_user"] for p in d["pareto"]]
+    assert per_gpu == sorted(per_gpu, reverse=True) and per_user == sorted(per_user)
+    for x in d["rejected"]:
+        assert set(x) == {"family", "reason"} and x["reason"]
+
+
+def test_plan_has_no_nan(small):
+    def walk(v):
+        if isinstance(v, float):
+            assert math.isfinite(v)
+        elif isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk(small)
+
+
+def test_rejection_reasons_name_the_figure():
+    d = run("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--max-gpus", "16", "--rate", "2", "--input-len", "2000",
+            "--output-len", "100", "--ttft-p90", "2", "--tpot-p90", "0.05", "--requests", "40", "--json").json
+    why = {x["family"]: x["reason"] for x in d["rejected"]}
+    assert "does not fit" in why["TP1"] and "GiB of weights per GPU" in why["TP1"]
+    # a pipeline of one sequence idles its other stages
+    assert any("pipeline bubble" in r or "bubble costs" in r for f, r in why.items() if "PP" in f), why
+    # TP16 spans two 8-GPU nodes: its all-reduces go over the network
+    assert "TP16" in why
+
+
+def test_needs_at_least_n_gpus():
+    r = run("plan", "deepseek-v3", "--gpu", "h100-sxm", "--max-gpus", "4", "--rate", "1", "--input-len", "1000",
+            "--output-len", "100", "--requests", "20", "--json")
+    assert r.code == 0, r.err
+    d = r.json
+    assert d["cheapest"] is None and d["needs_at_least_gpus"] is not None
+    assert d["needs_at_least_gpus"] > 8  # 671B parameters in fp8 do not fit one 8×80 GB node
+    table = run("plan", "deepseek-v3", "--gpu", "h100-sxm", "--max-gpus", "4", "--rate", "1", "--input-len", "1000",
+                "--output-len", "100", "--requests", "20")
+    assert f"needs at least {d['needs_at_least_gpus']} GPUs" in table.out
+
+
+def test_fixed_gpus_uses_exactly_n():
+    d = run("plan", *SMALL, "--gpus", "4", "--json").json
+    assert d["search"]["gpus"] == 4
+    assert d["cheapest"] is None or d["cheapest"]["gpus"] == 4
+    assert all(p["gpus"] == 4 for p in d["pareto"])
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--rate", "0"], "--rate"),
+    (["--rate", "nan"], "--rate"),
+    (["--tpot-p90", "-1"], "--tpot-p90"),
+    (["--engine", "nope"], "nope"),
+    (["--gpu", "no-such-gpu"], "no-such-gpu"),
+])
+def test_bad_input_is_one_error_line(args, words):
+    run("plan", *SMALL, *args).assert_error(words)
+
+
+def test_plan_does_not_import_torch():
+    code = ("import sys\nfrom typer.testing import CliRunner\nfrom planner.cli.app import app\n"
+            f"res = CliRunner().invoke(app, ['plan', *{SMALL!r}, '--json'])\n"
+            "assert res.exit_code == 0, res.output\n"
+            "assert 'torch' not in sys.modules, 'torch was imported'\nprint('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("ok")
+
+
+def test_plot_draws_the_front(tmp_path):
+    pytest.importorskip("matplotlib", reason="--plot needs the plot extra")
+    p = tmp_path / "front.svg"
+    r = run("plan", *SMALL, "--plot", str(p))
+    assert r.code == 0, r.err
+    assert p.exists() and 'id="pareto-front"' in p.read_text()
