@@ -122,7 +122,7 @@ def _step(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dtype: st
     fmt, notes = weight_format(spec, dtype)
     kvd = kv_dtype_for(fmt, kv_dtype)
     groups = step_groups(spec, fmt, kvd, batch=batch, new_tokens=1, cached_tokens=context)
-    st, times = groups_time(groups, hw, fmt.compute.compute)
+    st, times = groups_time(groups, hw, fmt.compute.compute, rows=batch)
     return fmt, kvd, notes, groups, st, times
 
 

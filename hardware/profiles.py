@@ -37,7 +37,16 @@ A profile file (values carry units; see ``hardware/units.py``)::
       inter_node_bandwidth: 50 GB/s   # per GPU per direction (the NIC), or absent
       inter_node_latency: 6.6 us
       source: [...]
+    matmul_efficiency_by_rows: {1: 0.05, 4: 0.07, 16: 0.2, 64: 0.5}   # optional: skinny GEMMs (below)
     source: [...]
+
+``matmul_efficiency_by_rows`` (written by ``planner calibrate``): the fraction of the square-GEMM peak
+that a matmul with that many rows (tokens) achieves against the weight shapes decode runs, weights
+streamed from memory. A decode matmul is neither at the bandwidth nor at the peak: on CPUs a 4-row
+fp32 GEMM can run at 7 % of the peak while reading its weights no faster than one row does. The step
+model divides a matmul's FLOPs by ``peak × efficiency(rows)`` (log-linear between the measured rows,
+rising to 1 at the square-GEMM size ``matmul_efficiency_square_rows``), and keeps the roofline's
+max with the memory time.
     notes: [...]
 
 Nothing is read at import time; every call reads the (few, small) files again, so a change of
@@ -125,6 +134,8 @@ _FIELDS = (
     "efficiency",
     "allreduce_latency",
     "node",
+    "matmul_efficiency_by_rows",
+    "matmul_efficiency_square_rows",
     "source",
     "notes",
 )
@@ -234,6 +245,8 @@ class HardwareProfile:
     gemm_ridge_exponent: float | None = None  # p of the p-norm joining a GEMM's compute and memory time (>= 1)
     allreduce_latency_s: float | None = None  # fixed cost of one all-reduce call
     node: NodeSpec | None = None  # the platform (GPUs per node, links inside and between nodes)
+    matmul_efficiency_by_rows: Mapping[int, float] | None = field(default=None, hash=False)
+    matmul_efficiency_square_rows: int | None = None  # the n of the n×n×n GEMM the peak was measured at
 
     def __post_init__(self) -> None:
         where = f"hardware profile {self.name!r}" + (f" ({self.path})" if self.path else "")
@@ -286,6 +299,20 @@ class HardwareProfile:
             )
         if self.origin not in ORIGINS:
             raise bad(f"origin {self.origin!r} is not one of {', '.join(ORIGINS)}", "this is a bug")
+        if self.matmul_efficiency_by_rows is not None:
+            rows_eff = {}
+            for r, v in dict(self.matmul_efficiency_by_rows).items():
+                if isinstance(r, bool) or not isinstance(r, int) or r < 1:
+                    raise bad(f"matmul_efficiency_by_rows has a row count {r!r} that is not a whole number >= 1",
+                              "use e.g. {1: 0.05, 4: 0.07}")
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v <= 1):
+                    raise bad(f"matmul_efficiency_by_rows[{r}] = {v!r} is not a fraction in (0, 1]", "use e.g. 0.07")
+                rows_eff[r] = float(v)
+            if not rows_eff:
+                raise bad("matmul_efficiency_by_rows is empty", "remove it or give e.g. {1: 0.05}")
+            object.__setattr__(self, "matmul_efficiency_by_rows", MappingProxyType(dict(sorted(rows_eff.items()))))
+        if self.matmul_efficiency_square_rows is not None:
+            positive(self.matmul_efficiency_square_rows, "matmul_efficiency_square_rows", integer=True)
         object.__setattr__(self, "source", tuple(self.source))
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "aliases", tuple(self.aliases))
@@ -317,6 +344,25 @@ class HardwareProfile:
         """
         return self.peak_flops_per_s[self.peak_flops_key_for(dtype_key)]
 
+    def matmul_efficiency_at(self, rows: int | None) -> float:
+        """The fraction of the peak a matmul of ``rows`` rows achieves (``matmul_efficiency_by_rows``):
+        1 without the field or without a row count; the first measured value below the first measured
+        row count; log-linear in the row count between measured points and from the last one up to 1 at
+        ``matmul_efficiency_square_rows`` (the last value stays beyond it when that is not recorded)."""
+        table = self.matmul_efficiency_by_rows
+        if not table or not rows or rows < 1:
+            return 1.0
+        pts = list(table.items())
+        if self.matmul_efficiency_square_rows and self.matmul_efficiency_square_rows > pts[-1][0]:
+            pts.append((self.matmul_efficiency_square_rows, 1.0))
+        if rows <= pts[0][0]:
+            return pts[0][1]
+        for (r0, e0), (r1, e1) in zip(pts, pts[1:]):
+            if rows <= r1:
+                w = (math.log(rows) - math.log(r0)) / (math.log(r1) - math.log(r0))
+                return e0 + w * (e1 - e0)
+        return pts[-1][1]
+
     # ---- export ----------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
@@ -344,6 +390,9 @@ class HardwareProfile:
             "aliases": list(self.aliases),
             "interconnect_name": self.interconnect_name,
             "node": None if self.node is None else self.node.to_dict(),
+            "matmul_efficiency_by_rows": None if self.matmul_efficiency_by_rows is None
+            else {str(r): v for r, v in self.matmul_efficiency_by_rows.items()},
+            "matmul_efficiency_square_rows": self.matmul_efficiency_square_rows,
         }
 
     def to_yaml_data(self) -> dict[str, Any]:
@@ -372,6 +421,10 @@ class HardwareProfile:
             del data["interconnect_name"]
         if self.node is not None:
             data["node"] = self.node.to_yaml_data()
+        if self.matmul_efficiency_by_rows is not None:
+            data["matmul_efficiency_by_rows"] = dict(self.matmul_efficiency_by_rows)
+        if self.matmul_efficiency_square_rows is not None:
+            data["matmul_efficiency_square_rows"] = self.matmul_efficiency_square_rows
         return data
 
 
@@ -554,6 +607,27 @@ def profile_from_data(
     allreduce_latency_s = None if ar is None else units.parse_time(ar, field="allreduce_latency", where=where,
                                                                    allow_zero=True)
 
+    skinny = data.get("matmul_efficiency_by_rows")
+    skinny_eff = None
+    if skinny is not None:
+        if not isinstance(skinny, Mapping) or not skinny:
+            raise HardwareError(f"{where}: field 'matmul_efficiency_by_rows' must be a non-empty mapping of rows to a fraction",
+                                "e.g. matmul_efficiency_by_rows: {1: 0.05, 4: 0.07, 16: 0.2, 64: 0.5}")
+        skinny_eff = {}
+        for key, value in skinny.items():
+            try:
+                rows = int(str(key))
+            except ValueError:
+                rows = 0
+            if rows < 1 or isinstance(key, bool):
+                raise HardwareError(f"{where}: field 'matmul_efficiency_by_rows' has a key {key!r} that is not a row count",
+                                    "use whole numbers >= 1, e.g. {1: 0.05, 4: 0.07}")
+            skinny_eff[rows] = units.parse_fraction(value, field=f"matmul_efficiency_by_rows.{rows}", where=where)
+    square = data.get("matmul_efficiency_square_rows")
+    if square is not None and (isinstance(square, bool) or not isinstance(square, int) or square < 1):
+        raise HardwareError(f"{where}: field 'matmul_efficiency_square_rows' must be a whole number >= 1, got {square!r}",
+                            "the n of the n x n x n GEMM the peak was measured with, e.g. 2048")
+
     return HardwareProfile(
         name=name,
         display_name=display_name or name,
@@ -577,6 +651,8 @@ def profile_from_data(
         aliases=aliases,
         interconnect_name=interconnect_name,
         node=_node_from_data(data.get("node"), where),
+        matmul_efficiency_by_rows=skinny_eff,
+        matmul_efficiency_square_rows=square,
     )
 
 
@@ -611,6 +687,34 @@ def user_config_dir() -> Path:
 def user_profile_dir() -> Path:
     """The folder of user hardware profiles: ``<user config dir>/hardware`` (may not exist yet)."""
     return user_config_dir() / "hardware"
+
+
+LAST_CALIBRATION = "last-calibration"  # a file in the user config dir naming the profile the last calibrate saved
+
+
+def record_last_calibration(name: str) -> Path:
+    """Remember ``name`` as the profile the last ``planner calibrate`` saved (``verify`` uses it)."""
+    check_profile_name(name)
+    path = user_config_dir() / LAST_CALIBRATION
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{LAST_CALIBRATION}.tmp")
+        tmp.write_text(name + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise HardwareError(f"cannot write {path}: {exc.strerror or exc}", "check the folder's permissions or set PLANNER_CONFIG_DIR") from None
+    return path
+
+
+def last_calibration() -> str | None:
+    """The profile name the last ``planner calibrate`` saved, or None (no file, or not a valid name)."""
+    path = user_config_dir() / LAST_CALIBRATION
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            name = fh.read(256).strip()
+    except OSError:
+        return None
+    return name if _NAME_RE.match(name) else None
 
 
 def _yaml_entries(folder: Any) -> list[Any]:

@@ -115,7 +115,7 @@ def _step(a: Analysis, hw, plan: TPPlan, *, batch: int, new_tokens: int, cached:
     """(step seconds, all-reduce seconds, bound, ratio) of one rank."""
     groups = step_groups(a.spec, a.fmt, a.kv.dtype, batch=batch, new_tokens=new_tokens, cached_tokens=cached,
                          state_dtype=a.kv.state_dtype)
-    st, _ = groups_time(shard_groups(groups, plan), hw, a.fmt.compute.compute)
+    st, _ = groups_time(shard_groups(groups, plan), hw, a.fmt.compute.compute, rows=batch * new_tokens)
     ar_bytes = allreduce_bytes_per_gpu(a.spec, batch * new_tokens, a.fmt.act.bits // 8, plan.tp)
     ar_s = 0.0
     if ar_bytes:

@@ -8,6 +8,10 @@ Model (stated in every output that uses it):
   kernels: ``eager_s = Σ max(op time, kernels × launch overhead)``;
 - a CUDA-graph step replays all kernels with one launch: ``graph_s = device_s + launch overhead``.
 
+- a skinny matmul (``rows`` tokens against a weight) runs below the square-GEMM peak: when the profile
+  has ``matmul_efficiency_by_rows`` (measured by ``planner calibrate``) and the caller gives the step's
+  rows, ops of kind ``matmul`` use ``peak × efficiency(rows)`` for their compute time.
+
 ``compute_s`` and ``memory_s`` of the step are the sums of the ops' compute and memory times, so the
 step's bound and its ratio ("memory-bound by 280×") compare the two totals.
 """
@@ -53,21 +57,26 @@ class StepTime:
         return self.graph_s if graphs else self.eager_s
 
 
-def op_time(op: _OpLike, rates: tuple[float, float], launch_s: float) -> OpTime:
+def op_time(op: _OpLike, rates: tuple[float, float], launch_s: float, matmul_efficiency: float = 1.0) -> OpTime:
     flops_per_s, bytes_per_s = rates
+    if getattr(op, "kind", None) == "matmul":
+        flops_per_s *= matmul_efficiency
     c = op.flops / flops_per_s
     m = op.bytes / bytes_per_s
     return OpTime(c, m, max(c, m), "compute" if c > m else "memory", op.kernels * launch_s)
 
 
 def step_time(ops: Iterable[_OpLike], profile, compute_dtype: str, *, use_efficiency: bool = True,
-              counts: Sequence[int] | None = None) -> tuple[StepTime, list[OpTime]]:
+              counts: Sequence[int] | None = None, rows: int | None = None) -> tuple[StepTime, list[OpTime]]:
     """The step's time and each op's. ``counts``: how many times each op runs (the layer count of a
-    collapsed step's ``OpGroup``); 1 each when not given. The per-op times are of one instance."""
+    collapsed step's ``OpGroup``); 1 each when not given. The per-op times are of one instance.
+    ``rows``: the tokens each matmul of the step multiplies (batch × new tokens); with it, the
+    profile's ``matmul_efficiency_by_rows`` applies to ``matmul`` ops (None: the square-GEMM peak)."""
     ops = list(ops)
     rates = effective_rates(profile, compute_dtype, use_efficiency=use_efficiency)
     launch = profile.kernel_launch_s
-    times = [op_time(o, rates, launch) for o in ops]
+    mm_eff = profile.matmul_efficiency_at(rows) if use_efficiency and rows else 1.0
+    times = [op_time(o, rates, launch, mm_eff) for o in ops]
     n = [1] * len(ops) if counts is None else list(counts)
     compute = sum(k * t.compute_s for k, t in zip(n, times))
     memory = sum(k * t.memory_s for k, t in zip(n, times))

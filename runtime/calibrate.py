@@ -1,23 +1,34 @@
-"""``planner calibrate``: measure the local device, and write it as a hardware profile.
+"""``planner calibrate``: measure the local device, check the figures against each other, and write
+them as a hardware profile.
 
 What is measured (all with torch, on the device itself):
 
 - **copy bandwidth**: a large device-to-device copy, counting what it reads plus what it writes
-  (``2 × buffer bytes / time``), the median of several copies;
+  (``2 × buffer bytes / time``);
 - **read bandwidth** (CPU): matrix-vector products streaming many distinct weight-sized matrices (1 GiB
-  in all, beyond the caches), in the dtype the decoder uses, as a decode step does. A CPU copy also pays a write-allocate read of its destination, so it
-  understates the streaming read rate a decode step (GEMVs over the weights) achieves; on a CPU the
-  profile's ``memory_bandwidth`` is this read rate and the copy rate is kept in its notes. On a GPU
-  the copy bandwidth is the profile's (stores do not pay that extra read there);
-- **matmul FLOP/s**: the median of large square GEMMs in each dtype asked for (bf16 and fp32 on CUDA,
-  with TF32 off for fp32; the decoder's dtype on CPU);
+  in all, beyond the caches), in the dtype the decoder uses, as a decode step does. A CPU copy also pays
+  a write-allocate read of its destination, so it understates the streaming read rate a decode step
+  achieves; on a CPU the profile's ``memory_bandwidth`` is this read rate and the copy rate is kept in
+  its notes. On a GPU the copy bandwidth is the profile's (stores do not pay that extra read there);
+- **matmul FLOP/s**: large square GEMMs in each dtype asked for (bf16 and fp32 on CUDA, with TF32 off
+  for fp32; the decoder's dtype on CPU);
+- **skinny matmuls**: 1, 4, 16 and 64 rows against the weight shapes of a model's decode step (each
+  shape streamed from memory, weighted by how often the model has it); their rate over the square-GEMM
+  peak is the profile's ``matmul_efficiency_by_rows``, which the step model uses for matmul ops;
 - **per-launch overhead**: what an eager decode step pays per kernel: the wall time of an eager decode
   step of a tiny decoder (device work negligible) divided by the kernels the trace counts for it, so
-  Python and framework dispatch are included; a bare tiny op's dispatch (``add_``) is kept in the notes.
+  Python and framework dispatch are included; a bare tiny op's dispatch (``add_``) is measured beside it.
 
-The profile (``calibration_profile``) carries no efficiency factors: the measured rates are the rates.
-It names the device in its notes (``device: cuda: NVIDIA H200``), so ``verify`` uses it by default
-only on the device it was measured on.
+Every figure is repeated in rounds until the last three agree within ``STABLE_SPREAD`` (or
+``MAX_ROUNDS`` is reached, and the figure is reported as unstable). On a CPU the thread count is chosen
+first: each candidate (1, and torch's default) is measured the same way and the one whose read rate is
+stable and highest is used (``--threads`` fixes it). ``calibration_problems`` lists what disagrees (the
+per-kernel overhead against the bare dispatch, the read rate against the copy test, unstable figures);
+the CLI refuses to save such a profile unless ``--force``. The load average before and after is kept.
+
+The profile (``calibration_profile``) carries no efficiency factors for bandwidth or peak: the measured
+rates are the rates. It names the device in its notes (``device: cuda: NVIDIA H200``), so ``verify``
+uses it by default only on the device it was measured on.
 """
 
 from __future__ import annotations
@@ -49,6 +60,8 @@ class Calibration:
     threads: int | None
     seconds: float
     details: dict = field(default_factory=dict)
+    matmul_efficiency_by_rows: dict[int, float] = field(default_factory=dict)  # skinny GEMMs, see measure_skinny
+    figures: dict = field(default_factory=dict)  # name -> Figure (rounds, spread, stable)
 
     @property
     def device_label(self) -> str:
@@ -66,7 +79,9 @@ class Calibration:
             "memory_bandwidth_bytes_per_s": self.memory_bandwidth_bytes_per_s,
             "matmul_flops_per_s": dict(self.matmul_flops_per_s), "launch_s": self.launch_s,
             "memory_bytes": self.memory_bytes, "threads": self.threads, "seconds": self.seconds,
-            "details": dict(self.details),
+            "matmul_efficiency_by_rows": {str(r): v for r, v in self.matmul_efficiency_by_rows.items()},
+            "details": {k: v for k, v in self.details.items() if k != "figures"},
+            "figures": {k: f.to_dict() for k, f in self.figures.items()},
         }
 
 
@@ -126,6 +141,55 @@ def free_memory_bytes(device: torch.device) -> int:
 
 # ---- measurements --------------------------------------------------------------------------------
 
+#: A figure is stable when the last three rounds' (max - min) / median is at most this. Run-to-run
+#: spread of a quiet machine is a few percent; a round that differs by more is another mode of the
+#: machine (another process, the threads waiting on each other), which is what the repetition catches.
+STABLE_SPREAD = 0.10
+MIN_ROUNDS, MAX_ROUNDS = 3, 8
+
+#: Sanity bounds between figures of the same run (not prediction factors: a profile outside them is
+#: refused unless --force). The per-kernel overhead of an eager step includes Python and framework
+#: work around each kernel, so it exceeds a bare op's dispatch, but by a bounded factor (a quiet
+#: machine gives 1.5-4x); the streaming read rate of a GEMV is within a small factor of the copy test's
+#: read rate (half its read + write figure).
+LAUNCH_OVER_DISPATCH = (0.5, 10.0)
+READ_OVER_COPY_READ = (0.25, 4.0)
+SKINNY_ROWS = (1, 4, 16, 64)
+DEFAULT_SHAPES_MODEL = "Qwen/Qwen2.5-0.5B"  # a bundled model; --model picks another
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A measurement repeated in rounds: ``value`` is the median of the last three rounds."""
+
+    value: float
+    rounds: tuple[float, ...]
+
+    @property
+    def spread(self) -> float:
+        last = self.rounds[-3:]
+        med = statistics.median(last)
+        return (max(last) - min(last)) / med if med else 0.0
+
+    @property
+    def stable(self) -> bool:
+        return self.spread <= STABLE_SPREAD
+
+    def to_dict(self) -> dict:
+        return {"value": self.value, "rounds": list(self.rounds), "spread": self.spread, "stable": self.stable}
+
+
+def repeat_until_stable(measure: Callable[[], float], *, min_rounds: int = MIN_ROUNDS, max_rounds: int = MAX_ROUNDS) -> Figure:
+    """Call ``measure`` (one round's figure) until the last three rounds agree within ``STABLE_SPREAD``."""
+    rounds: list[float] = []
+    while True:
+        rounds.append(float(measure()))
+        if len(rounds) >= min_rounds:
+            last = rounds[-3:]
+            med = statistics.median(last)
+            if not med or (max(last) - min(last)) / med <= STABLE_SPREAD or len(rounds) >= max_rounds:
+                return Figure(statistics.median(last), tuple(rounds))
+
 
 def _median_time(fn: Callable[[], object], device: torch.device, reps: int, warmup: int = 1) -> float:
     for _ in range(warmup):
@@ -148,17 +212,18 @@ def _median_time(fn: Callable[[], object], device: torch.device, reps: int, warm
     return statistics.median(samples)
 
 
-def measure_copy(device: torch.device, nbytes: int, reps: int) -> float:
+def measure_copy(device: torch.device, nbytes: int, reps: int, rounds: tuple[int, int] = (MIN_ROUNDS, MAX_ROUNDS)) -> Figure:
     """Bytes/s of ``dst.copy_(src)``, counting the read and the write."""
     n = nbytes // 4
     src = torch.empty(n, dtype=torch.float32, device=device).fill_(1.0)
     dst = torch.empty_like(src)
-    t = _median_time(lambda: dst.copy_(src), device, reps)
+    fig = repeat_until_stable(lambda: 2 * n * 4 / _median_time(lambda: dst.copy_(src), device, reps),
+                              min_rounds=rounds[0], max_rounds=rounds[1])
     del src, dst
-    return 2 * n * 4 / t
+    return fig
 
 
-def measure_read(device: torch.device, nbytes: int, dtype, reps: int) -> float:
+def measure_read(device: torch.device, nbytes: int, dtype, reps: int, rounds: tuple[int, int] = (MIN_ROUNDS, MAX_ROUNDS)) -> Figure:
     """Bytes/s of matrix-vector products over many distinct (4096 × 1024) matrices, ``nbytes`` in all:
     reads dominate, and like a decode step each matrix is streamed once per pass (no cache reuse)."""
     rows, cols = 4096, 1024
@@ -171,33 +236,79 @@ def measure_read(device: torch.device, nbytes: int, dtype, reps: int) -> float:
         for w in mats:
             torch.nn.functional.linear(x, w)
 
-    t = _median_time(run, device, reps)
+    fig = repeat_until_stable(lambda: count * size / _median_time(run, device, reps),
+                              min_rounds=rounds[0], max_rounds=rounds[1])
     del mats
-    return count * size / t
+    return fig
 
 
-def measure_matmul(device: torch.device, n: int, dtype, reps: int) -> float:
+def measure_matmul(device: torch.device, n: int, dtype, reps: int) -> Figure:
     """FLOP/s of an ``n × n × n`` GEMM (``2·n³`` FLOPs)."""
     a = torch.randn(n, n, device=device).to(dtype)
     b = torch.randn(n, n, device=device).to(dtype)
-    t = _median_time(lambda: torch.mm(a, b), device, reps)
-    return 2 * n ** 3 / t
+    return repeat_until_stable(lambda: 2 * n ** 3 / _median_time(lambda: torch.mm(a, b), device, reps))
 
 
-def measure_launch(device: torch.device, calls: int) -> float:
+def measure_launch(device: torch.device, calls: int) -> Figure:
     """Seconds per call of a tiny eager op (launch / dispatch overhead)."""
     x = torch.zeros(1, device=device)
     for _ in range(100):
         x.add_(1.0)
     synchronize(device)
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        x.add_(1.0)
-    synchronize(device)
-    return (time.perf_counter() - t0) / calls
+
+    def one_round() -> float:
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            x.add_(1.0)
+        synchronize(device)
+        return (time.perf_counter() - t0) / calls
+
+    return repeat_until_stable(one_round)
 
 
-def measure_step_overhead(device: torch.device, dtype_name: str, steps: int) -> tuple[float, int]:
+def model_matmul_shapes(spec) -> list[tuple[int, int, int]]:
+    """(out features, in features, how many) of the dense weight matrices a decode step multiplies:
+    the ``linear`` tensors and the LM head (the embedding when tied)."""
+    from collections import Counter
+
+    c: Counter = Counter()
+    for t in spec.tensors():
+        if len(t.shape) == 2 and (t.kind == "linear" or (t.kind == "embedding" and spec.tie_word_embeddings
+                                                         and t.name.endswith("embed_tokens.weight"))):
+            c[tuple(t.shape)] += 1
+    return [(n, k, cnt) for (n, k), cnt in sorted(c.items())]
+
+
+def measure_skinny(device: torch.device, dtype, shapes: list[tuple[int, int, int]], peak_flops_per_s: float, *,
+                   rows: tuple[int, ...] = SKINNY_ROWS, stream_bytes: int = 64 * 2**20, reps: int = 3
+                   ) -> tuple[dict[int, float], dict]:
+    """({rows: fraction of ``peak_flops_per_s``}, details) of ``rows × K`` by ``K × N`` matmuls over the
+    given weight shapes. Each shape is streamed from memory (enough distinct copies to pass
+    ``stream_bytes``, as a decode step reads each weight once) and weighted by its count, so the figure
+    is the model's matmul FLOPs over its matmul time at that row count."""
+    elem = torch.tensor([], dtype=dtype).element_size()
+    per_rows: dict[int, tuple[float, float]] = {r: (0.0, 0.0) for r in rows}  # rows -> (flops, seconds) weighted
+    detail: dict = {}
+    for n, k, count in shapes:
+        copies = max(1, min(64, -(-stream_bytes // (n * k * elem))))
+        mats = [torch.empty(n, k, dtype=dtype, device=device).normal_(0, 0.02) for _ in range(copies)]
+        for r in rows:
+            x = torch.randn(r, k, dtype=dtype, device=device)
+
+            def run():
+                for w in mats:
+                    torch.nn.functional.linear(x, w)
+
+            t = _median_time(run, device, reps) / copies
+            f, s = per_rows[r]
+            per_rows[r] = (f + count * 2 * r * n * k, s + count * t)
+            detail[f"{n}x{k}@{r}"] = 2 * r * n * k / t
+        del mats
+    eff = {r: min(1.0, f / s / peak_flops_per_s) for r, (f, s) in per_rows.items() if s > 0}
+    return eff, detail
+
+
+def measure_step_overhead(device: torch.device, dtype_name: str, steps: int) -> tuple[Figure, int]:
     """(seconds per kernel, kernels) of an eager decode step of a tiny Llama-style decoder (hidden 64,
     2 layers), whose device work is negligible: what eager dispatch costs per kernel of the trace,
     Python, framework and launch included."""
@@ -222,9 +333,9 @@ def measure_step_overhead(device: torch.device, dtype_name: str, steps: int) -> 
         model.decode(tokens, 32, cache)
         synchronize(device)
 
-    with torch.inference_mode():
-        t = _wall_median(step, steps)  # wall time: an eager step this small is all dispatch and launches
-    return t / kernels, kernels
+    with torch.inference_mode():  # wall time: an eager step this small is all dispatch and launches
+        fig = repeat_until_stable(lambda: _wall_median(step, steps) / kernels)
+    return fig, kernels
 
 
 def _wall_median(fn: Callable[[], object], reps: int) -> float:
@@ -242,21 +353,48 @@ def torch_dtype(name: str):
     return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
 
 
+def load_average() -> tuple[float, float, float] | None:
+    try:
+        return tuple(os.getloadavg())  # type: ignore[return-value]
+    except (OSError, AttributeError):
+        return None
+
+
+def choose_threads(device: torch.device, dtype, candidates: list[int], nbytes: int, reps: int,
+                   progress=_no_progress) -> tuple[int, dict[int, Figure]]:
+    """The CPU thread count whose streaming read rate is stable and highest (the steadiest when none is
+    stable), and each candidate's figure."""
+    figs: dict[int, Figure] = {}
+    before = torch.get_num_threads()
+    for i, n in enumerate(candidates):
+        torch.set_num_threads(n)
+        figs[n] = measure_read(device, nbytes, dtype, reps, rounds=(3, 5))
+        progress("threads", i + 1, len(candidates))
+    torch.set_num_threads(before)
+    stable = [n for n in candidates if figs[n].stable]
+    if stable:
+        return max(stable, key=lambda n: figs[n].value), figs
+    return min(candidates, key=lambda n: figs[n].spread), figs
+
+
 def calibrate(device: str | torch.device = "cpu", *, dtypes: tuple[str, ...] | None = None, quick: bool = False,
-              progress=_no_progress) -> Calibration:
+              progress=_no_progress, threads: int | None = None, shapes: list[tuple[int, int, int]] | None = None,
+              shapes_from: str = "") -> Calibration:
     """Measure ``device``. ``dtypes``: GEMM dtypes (default: bf16 and fp32 on CUDA, fp32 on CPU);
-    ``quick`` uses smaller buffers (tests). Takes well under a minute on a 2-core CPU."""
+    ``quick`` uses smaller buffers (tests); ``threads`` fixes the CPU thread count (default: chosen);
+    ``shapes``: (N, K, count) weight shapes for the skinny-matmul rates (None: no skinny figures)."""
     device = torch.device(device)
     tf32 = torch.backends.cuda.matmul.allow_tf32
     try:
         torch.backends.cuda.matmul.allow_tf32 = False  # fp32 GEMMs at the fp32 rate
-        return _calibrate(device, dtypes, quick, progress)
+        return _calibrate(device, dtypes, quick, progress, threads, shapes, shapes_from)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = tf32
 
 
-def _calibrate(device: torch.device, dtypes, quick: bool, progress) -> Calibration:
+def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, shapes, shapes_from) -> Calibration:
     t_start = time.perf_counter()
+    load_before = load_average()
     if device.type == "cuda":
         dtypes = dtypes or ("bf16", "fp32")
         free = free_memory_bytes(device)
@@ -269,26 +407,93 @@ def _calibrate(device: torch.device, dtypes, quick: bool, progress) -> Calibrati
         buf = max(64 * 2**20, min(GiB, avail // 8)) if not quick else 64 * 2**20
         sizes = {"fp32": 2048, "bf16": 1024, "fp16": 1024} if not quick else {"fp32": 256, "bf16": 256, "fp16": 256}
         copy_reps, mm_reps, calls = (5, 3, 20000) if not quick else (3, 2, 2000)
-    steps = 3 + len(dtypes)
+    details: dict = {}
+    thread_figs: dict[int, Figure] = {}
+    if device.type == "cpu":
+        default_threads = torch.get_num_threads()
+        if threads:
+            chosen = threads
+            details["threads_chosen_by"] = "--threads"
+        else:
+            candidates = sorted({1, default_threads})
+            chosen, thread_figs = choose_threads(device, torch_dtype(dtypes[0]), candidates, min(buf, 256 * 2**20),
+                                                 copy_reps, progress)
+            details["threads_chosen_by"] = (
+                "the stable and fastest streaming read among " if thread_figs[chosen].stable else
+                "no candidate was stable; the steadiest streaming read among ") + ", ".join(map(str, candidates))
+        torch.set_num_threads(chosen)
+    steps = 4 + len(dtypes)
     progress("calibrate", 0, steps)
-    copy_bw = measure_copy(device, buf, copy_reps)
+    copy = measure_copy(device, buf, copy_reps)
     progress("calibrate", 1, steps)
-    read_bw = None
-    if device.type != "cuda":
-        read_bw = measure_read(device, buf, torch_dtype(dtypes[0]), copy_reps)
+    read = measure_read(device, buf, torch_dtype(dtypes[0]), copy_reps) if device.type != "cuda" else None
     progress("calibrate", 2, steps)
-    flops = {}
+    flops: dict[str, Figure] = {}
     for i, d in enumerate(dtypes):
         flops[d] = measure_matmul(device, sizes[d], torch_dtype(d), mm_reps)
         progress("calibrate", 3 + i, steps)
+    skinny: dict[int, float] = {}
+    if shapes:
+        sd = dtypes[0] if device.type == "cpu" else ("bf16" if "bf16" in dtypes else dtypes[0])
+        skinny, skinny_detail = measure_skinny(device, torch_dtype(sd), shapes, flops[sd].value,
+                                               stream_bytes=(64 if not quick else 4) * 2**20)
+        details.update(skinny_dtype=sd, skinny_shapes_from=shapes_from,
+                       skinny_shapes=[list(s) for s in shapes], skinny_flops_per_s=skinny_detail)
+    progress("calibrate", 3 + len(dtypes), steps)
     op_launch = measure_launch(device, calls)
     launch, kernels = measure_step_overhead(device, dtypes[0] if device.type == "cpu" else "bf16", 50 if not quick else 10)
     progress("calibrate", steps, steps)
-    details = {"buffer_bytes": int(buf), "gemm_sizes": {d: sizes[d] for d in dtypes}, "launch_calls": calls,
-               "op_launch_s": op_launch, "tiny_step_kernels": kernels, "torch": torch.__version__}
-    threads = torch.get_num_threads() if device.type == "cpu" else None
-    return Calibration(device.type, device_name(device), copy_bw, read_bw, flops, launch, total_memory_bytes(device),
-                       threads, time.perf_counter() - t_start, details)
+    details.update({"buffer_bytes": int(buf), "gemm_sizes": {d: sizes[d] for d in dtypes}, "launch_calls": calls,
+                    "op_launch_s": op_launch.value, "tiny_step_kernels": kernels, "torch": torch.__version__,
+                    "load_before": load_before, "load_after": load_average(), "cpus": os.cpu_count()})
+    figures = {"copy_bytes_per_s": copy, "launch_s": launch, "op_launch_s": op_launch,
+               **{f"matmul_flops_per_s.{d}": f for d, f in flops.items()}}
+    if read is not None:
+        figures["read_bytes_per_s"] = read
+    details["figures"] = {k: f.to_dict() for k, f in figures.items()}
+    if thread_figs:
+        details["thread_candidates"] = {str(n): f.to_dict() for n, f in thread_figs.items()}
+    threads_used = torch.get_num_threads() if device.type == "cpu" else None
+    return Calibration(device.type, device_name(device), copy.value, None if read is None else read.value,
+                       {d: f.value for d, f in flops.items()}, launch.value, total_memory_bytes(device),
+                       threads_used, time.perf_counter() - t_start, details, skinny, figures)
+
+
+def calibration_problems(cal: Calibration) -> list[str]:
+    """What disagrees within one calibration (each a sentence); empty when the figures hang together."""
+    out = []
+    op = cal.details.get("op_launch_s")
+    lo, hi = LAUNCH_OVER_DISPATCH
+    if op and not (lo * op <= cal.launch_s <= hi * op):
+        out.append(f"the per-kernel overhead of an eager step ({cal.launch_s * 1e6:.3g} µs) disagrees with the bare "
+                   f"dispatch measured in the same run ({op * 1e6:.3g} µs): {cal.launch_s / op:.3g}x, outside "
+                   f"{lo:g}-{hi:g}x")
+    if cal.read_bytes_per_s and cal.copy_bytes_per_s:
+        ratio = cal.read_bytes_per_s / (cal.copy_bytes_per_s / 2)
+        lo, hi = READ_OVER_COPY_READ
+        if not (lo <= ratio <= hi):
+            out.append(f"the streaming read rate ({cal.read_bytes_per_s / 1e9:.3g} GB/s) is far from the copy test's "
+                       f"read rate ({cal.copy_bytes_per_s / 2e9:.3g} GB/s, half its read + write): {ratio:.3g}x, "
+                       f"outside {lo:g}-{hi:g}x")
+    for name, fig in cal.figures.items():
+        if not fig.stable:
+            out.append(f"{name} was not stable: the last rounds spread {100 * fig.spread:.0f}% "
+                       f"(more than {100 * STABLE_SPREAD:.0f}%) after {len(fig.rounds)} rounds")
+    return out
+
+
+def machine_busy(cal: Calibration) -> str | None:
+    """A warning when other processes loaded the CPUs during the calibration (its own threads excluded)."""
+    cpus = cal.details.get("cpus") or os.cpu_count() or 1
+    loads = [lv[0] for lv in (cal.details.get("load_before"), cal.details.get("load_after")) if lv]
+    if not loads:
+        return None
+    own = cal.threads or 1
+    worst = max(loads)
+    if worst - own > 0.5 * cpus:
+        return (f"the machine was busy (1-minute load average up to {worst:.1f} on {cpus} CPUs, this run using "
+                f"{own} thread(s)): other processes compete for cores and memory bandwidth")
+    return None
 
 
 # ---- the profile ---------------------------------------------------------------------------------
@@ -322,7 +527,14 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
         "peak_flops: median of square GEMMs of size " + ", ".join(f"{d} {n}" for d, n in cal.details.get("gemm_sizes", {}).items()),
         f"kernel_launch_overhead: an eager decode step of a tiny decoder (negligible device work) divided by its "
         f"{cal.details.get('tiny_step_kernels', 0)} kernels (as the trace counts them): dispatch, Python and launch per kernel",
+        f"each figure: the median of the last 3 rounds, repeated until they agree within {100 * STABLE_SPREAD:.0f}% "
+        f"(at most {MAX_ROUNDS} rounds)",
     ]
+    if cal.matmul_efficiency_by_rows:
+        source.append(
+            f"matmul_efficiency_by_rows: {', '.join(str(r) for r in cal.matmul_efficiency_by_rows)} rows x the "
+            f"{cal.details.get('skinny_dtype', '')} weight shapes of {cal.details.get('skinny_shapes_from') or 'a model'} "
+            "(each streamed from memory, weighted by its count), FLOPs / time / the square-GEMM peak")
     notes = [f"{DEVICE_NOTE}{cal.device_label}",
              f"copy bandwidth (read + write counted): {units.format_bandwidth(_round(cal.copy_bytes_per_s))}"]
     if cal.read_bytes_per_s:
@@ -331,9 +543,20 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
         notes.append(f"a bare tiny op ({cal.details.get('launch_calls', 0)} calls of add_) costs "
                      f"{units.format_time(_round(cal.details['op_launch_s'], 3))} each")
     if cal.threads:
-        notes.append(f"threads: {cal.threads} (torch.get_num_threads(); verify with the same count)")
+        notes.append(f"threads: {cal.threads} (torch.get_num_threads(); verify uses the same count unless --threads)")
+        if cal.details.get("threads_chosen_by"):
+            notes.append(f"threads chosen by: {cal.details['threads_chosen_by']}")
+    for key in ("load_before", "load_after"):
+        lv = cal.details.get(key)
+        if lv:
+            notes.append(f"load average {key.split('_')[1]} the run: {lv[0]:.2f} {lv[1]:.2f} {lv[2]:.2f} "
+                         f"on {cal.details.get('cpus') or '?'} CPUs")
+    unstable = [k for k, f in cal.figures.items() if not f.stable]
+    if cal.figures:
+        notes.append("stability: " + ("every figure stable" if not unstable else "NOT stable: " + ", ".join(unstable))
+                     + " (" + ", ".join(f"{k} ±{100 * f.spread / 2:.0f}%" for k, f in cal.figures.items()) + ")")
     notes.append("efficiency factors are null: the measured rates are the rates")
-    return {
+    data = {
         "name": name,
         "display_name": f"Calibrated {cal.device_name}",
         "vendor": "NVIDIA" if cal.device_type == "cuda" else "cpu",
@@ -349,6 +572,12 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
         "source": source,
         "notes": notes,
     }
+    if cal.matmul_efficiency_by_rows:
+        data["matmul_efficiency_by_rows"] = {int(r): _round(v, 3) for r, v in sorted(cal.matmul_efficiency_by_rows.items())}
+        sq = cal.details.get("gemm_sizes", {}).get(cal.details.get("skinny_dtype"))
+        if sq:
+            data["matmul_efficiency_square_rows"] = int(sq)
+    return data
 
 
 def profile_device(profile) -> str | None:

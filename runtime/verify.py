@@ -182,9 +182,10 @@ def closest_bundled(device_name: str, memory_bytes: int | None = None):
 
 def choose_profile(requested: str | None, device_type: str, device_name: str, memory_bytes: int | None = None):
     """(profile, why it was chosen). ``requested``: a name/path, ``calibrated``, or None for the default:
-    the calibrated profile when it was measured on this device, else ``cpu`` on CPU and the bundled
-    profile matching the GPU's name on CUDA."""
-    from planner.hardware.profiles import load_profile, user_profile_dir
+    the profile the last ``planner calibrate`` saved (``calibrated`` when none is recorded) when it was
+    measured on this device, else ``cpu`` on CPU and the bundled profile matching the GPU's name on CUDA.
+    ``--hardware calibrated`` also means the last calibration's profile."""
+    from planner.hardware.profiles import last_calibration, load_profile, user_profile_dir
 
     from .calibrate import profile_device
 
@@ -192,24 +193,30 @@ def choose_profile(requested: str | None, device_type: str, device_name: str, me
     if requested and requested.lower() != "calibrated":
         p = load_profile(requested)
         return p, f"--hardware {requested}"
-    try:
-        cal = load_profile("calibrated")
-        if cal.origin != "user":
-            cal = None
-    except HardwareError:
-        cal = None
+    last = last_calibration()
+    cal = None
+    for name in dict.fromkeys(n for n in (last, "calibrated") if n):
+        try:
+            p = load_profile(name)
+        except HardwareError:
+            continue
+        if p.origin == "user":
+            cal = p
+            break
+    label = (f"the last calibration's profile '{cal.name}'" if cal is not None and cal.name == last
+             else f"calibrated profile '{cal.name}'" if cal is not None else "")
     if requested:  # "calibrated"
         if cal is None:
             raise HardwareError(f"no calibrated profile in {user_profile_dir()}",
                                 f"run 'planner calibrate --device {device_type}' first")
         measured_on = profile_device(cal)
-        why = f"calibrated profile {cal.path}" + (f", measured on {measured_on}" if measured_on else "")
+        why = f"{label} ({cal.path})" + (f", measured on {measured_on}" if measured_on else "")
         if measured_on and measured_on != here:
             why += f" (not this device, {here})"
         return cal, why
     if cal is not None and profile_device(cal) == here:
-        return cal, f"calibrated profile {cal.path} (measured on this device; default)"
-    skipped = f"; the calibrated profile was measured on {profile_device(cal)}" if cal is not None else ""
+        return cal, f"{label} ({cal.path}; measured on this device; default)"
+    skipped = f"; {label} was measured on {profile_device(cal)}" if cal is not None else ""
     if device_type == "cpu":
         return load_profile("cpu"), ("bundled 'cpu' template (placeholder numbers: run 'planner calibrate --device cpu')"
                                      + skipped)
@@ -372,6 +379,17 @@ def machine_load(device_type: str) -> str | None:
             "for cores and memory bandwidth, so CPU timings vary; --threads 1 is steadier on a busy machine")
 
 
+def profile_threads(hw) -> int | None:
+    """The CPU thread count a calibrated profile records in its notes (``threads: N ...``), or None."""
+    for n in getattr(hw, "notes", ()):
+        if n.startswith("threads: "):
+            try:
+                return int(n.split()[1])
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
 def default_dtype(spec: ModelSpec, device_type: str) -> str:
     """fp32 on CPU (bf16 matmuls are slow and erratic on many CPUs); the config's float dtype on CUDA."""
     if device_type == "cpu":
@@ -411,7 +429,6 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
     device = torch.device(dev_type)
     if opts.threads and dev_type == "cpu":
         torch.set_num_threads(opts.threads)
-    threads = torch.get_num_threads() if dev_type == "cpu" else None
     dtype_name = opts.dtype or default_dtype(spec, dev_type)
     tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
     notes: list[str] = []
@@ -440,8 +457,12 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
 
     name = device_name(device)
     hw, hw_reason = choose_profile(opts.hardware, dev_type, name, total_memory_bytes(device))
-    cal_threads = next((n.split()[1] for n in hw.notes if n.startswith("threads: ")), None)
-    if threads and cal_threads and cal_threads != str(threads):
+    cal_threads = profile_threads(hw)
+    if dev_type == "cpu" and not opts.threads and cal_threads:
+        torch.set_num_threads(cal_threads)
+        notes.append(f"{cal_threads} CPU thread(s), as profile '{hw.name}' was calibrated with (--threads to change)")
+    threads = torch.get_num_threads() if dev_type == "cpu" else None
+    if threads and cal_threads and cal_threads != threads:
         notes.append(f"the profile was calibrated with {cal_threads} CPU thread(s), this run uses {threads} (--threads)")
 
     if opts.weights:  # fail before allocating: a missing folder or a quantized checkpoint
@@ -529,7 +550,7 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
     if used_col != compute:
         notes.append(f"profile '{hw.name}' has no {compute} matmul rate; its {used_col} rate is used"
                      + (f" (run 'planner calibrate --dtype {compute}')" if hw.name == "calibrated" else ""))
-    st, op_times = step_time(ops, hw, compute)
+    st, op_times = step_time(ops, hw, compute, rows=B)
     rates = effective_rates(hw, compute)
     kinds = kind_times(ops, op_times, False, measured_kinds, profiled_s)  # the profiled steps are eager
     predicted = st.graph_s if times.graphs else st.eager_s
