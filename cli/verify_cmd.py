@@ -29,6 +29,10 @@ VerifyHardwareOpt = Annotated[Optional[str], typer.Option(
 WeightsOpt = Annotated[Optional[str], typer.Option("--weights", help="Local folder of Hugging Face *.safetensors to load; default: seeded random weights.")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the random weights, KV cache and tokens.")]
 ProfileOpt = Annotated[bool, typer.Option("--profile/--no-profile", help="Per-op-kind times from the torch profiler (a few extra eager steps).")]
+ReferenceOpt = Annotated[Optional[str], typer.Option(
+    "--reference", help="Compare the --weights checkpoint's logits and greedy tokens with another implementation: "
+                        "'transformers' (local files only, no remote code). Replaces the timing run.")]
+PromptOpt = Annotated[Optional[str], typer.Option("--prompt", help="Prompt text for --reference (tokenized with the folder's tokenizer).")]
 ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", min=1, max=4096, help="CPU threads for torch (count); default: torch's.")]
 
 
@@ -68,6 +72,8 @@ def verify(
     seed: SeedOpt = 0,
     profile: ProfileOpt = True,
     threads: ThreadsOpt = None,
+    reference: ReferenceOpt = None,
+    prompt: PromptOpt = None,
     revision: RevisionOpt = None,
     refresh: RefreshOpt = False,
     plot: PlotOpt = None,
@@ -81,6 +87,8 @@ def verify(
     Example: planner verify Qwen/Qwen2.5-0.5B --device cpu --hardware calibrated --context 512 --steps 8
 
     Predicted vs measured time by op kind as a picture: add --plot verify.png
+
+    Real weights against transformers (max |Δlogit| with pass/fail, top-1 agreement, 20 greedy tokens side by side): planner verify ./SmolLM2-135M --weights ./SmolLM2-135M --reference transformers --device cpu
     """
     from planner.runtime import require_torch
 
@@ -92,7 +100,21 @@ def verify(
 
         plot = check_plot_path(plot)
     loaded = load_model(model, revision, refresh)
-    require_torch()
+    if reference is not None or prompt is not None:
+        from planner.analysis.errors import OptionError
+
+        if reference is None:
+            raise OptionError("--prompt is used only with --reference", "add --reference transformers")
+        if reference.lower() != "transformers":
+            raise OptionError(f"--reference {reference!r} is not a known reference", "use --reference transformers")
+        if not weights:
+            raise OptionError("--reference needs the checkpoint to compare", "add --weights DIR (a local folder)")
+        if plot is not None:
+            raise OptionError("--plot draws the timing run; --reference replaces it", "drop --plot")
+    torch = require_torch()
+    if reference is not None:
+        _reference(loaded, weights, device, dtype, threads, prompt, out_fmt, torch)
+        return
     from planner.runtime.verify import VerifyOptions, run_verify
 
     opts = VerifyOptions(device=device.lower() if device else None, dtype=dtype.lower() if dtype else None, batch=batch,
@@ -115,6 +137,49 @@ def verify(
     if not r.checks_ok:
         bad = ", ".join(c.name for c in r.checks if not c.ok)
         sys.stderr.write(f"Error: exact check(s) failed: {bad} (the analysis and the decoder disagree; please report it)\n")
+        raise typer.Exit(1)
+
+
+def _reference(loaded, weights: str, device: str | None, dtype: str | None, threads: int | None, prompt: str | None,
+               out_fmt, torch) -> None:
+    from planner.analysis.errors import OptionError, RuntimeUnavailableError
+    from planner.runtime.reference import DEFAULT_PROMPT, run_reference
+    from planner.runtime.verify import RUNTIME_DTYPES
+
+    dev = (device or ("cuda" if torch.cuda.is_available() else "cpu")).lower()
+    if dev not in ("cpu", "cuda"):
+        raise OptionError(f"--device must be cuda or cpu, got {device!r}")
+    if dev == "cuda" and not torch.cuda.is_available():
+        raise RuntimeUnavailableError(f"--device cuda: CUDA is not available to torch {torch.__version__}", "use --device cpu")
+    dt = (dtype or "fp32").lower()
+    if dt not in RUNTIME_DTYPES:
+        raise OptionError(f"--dtype {dt} is not a dtype the torch runtime computes in", f"choose one of {', '.join(RUNTIME_DTYPES)}")
+    if threads and dev == "cpu":
+        torch.set_num_threads(threads)
+    with progress_bar(out_fmt != OutputFormat.json) as cb:
+        r = run_reference(loaded.spec, weights, config=loaded.resolved.config, dtype=dt, device=dev,
+                          prompt=prompt if prompt is not None else DEFAULT_PROMPT, progress=cb)
+    if out_fmt == OutputFormat.json:
+        print_json({"schema_version": SCHEMA_VERSION, "model": loaded.id, "weights": weights, "device": dev, **r.to_dict()})
+    else:
+        head = Section(f"verify {loaded.id} against {r.reference}", ["", ""])
+        head.add("weights", f"{weights} ({r.loaded_tensors} tensors)")
+        head.add("device / dtype", f"{dev} / {r.dtype}")
+        head.add("prompt", f"{r.prompt!r} ({r.prompt_tokens} tokens, the folder's tokenizer)")
+        head.add("max |Δlogit|", f"{r.max_abs_diff:.3g} (largest |logit| {r.max_abs_logit:.3g})")
+        head.add("tolerance", r.tolerance_rule)
+        head.add("result", "PASS" if r.passed else "FAIL")
+        head.add("top-1 agreement", f"{r.top1_agree}/{r.prompt_tokens} prompt positions ({100 * r.top1_fraction:.0f}%)")
+        greedy = Section(f"{len(r.ours_tokens)} greedy tokens", ["#", "planner decoder", "transformers", "same"], right=(0,))
+        for i, (a, b, ta, tb) in enumerate(zip(r.ours_tokens, r.ref_tokens, r.ours_text, r.ref_text)):
+            greedy.add(str(i + 1), f"{a} {ta!r}", f"{b} {tb!r}", "yes" if a == b else "NO")
+        div = r.first_divergence
+        emit([head, greedy], out_fmt, lines=[
+            "greedy: every token agrees" if div is None else f"greedy: the two diverge at token {div + 1}",
+            "ours decodes through its KV cache (prefill, then one step per token); transformers recomputes the prefix"])
+    if not r.passed:
+        sys.stderr.write(f"Error: logits differ from {r.reference} by {r.max_abs_diff:.3g}, above the tolerance "
+                         f"{r.tolerance:.3g} ({r.tolerance_rule})\n")
         raise typer.Exit(1)
 
 
