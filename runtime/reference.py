@@ -110,7 +110,7 @@ def run_reference(spec: ModelSpec, weights: str, *, config: dict | None, dtype: 
                                       "pip install transformers") from None
     from .cache import KVCache
     from .load import checkpoint_files, load_checkpoint
-    from .model import build_decoder, numerics_for
+    from .model import build_decoder
 
     checkpoint_files(weights)  # a clear error for a folder without safetensors, before anything loads
     tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype]
@@ -131,7 +131,7 @@ def run_reference(spec: ModelSpec, weights: str, *, config: dict | None, dtype: 
                                       f"({spec.vocab_size})", "the tokenizer does not belong to this checkpoint")
     T = int(ids.shape[1])
     progress("reference", 1, 4)
-    ours = build_decoder(spec, numerics=numerics_for(spec, config), dtype=tdtype, device=dev, seed=None)
+    ours = build_decoder(spec, dtype=tdtype, device=dev, seed=None)
     report = load_checkpoint(ours, weights)
     try:
         ref = AutoModelForCausalLM.from_pretrained(weights, dtype=tdtype, local_files_only=True, trust_remote_code=False)
