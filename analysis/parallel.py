@@ -6,8 +6,11 @@ Megatron-style sharding, as vLLM and SGLang do it:
 - attention heads split ``tp`` ways (``num_attention_heads % tp == 0`` is required); KV heads split
   when ``num_key_value_heads % tp == 0``, and are replicated (one per GPU) when ``tp`` is a multiple
   of them; any other ratio is refused;
-- MLA's latent cache is not split by head: every rank holds all of it;
+- MLA's latent cache is not split by head: every rank holds all of it, and computes the latent
+  projections (``q_a_proj``, ``kv_a_proj_with_mqa``) whole;
 - recurrent state splits with the heads of its layer;
+- with replicated KV heads each rank computes a whole KV head: the k/v projections split ``kv_divisor``
+  ways, not ``tp`` (``KV_PROJECTIONS``);
 - each layer does two all-reduces of the hidden state per token (after attention and after the
   FFN); a ring all-reduce moves ``2·(tp-1)/tp`` times the message per GPU.
 """
@@ -76,6 +79,31 @@ def allreduce_bytes_per_gpu(spec: ModelSpec, tokens: int, act_bytes: int, tp: in
     return per_layer * spec.num_layers
 
 
+#: The attention projections whose output is the KV heads: when ``tp`` exceeds the KV heads, each rank
+#: computes a whole KV head (the heads are replicated), so these split ``kv_divisor`` ways, not ``tp``.
+KV_PROJECTIONS = ("k_proj", "v_proj")
+#: MLA's latent projections: whole on every rank (vLLM's ReplicatedLinear), as the trace marks them.
+REPLICATED_PROJECTIONS = ("q_a_proj", "kv_a_proj_with_mqa")
+
+
+def shard_params(spec: ModelSpec, plan: TPPlan) -> int:
+    """Parameters one rank holds: norms and MLA's latent projections whole, k/v projections split
+    ``kv_divisor`` ways (replicated KV heads), everything else ``tp`` ways (the vision encoder of a
+    multimodal wrapper not counted)."""
+    total = 0
+    for t in spec.tensors():
+        if t.kind == "vision":
+            continue
+        module = t.name.rsplit(".", 2)[-2] if t.name.count(".") >= 2 else ""
+        if t.kind == "norm" or module in REPLICATED_PROJECTIONS:
+            total += t.numel
+        elif plan.kv_divisor < plan.tp and module in KV_PROJECTIONS:
+            total += t.numel // plan.kv_divisor
+        else:
+            total += t.numel // plan.tp
+    return total
+
+
 def shard_op(o: Op, plan: TPPlan) -> Op:
     """The share of ``o`` one rank runs, by the op's ``Parallel`` role (set where the trace builds it):
     FLOPs, weights and the split side of the activations divided by ``tp`` (column: the output;
@@ -84,6 +112,9 @@ def shard_op(o: Op, plan: TPPlan) -> Op:
     tp = plan.tp
     if tp == 1:
         return o
+    if o.parallel == Parallel.COLUMN and o.name in KV_PROJECTIONS and plan.kv_divisor < tp:
+        div = plan.kv_divisor  # one whole KV head per rank
+        return replace(o, flops=o.flops // div, weight_bytes=o.weight_bytes // div, act_write_bytes=o.act_write_bytes // div)
     if o.parallel == Parallel.COLUMN:
         return replace(o, flops=o.flops // tp, weight_bytes=o.weight_bytes // tp, act_write_bytes=o.act_write_bytes // tp,
                        state_read_bytes=o.state_read_bytes // tp, state_write_bytes=o.state_write_bytes // tp)

@@ -240,10 +240,11 @@ class _Builder:
         if m.q_lora_rank is None:
             self.matmul("q_proj", tensors["q_proj"], i, "attention")
         else:
-            self.matmul("q_a_proj", tensors["q_a_proj"], i, "attention")
+            # the latent projections are replicated on tensor-parallel ranks (vLLM: ReplicatedLinear)
+            self.matmul("q_a_proj", tensors["q_a_proj"], i, "attention", parallel=Parallel.REPLICATED)
             self.norm("q_a_layernorm", None, m.q_lora_rank, i, tensors=tensors["q_a_layernorm"])
             self.matmul("q_b_proj", tensors["q_b_proj"], i, "attention")
-        self.matmul("kv_a_proj_with_mqa", tensors["kv_a_proj_with_mqa"], i, "attention")
+        self.matmul("kv_a_proj_with_mqa", tensors["kv_a_proj_with_mqa"], i, "attention", parallel=Parallel.REPLICATED)
         self.norm("kv_a_layernorm", None, m.kv_lora_rank, i, tensors=tensors["kv_a_layernorm"])
         rope = n * (nh + 1) * m.qk_rope_head_dim
         self.elementwise("rope", rope, rope, i, "attention", kernels=10, kind="rope")

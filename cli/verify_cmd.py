@@ -5,6 +5,7 @@ torch is imported only inside the command (``planner --help`` and the other comm
 
 from __future__ import annotations
 
+import statistics
 import sys
 from contextlib import contextmanager
 from typing import Annotated, Iterator, Optional
@@ -33,6 +34,9 @@ ReferenceOpt = Annotated[Optional[str], typer.Option(
     "--reference", help="Compare the --weights checkpoint's logits and greedy tokens with another implementation: "
                         "'transformers' (local files only, no remote code). Replaces the timing run.")]
 PromptOpt = Annotated[Optional[str], typer.Option("--prompt", help="Prompt text for --reference (tokenized with the folder's tokenizer).")]
+TPVerifyOpt = Annotated[int, typer.Option(
+    "--tp", min=1, max=1024, help="Tensor-parallel ranks (count): torch.distributed processes, NCCL on GPUs, gloo on CPU; "
+                                  "under torchrun, the ranks torchrun started (multi-node).")]
 ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", min=1, max=4096, help="CPU threads for torch (count); default: torch's.")]
 
 
@@ -72,6 +76,7 @@ def verify(
     seed: SeedOpt = 0,
     profile: ProfileOpt = True,
     threads: ThreadsOpt = None,
+    tp: TPVerifyOpt = 1,
     reference: ReferenceOpt = None,
     prompt: PromptOpt = None,
     revision: RevisionOpt = None,
@@ -119,7 +124,14 @@ def verify(
 
     opts = VerifyOptions(device=device.lower() if device else None, dtype=dtype.lower() if dtype else None, batch=batch,
                          context=context, steps=steps, warmup=warmup, graphs=graphs, hardware=hardware, weights=weights,
-                         seed=seed, profile=profile, threads=threads)
+                         seed=seed, profile=profile, threads=threads, tp=tp)
+    if tp > 1:
+        if plot is not None:
+            from planner.analysis.errors import OptionError
+
+            raise OptionError("--plot draws a single-device run", "drop --plot with --tp")
+        _tensor_parallel(loaded, opts, out_fmt)
+        return
     with progress_bar(out_fmt != OutputFormat.json) as cb:
         r = run_verify(loaded.spec, opts, model_id=loaded.id, progress=cb)
     from planner.runtime.verify import result_dict
@@ -180,6 +192,46 @@ def _reference(loaded, weights: str, device: str | None, dtype: str | None, thre
     if not r.passed:
         sys.stderr.write(f"Error: logits differ from {r.reference} by {r.max_abs_diff:.3g}, above the tolerance "
                          f"{r.tolerance:.3g} ({r.tolerance_rule})\n")
+        raise typer.Exit(1)
+
+
+def _tensor_parallel(loaded, opts, out_fmt) -> None:
+    from planner.runtime.verify_tp import run_verify_tp
+
+    with progress_bar(out_fmt != OutputFormat.json) as cb:
+        r = run_verify_tp(loaded.spec, opts, model_id=loaded.id, progress=cb)
+    if r is None:  # a torchrun rank other than 0: rank 0 reports
+        return
+    if out_fmt == OutputFormat.json:
+        print_json(r.to_dict(SCHEMA_VERSION))
+    else:
+        head = Section(f"verify {r.model_id} --tp {r.tp}", ["", ""])
+        head.add("ranks", f"{r.tp} × {r.device_type} ({r.backend}), {r.dtype}")
+        head.add("shape", f"batch {r.options.batch}, context {r.options.context:,}")
+        head.add("prediction from", f"{r.hardware_name}: {r.hardware_reason}")
+        checks = Section("Per-rank checks (shard vs the analysis of that shard)",
+                         ["rank", "params", "FLOPs", "KV bytes", "ok", "step (median)"], right=(0, 1, 2, 3, 5))
+        for i, cs in enumerate(r.rank_checks):
+            c = {x.name: x for x in cs}
+            checks.add(str(i), fmt_int(c["params"].measured), fmt_int(c["flops"].measured), fmt_int(c["kv_bytes"].measured),
+                       "ok" if all(x.ok for x in cs) else "MISMATCH: " + ", ".join(
+                           f"{x.name} predicted {fmt_int(x.predicted)}" for x in cs if not x.ok),
+                       fmt_time(statistics.median(r.step_samples_s[i])))
+        coll = Section("Collectives (timed apart, per step)", ["kind", "calls", "bytes / call", "time / call",
+                                                               "measured / step", "predicted / step"], right=(1, 2, 3, 4, 5))
+        for c in r.collectives:
+            coll.add(c.kind, f"{c.calls_per_step:g}", fmt_int(c.bytes_per_call), fmt_time(c.time_per_call_s),
+                     fmt_time(c.time_per_step_s), fmt_time(c.predicted_per_step_s) if c.predicted_per_step_s is not None
+                     else "not predicted")
+        coll.caption = f"predicted collective term: {r.collective_rule}"
+        timing = Section("Decode step (eager, slowest rank)", ["", "value"], right=(1,))
+        timing.add("predicted (shard trace + collectives)", f"{fmt_time(r.predicted_s)} "
+                   f"({fmt_time(r.predicted_compute_s)} + {fmt_time(r.predicted_collective_s)})")
+        timing.add("measured (median)", fmt_time(r.measured_s))
+        timing.add("error (predicted / measured - 1)", _signed_pct(r.error))
+        emit([head, checks, coll, timing], out_fmt, lines=[f"note: {n}" for n in r.notes])
+    if not r.checks_ok:
+        sys.stderr.write("Error: per-rank exact check(s) failed (the shard and the analysis disagree; please report it)\n")
         raise typer.Exit(1)
 
 

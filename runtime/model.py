@@ -789,7 +789,7 @@ class Decoder(nn.Module):
 
     def decode(self, tokens_B1: torch.Tensor, pos: int, cache) -> torch.Tensor:
         """One decode step at position ``pos``: the greedy next token of every sequence (B,)."""
-        logits_BV = self.forward(tokens_B1, pos, cache)
+        logits_BV = self(tokens_B1, pos, cache)  # through __call__: forward hooks (tensor parallelism) apply
         with region("sampling"):
             return logits_BV.argmax(dim=-1)
 

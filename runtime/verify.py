@@ -46,6 +46,7 @@ class VerifyOptions:
     profile_steps: int = 3
     threads: int | None = None  # CPU threads (torch.set_num_threads)
     moe_impl: str | None = None  # grouped | loop; None: grouped on CUDA, loop elsewhere
+    tp: int = 1  # tensor-parallel ranks (runtime.verify_tp)
 
     def check(self) -> None:
         if self.batch < 1:
@@ -63,6 +64,8 @@ class VerifyOptions:
                               f"choose one of {', '.join(RUNTIME_DTYPES)}")
         if self.threads is not None and self.threads < 1:
             raise OptionError(f"--threads must be >= 1, got {self.threads}")
+        if self.tp < 1:
+            raise OptionError(f"--tp must be >= 1, got {self.tp}")
         if self.moe_impl not in (None, "grouped", "loop"):
             raise OptionError(f"moe_impl must be grouped or loop, got {self.moe_impl!r}")
 

@@ -1,0 +1,394 @@
+"""Tensor parallelism for ``planner verify --tp N``: each rank builds only its shard of the decoder from
+the ``ModelSpec``, runs it under ``torch.distributed``, and measures its shard and its collectives.
+
+Sharding (Megatron-style, as ``analysis.parallel`` predicts it):
+
+- the shard is the decoder of a *shard spec* (``shard_spec``): attention heads ``H/tp``; KV heads
+  ``K/tp``, or one KV head per rank when ``tp`` is a multiple of ``K`` (rank r holds head
+  ``r // (tp/K)``: KV heads replicated); MLA heads ``H/tp`` with its latent projections and cache
+  whole on every rank; MLP intermediate ``I/tp``; vocabulary ``V/tp``. Its parameters have the
+  shard's shapes, so a rank allocates only its share;
+- column-parallel linears (q/k/v, gate/up, the LM head, the embedding rows) hold a block of output
+  rows; row-parallel ones (o_proj, down_proj) a block of input columns, their outputs summed by an
+  all-reduce (a forward hook); a row-parallel bias is kept on rank 0 only (added once);
+- the embedding is vocabulary-parallel: each rank looks up the ids in its rows (zeros elsewhere) and
+  an all-reduce sums them; the LM head's logits shards are all-gathered. These two collectives run
+  once per step and are not in the analysis' collective term (two all-reduces per layer); they are
+  timed and reported apart;
+- random weights are drawn exactly as the single-process decoder draws them (same seed, same order,
+  one full tensor at a time, then sliced), so a tp run's logits equal the single-process decoder's.
+
+Launch: ``launch`` spawns ``tp`` processes (``torch.multiprocessing``) that rendezvous over TCP on this
+host (``init_process_group``; NCCL on CUDA, gloo on CPU). Under ``torchrun`` (``WORLD_SIZE`` set in the
+environment) nothing is spawned: each process joins the ``env://`` rendezvous torchrun set up, which
+is how multi-node runs work (see the README).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import statistics
+import time
+from dataclasses import dataclass, field, replace
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+from planner.analysis.errors import OptionError, RuntimeUnavailableError
+from planner.analysis.spec import MLA, MLP, Attention, ModelSpec, MoE
+
+
+# ---- the shard spec ------------------------------------------------------------------------------
+
+
+def check_tp_supported(spec: ModelSpec, tp: int) -> None:
+    """Refuse, with one message, what the tensor-parallel runtime does not shard yet."""
+    if spec.vocab_size % tp:
+        raise OptionError(f"--tp {tp}: the vocabulary ({spec.vocab_size}) does not split {tp} ways",
+                          "choose a tp that divides the vocabulary size")
+    for i, layer in enumerate(spec.layers):
+        m, f = layer.mixer, layer.ffn
+        if isinstance(f, MoE):
+            raise RuntimeUnavailableError(f"verify --tp does not shard MoE layers yet (layer {i})", "use --tp 1")
+        if isinstance(f, MLP) and f.intermediate_size % tp:
+            raise OptionError(f"--tp {tp}: the MLP's {f.intermediate_size} features do not split {tp} ways (layer {i})")
+        if isinstance(m, Attention):
+            if m.fused_qkv:
+                raise RuntimeUnavailableError(f"verify --tp does not shard fused QKV projections yet (layer {i})",
+                                              "use --tp 1")
+            if m.q_norm_dim and m.q_norm_dim != m.head_dim:
+                raise RuntimeUnavailableError(f"verify --tp: a q/k norm over all heads (layer {i}) needs a cross-rank "
+                                              "reduction the runtime does not do", "use --tp 1")
+        elif m is not None and not isinstance(m, MLA):
+            raise RuntimeUnavailableError(f"verify --tp does not shard {type(m).__name__} layers (layer {i})", "use --tp 1")
+        if isinstance(f, MLP) and f.fused_gate_up:
+            raise RuntimeUnavailableError(f"verify --tp does not shard fused gate/up projections yet (layer {i})",
+                                          "use --tp 1")
+
+
+def shard_spec(spec: ModelSpec, tp: int) -> ModelSpec:
+    """The spec of one rank's shard (see the module doc); the same for every rank."""
+    if tp == 1:
+        return spec
+    layers = []
+    for layer in spec.layers:
+        m, f = layer.mixer, layer.ffn
+        if isinstance(m, Attention):
+            kv = m.num_key_value_heads // tp if m.num_key_value_heads % tp == 0 else 1
+            m = replace(m, num_attention_heads=m.num_attention_heads // tp, num_key_value_heads=kv)
+        elif isinstance(m, MLA):
+            m = replace(m, num_attention_heads=m.num_attention_heads // tp)
+        if isinstance(f, MLP):
+            f = replace(f, intermediate_size=f.intermediate_size // tp)
+        layers.append(replace(layer, mixer=m, ffn=f))
+    return replace(spec, layers=tuple(layers), vocab_size=spec.vocab_size // tp)
+
+
+# ---- weights: the single-process draw, sliced ----------------------------------------------------
+
+
+def _block(full: int, part: int, index: int) -> slice:
+    return slice(index * part, (index + 1) * part)
+
+
+@torch.no_grad()
+def init_shard_random_(shard: nn.Module, full: nn.Module, spec: ModelSpec, tp: int, rank: int, seed: int,
+                       std: float = 0.02) -> None:
+    """Fill ``shard``'s parameters with its slices of the weights ``init_random_`` would give ``full``
+    (a meta-device model of the whole spec: shapes and order only)."""
+    from .model import LayerNorm, RMSNorm, unique_parameters
+
+    device = next(shard.parameters()).device
+    g = torch.Generator(device=device).manual_seed(seed)
+    kv_index = {}  # id of a full k/v projection -> which KV-head block this rank holds
+    for i, layer in enumerate(spec.layers):
+        m = layer.mixer
+        if isinstance(m, Attention):
+            attn = full.model.layers[i].self_attn
+            repl = tp // m.num_key_value_heads if m.num_key_value_heads % tp else 1
+            for mod in (attn.k_proj, attn.v_proj):
+                kv_index[id(mod.weight)] = rank // repl
+                if mod.bias is not None:
+                    kv_index[id(mod.bias)] = rank // repl
+    shard_params = dict(unique_parameters(shard))
+    for name, p in unique_parameters(full):
+        mod_name = name.rsplit(".", 1)[0]
+        mod = full.get_submodule(mod_name) if mod_name else full
+        target = shard_params[name]
+        if isinstance(mod, (RMSNorm, LayerNorm)):
+            if name.endswith(".bias"):
+                target.zero_()
+            else:
+                target.fill_(1.0 - getattr(mod, "offset", 0.0))
+            continue
+        whole = torch.empty(p.shape, dtype=target.dtype, device=device).normal_(0.0, std, generator=g)
+        target.copy_(slice_for(whole, tuple(target.shape), kv_index.get(id(p), rank)))
+        del whole
+
+
+def slice_for(whole: torch.Tensor, shape: tuple[int, ...], index: int) -> torch.Tensor:
+    """The block ``index`` of ``whole`` along the one dimension where ``shape`` is smaller (itself when
+    the shapes agree: a replicated tensor)."""
+    if tuple(whole.shape) == shape:
+        return whole
+    dims = [d for d, (a, b) in enumerate(zip(whole.shape, shape)) if a != b]
+    if len(dims) != 1 or whole.shape[dims[0]] % shape[dims[0]]:
+        raise RuntimeUnavailableError(f"cannot shard a {tuple(whole.shape)} tensor into {shape}")
+    d = dims[0]
+    return whole.narrow(d, index * shape[d], shape[d])
+
+
+# ---- collectives, hooked into the shard ----------------------------------------------------------
+
+
+@dataclass
+class Collectives:
+    """Every collective a rank ran while ``recording``: (kind, bytes, seconds) each."""
+
+    recording: bool = False
+    device: torch.device = field(default_factory=lambda: torch.device("cpu"))
+    calls: list = field(default_factory=list)
+
+    def run(self, kind: str, fn, nbytes: int) -> None:
+        if not self.recording:
+            fn()
+            return
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        t0 = time.perf_counter()
+        fn()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        self.calls.append((kind, nbytes, time.perf_counter() - t0))
+
+
+LAYER_AR = "all-reduce (layers)"
+EMBED_AR = "all-reduce (embedding)"
+LOGITS_AG = "all-gather (logits)"
+
+
+def attach_collectives(model: nn.Module, spec: ModelSpec, tp: int, rank: int, rec: Collectives) -> None:
+    """Forward hooks on a shard (``spec`` is the shard spec): all-reduce after each row-parallel linear,
+    the vocabulary-parallel embedding, the logits all-gather; a row-parallel bias stays on rank 0 only."""
+    def all_reduce_out(kind):
+        def hook(mod, args, out):
+            rec.run(kind, lambda: dist.all_reduce(out), out.numel() * out.element_size())
+            return out
+        return hook
+
+    for i, layer in enumerate(spec.layers):
+        block = model.model.layers[i]
+        rows = []
+        if layer.mixer is not None:
+            rows.append(block.self_attn.o_proj)
+        if isinstance(layer.ffn, MLP):
+            rows.append(block.mlp.down_proj)
+        for lin in rows:
+            if lin.bias is not None and rank != 0:
+                with torch.no_grad():
+                    lin.bias.zero_()
+            lin.register_forward_hook(all_reduce_out(LAYER_AR))
+
+    emb = model.model.embed_tokens
+    part = spec.vocab_size  # the shard's rows
+    start = rank * part
+
+    def emb_pre(mod, args):
+        ids = args[0]
+        mod._tp_mask = (ids < start) | (ids >= start + part)
+        return ((ids - start).clamp(0, part - 1),)
+
+    def emb_post(mod, args, out):
+        out = out.masked_fill(mod._tp_mask[..., None], 0)
+        rec.run(EMBED_AR, lambda: dist.all_reduce(out), out.numel() * out.element_size())
+        return out
+
+    emb.register_forward_pre_hook(emb_pre)
+    emb.register_forward_hook(emb_post)
+
+    def gather_logits(mod, args, out):
+        parts = [torch.empty_like(out) for _ in range(tp)]
+        rec.run(LOGITS_AG, lambda: dist.all_gather(parts, out.contiguous()), out.numel() * out.element_size() * (tp - 1))
+        return torch.cat(parts, dim=-1)
+
+    model.register_forward_hook(gather_logits)
+
+
+# ---- launching -----------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def under_torchrun() -> bool:
+    return "WORLD_SIZE" in os.environ and "RANK" in os.environ
+
+
+def launch(fn, tp: int, args: tuple, *, timeout_s: float = 600.0) -> list:
+    """Run ``fn(rank, tp, init_method, *args)`` on ``tp`` ranks and return rank 0's value (a list of the
+    ranks' results). Spawned here over a local TCP rendezvous, or, under torchrun, this process is one
+    rank of the ``env://`` rendezvous (every rank runs the command; rank 0 returns the results, the
+    others None)."""
+    import torch.multiprocessing as mp
+
+    if under_torchrun():
+        world = int(os.environ["WORLD_SIZE"])
+        if world != tp:
+            raise OptionError(f"--tp {tp} but torchrun started {world} processes", f"pass --tp {world}")
+        return fn(int(os.environ["RANK"]), tp, "env://", *args)
+    ctx = mp.get_context("spawn")
+    queue = ctx.SimpleQueue()
+    init = f"tcp://127.0.0.1:{free_port()}"
+    procs = [ctx.Process(target=_child, args=(fn, r, tp, init, args, queue), daemon=True) for r in range(tp)]
+    for p in procs:
+        p.start()
+    deadline = time.monotonic() + timeout_s
+    result, error = None, None
+    while True:
+        if not queue.empty():
+            kind, value = queue.get()
+            if kind == "ok":
+                result = value
+            else:
+                error = error or value
+            if result is not None or error is not None:
+                break
+        if all(not p.is_alive() for p in procs) and queue.empty():
+            codes = [p.exitcode for p in procs]
+            error = error or f"the ranks exited without a result (exit codes {codes})"
+            break
+        if time.monotonic() > deadline:
+            error = f"the {tp} ranks did not finish within {timeout_s:.0f} s"
+            break
+        time.sleep(0.05)
+    for p in procs:
+        p.join(timeout=10)
+        if p.is_alive():
+            p.terminate()
+            p.join(timeout=5)
+    if error is not None:
+        if isinstance(error, tuple):  # a PlannerError raised on a rank: (class name, message, hint)
+            from planner.analysis import errors
+
+            cls = getattr(errors, error[0], errors.PlannerError)
+            raise cls(error[1], error[2]) if error[2] else cls(error[1])
+        raise RuntimeUnavailableError(f"tensor-parallel run failed: {error}")
+    return result
+
+
+def _child(fn, rank, tp, init, args, queue) -> None:
+    from planner.analysis.errors import PlannerError
+
+    try:
+        out = fn(rank, tp, init, *args)
+        if rank == 0:
+            queue.put(("ok", out))
+    except PlannerError as exc:
+        queue.put(("error", (type(exc).__name__, str(getattr(exc, "message", exc)), getattr(exc, "hint", None))))
+    except Exception as exc:  # noqa: BLE001 - reported to the parent as one line
+        queue.put(("error", f"rank {rank}: {type(exc).__name__}: {str(exc).splitlines()[0][:300] if str(exc) else ''}"))
+    finally:
+        if dist.is_initialized():
+            try:
+                dist.destroy_process_group()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+# ---- one rank's run ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RankResult:
+    rank: int
+    params: int
+    flops: int
+    kv_bytes: int
+    step_samples_s: tuple[float, ...]
+    collectives: tuple[tuple[str, int, float], ...]  # (kind, bytes, seconds) over the recorded steps
+    recorded_steps: int
+    logits: list | None  # rank 0, tests: the last position's logits of a short prompt
+
+    @property
+    def step_s(self) -> float:
+        return statistics.median(self.step_samples_s)
+
+
+def rank_main(rank: int, tp: int, init: str, spec: ModelSpec, dtype_name: str, device_type: str, batch: int,
+              context: int, steps: int, warmup: int, seed: int, threads: int | None, want_logits: bool):
+    from datetime import timedelta
+
+    from .cache import KVCache
+    from .model import build_decoder, parameter_count
+    from .timing import count_flops
+
+    if device_type == "cuda":
+        local = int(os.environ.get("LOCAL_RANK", rank))
+        torch.cuda.set_device(local)
+        device = torch.device("cuda", local)
+        backend = "nccl"
+    else:
+        device = torch.device("cpu")
+        backend = "gloo"
+        torch.set_num_threads(threads or max(1, (os.cpu_count() or 1) // tp))
+    if init == "env://":
+        dist.init_process_group(backend, timeout=timedelta(seconds=300))
+    else:
+        dist.init_process_group(backend, init_method=init, rank=rank, world_size=tp, timeout=timedelta(seconds=300))
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
+    sspec = shard_spec(spec, tp)
+    model = build_decoder(sspec, dtype=dtype, device=device, seed=None)
+    with torch.device("meta"):
+        from .model import Decoder
+
+        full = Decoder(spec, dtype=dtype)
+    init_shard_random_(model, full, spec, tp, rank, seed)
+    del full
+    rec = Collectives(device=device)
+    attach_collectives(model, sspec, tp, rank, rec)
+    params = parameter_count(model)
+    cache = KVCache(sspec, batch, context + 1, dtype, device)
+    cache.fill_random_(seed)  # same values on every rank: the shard's KV heads are random either way
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    tokens = torch.randint(0, spec.vocab_size, (batch, 1), generator=g).to(device)
+
+    def step():
+        return model.decode(tokens, context, cache)
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        dist.barrier()
+
+    logits = None
+    with torch.inference_mode():
+        if want_logits:
+            prompt = torch.randint(0, spec.vocab_size, (batch, 8), generator=torch.Generator().manual_seed(seed + 1)).to(device)
+            logits = model(prompt, 0, None).float().cpu().tolist()
+        flops, _ = count_flops(step)
+        for _ in range(warmup):
+            step()
+        samples = []
+        for _ in range(steps):
+            sync()
+            t0 = time.perf_counter()
+            step()
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+            samples.append(time.perf_counter() - t0)
+        rec.recording = True
+        rec_steps = min(steps, 8)
+        for _ in range(rec_steps):
+            sync()
+            step()
+        rec.recording = False
+    mine = RankResult(rank, params, flops, cache.nbytes, tuple(samples), tuple(rec.calls), rec_steps, logits)
+    gathered = [None] * tp if rank == 0 else None
+    dist.gather_object(mine, gathered, dst=0)
+    dist.barrier()
+    return gathered

@@ -1,0 +1,193 @@
+"""``planner verify MODEL --tp N``: every rank's shard checked against the analysis of that shard, the
+step timed on every rank, and the all-reduces timed apart against the predicted collective term.
+
+Per rank (exact): the shard's parameters (from the model itself) equal the analysis' per-rank count
+(``analysis.parallel.shard_params``: norms whole, replicated KV heads' projections whole per head,
+everything else split ``tp`` ways); the FLOPs ``FlopCounterMode`` counts over the rank's decode step equal the sum of
+``analysis.parallel.shard_ops`` over the trace; the rank's KV cache equals ``bytes_per_sequence //
+kv_divisor × batch``.
+
+Time: the eager decode step on every rank (ranks start each step together, after a barrier), the
+prediction being the sharded trace's eager step (``hardware.timing.step_time``) plus the collective
+term. Collective term, as ``hardware.expected`` writes it: ``calls × allreduce_latency + ring bytes /
+(interconnect × interconnect efficiency)``, the two per-layer all-reduces of ``analysis.parallel``
+(device factors from the profile, else ``profiles/engines/_device.yaml``); the bandwidth part is
+absent when the profile has no interconnect (a CPU). Each collective is timed alone over a few
+recorded steps (a synchronise before and after), so its time includes waiting for the slowest rank.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from planner.analysis.spec import ModelSpec
+
+from .verify import Check, VerifyOptions
+
+
+@dataclass(frozen=True)
+class CollectiveRow:
+    kind: str
+    calls_per_step: float
+    bytes_per_call: int
+    time_per_call_s: float  # median over ranks of each rank's mean
+    time_per_step_s: float
+    predicted_per_step_s: float | None
+    in_prediction: bool
+
+
+@dataclass(frozen=True)
+class TPResult:
+    model_id: str
+    tp: int
+    backend: str
+    device_type: str
+    dtype: str
+    options: VerifyOptions
+    hardware_name: str
+    hardware_reason: str
+    rank_checks: tuple[tuple[Check, ...], ...]
+    step_samples_s: tuple[tuple[float, ...], ...]  # per rank
+    predicted_compute_s: float  # the sharded trace's eager step, no collectives
+    predicted_collective_s: float
+    collective_rule: str
+    collectives: tuple[CollectiveRow, ...]
+    notes: tuple[str, ...]
+    logits: list | None
+
+    @property
+    def measured_s(self) -> float:
+        """The slowest rank's median step (a step ends when every rank has its logits)."""
+        return max(statistics.median(s) for s in self.step_samples_s)
+
+    @property
+    def predicted_s(self) -> float:
+        return self.predicted_compute_s + self.predicted_collective_s
+
+    @property
+    def error(self) -> float:
+        return self.predicted_s / self.measured_s - 1.0
+
+    @property
+    def checks_ok(self) -> bool:
+        return all(c.ok for checks in self.rank_checks for c in checks)
+
+    def to_dict(self, schema_version: int = 1) -> dict:
+        return {
+            "schema_version": schema_version, "model": self.model_id, "tp": self.tp, "backend": self.backend,
+            "device": self.device_type, "dtype": self.dtype, "batch": self.options.batch, "context": self.options.context,
+            "hardware": self.hardware_name, "hardware_choice": self.hardware_reason,
+            "ranks": [{"rank": r, "checks": {c.name: {"predicted": c.predicted, "measured": c.measured, "ok": c.ok,
+                                                       "unit": c.unit} for c in checks},
+                       "step_median_s": statistics.median(self.step_samples_s[r]),
+                       "step_samples_s": list(self.step_samples_s[r])}
+                      for r, checks in enumerate(self.rank_checks)],
+            "timing": {"predicted_s": self.predicted_s, "predicted_compute_s": self.predicted_compute_s,
+                       "predicted_collective_s": self.predicted_collective_s, "collective_rule": self.collective_rule,
+                       "measured_s": self.measured_s, "error": self.error,
+                       "error_definition": "predicted_s / measured_s - 1 (measured: the slowest rank's median step)"},
+            "collectives": [{"kind": c.kind, "calls_per_step": c.calls_per_step, "bytes_per_call": c.bytes_per_call,
+                             "time_per_call_s": c.time_per_call_s, "time_per_step_s": c.time_per_step_s,
+                             "predicted_per_step_s": c.predicted_per_step_s, "in_prediction": c.in_prediction}
+                            for c in self.collectives],
+            "notes": list(self.notes),
+        }
+
+
+def run_verify_tp(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "", want_logits: bool = False,
+                  progress=None) -> TPResult:
+    from . import require_torch
+
+    torch = require_torch()
+    from planner.analysis.errors import RuntimeUnavailableError
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.parallel import allreduce_bytes_per_gpu, shard_ops, shard_params, tp_plan
+    from planner.analysis.trace import Totals, step_ops
+    from planner.analysis.weights import weight_format
+    from planner.hardware.timing import step_time
+
+    from .calibrate import device_name, total_memory_bytes
+    from .model import check_supported
+    from .parallel import LAYER_AR, check_tp_supported, launch, rank_main, under_torchrun
+    from .verify import choose_profile, default_dtype, profile_threads
+
+    progress = progress or (lambda *a: None)
+    opts.check()
+    tp = opts.tp
+    check_supported(spec)
+    plan = tp_plan(spec, tp)
+    check_tp_supported(spec, tp)
+    dev_type = opts.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if dev_type == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeUnavailableError(f"--device cuda: CUDA is not available to torch {torch.__version__}",
+                                          "use --device cpu")
+        if not under_torchrun() and torch.cuda.device_count() < tp:
+            raise RuntimeUnavailableError(f"--tp {tp} needs {tp} GPUs; this machine has {torch.cuda.device_count()}",
+                                          "lower --tp, or run under torchrun across nodes (see the README)")
+    if opts.weights:
+        raise RuntimeUnavailableError("verify --tp runs seeded random weights; --weights is not sharded yet",
+                                      "drop --weights, or use --tp 1")
+    dtype_name = opts.dtype or default_dtype(spec, dev_type)
+    B, C = opts.batch, opts.context
+    fmt, _ = weight_format(spec, dtype_name)
+    kvd = fmt.act
+    want_params = shard_params(spec, plan)
+    ops = shard_ops(step_ops(spec, fmt, kvd, batch=B, new_tokens=1, cached_tokens=C), plan)
+    want_flops = Totals.of(ops).flops
+    want_kv = kv_cache(spec, kvd, fmt.act).bytes_per_sequence(C + 1) // plan.kv_divisor * B
+
+    name = device_name(torch.device(dev_type))
+    hw, hw_reason = choose_profile(opts.hardware, dev_type, name, total_memory_bytes(torch.device(dev_type)))
+    threads = opts.threads or (profile_threads(hw) if dev_type == "cpu" else None)
+    st, _ = step_time(ops, hw, fmt.compute.compute, rows=B)
+    notes = list(plan.notes)
+    # the collective term (hardware/expected.py's all-reduce cost)
+    from planner.hardware.expected import device_defaults
+
+    dd = device_defaults()
+    latency = hw.allreduce_latency_s if hw.allreduce_latency_s is not None else dd["allreduce_latency_s"]
+    e_ic = hw.interconnect_efficiency if hw.interconnect_efficiency is not None else dd["interconnect"]
+    calls = sum((layer.mixer is not None) + (layer.ffn is not None) for layer in spec.layers)
+    ring_bytes = allreduce_bytes_per_gpu(spec, B, fmt.act.bits // 8, tp)
+    pred_ar = calls * latency
+    rule = f"{calls} calls × {latency * 1e6:.3g} µs latency"
+    if hw.interconnect_bytes_per_s:
+        pred_ar += ring_bytes / (hw.interconnect_bytes_per_s * e_ic)
+        rule += f" + {ring_bytes:,} ring bytes / ({hw.interconnect_bytes_per_s / 1e9:.3g} GB/s × {e_ic:g})"
+    else:
+        rule += f" (profile '{hw.name}' has no interconnect: the {ring_bytes:,}-byte bandwidth term is not predicted)"
+
+    progress("ranks", 0, 1)
+    gathered = launch(rank_main, tp, (spec, dtype_name, dev_type, B, C, opts.steps, opts.warmup, opts.seed, threads,
+                                      want_logits))
+    progress("ranks", 1, 1)
+    if gathered is None:  # a non-zero torchrun rank: rank 0 prints
+        return None
+    rank_checks = tuple(
+        (Check("params", want_params, r.params, "parameters", "analysis.parallel.shard_params"),
+         Check("flops", want_flops, r.flops, "FLOPs", "Σ shard_ops of the decode step"),
+         Check("kv_bytes", want_kv, r.kv_bytes, "bytes", f"bytes_per_sequence // {plan.kv_divisor} × {B}"))
+        for r in gathered)
+    rows = []
+    kinds = dict.fromkeys(k for r in gathered for k, _, _ in r.collectives)
+    for kind in kinds:
+        per_rank_mean, per_rank_step, n_calls, nbytes = [], [], 0, 0
+        for r in gathered:
+            mine = [(b, t) for k, b, t in r.collectives if k == kind]
+            if not mine:
+                continue
+            per_rank_mean.append(sum(t for _, t in mine) / len(mine))
+            per_rank_step.append(sum(t for _, t in mine) / r.recorded_steps)
+            n_calls = len(mine) / r.recorded_steps
+            nbytes = mine[0][0]
+        layer = kind == LAYER_AR
+        rows.append(CollectiveRow(kind, n_calls, nbytes, statistics.median(per_rank_mean), statistics.median(per_rank_step),
+                                  pred_ar if layer else None, layer))
+    notes.append("the embedding all-reduce and the logits all-gather run once per step and are not in the "
+                 "analysis' collective term (two all-reduces per layer)")
+    notes.append("random weights: each rank draws the single-process decoder's weights (same seed) and keeps its slices")
+    return TPResult(model_id or spec.name, tp, "nccl" if dev_type == "cuda" else "gloo", dev_type, dtype_name, opts,
+                    hw.name, hw_reason, rank_checks, tuple(r.step_samples_s for r in gathered), st.eager_s, pred_ar,
+                    rule, tuple(rows), tuple(notes), gathered[0].logits)
