@@ -55,6 +55,7 @@ class TPResult:
     collectives: tuple[CollectiveRow, ...]
     notes: tuple[str, ...]
     logits: list | None
+    step_bytes: int = 0  # one rank's share of the step's bytes (the sharded trace)
 
     @property
     def measured_s(self) -> float:
@@ -85,7 +86,8 @@ class TPResult:
                       for r, checks in enumerate(self.rank_checks)],
             "timing": {"predicted_s": self.predicted_s, "predicted_compute_s": self.predicted_compute_s,
                        "predicted_collective_s": self.predicted_collective_s, "collective_rule": self.collective_rule,
-                       "measured_s": self.measured_s, "error": self.error,
+                       "measured_s": self.measured_s, "error": self.error, "step_bytes_per_rank": self.step_bytes,
+                       "achieved_bytes_per_s_per_rank": self.step_bytes / self.measured_s,
                        "error_definition": "predicted_s / measured_s - 1 (measured: the slowest rank's median step)"},
             "collectives": [{"kind": c.kind, "calls_per_step": c.calls_per_step, "bytes_per_call": c.bytes_per_call,
                              "time_per_call_s": c.time_per_call_s, "time_per_step_s": c.time_per_step_s,
@@ -135,7 +137,8 @@ def run_verify_tp(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "", w
     kvd = fmt.act
     want_params = shard_params(spec, plan)
     ops = shard_ops(step_ops(spec, fmt, kvd, batch=B, new_tokens=1, cached_tokens=C), plan)
-    want_flops = Totals.of(ops).flops
+    shard_totals = Totals.of(ops)
+    want_flops = shard_totals.flops
     want_kv = kv_cache(spec, kvd, fmt.act).bytes_per_sequence(C + 1) // plan.kv_divisor * B
 
     name = device_name(torch.device(dev_type))
@@ -190,4 +193,4 @@ def run_verify_tp(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "", w
     notes.append("random weights: each rank draws the single-process decoder's weights (same seed) and keeps its slices")
     return TPResult(model_id or spec.name, tp, "nccl" if dev_type == "cuda" else "gloo", dev_type, dtype_name, opts,
                     hw.name, hw_reason, rank_checks, tuple(r.step_samples_s for r in gathered), st.eager_s, pred_ar,
-                    rule, tuple(rows), tuple(notes), gathered[0].logits)
+                    rule, tuple(rows), tuple(notes), gathered[0].logits, shard_totals.bytes)

@@ -12,8 +12,6 @@ transformers = pytest.importorskip("transformers", reason="the reference check c
 
 from tests.clirun import run  # noqa: E402
 
-WORDS = ("the capital of france is paris . germany berlin italy rome spain madrid a an city country "
-         "river big small north south east west").split()
 CONFIGS = {
     "llama": {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
               "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 64, "rope_theta": 10000.0,
@@ -25,13 +23,15 @@ CONFIGS = {
 
 
 def save_tokenizer(folder) -> None:
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
+    """The bench's in-memory word-level tokenizer (bench/gpu_verify.py), saved to ``folder``."""
+    import importlib.util
+    from pathlib import Path
 
-    vocab = {"[UNK]": 0, "[EOS]": 1, **{w: i + 2 for i, w in enumerate(WORDS)}}
-    tk = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
-    tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="[UNK]", eos_token="[EOS]").save_pretrained(folder)
+    path = Path(__file__).resolve().parents[1] / "bench" / "gpu_verify.py"
+    spec = importlib.util.spec_from_file_location("gpu_verify_bench", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.save_word_tokenizer(folder)
 
 
 def save_checkpoint(folder, family: str) -> None:

@@ -39,21 +39,27 @@ def test_bench_script_on_cpu_with_tiny_models(tmp_path):
     proc = subprocess.run(
         ["bash", str(REPO / "bench" / "gpu_verify.sh"), "--device", "cpu", "--models", *models, "--batches", "1", "2",
          "--contexts", "16", "1000000000", "--steps", "2", "--warmup", "1", "--no-calibrate", "--hardware", "cpu",
-         "--json", str(out_json)],
+         "--tp", "1", "2", "--tp-model", models[0], "--logits", "--logits-model", models[0], "--json", str(out_json)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     header = next(i for i, line in enumerate(lines) if line.startswith("| model"))
-    for col in ("predicted ms", "measured ms", "error", "achieved GB/s", "checks"):
+    for col in ("tp", "predicted ms", "measured ms", "error", "achieved GB/s", "checks"):
         assert col in lines[header]
     rows = [line for line in lines[header + 2:] if line.startswith("|")]
-    assert len(rows) == 2 * 2 * 2
-    fitted = [r for r in rows if "| ok" in r]
-    refused = [r for r in rows if "does not fit" in r]
+    assert len(rows) == 2 * 2 * 2 + 2  # the grid, then the TP rows (tp 1 and 2)
+    grid, tp_rows = rows[:8], rows[8:]
+    fitted = [r for r in grid if "| ok" in r]
+    refused = [r for r in grid if "does not fit" in r]
     assert len(fitted) == 4 and len(refused) == 4  # a billion-token context never fits; the guard says so
+    assert [r.split("|")[2].strip() for r in tp_rows] == ["1", "2"] and all("| ok" in r for r in tp_rows)
+    assert "per rank" in tp_rows[1]
+    logit_lines = [line for line in lines if line.startswith("logits check")]
+    assert len(logit_lines) == 2 and all("PASS" in line for line in logit_lines), logit_lines
     assert all("--context" in r for r in refused)
     assert any(line.startswith("median |error| over 4 runs") for line in lines)
     assert any(line.startswith("batch-1 decode of") for line in lines)
-    assert any(line.startswith("exact checks: 4 ok, 0 failed") for line in lines)
+    assert any(line.startswith("exact checks: 6 ok, 0 failed") for line in lines)
     results = json.loads(out_json.read_text())
-    assert len(results) == 4 and all(r["checks"]["flops"]["ok"] for r in results)
+    assert len(results) == 6 and all(r["checks"]["flops"]["ok"] for r in results[:5])
+    assert all(c["ok"] for rank in results[5]["ranks"] for c in rank["checks"].values())
