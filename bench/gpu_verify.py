@@ -207,6 +207,8 @@ def main(argv=None) -> int:
             try:
                 for line in logits_check(args.logits_model, args.device, Path(tmp)):
                     print(line)
+            except ImportError as exc:
+                print(f"logits check: skipped, {exc.name or exc} is not installed (pip install transformers)")
             except PlannerError as exc:
                 print(f"logits check: {exc}")
     errors = [abs(r.error) for _, _, _, r, _, tp in rows if r is not None and tp is None]
