@@ -7,8 +7,9 @@ FLOPs and bytes from ``trace.step_groups`` (the same function for decode and pre
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from .records import frozen
 from .dtypes import DType, get_dtype
 from .errors import OptionError
 from .kv import KVCache, kv_cache
@@ -20,7 +21,7 @@ from .weights import WeightFormat, weight_format
 SCHEMA_VERSION = 1
 
 
-@dataclass(frozen=True)
+@frozen
 class Options:
     context: int = 8192
     batch: int = 1
@@ -37,7 +38,7 @@ class Options:
             raise OptionError(f"--sliding-window must be >= 1, got {self.sliding_window}")
 
 
-@dataclass(frozen=True)
+@frozen
 class Analysis:
     spec: ModelSpec
     options: Options

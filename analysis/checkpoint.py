@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import struct
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
+
+from .records import frozen
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024
 
@@ -22,7 +23,7 @@ ST_BITS = {"F64": 64, "F32": 32, "F16": 16, "BF16": 16, "F8_E4M3": 8, "F8_E5M2":
            "F6_E3M2": 6}
 
 
-@dataclass(frozen=True)
+@frozen
 class Checkpoint:
     source: str  # the index file or the folder of headers
     total_bytes: int
@@ -83,7 +84,7 @@ def find_checkpoint(folder: Path) -> Checkpoint | None:
     return None
 
 
-@dataclass(frozen=True)
+@frozen
 class Reconciliation:
     checkpoint: Checkpoint
     computed_bytes: int

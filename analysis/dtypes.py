@@ -7,12 +7,11 @@ with weights in this dtype runs at (weight-only int4 formats dequantise and comp
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from .records import frozen
 from .errors import OptionError
 
 
-@dataclass(frozen=True)
+@frozen
 class DType:
     name: str
     bits: int

@@ -19,14 +19,14 @@ window; ``bytes_per_sequence(context)`` caps each windowed layer at its window.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cached_property
 
+from .records import frozen
 from .dtypes import DType
 from .spec import MLA, Attention, GatedDeltaNet, Mamba, ModelSpec, ParallelHybrid, ShortConv
 
 
-@dataclass(frozen=True)
+@frozen
 class LayerKV:
     layer: int
     kind: str
@@ -75,7 +75,7 @@ def layer_kv(spec: ModelSpec, kv_dtype: DType, state_dtype: DType) -> list[Layer
     return out  # type: ignore[return-value]
 
 
-@dataclass(frozen=True)
+@frozen
 class KVCache:
     dtype: DType
     state_dtype: DType

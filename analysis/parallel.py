@@ -17,14 +17,15 @@ Megatron-style sharding, as vLLM and SGLang do it:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
+from .records import frozen
 from .errors import OptionError
 from .spec import MLA, Attention, GatedDeltaNet, Mamba, ModelSpec
 from .trace import Op, OpGroup, OpKind, Parallel
 
 
-@dataclass(frozen=True)
+@frozen
 class TPPlan:
     tp: int
     kv_divisor: int  # how many ways the attention KV cache splits (1 when it is replicated)

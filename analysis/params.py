@@ -10,8 +10,8 @@ and ``num_experts_per_tok`` routed experts of each MoE layer.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 
+from .records import frozen
 from .spec import Layer, ModelSpec, MoE, Tensor
 
 
@@ -34,7 +34,7 @@ def category(t: Tensor) -> str:
     return "attention"
 
 
-@dataclass(frozen=True)
+@frozen
 class LayerParams:
     kind: str
     count: int  # how many layers have exactly this shape
@@ -46,7 +46,7 @@ class LayerParams:
     active: int
 
 
-@dataclass(frozen=True)
+@frozen
 class ParamCounts:
     total: int
     active: int

@@ -14,17 +14,17 @@ import difflib
 import json
 import os
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from .records import frozen
 from .config import read_config_file
 from .errors import ConfigError, ModelNotFoundError
 
 HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")
 
 
-@dataclass(frozen=True)
+@frozen
 class Bundled:
     id: str
     file: str
@@ -32,7 +32,7 @@ class Bundled:
     note: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class Resolved:
     config: dict
     id: str
@@ -42,9 +42,9 @@ class Resolved:
 
 
 def _models_dir():
-    from importlib.resources import files
+    from planner.profiles import data_dir
 
-    return files("planner.profiles").joinpath("models")
+    return data_dir("models")
 
 
 @lru_cache(maxsize=1)

@@ -24,11 +24,13 @@ Tensor kinds (used to pick a storage format and to group parameters):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import StrEnum
 from functools import cached_property
 from math import prod
 from typing import Union
+
+from .records import frozen
 
 
 class MixerKind(StrEnum):
@@ -91,7 +93,7 @@ class ExpertLayout(StrEnum):
     GPT_OSS = "gpt_oss"
 
 
-@dataclass(frozen=True)
+@frozen
 class Numerics:
     """The arithmetic a config fixes beyond the shapes: RoPE layout, routing functions, multipliers.
     Filled by the family builders through the validated field reader; defaults are transformers'."""
@@ -119,7 +121,7 @@ class Numerics:
     mla_norm_eps: float = 1e-6  # DeepSeek's q_a / kv_a layernorms use the class default eps
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckpointLayout:
     """How the checkpoint on disk names and lays out the tensors of ``ModelSpec.tensors()``.
 
@@ -133,7 +135,7 @@ class CheckpointLayout:
     experts: ExpertLayout = ExpertLayout.PER_EXPERT
 
 
-@dataclass(frozen=True)
+@frozen
 class Tensor:
     name: str
     shape: tuple[int, ...]
@@ -153,7 +155,7 @@ def _linear(out: list[Tensor], name: str, n_out: int, n_in: int, bias: bool, kin
 # ---- norms ---------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Norm:
     """RMSNorm (``kind='rms'``) or LayerNorm (``kind='layer'``) over ``dim`` features."""
 
@@ -174,7 +176,7 @@ class Norm:
 # ---- mixers --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Attention:
     """Softmax attention with ``num_key_value_heads`` K/V heads (MHA, GQA and MQA alike).
 
@@ -246,7 +248,7 @@ class Attention:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class MLA:
     """DeepSeek multi-head latent attention.
 
@@ -296,7 +298,7 @@ class MLA:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class Mamba:
     """A Mamba-2 (``version=2``) or Mamba-1 (``version=1``) selective state-space mixer.
 
@@ -399,7 +401,7 @@ class Mamba:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class GatedDeltaNet:
     """Gated DeltaNet linear attention (Qwen3-Next ``linear_attention`` layers).
 
@@ -456,7 +458,7 @@ class GatedDeltaNet:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class ShortConv:
     """LFM2's gated short convolution: ``in_proj`` to ``[B | C | x]`` (3·hidden), ``y = C ·
     conv(B · x)`` with a depthwise causal conv of ``conv_kernel`` taps (``conv_L_cache``) over the
@@ -492,7 +494,7 @@ class ShortConv:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class GatedAttention(Attention):
     """Softmax attention with what ``Attention`` does not carry.
 
@@ -522,7 +524,7 @@ class GatedAttention(Attention):
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class ParallelHybrid:
     """Falcon-H1's mixer: attention and a Mamba-2 mixer read the same normed input in every layer
     and their outputs are summed. The layer caches the attention's K/V per token and keeps the
@@ -553,7 +555,7 @@ Mixer = Union[Attention, MLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid]
 # ---- feed-forward --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class MLP:
     """Dense FFN: gated (gate, up, down; SwiGLU/GeGLU) or plain (up, down)."""
 
@@ -579,7 +581,7 @@ class MLP:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class MoE:
     """Mixture of experts: a router over ``num_experts`` experts of ``moe_intermediate_size``, each
     token using ``num_experts_per_tok``; optional always-on shared expert(s)."""
@@ -638,7 +640,7 @@ FFN = Union[MLP, MoE]
 # ---- layers and model ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class PlacedNorm:
     """A norm of a block: its module name and where it sits: ``pre_mixer``, ``post_mixer`` (applied to
     the mixer's output before the residual add), ``pre_ffn`` or ``post_ffn``."""
@@ -648,7 +650,7 @@ class PlacedNorm:
     norm: Norm
 
 
-@dataclass(frozen=True)
+@frozen
 class Layer:
     """One decoder block. ``parallel``: mixer and FFN read the same input (GPT-NeoX, Falcon)."""
 
@@ -693,7 +695,7 @@ class Layer:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class Provenance:
     """Where one number came from: ``read`` from the config, ``default``ed, or ``derived``."""
 
@@ -703,7 +705,7 @@ class Provenance:
     note: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class QuantSpec:
     """How the checkpoint stores its weights (from ``quantization_config``)."""
 
@@ -720,7 +722,7 @@ class QuantSpec:
     raw_method: str = ""
 
 
-@dataclass(frozen=True)
+@frozen
 class ModelSpec:
     model_type: str
     hidden_size: int

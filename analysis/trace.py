@@ -28,10 +28,10 @@ Conventions
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Iterator
 
+from .records import frozen
 from .dtypes import DType
 from .spec import (MLA, MLP, Attention, GatedAttention, GatedDeltaNet, Layer, Mamba, ModelSpec, MoE, Norm,
                    ParallelHybrid, ShortConv, Tensor)
@@ -78,7 +78,7 @@ DEFAULT_PARALLEL = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class Op:
     name: str
     kind: OpKind
@@ -110,7 +110,7 @@ NUMERIC_FIELDS = ("flops", "weight_bytes", "act_read_bytes", "act_write_bytes", 
                   "kv_write_bytes", "state_read_bytes", "state_write_bytes", "kernels")
 
 
-@dataclass(frozen=True)
+@frozen
 class StepShape:
     batch: int
     new_tokens: int
@@ -578,7 +578,7 @@ def per_layer(groups: list["OpGroup"]) -> Iterator[tuple[Op, int | None]]:
         yield o, None
 
 
-@dataclass(frozen=True)
+@frozen
 class Totals:
     flops: int
     weight_bytes: int
@@ -611,7 +611,7 @@ class Totals:
         return Totals(flops, w, act, kv, st, w + act + kv + st, kernels)
 
 
-@dataclass(frozen=True)
+@frozen
 class OpGroup:
     """An op as the trace table shows it: one row for every layer of the same shape."""
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from .records import frozen
 from .dtypes import DType, get_dtype, try_dtype
 from .quant import is_converted, quantized_bytes
 from .spec import ModelSpec, QuantSpec, Tensor
@@ -43,7 +42,7 @@ WEIGHT_ONLY: dict[str, tuple[QuantSpec, str]] = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class WeightFormat:
     """``base``: dtype of every tensor not converted by ``quant`` (and of all of them when
     ``--dtype`` overrides the checkpoint). ``compute``: the dtype of matmul inputs (its peak FLOP/s

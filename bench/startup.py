@@ -1,8 +1,10 @@
-"""Start-up benchmark: `planner analyze` (and --help, trace) against the floor of importing its
-dependencies, `python -c "import typer, rich.table, yaml, numpy"`. Target: at most 1.3x the floor.
+"""Start-up benchmark: planner's commands against the floor of importing the stack they run on,
+`python -c "import typer, rich.table, yaml"` (what any Typer + Rich + YAML CLI pays before its own code).
+Targets: `analyze --json`, `trace --json` and `--help` within 1.3x the floor, compare of five within 1.6x.
 
 Runs the commands interleaved, N rounds, and prints the median wall time of each and the ratio to the
-floor measured in the same run (these machines are noisy; compare ratios, not seconds).
+floor measured in the same run (these machines are noisy; compare ratios, not seconds). Run it with
+the Python of a normal install (`pip install .` into a fresh venv) so `planner` is the installed script.
 
     python bench/startup.py [--rounds 15]
 """
@@ -15,18 +17,20 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+FLOOR = ["typer", "rich.table", "yaml"]  # what planner imports for every command (numpy is never loaded)
+FIVE = ["llama-3.1-8b", "qwen2.5-7b", "mistral-7b-v0.1", "gemma-2-9b", "qwen3-30b-a3b"]
+
 
 def floor_cmd() -> tuple[str, list[str]]:
-    """The floor of the issue, ``import typer, rich.table, yaml, numpy``; numpy is not a dependency of
-    planner, so where it is missing the floor is the rest (and the label says so)."""
-    import importlib.util
-
-    mods = ["typer", "rich.table", "yaml"] + (["numpy"] if importlib.util.find_spec("numpy") else [])
-    return f"floor: import {', '.join(mods)}", [sys.executable, "-c", f"import {', '.join(mods)}"]
+    return f"floor: import {', '.join(FLOOR)}", [sys.executable, "-c", f"import {', '.join(FLOOR)}"]
 
 
 def planner_cmd(*args: str) -> list[str]:
-    exe = shutil.which("planner")
+    """The installed ``planner`` script beside this Python (a venv's bin/), else on PATH, else -m."""
+    here = Path(sys.executable).parent / "planner"
+    exe = str(here) if here.is_file() else shutil.which("planner")
     return [exe, *args] if exe else [sys.executable, "-m", "planner", *args]
 
 
@@ -41,6 +45,7 @@ def main() -> None:
         "planner analyze llama-3.1-8b --json": planner_cmd("analyze", "llama-3.1-8b", "--json"),
         "planner analyze llama-3.1-8b (table)": planner_cmd("analyze", "llama-3.1-8b"),
         "planner trace llama-3.1-8b --json": planner_cmd("trace", "llama-3.1-8b", "--json"),
+        "planner compare (five models) --json": planner_cmd("compare", *FIVE, "--json"),
     }
     times: dict[str, list[float]] = {k: [] for k in cases}
     for _ in range(ns.rounds):

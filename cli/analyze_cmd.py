@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated, Optional
 
 import typer
 
+from planner.analysis.records import frozen
 
+from .options import DEFAULT_BATCH, DEFAULT_CONTEXT, DEFAULT_GPUS
 from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt, RefreshOpt
-from .render import OutputFormat, fmt_bytes, fmt_count, fmt_gib, fmt_int, fmt_si, print_json, resolve_format
+from .render import OutputFormat, fmt_bytes, fmt_count, fmt_gib, fmt_int, fmt_si, print_csv, print_json, resolve_format
 from .sections import Section, emit
 
 ModelArg = Annotated[str, typer.Argument(help="A bundled name (planner models list), a config.json or folder, or a Hugging Face id.", show_default=False)]
@@ -23,10 +24,10 @@ def analyze(
     model: ModelArg,
     dtype: DtypeOpt = None,
     kv_dtype: KvDtypeOpt = None,
-    context: ContextOpt = 8192,
-    batch: BatchOpt = 1,
+    context: ContextOpt = DEFAULT_CONTEXT,
+    batch: BatchOpt = DEFAULT_BATCH,
     hardware: HardwareOpt = None,
-    gpus: GpusOpt = 1,
+    gpus: GpusOpt = DEFAULT_GPUS,
     tp: TpOpt = None,
     sliding_window: SlidingOpt = None,
     revision: RevisionOpt = None,
@@ -54,7 +55,7 @@ def analyze(
     plan = tp_plan(loaded.spec, tp_)
     mem = per_gpu_memory(a, plan, hw)
     fit = Fit(gpus=gpus, tp=tp_, mem=mem, batch=batch, max_batch=mem.max_batch(),
-              max_context=max_context_per_gpu(a, mem, plan, batch), notes=plan.notes)
+              max_context=_none_if_negative(max_context_per_gpu(a, mem, plan, batch)), notes=plan.notes)
     what_if = None
     if sliding_window is not None:
         base = run_analyze(loaded.spec, Options(context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype))
@@ -75,7 +76,7 @@ def analyze(
 
         rec = reconcile(Path(loaded.resolved.path).parent, a.weights_bytes + a.mtp_weights_bytes)
     warn_all(a.warnings)
-    if out_fmt == OutputFormat.json:
+    if out_fmt in (OutputFormat.json, OutputFormat.csv):
         d = analysis_json(a, loaded, hw, fit)
         if rec is not None:
             d["checkpoint"] = {"source": rec.checkpoint.source, "bytes": rec.checkpoint.total_bytes,
@@ -85,7 +86,7 @@ def analyze(
                 d["caveats"].append(rec.caveat)
         if what_if:
             d["what_if"] = what_if
-        print_json(d)
+        print_json(d) if out_fmt == OutputFormat.json else print_csv([d])
     else:
         secs, lines = analysis_sections(a, loaded, hw, fit)
         if rec is not None:
@@ -115,14 +116,18 @@ def analyze(
         raise typer.Exit(3)
 
 
-@dataclass(frozen=True)
+def _none_if_negative(n: int) -> int | None:
+    return None if n < 0 else n
+
+
+@frozen
 class Fit:
     gpus: int
     tp: int
     mem: object  # hardware.serving.Memory (per GPU of a replica)
     batch: int
     max_batch: int
-    max_context: int
+    max_context: int | None  # None: not even an empty context fits
     notes: tuple[str, ...]
 
     @property
@@ -241,7 +246,7 @@ def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]
     mem.add("engine's own memory (each)", fmt_gib(m.reserve_bytes), "vLLM: above its 0.9 cap, activation peak, non-torch")
     mem.add("fits", "yes" if fit.fits else "NO", f"headroom {fmt_gib(m.usable_bytes - fit.needed_bytes)} per GPU")
     mem.add(f"max batch at {o.context:,} tokens", fmt_int(fit.max_batch), "")
-    mem.add(f"max context at batch {o.batch}", fmt_int(fit.max_context) if fit.max_context >= 0 else "none", "")
+    mem.add(f"max context at batch {o.batch}", fmt_int(fit.max_context) if fit.max_context is not None else "none", "")
 
     sections = [model, params, per_layer if len(p.per_layer) > 1 else Section("", []), flops, kv, mem]
     moe = moe_step(spec, o.batch)

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from .options import FormatOpt, JsonOpt
-from .render import SCHEMA_VERSION, OutputFormat, fmt_si, fmt_time, print_json, resolve_format
+from .render import SCHEMA_VERSION, OutputFormat, fmt_si, fmt_time, print_csv, print_json, resolve_format
 from .sections import Section, emit
 from .verify_cmd import DeviceOpt, ThreadsOpt, progress_bar
 
@@ -97,9 +97,10 @@ def calibrate(
     if cal.device_type == "cpu" and cal.read_bytes_per_s and cal.copy_bytes_per_s < 0.8 * cal.read_bytes_per_s:
         warn(f"the copy rate ({fmt_si(cal.copy_bytes_per_s, 'B/s')}, read + write counted) is well below the read rate "
              f"({fmt_si(cal.read_bytes_per_s, 'B/s')}); the profile uses the read rate, which decode steps achieve")
-    if out_fmt == OutputFormat.json:
-        print_json({"schema_version": SCHEMA_VERSION, "profile": name, "path": None if path is None else str(path),
-                    "problems": problems, "busy": busy, "measured": cal.to_dict(), "profile_data": data})
+    if out_fmt in (OutputFormat.json, OutputFormat.csv):
+        d = {"schema_version": SCHEMA_VERSION, "profile": name, "path": None if path is None else str(path),
+             "problems": problems, "busy": busy, "measured": cal.to_dict(), "profile_data": data}
+        print_json(d) if out_fmt == OutputFormat.json else print_csv([d])
         return
     s = Section(f"calibrated {cal.device_type}: {cal.device_name}", ["", "value"], right=(1,))
     s.add("copy bandwidth (read + write)", fmt_si(cal.copy_bytes_per_s, "B/s"))

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from planner.analysis.records import frozen
 from planner.analysis.config import parse_config
 from planner.analysis.resolve import Resolved
 from planner.analysis.spec import ModelSpec
 
 from .render import warn
 
-DEFAULT_HARDWARE = "h100-sxm"
+from .options import DEFAULT_HARDWARE  # noqa: F401  (one place for the defaults)
 
 
-@dataclass(frozen=True)
+@frozen
 class LoadedModel:
     spec: ModelSpec
     resolved: Resolved
@@ -29,16 +28,21 @@ class LoadedModel:
 
 def load_model(model: str, revision: str | None = None, refresh: bool = False) -> LoadedModel:
     from planner.analysis.errors import ConfigError
+    from planner.analysis.resolve import resolve_local
 
-    from .hub import REFRESH_HINT, resolve_model
+    r = resolve_local(model) if revision is None else None  # a file or bundled model: no hub code loaded
+    if r is None:
+        from .hub import resolve_model
 
-    r = resolve_model(model, revision, refresh)
+        r = resolve_model(model, revision, refresh)
     try:
         spec = parse_config(r.config, where=r.where, name=r.id, source=r.source)
     except ConfigError as exc:
         if r.source != "hub-cache":
             raise
         # a copy cached by an earlier run (or another tool): say how to fetch it again
+        from .hub import REFRESH_HINT
+
         hint = "; ".join(h for h in (exc.hint, f"this is the cached copy at {r.path}: {REFRESH_HINT}") if h)
         raise type(exc)(exc.message, hint) from None
     return LoadedModel(spec, r)

@@ -10,9 +10,10 @@ import typer
 from planner.analysis.errors import OptionError, PlannerError
 
 from .analyze_cmd import RevisionOpt, SlidingOpt
+from .options import DEFAULT_BATCH, DEFAULT_CONTEXT, DEFAULT_GPUS
 from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt, RefreshOpt
 from .options import PlotOpt
-from .render import OutputFormat, fmt_bytes, fmt_count, fmt_gib, fmt_int, fmt_si, fmt_time, print_json, resolve_format
+from .render import OutputFormat, fmt_bytes, fmt_count, fmt_gib, fmt_int, fmt_si, fmt_time, print_csv, print_json, resolve_format
 from .sections import Section, emit
 
 ModelsArg = Annotated[list[str], typer.Argument(help="Two or more models: bundled names, config.json paths or Hugging Face ids.", show_default=False)]
@@ -26,10 +27,10 @@ CRITERION_GPU = ("GPU-seconds per million generated tokens (1 / decode tokens pe
 
 def compare(
     models: ModelsArg,
-    context: ContextOpt = 8192,
-    batch: BatchOpt = 32,
+    context: ContextOpt = DEFAULT_CONTEXT,
+    batch: BatchOpt = DEFAULT_BATCH,
     hardware: HardwareOpt = None,
-    gpus: GpusOpt = 1,
+    gpus: GpusOpt = DEFAULT_GPUS,
     tp: TpOpt = None,
     dtype: DtypeOpt = None,
     kv_dtype: KvDtypeOpt = None,
@@ -123,8 +124,9 @@ def compare(
             "assumptions": assumptions(hw),
         })
         return
-    if out_fmt == OutputFormat.csv:
-        emit([csv_section(rows, ranked)], out_fmt)
+    if out_fmt == OutputFormat.csv:  # one row per model, ranked cheapest first
+        rank_of = {lm.id: i + 1 for i, (lm, *_) in enumerate(ranked)}
+        print_csv([{"rank": rank_of[lm.id], **d} for lm, *_, d in sorted(rows, key=lambda r: rank_of[r[0].id])])
         return
     emit(table_sections(rows, ranked, reasons, hw, settings, criterion), out_fmt,
          lines=[headline] + [f"note: {n}" for n in assumptions(hw)])
@@ -242,15 +244,3 @@ def table_sections(rows, ranked, reasons, hw, settings, criterion) -> list[Secti
     for i, (lm, *_) in enumerate(ranked):
         why.add(i + 1, lm.id, reasons[lm.id])
     return [s, why]
-
-
-def csv_section(rows, ranked) -> Section:
-    rank_of = {lm.id: i + 1 for i, (lm, *_) in enumerate(ranked)}
-    s = Section("compare", ["rank", "model", "params_total", "params_active", "decode_flops_per_token",
-                            "kv_bytes_per_token", "kv_bytes_per_sequence", "weights_bytes", "total_bytes", "fits",
-                            "max_batch", "decode_tokens_per_s_per_gpu", "ttft_s", "cost_per_million_tokens"])
-    for lm, a, e, _ in rows:
-        s.add(rank_of[lm.id], lm.id, a.params.total, a.params.active, a.decode_flops, a.kv.bytes_per_token,
-              a.kv_bytes_per_sequence, a.weights_bytes, a.total_bytes, e.fits, e.max_batch,
-              e.tokens_per_s_per_gpu, e.ttft_s, e.cost_per_million_tokens)
-    return s

@@ -13,10 +13,10 @@ from .render import (
     fmt_int,
     fmt_si,
     fmt_time,
+    print_csv,
     print_json,
     resolve_format,
     rich_table,
-    rows_to_csv,
     rows_to_markdown,
     stdout_console,
 )
@@ -87,8 +87,8 @@ def list_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False) -> None:
     out = resolve_format(fmt, as_json)
     if out is OutputFormat.json:
         print_json({"schema_version": SCHEMA_VERSION, "profiles": [p.to_dict() for p in profiles]})
-    elif out is OutputFormat.csv:
-        typer.echo(rows_to_csv(_LIST_HEADERS, _list_rows(profiles, precise=True)), nl=False)
+    elif out is OutputFormat.csv:  # one row per profile, base units
+        print_csv([p.to_dict() for p in profiles])
     elif out is OutputFormat.markdown:
         typer.echo(rows_to_markdown(_LIST_HEADERS, _list_rows(profiles, precise=False)), nl=False)
     else:
@@ -176,11 +176,11 @@ def show_cmd(
     if out is OutputFormat.json:
         print_json({"schema_version": SCHEMA_VERSION, "profile": p.to_dict()})
         return
+    if out is OutputFormat.csv:  # one row, base units
+        print_csv([p.to_dict()])
+        return
     rows = _show_rows(p)
-    if out is OutputFormat.csv:
-        rows += [["source", s] for s in p.source] + [["note", n] for n in p.notes]
-        typer.echo(rows_to_csv(["field", "value"], rows), nl=False)
-    elif out is OutputFormat.markdown:
+    if out is OutputFormat.markdown:
         text = rows_to_markdown(["field", "value"], rows)
         text += "\n**Sources**\n\n" + "".join(f"- {s}\n" for s in p.source or ("none given",))
         text += "\n**Notes**\n\n" + "".join(f"- {n}\n" for n in p.notes or ("none",))

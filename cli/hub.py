@@ -20,11 +20,9 @@ The local cache is used first (``--refresh`` skips it); ``HF_HUB_OFFLINE=1`` use
 
 from __future__ import annotations
 
-import email.utils
 import math
 import os
 import re
-import tempfile
 import time
 from pathlib import Path
 from urllib.parse import quote, urljoin, urlsplit
@@ -243,6 +241,8 @@ class HubCache:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    import tempfile  # only when a file is written (start-up: bench/startup.py)
+
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".planner-", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -334,6 +334,8 @@ def _retry_after_s(response) -> float | None:
     if raw.isdigit():
         return float(raw)
     try:
+        import email.utils  # only for a Retry-After date
+
         when = email.utils.parsedate_to_datetime(raw)
     except (TypeError, ValueError, IndexError):
         return None

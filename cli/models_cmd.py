@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from .options import FormatOpt, JsonOpt
-from .render import OutputFormat, fmt_count, print_json, resolve_format
+from .render import OutputFormat, fmt_count, print_csv, print_json, resolve_format
 from .sections import Section, emit
 
 models_app = typer.Typer(help="Bundled model configs (usable offline by id or alias).", no_args_is_help=True)
@@ -35,6 +35,9 @@ def list_models(fmt: FormatOpt = None, as_json: JsonOpt = False) -> None:
     out = resolve_format(fmt, as_json)
     if out == OutputFormat.json:
         print_json({"schema_version": 1, "models": rows})
+        return
+    if out == OutputFormat.csv:
+        print_csv(rows)
         return
     s = Section("Bundled models", ["id", "aliases", "model_type", "params", "active"], right=(3, 4))
     for r in rows:

@@ -9,6 +9,12 @@ import typer
 
 from .render import OutputFormat
 
+# ---- one set of defaults for every command (README: "Defaults") ----------------------------------
+DEFAULT_CONTEXT = 8192  # tokens in each sequence's context
+DEFAULT_BATCH = 1  # concurrent sequences
+DEFAULT_GPUS = 1
+DEFAULT_HARDWARE = "h100-sxm"  # the profile when --hardware is not given
+
 FormatOpt = Annotated[
     Optional[OutputFormat],
     typer.Option("--format", "-f", help="Output format: table, json, csv or markdown.", case_sensitive=False),

@@ -138,13 +138,55 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(dumps_json(obj) + "\n")
 
 
-def rows_to_csv(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+def flat(d: dict, prefix: str = "") -> dict[str, Any]:
+    """A JSON record as one CSV row: nested objects' keys joined with '.' (``memory.per_gpu.kv_bytes``);
+    lists of numbers or strings as a JSON array (``[0,1,2]``); lists of objects (per-layer tables,
+    provenance) left to the JSON."""
+    if not prefix and not any(isinstance(v, (dict, list, tuple)) for v in d.values()):
+        return d  # already flat
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(flat(v, key + "."))
+        elif isinstance(v, (list, tuple)):
+            if all(not isinstance(x, (dict, list, tuple)) for x in v):
+                out[key] = json.dumps(list(v), ensure_ascii=False, separators=(",", ":"))
+        else:
+            out[key] = v
+    return out
+
+
+def _csv_cells(values: Iterable[Any]) -> list[Any]:
+    """Base units as JSON writes them: ints, floats (shortest repr), true/false, empty for null (and
+    for a non-finite float)."""
+    return ["" if v is None else ("true" if v else "false") if v is True or v is False
+            else (repr(v) if math.isfinite(v) else "") if type(v) is float
+            else v.value if isinstance(v, Enum) else v for v in values]
+
+
+def records_to_csv(records: Sequence[dict]) -> str:
+    """One table with a header row: the union of the records' keys (first seen first), one line per
+    record (``csv.DictReader`` loads it back)."""
+    keys: dict[str, None] = {}
+    shapes: set[tuple] = set()
+    for r in records:
+        shape = tuple(r)
+        if shape not in shapes:
+            shapes.add(shape)
+            keys.update(dict.fromkeys(shape))
+    order = list(keys)
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(headers)
-    for r in rows:
-        w.writerow(["" if v is None else v for v in r])
+    w.writerow(order)
+    w.writerows(_csv_cells(map(r.get, order)) for r in records)
     return buf.getvalue()
+
+
+def print_csv(records: Sequence[dict]) -> None:
+    """``--format csv`` of every command: its JSON records (one row per model, op, sweep point,
+    profile ...), flattened with ``flat``, in base units."""
+    sys.stdout.write(records_to_csv([flat(r) for r in records]))
 
 
 def rows_to_markdown(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:

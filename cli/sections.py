@@ -1,6 +1,7 @@
-"""A result as titled sections of rows, rendered as Rich tables, Markdown or CSV.
+"""A result as titled sections of rows, rendered as Rich tables or Markdown.
 
-Commands build their human output once, as sections, so table, markdown and csv never disagree.
+Commands build their human output once, as sections, so table and markdown never disagree; CSV is
+the JSON's records as one table (``render.print_csv``).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .render import PLAIN_TABLE_ROWS, OutputFormat, plain_table, rich_table, rows_to_csv, rows_to_markdown, stdout_console
+from .render import PLAIN_TABLE_ROWS, OutputFormat, plain_table, rich_table, rows_to_markdown, stdout_console
 
 
 @dataclass
@@ -25,18 +26,10 @@ class Section:
 
 
 def emit(sections: list[Section], fmt: OutputFormat, *, lines: Sequence[str] = ()) -> None:
-    """Print sections to stdout in ``fmt`` (table, markdown or csv); ``lines`` are free text."""
+    """Print sections to stdout in ``fmt`` (table or markdown); ``lines`` are free text."""
     sections = [s for s in sections if s.rows]
-    if fmt == OutputFormat.csv:
-        if len(sections) == 1:  # one table: plain CSV for spreadsheets
-            sys.stdout.write(rows_to_csv(sections[0].headers, sections[0].rows))
-            return
-        out = []
-        for s in sections:
-            rows = [(s.title, *r) for r in s.rows]
-            out.append(rows_to_csv(["section", *s.headers], rows))
-        sys.stdout.write("\n".join(out))
-        return
+    if fmt == OutputFormat.csv:  # CSV is one table of the JSON's records (render.print_csv), never sections
+        raise ValueError("--format csv: the command must print its JSON records with render.print_csv")
     if fmt == OutputFormat.markdown:
         out = []
         for s in sections:

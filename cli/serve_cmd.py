@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from .analyze_cmd import ModelArg, RevisionOpt
-from .options import DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt
-from .render import OutputFormat, fmt_gib, fmt_time, print_json, resolve_format
+from .options import DEFAULT_BATCH, DEFAULT_GPUS, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt
+from .render import OutputFormat, fmt_gib, fmt_time, print_csv, print_json, resolve_format
 from .sections import Section, emit
 
 EngineOpt = Annotated[str, typer.Option("--engine", "-e", help="Serving engine whose memory accounting and step costs to use: vllm, sglang, trtllm or ideal (the roofline).")]
@@ -25,7 +25,7 @@ ConcOpt = Annotated[int, typer.Option("--concurrency", "-C", min=1, max=1 << 20,
 def serve(
     model: ModelArg,
     hardware: HardwareOpt = None,
-    gpus: GpusOpt = 1,
+    gpus: GpusOpt = DEFAULT_GPUS,
     tp: TpOpt = None,
     dtype: DtypeOpt = None,
     kv_dtype: KvDtypeOpt = None,
@@ -35,7 +35,7 @@ def serve(
     max_num_batched_tokens: MnbtOpt = None,
     input_len: InputOpt = 1024,
     output_len: OutputOpt = 128,
-    concurrency: ConcOpt = 1,
+    concurrency: ConcOpt = DEFAULT_BATCH,
     revision: RevisionOpt = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
@@ -64,6 +64,9 @@ def serve(
     data = deployment_dict(d, model_id=lm.id)
     if out_fmt == OutputFormat.json:
         print_json(data)
+        return
+    if out_fmt == OutputFormat.csv:
+        print_csv([data])
         return
     emit(sections(d, lm.id), out_fmt, lines=summary_lines(d))
 

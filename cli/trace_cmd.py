@@ -10,9 +10,10 @@ import typer
 from planner.analysis.errors import OptionError
 
 from .analyze_cmd import ModelArg, RevisionOpt
+from .options import DEFAULT_BATCH, DEFAULT_CONTEXT
 from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, HardwareOpt, JsonOpt, KvDtypeOpt, RefreshOpt
 from .options import PlotOpt
-from .render import OutputFormat, fmt_bytes, fmt_int, fmt_si, fmt_time, print_json, resolve_format
+from .render import OutputFormat, fmt_bytes, fmt_int, fmt_si, fmt_time, print_csv, print_json, resolve_format
 from .sections import Section, emit
 
 AllLayersOpt = Annotated[bool, typer.Option("--all-layers", help="One row per op and layer instead of one per layer shape.")]
@@ -57,8 +58,8 @@ def parse_sweep(items: list[str] | None, batch: int, context: int) -> tuple[list
 
 def trace(
     model: ModelArg,
-    context: ContextOpt = 8192,
-    batch: BatchOpt = 1,
+    context: ContextOpt = DEFAULT_CONTEXT,
+    batch: BatchOpt = DEFAULT_BATCH,
     hardware: HardwareOpt = None,
     dtype: DtypeOpt = None,
     kv_dtype: KvDtypeOpt = None,
@@ -97,6 +98,9 @@ def trace(
         from .plots import plot_roofline
 
         plot_roofline(t, hw, plot, sweep=rows, model=loaded.id)
+    if out_fmt == OutputFormat.csv:  # one table: the sweep's points, else the step's ops
+        print_csv(rows if rows is not None else t["ops"])
+        return
     if out_fmt == OutputFormat.json:
         d = {"schema_version": 1, "model": {"id": loaded.id, "source": loaded.source, "model_type": loaded.spec.model_type},
              **{k: v for k, v in t.items() if not k.startswith("_")}, "hardware": hw.to_dict()}

@@ -13,8 +13,9 @@ from typing import Annotated, Iterator, Optional
 import typer
 
 from .analyze_cmd import ModelArg, RevisionOpt
+from .options import DEFAULT_BATCH, DEFAULT_CONTEXT
 from .options import BatchOpt, ContextOpt, FormatOpt, JsonOpt, PlotOpt, RefreshOpt
-from .render import SCHEMA_VERSION, OutputFormat, fmt_int, fmt_si, fmt_time, print_json, resolve_format
+from .render import SCHEMA_VERSION, OutputFormat, fmt_int, fmt_si, fmt_time, print_csv, print_json, resolve_format
 from .sections import Section, emit
 
 DeviceOpt = Annotated[Optional[str], typer.Option("--device", help="cuda or cpu; default: cuda when available, else cpu.",
@@ -66,8 +67,8 @@ def verify(
     model: ModelArg,
     device: DeviceOpt = None,
     dtype: RuntimeDtypeOpt = None,
-    batch: BatchOpt = 1,
-    context: ContextOpt = 2000,
+    batch: BatchOpt = DEFAULT_BATCH,
+    context: ContextOpt = DEFAULT_CONTEXT,
     steps: StepsOpt = 32,
     warmup: WarmupOpt = 5,
     graphs: GraphsOpt = True,
@@ -143,6 +144,8 @@ def verify(
         plot_verify(data, plot)
     if out_fmt == OutputFormat.json:
         print_json(data)
+    elif out_fmt == OutputFormat.csv:
+        print_csv([data])
     else:
         secs, lines = verify_sections(r)
         emit(secs, out_fmt, lines=lines)

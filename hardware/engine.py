@@ -24,9 +24,10 @@ MXFP4 expert padding, and the RoPE cos/sin cache. Standard library and yaml only
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Mapping
 
+from planner.analysis.records import frozen
 from planner.analysis.errors import HardwareError, OptionError
 
 from . import units
@@ -42,9 +43,9 @@ BUDGETS = ("total_fraction", "static_fraction", "free_fraction", "all")
 
 
 def _engines_folder():
-    from importlib.resources import files
+    from planner.profiles import data_dir
 
-    return files("planner.profiles").joinpath("engines")
+    return data_dir("engines")
 
 
 def _read_yaml(name: str) -> Any:
@@ -81,7 +82,7 @@ def _number(v: Any, f: str, where: str, *, minimum: float = 0.0) -> float:
     return float(v)
 
 
-@dataclass(frozen=True)
+@frozen
 class Rule:
     """One row of a default that depends on the device (first matching row wins)."""
 
@@ -119,7 +120,7 @@ def _pick(rules: tuple[Rule, ...], hw) -> int:
     return int(rules[-1].value)
 
 
-@dataclass(frozen=True)
+@frozen
 class FractionRow:
     """SGLang's default mem_fraction_static: ``(gpu_mem − reserved) / gpu_mem`` by memory class."""
 
@@ -128,7 +129,7 @@ class FractionRow:
     reserved_per_gpu_bytes: int
 
 
-@dataclass(frozen=True)
+@frozen
 class EngineProfile:
     name: str
     display_name: str
@@ -268,7 +269,7 @@ def mxfp4_padded_bytes(t, q, tp: int, pad_hidden: int, pad_inter: int) -> int:
     return quantized_bytes(Tensor(t.name, shape, t.kind), q)
 
 
-@dataclass(frozen=True)
+@frozen
 class LoadedWeights:
     bytes_per_gpu: int  # the largest rank's share (replicated tensors counted on every rank)
     counted_bytes_per_gpu: int  # the same split of the checkpoint's counted bytes
@@ -351,7 +352,7 @@ def kv_bytes_per_token_per_gpu(a, plan, engine: EngineProfile) -> int:
 # ---- the memory model ----------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class EngineMemory:
     """One GPU of one replica under ``engine`` (all bytes per GPU; tokens per replica)."""
 

@@ -60,12 +60,13 @@ import difflib
 import math
 import os
 import re
-import tempfile
-from dataclasses import dataclass, field
+import sys
+from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
+from planner.analysis.records import frozen
 from planner.analysis.errors import HardwareError
 
 from . import units
@@ -216,7 +217,7 @@ def _node_from_data(raw: Any, where: str) -> NodeSpec | None:
 
 # ---- the profile ---------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class HardwareProfile:
     """One accelerator (one GPU / chip), everything in base units."""
 
@@ -679,7 +680,10 @@ def user_config_dir() -> Path:
     env = os.environ.get("PLANNER_CONFIG_DIR", "").strip()
     if env:
         return Path(env).expanduser()
-    import platformdirs  # lazy
+    if sys.platform.startswith("linux"):  # platformdirs' Unix rule, without importing it on every command
+        xdg = os.environ.get("XDG_CONFIG_HOME", "").strip()
+        return Path(xdg if xdg else os.path.expanduser("~/.config")) / "planner"
+    import platformdirs  # macOS, Windows ...
 
     return Path(platformdirs.user_config_dir("planner"))
 
@@ -731,9 +735,9 @@ def _yaml_entries(folder: Any) -> list[Any]:
 
 
 def _bundled_folder() -> Any:
-    from importlib.resources import files
+    from planner.profiles import data_dir
 
-    return files("planner.profiles").joinpath("hardware")
+    return data_dir("hardware")
 
 
 def _load_folder(folder: Any, origin: str) -> dict[str, HardwareProfile]:
@@ -873,6 +877,8 @@ def save_user_profile(data: dict, name: str) -> Path:
     )
     try:
         folder.mkdir(parents=True, exist_ok=True)
+        import tempfile  # only when a profile is saved
+
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
     except OSError as exc:
         raise HardwareError(f"cannot write to {folder}: {exc.strerror or exc}", "check the folder's permissions or set PLANNER_CONFIG_DIR") from None

@@ -11,8 +11,9 @@ ignores the profile's efficiencies. Ties are called memory-bound. Standard libra
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from planner.analysis.records import frozen
 
 if TYPE_CHECKING:  # pragma: no cover
     from .profiles import HardwareProfile
@@ -20,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["RooflineTime", "roofline", "ridge_intensity", "effective_rates"]
 
 
-@dataclass(frozen=True)
+@frozen
 class RooflineTime:
     compute_s: float
     memory_s: float

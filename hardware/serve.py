@@ -22,8 +22,10 @@ scenario the issue defines:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Mapping
+
+from planner.analysis.records import frozen
 
 from .expected import FACTORS, ZERO, Factors, StepCost, step_cost
 
@@ -111,7 +113,7 @@ class StepModel:
         return total
 
 
-@dataclass(frozen=True)
+@frozen
 class Scenario:
     input_len: int
     output_len: int
@@ -128,7 +130,7 @@ class Scenario:
             raise OptionError(f"--concurrency must be >= 1, got {self.concurrency}")
 
 
-@dataclass(frozen=True)
+@frozen
 class Latency:
     ttft_s: float
     tpot_s: float | None
@@ -140,7 +142,7 @@ class Latency:
                 "output_tokens_per_s": self.output_tokens_per_s}
 
 
-@dataclass(frozen=True)
+@frozen
 class ServeResult:
     scenario: Scenario
     replicas: int
@@ -256,7 +258,7 @@ __all__ = ["StepModel", "Scenario", "Latency", "ServeResult", "simulate"]
 # ---- one call for the CLI, the benchmark and other commands ---------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class Deployment:
     """Everything ``planner serve`` answers: the analysis, the engine's memory, the simulation
     (None when the model does not fit), the fewest GPUs that would hold it, and notes."""

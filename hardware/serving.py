@@ -16,8 +16,7 @@ Model (each figure's assumptions, stated in the output):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from planner.analysis.records import frozen
 from planner.analysis.analyze import Analysis, activation_bytes_per_sequence
 from planner.analysis.errors import OptionError
 from planner.analysis.parallel import TPPlan, allreduce_bytes_per_gpu, shard_groups, tp_plan
@@ -26,7 +25,7 @@ from planner.analysis.trace import step_groups
 from .timing import groups_time
 
 
-@dataclass(frozen=True)
+@frozen
 class Memory:
     """Bytes on one GPU of a replica."""
 
@@ -56,7 +55,7 @@ class Memory:
         return room // per_seq if per_seq else 1 << 30
 
 
-@dataclass(frozen=True)
+@frozen
 class Estimate:
     tp: int
     plan: TPPlan

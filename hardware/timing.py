@@ -18,8 +18,9 @@ step's bound and its ratio ("memory-bound by 280×") compare the two totals.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable, Protocol, Sequence
+
+from planner.analysis.records import frozen
 
 from .roofline import effective_rates
 
@@ -32,7 +33,7 @@ class _OpLike(Protocol):
     def bytes(self) -> int: ...
 
 
-@dataclass(frozen=True)
+@frozen
 class OpTime:
     compute_s: float
     memory_s: float
@@ -41,7 +42,7 @@ class OpTime:
     launch_s: float  # kernels × per-launch overhead
 
 
-@dataclass(frozen=True)
+@frozen
 class StepTime:
     compute_s: float
     memory_s: float

@@ -732,11 +732,10 @@ def test_cli_list_json(cli, _config_dir):
 def test_cli_list_csv_and_markdown(cli):
     r = cli("list", "--format", "csv")
     assert r.exit_code == 0
-    rows = list(csv.reader(io.StringIO(r.stdout)))
-    assert rows[0][:3] == ["name", "device", "memory (GiB)"]
-    assert len(rows) - 1 == len(list_profiles())
-    h100 = next(row for row in rows if row[0] == "h100-sxm")
-    assert float(h100[2]) == round(81559 / 1024, 3) and float(h100[4]) == 989.4
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    assert len(rows) == len(list_profiles())
+    h100 = next(row for row in rows if row["name"] == "h100-sxm")
+    assert int(h100["memory_bytes"]) == 81559 * 2**20 and float(h100["peak_flops_per_s.bf16"]) == 989.4e12
     md = cli("list", "--format", "markdown")
     assert md.exit_code == 0 and md.stdout.startswith("| name | device |")
 
@@ -749,10 +748,9 @@ def test_cli_show(cli):
     doc = json.loads(cli("show", "h100", "--json").stdout)
     assert doc["schema_version"] == 1
     assert doc["profile"]["name"] == "h100-sxm" and doc["profile"]["memory_bytes"] == 81559 * 2**20
-    rows = list(csv.reader(io.StringIO(cli("show", "a100-80gb", "-f", "csv").stdout)))
-    assert rows[0] == ["field", "value"]
-    assert any(row[0] == "source" for row in rows)
-    assert any(row[0] == "peak fp8 (dense)" and "bf16" in row[1] for row in rows)
+    rows = list(csv.DictReader(io.StringIO(cli("show", "a100-80gb", "-f", "csv").stdout)))
+    assert len(rows) == 1 and rows[0]["name"] == "a100-80gb" and json.loads(rows[0]["source"])
+    assert float(rows[0]["peak_flops_per_s.bf16"]) == 312e12 and "peak_flops_per_s.fp8" not in rows[0]  # no fp8 peak
     md = cli("show", "l4", "--format", "markdown").stdout
     assert md.startswith("| field | value |") and "**Sources**" in md
 

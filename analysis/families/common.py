@@ -7,14 +7,14 @@ naming the field, and every read, default and derivation is recorded for ``analy
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
+from ..records import frozen
 from ..fields import MAX_LAYERS, Fields, as_int, short
 from ..spec import GroupScore, Layer, Norm, NormKind, PlacedNorm, RopeStyle, RouterKind
 
 
-@dataclass(frozen=True)
+@frozen
 class Traits:
     """What a family does differently from a Llama-style decoder."""
 

@@ -28,9 +28,10 @@ Layer layouts (transformers 5.x):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import fields, replace
 from typing import Any
 
+from ..records import frozen
 from ..fields import MAX_LAYERS, Fields, as_int, short
 from ..spec import (
     MLP,
@@ -117,7 +118,7 @@ def _expand_inner(f: Fields, key: str, hidden: int) -> int:
     return f.derived("mamba_intermediate_size", int(e * hidden), f"int({key} x hidden_size)")
 
 
-@dataclass(frozen=True)
+@frozen
 class Mamba2Keys:
     """The config names of the Mamba-2 fields in one family."""
 
