@@ -58,12 +58,14 @@ def _methods(cls: type, fields: list[dataclasses.Field]) -> None:
     if hasattr(cls, "__post_init__"):
         body.append("self.__post_init__()")
     compared = [f.name for f in fields if f.compare]
+    hashed = [f.name for f in fields if (f.compare if f.hash is None else f.hash)]  # dataclasses' rule
     mine = "(" + "".join(f"self.{n}," for n in compared) + ")"
     theirs = "(" + "".join(f"other.{n}," for n in compared) + ")"
+    key = "(" + "".join(f"self.{n}," for n in hashed) + ")"
     src = (f"def __init__(self, {', '.join(params)}):\n    " + ("\n    ".join(body) or "pass") + "\n"
            f"def __eq__(self, other):\n    if other.__class__ is self.__class__:\n        return {mine} == {theirs}\n"
            "    return NotImplemented\n"
-           f"def __hash__(self):\n    return hash({mine})\n")
+           f"def __hash__(self):\n    return hash({key})\n")
     exec(src, ns)  # noqa: S102  (the code dataclasses compiles, in one exec)
     for name in ("__init__", "__eq__", "__hash__"):
         fn = ns[name]

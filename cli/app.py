@@ -64,6 +64,14 @@ class _Lazy:
     def __init__(self, entry: Any) -> None:
         self.entry, self.name, self.help = entry, entry.name, entry.help
 
+    def get_short_help_str(self, limit: int = 45) -> str:
+        """What click lists beside the command's name (as ``click.Command`` makes it from the help)."""
+        try:
+            from typer._click.utils import make_default_short_help
+        except ImportError:  # pragma: no cover  (an older typer on click itself)
+            from click.utils import make_default_short_help
+        return make_default_short_help(self.help, limit)
+
 
 class PlannerGroup(TyperGroup):
     """Runs click in non-standalone mode and maps every failure to one ``Error:`` line. Commands are
@@ -158,7 +166,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    # click's plain help: Typer's Rich help imports rich.markdown, markdown-it and pygments, which
+    # doubles the start-up of --help (bench/startup.py)
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 120},
 )
 
 

@@ -54,9 +54,10 @@ def load(entry: Command):
 
     obj = getattr(importlib.import_module(f"planner.cli.{entry.module}"), entry.attr)
     if isinstance(obj, typer.Typer):
+        obj.rich_markup_mode = None  # plain help, as the app's (cli/app.py)
         cmd = get_group(obj)
     else:
-        one = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+        one = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
         one.command(entry.name)(obj)
         cmd = get_command(one)
     cmd.name = entry.name

@@ -45,5 +45,5 @@ PlotOpt = Annotated[
     Optional[Path],
     typer.Option("--plot", metavar="PATH", dir_okay=False,
                  help="Also draw the result to PATH (.png or .svg; needs the plot extra: "
-                      "pip install 'planner\\[plot]')."),
+                      "pip install 'planner[plot]')."),
 ]

@@ -21,6 +21,7 @@ def _pair():
             y: int = 2
             tags: tuple = field(default=(), compare=False)
             extra: list = field(default_factory=list, compare=False, repr=False)
+            table: dict = field(default_factory=dict, hash=False)  # compared, not hashed (unhashable)
 
             @property
             def norm1(self) -> int:
@@ -49,6 +50,7 @@ def test_same_behaviour_as_a_frozen_dataclass(args, kw):
         assert a.norm1 == b.norm1
         other = ours(*args, **{**kw, "tags": ("different",)})
         assert b == other and hash(b) == hash(other)  # tags is not compared
+        assert b != ours(*args, **{**kw, "table": {"k": 1}}) and hash(b) == hash(ours(*args, **{**kw, "table": {"k": 1}}))
         changed = dataclasses.replace(b, x=b.x + 1)
         assert changed != b and type(changed) is ours and changed.y == b.y
         assert b != a  # another class: not equal, as a dataclass is not to a different class
@@ -65,4 +67,4 @@ def test_missing_argument_is_a_type_error():
     with pytest.raises(TypeError):
         OURS[0]()
     with pytest.raises(TypeError):
-        OURS[0](1, 2, (), [], 5)
+        OURS[0](1, 2, (), [], {}, 5)
