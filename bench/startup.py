@@ -2,8 +2,9 @@
 `python -c "import typer, rich.table, yaml"` (what any Typer + Rich + YAML CLI pays before its own code).
 Targets: `analyze --json`, `trace --json` and `--help` within 1.3x the floor, compare of five within 1.6x.
 
-Runs the commands interleaved, N rounds, and prints the median wall time of each and the ratio to the
-floor measured in the same run (these machines are noisy; compare ratios, not seconds). Run it with
+Runs the commands interleaved, N rounds, and prints the median wall and CPU time (user + sys) of each
+and their ratios to the floor measured in the same run (these machines are noisy; compare ratios, not
+seconds, and prefer the CPU ratio on a busy machine). Run it with
 the Python of a normal install (`pip install .` into a fresh venv) so `planner` is the installed script.
 
     python bench/startup.py [--rounds 15]
@@ -12,6 +13,7 @@ the Python of a normal install (`pip install .` into a fresh venv) so `planner` 
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import statistics
 import subprocess
@@ -47,19 +49,25 @@ def main() -> None:
         "planner trace llama-3.1-8b --json": planner_cmd("trace", "llama-3.1-8b", "--json"),
         "planner compare (five models) --json": planner_cmd("compare", *FIVE, "--json"),
     }
-    times: dict[str, list[float]] = {k: [] for k in cases}
+    wall: dict[str, list[float]] = {k: [] for k in cases}
+    cpu: dict[str, list[float]] = {k: [] for k in cases}
     for _ in range(ns.rounds):
         for name, cmd in cases.items():
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             t0 = time.perf_counter()
             subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-            times[name].append(time.perf_counter() - t0)
-    floor = statistics.median(times[next(iter(cases))])
+            wall[name].append(time.perf_counter() - t0)
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu[name].append(r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime)
+    first = next(iter(cases))
+    floor_wall, floor_cpu = statistics.median(wall[first]), statistics.median(cpu[first])
     width = max(map(len, cases))
-    print(f"{'command':<{width}}  {'median':>9}  {'min':>9}  {'vs floor':>8}")
-    for name, ts in times.items():
-        med = statistics.median(ts)
-        print(f"{name:<{width}}  {med * 1e3:7.1f}ms  {min(ts) * 1e3:7.1f}ms  {med / floor:7.2f}x")
-
+    # CPU time (user + sys of the process) is the steadier figure on a shared machine; wall time is
+    # what a user waits for
+    print(f"{'command':<{width}}  {'wall':>9}  {'vs floor':>8}  {'cpu':>9}  {'vs floor':>8}")
+    for name in cases:
+        w, c = statistics.median(wall[name]), statistics.median(cpu[name])
+        print(f"{name:<{width}}  {w * 1e3:7.1f}ms  {w / floor_wall:7.2f}x  {c * 1e3:7.1f}ms  {c / floor_cpu:7.2f}x")
 
 if __name__ == "__main__":
     main()
