@@ -26,8 +26,10 @@ order (``FACTORS``); the parts sum exactly to the difference. Standard library o
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Iterable, Mapping
+
+from planner.analysis.records import frozen
 
 FACTORS = (
     "bandwidth efficiency",
@@ -42,7 +44,7 @@ FACTORS = (
 GEMM_KINDS = ("matmul", "experts")
 
 
-@dataclass(frozen=True)
+@frozen
 class Factors:
     memory_bandwidth: float = 1.0
     compute: float = 1.0
@@ -165,7 +167,7 @@ def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: flo
     return max(o.flops / (flops_per_s * f.compute), o.bytes / bw)
 
 
-@dataclass(frozen=True)
+@frozen
 class StepCost:
     ideal_s: float
     expected_s: float
