@@ -162,7 +162,7 @@ def shard_groups(groups: list[OpGroup], plan: TPPlan) -> list[OpGroup]:
 #   latency), one inside a node on the scale-up fabric (``hardware.comm``).
 
 
-@dataclass(frozen=True)
+@frozen
 class Layout:
     tp: int = 1  # GPUs per pipeline stage
     pp: int = 1  # pipeline stages per replica
@@ -206,7 +206,7 @@ class Layout:
                 "label": self.label}
 
 
-@dataclass(frozen=True)
+@frozen
 class LayoutPlan:
     layout: Layout
     attn: TPPlan  # attention's tensor-parallel split (over attn_tp GPUs)
@@ -360,7 +360,7 @@ def layout_groups(groups: list[OpGroup], plan: LayoutPlan, stage: int,
     return out
 
 
-@dataclass(frozen=True)
+@frozen
 class Collective:
     """One kind of collective a stage runs in a step, ``count`` times."""
 

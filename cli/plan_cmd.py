@@ -11,7 +11,7 @@ import typer
 
 from .analyze_cmd import ModelArg, RevisionOpt
 from .options import DtypeOpt, FormatOpt, JsonOpt, KvDtypeOpt, PlotOpt
-from .render import OutputFormat, print_json, resolve_format
+from .render import OutputFormat, print_csv, print_json, resolve_format
 from .sections import Section, emit
 
 GpuOpt = Annotated[Optional[str], typer.Option("--gpu", "--hardware", "-H", help="GPU (hardware profile) of the nodes: a name from 'planner hardware list' or a YAML path; default h100-sxm.")]
@@ -86,7 +86,20 @@ def plan(
     if out_fmt == OutputFormat.json:
         print_json(d)
         return
+    if out_fmt == OutputFormat.csv:  # one row per layout of the Pareto front (and the cheapest, first)
+        print_csv(plan_records(d))
+        return
     emit(sections(d), out_fmt, lines=[headline(d, hw)] + [f"note: {n}" for n in d["notes"]])
+
+
+def plan_records(d: dict) -> list[dict]:
+    """The CSV rows of a plan: the Pareto front's layouts, each marked whether it is the cheapest that
+    meets the target (the cheapest comes first, added when it is not on the front)."""
+    best = d.get("cheapest")
+    rows = [{"cheapest": c == best, **c} for c in d.get("pareto") or []]
+    if best is not None and not any(r["cheapest"] for r in rows):
+        rows.insert(0, {"cheapest": True, **best})
+    return sorted(rows, key=lambda r: not r["cheapest"])
 
 
 def _ms(x) -> str:

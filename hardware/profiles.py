@@ -147,7 +147,7 @@ _REQUIRED = ("name", "memory", "memory_bandwidth", "peak_flops")
 
 # ---- the node (platform) a device is sold in -----------------------------------------------------
 
-@dataclass(frozen=True)
+@frozen
 class NodeSpec:
     """The platform one device sits in: how many GPUs share the scale-up fabric (one NVLink/xGMI
     domain, the "node"), and the two links a collective can travel: inside the node and between

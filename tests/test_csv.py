@@ -105,6 +105,12 @@ def test_serve_csv_is_the_json():
     check(["serve", "llama-3.1-8b", "--concurrency", "8", "--gpus", "2"], lambda d: [d])
 
 
+def test_plan_csv_is_the_json():
+    from planner.cli.plan_cmd import plan_records
+
+    check(["plan", "llama-3.1-8b", "--max-gpus", "8", "--requests", "40"], plan_records)
+
+
 def test_verify_csv_is_the_json(config_dir):
     pytest.importorskip("torch", reason="verify needs the torch runtime")
     path = config_dir(TINY)
