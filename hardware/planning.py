@@ -231,6 +231,8 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
         if near.bubble > 0.05:
             text = f"bubble costs {near.bubble:.0%} at this rate; " + text
         rejected[fam] = text
+    if best is not None:
+        best.metrics["kv_occupancy_series"] = _kv_series(best, w)
     pareto = _pareto([c for c in cands if c.metrics.get("output_tokens_per_s_per_user")])
     least = None
     if not alive and not cands:
@@ -287,6 +289,26 @@ def _simulate_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, n
             busy = max(1, min(c.max_num_seqs, round(c.metrics["mean_requests_in_system"])))
             c.bubble = replica_step(a, hw, plan_for(a, hw, c.layout), em, batch=busy, new_tokens=1,
                                     cached=w.input_len + w.output_len // 2).bubble
+
+
+def _kv_series(c: Candidate, w: Workload, points: int = 100) -> list[list[float]]:
+    """The KV pool's occupancy over time of one replica of ``c`` (its simulation again, recorded):
+    ``[[t_s, fraction], ...]``, at most ``points`` samples evenly spaced in time."""
+    import numpy as np
+
+    from .simulate import Scheduler, draw_lengths, poisson_arrivals, simulate
+
+    R = w.requests
+    r = simulate([c.cost], [Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens)],
+                 poisson_arrivals(w.rate_per_s / c.layout.dp, R, seed=w.seed), draw_lengths(w.input_len, R, seed=w.seed + 1),
+                 draw_lengths(w.output_len, R, seed=w.seed + 2), record_kv=True)
+    t = np.array([x[0][0] for x in r.kv_series])
+    occ = np.array([x[1][0] for x in r.kv_series])
+    if len(t) == 0:
+        return []
+    grid = np.linspace(t[0], t[-1], min(points, len(t)))
+    idx = np.clip(np.searchsorted(t, grid, side="right") - 1, 0, len(t) - 1)
+    return [[float(a), float(b)] for a, b in zip(grid, occ[idx])]
 
 
 def _pareto(cs: list[Candidate]) -> list[Candidate]:

@@ -49,6 +49,10 @@ def test_plan_json_keys_and_consistency(small):
     assert per_gpu == sorted(per_gpu, reverse=True) and per_user == sorted(per_user)
     for x in d["rejected"]:
         assert set(x) == {"family", "reason"} and x["reason"]
+    series = c["kv_occupancy_series"]
+    assert series and all(0 <= f <= 1 for _, f in series)
+    assert [t for t, _ in series] == sorted(t for t, _ in series)
+    assert max(f for _, f in series) <= c["kv_peak_occupancy"] + 1e-12
 
 
 def test_plan_has_no_nan(small):
