@@ -269,7 +269,11 @@ def _simulate_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, n
     tpot = r.percentiles("tpot_s")
     e2e = r.percentiles("e2e_s")
     for i, c in enumerate(cands):
-        served_tps = w.rate_per_s * float(np.mean(out))  # the offered load, met in steady state
+        offered = w.rate_per_s * float(np.mean(out))
+        simulated = float(r.output_tokens_per_s[i]) * c.layout.dp
+        # the offered load when the replicas keep up (ramp and drain of a finite run cost a few %); what
+        # they produced when they fall behind
+        served_tps = offered if simulated >= 0.9 * offered else simulated
         med_tpot = float(tpot[i, 0])
         c.metrics = {
             "ttft_p50_s": float(ttft[i, 0]), "ttft_p90_s": float(ttft[i, 1]), "ttft_p99_s": float(ttft[i, 2]),
