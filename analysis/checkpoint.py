@@ -13,6 +13,8 @@ import struct
 from collections import Counter
 from pathlib import Path
 
+from .errors import PlannerError
+from .files import open_regular, read_bounded
 from .records import frozen
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024
@@ -32,7 +34,11 @@ class Checkpoint:
 
 
 def read_safetensors_header(path: Path) -> dict:
-    with path.open("rb") as fh:
+    try:
+        fh = open_regular(path, what="safetensors file")
+    except PlannerError as exc:  # a FIFO or a device: never opened for reading
+        raise ValueError(str(exc)) from None
+    with fh:
         raw = fh.read(8)
         if len(raw) != 8:
             raise ValueError("file too short")
@@ -73,12 +79,12 @@ def find_checkpoint(folder: Path) -> Checkpoint | None:
     index = folder / "model.safetensors.index.json"
     if index.is_file():
         try:
-            data = json.loads(index.read_text(encoding="utf-8"))
+            data = json.loads(read_bounded(index, MAX_HEADER_BYTES, what="safetensors index").decode("utf-8"))
             total = int(data["metadata"]["total_size"])
             count = len(data.get("weight_map", {}))
             if total < 0:
                 return None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError, PlannerError):
             return None
         return Checkpoint(str(index), total, {}, count)
     return None

@@ -80,6 +80,9 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         raise ConfigError(f"{where}: field 'model_type' must be a string, got {short(model_type)}")
     if cfg.get("auto_map") or cfg.get("trust_remote_code"):
         caveats.append("config points at remote code (auto_map); analysed from its fields only, no code was run")
+    if cfg.get("text_config") is not None and not isinstance(cfg["text_config"], dict):
+        raise ConfigError(f"{where}: field 'text_config' must be an object of the language model's fields, "
+                          f"got {type(cfg['text_config']).__name__} {short(cfg['text_config'])}")
     if isinstance(cfg.get("text_config"), dict) and ("hidden_size" not in cfg or model_type in TEXT_WRAPPERS):
         text = dict(cfg["text_config"])
         inner = text.get("model_type") or TEXT_WRAPPERS.get(model_type or "") or ""

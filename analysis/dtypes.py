@@ -7,8 +7,8 @@ with weights in this dtype runs at (weight-only int4 formats dequantise and comp
 
 from __future__ import annotations
 
+from .errors import OptionError, short
 from .records import frozen
-from .errors import OptionError
 
 
 @frozen
@@ -70,7 +70,7 @@ def get_dtype(name: str, *, what: str = "dtype") -> DType:
         return DTYPES[key]
     except KeyError:
         choices = ", ".join(DTYPES)
-        raise OptionError(f"unknown {what} {name!r}", f"choose one of: {choices}") from None
+        raise OptionError(f"unknown {what} {short(name)}", f"choose one of: {choices}") from None
 
 
 def try_dtype(name: object) -> DType | None:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class PlannerError(Exception):
     """Base class of every error a user can cause (bad config, bad profile, bad option)."""
@@ -41,3 +43,22 @@ class OptionError(PlannerError):
 
 class RuntimeUnavailableError(PlannerError):
     """The torch runtime (the ``runtime`` extra) is missing or cannot run the request."""
+
+
+def short(v: Any, limit: int = 40) -> str:
+    """A bounded repr for error messages: the cost and the length never grow with the value
+    (a long string, a huge integer, a list of a million items or a structure nested by YAML aliases)."""
+    import reprlib
+
+    if isinstance(v, int) and not isinstance(v, bool) and v.bit_length() > 4 * limit:
+        text = f"an integer of {len(str(v)) if v.bit_length() < 13000 else 'thousands of'} digits"
+        return text
+    r = reprlib.Repr()
+    r.maxstring = r.maxother = r.maxlong = max(limit, 8)
+    r.maxlist = r.maxtuple = r.maxdict = r.maxset = r.maxfrozenset = r.maxdeque = r.maxarray = 4
+    r.maxlevel = 2
+    try:
+        text = r.repr(v)
+    except Exception:  # a value whose repr fails
+        text = f"<{type(v).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."

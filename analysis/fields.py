@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Iterable
 
-from .errors import ConfigError
+from .errors import ConfigError, short  # noqa: F401  (short: re-exported)
 from .spec import Provenance
 
 REQUIRED = object()
@@ -190,8 +190,3 @@ def as_int(v: Any) -> int | None:
     if isinstance(v, float) and math.isfinite(v) and v.is_integer():
         return int(v)
     return None
-
-
-def short(v: Any, limit: int = 40) -> str:
-    text = repr(v)
-    return text if len(text) <= limit else text[: limit - 3] + "..."

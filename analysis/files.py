@@ -28,6 +28,23 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
+def open_regular(path: str | os.PathLike, *, what: str = "file", error: type[PlannerError] = ConfigError):
+    """A binary file object for the regular file ``path``, opened without blocking on a FIFO;
+    ``error`` for a FIFO, device or socket; ``OSError`` propagates."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise error(f"{path}: {_kind(mode)}, not a {what}", f"pass a regular {what}")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def read_bounded(path: str | os.PathLike, limit_bytes: int, *, what: str = "file",
                  error: type[PlannerError] = ConfigError) -> bytes:
     """The bytes of the regular file ``path``; ``error`` if it is special or larger than ``limit_bytes``.

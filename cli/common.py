@@ -45,6 +45,12 @@ def load_model(model: str, revision: str | None = None, refresh: bool = False) -
 
         hint = "; ".join(h for h in (exc.hint, f"this is the cached copy at {r.path}: {REFRESH_HINT}") if h)
         raise type(exc)(exc.message, hint) from None
+    from planner.analysis.config import supported_model_types
+    from planner.analysis.errors import short
+
+    if spec.model_type not in supported_model_types():  # an estimate, whatever the output format: say so on stderr
+        warn(f"{r.where}: model_type {short(spec.model_type, 60)} is not a known family; analysed as a generic "
+             "Llama-style decoder (see the caveats for each assumption)")
     return LoadedModel(spec, r)
 
 

@@ -104,7 +104,9 @@ def compare(
         _, _, e, _ = row
         if not e.tokens_per_s_per_gpu:
             return (1, float("inf"))
-        return (0, e.cost_per_million_tokens if criterion == CRITERION_COST else 1 / e.tokens_per_s_per_gpu)
+        # cost = price × tp / tokens/s (one price for all): ordered by tp / tokens/s, which a tiny price
+        # (5e-324: every cost underflows to 0.0) cannot tie
+        return (0, e.tp / e.tokens_per_s_per_gpu if criterion == CRITERION_COST else 1 / e.tokens_per_s_per_gpu)
 
     ranked = sorted(rows, key=key)
     reasons = explain(ranked, context=context, batch=batch, hw=hw, criterion=criterion)
@@ -189,8 +191,10 @@ def explain(ranked, *, context: int, batch: int, hw, criterion: str) -> dict[str
         if i == 0:
             out[lm.id] = "cheapest: " + base
         else:
-            ratio = (e.cost_per_million_tokens / best[2].cost_per_million_tokens if criterion == CRITERION_COST
-                     else best[2].tokens_per_s_per_gpu / e.tokens_per_s_per_gpu)
+            # one price for every model: the cost ratio is the ratio of GPU-seconds per token, which stays
+            # defined when a tiny --price-per-hour makes every cost 0.0 (5e-324 underflows)
+            ratio = ((e.tp * best[2].tokens_per_s_per_gpu) / (best[2].tp * e.tokens_per_s_per_gpu)
+                     if criterion == CRITERION_COST else best[2].tokens_per_s_per_gpu / e.tokens_per_s_per_gpu)
             out[lm.id] = f"{ratio:.2f}× the cost of {best[0].id}: {_pick_driver(best, row)}; " + base
         if not e.fits:
             out[lm.id] += f" (batch {batch} does not fit; at most {e.max_batch})"

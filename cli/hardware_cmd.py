@@ -9,6 +9,7 @@ import typer
 from .options import FormatOpt, JsonOpt
 from .render import (
     SCHEMA_VERSION,
+    literal,
     OutputFormat,
     fmt_int,
     fmt_si,
@@ -102,7 +103,7 @@ def list_cmd(fmt: FormatOpt = None, as_json: JsonOpt = False) -> None:
         for i, column in enumerate(table.columns):
             column.no_wrap = i != 1  # only the long device name wraps
         table.columns[1].min_width = 10
-        table.caption = f"user profiles: {user_profile_dir()}/*.yaml"
+        table.caption = literal(f"user profiles: {user_profile_dir()}/*.yaml")
         table.caption_justify = "left"
         stdout_console().print(table)
 

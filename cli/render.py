@@ -200,13 +200,17 @@ def rows_to_markdown(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> s
 
 
 def rich_table(title: str | None, headers: Sequence[str], rows: Iterable[Sequence[Any]], right: Sequence[int] = ()):
+    """A Rich table whose every string is literal text: a model id, folder or profile name with
+    brackets (``[/x]``) is shown as written, never parsed as Rich markup."""
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=title, title_justify="left", show_lines=False, show_header=any(str(h) for h in headers))
+    t = Table(title=None if title is None else Text(str(title)), title_justify="left", show_lines=False,
+              show_header=any(str(h) for h in headers))
     for i, h in enumerate(headers):
-        t.add_column(str(h), justify="right" if i in right else "left", overflow="fold")
+        t.add_column(Text(str(h)), justify="right" if i in right else "left", overflow="fold")
     for r in rows:
-        t.add_row(*["" if v is None else str(v) for v in r])
+        t.add_row(*[Text("" if v is None else str(v)) for v in r])
     return t
 
 
@@ -268,3 +272,10 @@ def plain_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequen
     out.extend(map("│ {} │".format, map(" │ ".join, zip(*cols))))
     out.append("└" + "┴".join("─" * (w + 2) for w in widths) + "┘")
     return "\n".join(out) + "\n"
+
+
+def literal(text: Any):
+    """``text`` as a Rich renderable that is never parsed as markup."""
+    from rich.text import Text
+
+    return Text(str(text))

@@ -49,6 +49,6 @@ def emit(sections: list[Section], fmt: OutputFormat, *, lines: Sequence[str] = (
         else:
             console.print(rich_table(s.title, s.headers, s.rows, right=s.right))
         if s.caption:
-            console.print(s.caption, highlight=False)
+            console.print(s.caption, highlight=False, markup=False)
     for line in lines:
         console.print(line, highlight=False, markup=False)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Annotated, Optional
 
 import typer
 
-from planner.analysis.errors import OptionError
+from planner.analysis.errors import OptionError, short
 
 from .analyze_cmd import ModelArg, RevisionOpt
 from .options import DEFAULT_BATCH, DEFAULT_CONTEXT
@@ -29,10 +30,10 @@ SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
 def parse_count(text: str, what: str) -> int:
     m = SIZE.match(text)
     if not m:
-        raise OptionError(f"--sweep {what}: '{text}' is not a count (use e.g. 64, 2k, 32k)")
+        raise OptionError(f"--sweep {what}: {short(text)} is not a count (use e.g. 64, 2k, 32k)")
     value = float(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
-    if value != int(value) or value < (1 if what == "batch" else 0) or value > (1 << 30):
-        raise OptionError(f"--sweep {what}: '{text}' is out of range")
+    if not math.isfinite(value) or value != int(value) or value < (1 if what == "batch" else 0) or value > (1 << 30):
+        raise OptionError(f"--sweep {what}: {short(text)} is out of range (at most {1 << 30})")
     return int(value)
 
 

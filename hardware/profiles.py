@@ -66,8 +66,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
+from planner.analysis.errors import HardwareError, short
 from planner.analysis.records import frozen
-from planner.analysis.errors import HardwareError
 
 from . import units
 
@@ -197,7 +197,7 @@ def _node_from_data(raw: Any, where: str) -> NodeSpec | None:
                                 "a node needs gpus_per_node, intra_node_bandwidth and intra_node_latency")
     n = raw["gpus_per_node"]
     if isinstance(n, bool) or not isinstance(n, int) or not (1 <= n <= 4096):
-        raise HardwareError(f"{where}: field 'node.gpus_per_node' = {n!r} is not a whole number in 1..4096",
+        raise HardwareError(f"{where}: field 'node.gpus_per_node' = {short(n, 80)} is not a whole number in 1..4096",
                             "e.g. gpus_per_node: 8")
     inter_bw = raw.get("inter_node_bandwidth")
     inter_lat = raw.get("inter_node_latency")
@@ -250,7 +250,7 @@ class HardwareProfile:
     matmul_efficiency_square_rows: int | None = None  # the n of the n×n×n GEMM the peak was measured at
 
     def __post_init__(self) -> None:
-        where = f"hardware profile {self.name!r}" + (f" ({self.path})" if self.path else "")
+        where = f"hardware profile {short(self.name, 80)}" + (f" ({self.path})" if self.path else "")
 
         def bad(what: str, hint: str) -> HardwareError:
             return HardwareError(f"{where}: {what}", hint)
@@ -258,13 +258,13 @@ class HardwareProfile:
         def positive(value: Any, attr: str, *, allow_zero: bool = False, integer: bool = False) -> None:
             ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
             if isinstance(value, bool) or not ok_type:
-                raise bad(f"{attr} = {value!r} is not a {'whole ' if integer else ''}number", "use base units")
+                raise bad(f"{attr} = {short(value, 80)} is not a {'whole ' if integer else ''}number", "use base units")
             if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-                raise bad(f"{attr} = {value!r} must be {'>= 0' if allow_zero else '> 0'} and finite", "use base units")
+                raise bad(f"{attr} = {short(value, 80)} must be {'>= 0' if allow_zero else '> 0'} and finite", "use base units")
 
         if not isinstance(self.name, str) or not _NAME_RE.match(self.name):
             raise bad(
-                f"name {self.name!r} is not a valid profile name",
+                f"name {short(self.name, 80)} is not a valid profile name",
                 "use lowercase letters, digits, '-', '_' or '.', e.g. 'h100-sxm'",
             )
         positive(self.memory_bytes, "memory_bytes", integer=True)
@@ -272,8 +272,8 @@ class HardwareProfile:
         peaks = dict(self.peak_flops_per_s)
         for key, value in peaks.items():
             if key not in DTYPE_KEYS:
-                raise bad(f"peak_flops_per_s has an unknown key {key!r}", f"use keys among {', '.join(DTYPE_KEYS)}")
-            positive(value, f"peak_flops_per_s[{key!r}]")
+                raise bad(f"peak_flops_per_s has an unknown key {short(key, 80)}", f"use keys among {', '.join(DTYPE_KEYS)}")
+            positive(value, f"peak_flops_per_s[{short(key, 80)}]")
         if not any(k in peaks for k in _FALLBACKS["bf16"]):
             raise bad("has no bf16, fp16 or fp32 peak FLOP/s", "add at least peak_flops.bf16 (dense)")
         object.__setattr__(self, "peak_flops_per_s", MappingProxyType({k: float(peaks[k]) for k in DTYPE_KEYS if k in peaks}))
@@ -285,11 +285,11 @@ class HardwareProfile:
         for attr in ("memory_efficiency", "compute_efficiency", "interconnect_efficiency"):
             v = getattr(self, attr)
             if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v <= 1)):
-                raise bad(f"{attr} = {v!r} is not a fraction in (0, 1]", "use e.g. 0.85, or null")
+                raise bad(f"{attr} = {short(v, 80)} is not a fraction in (0, 1]", "use e.g. 0.85, or null")
         if self.gemm_ridge_exponent is not None:
             positive(self.gemm_ridge_exponent, "gemm_ridge_exponent")
             if self.gemm_ridge_exponent < 1:
-                raise bad(f"gemm_ridge_exponent = {self.gemm_ridge_exponent!r} must be >= 1", "use e.g. 2, or null")
+                raise bad(f"gemm_ridge_exponent = {short(self.gemm_ridge_exponent, 80)} must be >= 1", "use e.g. 2, or null")
         if self.allreduce_latency_s is not None:
             positive(self.allreduce_latency_s, "allreduce_latency_s", allow_zero=True)
         positive(self.runtime_reserve_bytes, "runtime_reserve_bytes", allow_zero=True, integer=True)
@@ -299,15 +299,15 @@ class HardwareProfile:
                 "lower runtime_reserve",
             )
         if self.origin not in ORIGINS:
-            raise bad(f"origin {self.origin!r} is not one of {', '.join(ORIGINS)}", "this is a bug")
+            raise bad(f"origin {short(self.origin, 80)} is not one of {', '.join(ORIGINS)}", "this is a bug")
         if self.matmul_efficiency_by_rows is not None:
             rows_eff = {}
             for r, v in dict(self.matmul_efficiency_by_rows).items():
                 if isinstance(r, bool) or not isinstance(r, int) or r < 1:
-                    raise bad(f"matmul_efficiency_by_rows has a row count {r!r} that is not a whole number >= 1",
+                    raise bad(f"matmul_efficiency_by_rows has a row count {short(r, 80)} that is not a whole number >= 1",
                               "use e.g. {1: 0.05, 4: 0.07}")
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v <= 1):
-                    raise bad(f"matmul_efficiency_by_rows[{r}] = {v!r} is not a fraction in (0, 1]", "use e.g. 0.07")
+                    raise bad(f"matmul_efficiency_by_rows[{r}] = {short(v, 80)} is not a fraction in (0, 1]", "use e.g. 0.07")
                 rows_eff[r] = float(v)
             if not rows_eff:
                 raise bad("matmul_efficiency_by_rows is empty", "remove it or give e.g. {1: 0.05}")
@@ -332,7 +332,7 @@ class HardwareProfile:
                 return candidate
         have = ", ".join(self.peak_flops_per_s) or "none"
         raise HardwareError(
-            f"hardware profile {self.name!r} has no peak FLOP/s usable for {dtype_key!r} (it has: {have})",
+            f"hardware profile {short(self.name, 80)} has no peak FLOP/s usable for {short(dtype_key, 80)} (it has: {have})",
             f"add peak_flops.{key} to the profile, or use another dtype",
         )
 
@@ -439,18 +439,55 @@ def _compute_key(dtype_key: str, profile_name: str) -> str:
     if key in DTYPES:
         return DTYPES[key].compute
     raise HardwareError(
-        f"unknown compute dtype {dtype_key!r} for hardware profile {profile_name!r}",
+        f"unknown compute dtype {short(dtype_key, 80)} for hardware profile {short(profile_name, 80)}",
         f"use one of {', '.join(DTYPE_KEYS)}",
     )
 
 
 # ---- reading YAML --------------------------------------------------------------------------------
 
+#: A hardware profile is a few dozen values; a YAML file larger than this is not one.
+MAX_PROFILE_BYTES = 1 << 20
+#: Nodes a profile may hold once its aliases are expanded (a 550-byte "billion laughs" holds 10^9).
+MAX_YAML_NODES = 100_000
+
+
+def _expanded_nodes(text: str, yaml, loader) -> None:
+    """Refuse YAML whose aliases expand past ``MAX_YAML_NODES`` nodes, counted on the parser's event
+    stream (anchors are sized once, aliases add their anchor's size) before anything is built."""
+    anchors: dict[str, int] = {}
+    stack = [[0, None]]
+    for ev in yaml.parse(text, Loader=loader):
+        if isinstance(ev, yaml.AliasEvent):
+            stack[-1][0] += anchors.get(ev.anchor, 1)
+        elif isinstance(ev, yaml.ScalarEvent):
+            stack[-1][0] += 1
+            if ev.anchor:
+                anchors[ev.anchor] = 1
+        elif isinstance(ev, yaml.CollectionStartEvent):
+            stack.append([1, ev.anchor])
+        elif isinstance(ev, yaml.CollectionEndEvent) and len(stack) > 1:
+            count, anchor = stack.pop()
+            if anchor:
+                anchors[anchor] = count
+            stack[-1][0] += count
+        if stack[-1][0] > MAX_YAML_NODES:
+            raise OverflowError
+
+
 def _safe_load(text: str, where: str) -> Any:
     import yaml  # lazy: keeps `import hardware.profiles` cheap
 
     # The C-accelerated *safe* loader when available (same SafeConstructor: no python/* tags).
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    if "*" in text:  # aliases: bounded before the document is built (and before any message shows a value)
+        try:
+            _expanded_nodes(text, yaml, loader)
+        except OverflowError:
+            raise HardwareError(f"{where}: YAML aliases expand to more than {MAX_YAML_NODES} values",
+                                "a hardware profile is a flat mapping: write the values out, without '*' aliases") from None
+        except (yaml.YAMLError, RecursionError):
+            pass  # reported with its line by the load below
     try:
         return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader, equivalent to yaml.safe_load
     except yaml.YAMLError as exc:
@@ -476,6 +513,8 @@ def _safe_load(text: str, where: str) -> Any:
 def _read_text(read_bytes, where: str) -> str:
     try:
         raw = read_bytes()
+    except HardwareError:
+        raise
     except FileNotFoundError:
         raise HardwareError(f"hardware profile file not found: {where}", "check the path") from None
     except IsADirectoryError:
@@ -506,7 +545,7 @@ def _string(value: Any, fieldname: str, where: str, *, required: bool = True) ->
     if not isinstance(value, str) or not value.strip():
         raise HardwareError(
             f"{where}: field '{fieldname}' must be a non-empty string",
-            f"got {value!r}",
+            f"got {short(value, 80)}",
         )
     return value.strip()
 
@@ -527,7 +566,7 @@ def profile_from_data(
         if key not in _FIELDS:
             close = difflib.get_close_matches(str(key), _FIELDS, n=1)
             hint = f"did you mean '{close[0]}'?" if close else f"known fields: {', '.join(_FIELDS)}"
-            raise HardwareError(f"{where}: unknown field {key!r}", hint)
+            raise HardwareError(f"{where}: unknown field {short(key, 80)}", hint)
     for key in _REQUIRED:
         if data.get(key) is None:
             raise HardwareError(f"{where}: missing required field '{key}'", _FIELD_HINTS[key])
@@ -536,7 +575,7 @@ def profile_from_data(
     assert name is not None
     if not _NAME_RE.match(name):
         raise HardwareError(
-            f"{where}: field 'name': {name!r} is not a valid profile name",
+            f"{where}: field 'name': {short(name, 80)} is not a valid profile name",
             "use lowercase letters, digits, '-', '_' or '.', e.g. 'h100-sxm'",
         )
     display_name = _string(data.get("display_name", name), "display_name", where)
@@ -544,7 +583,7 @@ def profile_from_data(
     aliases = tuple(a.strip().lower() for a in _text_list(data.get("aliases"), "aliases", where))
     for alias in aliases:
         if not _NAME_RE.match(alias):
-            raise HardwareError(f"{where}: field 'aliases': {alias!r} is not a valid name", "use lowercase letters, digits, '-', '_' or '.'")
+            raise HardwareError(f"{where}: field 'aliases': {short(alias, 80)} is not a valid name", "use lowercase letters, digits, '-', '_' or '.'")
 
     memory_bytes = units.parse_bytes(data["memory"], field="memory", where=where)
     bandwidth = units.parse_bandwidth(data["memory_bandwidth"], field="memory_bandwidth", where=where)
@@ -559,7 +598,7 @@ def profile_from_data(
     for key, value in peaks_raw.items():
         k = str(key).lower()
         if k not in DTYPE_KEYS:
-            raise HardwareError(f"{where}: field 'peak_flops' has an unknown dtype {key!r}", f"use keys among {', '.join(DTYPE_KEYS)}")
+            raise HardwareError(f"{where}: field 'peak_flops' has an unknown dtype {short(key, 80)}", f"use keys among {', '.join(DTYPE_KEYS)}")
         if value is None:
             continue  # null: not supported / not published
         peaks[k] = units.parse_flops(value, field=f"peak_flops.{k}", where=where)
@@ -582,7 +621,7 @@ def profile_from_data(
         reserve, field="runtime_reserve", where=where, allow_zero=True
     )
     if reserve_bytes >= memory_bytes:
-        raise HardwareError(f"{where}: field 'runtime_reserve' ({reserve!r}) is not smaller than memory ({data['memory']!r})", "lower runtime_reserve")
+        raise HardwareError(f"{where}: field 'runtime_reserve' ({short(reserve, 80)}) is not smaller than memory ({short(data['memory'], 80)})", "lower runtime_reserve")
 
     price = data.get("price_per_hour")
     price_per_hour = None if price is None else units.parse_money(price, field="price_per_hour", where=where)
@@ -592,7 +631,7 @@ def profile_from_data(
         raise HardwareError(f"{where}: field 'efficiency' must be a mapping", "e.g. efficiency: {memory_bandwidth: 0.85, compute: null}")
     for key in eff:
         if key not in EFFICIENCY_KEYS:
-            raise HardwareError(f"{where}: field 'efficiency' has an unknown key {key!r}", f"use {', '.join(EFFICIENCY_KEYS)}")
+            raise HardwareError(f"{where}: field 'efficiency' has an unknown key {short(key, 80)}", f"use {', '.join(EFFICIENCY_KEYS)}")
     mem_eff = eff.get("memory_bandwidth")
     comp_eff = eff.get("compute")
     ic_eff = eff.get("interconnect")
@@ -602,7 +641,7 @@ def profile_from_data(
     ridge = eff.get("gemm_ridge_exponent")
     if ridge is not None and (isinstance(ridge, bool) or not isinstance(ridge, (int, float))
                               or not (1 <= ridge <= 1e6)):
-        raise HardwareError(f"{where}: field 'efficiency.gemm_ridge_exponent' = {ridge!r} is not a number >= 1",
+        raise HardwareError(f"{where}: field 'efficiency.gemm_ridge_exponent' = {short(ridge, 80)} is not a number >= 1",
                             "use e.g. 2 (1: compute and memory time add; large: the roofline's max)")
     ar = data.get("allreduce_latency")
     allreduce_latency_s = None if ar is None else units.parse_time(ar, field="allreduce_latency", where=where,
@@ -621,12 +660,12 @@ def profile_from_data(
             except ValueError:
                 rows = 0
             if rows < 1 or isinstance(key, bool):
-                raise HardwareError(f"{where}: field 'matmul_efficiency_by_rows' has a key {key!r} that is not a row count",
+                raise HardwareError(f"{where}: field 'matmul_efficiency_by_rows' has a key {short(key, 80)} that is not a row count",
                                     "use whole numbers >= 1, e.g. {1: 0.05, 4: 0.07}")
             skinny_eff[rows] = units.parse_fraction(value, field=f"matmul_efficiency_by_rows.{rows}", where=where)
     square = data.get("matmul_efficiency_square_rows")
     if square is not None and (isinstance(square, bool) or not isinstance(square, int) or square < 1):
-        raise HardwareError(f"{where}: field 'matmul_efficiency_square_rows' must be a whole number >= 1, got {square!r}",
+        raise HardwareError(f"{where}: field 'matmul_efficiency_square_rows' must be a whole number >= 1, got {short(square, 80)}",
                             "the n of the n x n x n GEMM the peak was measured with, e.g. 2048")
 
     return HardwareProfile(
@@ -668,7 +707,13 @@ _FIELD_HINTS = {
 def _load_file(entry: Any, origin: str) -> HardwareProfile:
     """``entry`` is a Path or an importlib.resources Traversable."""
     where = str(entry)
-    text = _read_text(entry.read_bytes, where)
+    if isinstance(entry, (str, os.PathLike)):  # a user's file: a regular file of bounded size, read without blocking
+        from planner.analysis.files import read_bounded
+
+        text = _read_text(lambda: read_bounded(entry, MAX_PROFILE_BYTES, what="hardware profile (YAML)",
+                                               error=HardwareError), where)
+    else:
+        text = _read_text(entry.read_bytes, where)
     data = _safe_load(text, where)
     return profile_from_data(data, where=where, origin=origin, path=where)
 
@@ -746,7 +791,7 @@ def _load_folder(folder: Any, origin: str) -> dict[str, HardwareProfile]:
         profile = _load_file(entry, origin)
         if profile.name in out:
             raise HardwareError(
-                f"two {origin} hardware profiles are named {profile.name!r}: {out[profile.name].path} and {profile.path}",
+                f"two {origin} hardware profiles are named {short(profile.name, 80)}: {out[profile.name].path} and {profile.path}",
                 "rename or remove one of them",
             )
         out[profile.name] = profile
@@ -806,7 +851,7 @@ def load_profile(name_or_path: str) -> HardwareProfile:
             return hits[0]
         if len(hits) > 1:
             raise HardwareError(
-                f"hardware alias {text!r} is ambiguous: {', '.join(p.name for p in hits)}",
+                f"hardware alias {short(text, 80)} is ambiguous: {', '.join(p.name for p in hits)}",
                 "use the full profile name, or remove the alias from one of the files",
             )
     if Path(text).is_file():
@@ -815,7 +860,7 @@ def load_profile(name_or_path: str) -> HardwareProfile:
     close = _close_matches(key, profiles)
     hint = f"did you mean {', '.join(close)}? " if close else ""
     raise HardwareError(
-        f"unknown hardware profile {text!r}",
+        f"unknown hardware profile {short(text, 80)}",
         f"{hint}run 'planner hardware list' to see all profiles, or pass a path to a YAML file",
     )
 
@@ -849,7 +894,7 @@ def check_profile_name(name: str) -> str:
     """A profile name usable as a file name in the user folder, or ``HardwareError``."""
     if not isinstance(name, str) or not _NAME_RE.match(name):
         raise HardwareError(
-            f"{name!r} is not a valid profile name", "use lowercase letters, digits, '-', '_' or '.', e.g. 'my-gpu'"
+            f"{short(name, 80)} is not a valid profile name", "use lowercase letters, digits, '-', '_' or '.', e.g. 'my-gpu'"
         )
     return name
 
@@ -863,9 +908,9 @@ def save_user_profile(data: dict, name: str) -> Path:
 
     check_profile_name(name)
     if not isinstance(data, Mapping):
-        raise HardwareError(f"profile data for {name!r} must be a mapping", f"got {type(data).__name__}")
+        raise HardwareError(f"profile data for {short(name, 80)} must be a mapping", f"got {type(data).__name__}")
     if data.get("name", name) != name:
-        raise HardwareError(f"profile data is named {data.get('name')!r} but is being saved as {name!r}", "make the two names equal")
+        raise HardwareError(f"profile data is named {short(data.get('name'), 80)} but is being saved as {short(name, 80)}", "make the two names equal")
     payload = {"name": name, **{k: v for k, v in _plain(data).items() if k != "name"}}
 
     folder = user_profile_dir()

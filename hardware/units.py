@@ -36,7 +36,7 @@ from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Any
 
-from planner.analysis.errors import HardwareError
+from planner.analysis.errors import HardwareError, short
 
 __all__ = [
     "parse_bytes",
@@ -107,7 +107,7 @@ def _where(field: str, where: str | None) -> str:
 
 
 def _fail(value: Any, field: str, where: str | None, problem: str, hint: str) -> HardwareError:
-    return HardwareError(f"{_where(field, where)}: {value!r} {problem}", hint)
+    return HardwareError(f"{_where(field, where)}: {short(value, 80)} {problem}", hint)
 
 
 def _split(value: Any, field: str, where: str | None, expected: str) -> tuple[Fraction, str]:

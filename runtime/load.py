@@ -190,10 +190,21 @@ def checkpoint_files(folder: str | Path) -> list[Path]:
         raise ConfigError(f"{p}: no such folder", "pass the local folder of a Hugging Face model (with *.safetensors)")
     index = p / "model.safetensors.index.json"
     if index.is_file():
+        from planner.analysis.checkpoint import MAX_HEADER_BYTES
+        from planner.analysis.errors import short
+        from planner.analysis.files import read_bounded
+
         try:
-            weight_map = json.loads(index.read_text())["weight_map"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(f"{index}: not a safetensors index ({exc})") from None
+            weight_map = json.loads(read_bounded(index, MAX_HEADER_BYTES, what="safetensors index").decode("utf-8"))["weight_map"]
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+            raise ConfigError(f"{index}: not a safetensors index ({short(str(exc), 80)})") from None
+        if not isinstance(weight_map, dict):
+            raise ConfigError(f"{index}: 'weight_map' is a {type(weight_map).__name__}, not an object of tensor name to file",
+                              "re-download the checkpoint's index")
+        bad = [f for f in weight_map.values() if not isinstance(f, str) or not f or "/" in f or "\\" in f or f in (".", "..")]
+        if bad:
+            raise ConfigError(f"{index}: 'weight_map' names {short(bad[0])}, not a file of this folder",
+                              "re-download the checkpoint's index")
         files = sorted({p / f for f in weight_map.values()})
     else:
         files = sorted(p.glob("*.safetensors"))
@@ -201,6 +212,10 @@ def checkpoint_files(folder: str | Path) -> list[Path]:
         hint = "only PyTorch .bin files found: convert them to safetensors" if list(p.glob("*.bin")) else \
             "download the model's *.safetensors files into the folder"
         raise ConfigError(f"{p}: no *.safetensors files", hint)
+    from planner.analysis.files import regular_file_or_error
+
+    for f in files:  # a FIFO or a device named *.safetensors: refused before safetensors opens it
+        regular_file_or_error(f, what="safetensors file")
     missing = [f for f in files if not f.is_file()]
     if missing:
         raise ConfigError(f"{p}: missing shard {missing[0].name}", "download every file the index names")

@@ -165,7 +165,7 @@ def read_windows(f: Fields, n_layers: int, policy: str) -> list[tuple[int | None
             elif t in ("full_attention", "attention"):
                 out.append((None, None))
             else:  # a mamba / linear-attention layer: not something this decoder builds
-                raise f.error("layer_types", f"says layer {i} is {t!r}, but model_type '{f.family}' has attention "
+                raise f.error("layer_types", f"says layer {i} is {short(t)}, but model_type '{f.family}' has attention "
                                              "layers only")
         return out
     if policy == "all":
