@@ -34,7 +34,7 @@ def read_config_file(path: str | os.PathLike) -> dict:
     The read is bounded: a FIFO, a device or a file over ``MAX_CONFIG_BYTES`` is refused unread."""
     p = Path(path)
     if p.is_dir():
-        if not (p / "config.json").is_file():
+        if not os.path.lexists(p / "config.json"):
             raise ConfigError(f"{p}: folder has no config.json", "pass the folder of a Hugging Face model or a config.json file")
         p = p / "config.json"
     try:

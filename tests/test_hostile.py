@@ -254,3 +254,169 @@ def test_non_ascii_hf_token_is_refused_without_echoing_it(hub, tmp_path):
 @pytest.mark.parametrize("var", ["HF_HUB_DOWNLOAD_TIMEOUT", "HF_HUB_ETAG_TIMEOUT"])
 def test_hf_timeout_that_is_not_a_number(hub, tmp_path, var):
     planner("analyze", "acme/tiny", endpoint=hub.url, home=tmp_path, **{var: "abc"}).assert_error(var)
+
+
+# ---- 2. special files: refused up front, never read (a hang is the failure mode: subprocesses) -----
+
+BOMB = """\
+name: bomb
+notes: [&a [lol,lol,lol,lol,lol,lol,lol,lol,lol], &b [*a,*a,*a,*a,*a,*a,*a,*a,*a],
+  &c [*b,*b,*b,*b,*b,*b,*b,*b,*b], &d [*c,*c,*c,*c,*c,*c,*c,*c,*c], &e [*d,*d,*d,*d,*d,*d,*d,*d,*d],
+  &f [*e,*e,*e,*e,*e,*e,*e,*e,*e], &g [*f,*f,*f,*f,*f,*f,*f,*f,*f], &h [*g,*g,*g,*g,*g,*g,*g,*g,*g],
+  &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]]
+memory: *i
+memory_bandwidth: 1 TB/s
+peak_flops: {bf16: 1 TFLOP/s}
+"""
+
+
+def cli(*args: str, home: Path, timeout: float = 30, **env: str) -> Run:
+    """The CLI in a subprocess, offline, with a timeout: a hang fails the test instead of the suite."""
+    e = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "PLANNER_"))}
+    e.update(HF_HOME=str(home / "hf"), HF_HUB_OFFLINE="1", PLANNER_CONFIG_DIR=str(home / "planner"),
+             PYTHONPATH=str(ROOT), NO_COLOR="1", COLUMNS="200", **env)
+    p = subprocess.run([sys.executable, "-m", "planner", *args], cwd=ROOT, env=e, capture_output=True, text=True,
+                       timeout=timeout)
+    return Run(p.returncode, p.stdout, p.stderr)
+
+
+@pytest.fixture
+def fifo(tmp_path):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs on this platform")
+    path = tmp_path / "pipe"
+    os.mkfifo(path)
+    return path
+
+
+def test_fifo_and_dev_zero_as_model_or_profile(tmp_path, fifo):
+    cli("analyze", str(fifo), home=tmp_path).assert_error("FIFO", "not a config.json")
+    cli("analyze", "qwen2.5-0.5b", "--hardware", str(fifo), home=tmp_path).assert_error("FIFO", "hardware profile")
+    if os.path.exists("/dev/zero"):
+        cli("analyze", "/dev/zero", home=tmp_path).assert_error("character device")
+        cli("trace", "qwen2.5-0.5b", "-H", "/dev/zero", home=tmp_path).assert_error("character device")
+
+
+def test_fifo_as_config_json_in_a_folder_and_as_a_safetensors_file_beside_it(tmp_path):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    os.mkfifo(folder / "config.json")
+    cli("analyze", str(folder), home=tmp_path).assert_error("FIFO")
+    os.unlink(folder / "config.json")
+    (folder / "config.json").write_text(json.dumps(QWEN))
+    os.mkfifo(folder / "model.safetensors")  # the checkpoint reconciliation must not open it
+    r = cli("analyze", str(folder), "--json", home=tmp_path)
+    assert r.code == 0, r.err
+
+
+def test_fifo_in_the_user_profile_folder_does_not_hang_other_commands(tmp_path):
+    hw = tmp_path / "planner" / "hardware"
+    hw.mkdir(parents=True)
+    os.mkfifo(hw / "stuck.yaml")
+    r = cli("analyze", "qwen2.5-0.5b", "--json", home=tmp_path)
+    assert r.code == 0, r.err
+
+
+def test_a_too_large_profile_is_refused(tmp_path):
+    big = tmp_path / "big.yaml"
+    big.write_text("name: big\nnotes: |\n" + ("  x\n" * 400_000))
+    run("analyze", "qwen2.5-0.5b", "--hardware", str(big)).assert_error("too large")
+
+
+def test_yaml_alias_bomb_is_refused_quickly(tmp_path):
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text(BOMB)
+    assert len(BOMB) < 600
+    line = cli("analyze", "qwen2.5-0.5b", "--hardware", str(bomb), home=tmp_path).assert_error("aliases")
+    assert len(line) < 400
+    hw = tmp_path / "planner" / "hardware"  # in the user's profile folder: named, not hanging
+    hw.mkdir(parents=True)
+    (hw / "bomb.yaml").write_text(BOMB)
+    cli("hardware", "list", home=tmp_path).assert_error("bomb.yaml", "aliases")
+
+
+def test_yaml_aliases_of_a_normal_size_still_load(tmp_path):
+    ok = tmp_path / "ok.yaml"
+    ok.write_text("name: ok\nmemory: &m 24 GiB\nmemory_bandwidth: 1 TB/s\npeak_flops: {bf16: &f 100 TFLOP/s, fp16: *f}\n"
+                  "notes: [*m]\n")
+    r = run("analyze", "qwen2.5-0.5b", "--hardware", str(ok), "--json")
+    assert r.code == 0, r.err
+
+
+def test_error_messages_never_format_an_unbounded_value(tmp_path):
+    from planner.analysis.errors import short
+
+    nested: list = ["x"]
+    for _ in range(40):  # 9^40 leaves if expanded
+        nested = [nested] * 9
+    for value in (nested, "y" * 10**6, 10**5000, {"k" * 1000: 1}):
+        assert len(short(value)) <= 40
+    p = tmp_path / "p.yaml"
+    p.write_text(PROFILE_LONG_NAME)
+    line = run("analyze", "qwen2.5-0.5b", "--hardware", str(p)).assert_error("memory")
+    assert len(line) < 500
+
+
+PROFILE_LONG_NAME = "name: long\nmemory: " + "x" * 100_000 + "\nmemory_bandwidth: 1 TB/s\npeak_flops: {bf16: 1 TFLOP/s}\n"
+
+
+# ---- 3. clean errors: markup, numbers at the edges -------------------------------------------------
+
+
+def test_rich_markup_in_user_strings_is_shown_literally(tmp_path, monkeypatch):
+    folder = tmp_path / "[/x]"  # (a folder "[" holding "x]")
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps(QWEN))
+    r = run("analyze", str(folder))
+    assert r.code == 0, r.err
+    assert "[/x]" in r.out
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps(dict(QWEN, model_type="[/x]")))
+    r = run("analyze", str(odd))
+    assert r.code == 0, r.err
+    assert "[/x]" in r.out
+    cfg = tmp_path / "[bold]cfg"
+    hw = cfg / "hardware"
+    hw.mkdir(parents=True)
+    (hw / "odd.yaml").write_text('name: odd\ndisplay_name: "[/x] [red]gpu"\nmemory: 80 GiB\nmemory_bandwidth: 1 TB/s\n'
+                                 "peak_flops: {bf16: 100 TFLOP/s}\n")
+    monkeypatch.setenv("PLANNER_CONFIG_DIR", str(cfg))
+    for args in (["analyze", "qwen2.5-0.5b", "-H", "odd"], ["compare", "qwen2.5-0.5b", "-H", "odd"],
+                 ["trace", "qwen2.5-0.5b", "-H", "odd", "--context", "64"], ["hardware", "show", "odd"],
+                 ["hardware", "list"]):
+        r = run(*args)
+        assert r.code == 0, (args, r.err)
+        assert "[/x] [red]gpu" in r.out or args == ["hardware", "list"], args
+    assert "[bold]cfg" in run("hardware", "list").out
+
+
+def test_unknown_model_type_warns_on_stderr_once(tmp_path):
+    odd = tmp_path / "odd.json"
+    odd.write_text(json.dumps(dict(QWEN, model_type="mystery")))
+    r = run("analyze", str(odd), "--json")
+    assert r.code == 0, r.err
+    warnings = [line for line in r.err.splitlines() if line.startswith("Warning: ")]
+    assert len(warnings) == 1 and "mystery" in warnings[0] and "generic" in warnings[0]
+    assert not [line for line in run("analyze", "qwen2.5-0.5b", "--json").err.splitlines() if "generic" in line]
+
+
+@pytest.mark.parametrize("value", [[1, 2], "llama", 3])
+def test_text_config_must_be_an_object(tmp_path, value):
+    p = tmp_path / "c.json"
+    p.write_text(json.dumps(dict(QWEN, model_type="llava", text_config=value)))
+    run("analyze", str(p)).assert_error("text_config", "must be an object")
+
+
+def test_tiny_price_ranks_and_explains_without_dividing_by_zero():
+    r = run("compare", "llama-3.1-8b", "qwen2.5-7b", "--price-per-hour", "5e-324", "--json")
+    assert r.code == 0, r.err
+    normal = run("compare", "llama-3.1-8b", "qwen2.5-7b", "--price-per-hour", "3", "--json")
+    assert r.json["ranking"] == normal.json["ranking"]  # the same order a real price gives
+    assert r.json["reasons"] == normal.json["reasons"]
+    assert run("compare", "llama-3.1-8b", "qwen2.5-7b", "--price-per-hour", "5e-324").code == 0
+
+
+@pytest.mark.parametrize("sweep", ["batch=" + "9" * 400, "context=" + "9" * 400, "batch=" + "9" * 300 + "k"])
+def test_sweep_values_too_large_for_a_float(sweep):
+    line = run("trace", "qwen2.5-0.5b", "--sweep", sweep).assert_error("--sweep", "out of range")
+    assert len(line) < 300
