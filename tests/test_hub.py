@@ -166,7 +166,8 @@ def test_timeout_says_unreachable_within_a_bounded_time(tmp_path):
                        PLANNER_HUB_TIMEOUT="0.3").assert_error("acme/tiny", "unreachable", "0.3 s")
         elapsed = time.monotonic() - t0
     assert "HF_HUB_OFFLINE=1" in line
-    assert elapsed < 8, elapsed  # one try, one retry, each bounded by PLANNER_HUB_TIMEOUT (not 10 s + 60 s)
+    # one request bounded by PLANNER_HUB_TIMEOUT, not the library's 10 s + 60 s retry (generous: start-up on a busy machine)
+    assert elapsed < 30, elapsed
     assert hub.paths() and all("/resolve/main/config.json" in p for p in hub.paths())
 
 
