@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from .records import frozen
 from .dtypes import DType, get_dtype, try_dtype
 from .quant import is_converted, quantized_bytes
@@ -72,17 +74,19 @@ class WeightFormat:
         split by ``modules_to_not_convert`` when the checkpoint's quantization applies)."""
         return spec.storage_layer_groups if self.quant is not None else spec.layer_groups
 
+    def counted_tensors(self, spec: ModelSpec) -> Iterator[tuple[Tensor, int]]:
+        """``spec.tensors()`` with identical layers collapsed: each tensor of a distinct layer (as
+        stored in this format) once, with the number of layers that hold it; model-level tensors once."""
+        for t in spec.embedding_tensors() + spec.final_norm_tensors() + spec.lm_head_tensors() + list(spec.vision):
+            yield t, 1
+        for group in self.layer_groups(spec):
+            for t in spec.layer_tensors(group[0]):
+                yield t, len(group)
+
     def model_bytes(self, spec: ModelSpec, kind: str | None = None) -> int:
         """``bytes_of(spec.tensors())`` (only tensors of ``kind`` when given), computed once per
         distinct layer and multiplied by its count."""
-        def of(tensors: list[Tensor]) -> int:
-            return self.bytes_of([t for t in tensors if t.kind == kind] if kind else tensors)
-
-        total = of(spec.embedding_tensors()) + of(spec.final_norm_tensors()) + of(spec.lm_head_tensors())
-        total += of(list(spec.vision))
-        for group in self.layer_groups(spec):
-            total += len(group) * of(spec.layer_tensors(group[0]))
-        return total
+        return sum(n * self.tensor_bytes(t) for t, n in self.counted_tensors(spec) if kind is None or t.kind == kind)
 
     def describe(self) -> str:
         if self.override is not None:

@@ -301,8 +301,8 @@ def loaded_weights(a, plan, engine: EngineProfile) -> LoadedWeights:
     spec, fmt = a.spec, a.fmt
     tp = plan.tp
     replicated = counted_split = padding = 0
-    for t in spec.tensors():
-        b = fmt.tensor_bytes(t)
+    for t, n in fmt.counted_tensors(spec):  # identical layers once, times their count
+        b = n * fmt.tensor_bytes(t)
         if t.kind == "norm":
             replicated += b
             continue
@@ -313,7 +313,7 @@ def loaded_weights(a, plan, engine: EngineProfile) -> LoadedWeights:
             from planner.analysis.quant import is_converted
 
             if is_converted(t, q):
-                padding += mxfp4_padded_bytes(t, q, tp, engine.mxfp4_pad_hidden, engine.mxfp4_pad_intermediate) - b
+                padding += n * mxfp4_padded_bytes(t, q, tp, engine.mxfp4_pad_hidden, engine.mxfp4_pad_intermediate) - b
     counted = -(-counted_split // tp) + replicated
     notes = []
     pad = -(-padding // tp)
