@@ -128,11 +128,15 @@ class CheckpointLayout:
     ``renames``: name prefixes to rewrite, checkpoint's -> ours (GPT-NeoX's ``gpt_neox.embed_in.``,
     Falcon's ``transformer.h.`` ...), applied before the module renames every family shares;
     ``qkv_grouped``: the fused QKV rows are interleaved per KV group (GPT-NeoX ``(H, 3, d)``, Falcon
-    ``(K, G+2, d)``) where ours are ``[q; k; v]``; ``experts``: how routed experts are stored."""
+    ``(K, G+2, d)``) where ours are ``[q; k; v]``; ``experts``: how routed experts are stored;
+    ``modules``: pieces of module names to rewrite (GPT-2's ``.attn.c_attn.`` is our
+    ``.self_attn.qkv_proj.``); ``transposed``: GPT-2's ``Conv1D`` stores weights ``(in, out)``."""
 
     renames: tuple[tuple[str, str], ...] = ()
+    modules: tuple[tuple[str, str], ...] = ()  # module-name pieces to rewrite, checkpoint's -> ours
     qkv_grouped: bool = False
     experts: ExpertLayout = ExpertLayout.PER_EXPERT
+    transposed: bool = False  # GPT-2's Conv1D: every matmul weight of a layer stored (in, out)
 
 
 @frozen

@@ -31,7 +31,8 @@ import torch
 from planner.analysis.errors import ConfigError, PlannerError, RuntimeUnavailableError
 from planner.analysis.spec import Attention, ExpertLayout, ModelSpec, MoE
 
-IGNORED = re.compile(r"(rotary_emb\.inv_freq|\.attention\.bias|\.attention\.masked_bias|\.rotary\.inv_freq)$")
+IGNORED = re.compile(r"(rotary_emb\.inv_freq|\.attention\.bias|\.attention\.masked_bias|\.rotary\.inv_freq|"
+                     r"\.attn\.bias|\.attn\.masked_bias)$")
 
 
 @dataclass
@@ -71,6 +72,8 @@ def translate(spec: ModelSpec, hf_name: str, t: torch.Tensor) -> Iterator[tuple[
     for old, new in spec.checkpoint.renames:
         if name.startswith(old):
             name = new + name[len(old):]
+    for old, new in spec.checkpoint.modules:
+        name = name.replace(old, new)
     for old, new in _MODULES:
         name = name.replace(old, new)
     m = _LAYER.match(name)
@@ -82,6 +85,8 @@ def translate(spec: ModelSpec, hf_name: str, t: torch.Tensor) -> Iterator[tuple[
     i, rest = int(m.group(1)), m.group(2)
     if i >= spec.num_layers:  # e.g. DeepSeek's multi-token-prediction layer: not part of the decoder
         return
+    if spec.checkpoint.transposed and t.dim() == 2:  # GPT-2's Conv1D: (in, out) -> nn.Linear's (out, in)
+        t = t.t()
     layer = spec.layers[i]
     pre = f"model.layers.{i}."
     ffn, mixer = layer.ffn, layer.mixer

@@ -67,6 +67,18 @@ CASES = {
     "cohere2-layer_types-bias": dict(BASE, model_type="cohere2", sliding_window=64, attention_bias=True,
                                      layer_types=["sliding_attention", "full_attention"] * 2, tie_word_embeddings=False),
     "cohere": dict(BASE, model_type="cohere", use_embedding_sharing=True),
+    # the GPT-2 lineage names its fields n_embd / n_layer / n_head (gpt_neo: num_layers / num_heads)
+    "gpt2": {"model_type": "gpt2", "n_embd": 128, "n_layer": 3, "n_head": 4, "vocab_size": 512, "n_positions": 256},
+    "gpt2-n_inner": {"model_type": "gpt2", "n_embd": 128, "n_layer": 2, "n_head": 8, "vocab_size": 500,
+                     "n_positions": 100, "n_inner": 200, "tie_word_embeddings": False},
+    "gpt_bigcode-mqa": {"model_type": "gpt_bigcode", "n_embd": 128, "n_layer": 3, "n_head": 4, "vocab_size": 512,
+                        "n_positions": 256},
+    "gpt_bigcode-mha": {"model_type": "gpt_bigcode", "n_embd": 128, "n_layer": 2, "n_head": 4, "vocab_size": 512,
+                        "n_positions": 256, "multi_query": False, "n_inner": 300},
+    "gptj": {"model_type": "gptj", "n_embd": 128, "n_layer": 3, "n_head": 4, "vocab_size": 512, "n_positions": 256,
+             "rotary_dim": 16},
+    "gpt_neo": {"model_type": "gpt_neo", "hidden_size": 128, "num_layers": 4, "num_heads": 4, "vocab_size": 512,
+                "max_position_embeddings": 256, "window_size": 32, "attention_types": [[["global", "local"], 2]]},
     "cohere-qk_norm-untied": dict(BASE, model_type="cohere", use_qk_norm=True, tie_word_embeddings=False),
 }
 
@@ -92,6 +104,7 @@ def kv_per_token_layer(m) -> int:
     ("cohere2", [64, 64, 64, None]),
     ("cohere2-layer_types-bias", [64, None, 64, None]),
     ("cohere", [None] * 4),
+    ("gpt_neo", [None, 32, None, 32]),
     ("llama", [None] * 4),
 ])
 def test_windows_per_family(name, expect_windows):

@@ -84,6 +84,14 @@ TINY["cohere"] = dict(NO_EPS, model_type="cohere", use_qk_norm=True, logit_scale
                       rope_theta=10000.0)
 TINY["cohere2"] = dict(NO_EPS, model_type="cohere2", sliding_window=8, sliding_window_pattern=2, logit_scale=0.5,
                        layer_norm_eps=1e-5, rope_theta=10000.0)
+GPT = dict(vocab_size=128, n_positions=64, n_embd=64, n_layer=2, n_head=4, layer_norm_epsilon=1e-5, pad_token_id=0)
+TINY["gpt2"] = dict(GPT, model_type="gpt2", n_inner=96)
+TINY["gpt_bigcode"] = dict(GPT, model_type="gpt_bigcode", multi_query=True)
+TINY["gpt_bigcode-mha"] = dict(GPT, model_type="gpt_bigcode", multi_query=False)
+TINY["gptj"] = dict(GPT, model_type="gptj", rotary_dim=8)
+TINY["gpt_neo"] = dict(vocab_size=128, max_position_embeddings=64, hidden_size=64, num_layers=2, num_heads=4,
+                       window_size=8, attention_types=[[["global", "local"], 1]], layer_norm_epsilon=1e-5,
+                       model_type="gpt_neo", pad_token_id=0)
 MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "gpt_oss", "llama4_text"}
 
 

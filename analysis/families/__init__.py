@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Callable, Union
 
 from ..spec import ModelSpec, NormKind, RopeStyle
-from . import cohere, deepseek, falcon, gpt_neox, hybrid
+from . import cohere, deepseek, falcon, gpt2, gpt_neox, hybrid
 from .common import Traits
 
 Builder = Callable[..., ModelSpec]
@@ -71,6 +71,10 @@ REGISTRY: dict[str, Family] = {
     "deepseek_v3": deepseek.build_v3,
     "kimi_k2": deepseek.build_kimi_k2,
     "gpt_neox": gpt_neox.build,
+    "gpt2": gpt2.build_gpt2,
+    "gpt_bigcode": gpt2.build_gpt2,
+    "gptj": gpt2.build_gptj,
+    "gpt_neo": gpt2.build_gpt_neo,
     "cohere": cohere.build_v1,
     "cohere2": cohere.build_v2,
     "falcon": falcon.build,
