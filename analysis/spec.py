@@ -206,6 +206,7 @@ class Attention:
     rope_theta: float = 10000.0
     sinks: bool = False
     qk_norm_per_head: bool = False  # Cohere: LayerNorms with a (heads, head_dim) weight, over head_dim
+    alibi: bool = False  # BLOOM: a per-head linear bias on the scores (slope x key position), no RoPE
 
     kind = MixerKind.ATTENTION
 
@@ -734,6 +735,7 @@ class ModelSpec:
     layers: tuple[Layer, ...]
     tie_word_embeddings: bool
     final_norm: Norm | None
+    embedding_norm: Norm | None = None  # BLOOM: a LayerNorm right after the word embedding
     max_position_embeddings: int | None = None
     position_embeddings: int = 0  # learned absolute positions (rows)
     lm_head_bias: bool = False
@@ -787,7 +789,9 @@ class ModelSpec:
         return out
 
     def final_norm_tensors(self) -> list[Tensor]:
-        return self.final_norm.tensors("model.norm") if self.final_norm else []
+        """The model-level norms: the final norm and, where there is one, the embedding's norm."""
+        out = self.embedding_norm.tensors("model.embed_layernorm") if self.embedding_norm else []
+        return out + (self.final_norm.tensors("model.norm") if self.final_norm else [])
 
     @cached_property
     def layer_groups(self) -> tuple[tuple[int, ...], ...]:

@@ -208,6 +208,9 @@ class _Builder:
         tables = len(self.spec.embedding_tensors())
         self.add(name="embedding", kind="embedding", category="embedding", layer=None,
                  weight_bytes=n * per_row * tables, act_write_bytes=n * h * self.a, kernels=tables)
+        if self.spec.embedding_norm is not None:  # BLOOM's word_embeddings_layernorm
+            self.norm("embed_layernorm", self.spec.embedding_norm, h, None,
+                      tensors=self.spec.embedding_norm.tensors("model.embed_layernorm"))
 
     def attention(self, i: int, m: Attention, tensors: dict[str, list[Tensor]]) -> None:
         s, n, a = self.shape, self.shape.tokens, self.a
@@ -489,7 +492,8 @@ class _Builder:
         h, v = spec.hidden_size, spec.vocab_size
         last = s.batch  # logits only for the last position of each sequence
         if spec.final_norm is not None:
-            self.norm("final_norm", spec.final_norm, h, None, n_tokens=last, tensors=spec.final_norm_tensors())
+            self.norm("final_norm", spec.final_norm, h, None, n_tokens=last,
+                      tensors=spec.final_norm.tensors("model.norm"))
         head = spec.lm_head_tensors() or [spec.embedding_tensors()[0]]
         w = head[0]
         self.add(name="lm_head", kind="matmul", category="lm_head", layer=None, flops=2 * last * w.numel,

@@ -270,6 +270,31 @@ def _allowed_TS(qpos_T: torch.Tensor, kpos_S: torch.Tensor, window: int | None, 
     return ok
 
 
+def alibi_slopes(heads: int) -> torch.Tensor:
+    """ALiBi's per-head slopes (Press et al.; BLOOM's ``_get_alibi_slopes``): a geometric series over
+    the nearest power of two of heads, the odd powers of the next one's base for the rest."""
+    closest = 2 ** math.floor(math.log2(heads))
+    base = 2 ** (-(2 ** -(math.log2(closest) - 3)))
+    slopes = [base ** p for p in range(1, 1 + closest)]
+    if closest != heads:
+        extra = 2 ** (-(2 ** -(math.log2(2 * closest) - 3)))
+        slopes += [extra ** p for p in range(1, 1 + 2 * min(closest, heads - closest), 2)]
+    return torch.tensor(slopes, dtype=torch.float32)
+
+
+class Alibi(nn.Module):
+    """The score bias of ALiBi: ``slope_h × key position`` (BLOOM's form; the ``-slope_h × query
+    position`` of the textbook form is constant along a softmax row and drops out)."""
+
+    def __init__(self, heads: int):
+        super().__init__()
+        self.heads = heads
+        self.register_buffer("slopes", torch.empty(heads, dtype=torch.float32), persistent=False)
+
+    def reset_buffers(self) -> None:
+        self.slopes = alibi_slopes(self.heads).to(self.slopes.device)
+
+
 class SelfAttention(nn.Module):
     """Softmax attention with K key/value heads shared by G = H/K query heads each (MHA, GQA, MQA).
 
@@ -297,6 +322,7 @@ class SelfAttention(nn.Module):
                 self.k_norm = RMSNorm(m.k_norm_dim, spec.norm_eps, spec.norm_offset, dtype=dtype)
         if m.sinks:
             self.sinks = nn.Parameter(torch.empty(H, dtype=dtype))
+        self.alibi = Alibi(H) if m.alibi else None
         self.rotary = None
         if m.rotary_dim:
             scaling = dict(spec.rope_scaling)
@@ -349,16 +375,27 @@ class SelfAttention(nn.Module):
                 keys_BKSd, vals_BKSe, kpos_S = cache.update(k_BKTd, v_BKTe, pos0)
         with region("attention"):
             mask_TS = None if kpos_S is None else _allowed_TS(pos_T, kpos_S, m.window, m.chunk)
-            out_BTHe = self.attend(q_BTHd, keys_BKSd, vals_BKSe, mask_TS)
+            bias = None
+            if self.alibi is not None:  # keys without positions are the first S positions (no ring without windows)
+                S = keys_BKSd.shape[2]
+                kp_S = kpos_S if kpos_S is not None else (pos_T if cache is None else torch.arange(S, device=pos_T.device))
+                bias = self.alibi.slopes[:, None] * kp_S.float()[None, :]  # (H, S)
+            out_BTHe = self.attend(q_BTHd, keys_BKSd, vals_BKSe, mask_TS, bias)
         with region("matmul"):
             return self.o_proj(out_BTHe.reshape(B, T, H * e))
 
-    def attend(self, q_BTHd, keys_BKSd, vals_BKSe, mask_TS):
+    def attend(self, q_BTHd, keys_BKSd, vals_BKSe, mask_TS, bias_HS=None):
         B, T = q_BTHd.shape[:2]
         K, G, d, e = self.K, self.G, self.d, self.e
         # (B, T, K, G, d) -> (B, K, G, T, d) -> (B, K, Q, d): the G heads of a KV head as G·T query rows
         q_BKQd = q_BTHd.view(B, T, K, G, d).permute(0, 2, 3, 1, 4).reshape(B, K, G * T, d)
         mask_QS = None if mask_TS is None else mask_TS.repeat(G, 1)
+        if bias_HS is not None:  # ALiBi: an additive float mask, -inf where a key is not seen
+            S = bias_HS.shape[-1]
+            bias_KQS = bias_HS.view(K, G, 1, S).expand(K, G, T, S).reshape(K, G * T, S).to(q_BKQd.dtype)
+            if mask_QS is not None:
+                bias_KQS = bias_KQS.masked_fill(~mask_QS, float("-inf"))
+            mask_QS = bias_KQS
         if self.softcap is None and not self.m.sinks:
             out_BKQe = F.scaled_dot_product_attention(q_BKQd, keys_BKSd, vals_BKSe, attn_mask=mask_QS, scale=self.scale)
         else:  # soft-capped logits (Gemma 2) or attention sinks (gpt-oss): written out
@@ -718,6 +755,8 @@ class Body(nn.Module):
         self.embed_tokens = nn.Embedding(spec.vocab_size, spec.hidden_size, dtype=dtype)
         if spec.position_embeddings:
             self.embed_positions = nn.Embedding(spec.position_embeddings, spec.hidden_size, dtype=dtype)
+        if spec.embedding_norm is not None:
+            self.embed_layernorm = make_norm(spec.embedding_norm, spec, dtype)
         self.layers = nn.ModuleList(Block(layer, spec, num, notes, dtype) for layer in spec.layers)
         if spec.final_norm is not None:
             self.norm = make_norm(spec.final_norm, spec, dtype)
@@ -744,7 +783,7 @@ class Decoder(nn.Module):
     def reset_buffers(self) -> None:
         """(Re)compute the non-parameter buffers: RoPE frequencies, router score biases (zero)."""
         for mod in self.modules():
-            if isinstance(mod, Rotary):
+            if isinstance(mod, (Rotary, Alibi)):
                 mod.reset_buffers()
             if isinstance(mod, Router) and hasattr(mod, "e_score_correction_bias"):
                 mod.e_score_correction_bias.zero_()
@@ -770,6 +809,8 @@ class Decoder(nn.Module):
                 x_BTD = x_BTD * _rounded(self.embedding_multiplier, x_BTD.dtype)
             if self.spec.position_embeddings:
                 x_BTD = x_BTD + self.model.embed_positions(pos_T)[None]
+        if self.spec.embedding_norm is not None:
+            x_BTD = self.model.embed_layernorm(x_BTD)
         for i, block in enumerate(self.model.layers):
             x_BTD = block(x_BTD, pos_T, pos0, None if cache is None else cache.layers[i])
         h = x_BTD if all_logits else x_BTD[:, -1:]  # logits for the last position only (serving engines)

@@ -89,6 +89,9 @@ TINY["gpt2"] = dict(GPT, model_type="gpt2", n_inner=96)
 TINY["gpt_bigcode"] = dict(GPT, model_type="gpt_bigcode", multi_query=True)
 TINY["gpt_bigcode-mha"] = dict(GPT, model_type="gpt_bigcode", multi_query=False)
 TINY["gptj"] = dict(GPT, model_type="gptj", rotary_dim=8)
+TINY["bloom"] = dict(vocab_size=128, hidden_size=64, n_layer=2, n_head=4, layer_norm_epsilon=1e-5, model_type="bloom",
+                     pad_token_id=0)
+TINY["bloom-6-heads"] = dict(TINY["bloom"], hidden_size=48, n_head=6)  # slopes past the nearest power of two
 TINY["gpt_neo"] = dict(vocab_size=128, max_position_embeddings=64, hidden_size=64, num_layers=2, num_heads=4,
                        window_size=8, attention_types=[[["global", "local"], 1]], layer_norm_epsilon=1e-5,
                        model_type="gpt_neo", pad_token_id=0)

@@ -20,7 +20,7 @@ TYPES = sys.argv[1:] or [
     "gemma3_text", "phi3", "phi", "olmo2", "olmo3", "olmoe", "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text",
     "granite", "smollm3", "exaone4", "glm4_moe", "starcoder2", "gpt_neox", "falcon", "qwen3_next", "nemotron_h",
     "jamba", "falcon_h1", "falcon_mamba", "mamba", "mamba2", "bamba", "granitemoehybrid", "lfm2", "zamba2",
-    "siglip_vision_model", "cohere", "cohere2", "gpt2", "gpt_bigcode", "gptj", "gpt_neo",
+    "siglip_vision_model", "cohere", "cohere2", "gpt2", "gpt_bigcode", "gptj", "gpt_neo", "bloom",
 ]
 DENY = ("token_id", "dropout", "initializer", "use_cache", "output_", "return_", "torchscript", "problem_type",
         "chunk_size_feed_forward", "is_encoder_decoder", "name_or_path", "transformers_version", "architectures",

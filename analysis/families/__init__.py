@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Callable, Union
 
 from ..spec import ModelSpec, NormKind, RopeStyle
-from . import cohere, deepseek, falcon, gpt2, gpt_neox, hybrid
+from . import bloom, cohere, deepseek, falcon, gpt2, gpt_neox, hybrid
 from .common import Traits
 
 Builder = Callable[..., ModelSpec]
@@ -75,6 +75,7 @@ REGISTRY: dict[str, Family] = {
     "gpt_bigcode": gpt2.build_gpt2,
     "gptj": gpt2.build_gptj,
     "gpt_neo": gpt2.build_gpt_neo,
+    "bloom": bloom.build,
     "cohere": cohere.build_v1,
     "cohere2": cohere.build_v2,
     "falcon": falcon.build,
