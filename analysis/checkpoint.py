@@ -31,6 +31,7 @@ class Checkpoint:
     total_bytes: int
     dtypes: dict[str, int]  # safetensors dtype → bytes (empty when only the index was read)
     tensors: int
+    elements: int | None = None  # parameters stored (from the headers' shapes; None from the index alone)
 
 
 def read_safetensors_header(path: Path) -> dict:
@@ -60,6 +61,7 @@ def find_checkpoint(folder: Path) -> Checkpoint | None:
     if files:
         total = 0
         count = 0
+        elements = 0
         dtypes: Counter = Counter()
         try:
             for f in files:
@@ -73,9 +75,13 @@ def find_checkpoint(folder: Path) -> Checkpoint | None:
                     total += nbytes
                     dtypes[str(info.get("dtype"))] += nbytes
                     count += 1
+                    n = 1
+                    for dim in info.get("shape", ()):
+                        n *= int(dim)
+                    elements += n
         except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError, OverflowError, RecursionError):
             return None  # (OverflowError: int(1e400); RecursionError: a header of nested brackets)
-        return Checkpoint(str(folder), total, dict(dtypes), count)
+        return Checkpoint(str(folder), total, dict(dtypes), count, elements)
     index = folder / "model.safetensors.index.json"
     if index.is_file():
         try:

@@ -64,6 +64,23 @@ def decode_config_bytes(data: bytes, where: str) -> dict:
     return cfg
 
 
+#: Fields that change a decoder's shape or arithmetic in ways the generic (Llama-style) builder does
+#: not model: parallel blocks, shared or projected embeddings, layer patterns, biases, other position
+#: encodings, post-norm blocks. A generic analysis names the ones its config sets.
+UNMODELLED = (
+    "parallel_attn", "use_parallel_residual", "parallel_residual", "parallel_block", "use_embedding_sharing",
+    "word_embed_proj_dim", "sliding_window_pattern", "attention_types", "attention_layers", "bias", "use_bias",
+    "enable_bias", "qkv_bias", "add_bias_linear", "alibi", "position_embedding_type", "do_layer_norm_before",
+    "apply_residual_connection_post_layernorm", "rotary_dim", "multi_query", "logit_scale", "use_qk_norm",
+    "qk_layernorm", "n_positions",
+)
+
+
+def unmodelled_fields(cfg: dict) -> list[str]:
+    """The fields of ``UNMODELLED`` that ``cfg`` sets (to anything but null, false or 0)."""
+    return [k for k in UNMODELLED if cfg.get(k) not in (None, False, 0)]
+
+
 # ---- the entry point -----------------------------------------------------------------------------
 
 
@@ -114,7 +131,7 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         if model_type in TEXT_WRAPPERS:
             raise UnsupportedModelError(f"{where}: multimodal model_type '{model_type}' has no text_config we can read")
         missing = [k for k in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
-                   if k not in cfg]
+                   if not any(a in cfg for a in (k, *ALIASES.get(k, ())))]
         if missing:
             raise UnsupportedModelError(
                 f"{where}: unsupported model_type '{model_type}' and the standard decoder fields "
@@ -123,6 +140,10 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
             )
         caveats.append(f"model_type '{model_type}' is not a known family: analysed as a generic Llama-style "
                        "decoder (pre-norm RMSNorm, gated MLP, RoPE); check the assumed fields below")
+        unknown = unmodelled_fields(cfg)
+        if unknown:
+            caveats.append("the generic decoder does not model these fields, so the counts may be wrong: "
+                           + ", ".join(unknown))
         family = generic_traits(cfg)
     from .family_defaults import FAMILY_DEFAULTS
 
@@ -136,6 +157,8 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
 
         spec = replace(spec, vision=gemma3_vision(top, spec.hidden_size, where.replace(" (text_config)", "")))
     spec = finish(spec, f, top_cfg=top, name=name, source=source, caveats=caveats)
+    if generic:
+        spec = replace(spec, generic=True)
     return spec
 
 

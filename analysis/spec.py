@@ -756,6 +756,7 @@ class ModelSpec:
     numerics: Numerics = Numerics()
     checkpoint: CheckpointLayout = CheckpointLayout()
     # bookkeeping
+    generic: bool = False  # an unknown model_type analysed as a generic Llama-style decoder
     name: str = ""
     source: str = ""
     provenance: tuple[Provenance, ...] = field(default=(), compare=False)

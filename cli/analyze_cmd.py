@@ -75,6 +75,7 @@ def analyze(
         from planner.analysis.checkpoint import reconcile
 
         rec = reconcile(Path(loaded.resolved.path).parent, a.weights_bytes + a.mtp_weights_bytes)
+        check_generic_count(loaded.spec, a.params.total, rec)
     warn_all(a.warnings)
     if out_fmt in (OutputFormat.json, OutputFormat.csv):
         d = analysis_json(a, loaded, hw, fit)
@@ -267,3 +268,19 @@ def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]
     sections.append(prov)
     lines = [f"caveat: {c}" for c in spec.caveats] + [f"note: {n}" for n in a.notes + fit.notes]
     return sections, lines
+
+
+def check_generic_count(spec, total_params: int, rec) -> None:
+    """An unknown family analysed as a generic decoder must count what its checkpoint holds: where the
+    safetensors headers say otherwise, the generic assumptions are wrong, and that is an error."""
+    if not spec.generic or rec is None or rec.checkpoint.elements is None or spec.quant is not None:
+        return
+    stored = rec.checkpoint.elements
+    if stored != total_params:
+        from planner.analysis.errors import UnsupportedModelError
+
+        raise UnsupportedModelError(
+            f"model_type '{spec.model_type}' is not a known family, and the generic decoder counts "
+            f"{total_params:,} parameters where the checkpoint ({rec.checkpoint.source}) holds {stored:,} "
+            f"({stored - total_params:+,})",
+            "the architecture differs from a Llama-style decoder; see the caveats of the bundled families")

@@ -197,6 +197,56 @@ def test_unknown_family_is_generic_with_caveat(tmp_path):
     assert d["params"]["total"] > 0
 
 
+def test_generic_fallback_names_the_fields_it_does_not_model(tmp_path):
+    cfg = dict(BASE, model_type="brand_new_llm", use_parallel_residual=True, use_embedding_sharing=True,
+               sliding_window_pattern=4, use_bias=True, alibi=False)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    d = run("analyze", str(tmp_path), "--json").json
+    line = next(c for c in d["caveats"] if "does not model" in c)
+    for key in ("use_parallel_residual", "use_embedding_sharing", "sliding_window_pattern", "use_bias"):
+        assert key in line
+    assert "alibi" not in line  # false: nothing to model
+
+
+def test_unknown_family_gate_reads_aliases(tmp_path):
+    cfg = {"model_type": "brand_new_gpt", "n_embd": 64, "n_layer": 2, "n_head": 4, "vocab_size": 100,
+           "intermediate_size": 128}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    d = run("analyze", str(tmp_path), "--json").json
+    assert any("brand_new_gpt" in c and "generic" in c for c in d["caveats"])
+
+
+def _safetensors_header(path, shapes):
+    """A safetensors file holding only its header (the planner reads headers, never the data)."""
+    header, offset = {}, 0
+    for name, shape in shapes.items():
+        n = 2
+        for dim in shape:
+            n *= dim
+        header[name] = {"dtype": "BF16", "shape": list(shape), "data_offsets": [offset, offset + n]}
+        offset += n
+    raw = json.dumps(header).encode()
+    path.write_bytes(len(raw).to_bytes(8, "little") + raw)
+
+
+@pytest.mark.parametrize("extra_rows", [0, 7])
+def test_generic_count_that_disagrees_with_the_checkpoint_is_an_error(tmp_path, extra_rows):
+    from planner.analysis.config import parse_config
+
+    cfg = dict(BASE, model_type="brand_new_llm", torch_dtype="bfloat16")
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    spec = parse_config(cfg)
+    shapes = {t.name: t.shape for t in spec.tensors()}
+    shapes["model.embed_tokens.weight"] = (spec.vocab_size + extra_rows, spec.hidden_size)
+    _safetensors_header(tmp_path / "model.safetensors", shapes)
+    r = run("analyze", str(tmp_path), "--json")
+    if extra_rows == 0:
+        assert r.code == 0, r.err
+    else:
+        assert r.code != 0 and r.err.count("Error:") == 1
+        assert f"+{extra_rows * spec.hidden_size:,}" in r.err and "generic" in r.err
+
+
 def test_no_torch_for_help_analyze_trace():
     code = (
         "import sys\n"
