@@ -73,6 +73,22 @@ class _Lazy:
         return make_default_short_help(self.help, limit)
 
 
+def _tolerant_streams() -> None:
+    """An output encoding that cannot hold the tables' characters (``PYTHONIOENCODING=ascii``, a C
+    locale) gets '?' for them instead of a UnicodeEncodeError after half a table."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            "×┃µ".encode(encoding)
+        except (UnicodeEncodeError, LookupError):
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                try:
+                    reconfigure(errors="replace")
+                except (ValueError, OSError):
+                    pass
+
+
 class PlannerGroup(TyperGroup):
     """Runs click in non-standalone mode and maps every failure to one ``Error:`` line. Commands are
     registered lazily (``commands.COMMANDS``): listed by name and help line, imported when run."""
@@ -108,6 +124,7 @@ class PlannerGroup(TyperGroup):
             raise typer.Exit(130) from None
 
     def main(self, args: Any = None, prog_name: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        _tolerant_streams()
         code = EXIT_OK
         try:
             rv = super().main(args=args, prog_name=prog_name or "planner", standalone_mode=False, **extra)

@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-from planner.analysis.errors import OptionError
+from planner.analysis.errors import OptionError, short
 
 FIGSIZE_IN = (8.0, 5.0)
 DPI = 120
@@ -68,6 +68,18 @@ def check_plot_path(path: str | os.PathLike) -> Path:
     suffix = p.suffix.lower()
     if suffix not in SUFFIXES:
         raise OptionError(f"--plot {p}: unsupported file type '{p.suffix or '(none)'}'", "use a .png or .svg file name")
+    try:
+        os.lstat(p)
+    except FileNotFoundError:
+        pass
+    except OSError as exc:  # a name too long for the file system, a path through a file ...
+        raise OptionError(f"--plot {short(str(p), 120)}: {exc.strerror or type(exc).__name__}",
+                          "choose a shorter name or another path") from None
+    if p.is_symlink():
+        if not p.exists():
+            raise OptionError(f"--plot {p}: a symbolic link to a file that does not exist",
+                              "remove the link or choose another path")
+        p = Path(os.path.realpath(p))  # the file it names is replaced, not the link
     if p.is_dir():
         raise OptionError(f"--plot {p}: is a folder", "give a file name ending in .png or .svg")
     parent = p.parent
@@ -101,11 +113,28 @@ def _save(fig, path: Path) -> None:
 
     fmt = path.suffix.lower().lstrip(".")
     meta = {"Date": None} if fmt == "svg" else {"Software": None}
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):  # names and paths are text, never mathtext ('$' in a model id or path)
+        text.set_parse_math(False)
+    # written to a temporary file beside it, then renamed: a failure (a full disk) leaves any old picture whole
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".planner-plot-", suffix=path.suffix)
     try:
-        with matplotlib.rc_context({"svg.hashsalt": "planner", "svg.fonttype": "path"}):
-            fig.savefig(path, format=fmt, dpi=DPI, metadata=meta)
+        with os.fdopen(fd, "wb") as fh, matplotlib.rc_context({"svg.hashsalt": "planner", "svg.fonttype": "path"}):
+            fig.savefig(fh, format=fmt, dpi=DPI, metadata=meta)
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
     except OSError as exc:
         raise OptionError(f"--plot {path}: cannot write it ({exc.strerror or exc})", "choose another path") from None
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 # ---- shared drawing helpers ---------------------------------------------------------------------

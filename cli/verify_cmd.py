@@ -29,7 +29,7 @@ VerifyHardwareOpt = Annotated[Optional[str], typer.Option(
     "--hardware", "-H", help="Profile the prediction uses: a name, a YAML path, or 'calibrated' (see 'planner calibrate'); "
                              "default: the calibrated profile of this device, else 'cpu' / the bundled GPU profile.")]
 WeightsOpt = Annotated[Optional[str], typer.Option("--weights", help="Local folder of Hugging Face *.safetensors to load; default: seeded random weights.")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the random weights, KV cache and tokens.")]
+SeedOpt = Annotated[int, typer.Option("--seed", min=0, max=(1 << 64) - 1, help="Seed of the random weights, KV cache and tokens.")]
 ProfileOpt = Annotated[bool, typer.Option("--profile/--no-profile", help="Per-op-kind times from the torch profiler (a few extra eager steps).")]
 ReferenceOpt = Annotated[Optional[str], typer.Option(
     "--reference", help="Compare the --weights checkpoint's logits and greedy tokens with another implementation: "

@@ -420,3 +420,63 @@ def test_tiny_price_ranks_and_explains_without_dividing_by_zero():
 def test_sweep_values_too_large_for_a_float(sweep):
     line = run("trace", "qwen2.5-0.5b", "--sweep", sweep).assert_error("--sweep", "out of range")
     assert len(line) < 300
+
+
+# ---- 3. --plot: odd paths, never a half-written or redirected picture -------------------------------
+
+
+@pytest.fixture
+def mpl():
+    pytest.importorskip("matplotlib", reason="the plot extra is not installed")
+
+
+def test_plot_with_dollar_signs_in_the_path_and_the_model_name(tmp_path, mpl):
+    folder = tmp_path / "a$b"
+    folder.mkdir()
+    cfg = folder / "x$y.json"
+    cfg.write_text(json.dumps(QWEN))
+    out = folder / "m$.png"
+    r = run("compare", str(cfg), "qwen2.5-0.5b", "--plot", str(out), "--json")
+    assert r.code == 0, r.err
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_plot_name_too_long_and_dangling_link(tmp_path, mpl):
+    line = run("trace", "qwen2.5-0.5b", "--plot", str(tmp_path / ("x" * 300 + ".png"))).assert_error("--plot")
+    assert len(line) < 400
+    link = tmp_path / "dl.png"
+    link.symlink_to(tmp_path / "nowhere.png")
+    run("trace", "qwen2.5-0.5b", "--plot", str(link)).assert_error("symbolic link")
+    assert not (tmp_path / "nowhere.png").exists()
+
+
+def test_a_failed_plot_leaves_the_old_picture_whole(tmp_path, mpl, monkeypatch):
+    import errno
+
+    from matplotlib.figure import Figure
+
+    out = tmp_path / "old.png"
+    out.write_bytes(b"\x89PNG old picture")
+
+    def full(self, *a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Figure, "savefig", full)
+    run("trace", "qwen2.5-0.5b", "--plot", str(out)).assert_error("No space left")
+    assert out.read_bytes() == b"\x89PNG old picture"
+    assert sorted(p.name for p in tmp_path.iterdir() if "plot" in p.name or p.suffix == ".png") == ["old.png"]
+
+
+# ---- 3. the environment: an ASCII terminal, a seed past 64 bits ------------------------------------
+
+
+def test_an_ascii_output_encoding_gets_a_table_not_a_crash(tmp_path):
+    for args in (["analyze", "qwen2.5-0.5b"], ["compare", "qwen2.5-0.5b", "llama-3.1-8b"]):
+        r = cli(*args, home=tmp_path, PYTHONIOENCODING="ascii")
+        assert r.code == 0, r.err
+        assert "Qwen/Qwen2.5-0.5B" in r.out
+
+
+@pytest.mark.parametrize("seed", [str(1 << 64), "-1", "9" * 40])
+def test_verify_seed_outside_64_bits_is_a_usage_error(seed):
+    run("verify", "qwen2.5-0.5b", "--seed", seed).assert_error("--seed", code=2)
