@@ -70,9 +70,9 @@ def check_plot_path(path: str | os.PathLike) -> Path:
         raise OptionError(f"--plot {p}: unsupported file type '{p.suffix or '(none)'}'", "use a .png or .svg file name")
     try:
         os.lstat(p)
-    except FileNotFoundError:
-        pass
-    except OSError as exc:  # a name too long for the file system, a path through a file ...
+    except (FileNotFoundError, NotADirectoryError):
+        pass  # (worded below)
+    except OSError as exc:  # a name too long for the file system ...
         raise OptionError(f"--plot {short(str(p), 120)}: {exc.strerror or type(exc).__name__}",
                           "choose a shorter name or another path") from None
     if p.is_symlink():
