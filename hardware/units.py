@@ -95,6 +95,7 @@ _MAX_FLOPS = 1e19  # 10 EFLOP/s
 _MAX_TIME_S = 86_400.0  # one day
 _MAX_PRICE = 10_000.0  # USD per GPU-hour
 _MAX_EXPONENT = 100  # a decimal exponent beyond this is no hardware figure (and 1e999999999 would hang)
+_MAX_DIGITS = 100  # digits in one number: far beyond any hardware figure, far below int()'s 4,300-digit limit
 
 _NUMBER = r"[+-]?(?:\d{1,3}(?:,\d{3})+(?:\.\d*)?|\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?|[+-]?(?:nan|inf|infinity)"
 _VALUE_RE = re.compile(rf"^\s*(?P<num>{_NUMBER})\s*(?P<unit>.*?)\s*$", re.IGNORECASE)
@@ -131,6 +132,8 @@ def _split(value: Any, field: str, where: str | None, expected: str) -> tuple[Fr
                     f"write a decimal point (e.g. '1.5'); expected {expected}")
     if num.lstrip("+-").lower() in ("nan", "inf", "infinity"):
         raise _fail(value, field, where, "is not a finite number", f"expected {expected}")
+    if sum(c.isdigit() for c in num) > _MAX_DIGITS:  # (int() refuses past 4,300 digits; no real figure is near)
+        raise _fail(value, field, where, "has absurdly many digits", f"expected {expected}")
     exponent = re.search(r"[eE]([+-]?\d+)$", num)
     if exponent and abs(int(exponent.group(1))) > _MAX_EXPONENT:  # (Fraction would build a huge integer)
         raise _fail(value, field, where, "is absurdly large or small", f"expected {expected}")

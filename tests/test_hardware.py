@@ -144,6 +144,8 @@ def test_parse_size_for_cli_values():
         (units.parse_bytes, "nan GB", "not a finite number"),
         (units.parse_bytes, "inf GiB", "not a finite number"),
         (units.parse_bytes, "5000 EiB", "absurd"),
+        (units.parse_bytes, "9" * 5000 + " GiB", "absurdly many digits"),  # past int()'s 4,300-digit limit
+        (units.parse_bandwidth, "0." + "0" * 5000 + "1 TB/s", "absurdly many digits"),
         (units.parse_bytes, "1,5 TB", "comma"),
         (units.parse_bytes, True, "not a value with a unit"),
         (units.parse_bytes, [80], "wrong type"),
