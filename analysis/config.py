@@ -18,7 +18,7 @@ from typing import Any
 from . import families
 from .errors import ConfigError, UnsupportedModelError
 from .files import read_bounded
-from .families import TEXT_WRAPPERS, VISION_COUNTED, supported_model_types  # noqa: F401  (re-exported)
+from .families import TEXT_WRAPPERS, VISION_COUNTED, WRAPPER_TIE, supported_model_types  # noqa: F401  (re-exported)
 from .families import decoder as _decoder
 from .families.common import ALIASES, Traits, generic_traits, read_rope_extra
 from .fields import Fields, short
@@ -111,13 +111,23 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         for key in ("torch_dtype", "dtype", "quantization_config", "tie_word_embeddings"):
             if key in cfg and key not in text:
                 text[key] = cfg[key]
+        rule = WRAPPER_TIE.get(model_type or "")
+        if rule is not None:
+            from .family_defaults import FAMILY_DEFAULTS
+
+            tie = cfg.get("tie_word_embeddings", FAMILY_DEFAULTS.get(model_type, {}).get("tie_word_embeddings"))
+            if not isinstance(tie, bool):
+                raise ConfigError(f"{where}: field 'tie_word_embeddings' must be true or false, got {short(tie)}")
+            if rule == "wrapper" or tie:
+                text["tie_word_embeddings"] = tie
         wrapper = model_type
         if model_type in VISION_COUNTED:
             caveats.append(f"multimodal config ({model_type}): the vision encoder is counted in the parameters and "
                            "weights, as transformers builds it, but takes no part in the text decode trace")
         else:
             caveats.append(f"multimodal config ({model_type}): the language model in text_config is analysed; "
-                           "the vision/audio encoder is not counted (transformers' causal-LM class leaves it out too)")
+                           "its vision/audio encoder is not counted (not modelled here yet): params.total and weights "
+                           "memory are short by that encoder")
         cfg = text
         model_type = inner
         where = f"{where} (text_config)"
@@ -153,9 +163,7 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
     else:
         spec = family(f, model_type)
     if wrapper in VISION_COUNTED:
-        from .vision import gemma3_vision
-
-        spec = replace(spec, vision=gemma3_vision(top, spec.hidden_size, where.replace(" (text_config)", "")))
+        spec = replace(spec, vision=VISION_COUNTED[wrapper](top, spec.hidden_size, where.replace(" (text_config)", "")))
     spec = finish(spec, f, top_cfg=top, name=name, source=source, caveats=caveats)
     if generic:
         spec = replace(spec, generic=True)

@@ -1,8 +1,17 @@
-"""Vision encoders of multimodal wrappers whose transformers causal-LM class builds them (Gemma 3).
+"""Vision encoders and projectors of multimodal wrappers, as transformers' full model
+(``*ForConditionalGeneration``) builds them: Gemma 3 (SigLIP), LLaVA (CLIP or SigLIP), Mistral 3 (Pixtral).
 
-Their parameters count in ``params.total`` (category ``vision``) and their weights in memory, as
-``AutoModelForCausalLM`` builds them; they take no part in a text decode step, so the trace and the
-FLOP counts leave them out.
+Their parameters count in ``params.total`` (category ``vision``) and their weights in memory (an engine
+loads the whole checkpoint); they take no part in a text decode step, so the trace and the FLOP counts
+leave them out.
+
+CLIP vision tower (``clip_vision_model``): a class embedding, a bias-free patch conv, learned positions
+(patches + 1), ``pre_layrnorm``, SigLIP-shaped encoder blocks and ``post_layernorm``. Pixtral
+(``pixtral``): a bias-free patch conv, an RMSNorm ``ln_pre``, blocks of RMSNorm, bias-free q/k/v/o and a
+gated SiLU MLP (gate/up/down), RoPE (no parameters). LLaVA's projector: ``linear_1`` (vision hidden ×
+feature layers → text hidden) and ``linear_2``, biased when ``multimodal_projector_bias``. Mistral 3's:
+an RMSNorm over the vision hidden, a bias-free ``patch_merger.merging_layer`` (vision hidden ×
+spatial_merge_size² → vision hidden), then LLaVA's two linears.
 
 SigLIP vision tower (``siglip_vision_model``): a patch-embedding conv with bias, learned positions
 (one per patch), ``num_hidden_layers`` pre-LayerNorm blocks (q, k, v, out projections and fc1/fc2, all
@@ -39,15 +48,29 @@ def _side(f: Fields, key: str) -> int:
     return v * v
 
 
-def siglip_tensors(vision_config: object, where: str, prefix: str = "model.vision_tower.vision_model") -> list[Tensor]:
+def _vision_fields(vision_config: object, where: str, family: str) -> Fields:
     from .family_defaults import FAMILY_DEFAULTS
 
     if vision_config is None:
         vision_config = {}
     if not isinstance(vision_config, dict):
         raise ConfigError(f"{where}: field 'vision_config' must be an object")
-    f = Fields(vision_config, f"{where} (vision_config)", defaults=FAMILY_DEFAULTS.get("siglip_vision_model"),
-               nested=True, family="siglip_vision_model")
+    return Fields(vision_config, f"{where} (vision_config)", defaults=FAMILY_DEFAULTS.get(family), nested=True,
+                  family=family)
+
+
+def _encoder_block(out: list[Tensor], p: str, h: int, inter: int) -> None:
+    """One CLIP/SigLIP encoder layer: LayerNorms, biased q/k/v/out projections, biased fc1/fc2."""
+    _ln(out, f"{p}.layer_norm1", h)
+    for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
+        _lin(out, f"{p}.self_attn.{name}", h, h)
+    _ln(out, f"{p}.layer_norm2", h)
+    _lin(out, f"{p}.mlp.fc1", inter, h)
+    _lin(out, f"{p}.mlp.fc2", h, inter)
+
+
+def siglip_tensors(vision_config: object, where: str, prefix: str = "model.vision_tower.vision_model") -> list[Tensor]:
+    f = _vision_fields(vision_config, where, "siglip_vision_model")
     h = f.int("hidden_size")
     inter = f.int("intermediate_size")
     layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
@@ -68,13 +91,7 @@ def siglip_tensors(vision_config: object, where: str, prefix: str = "model.visio
         Tensor(f"{prefix}.embeddings.position_embedding.weight", (patches, h), "vision"),
     ]
     for i in range(layers):
-        p = f"{prefix}.encoder.layers.{i}"
-        _ln(out, f"{p}.layer_norm1", h)
-        for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
-            _lin(out, f"{p}.self_attn.{name}", h, h)
-        _ln(out, f"{p}.layer_norm2", h)
-        _lin(out, f"{p}.mlp.fc1", inter, h)
-        _lin(out, f"{p}.mlp.fc2", h, inter)
+        _encoder_block(out, f"{prefix}.encoder.layers.{i}", h, inter)
     _ln(out, f"{prefix}.post_layernorm", h)
     if f.bool("vision_use_head"):
         out.append(Tensor(f"{prefix}.head.probe", (1, 1, h), "vision"))
@@ -96,3 +113,130 @@ def gemma3_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]
         Tensor("model.multi_modal_projector.mm_soft_emb_norm.weight", (vh,), "vision"),
     ]
     return tuple(tower + projector)
+
+
+def _patches(f: Fields) -> tuple[int, int]:
+    """(patch count, patch side) of a square-patch tower."""
+    image_area = _side(f, "image_size")
+    patch = f.int("patch_size", hi=4096)
+    patches = image_area // (patch * patch)
+    if patches < 1:
+        raise f.error("patch_size", "is larger than image_size")
+    return patches, patch
+
+
+def _heads_divide(f: Fields, h: int) -> None:
+    heads = f.int("num_attention_heads")
+    if h % heads:
+        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({h})")
+
+
+def clip_tensors(vision_config: object, where: str, prefix: str = "model.vision_tower.vision_model") -> list[Tensor]:
+    f = _vision_fields(vision_config, where, "clip_vision_model")
+    h = f.int("hidden_size")
+    inter = f.int("intermediate_size")
+    layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
+    _heads_divide(f, h)
+    channels = f.int("num_channels", hi=64)
+    patches, patch = _patches(f)
+    out: list[Tensor] = [
+        Tensor(f"{prefix}.embeddings.class_embedding", (h,), "vision"),
+        Tensor(f"{prefix}.embeddings.patch_embedding.weight", (h, channels, patch, patch), "vision"),
+        Tensor(f"{prefix}.embeddings.position_embedding.weight", (patches + 1, h), "vision"),
+    ]
+    _ln(out, f"{prefix}.pre_layrnorm", h)
+    for i in range(layers):
+        _encoder_block(out, f"{prefix}.encoder.layers.{i}", h, inter)
+    _ln(out, f"{prefix}.post_layernorm", h)
+    return out
+
+
+def pixtral_tensors(vision_config: object, where: str, prefix: str = "model.vision_tower") -> list[Tensor]:
+    f = _vision_fields(vision_config, where, "pixtral")
+    h = f.int("hidden_size")
+    inter = f.int("intermediate_size")
+    layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
+    _heads_divide(f, h)
+    channels = f.int("num_channels", hi=64)
+    _, patch = _patches(f)
+    out = [Tensor(f"{prefix}.patch_conv.weight", (h, channels, patch, patch), "vision"),
+           Tensor(f"{prefix}.ln_pre.weight", (h,), "vision")]
+    for i in range(layers):
+        p = f"{prefix}.transformer.layers.{i}"
+        out.append(Tensor(f"{p}.attention_norm.weight", (h,), "vision"))
+        for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            out.append(Tensor(f"{p}.attention.{name}.weight", (h, h), "vision"))
+        out.append(Tensor(f"{p}.ffn_norm.weight", (h,), "vision"))
+        out.append(Tensor(f"{p}.feed_forward.gate_proj.weight", (inter, h), "vision"))
+        out.append(Tensor(f"{p}.feed_forward.up_proj.weight", (inter, h), "vision"))
+        out.append(Tensor(f"{p}.feed_forward.down_proj.weight", (h, inter), "vision"))
+    return out
+
+
+def _llava_projector(top: dict, vh: int, text_hidden: int, where: str, family: str) -> list[Tensor]:
+    from .family_defaults import FAMILY_DEFAULTS
+
+    f = Fields(top, where, defaults=FAMILY_DEFAULTS.get(family), family=family)
+    layer = f.raw("vision_feature_layer")
+    if layer is None:
+        layer = FAMILY_DEFAULTS[family]["vision_feature_layer"]
+    if isinstance(layer, list) and layer and all(isinstance(x, int) and not isinstance(x, bool) for x in layer):
+        n_layers = len(layer)
+    elif isinstance(layer, int) and not isinstance(layer, bool):
+        n_layers = 1
+    else:
+        raise f.error("vision_feature_layer", "must be an integer or a non-empty list of integers")
+    bias = f.bool("multimodal_projector_bias")
+    out: list[Tensor] = []
+    for name, n_out, n_in in (("linear_1", text_hidden, vh * n_layers), ("linear_2", text_hidden, text_hidden)):
+        out.append(Tensor(f"model.multi_modal_projector.{name}.weight", (n_out, n_in), "vision"))
+        if bias:
+            out.append(Tensor(f"model.multi_modal_projector.{name}.bias", (n_out,), "vision"))
+    return out
+
+
+#: LLaVA's vision_config when the config has none (LlavaConfig.sub_configs_defaults).
+LLAVA_VISION_DEFAULT = {"model_type": "clip_vision_model", "intermediate_size": 4096, "hidden_size": 1024,
+                        "patch_size": 14, "image_size": 336, "num_hidden_layers": 24, "num_attention_heads": 16}
+
+#: Mistral 3's vision_config when the config has none (Mistral3Config.sub_configs_defaults).
+MISTRAL3_VISION_DEFAULT = {"model_type": "pixtral", "intermediate_size": 4096, "hidden_size": 1024, "patch_size": 14,
+                           "image_size": 1540, "num_hidden_layers": 24, "num_attention_heads": 16}
+
+#: vision_config.model_type -> its tower's tensors (the towers LLaVA-style wrappers are built with here).
+TOWERS = {"clip_vision_model": clip_tensors, "siglip_vision_model": siglip_tensors, "pixtral": pixtral_tensors}
+
+
+def _tower(top: dict, where: str, default: dict) -> list[Tensor]:
+    vc = top.get("vision_config")
+    if vc is None:
+        vc = default
+    if not isinstance(vc, dict):
+        raise ConfigError(f"{where}: field 'vision_config' must be an object")
+    mt = vc.get("model_type", default["model_type"])
+    build = TOWERS.get(mt) if isinstance(mt, str) else None
+    if build is None:
+        from .errors import UnsupportedModelError
+
+        raise UnsupportedModelError(f"{where}: vision tower '{mt}' is not one we can count",
+                                    f"supported vision towers: {', '.join(sorted(TOWERS))}")
+    return build(vc, where)
+
+
+def llava_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    tower = _tower(top, where, LLAVA_VISION_DEFAULT)
+    vh = tower[-1].shape[0]  # every tower ends with a norm over its hidden size
+    return tuple(tower + _llava_projector(top, vh, text_hidden, where, "llava"))
+
+
+def mistral3_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    from .family_defaults import FAMILY_DEFAULTS
+
+    tower = _tower(top, where, MISTRAL3_VISION_DEFAULT)
+    vh = tower[-1].shape[0]
+    f = Fields(top, where, defaults=FAMILY_DEFAULTS.get("mistral3"), family="mistral3")
+    merge = f.int("spatial_merge_size", hi=64)
+    merger = [Tensor("model.multi_modal_projector.norm.weight", (vh,), "vision"),
+              Tensor("model.multi_modal_projector.patch_merger.merging_layer.weight", (vh, vh * merge * merge),
+                     "vision")]
+    return tuple(tower + merger + _llava_projector(top, vh, text_hidden, where, "mistral3"))

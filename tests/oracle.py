@@ -9,10 +9,12 @@ import pytest
 
 
 def hf_model(cfg: dict):
-    """The transformers causal-LM built from ``cfg`` on the meta device."""
+    """The transformers causal-LM built from ``cfg`` on the meta device; for a multimodal wrapper
+    without a causal-LM class (llava, mistral3), its full ``*ForConditionalGeneration`` model."""
     torch = pytest.importorskip("torch", reason="the transformers oracle needs torch (the runtime extra)")
     transformers = pytest.importorskip("transformers", reason="the transformers oracle needs transformers (dev extra)")
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     transformers.logging.set_verbosity_error()
     d = dict(cfg)
@@ -21,7 +23,8 @@ def hf_model(cfg: dict):
         warnings.simplefilter("ignore")
         config = AutoConfig.for_model(mt, **d)
         with torch.device("meta"):
-            return AutoModelForCausalLM.from_config(config)
+            auto = AutoModelForCausalLM if mt in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES else AutoModelForImageTextToText
+            return auto.from_config(config)
 
 
 def hf_param_count(cfg: dict) -> int:

@@ -168,3 +168,61 @@ def test_gemma3_wrapper_counts_its_vision_tower(vision):
     p = count_params(parse_config(cfg))
     assert p.total == hf_param_count(cfg)
     assert p.vision > 0 and p.total == count_params(parse_config(text)).total + p.vision
+
+
+_TEXT = {"hidden_size": 128, "intermediate_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "vocab_size": 512, "model_type": "llama"}
+_CLIP = {"model_type": "clip_vision_model", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+         "num_attention_heads": 4, "image_size": 64, "patch_size": 8}
+_PIXTRAL = dict(_CLIP, model_type="pixtral")
+_SIGLIP = {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 1,
+           "num_attention_heads": 2, "image_size": 32, "patch_size": 16}
+
+WRAPPERS = {
+    "llava-clip": {"model_type": "llava", "text_config": _TEXT, "vision_config": _CLIP},
+    "llava-siglip-2-layers-no-bias": {"model_type": "llava", "text_config": dict(_TEXT, model_type="qwen2"),
+                                      "vision_config": _SIGLIP, "vision_feature_layer": [-2, -5],
+                                      "multimodal_projector_bias": False},
+    "llava-text-tied": {"model_type": "llava", "text_config": dict(_TEXT, tie_word_embeddings=True),
+                        "vision_config": _CLIP},
+    "llava-wrapper-tied": {"model_type": "llava", "text_config": dict(_TEXT, tie_word_embeddings=False),
+                           "vision_config": _CLIP, "tie_word_embeddings": True},
+    "mistral3": {"model_type": "mistral3", "text_config": dict(_TEXT, model_type="mistral"), "vision_config": _PIXTRAL},
+    "mistral3-merge3-bias": {"model_type": "mistral3", "text_config": dict(_TEXT, model_type="mistral",
+                                                                           tie_word_embeddings=False),
+                             "vision_config": _PIXTRAL, "spatial_merge_size": 3, "multimodal_projector_bias": True},
+    "mistral3-untied": {"model_type": "mistral3", "text_config": dict(_TEXT, model_type="mistral"),
+                        "vision_config": _PIXTRAL, "tie_word_embeddings": False},
+}
+
+
+@pytest.mark.parametrize("name", sorted(WRAPPERS))
+def test_multimodal_wrapper_counts_the_whole_checkpoint(name):
+    """params.total is the full *ForConditionalGeneration model; the vision part is reported apart, in weights
+    memory, and the KV cache is the language model's alone."""
+    cfg = WRAPPERS[name]
+    spec = parse_config(cfg)
+    p = count_params(spec)
+    assert p.total == hf_param_count(cfg)
+    text = parse_config(dict(cfg["text_config"], tie_word_embeddings=spec.tie_word_embeddings))
+    assert p.vision > 0 and p.total == count_params(text).total + p.vision
+    opts = Options(context=64, dtype="bf16", kv_dtype="bf16")
+    a, t = analyze(spec, opts), analyze(text, opts)
+    assert a.kv.bytes_per_token == t.kv.bytes_per_token
+    assert a.weights_bytes == t.weights_bytes + 2 * p.vision
+
+
+def test_multimodal_wrapper_default_vision_towers():
+    """Without a vision_config the wrapper's own default tower is built (LLaVA: CLIP-L/14-336, Mistral 3:
+    Pixtral 14×14 patches)."""
+    for cfg in ({"model_type": "llava", "text_config": _TEXT},
+                {"model_type": "mistral3", "text_config": dict(_TEXT, model_type="mistral")}):
+        assert count_params(parse_config(cfg)).total == hf_param_count(cfg)
+
+
+def test_unknown_vision_tower_is_refused():
+    from planner.analysis.errors import UnsupportedModelError
+
+    cfg = {"model_type": "llava", "text_config": _TEXT, "vision_config": {"model_type": "mystery_vit"}}
+    with pytest.raises(UnsupportedModelError, match="mystery_vit"):
+        parse_config(cfg)

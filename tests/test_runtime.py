@@ -102,7 +102,8 @@ def hf_model(cfg: dict):
     """The ``transformers`` model of ``cfg`` with random fp32 weights, norms and biases perturbed."""
     pytest.importorskip("transformers", reason="parity tests need transformers (the dev extra)")
     import transformers
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     transformers.logging.set_verbosity_error()
     d = dict(cfg, initializer_range=0.1)
@@ -111,7 +112,8 @@ def hf_model(cfg: dict):
         warnings.simplefilter("ignore")
         config = AutoConfig.for_model(mt, **d)
         torch.manual_seed(0)
-        model = AutoModelForCausalLM.from_config(config, attn_implementation="eager").float().eval()
+        auto = AutoModelForCausalLM if mt in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES else AutoModelForImageTextToText
+        model = auto.from_config(config, attn_implementation="eager").float().eval()
     g = torch.Generator().manual_seed(1)
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -156,6 +158,31 @@ def test_logits_equal_transformers_and_cached_decode_equals_recompute(family):
         for p in range(12, 20):
             step = ours(tokens[:, p:p + 1], p, cache)
             torch.testing.assert_close(step, full[:, p], atol=1e-5, rtol=0)
+
+
+#: multimodal wrappers: the text decoder runs (vision tensors are counted, not built or loaded)
+_VISION = dict(hidden_size=32, intermediate_size=48, num_hidden_layers=1, num_attention_heads=2, image_size=32,
+               patch_size=8)
+WRAPPED = {
+    "llava": {"model_type": "llava", "text_config": TINY["llama"], "image_token_index": 127,
+              "vision_config": dict(_VISION, model_type="clip_vision_model")},
+    "mistral3": {"model_type": "mistral3", "text_config": TINY["mistral"], "image_token_index": 127,
+                 "vision_config": dict(_VISION, model_type="pixtral")},
+}
+
+
+@pytest.mark.parametrize("family", sorted(WRAPPED))
+def test_wrapper_text_logits_equal_transformers(family):
+    cfg = WRAPPED[family]
+    hf = hf_model(cfg)
+    spec, ours = ours_from_hf(cfg, hf)
+    vision = sum(p.numel() for n, p in hf.named_parameters() if ".vision_tower." in n or ".multi_modal_projector." in n)
+    assert count_params(spec).vision == vision
+    tokens = torch.randint(0, 127, (2, 12), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        ref = hf(input_ids=tokens).logits
+        assert ref.std() > 0.1, "logits too small for the comparison to mean anything"
+        torch.testing.assert_close(ours(tokens, 0, None, all_logits=True), ref, atol=1e-4, rtol=0)
 
 
 @pytest.mark.parametrize("family", sorted(MOE))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Callable, Union
 
+from .. import vision
 from ..spec import ModelSpec, NormKind, RopeStyle
 from . import bloom, cohere, deepseek, falcon, gpt2, gpt_neox, hybrid
 from .common import Traits
@@ -108,9 +109,18 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "gemma3n": None,
 }
 
-#: Wrappers whose vision tower transformers' AutoModelForCausalLM builds (so it is counted).
-VISION_COUNTED = {"gemma3"}
+#: Wrappers whose vision tower and projector are counted, as their ``*ForConditionalGeneration`` builds
+#: them: model_type -> (top-level config, text hidden size, where) -> the vision tensors.
+VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
+    "gemma3": vision.gemma3_vision,
+    "llava": vision.llava_vision,
+    "mistral3": vision.mistral3_vision,
+}
 
+#: How a counted wrapper ties lm_head to the embedding (its ``tie_word_embeddings``, class default included):
+#: "wrapper" — the wrapper's flag alone decides (Mistral3Config); "either" — tied when the wrapper's or the
+#: text_config's flag is set (LlavaConfig.__post_init__ forwards the text flag).
+WRAPPER_TIE: dict[str, str] = {"llava": "either", "mistral3": "wrapper"}
 
 #: The smallest Llama-shaped config (hidden 64, 2 layers): calibration times eager dispatch with it.
 TINY_DECODER = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
