@@ -44,14 +44,14 @@ def calibrate(
 
     Example: planner calibrate --device cpu
     """
-    from planner.hardware.profiles import check_profile_name
+    from planner.hardware.profiles import check_user_profile_writable
     from planner.runtime import require_torch
 
     from .render import warn
 
     out_fmt = resolve_format(fmt, as_json)
     if not no_save:
-        check_profile_name(name)  # before a minute of measuring, not after
+        check_user_profile_writable(name)  # name and folder checked before a minute of measuring, not after
     torch = require_torch()
     from planner.analysis.errors import OptionError, RuntimeUnavailableError
     from planner.hardware.profiles import save_user_profile

@@ -899,6 +899,27 @@ def check_profile_name(name: str) -> str:
     return name
 
 
+def check_user_profile_writable(name: str) -> Path:
+    """The path ``name`` would be saved to, after checking the name and that the user profile folder can
+    be created and written (a temporary file is made and removed), or ``HardwareError``: callers that
+    measure before saving check this first, so a minute of work is not lost to a read-only folder."""
+    check_profile_name(name)
+    folder = user_profile_dir()
+    target = folder / f"{name}.yaml"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        import tempfile  # only when a profile is saved
+
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        raise HardwareError(f"cannot write to {folder}: {exc.strerror or exc}", "check the folder's permissions or set PLANNER_CONFIG_DIR") from None
+    if target.is_dir() or (target.is_symlink() and not target.exists()):
+        raise HardwareError(f"cannot save profile {name!r}: {target} is a folder or a dangling link", "choose another --name")
+    return target
+
+
 def save_user_profile(data: dict, name: str) -> Path:
     """Write ``data`` (YAML-file data with unit strings, e.g. ``profile.to_yaml_data()``) to
     ``user_profile_dir() / f"{name}.yaml"``, atomically: the data is validated and serialised first,

@@ -40,7 +40,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from planner.analysis.errors import RuntimeUnavailableError
+from planner.analysis.errors import RuntimeUnavailableError, UnsupportedModelError
 from planner.analysis.spec import (GLU, MLA, MLP, Attention, GatedDeltaNet, GroupScore, Layer, Mamba, ModelSpec, MoE,
                                    Norm, NormKind, Numerics, RopeStyle, RouterKind)
 
@@ -324,6 +324,10 @@ class SelfAttention(nn.Module):
             self.sinks = nn.Parameter(torch.empty(H, dtype=dtype))
         self.alibi = Alibi(H) if m.alibi else None
         self.rotary = None
+        if m.rotary_dim % 2:  # RoPE turns pairs of channels; an odd width has no torch (or transformers) form
+            raise UnsupportedModelError(f"rotary dimension {m.rotary_dim} is odd (head_dim {m.head_dim}): RoPE rotates "
+                                        "pairs of channels, so no decoder can run it",
+                                        "analyze and trace still count it; verify needs an even rotary dimension")
         if m.rotary_dim:
             scaling = dict(spec.rope_scaling)
             if num.rope_plain_on_windows and m.window:

@@ -529,3 +529,28 @@ def test_absurd_exponents_in_units_are_quick_errors(tmp_path, value):
     err("hardware", "show", str(path), fragments=["peak_flops"])
     assert time.monotonic() - t0 < 5
 
+
+
+def test_calibrate_checks_its_destination_before_measuring(torch, monkeypatch, tmp_path):
+    """A folder that cannot be written is found before the minute of measuring, not after it."""
+    import planner.runtime.calibrate as rc
+
+    measured = []
+    monkeypatch.setattr(rc, "calibrate", lambda *a, **k: measured.append(1))
+    blocker = write(tmp_path / "blocker", "a file where the config folder should be")
+    monkeypatch.setenv("PLANNER_CONFIG_DIR", str(blocker))
+    err("calibrate", "--device", "cpu", fragments=["cannot write"])
+    assert measured == []
+    monkeypatch.setenv("PLANNER_CONFIG_DIR", str(tmp_path / "cfg"))
+    (tmp_path / "cfg" / "hardware" / "mine.yaml").mkdir(parents=True)  # a folder in the profile's place
+    err("calibrate", "--device", "cpu", "--name", "mine", fragments=["folder"])
+    assert measured == []
+
+
+def test_verify_refuses_an_odd_rotary_dimension(torch, config_dir):
+    """hidden_size 1 (head_dim 1) is a shape analyze can count but RoPE cannot turn: one error, no crash."""
+    cfg = {"model_type": "llama", "hidden_size": 1, "num_hidden_layers": 1, "num_attention_heads": 1,
+           "num_key_value_heads": 1, "intermediate_size": 4, "vocab_size": 16, "max_position_embeddings": 64}
+    path = config_dir(cfg)
+    assert run("analyze", str(path), "--json").code == 0
+    err("verify", str(path), "--device", "cpu", "--steps", "1", "--context", "8", fragments=["rotary dimension 1 is odd"])
