@@ -126,6 +126,9 @@ def _qkv_from_groups(t: torch.Tensor, m: Attention) -> torch.Tensor:
     """GPT-NeoX (H, 3, d) and Falcon (K, G+2, d) fused rows -> ours: [q (H·d); k (K·d); v (K·d)]."""
     K, d = m.num_key_value_heads, m.head_dim
     G = m.num_attention_heads // K
+    if t.shape[0] != K * (G + 2) * d:
+        raise ConfigError(f"fused QKV tensor has {t.shape[0]} rows, but {m.num_attention_heads} query and {K} KV heads "
+                          f"of {d} need {K * (G + 2) * d}", "the checkpoint does not match its config.json")
     rows = t.reshape(K, G + 2, d, *t.shape[1:])
     q = rows[:, :G].reshape(K * G * d, *t.shape[1:])
     k = rows[:, G].reshape(K * d, *t.shape[1:])
@@ -166,6 +169,9 @@ def load_tensors(model, items: Iterable[tuple[str, torch.Tensor]], *, strict: bo
             if dst is None:
                 report.ignored.append(hf_name)
                 continue
+            if index is not None and not 0 <= index[0] < dst.shape[0]:  # an expert the config does not have
+                raise ConfigError(f"checkpoint tensor {hf_name} names expert {index[0]}, but {ours} holds "
+                                  f"{dst.shape[0]} experts", "the checkpoint does not match its config.json")
             view = dst if index is None else dst[index]
             if tuple(view.shape) != tuple(value.shape):
                 raise ConfigError(f"checkpoint tensor {hf_name} has shape {tuple(value.shape)}, but the model's "

@@ -310,6 +310,32 @@ def test_load_rejects_a_mismatched_checkpoint(tmp_path):
         load_checkpoint(ours, tmp_path / "missing")
 
 
+@pytest.mark.parametrize("family, fragment", [("mixtral", "names expert 7, but"), ("gpt_neox", "fused QKV tensor has")])
+def test_load_rejects_a_broken_checkpoint_with_one_error(family, fragment, tmp_path):
+    """A checkpoint whose expert index (past num_local_experts) or fused-QKV size (a row short) disagrees
+    with its config is a ConfigError that says so, not an IndexError or a reshape error from torch."""
+    from safetensors.torch import load_file, save_file
+
+    from planner.analysis.errors import ConfigError
+    from planner.runtime.load import load_checkpoint
+
+    cfg = TINY[family]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hf_model(cfg).save_pretrained(tmp_path, safe_serialization=True)
+    (path,) = tmp_path.glob("*.safetensors")
+    state = load_file(path)
+    if family == "mixtral":
+        assert any(".experts.3." in n for n in state)  # on disk: one tensor per expert
+        state = {n.replace(".experts.3.", ".experts.7."): t for n, t in state.items()}
+    else:
+        state = {n: t[:-1].contiguous() if "query_key_value.weight" in n else t for n, t in state.items()}
+    save_file(state, path, metadata={"format": "pt"})
+    ours = build_decoder(parse_config(cfg), seed=None)
+    with pytest.raises(ConfigError, match=fragment):
+        load_checkpoint(ours, tmp_path)
+
+
 # ---- timing, memory guard, profiles --------------------------------------------------------------
 
 
