@@ -22,6 +22,7 @@ TYPES = sys.argv[1:] or [
     "jamba", "falcon_h1", "falcon_mamba", "mamba", "mamba2", "bamba", "granitemoehybrid", "lfm2", "zamba2",
     "siglip_vision_model", "cohere", "cohere2", "gpt2", "gpt_bigcode", "gptj", "gpt_neo", "bloom",
     "clip_vision_model", "pixtral", "llava", "mistral3",
+    "minimax_m2", "stablelm", "phimoe",
 ]
 DENY = ("token_id", "dropout", "initializer", "use_cache", "output_", "return_", "torchscript", "problem_type",
         "chunk_size_feed_forward", "is_encoder_decoder", "name_or_path", "transformers_version", "architectures",

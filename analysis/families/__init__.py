@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Callable, Union
 
 from .. import vision
-from ..spec import ModelSpec, NormKind, RopeStyle
+from ..spec import ModelSpec, NormKind, RopeStyle, RouterKind
 from . import bloom, cohere, deepseek, falcon, gpt2, gpt_neox, hybrid
 from .common import Traits
 
@@ -64,7 +64,18 @@ REGISTRY: dict[str, Family] = {
     "granite": Traits(multipliers=True),
     "smollm3": Traits(nope_layers=True),
     "exaone4": Traits(qk_norm="head", norms="post", windows="layer_types", nope_global_with_sliding=True),
-    "glm4_moe": Traits(qkv_bias="attention_bias", o_bias=False, mlp_bias=False, moe="deepseek"),
+    "glm4_moe": Traits(qkv_bias="attention_bias", o_bias=False, mlp_bias=False, moe="deepseek", qk_norm="head",
+                       qk_norm_key="use_qk_norm"),
+    # MiniMax-M2: q/k RMSNorms over all heads' features, always; sigmoid router (its score-correction
+    # bias is a buffer, not a parameter)
+    "minimax_m2": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, qk_norm="full", windows="none", moe="mixtral",
+                         router=RouterKind.SIGMOID),
+    # StableLM: LayerNorms with bias, qkv bias by use_qkv_bias, per-head q/k LayerNorms by qk_layernorm
+    "stablelm": Traits(qkv_bias="use_qkv_bias", o_bias=False, mlp_bias=False, norm_kind=NormKind.LAYER,
+                       qk_norm="full", qk_norm_key="qk_layernorm", qk_norm_per_head=True, windows="none"),
+    # PhiMoE: LayerNorms with bias, all four attention projections biased by attention_bias
+    "phimoe": Traits(qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias=False, norm_kind=NormKind.LAYER,
+                     windows="all", moe="mixtral"),
     "starcoder2": Traits(qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias", bias_default=True,
                          norm_kind=NormKind.LAYER, gated=False, act_default="gelu_pytorch_tanh", windows="all"),
     # ---- families with their own builder ----

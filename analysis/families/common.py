@@ -23,6 +23,8 @@ class Traits:
     mlp_bias: str | bool = "mlp_bias"
     bias_default: bool = False
     qk_norm: str | None = None  # "head": norm over head_dim; "full": over all heads' features
+    qk_norm_key: str | None = None  # a config flag that switches qk_norm on (default off): GLM-4 MoE, StableLM
+    qk_norm_per_head: bool = False  # StableLM: a bias-free LayerNorm per head (a (heads, head_dim) weight)
     norms: str = "pre"  # pre: input+post_attention; sandwich: +pre/post_feedforward; post: olmo2
     norm_kind: str = "rms"
     tie_default: bool = False

@@ -31,9 +31,10 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
     if t.q_norm_over_hidden and hd * heads != hidden:
         # transformers sizes OLMoE's q_norm by hidden_size, so its q_proj must be hidden_size wide too
         raise f.error("head_dim", f"({hd}) x num_attention_heads ({heads}) must equal hidden_size ({hidden}) for {model_type}")
-    if t.qk_norm == "head":
+    qk_norm = t.qk_norm if t.qk_norm_key is None or f.bool(t.qk_norm_key, False) else None
+    if qk_norm == "head":
         q_norm = k_norm = hd
-    elif t.qk_norm == "full":
+    elif qk_norm == "full":
         q_norm, k_norm = heads * hd, kv * hd
     v_head_dim = f.int("v_head_dim", hd) if generic and f.has("v_head_dim") else hd
 
@@ -63,7 +64,7 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
             q_bias=qkv_bias, k_bias=qkv_bias, v_bias=qkv_bias, o_bias=o_bias, fused_qkv=t.fused_qkv,
             q_norm_dim=q_norm, k_norm_dim=k_norm, window=window, chunk=chunk,
             rotary_dim=rotary_dim if uses_rope else 0, rope_theta=local_theta(f, t, window, theta),
-            sinks=t.sinks,
+            sinks=t.sinks, qk_norm_per_head=t.qk_norm_per_head and bool(q_norm),
         )
         if i in moe_at:
             ffn = make_moe(i)
