@@ -52,18 +52,19 @@ def engine_model(hw, name: str | None = None) -> EngineModel:
     return EngineModel(eng, factors_for(hw, eng))
 
 
-def _device_s(groups, hw, a, em: EngineModel, *, decode: bool) -> float:
+def _device_s(groups, hw, a, em: EngineModel, *, decode: bool, rows: int | None = None) -> float:
     """Seconds one GPU spends on its share of a step (``groups``, already sharded), by the project's
     step model (``hardware.expected.ops_time_s``: the roofline with the engine's and the device's
     factors). Every op time in this module and in ``planner plan`` goes through here; the engine's
-    per-step overhead is added once per iteration (``replica_step``)."""
+    per-step overhead is added once per iteration (``replica_step``). ``rows``: the tokens each matmul
+    multiplies, for a calibrated skinny-matmul table."""
     from .expected import ops_time_s
 
     if not groups:
         return 0.0
     peak, bw, wob = hw.peak_flops_for(a.fmt.compute.compute), hw.memory_bandwidth_bytes_per_s, _weight_only_bits(a)
     # a sum over ops: each group's op once, times its layers
-    return sum(g.count * ops_time_s((g.op,), peak, bw, em.factors, decode=decode, weight_only_bits=wob)
+    return sum(g.count * ops_time_s((g.op,), peak, bw, em.factors, decode=decode, weight_only_bits=wob, rows=rows)
                for g in groups)
 
 
@@ -198,7 +199,8 @@ def replica_step(a, hw, plan: LayoutPlan, em: EngineModel, *, batch: int, new_to
     f = em.factors
     stage_s, comp, comm = [], [], []
     for s in range(lo.pp):
-        dev = _device_s(layout_groups(groups, plan, s, full), hw, a, em, decode=new_tokens == 1)
+        dev = _device_s(layout_groups(groups, plan, s, full), hw, a, em, decode=new_tokens == 1,
+                        rows=rank_b * new_tokens)
         col = sum(collective_s(c, lk, hw.name, efficiency=f.interconnect, allreduce_call_s=f.allreduce_latency_s)
                   for c in stage_collectives(a.spec, plan, s, mb * new_tokens, act))
         stage_s.append(dev + col)

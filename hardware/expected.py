@@ -6,10 +6,22 @@ and ``m = bytes / bandwidth`` at the datasheet peaks:
 
     ideal     max(c, m)                                         every op
     expected  (c'^p + m'^p)^(1/p)                               GEMMs (matmul, experts) and attention
+              max(c'/e_rows(r), m')                             matmuls of a calibrated profile (below)
               max(c', m')                                       other ops (norms, rope, elementwise, ...)
     with      m' = weight_bytes / (bw · e_mem · e_wq) + other_bytes / (bw · e_mem)
               c' = flops / (peak · e_gemm)                       (attention prefill: · e_attn_prefill)
               attention decode: m' = bytes / (bw · e_mem · e_attn_decode)
+
+GEMM efficiency by shape is decided here only (``gemm_time_s``): when the hardware profile has a
+calibrated ``matmul_efficiency_by_rows`` table (``planner calibrate``: the fraction of the square-GEMM
+peak that a matmul of ``r`` rows reaches against a model's weight shapes, weights streamed), a matmul
+of the step's ``r`` rows (tokens) takes ``max(c' / e_rows(r), m')``; the table measured the skinny
+GEMM's whole time, so it replaces the fitted ridge curve for those ops instead of stacking on it.
+``e_rows`` is log-linear in ``r`` between the measured rows, the first value below them, rising to 1
+at the square-GEMM size when the profile records it (``rows_efficiency``). Without a table, or for
+expert GEMMs (whose rows per expert the table did not measure), the ridge curve with exponent ``p``
+applies. ``hardware.timing`` (the per-op roofline of ``trace``) takes its skinny-matmul factor from
+the same ``rows_efficiency``.
 
 plus, per step, ``all-reduce = calls × latency + bytes / (interconnect · e_ic)`` (ideal: bytes /
 interconnect) and the engine's ``step overhead + per-sequence overhead × sequences``.
@@ -56,6 +68,8 @@ class Factors:
     attention_decode: float = 1.0
     attention_prefill: float = 1.0
     weight_only: Mapping[str, float] = field(default_factory=dict, hash=False)
+    # calibrated skinny-matmul table (rows -> fraction of the peak), the square-GEMM point included
+    matmul_efficiency_by_rows: Mapping[int, float] = field(default_factory=dict, hash=False)
     sources: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
 
     def to_dict(self) -> dict:
@@ -65,7 +79,9 @@ class Factors:
             "interconnect": self.interconnect, "allreduce_latency_s": self.allreduce_latency_s,
             "step_overhead_s": self.step_overhead_s, "step_overhead_per_sequence_s": self.step_overhead_per_sequence_s,
             "attention_decode": self.attention_decode, "attention_prefill": self.attention_prefill,
-            "weight_only": dict(self.weight_only), "sources": dict(self.sources),
+            "weight_only": dict(self.weight_only),
+            "matmul_efficiency_by_rows": {str(r): v for r, v in self.matmul_efficiency_by_rows.items()} or None,
+            "sources": dict(self.sources),
         }
 
 
@@ -101,7 +117,11 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         src[key] = f"{hw.name} profile" if v is not None else "_device.yaml default"
         return v if v is not None else dd[key]
 
+    table = hw.matmul_rows_table()
+    if table:
+        src["matmul_efficiency_by_rows"] = f"{hw.name} profile (calibrated)"
     return Factors(
+        matmul_efficiency_by_rows=table,
         memory_bandwidth=dev("memory_efficiency", "memory_bandwidth"),
         compute=dev("compute_efficiency", "compute"),
         gemm_ridge_exponent=dev("gemm_ridge_exponent", "gemm_ridge_exponent"),
@@ -122,7 +142,8 @@ def _stage(f: Factors, n: int) -> Factors:
     if n >= 1:
         out = replace(out, memory_bandwidth=f.memory_bandwidth)
     if n >= 2:
-        out = replace(out, compute=f.compute, gemm_ridge_exponent=f.gemm_ridge_exponent)
+        out = replace(out, compute=f.compute, gemm_ridge_exponent=f.gemm_ridge_exponent,
+                      matmul_efficiency_by_rows=f.matmul_efficiency_by_rows)
     if n >= 3:
         out = replace(out, attention_decode=f.attention_decode, attention_prefill=f.attention_prefill)
     if n >= 4:
@@ -137,25 +158,52 @@ def _join(c: float, m: float, p: float) -> float:
     return hi * ((c / hi) ** p + (m / hi) ** p) ** (1 / p)
 
 
+def rows_efficiency(table: Mapping[int, float] | None, rows: int | None) -> float:
+    """The fraction of the square-GEMM peak a matmul of ``rows`` rows reaches by a calibrated
+    ``table`` (rows -> fraction, ascending, the square-GEMM point included when known): 1 without a
+    table or a row count; the first value at or below the first row count; log-linear in the row count
+    between points; the last value beyond the last point."""
+    if not table or not rows or rows < 1:
+        return 1.0
+    pts = sorted(table.items())
+    if rows <= pts[0][0]:
+        return pts[0][1]
+    for (r0, e0), (r1, e1) in zip(pts, pts[1:]):
+        if rows <= r1:
+            w = (math.log(rows) - math.log(r0)) / (math.log(r1) - math.log(r0))
+            return e0 + w * (e1 - e0)
+    return pts[-1][1]
+
+
+def gemm_time_s(kind: str, c_s: float, m_s: float, f: Factors, rows: int | None) -> float:
+    """The one decision of a GEMM's time by shape: ``c_s`` (FLOPs over the peak × ``f.compute``) and
+    ``m_s`` (bytes over the achieved bandwidth) joined by the calibrated rows table for a ``matmul``
+    when the factors carry one and the step's ``rows`` are known, else by the ridge curve."""
+    if kind == "matmul" and f.matmul_efficiency_by_rows and rows:
+        return max(c_s / rows_efficiency(f.matmul_efficiency_by_rows, rows), m_s)
+    return _join(c_s, m_s, f.gemm_ridge_exponent)
+
+
 def ops_time_s(ops: Iterable, flops_per_s: float, bytes_per_s: float, f: Factors, *, decode: bool,
-               weight_only_bits: int | None = None) -> float:
+               weight_only_bits: int | None = None, rows: int | None = None) -> float:
     """Σ over ops of the time under factors ``f`` (see the module docstring). ``ops`` are ``Op``s or
-    collapsed ``OpGroup``s (an op and how many identical layers run it)."""
+    collapsed ``OpGroup``s (an op and how many identical layers run it). ``rows``: the tokens each
+    matmul of the step multiplies (batch × new tokens), for a calibrated rows table."""
     bw = bytes_per_s * f.memory_bandwidth
     wq = f.weight_only.get(f"int{weight_only_bits}", 1.0) if weight_only_bits else 1.0
     total = 0.0
     for item in ops:
         o, n = (item.op, item.count) if hasattr(item, "op") else (item, 1)
-        total += n * _op_time(o, flops_per_s, bw, f, decode, wq)
+        total += n * _op_time(o, flops_per_s, bw, f, decode, wq, rows)
     return total
 
 
-def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: float) -> float:
+def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: float, rows: int | None) -> float:
     kind = o.kind
     if kind in GEMM_KINDS:
         c = o.flops / (flops_per_s * f.compute)
         m = o.weight_bytes / (bw * wq) + (o.bytes - o.weight_bytes) / bw
-        return _join(c, m, f.gemm_ridge_exponent)
+        return gemm_time_s(kind, c, m, f, rows)
     if kind == "attention":
         if decode:
             c = o.flops / (flops_per_s * f.compute)
@@ -189,7 +237,7 @@ ZERO = StepCost(0.0, 0.0, {k: 0.0 for k in FACTORS}, 0)
 
 def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequences: int,
               allreduce_bytes: int = 0, allreduce_calls: int = 0, weight_only_bits: int | None = None,
-              detail: bool = True) -> StepCost:
+              detail: bool = True, rows: int | None = None) -> StepCost:
     """Ideal and expected seconds of one rank's step (``ops`` already sharded), and each factor's share.
     ``detail=False`` skips the intermediate stages (the op-level parts are then lumped into the first
     factor; the totals are the same)."""
@@ -197,7 +245,7 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     bytes_per_s = hw.memory_bandwidth_bytes_per_s
     wanted = range(5) if detail else (0, 4)
     stage = {n: ops_time_s(ops, flops_per_s, bytes_per_s, _stage(f, n), decode=decode,
-                           weight_only_bits=weight_only_bits if n >= 4 else None) for n in wanted}
+                           weight_only_bits=weight_only_bits if n >= 4 else None, rows=rows) for n in wanted}
     if detail:
         parts = {FACTORS[i]: stage[i + 1] - stage[i] for i in range(4)}
     else:
@@ -220,5 +268,5 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     return StepCost(ideal, expected, parts, allreduce_calls if allreduce_bytes else 0)
 
 
-__all__ = ["FACTORS", "Factors", "IDEAL", "StepCost", "ZERO", "device_defaults", "factors_for", "ops_time_s",
-           "step_cost"]
+__all__ = ["FACTORS", "Factors", "IDEAL", "StepCost", "ZERO", "device_defaults", "factors_for", "gemm_time_s",
+           "ops_time_s", "rows_efficiency", "step_cost"]

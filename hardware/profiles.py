@@ -345,24 +345,23 @@ class HardwareProfile:
         """
         return self.peak_flops_per_s[self.peak_flops_key_for(dtype_key)]
 
+    def matmul_rows_table(self) -> dict[int, float]:
+        """The calibrated skinny-matmul table (``matmul_efficiency_by_rows``) with the square-GEMM point
+        ``(matmul_efficiency_square_rows, 1)`` appended when recorded above the last measured row count;
+        empty without the field. ``hardware.expected`` is the one user of it."""
+        table = dict(self.matmul_efficiency_by_rows or {})
+        if table and self.matmul_efficiency_square_rows and self.matmul_efficiency_square_rows > max(table):
+            table[self.matmul_efficiency_square_rows] = 1.0
+        return table
+
     def matmul_efficiency_at(self, rows: int | None) -> float:
-        """The fraction of the peak a matmul of ``rows`` rows achieves (``matmul_efficiency_by_rows``):
-        1 without the field or without a row count; the first measured value below the first measured
-        row count; log-linear in the row count between measured points and from the last one up to 1 at
-        ``matmul_efficiency_square_rows`` (the last value stays beyond it when that is not recorded)."""
-        table = self.matmul_efficiency_by_rows
-        if not table or not rows or rows < 1:
-            return 1.0
-        pts = list(table.items())
-        if self.matmul_efficiency_square_rows and self.matmul_efficiency_square_rows > pts[-1][0]:
-            pts.append((self.matmul_efficiency_square_rows, 1.0))
-        if rows <= pts[0][0]:
-            return pts[0][1]
-        for (r0, e0), (r1, e1) in zip(pts, pts[1:]):
-            if rows <= r1:
-                w = (math.log(rows) - math.log(r0)) / (math.log(r1) - math.log(r0))
-                return e0 + w * (e1 - e0)
-        return pts[-1][1]
+        """The fraction of the peak a matmul of ``rows`` rows achieves: ``hardware.expected.rows_efficiency``
+        of ``matmul_rows_table`` (1 without the field or without a row count; the first measured value
+        below the first measured row count; log-linear in the row count between measured points and from
+        the last one up to 1 at ``matmul_efficiency_square_rows``; the last value beyond)."""
+        from .expected import rows_efficiency
+
+        return rows_efficiency(self.matmul_rows_table(), rows)
 
     # ---- export ----------------------------------------------------------------------------------
 

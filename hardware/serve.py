@@ -77,7 +77,7 @@ class StepModel:
             ops = self._ops(batch, 1, context)
             self._cache[key] = step_cost(ops, self.hw, self.compute_key, self.f, decode=True, sequences=batch,
                                          allreduce_bytes=self._ar_bytes(batch), allreduce_calls=self.allreduce_calls,
-                                         weight_only_bits=self.weight_only_bits, detail=self.detail)
+                                         weight_only_bits=self.weight_only_bits, detail=self.detail, rows=batch)
         return self._cache[key]
 
     def prefill(self, pieces: Mapping[tuple[int, int], int]) -> StepCost:
@@ -93,7 +93,7 @@ class StepModel:
             ops.extend(g for g in self._ops(k, n, c) if g.op.kind == "attention")
         cost = step_cost(ops, self.hw, self.compute_key, self.f, decode=False, sequences=seqs,
                          allreduce_bytes=self._ar_bytes(tokens), allreduce_calls=self.allreduce_calls,
-                         weight_only_bits=self.weight_only_bits, detail=self.detail)
+                         weight_only_bits=self.weight_only_bits, detail=self.detail, rows=tokens)
         self._cache[key] = cost
         return cost
 

@@ -190,6 +190,47 @@ def test_gemm_p_norm_and_factor_parts_hand_computed():
     assert sum(c.parts.values()) == pytest.approx(c.expected_s - c.ideal_s)
 
 
+def test_rows_efficiency_log_linear_between_points_hand_computed():
+    from planner.hardware.expected import rows_efficiency
+
+    table = {1: 0.1, 4: 0.2, 64: 0.6, 4096: 1.0}
+    assert rows_efficiency(table, 1) == 0.1 and rows_efficiency(table, 4) == 0.2
+    assert rows_efficiency(table, 2) == pytest.approx(0.15)  # halfway in log2 from 1 to 4
+    assert rows_efficiency(table, 16) == pytest.approx(0.4)  # halfway in log from 4 to 64
+    assert rows_efficiency(table, 512) == pytest.approx(0.8)  # halfway in log from 64 to 4096
+    assert rows_efficiency(table, 10**6) == 1.0 and rows_efficiency({8: 0.3}, 2) == 0.3
+    assert rows_efficiency({}, 4) == 1.0 and rows_efficiency(table, None) == 1.0
+
+
+def test_calibrated_rows_table_takes_precedence_over_the_ridge_curve_for_matmuls():
+    mm = Op("gate_proj", "matmul", "ffn", 0, flops=2 * 10**12, weight_bytes=10**9)  # c = 2 ms, m = 1 ms ideal
+    ex = replace(mm, name="experts", kind="experts")
+    f = Factors(memory_bandwidth=0.5, compute=0.5, gemm_ridge_exponent=2.0, matmul_efficiency_by_rows={4: 0.25, 64: 1.0})
+    c = step_cost([mm], HW(), "bf16", f, decode=True, sequences=1, rows=4)
+    assert c.expected_s == pytest.approx(max(4e-3 / 0.25, 2e-3))  # 16 ms: the table's time, no p-norm on top
+    assert c.parts["GEMM efficiency"] == pytest.approx(16e-3 - 2e-3)
+    c16 = step_cost([mm], HW(), "bf16", f, decode=True, sequences=1, rows=16)
+    assert c16.expected_s == pytest.approx(4e-3 / 0.625)  # e(16) halfway in log from 4 (0.25) to 64 (1.0)
+    # no rows known, or expert GEMMs (rows per expert not measured): the ridge curve
+    plain = math.sqrt(4e-3**2 + 2e-3**2)
+    assert step_cost([mm], HW(), "bf16", f, decode=True, sequences=1).expected_s == pytest.approx(plain)
+    assert step_cost([ex], HW(), "bf16", f, decode=True, sequences=1, rows=4).expected_s == pytest.approx(plain)
+    # beyond the last point its value (1.0) holds: max(c' = 4 ms, m' = 2 ms), the roofline's max, not the p-norm
+    assert step_cost([mm], HW(), "bf16", f, decode=True, sequences=1, rows=10**4).expected_s == pytest.approx(4e-3)
+
+
+def test_factors_carry_the_profile_table_with_its_square_point():
+    from planner.hardware.expected import factors_for
+
+    hw = replace(load_profile("h100-sxm"), matmul_efficiency_by_rows={1: 0.1, 64: 0.5},
+                 matmul_efficiency_square_rows=4096)
+    f = factors_for(hw, load_engine("vllm"))
+    assert dict(f.matmul_efficiency_by_rows) == {1: 0.1, 64: 0.5, 4096: 1.0}
+    assert hw.matmul_efficiency_at(512) == pytest.approx(0.75)  # the same interpolation, halfway 64 -> 4096
+    assert factors_for(hw, load_engine("ideal")).matmul_efficiency_by_rows == {}
+    assert factors_for(load_profile("h100-sxm"), load_engine("vllm")).matmul_efficiency_by_rows == {}
+
+
 def test_allreduce_latency_times_count_plus_bytes_over_bandwidth():
     f = Factors(interconnect=0.5, allreduce_latency_s=20e-6, step_overhead_s=2e-3, step_overhead_per_sequence_s=1e-5)
     c = step_cost([], HW(), "bf16", f, decode=True, sequences=4, allreduce_bytes=10**8, allreduce_calls=160)
