@@ -138,8 +138,10 @@ def assumptions(hw) -> list[str]:
     return [
         "memory per GPU as vLLM accounts for it (planner serve --engine for others): weights as loaded/tp + "
         "batch × (KV + state) within its KV pool (gpu_memory_utilization 0.9 minus activation peak and non-torch memory)",
-        "decode time: per-op roofline of one rank's share of the step (CUDA graph) + all-reduces over the interconnect",
-        "time to first token: the same model for the prefill of one --context-token prompt",
+        "decode time: expected on vLLM by planner serve's step model (sourced device and engine factors, "
+        "all-reduce latency and bandwidth, per-step overhead); the ideal roofline in brackets",
+        "time to first token: the same model for the prefill of one --context-token prompt in vLLM's "
+        "max_num_batched_tokens chunks",
     ]
 
 
@@ -213,8 +215,10 @@ def headline_text(ranked, smallest, reasons) -> str:
     return text
 
 
-def _cell_time(x):
-    return fmt_time(x) if x is not None else "-"
+def _cell_time(x, ideal=None):
+    if x is None:
+        return "-"
+    return fmt_time(x) + (f" (ideal {fmt_time(ideal)})" if ideal is not None else "")
 
 
 def table_sections(rows, ranked, reasons, hw, settings, criterion) -> list[Section]:
@@ -236,9 +240,9 @@ def table_sections(rows, ranked, reasons, hw, settings, criterion) -> list[Secti
                                         f"{fmt_gib(e.memory.usable_bytes, 1)}" for _, _, e, _ in rows])
     s.add("fits", *["yes" if e.fits else "NO" for _, _, e, _ in rows])
     s.add("max batch", *[fmt_int(e.max_batch) for _, _, e, _ in rows])
-    s.add("decode step", *[_cell_time(e.step_s) for _, _, e, _ in rows])
+    s.add("decode step", *[_cell_time(e.step_s, e.ideal_step_s) for _, _, e, _ in rows])
     s.add("tokens/s per GPU", *[f"{e.tokens_per_s_per_gpu:,.0f}" if e.tokens_per_s_per_gpu else "-" for _, _, e, _ in rows])
-    s.add("time to first token", *[_cell_time(e.ttft_s) for _, _, e, _ in rows])
+    s.add("time to first token", *[_cell_time(e.ttft_s, e.ideal_ttft_s) for _, _, e, _ in rows])
     if criterion == CRITERION_COST:
         s.add("$ per M tokens", *[f"{e.cost_per_million_tokens:.3f}" if e.cost_per_million_tokens else "-" for _, _, e, _ in rows])
     else:

@@ -13,9 +13,10 @@ from planner.analysis.errors import OptionError, short
 from .analyze_cmd import ModelArg, RevisionOpt
 from .options import DEFAULT_BATCH, DEFAULT_CONTEXT
 from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, HardwareOpt, JsonOpt, KvDtypeOpt, RefreshOpt
-from .options import PlotOpt
+from .options import DEFAULT_GPUS, GpusOpt, PlotOpt
 from .render import OutputFormat, fmt_bytes, fmt_int, fmt_si, fmt_time, print_csv, print_json, resolve_format
 from .sections import Section, emit
+from .serve_cmd import EngineOpt, TpOpt
 
 AllLayersOpt = Annotated[bool, typer.Option("--all-layers", help="One row per op and layer instead of one per layer shape.")]
 SweepOpt = Annotated[
@@ -67,13 +68,19 @@ def trace(
     all_layers: AllLayersOpt = False,
     sweep: SweepOpt = None,
     graphs: GraphsOpt = True,
+    engine: EngineOpt = "vllm",
+    gpus: GpusOpt = DEFAULT_GPUS,
+    tp: TpOpt = None,
     revision: RevisionOpt = None,
     refresh: RefreshOpt = False,
     plot: PlotOpt = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Per-op FLOPs and bytes of one decode step, its roofline time on the hardware, and which bound wins.
+    """Per-op FLOPs and bytes of one decode step, its roofline time on the hardware, and which bound wins;
+    the step's expected time on --engine beside it, with the gap by factor. With --gpus/--tp the ops are
+    one rank's share of a tensor-parallel replica; a step (or --sweep point) whose sequences do not fit in
+    the engine's KV pool is marked and gets no throughput.
 
     Example: planner trace meta-llama/Meta-Llama-3-8B --context 2000 --batch 1 --hardware h100-sxm
 
@@ -89,12 +96,15 @@ def trace(
         plot = check_plot_path(plot)
     hw = load_hardware(hardware)
     loaded = load_model(model, revision, refresh)
+    dep = deployment(loaded.spec, hw, batch=batch, context=context, dtype=dtype, kv_dtype=kv_dtype, engine=engine,
+                     gpus=gpus, tp=tp)
     t = build_trace(loaded.spec, hw, batch=batch, context=context, dtype=dtype, kv_dtype=kv_dtype,
-                    all_layers=all_layers, graphs=graphs)
-    rows = sweep_rows(loaded.spec, hw, grid, dtype=dtype, kv_dtype=kv_dtype, graphs=graphs) if grid else None
+                    all_layers=all_layers, graphs=graphs, dep=dep)
+    rows = sweep_rows(loaded.spec, hw, grid, dtype=dtype, kv_dtype=kv_dtype, graphs=graphs, dep=dep) if grid else None
     flips = None
     if grid:
-        flips = [{"context": c, "batch": flip_batch(loaded.spec, hw, c, dtype=dtype, kv_dtype=kv_dtype)} for c in grid[1]]
+        flips = [{"context": c, "batch": flip_batch(loaded.spec, hw, c, dtype=dtype, kv_dtype=kv_dtype, plan=dep.plan)}
+                 for c in grid[1]]
     if plot is not None:
         from .plots import plot_roofline
 
@@ -117,9 +127,62 @@ def trace(
     emit(trace_sections(loaded, hw, t, rows), out_fmt, lines=lines)
 
 
-def _step(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dtype: str | None):
-    """The collapsed decode step: (weight format, KV dtype, notes, op groups, step time, op times)."""
+class Deployment:
+    """What trace prices a step on: the tensor-parallel plan (``analysis.parallel.tp_plan``, the one
+    serve and the engine memory use), the engine's memory (its ``fits_batch`` is the one fit test) and
+    the step model (``hardware.serve.StepModel``, expected beside ideal)."""
+
+    def __init__(self, a, hw, engine, plan, mem, model):
+        self.a, self.hw, self.engine, self.plan, self.mem, self.model = a, hw, engine, plan, mem, model
+        self._fewest: list = []
+        self.gpus = plan.tp
+
+    def fits(self, batch: int, context: int) -> bool:
+        return self.mem.fits_batch(batch, context + 1)  # the step's new token is stored too
+
+    def fewest_gpus(self) -> int | None:
+        if not self._fewest:
+            from planner.hardware.engine import fewest_gpus
+
+            self._fewest.append(fewest_gpus(self.a, self.hw, self.engine, max_model_len=self.mem.max_model_len))
+        return self._fewest[0]
+
+    def expected(self, batch: int, context: int, fits: bool) -> dict:
+        """The step's expected and ideal seconds, the gap by factor, and throughput only where it fits."""
+        c = self.model.decode(batch, context)
+        return {"expected_step_s": c.expected_s, "ideal_step_s": c.ideal_s, "gap_by_factor": dict(c.parts),
+                "tokens_per_s": batch / c.expected_s if fits and c.expected_s else None,
+                "ideal_tokens_per_s": batch / c.ideal_s if fits and c.ideal_s else None}
+
+
+def deployment(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dtype: str | None,
+               engine: str | None = None, gpus: int = 1, tp: int | None = None) -> Deployment:
+    from planner.analysis.analyze import Options, analyze
+    from planner.analysis.parallel import tp_plan
+    from planner.hardware.engine import check_kv_dtype, engine_memory, load_engine
+    from planner.hardware.expected import factors_for
+    from planner.hardware.serve import StepModel
+
+    tp = gpus if tp is None else tp
+    if gpus % tp:
+        raise OptionError(f"--gpus {gpus} is not a multiple of --tp {tp}")
+    eng = load_engine(engine)
+    check_kv_dtype(eng, kv_dtype)
+    a = analyze(spec, Options(context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype))
+    plan = tp_plan(spec, tp)
+    mpe = spec.max_position_embeddings
+    mml = max(1, min(context + 1, mpe) if mpe else context + 1)
+    mem = engine_memory(a, hw, eng, plan, max_model_len=mml)
+    dep = Deployment(a, hw, eng, plan, mem, StepModel(a, hw, plan, factors_for(hw, eng)))
+    dep.gpus = gpus
+    return dep
+
+
+def _step(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dtype: str | None, plan=None):
+    """The collapsed decode step of one rank (``plan``: its tensor-parallel share; None: the whole step):
+    (weight format, KV dtype, notes, op groups, step time, op times)."""
     from planner.analysis.analyze import kv_dtype_for
+    from planner.analysis.parallel import shard_groups
     from planner.analysis.trace import step_groups
     from planner.analysis.weights import weight_format
     from planner.hardware.timing import groups_time
@@ -127,6 +190,8 @@ def _step(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dtype: st
     fmt, notes = weight_format(spec, dtype)
     kvd = kv_dtype_for(fmt, kv_dtype)
     groups = step_groups(spec, fmt, kvd, batch=batch, new_tokens=1, cached_tokens=context)
+    if plan is not None and plan.tp > 1:
+        groups = shard_groups(groups, plan)
     st, times = groups_time(groups, hw, fmt.compute.compute, rows=batch)
     return fmt, kvd, notes, groups, st, times
 
@@ -152,7 +217,6 @@ def _totals(groups, times, st, *, batch: int, graphs: bool) -> tuple[dict, dict]
         "weight_share": tot.weight_bytes / tot.bytes, "kv_share": tot.kv_bytes / tot.bytes,
         "compute_s": st.compute_s, "memory_s": st.memory_s, "device_s": st.device_s, "time_s": time_s,
         "bound": st.bound, "bound_ratio": st.ratio, "intensity": tot.flops / tot.bytes,
-        "tokens_per_s": batch / time_s if time_s else None,
     }
     return totals, shares
 
@@ -169,12 +233,16 @@ def _op_row(o, ot, count: int) -> dict:
 
 
 def build_trace(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dtype: str | None,
-                all_layers: bool = False, graphs: bool = True) -> dict:
-    """The trace as a JSON-ready dict (ops, totals, shares, kernel view). Identical layers are computed
-    once (``step_groups``); ``all_layers`` repeats their rows, one per layer."""
+                all_layers: bool = False, graphs: bool = True, dep: Deployment | None = None) -> dict:
+    """The trace as a JSON-ready dict (ops, totals, shares, kernel view, the expected step). Identical
+    layers are computed once (``step_groups``); ``all_layers`` repeats their rows, one per layer."""
     from planner.analysis.trace import per_layer
 
-    fmt, kvd, notes, groups, st, times = _step(spec, hw, batch=batch, context=context, dtype=dtype, kv_dtype=kv_dtype)
+    if dep is None:
+        dep = deployment(spec, hw, batch=batch, context=context, dtype=dtype, kv_dtype=kv_dtype)
+    fmt, kvd, notes, groups, st, times = _step(spec, hw, batch=batch, context=context, dtype=dtype, kv_dtype=kv_dtype,
+                                               plan=dep.plan)
+    notes = list(notes) + list(dep.plan.notes)
     compute_key = fmt.compute.compute
     rows = []
     if all_layers:
@@ -194,43 +262,63 @@ def build_trace(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dty
                 row["layer"] = None
             rows.append(row)
     totals, shares = _totals(groups, times, st, batch=batch, graphs=graphs)
+    fits = dep.fits(batch, context)
+    totals.update(dep.expected(batch, context, fits))
     from planner.hardware.roofline import ridge_intensity
 
+    mem = dep.mem
+    fit = {"fits": fits, "kv_capacity_tokens": mem.kv_capacity_tokens if mem.kv_pool_bytes > 0 else 0,
+           "max_batch": mem.max_batch(context + 1), "fewest_gpus": None if fits else dep.fewest_gpus()}
+    if not fits:
+        notes.append(f"does not fit: {batch} sequence(s) of {context + 1:,} tokens need more than the KV pool of "
+                     f"{dep.engine.display_name} on {dep.plan.tp} × {hw.name}"
+                     + (f"; the fewest GPUs that hold one sequence: {fit['fewest_gpus']}" if fit["fewest_gpus"] else "")
+                     + "; no throughput is shown")
     return {
         "batch": batch, "context": context, "weights_dtype": fmt.describe(), "kv_dtype": kvd.name,
-        "compute_dtype": compute_key, "ops": rows, "totals": totals, "shares": shares,
+        "compute_dtype": compute_key, "engine": dep.engine.name, "layout": {"gpus": dep.gpus, "tp": dep.plan.tp},
+        "memory": fit, "ops": rows, "totals": totals, "shares": shares,
         "ridge_intensity": ridge_intensity(hw, compute_key),
         "kernels": {"count": st.kernels, "launch_overhead_s": hw.kernel_launch_s, "launch_s": st.launch_s,
                     "eager_s": st.eager_s, "graph_s": st.graph_s, "graphs": graphs},
         "model_timing": "per op max(FLOPs/peak, bytes/bandwidth), summed over ops; eager adds kernel launches "
                         "(each op at least kernels × launch overhead); a CUDA graph launches once",
+        "expected_timing": "hardware.serve.StepModel (planner serve's step): the roofline with the device's and "
+                           "the engine's sourced factors, all-reduces and the per-step overhead; gap_by_factor sums "
+                           "to expected_step_s − ideal_step_s; tokens_per_s is batch / expected_step_s",
         "notes": notes,
     }
 
 
-def sweep_rows(spec, hw, grid, *, dtype, kv_dtype, graphs) -> list[dict]:
+def sweep_rows(spec, hw, grid, *, dtype, kv_dtype, graphs, dep: Deployment) -> list[dict]:
     """One row of step totals per (batch, context) point: each point builds the distinct layers' ops
-    only and keeps their totals (no per-op rows)."""
+    only and keeps their totals (no per-op rows); ``fits`` by the engine's one fit test, and a
+    throughput only where it fits."""
     batches, contexts = grid
     out = []
     for c in contexts:
         for b in batches:
-            _, _, _, groups, st, times = _step(spec, hw, batch=b, context=c, dtype=dtype, kv_dtype=kv_dtype)
+            _, _, _, groups, st, times = _step(spec, hw, batch=b, context=c, dtype=dtype, kv_dtype=kv_dtype,
+                                               plan=dep.plan)
             tt, shares = _totals(groups, times, st, batch=b, graphs=graphs)
+            fits = dep.fits(b, c)
+            tt.update(dep.expected(b, c, fits))
             attn = shares.get("attention", {}).get("bytes", 0.0)
             out.append({"batch": b, "context": c, "flops": tt["flops"], "bytes": tt["bytes"],
                         "compute_s": tt["compute_s"], "memory_s": tt["memory_s"], "time_s": tt["time_s"],
                         "bound": tt["bound"], "bound_ratio": tt["bound_ratio"], "weight_share": tt["weight_share"],
-                        "kv_share": tt["kv_share"], "attention_bytes_share": attn, "tokens_per_s": tt["tokens_per_s"]})
+                        "kv_share": tt["kv_share"], "attention_bytes_share": attn, "fits": fits,
+                        "expected_step_s": tt["expected_step_s"], "ideal_step_s": tt["ideal_step_s"],
+                        "tokens_per_s": tt["tokens_per_s"], "ideal_tokens_per_s": tt["ideal_tokens_per_s"]})
     return out
 
 
-def flip_batch(spec, hw, context: int, *, dtype, kv_dtype, limit: int = 1 << 16) -> int | None:
+def flip_batch(spec, hw, context: int, *, dtype, kv_dtype, limit: int = 1 << 16, plan=None) -> int | None:
     """The smallest batch at which the decode step at ``context`` is compute-bound (None below ``limit``)."""
     from planner.analysis.capacity import largest
 
     def memory_bound(b: int) -> bool:
-        st = _step(spec, hw, batch=b, context=context, dtype=dtype, kv_dtype=kv_dtype)[4]
+        st = _step(spec, hw, batch=b, context=context, dtype=dtype, kv_dtype=kv_dtype, plan=plan)[4]
         return st.bound == "memory"
 
     last_memory = largest(memory_bound, 1, limit)
@@ -276,9 +364,17 @@ def trace_sections(loaded, hw, t: dict, sweep: list[dict] | None) -> list[Sectio
     totals.add("compute time", fmt_time(tt["compute_s"]))
     totals.add("memory time", fmt_time(tt["memory_s"]))
     totals.add("bound", f"{tt['bound']}-bound by {_ratio(tt['bound_ratio'])}")
-    totals.add("step time" + (" (CUDA graph)" if t["kernels"]["graphs"] else " (eager)"), fmt_time(tt["time_s"]))
+    totals.add("roofline step" + (" (CUDA graph)" if t["kernels"]["graphs"] else " (eager)"), fmt_time(tt["time_s"]))
+    totals.add(f"expected step ({t['engine']}, tp {t['layout']['tp']})",
+               f"{fmt_time(tt['expected_step_s'])} (ideal {fmt_time(tt['ideal_step_s'])})")
+    for k, v in tt["gap_by_factor"].items():
+        if v:
+            totals.add(f"  + {k}", fmt_time(v))
     if tt["tokens_per_s"]:
-        totals.add("decode throughput", f"{tt['tokens_per_s']:,.0f} tokens/s")
+        totals.add("decode throughput (expected)", f"{tt['tokens_per_s']:,.0f} tokens/s "
+                   f"(ideal {tt['ideal_tokens_per_s']:,.0f})")
+    else:
+        totals.add("decode throughput", "- (does not fit)")
     shares = Section("Shares by part", ["part", "FLOPs", "bytes", "time"], right=(1, 2, 3))
     for k, v in t["shares"].items():
         shares.add(k, f"{100 * v['flops']:.1f}%", f"{100 * v['bytes']:.1f}%", f"{100 * v['time']:.1f}%")
@@ -292,7 +388,7 @@ def trace_sections(loaded, hw, t: dict, sweep: list[dict] | None) -> list[Sectio
     secs = [ops, totals, shares, kernels]
     if sweep:
         sw = Section("Sweep", ["batch", "context", "FLOPs", "bytes", "weights", "KV", "attn bytes", "compute", "memory",
-                               "step", "tokens/s", "bound"], right=tuple(range(0, 11)))
+                               "step", "expected", "tokens/s", "bound"], right=tuple(range(0, 12)))
         for r in sweep:
             mark = f"{r['bound']} ({_ratio(r['bound_ratio'])})"
             if r["bound"] == "compute":
@@ -300,9 +396,16 @@ def trace_sections(loaded, hw, t: dict, sweep: list[dict] | None) -> list[Sectio
             sw.add(r["batch"], f"{r['context']:,}", fmt_si(r["flops"], ""), fmt_si(r["bytes"], "B"),
                    f"{100 * r['weight_share']:.0f}%", f"{100 * r['kv_share']:.0f}%", f"{100 * r['attention_bytes_share']:.0f}%",
                    fmt_time(r["compute_s"]), fmt_time(r["memory_s"]), fmt_time(r["time_s"]),
-                   f"{r['tokens_per_s']:,.0f}" if r["tokens_per_s"] else "-", mark)
+                   fmt_time(r["expected_step_s"]),
+                   f"{r['tokens_per_s']:,.0f}" if r["tokens_per_s"] else "does not fit" if not r["fits"] else "-", mark)
         flips = [r for r in sweep if r["bound"] == "compute"]
-        sw.caption = ("compute-bound from: " + ", ".join(f"batch {r['batch']} at {r['context']:,}" for r in flips)
+        if any(not r["fits"] for r in sweep):
+            secs_note = "; 'does not fit': the sequences exceed the engine's KV pool (no throughput)"
+        else:
+            secs_note = ""
+        sw.caption = ("step: roofline; expected: the engine's step model; tokens/s: batch / expected" + secs_note
+                      + "\n")
+        sw.caption += ("compute-bound from: " + ", ".join(f"batch {r['batch']} at {r['context']:,}" for r in flips)
                       if flips else "memory-bound at every point of the grid")
         secs.append(sw)
     return secs

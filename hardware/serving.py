@@ -7,14 +7,21 @@ Model (each figure's assumptions, stated in the output):
   the weights (as the engine loads them) and of the KV cache and state of ``batch`` sequences at
   ``context``; the rest is the engine's own (``per_gpu_memory``: vLLM's accounting by default, the
   one fit test every command uses);
-- the decode step time is the per-op roofline of one rank's share of the step (``hardware.timing``,
-  CUDA-graph replay) plus its all-reduces at the profile's interconnect bandwidth (per direction);
+- the decode step time is the project's one step model (``hardware.serve.StepModel``, the step of
+  ``planner serve`` and ``trace``) on vLLM's factors: one rank's share of the step at the expected
+  rates, its all-reduces (latency × calls + bytes / achieved bandwidth) and the engine's per-step
+  overhead; the ideal roofline (datasheet peaks, all-reduce bytes / bandwidth) is kept beside it as
+  ``ideal_*``; the roofline's bound names which side of the ridge the step is on;
 - decode throughput is ``batch / step time`` per replica, divided by ``tp`` per GPU;
-- time to first token is the same model applied to the prefill of one ``context``-token prompt;
+- time to first token is the same model applied to the prefill of one ``context``-token prompt, in
+  chunks of the engine's ``max_num_batched_tokens`` (chunked prefill, one step each);
 - cost per million generated tokens is ``price per GPU-hour × tp / (tokens/s × 3600) × 10^6``.
 """
 
 from __future__ import annotations
+
+from dataclasses import field
+from typing import Mapping
 
 from planner.analysis.records import frozen
 from planner.analysis.analyze import Analysis, activation_bytes_per_sequence
@@ -64,15 +71,18 @@ class Estimate:
     batch: int  # the batch the throughput is computed at (requested, or the largest that fits)
     fits: bool  # the requested batch fits
     max_batch: int
-    step_s: float | None
-    allreduce_s: float
+    step_s: float | None  # expected
+    allreduce_s: float  # expected
     bound: str | None
-    decode_tokens_per_s: float | None  # per replica
+    decode_tokens_per_s: float | None  # per replica, expected
     tokens_per_s_per_gpu: float | None
-    ttft_s: float | None
+    ttft_s: float | None  # expected
     price_per_hour: float | None
     cost_per_million_tokens: float | None
     notes: tuple[str, ...]
+    ideal_step_s: float | None = None
+    ideal_ttft_s: float | None = None
+    gap_by_factor: Mapping[str, float] | None = field(default=None, hash=False)  # decode step, Σ = expected − ideal
 
 
 def per_gpu_memory(a: Analysis, plan: TPPlan, hw, engine=None) -> Memory:
@@ -110,19 +120,38 @@ def max_context_per_gpu(a: Analysis, mem: Memory, plan: TPPlan, batch: int, limi
     return largest(fits, 0, limit)
 
 
-def _step(a: Analysis, hw, plan: TPPlan, *, batch: int, new_tokens: int, cached: int) -> tuple[float, float, str, float]:
-    """(step seconds, all-reduce seconds, bound, ratio) of one rank."""
-    groups = step_groups(a.spec, a.fmt, a.kv.dtype, batch=batch, new_tokens=new_tokens, cached_tokens=cached,
+def _step_model(a: Analysis, hw, plan: TPPlan):
+    """(engine profile, ``StepModel``) of vLLM, the engine whose memory ``per_gpu_memory`` sizes."""
+    from .engine import DEFAULT_ENGINE, load_engine
+    from .expected import factors_for
+    from .serve import StepModel
+
+    eng = load_engine(DEFAULT_ENGINE)
+    return eng, StepModel(a, hw, plan, factors_for(hw, eng), detail=False)
+
+
+def _decode(a: Analysis, hw, plan: TPPlan, model, *, batch: int, context: int):
+    """(step cost, expected all-reduce seconds, roofline bound) of one rank's decode step."""
+    cost = model.decode(batch, context)
+    ar_bytes = allreduce_bytes_per_gpu(a.spec, batch, a.fmt.act.bits // 8, plan.tp)
+    ar_s = (ar_bytes / hw.interconnect_bytes_per_s + cost.parts["all-reduce bandwidth"]
+            + cost.parts["all-reduce latency"]) if ar_bytes else 0.0
+    groups = step_groups(a.spec, a.fmt, a.kv.dtype, batch=batch, new_tokens=1, cached_tokens=context,
                          state_dtype=a.kv.state_dtype)
-    st, _ = groups_time(shard_groups(groups, plan), hw, a.fmt.compute.compute, rows=batch * new_tokens)
-    ar_bytes = allreduce_bytes_per_gpu(a.spec, batch * new_tokens, a.fmt.act.bits // 8, plan.tp)
-    ar_s = 0.0
-    if ar_bytes:
-        if not hw.interconnect_bytes_per_s:
-            raise OptionError(f"--tp {plan.tp}: hardware profile '{hw.name}' has no interconnect bandwidth",
-                              "add 'interconnect: 450 GB/s' to the profile or use --tp 1")
-        ar_s = ar_bytes / hw.interconnect_bytes_per_s
-    return st.graph_s + ar_s, ar_s, st.bound, st.ratio
+    st, _ = groups_time(shard_groups(groups, plan), hw, a.fmt.compute.compute, rows=batch)
+    return cost, ar_s, st.bound
+
+
+def _prefill(model, tokens: int, chunk: int):
+    """Σ of the steps that prefill one ``tokens``-token prompt in chunks of ``chunk`` tokens."""
+    from .expected import ZERO
+
+    total, done = ZERO, 0
+    while done < tokens:
+        n = min(chunk, tokens - done)
+        total = total + model.prefill({(n, done): 1})
+        done += n
+    return total
 
 
 def estimate(a: Analysis, hw, *, tp: int = 1, price_per_hour: float | None = None) -> Estimate:
@@ -137,18 +166,21 @@ def estimate(a: Analysis, hw, *, tp: int = 1, price_per_hour: float | None = Non
         notes.append(f"batch {req} does not fit at context {a.options.context:,}: throughput at batch {mb}, "
                      "the largest that fits")
     price = price_per_hour if price_per_hour is not None else hw.price_per_hour
-    step_s = tps = per_gpu = ttft = cost = bound = None
+    step_s = tps = per_gpu = ttft = cost = bound = ideal_step = ideal_ttft = gap = None
     ar_s = 0.0
+    eng, model = _step_model(a, hw, plan)
     if batch >= 1:
-        step_s, ar_s, bound, _ = _step(a, hw, plan, batch=batch, new_tokens=1, cached=a.options.context)
+        step, ar_s, bound = _decode(a, hw, plan, model, batch=batch, context=a.options.context)
+        step_s, ideal_step, gap = step.expected_s, step.ideal_s, dict(step.parts)
         tps = batch / step_s
         per_gpu = tps / plan.tp
         if price is not None:
             cost = price * plan.tp / (tps * 3600) * 1e6
     if mem.weights_bytes <= mem.usable_bytes and a.options.context > 0:
-        ttft, _, _, _ = _step(a, hw, plan, batch=1, new_tokens=a.options.context, cached=0)
+        first = _prefill(model, a.options.context, eng.max_num_batched_tokens(hw))
+        ttft, ideal_ttft = first.expected_s, first.ideal_s
     return Estimate(plan.tp, plan, mem, req, max(batch, 0), fits, mb, step_s, ar_s, bound, tps, per_gpu, ttft,
-                    price, cost, tuple(notes))
+                    price, cost, tuple(notes), ideal_step, ideal_ttft, gap)
 
 
 def estimate_dict(e: Estimate) -> dict:
@@ -174,6 +206,9 @@ def estimate_dict(e: Estimate) -> dict:
         "decode_tokens_per_s": e.decode_tokens_per_s,
         "decode_tokens_per_s_per_gpu": e.tokens_per_s_per_gpu,
         "ttft_s": e.ttft_s,
+        "ideal": {"step_s": e.ideal_step_s, "ttft_s": e.ideal_ttft_s,
+                  "decode_tokens_per_s": e.batch / e.ideal_step_s if e.ideal_step_s else None},
+        "gap_by_factor": dict(e.gap_by_factor) if e.gap_by_factor is not None else None,
         "price_per_hour": e.price_per_hour,
         "cost_per_million_tokens": e.cost_per_million_tokens,
         "notes": list(e.notes),

@@ -355,3 +355,80 @@ def test_prefill_chunks_hand_computed():
     assert r.prefill_steps == 3
     assert r.expected.ttft_s == pytest.approx(((s1 + s2) + (s1 + s2 + s3)) / 2)
     assert r.expected.e2e_s == pytest.approx(s1 + s2 + s3)  # one output token: no decode step
+
+
+# ---- trace: the one step model, the one fit test, --gpus/--tp ------------------------------------
+
+
+def test_trace_expected_step_is_serves_decode_step_beside_the_roofline():
+    d = run("trace", "llama-3.1-8b", "--hardware", "h100-sxm", "--context", "4096", "--batch", "4", "--json").json
+    tt = d["totals"]
+    s = serve(_model("llama-3.1-8b"), load_profile("h100-sxm"), input_len=4096, output_len=2, concurrency=4)
+    step = s.result.decode_step  # serve's first decode step of the wave: 4 sequences at 4,096 tokens
+    assert tt["expected_step_s"] == pytest.approx(step.expected_s, rel=1e-9)
+    assert tt["ideal_step_s"] == pytest.approx(step.ideal_s, rel=1e-9)
+    assert tt["ideal_step_s"] == pytest.approx(tt["device_s"], rel=1e-9)  # tp 1: the per-op roofline summed
+    assert sum(tt["gap_by_factor"].values()) == pytest.approx(tt["expected_step_s"] - tt["ideal_step_s"])
+    assert tt["tokens_per_s"] == pytest.approx(4 / tt["expected_step_s"])  # the expected figure, not the ideal
+    assert tt["ideal_tokens_per_s"] == pytest.approx(4 / tt["ideal_step_s"])
+    assert d["memory"]["fits"] and d["engine"] == "vllm" and d["layout"] == {"gpus": 1, "tp": 1}
+
+
+def test_trace_marks_what_does_not_fit_and_shows_no_throughput():
+    d = run("trace", "deepseek-v3", "--hardware", "h200-sxm", "--sweep", "batch=1,8", "--json").json
+    assert d["memory"]["fits"] is False and d["memory"]["fewest_gpus"] == 8
+    assert d["totals"]["tokens_per_s"] is None and d["totals"]["ideal_tokens_per_s"] is None
+    assert d["totals"]["expected_step_s"] > 0  # the step is still priced, only not sold as throughput
+    assert [(r["fits"], r["tokens_per_s"]) for r in d["sweep"]] == [(False, None), (False, None)]
+    r = run("trace", "deepseek-v3", "--hardware", "h200-sxm", "--sweep", "batch=1,8")
+    assert r.code == 0 and r.out.count("does not fit") >= 3  # two sweep rows and the note
+
+
+def test_trace_tp_shards_the_step_and_sweep_rows_use_the_fit_test():
+    one = run("trace", "llama-3.1-70b", "--hardware", "h100-sxm", "--json").json
+    eight = run("trace", "llama-3.1-70b", "--hardware", "h100-sxm", "--gpus", "8", "--json",
+                "--sweep", "batch=1,4096", "--sweep", "context=128k").json
+    assert one["memory"]["fits"] is False and one["totals"]["tokens_per_s"] is None
+    assert eight["layout"] == {"gpus": 8, "tp": 8} and eight["memory"]["fits"]
+    # column-/row-parallel weights split 8 ways; only norms stay whole
+    assert one["totals"]["weight_bytes"] / 8 <= eight["totals"]["weight_bytes"] < one["totals"]["weight_bytes"] / 7.9
+    assert eight["totals"]["gap_by_factor"]["all-reduce latency"] > 0
+    fits = {r["batch"]: r["fits"] for r in eight["sweep"]}
+    assert fits == {1: True, 4096: False}
+    assert [r["tokens_per_s"] is None for r in eight["sweep"]] == [False, True]
+
+
+def test_trace_bad_layout_is_one_error_line():
+    r = run("trace", "llama-3.1-8b", "--gpus", "3", "--tp", "2")
+    assert r.code != 0 and r.err.strip().startswith("Error:") and len(r.err.strip().splitlines()) == 1
+
+
+def test_compare_times_are_serves_expected_beside_the_ideal():
+    d = run("compare", "llama-3.1-8b", "--hardware", "h100-sxm", "--context", "4096", "--batch", "4", "--json").json
+    sv = d["models"][0]["serving"]
+    spec, hw = _model("llama-3.1-8b"), load_profile("h100-sxm")
+    step = serve(spec, hw, input_len=4096, output_len=2, concurrency=4).result.decode_step
+    assert sv["step_s"] == pytest.approx(step.expected_s, rel=1e-9)
+    assert sv["ideal"]["step_s"] == pytest.approx(step.ideal_s, rel=1e-9)
+    assert sum(sv["gap_by_factor"].values()) == pytest.approx(sv["step_s"] - sv["ideal"]["step_s"])
+    assert sv["decode_tokens_per_s"] == pytest.approx(4 / step.expected_s)
+    first = serve(spec, hw, input_len=4096, output_len=1, concurrency=1).result  # one prompt, one chunk
+    assert sv["ttft_s"] == pytest.approx(first.expected.ttft_s, rel=1e-9)
+    assert sv["ideal"]["ttft_s"] == pytest.approx(first.ideal.ttft_s, rel=1e-9)
+    assert sv["ttft_s"] > sv["ideal"]["ttft_s"]
+    text = run("compare", "llama-3.1-8b", "qwen2.5-7b", "--context", "4096").out
+    assert "(ideal " in text
+
+
+def test_compare_ttft_of_a_long_prompt_is_the_sum_of_its_chunks():
+    from planner.hardware.expected import factors_for
+    from planner.hardware.serve import StepModel
+
+    spec, hw = _model("llama-3.1-8b"), load_profile("h100-sxm")
+    d = run("compare", "llama-3.1-8b", "--hardware", "h100-sxm", "--context", "20000", "--json").json
+    chunk = load_engine("vllm").max_num_batched_tokens(hw)
+    a = analyze(spec, Options(context=20000, batch=1))
+    m = StepModel(a, hw, tp_plan(spec, 1), factors_for(hw, load_engine("vllm")))
+    starts = range(0, 20000, chunk)
+    want = sum(m.prefill({(min(chunk, 20000 - s), s): 1}).expected_s for s in starts)
+    assert len(starts) >= 2 and d["models"][0]["serving"]["ttft_s"] == pytest.approx(want, rel=1e-9)
