@@ -77,8 +77,9 @@ def trace(
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Per-op FLOPs and bytes of one decode step, its roofline time on the hardware, and which bound wins;
-    the step's expected time on --engine beside it, with the gap by factor. With --gpus/--tp the ops are
+    """Per-op FLOPs and bytes of one decode step, its roofline time on the hardware, and which bound wins.
+
+    The step's expected time on --engine is shown beside it, with the gap by factor. With --gpus/--tp the ops are
     one rank's share of a tensor-parallel replica; a step (or --sweep point) whose sequences do not fit in
     the engine's KV pool is marked and gets no throughput.
 
