@@ -206,6 +206,21 @@ class Layout:
                 "label": self.label}
 
 
+def batch_shares(batch: int, replicas: int) -> tuple[tuple[int, int], ...]:
+    """How ``batch`` sequences spread over ``replicas`` identical replicas as evenly as they go:
+    ``(sequences per replica, replicas with that many)`` pairs, the largest share first; replicas
+    left without a sequence (``batch < replicas``) are the pair with share 0."""
+    if batch < 0 or replicas < 1:
+        raise ValueError(f"batch {batch} over {replicas} replicas")
+    q, r = divmod(batch, replicas)
+    out = []
+    if r:
+        out.append((q + 1, r))
+    if replicas - r:
+        out.append((q, replicas - r))
+    return tuple(out)
+
+
 @frozen
 class LayoutPlan:
     layout: Layout

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Optional
 
 import typer
@@ -10,6 +11,7 @@ from planner.analysis.records import frozen
 
 from .options import DEFAULT_BATCH, DEFAULT_CONTEXT, DEFAULT_GPUS
 from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt, RefreshOpt
+from .options import DpOpt, EpOpt, PpOpt, TpOpt
 from .render import OutputFormat, fmt_bytes, fmt_count, fmt_gib, fmt_int, fmt_si, print_csv, print_json, resolve_format
 from .sections import Section, emit
 
@@ -17,7 +19,6 @@ ModelArg = Annotated[str, typer.Argument(help="A bundled name (planner models li
 RevisionOpt = Annotated[Optional[str], typer.Option("--revision", help="Hugging Face revision (branch, tag or commit) to pin.")]
 SlidingOpt = Annotated[Optional[int], typer.Option("--sliding-window", min=1, max=1 << 30, help="What-if: a sliding window (tokens) on every full-attention layer.")]
 RequireFitOpt = Annotated[bool, typer.Option("--require-fit", help="Exit with code 3 when the model does not fit.")]
-TpOpt = Annotated[Optional[int], typer.Option("--tp", min=1, max=1024, help="Tensor-parallel degree (GPUs per replica); default: --gpus.")]
 
 
 def analyze(
@@ -29,6 +30,9 @@ def analyze(
     hardware: HardwareOpt = None,
     gpus: GpusOpt = DEFAULT_GPUS,
     tp: TpOpt = None,
+    pp: PpOpt = None,
+    ep: EpOpt = None,
+    dp: DpOpt = None,
     sliding_window: SlidingOpt = None,
     revision: RevisionOpt = None,
     refresh: RefreshOpt = False,
@@ -41,25 +45,31 @@ def analyze(
     Example: planner analyze llama-3.1-8b --context 32768 --batch 8 --hardware h100-sxm
     """
     from planner.analysis.analyze import Options, analyze as run_analyze
+    from planner.hardware.replicas import RULE_FEWEST, candidates, deployment, fallback, fewest_gpus_note
     from planner.hardware.serving import per_gpu_memory, max_context_per_gpu
-    from planner.analysis.parallel import tp_plan
 
-    from .common import load_hardware, load_model, resolve_tp, warn_all
+    from .common import load_hardware, load_model, resolve_layout, warn_all
 
     out_fmt = resolve_format(fmt, as_json)
+    layout = resolve_layout(gpus, tp, pp, ep, dp)
     hw = load_hardware(hardware)
     loaded = load_model(model, revision, refresh)
     opts = Options(context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype, sliding_window=sliding_window)
     a = run_analyze(loaded.spec, opts)
-    tp_, _ = resolve_tp(gpus, tp)
-    plan = tp_plan(loaded.spec, tp_)
-    mem = per_gpu_memory(a, plan, hw)
-    fit = Fit(gpus=gpus, tp=tp_, mem=mem, batch=batch, max_batch=mem.max_batch(),
-              max_context=_none_if_negative(max_context_per_gpu(a, mem, plan, batch)), notes=plan.notes)
+    if layout is None:  # --gpus N alone: the most replicas whose share fits
+        deps = candidates(a, hw, gpus)
+        fitting = [d for d in deps if d.fits]
+        dep = replace(fitting[0], chosen=RULE_FEWEST) if fitting else fallback(deps)
+    else:
+        dep = deployment(a, hw, layout)
+    plan, mem = dep.plan, dep.memory
+    need = fewest_gpus_note(a, hw, dep)
+    fit = Fit(dep=dep, max_context=_none_if_negative(max_context_per_gpu(a, mem, plan, dep.share)),
+              notes=plan.notes + ((need,) if need else ()))
     what_if = None
     if sliding_window is not None:
         base = run_analyze(loaded.spec, Options(context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype))
-        base_mb = per_gpu_memory(base, plan, hw).max_batch()
+        base_mb = dep.layout.dp * per_gpu_memory(base, plan, hw).max_batch()
         what_if = {
             "sliding_window": sliding_window,
             "kv_bytes_per_sequence_without": base.kv_bytes_per_sequence,
@@ -123,21 +133,39 @@ def _none_if_negative(n: int) -> int | None:
 
 @frozen
 class Fit:
-    gpus: int
-    tp: int
-    mem: object  # hardware.serving.Memory (per GPU of a replica)
-    batch: int
-    max_batch: int
-    max_context: int | None  # None: not even an empty context fits
+    dep: object  # hardware.replicas.Deployment: the layout, its replicas and their shares of the batch
+    max_context: int | None  # None: not even an empty context fits (at the busiest replica's batch)
     notes: tuple[str, ...]
 
     @property
+    def mem(self):  # hardware.serving.Memory: one GPU of a replica
+        return self.dep.memory
+
+    @property
+    def gpus(self) -> int:
+        return self.dep.layout.gpus
+
+    @property
+    def tp(self) -> int:
+        return self.dep.layout.tp
+
+    @property
+    def batch(self) -> int:
+        """Sequences on the busiest replica."""
+        return self.dep.share
+
+    @property
+    def max_batch(self) -> int:
+        return self.dep.max_batch
+
+    @property
     def needed_bytes(self) -> int:
+        """On one GPU of the busiest replica."""
         return self.mem.needed_bytes(self.batch)
 
     @property
     def fits(self) -> bool:
-        return self.mem.fits(self.batch)
+        return self.dep.fits
 
 
 def analysis_json(a, loaded, hw, fit: Fit) -> dict:
@@ -150,17 +178,21 @@ def analysis_json(a, loaded, hw, fit: Fit) -> dict:
         "hardware": hw.name,
         "gpus": fit.gpus,
         "tp": fit.tp,
-        "capacity_bytes": fit.gpus * m.capacity_bytes,
+        "replicas": fit.dep.layout.dp,
+        "layout": fit.dep.to_dict(),
+        "layout_text": fit.dep.describe(),
+        "capacity_bytes": fit.dep.capacity_bytes,
         "runtime_reserve_bytes": fit.gpus * m.reserve_bytes,
-        "usable_bytes": fit.gpus * m.usable_bytes,
+        "usable_bytes": fit.dep.usable_bytes,
         "per_gpu": {"weights_bytes": m.weights_bytes, "kv_bytes": fit.batch * m.kv_bytes_per_sequence,
                     "state_bytes": fit.batch * m.state_bytes_per_sequence,
                     "activation_bytes": fit.batch * m.activation_bytes_per_sequence,
                     "needed_bytes": fit.needed_bytes, "usable_bytes": m.usable_bytes,
                     "capacity_bytes": m.capacity_bytes, "runtime_reserve_bytes": m.reserve_bytes},
-        "needed_bytes": fit.needed_bytes * fit.tp,
+        # every GPU as loaded as the busiest replica's: fits == (needed <= usable) == (batch <= max_batch)
+        "needed_bytes": fit.dep.needed_bytes,
         "fits": fit.fits,
-        "headroom_bytes": (m.usable_bytes - fit.needed_bytes) * fit.tp,
+        "headroom_bytes": fit.dep.usable_bytes - fit.dep.needed_bytes,
         "max_batch": fit.max_batch,
         "max_context": fit.max_context,
     })
@@ -232,7 +264,7 @@ def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]
         kv.caption = f"windowed layers keep at most {', '.join(f'{w:,}' for w in windows)} tokens"
 
     m = fit.mem
-    where = f"{fit.gpus}× {hw.display_name}" + (f", tp {fit.tp}" if fit.tp > 1 else "")
+    where = f"{fit.gpus}× {hw.display_name}, {fit.dep.describe()}"
     mem = Section(f"Memory on {where}", ["", "GiB", "bytes"], right=(1, 2))
     mem.add(f"weights ({a.fmt.describe()})", fmt_gib(a.weights_bytes), fmt_int(a.weights_bytes))
     mem.add(f"KV cache ({o.batch} × {o.context:,} tokens)", fmt_gib(a.kv_bytes), fmt_int(a.kv_bytes))
@@ -240,14 +272,17 @@ def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]
         mem.add("recurrent state", fmt_gib(a.state_bytes), fmt_int(a.state_bytes))
     mem.add("total (weights + KV + state)", fmt_gib(a.total_bytes), fmt_int(a.total_bytes))
     mem.add("largest decode activation", fmt_bytes(a.activation_bytes), fmt_int(a.activation_bytes))
-    if fit.tp > 1:
+    if fit.dep.layout.dp > 1:
+        mem.add("sequences on the busiest replica", fmt_int(fit.batch), f"of {o.batch} over {fit.dep.layout.dp} replicas")
+    if fit.tp > 1 or fit.dep.layout.dp > 1:
         mem.add("per GPU: weights", fmt_gib(m.weights_bytes), fmt_int(m.weights_bytes))
         mem.add("per GPU: KV + state + activations", fmt_gib(fit.needed_bytes - m.weights_bytes), fmt_int(fit.needed_bytes - m.weights_bytes))
     mem.add("GPU memory (each)", fmt_gib(m.capacity_bytes), fmt_int(m.capacity_bytes))
     mem.add("engine's own memory (each)", fmt_gib(m.reserve_bytes), "vLLM: above its 0.9 cap, activation peak, non-torch")
     mem.add("fits", "yes" if fit.fits else "NO", f"headroom {fmt_gib(m.usable_bytes - fit.needed_bytes)} per GPU")
-    mem.add(f"max batch at {o.context:,} tokens", fmt_int(fit.max_batch), "")
-    mem.add(f"max context at batch {o.batch}", fmt_int(fit.max_context) if fit.max_context is not None else "none", "")
+    mem.add(f"max batch at {o.context:,} tokens", fmt_int(fit.max_batch),
+            f"{fit.dep.layout.dp} replicas" if fit.dep.layout.dp > 1 else "")
+    mem.add(f"max context at batch {fit.batch}" + (" per replica" if fit.dep.layout.dp > 1 else ""), fmt_int(fit.max_context) if fit.max_context is not None else "none", "")
 
     sections = [model, params, per_layer if len(p.per_layer) > 1 else Section("", []), flops, kv, mem]
     moe = moe_step(spec, o.batch)

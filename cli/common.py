@@ -66,6 +66,36 @@ def warn_all(warnings) -> None:
         warn(w)
 
 
+def resolve_layout(gpus: int, tp: int | None = None, pp: int | None = None, ep: int | None = None,
+                   dp: int | None = None):
+    """The ``analysis.parallel.Layout`` that --gpus/--tp/--pp/--ep/--dp name, or None when only --gpus
+    (more than one) is given: the caller then searches the best layout on those GPUs. Missing degrees
+    are filled so that tp × pp × dp = --gpus (replicas = --gpus / (tp × pp) when --dp is not given)."""
+    from planner.analysis.errors import OptionError
+    from planner.analysis.parallel import Layout
+
+    if tp is None and pp is None and ep is None and dp is None:
+        return None if gpus > 1 else Layout()
+    pp_ = pp or 1
+    if tp is None:
+        per_pp = pp_ * (dp or 1)
+        if gpus % per_pp:
+            raise OptionError(f"--gpus {gpus} is not a multiple of --pp {pp_}" + (f" × --dp {dp}" if dp else ""))
+        tp = gpus // per_pp
+    if gpus % (tp * pp_):
+        raise OptionError(f"--gpus {gpus} is not a multiple of --tp {tp}" + (f" × --pp {pp_}" if pp_ > 1 else ""))
+    if dp is None:
+        dp = gpus // (tp * pp_)
+    elif tp * pp_ * dp != gpus:
+        raise OptionError(f"--tp {tp} × --pp {pp_} × --dp {dp} is {tp * pp_ * dp} GPUs, not --gpus {gpus}",
+                          "give --gpus as the product, or leave --dp out (it is then --gpus / (tp × pp))")
+    ep_ = ep or 1
+    if tp % ep_:
+        raise OptionError(f"--ep {ep_} does not divide --tp {tp}",
+                          "expert parallelism splits the experts over the tp GPUs of a stage; choose a divisor of tp")
+    return Layout(tp=tp, pp=pp_, ep=ep_, dp=dp)
+
+
 def resolve_tp(gpus: int, tp: int | None) -> tuple[int, int]:
     """(tensor-parallel degree, replicas) from --gpus and --tp (default: all GPUs in one replica)."""
     from planner.analysis.errors import OptionError

@@ -12,13 +12,12 @@ from planner.analysis.errors import OptionError, PlannerError
 from .analyze_cmd import RevisionOpt, SlidingOpt
 from .options import DEFAULT_BATCH, DEFAULT_CONTEXT, DEFAULT_GPUS
 from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt, RefreshOpt
-from .options import PlotOpt
+from .options import DpOpt, EpOpt, PlotOpt, PpOpt, TpOpt
 from .render import OutputFormat, fmt_bytes, fmt_count, fmt_gib, fmt_int, fmt_si, fmt_time, print_csv, print_json, resolve_format
 from .sections import Section, emit
 
 ModelsArg = Annotated[list[str], typer.Argument(help="Two or more models: bundled names, config.json paths or Hugging Face ids.", show_default=False)]
 PriceOpt = Annotated[Optional[float], typer.Option("--price-per-hour", min=0.0, max=1e6, help="USD per GPU-hour (overrides the profile's price).")]
-TpOpt = Annotated[Optional[int], typer.Option("--tp", min=1, max=1024, help="Tensor-parallel degree (GPUs per replica); default: --gpus.")]
 
 CRITERION_COST = "cost per million generated tokens (USD) at the given context and batch, lowest first"
 CRITERION_GPU = ("GPU-seconds per million generated tokens (1 / decode tokens per second per GPU) at the given "
@@ -32,6 +31,9 @@ def compare(
     hardware: HardwareOpt = None,
     gpus: GpusOpt = DEFAULT_GPUS,
     tp: TpOpt = None,
+    pp: PpOpt = None,
+    ep: EpOpt = None,
+    dp: DpOpt = None,
     dtype: DtypeOpt = None,
     kv_dtype: KvDtypeOpt = None,
     price_per_hour: PriceOpt = None,
@@ -48,9 +50,13 @@ def compare(
     Example: planner compare llama-3.1-8b qwen2.5-7b mistral-7b-v0.1 gemma-2-9b qwen3-30b-a3b --context 8192 --batch 32
     """
     from planner.analysis.analyze import Options, analyze as run_analyze, to_dict
-    from planner.hardware.serving import estimate, estimate_dict
+    from dataclasses import replace
 
-    from .common import load_hardware, load_model, resolve_tp, warn_all
+    from planner.hardware.serving import estimate_dict
+
+    from planner.hardware.replicas import RULE_FASTEST, candidates, deployment, fallback, fewest_gpus_note, served
+
+    from .common import load_hardware, load_model, resolve_layout, warn_all
 
     if len(models) < 1:
         raise OptionError("give at least one model")
@@ -61,7 +67,7 @@ def compare(
         from .plots import check_plot_path
 
         plot = check_plot_path(plot)  # before any work
-    tp_, replicas = resolve_tp(gpus, tp)
+    layout = resolve_layout(gpus, tp, pp, ep, dp)
     hw = load_hardware(hardware)
     loaded = []
     for m in models:
@@ -69,27 +75,51 @@ def compare(
             loaded.append(load_model(m, revision, refresh))
         except PlannerError as exc:
             raise type(exc)(f"model '{m}': {exc}") from None
+    price = None  # the price each row is costed at (the profile's when --price-per-hour is not given)
     rows = []
     for lm in loaded:
-        a = run_analyze(lm.spec, Options(context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype,
-                                         sliding_window=sliding_window))
+        opts = dict(context=context, dtype=dtype, kv_dtype=kv_dtype, sliding_window=sliding_window)
+        a = run_analyze(lm.spec, Options(batch=batch, **opts))
         try:
-            e = estimate(a, hw, tp=tp_, price_per_hour=price_per_hour)
+            if layout is None:  # --gpus N alone: the fitting layout with the most decode tokens/s in total
+                deps = candidates(a, hw, gpus)
+                scored = [(served(d, a, lambda b: run_analyze(lm.spec, Options(batch=b, **opts)), hw, price_per_hour), d)
+                          for d in deps if d.fits]
+                if scored:
+                    s_, dep = max(scored, key=lambda x: (x[0].tokens_per_s, -x[1].layout.tp))
+                    s_ = replace(s_, dep=replace(dep, chosen=RULE_FASTEST))
+                else:
+                    dep = fallback(deps)
+                    s_ = served(dep, a, lambda b: run_analyze(lm.spec, Options(batch=b, **opts)), hw, price_per_hour)
+            else:
+                dep = deployment(a, hw, layout)
+                s_ = served(dep, a, lambda b: run_analyze(lm.spec, Options(batch=b, **opts)), hw, price_per_hour)
         except PlannerError as exc:
             raise type(exc)(f"model '{lm.id}': {exc}") from None
+        e, dep = s_.busiest, s_.dep
+        price = e.price_per_hour
         warn_all(a.warnings)
         d = to_dict(a, model_id=lm.id, source=lm.source)
         ed = estimate_dict(e)
+        need = fewest_gpus_note(a, hw, dep)
         d.update({
-            "decode_tokens_per_s": e.tokens_per_s_per_gpu,
+            "layout": dep.to_dict(),
+            "layout_text": dep.describe(),
+            "fits": dep.fits,
+            "needed_bytes": dep.needed_bytes,
+            "usable_bytes": dep.usable_bytes,
+            "capacity_bytes": dep.capacity_bytes,
+            "decode_tokens_per_s": s_.tokens_per_s_per_gpu,
+            "decode_tokens_per_s_total": s_.tokens_per_s,
             "decode_tokens_per_s_per_replica": e.decode_tokens_per_s,
-            "max_batch": e.max_batch,
+            "max_batch": dep.max_batch,
             "ttft_s": e.ttft_s,
-            "cost_per_million_tokens": e.cost_per_million_tokens,
-            "gpu_seconds_per_million_tokens": 1e6 / e.tokens_per_s_per_gpu if e.tokens_per_s_per_gpu else None,
+            "cost_per_million_tokens": s_.cost_per_million_tokens,
+            "gpu_seconds_per_million_tokens": 1e6 / s_.tokens_per_s_per_gpu if s_.tokens_per_s_per_gpu else None,
+            "needs_at_least": need,
             "serving": ed,
         })
-        rows.append((lm, a, e, d))
+        rows.append((lm, a, s_, d))
     dtypes = {lm.id: a.fmt.describe() for lm, a, _, _ in rows}
     if len(set(dtypes.values())) > 1 and dtype is None:
         from .render import warn
@@ -104,9 +134,9 @@ def compare(
         _, _, e, _ = row
         if not e.tokens_per_s_per_gpu:
             return (1, float("inf"))
-        # cost = price × tp / tokens/s (one price for all): ordered by tp / tokens/s, which a tiny price
-        # (5e-324: every cost underflows to 0.0) cannot tie
-        return (0, e.tp / e.tokens_per_s_per_gpu if criterion == CRITERION_COST else 1 / e.tokens_per_s_per_gpu)
+        # cost = price × GPUs / tokens/s (one price, the same GPUs for all): ordered by 1 / tokens/s per GPU,
+        # which a tiny price (5e-324: every cost underflows to 0.0) cannot tie
+        return (0, 1 / e.tokens_per_s_per_gpu)
 
     ranked = sorted(rows, key=key)
     reasons = explain(ranked, context=context, batch=batch, hw=hw, criterion=criterion)
@@ -115,8 +145,11 @@ def compare(
     if plot is not None:
         from .plots import plot_memory
 
-        plot_memory([d for *_, d in rows], hw, plot, batch=batch, context=context, tp=tp_)
-    settings = {"context": context, "batch": batch, "hardware": hw.name, "gpus": gpus, "tp": tp_, "replicas": replicas,
+        plot_memory([d for *_, d in rows], hw, plot, batch=batch, context=context, tp=layout.tp if layout else gpus)
+    settings = {"context": context, "batch": batch, "hardware": hw.name, "gpus": gpus,
+                "tp": layout.tp if layout else None, "pp": layout.pp if layout else None,
+                "ep": layout.ep if layout else None, "replicas": layout.dp if layout else None,
+                "layout": "searched per model" if layout is None else layout.label,
                 "dtype": dtype, "kv_dtype": kv_dtype, "price_per_hour": price_per_hour, "sliding_window": sliding_window}
     if out_fmt == OutputFormat.json:
         print_json({
@@ -131,7 +164,8 @@ def compare(
         print_csv([{"rank": rank_of[lm.id], **d} for lm, *_, d in sorted(rows, key=lambda r: rank_of[r[0].id])])
         return
     emit(table_sections(rows, ranked, reasons, hw, settings, criterion), out_fmt,
-         lines=[headline] + [f"note: {n}" for n in assumptions(hw)])
+         lines=[headline] + [f"note: {n}" for n in assumptions(hw)]
+         + [f"note: {lm.id}: {d['needs_at_least']}" for lm, *_, d in rows if d["needs_at_least"]])
 
 
 def assumptions(hw) -> list[str]:
@@ -184,19 +218,19 @@ def explain(ranked, *, context: int, batch: int, hw, criterion: str) -> dict[str
         lm, a, e, _ = row
         if not e.tokens_per_s_per_gpu:
             need = fmt_gib(e.memory.weights_bytes)
-            out[lm.id] = (f"does not fit on {e.tp}× {hw.display_name} at context {context:,} even at batch 1 "
-                          f"(weights alone take {need} per GPU)")
+            out[lm.id] = (f"does not fit on {e.dep.layout.gpus_per_replica}× {hw.display_name} per replica at context "
+                          f"{context:,} even at batch 1 (weights alone take {need} per GPU)")
             continue
         kv = fmt_bytes(a.kv.bytes_per_token)
-        base = (f"{e.tokens_per_s_per_gpu:,.0f} tokens/s per GPU at batch {e.batch}; {describe_attention(a)}: "
+        base = (f"{e.tokens_per_s_per_gpu:,.0f} tokens/s per GPU on {e.dep.layout.label}; {describe_attention(a)}: "
                 f"{kv} KV per token; {fmt_count(a.params.active)} active parameters")
         if i == 0:
             out[lm.id] = "cheapest: " + base
         else:
             # one price for every model: the cost ratio is the ratio of GPU-seconds per token, which stays
             # defined when a tiny --price-per-hour makes every cost 0.0 (5e-324 underflows)
-            ratio = ((e.tp * best[2].tokens_per_s_per_gpu) / (best[2].tp * e.tokens_per_s_per_gpu)
-                     if criterion == CRITERION_COST else best[2].tokens_per_s_per_gpu / e.tokens_per_s_per_gpu)
+            # (every model on the same --gpus: cost and GPU-seconds both go as 1 / tokens/s per GPU)
+            ratio = best[2].tokens_per_s_per_gpu / e.tokens_per_s_per_gpu
             out[lm.id] = f"{ratio:.2f}× the cost of {best[0].id}: {_pick_driver(best, row)}; " + base
         if not e.fits:
             out[lm.id] += f" (batch {batch} does not fit; at most {e.max_batch})"
@@ -224,10 +258,11 @@ def _cell_time(x, ideal=None):
 def table_sections(rows, ranked, reasons, hw, settings, criterion) -> list[Section]:
     ids = [lm.id for lm, *_ in rows]
     title = (f"{len(rows)} models at context {settings['context']:,}, batch {settings['batch']}, on "
-             f"{settings['gpus']}× {hw.display_name}" + (f" (tp {settings['tp']})" if settings["tp"] > 1 else ""))
+             f"{settings['gpus']}× {hw.display_name}" + (f" ({settings['layout']})" if settings["gpus"] > 1 else ""))
     s = Section(title, ["", *ids], right=tuple(range(1, len(ids) + 1)))
     rank_of = {lm.id: i + 1 for i, (lm, *_) in enumerate(ranked)}
     s.add("rank (cheapest = 1)", *[rank_of[i] for i in ids])
+    s.add("layout", *[e.dep.describe() for _, _, e, _ in rows])
     s.add("parameters", *[fmt_count(a.params.total) for _, a, _, _ in rows])
     s.add("active parameters", *[fmt_count(a.params.active) for _, a, _, _ in rows])
     s.add("decode FLOPs per token", *[fmt_si(a.decode_flops, "FLOP") for _, a, _, _ in rows])
@@ -236,11 +271,11 @@ def table_sections(rows, ranked, reasons, hw, settings, criterion) -> list[Secti
     s.add("KV per sequence", *[fmt_bytes(a.kv_bytes_per_sequence + a.kv.state_bytes_per_sequence) for _, a, _, _ in rows])
     s.add("weights", *[fmt_gib(a.weights_bytes) for _, a, _, _ in rows])
     s.add("weights + KV (batch)", *[fmt_gib(a.total_bytes) for _, a, _, _ in rows])
-    s.add("per GPU needed / usable", *[f"{fmt_gib(e.memory.needed_bytes(e.requested_batch), 1)} / "
+    s.add("per GPU needed / usable (busiest replica)", *[f"{fmt_gib(e.memory.needed_bytes(e.requested_batch), 1)} / "
                                         f"{fmt_gib(e.memory.usable_bytes, 1)}" for _, _, e, _ in rows])
     s.add("fits", *["yes" if e.fits else "NO" for _, _, e, _ in rows])
     s.add("max batch", *[fmt_int(e.max_batch) for _, _, e, _ in rows])
-    s.add("decode step", *[_cell_time(e.step_s, e.ideal_step_s) for _, _, e, _ in rows])
+    s.add("decode step (busiest replica)", *[_cell_time(e.step_s, e.ideal_step_s) for _, _, e, _ in rows])
     s.add("tokens/s per GPU", *[f"{e.tokens_per_s_per_gpu:,.0f}" if e.tokens_per_s_per_gpu else "-" for _, _, e, _ in rows])
     s.add("time to first token", *[_cell_time(e.ttft_s, e.ideal_ttft_s) for _, _, e, _ in rows])
     if criterion == CRITERION_COST:

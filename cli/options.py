@@ -33,6 +33,11 @@ KvDtypeOpt = Annotated[
     Optional[str],
     typer.Option("--kv-dtype", help="KV-cache dtype (fp32, bf16, fp16, fp8, int8); default: the compute dtype."),
 ]
+# ---- the parallel layout (analysis.parallel.Layout); planner plan searches it instead -------------
+TpOpt = Annotated[Optional[int], typer.Option("--tp", min=1, max=1024, help="Tensor-parallel degree: GPUs per pipeline stage of a replica (count).")]
+PpOpt = Annotated[Optional[int], typer.Option("--pp", min=1, max=1024, help="Pipeline-parallel stages per replica (count).")]
+EpOpt = Annotated[Optional[int], typer.Option("--ep", min=1, max=1024, help="Expert-parallel ways of the MoE layers inside a stage (divides --tp).")]
+DpOpt = Annotated[Optional[int], typer.Option("--dp", min=1, max=4096, help="Data-parallel replicas; the batch is shared out among them (count).")]
 ContextOpt = Annotated[int, typer.Option("--context", "-c", min=0, max=1 << 30, help="Context length in tokens.")]
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", min=1, max=1 << 24, help="Concurrent sequences (count).")]
 

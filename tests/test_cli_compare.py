@@ -93,7 +93,7 @@ def test_sliding_window_what_if_reports_concurrency_gain():
 
 def test_tp_splits_weights_and_kv_heads():
     one = run("analyze", "llama-3.1-8b", "--json", "--context", "8192").json["memory"]
-    two = run("analyze", "llama-3.1-8b", "--json", "--context", "8192", "--gpus", "2").json["memory"]
+    two = run("analyze", "llama-3.1-8b", "--json", "--context", "8192", "--gpus", "2", "--tp", "2").json["memory"]
     assert two["tp"] == 2
     norms = 266_240 * 2  # replicated on every rank (bf16)
     rope = 131_072 * 128 * 2  # vLLM's cos/sin cache, replicated (max_position x rotary_dim, bf16)
@@ -102,7 +102,7 @@ def test_tp_splits_weights_and_kv_heads():
 
 
 def test_tp_heads_must_divide():
-    line = run("analyze", "llama-3.1-8b", "--gpus", "3").assert_error("--tp 3", "32 attention heads")
+    line = run("analyze", "llama-3.1-8b", "--gpus", "3", "--tp", "3").assert_error("--tp 3", "32 attention heads")
     assert "divides" in line
 
 
@@ -116,7 +116,7 @@ def test_tp_adds_allreduce_time():
     spec = parse_config(load_bundled_config("meta-llama/Llama-3.1-8B"))
     assert allreduce_bytes_per_gpu(spec, tokens=4, act_bytes=2, tp=1) == 0
     assert allreduce_bytes_per_gpu(spec, tokens=4, act_bytes=2, tp=4) == 32 * 2 * (4 * 4096 * 2) * 2 * 3 // 4
-    d1 = run("compare", "llama-3.1-70b", "--gpus", "4", "--json").json["models"][0]["serving"]
+    d1 = run("compare", "llama-3.1-70b", "--gpus", "4", "--tp", "4", "--json").json["models"][0]["serving"]
     assert d1["allreduce_s"] > 0 and d1["tp"] == 4
 
 

@@ -158,7 +158,7 @@ def test_compare_memory_svg_with_tp(mpl, tmp_path):
     from planner.cli.plots import GID_CAPACITY, plot_memory
 
     svg = tmp_path / "memory.svg"
-    r = run("compare", "meta-llama/Llama-3.1-70B", "Qwen/Qwen2.5-32B", "--gpus", "4", "--context", "32768",
+    r = run("compare", "meta-llama/Llama-3.1-70B", "Qwen/Qwen2.5-32B", "--gpus", "4", "--tp", "4", "--context", "32768",
             "--batch", "8", "--json", "--plot", svg)
     assert r.code == 0, r.err
     svg_root(svg)
