@@ -4,9 +4,9 @@ biases whose rows are interleaved per head, a plain GELU MLP of 4 × hidden, tie
 
 from __future__ import annotations
 
-from ..fields import MAX_LAYERS, Fields
+from ..fields import Fields
 from ..spec import MLP, Attention, CheckpointLayout, Layer, ModelSpec, Norm, NormKind
-from .common import pre_norms, read_eps, read_tie
+from .common import pre_norms, read_eps, read_mha_shape, read_tie
 
 LAYOUT = CheckpointLayout(renames=(("transformer.word_embeddings.", "model.embed_tokens."),
                                    ("transformer.word_embeddings_layernorm.", "model.embed_layernorm."),
@@ -15,12 +15,7 @@ LAYOUT = CheckpointLayout(renames=(("transformer.word_embeddings.", "model.embed
 
 
 def build(f: Fields, model_type: str) -> ModelSpec:
-    hidden = f.int("hidden_size")
-    n_layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
-    heads = f.int("num_attention_heads")
-    vocab = f.int("vocab_size", hi=1 << 26)
-    if hidden % heads:
-        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({hidden})")
+    hidden, n_layers, heads, vocab = read_mha_shape(f)
     if f.bool("apply_residual_connection_post_layernorm", False):
         raise f.error("apply_residual_connection_post_layernorm", "is true (residual taken after the norm): "
                                                                   "not supported")

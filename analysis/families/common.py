@@ -79,6 +79,18 @@ def generic_traits(cfg: dict) -> Traits:
 # ---- shared readers ------------------------------------------------------------------------------
 
 
+def read_mha_shape(f: Fields) -> tuple[int, int, int, int]:
+    """hidden, layers, heads, vocab of a multi-head family whose head width is hidden / heads
+    (GPT-2, BLOOM, Falcon): the heads must divide the hidden size."""
+    hidden = f.int("hidden_size")
+    n_layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
+    heads = f.int("num_attention_heads")
+    vocab = f.int("vocab_size", hi=1 << 26)
+    if hidden % heads:
+        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({hidden})")
+    return hidden, n_layers, heads, vocab
+
+
 def read_core(f: Fields, traits: Traits) -> dict:
     hidden = f.int("hidden_size")
     layers = f.int("num_hidden_layers", hi=MAX_LAYERS)

@@ -4,9 +4,9 @@ whose rows are interleaved per KV group, parallel attention and MLP with one or 
 
 from __future__ import annotations
 
-from ..fields import MAX_LAYERS, Fields
+from ..fields import Fields
 from ..spec import MLP, Attention, CheckpointLayout, Layer, ModelSpec, Norm, NormKind, PlacedNorm
-from .common import pre_norms, read_eps, read_rope, read_tie
+from .common import pre_norms, read_eps, read_mha_shape, read_rope, read_tie
 
 #: transformers' module names -> ours
 LAYOUT = CheckpointLayout(renames=(("transformer.word_embeddings.", "model.embed_tokens."),
@@ -18,12 +18,7 @@ LAYOUT = CheckpointLayout(renames=(("transformer.word_embeddings.", "model.embed
 
 
 def build(f: Fields, model_type: str) -> ModelSpec:
-    hidden = f.int("hidden_size")
-    n_layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
-    heads = f.int("num_attention_heads")
-    vocab = f.int("vocab_size", hi=1 << 26)
-    if hidden % heads:
-        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({hidden}) for Falcon")
+    hidden, n_layers, heads, vocab = read_mha_shape(f)
     hd = hidden // heads
     new_arch = f.bool("new_decoder_architecture", False)
     multi_query = f.bool("multi_query", True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ..fields import MAX_LAYERS, Fields, short
 from ..spec import MLP, Attention, CheckpointLayout, Layer, ModelSpec, Norm, NormKind, Numerics, PlacedNorm, RopeStyle
-from .common import Traits, pre_norms, read_act, read_eps, read_tie
+from .common import Traits, pre_norms, read_act, read_eps, read_mha_shape, read_tie
 
 TRAITS = Traits(act_key="activation_function", act_default="gelu_new", norm_kind=NormKind.LAYER, gated=False)
 
@@ -30,12 +30,7 @@ _GPT2_MODULES = ((".ln_1.", ".input_layernorm."), (".ln_2.", ".post_attention_la
 
 
 def _core(f: Fields) -> tuple[int, int, int, int, int]:
-    hidden = f.int("hidden_size")
-    n_layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
-    heads = f.int("num_attention_heads")
-    vocab = f.int("vocab_size", hi=1 << 26)
-    if hidden % heads:
-        raise f.error("num_attention_heads", f"({heads}) must divide the hidden size ({hidden})")
+    hidden, n_layers, heads, vocab = read_mha_shape(f)
     inner = f.int("intermediate_size", lambda: 4 * hidden, note="absent or null: 4 x hidden size")
     return hidden, n_layers, heads, vocab, inner
 
