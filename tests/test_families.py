@@ -235,3 +235,14 @@ def test_unknown_vision_tower_is_refused():
     cfg = {"model_type": "llava", "text_config": _TEXT, "vision_config": {"model_type": "mystery_vit"}}
     with pytest.raises(UnsupportedModelError, match="mystery_vit"):
         parse_config(cfg)
+
+
+def test_stablelm_parallel_residual_is_refused_not_miscounted():
+    """StableLM's parallel block has no post_attention_layernorm; counting it as the sequential block
+    would add 2 x hidden per layer, so the flag is refused until it is modelled."""
+    from planner.analysis.errors import ConfigError
+
+    assert count_params(parse_config(dict(CASES["stablelm"], use_parallel_residual=False))).total \
+        == hf_param_count(CASES["stablelm"])
+    with pytest.raises(ConfigError, match="use_parallel_residual"):
+        parse_config(dict(CASES["stablelm"], use_parallel_residual=True))

@@ -72,7 +72,9 @@ REGISTRY: dict[str, Family] = {
                          router=RouterKind.SIGMOID),
     # StableLM: LayerNorms with bias, qkv bias by use_qkv_bias, per-head q/k LayerNorms by qk_layernorm
     "stablelm": Traits(qkv_bias="use_qkv_bias", o_bias=False, mlp_bias=False, norm_kind=NormKind.LAYER,
-                       qk_norm="full", qk_norm_key="qk_layernorm", qk_norm_per_head=True, windows="none"),
+                       qk_norm="full", qk_norm_key="qk_layernorm", qk_norm_per_head=True, windows="none",
+                       # the parallel block has no post_attention_layernorm: not modelled yet
+                       unsupported_if_true=("use_parallel_residual",)),
     # PhiMoE: LayerNorms with bias, all four attention projections biased by attention_bias
     "phimoe": Traits(qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias=False, norm_kind=NormKind.LAYER,
                      windows="all", moe="mixtral"),

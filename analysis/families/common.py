@@ -40,6 +40,7 @@ class Traits:
     moe: str | None = None  # mixtral | qwen | deepseek | gpt_oss | llama4 | generic
     sinks: bool = False
     intermediate_default: int | None = None
+    unsupported_if_true: tuple[str, ...] = ()  # config flags whose true value changes the block in a way not modelled
 
 
     # numerics and layout switches (what transformers' modeling file does differently)
