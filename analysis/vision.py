@@ -131,13 +131,18 @@ def _heads_divide(f: Fields, h: int) -> None:
         raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({h})")
 
 
-def clip_tensors(vision_config: object, where: str, prefix: str = "model.vision_tower.vision_model") -> list[Tensor]:
-    f = _vision_fields(vision_config, where, "clip_vision_model")
+def _tower_shape(f) -> tuple[int, int, int, int]:
+    """hidden, intermediate, layers and input channels of a ViT tower (CLIP, Pixtral)."""
     h = f.int("hidden_size")
     inter = f.int("intermediate_size")
     layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
     _heads_divide(f, h)
-    channels = f.int("num_channels", hi=64)
+    return h, inter, layers, f.int("num_channels", hi=64)
+
+
+def clip_tensors(vision_config: object, where: str, prefix: str = "model.vision_tower.vision_model") -> list[Tensor]:
+    f = _vision_fields(vision_config, where, "clip_vision_model")
+    h, inter, layers, channels = _tower_shape(f)
     patches, patch = _patches(f)
     out: list[Tensor] = [
         Tensor(f"{prefix}.embeddings.class_embedding", (h,), "vision"),
@@ -153,11 +158,7 @@ def clip_tensors(vision_config: object, where: str, prefix: str = "model.vision_
 
 def pixtral_tensors(vision_config: object, where: str, prefix: str = "model.vision_tower") -> list[Tensor]:
     f = _vision_fields(vision_config, where, "pixtral")
-    h = f.int("hidden_size")
-    inter = f.int("intermediate_size")
-    layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
-    _heads_divide(f, h)
-    channels = f.int("num_channels", hi=64)
+    h, inter, layers, channels = _tower_shape(f)
     _, patch = _patches(f)
     out = [Tensor(f"{prefix}.patch_conv.weight", (h, channels, patch, patch), "vision"),
            Tensor(f"{prefix}.ln_pre.weight", (h,), "vision")]

@@ -249,26 +249,32 @@ def _atomic_write(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink_quietly(tmp)
         raise
+    _replace_or_remove(tmp, path)
 
 
 def _atomic_symlink(path: Path, target: Path) -> None:
     tmp = path.parent / f".planner-{os.getpid()}-{time.monotonic_ns()}.tmp"
     os.symlink(target, tmp)
+    _replace_or_remove(tmp, path)
+
+
+def _replace_or_remove(tmp: str | Path, path: Path) -> None:
+    """Move ``tmp`` into place; on any failure (or an interrupt) remove it, so nothing is left behind."""
     try:
         os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink_quietly(tmp)
         raise
+
+
+def _unlink_quietly(p: str | Path) -> None:
+    try:
+        os.unlink(p)
+    except OSError:
+        pass
 
 
 # ---- fetching ------------------------------------------------------------------------------------------
