@@ -18,7 +18,8 @@ from typing import Any
 from . import families
 from .errors import ConfigError, UnsupportedModelError
 from .files import read_bounded
-from .families import TEXT_WRAPPERS, VISION_COUNTED, WRAPPER_TIE, supported_model_types  # noqa: F401  (re-exported)
+from .families import (FLAT_TEXT_WRAPPERS, TEXT_WRAPPERS, VISION_COUNTED, WRAPPER_TIE,  # noqa: F401  (re-exported)
+                       supported_model_types)
 from .families import decoder as _decoder
 from .families.common import ALIASES, Traits, generic_traits, read_rope_extra
 from .fields import Fields, short
@@ -89,6 +90,9 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
     if not isinstance(cfg, dict):
         raise ConfigError(f"{where}: expected a JSON object of config fields, got {type(cfg).__name__}")
     caveats: list[str] = []
+    if cfg.get("model_type") in FLAT_TEXT_WRAPPERS and cfg.get("text_config") is None:
+        # a flat hub config (Qwen2-VL, Qwen2.5-VL): the language model's fields sit beside vision_config
+        cfg = dict(cfg, text_config={k: v for k, v in cfg.items() if k not in ("model_type", "vision_config")})
     top = cfg
     nested = False
     wrapper = None

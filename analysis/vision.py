@@ -241,3 +241,126 @@ def mistral3_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ..
               Tensor("model.multi_modal_projector.patch_merger.merging_layer.weight", (vh, vh * merge * merge),
                      "vision")]
     return tuple(tower + merger + _llava_projector(top, vh, text_hidden, where, "mistral3"))
+
+
+# ---- Qwen-VL vision towers (``model.visual``) ----------------------------------------------------
+# Qwen2-VL: a bias-free Conv3d patch embed (temporal_patch_size × patch × patch), blocks of LayerNorms,
+# a fused biased qkv, a biased proj and a biased fc1/fc2 MLP (embed_dim × mlp_ratio), and a PatchMerger
+# (LayerNorm ln_q over embed_dim, then Linear(embed·m², embed·m²), GELU, Linear(embed·m², hidden_size)).
+# Qwen2.5-VL: RMSNorms (weight only) in the blocks and the merger, a biased gated MLP (gate/up/down,
+# intermediate_size), the merger's output out_hidden_size. Qwen3-VL (and -MoE): a biased patch embed,
+# learned positions (num_position_embeddings), LayerNorm blocks with biased linear_fc1/linear_fc2, a merger
+# (LayerNorm over hidden, linear_fc1, linear_fc2) and one DeepStack merger per deepstack_visual_indexes
+# entry (LayerNorm over hidden·m², after the spatial shuffle). Rotary tables are buffers, not parameters.
+
+
+def _rms(out: list[Tensor], name: str, dim: int) -> None:
+    out.append(Tensor(f"{name}.weight", (dim,), "vision"))
+
+
+def _qwen_vision_fields(top: dict, where: str, family: str) -> Fields:
+    vc = top.get("vision_config")
+    return _vision_fields({} if vc is None else vc, where, family)
+
+
+def _qwen_patch(f: Fields, dim: int) -> tuple[int, ...]:
+    """The Conv3d patch-embedding weight's shape: (dim, channels, temporal_patch_size, patch, patch)."""
+    patch = f.int("patch_size", hi=4096)
+    return (dim, f.int("in_channels", hi=64), f.int("temporal_patch_size", hi=64), patch, patch)
+
+
+def _qwen_blocks(f: Fields, dim: int) -> int:
+    depth = f.int("depth", hi=MAX_LAYERS)
+    heads = f.int("num_heads")
+    if dim % heads:
+        raise f.error("num_heads", f"({heads}) must divide the vision hidden size ({dim})")
+    return depth
+
+
+def qwen2_vl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    f = _qwen_vision_fields(top, where, "qwen2_vl_vision")
+    e = f.int("embed_dim")
+    depth = _qwen_blocks(f, e)
+    mlp = int(e * f.float("mlp_ratio"))  # VisionMlp(dim, int(dim * mlp_ratio))
+    merged = e * f.int("spatial_merge_size", hi=64) ** 2
+    out_dim = f.int("hidden_size")
+    p = "model.visual"
+    out = [Tensor(f"{p}.patch_embed.proj.weight", _qwen_patch(f, e), "vision")]
+    for i in range(depth):
+        b = f"{p}.blocks.{i}"
+        _ln(out, f"{b}.norm1", e)
+        _ln(out, f"{b}.norm2", e)
+        _lin(out, f"{b}.attn.qkv", 3 * e, e)
+        _lin(out, f"{b}.attn.proj", e, e)
+        _lin(out, f"{b}.mlp.fc1", mlp, e)
+        _lin(out, f"{b}.mlp.fc2", e, mlp)
+    _ln(out, f"{p}.merger.ln_q", e)
+    _lin(out, f"{p}.merger.mlp.0", merged, merged)
+    _lin(out, f"{p}.merger.mlp.2", out_dim, merged)
+    return tuple(out)
+
+
+def qwen2_5_vl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    f = _qwen_vision_fields(top, where, "qwen2_5_vl_vision")
+    h = f.int("hidden_size")
+    depth = _qwen_blocks(f, h)
+    inter = f.int("intermediate_size")
+    merged = h * f.int("spatial_merge_size", hi=64) ** 2
+    out_dim = f.int("out_hidden_size")
+    p = "model.visual"
+    out = [Tensor(f"{p}.patch_embed.proj.weight", _qwen_patch(f, h), "vision")]
+    for i in range(depth):
+        b = f"{p}.blocks.{i}"
+        _rms(out, f"{b}.norm1", h)
+        _rms(out, f"{b}.norm2", h)
+        _lin(out, f"{b}.attn.qkv", 3 * h, h)
+        _lin(out, f"{b}.attn.proj", h, h)
+        _lin(out, f"{b}.mlp.gate_proj", inter, h)
+        _lin(out, f"{b}.mlp.up_proj", inter, h)
+        _lin(out, f"{b}.mlp.down_proj", h, inter)
+    _rms(out, f"{p}.merger.ln_q", h)
+    _lin(out, f"{p}.merger.mlp.0", merged, merged)
+    _lin(out, f"{p}.merger.mlp.2", out_dim, merged)
+    return tuple(out)
+
+
+def _qwen3_merger(out: list[Tensor], name: str, norm_dim: int, merged: int, out_dim: int) -> None:
+    _ln(out, f"{name}.norm", norm_dim)
+    _lin(out, f"{name}.linear_fc1", merged, merged)
+    _lin(out, f"{name}.linear_fc2", out_dim, merged)
+
+
+def _qwen3_vision(top: dict, where: str, family: str) -> tuple[Tensor, ...]:
+    f = _qwen_vision_fields(top, where, family)
+    h = f.int("hidden_size")
+    depth = _qwen_blocks(f, h)
+    inter = f.int("intermediate_size")
+    merged = h * f.int("spatial_merge_size", hi=64) ** 2
+    out_dim = f.int("out_hidden_size")
+    deepstack = f.int_list("deepstack_visual_indexes", hi=MAX_LAYERS)
+    if deepstack is None:  # the class default (a tuple, so not in the generated scalar table)
+        deepstack = f.derived("deepstack_visual_indexes", [8, 16, 24], "absent: the class default (8, 16, 24)")
+    p = "model.visual"
+    out = [Tensor(f"{p}.patch_embed.proj.weight", _qwen_patch(f, h), "vision"),
+           Tensor(f"{p}.patch_embed.proj.bias", (h,), "vision")]
+    out.append(Tensor(f"{p}.pos_embed.weight", (f.int("num_position_embeddings", hi=1 << 24), h), "vision"))
+    for i in range(depth):
+        b = f"{p}.blocks.{i}"
+        _ln(out, f"{b}.norm1", h)
+        _ln(out, f"{b}.norm2", h)
+        _lin(out, f"{b}.attn.qkv", 3 * h, h)
+        _lin(out, f"{b}.attn.proj", h, h)
+        _lin(out, f"{b}.mlp.linear_fc1", inter, h)
+        _lin(out, f"{b}.mlp.linear_fc2", h, inter)
+    _qwen3_merger(out, f"{p}.merger", h, merged, out_dim)
+    for k in range(len(deepstack)):
+        _qwen3_merger(out, f"{p}.deepstack_merger_list.{k}", merged, merged, out_dim)
+    return tuple(out)
+
+
+def qwen3_vl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    return _qwen3_vision(top, where, "qwen3_vl_vision")
+
+
+def qwen3_vl_moe_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    return _qwen3_vision(top, where, "qwen3_vl_moe_vision")

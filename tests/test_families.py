@@ -187,7 +187,27 @@ _PIXTRAL = dict(_CLIP, model_type="pixtral")
 _SIGLIP = {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 1,
            "num_attention_heads": 2, "image_size": 32, "patch_size": 16}
 
+_MROPE = {"rope_type": "default", "mrope_section": [4, 6, 6]}  # sums to head_dim / 2 (32 / 2)
+_QWEN2_VISION = {"depth": 2, "embed_dim": 32, "mlp_ratio": 2, "num_heads": 2, "hidden_size": 128, "patch_size": 4,
+                 "spatial_merge_size": 2, "temporal_patch_size": 2}
+_QWEN25_VISION = {"depth": 2, "hidden_size": 32, "intermediate_size": 48, "num_heads": 2, "out_hidden_size": 128,
+                  "patch_size": 4, "spatial_merge_size": 2, "temporal_patch_size": 2, "fullatt_block_indexes": [1]}
+_QWEN3_VISION = {"depth": 3, "hidden_size": 32, "intermediate_size": 48, "num_heads": 2, "out_hidden_size": 128,
+                 "patch_size": 4, "spatial_merge_size": 2, "temporal_patch_size": 2, "num_position_embeddings": 16,
+                 "deepstack_visual_indexes": [0, 2]}
+_QWEN3_TEXT = dict(_TEXT, model_type="qwen3_vl_text", head_dim=32, rope_scaling=dict(_MROPE, mrope_interleaved=True))
+
 WRAPPERS = {
+    "qwen2_vl": {"model_type": "qwen2_vl", "vision_config": _QWEN2_VISION,
+                 "text_config": dict(_TEXT, model_type="qwen2_vl_text", rope_scaling=_MROPE)},
+    "qwen2_5_vl-text-tied": {"model_type": "qwen2_5_vl", "vision_config": _QWEN25_VISION,
+                             "text_config": dict(_TEXT, model_type="qwen2_5_vl_text", tie_word_embeddings=True)},
+    "qwen3_vl": {"model_type": "qwen3_vl", "vision_config": _QWEN3_VISION, "text_config": _QWEN3_TEXT},
+    "qwen3_vl-wrapper-tied": {"model_type": "qwen3_vl", "vision_config": dict(_QWEN3_VISION, deepstack_visual_indexes=[]),
+                              "text_config": dict(_QWEN3_TEXT, tie_word_embeddings=False), "tie_word_embeddings": True},
+    "qwen3_vl_moe": {"model_type": "qwen3_vl_moe", "vision_config": _QWEN3_VISION,
+                     "text_config": dict(_QWEN3_TEXT, model_type="qwen3_vl_moe_text", num_experts=4,
+                                         num_experts_per_tok=2, moe_intermediate_size=64, mlp_only_layers=[0])},
     "llava-clip": {"model_type": "llava", "text_config": _TEXT, "vision_config": _CLIP},
     "llava-siglip-2-layers-no-bias": {"model_type": "llava", "text_config": dict(_TEXT, model_type="qwen2"),
                                       "vision_config": _SIGLIP, "vision_feature_layer": [-2, -5],
@@ -219,6 +239,18 @@ def test_multimodal_wrapper_counts_the_whole_checkpoint(name):
     a, t = analyze(spec, opts), analyze(text, opts)
     assert a.kv.bytes_per_token == t.kv.bytes_per_token
     assert a.weights_bytes == t.weights_bytes + 2 * p.vision
+
+
+@pytest.mark.parametrize("model_type,vision", [("qwen2_vl", _QWEN2_VISION), ("qwen2_5_vl", _QWEN25_VISION)])
+def test_flat_qwen_vl_config_is_its_text_config(model_type, vision):
+    """Qwen2-VL and Qwen2.5-VL hub configs are flat: the language model's fields sit beside vision_config
+    (transformers pops them into text_config)."""
+    flat = dict(_TEXT, model_type=model_type, vision_config=vision, rope_scaling=_MROPE, tie_word_embeddings=True)
+    nested = {"model_type": model_type, "vision_config": vision, "tie_word_embeddings": True,
+              "text_config": dict(_TEXT, model_type=f"{model_type}_text", rope_scaling=_MROPE)}
+    p = count_params(parse_config(flat))
+    assert p == count_params(parse_config(nested))
+    assert p.total == hf_param_count(flat) and p.lm_head == 0
 
 
 def test_multimodal_wrapper_default_vision_towers():

@@ -169,6 +169,28 @@ WRAPPED = {
     "mistral3": {"model_type": "mistral3", "text_config": TINY["mistral"], "image_token_index": 127,
                  "vision_config": dict(_VISION, model_type="pixtral")},
 }
+# Qwen-VL: M-RoPE with text-only positions (the same position in every section) is plain RoPE
+_MROPE = {"rope_type": "default", "mrope_section": [2, 3, 3]}  # sums to head_dim / 2
+_QWEN3_VISION = dict(depth=2, hidden_size=32, intermediate_size=48, num_heads=2, out_hidden_size=64, patch_size=4,
+                     spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=16,
+                     deepstack_visual_indexes=[0, 1])
+WRAPPED.update({
+    # a flat config, as Qwen2-VL's hub configs are
+    "qwen2_vl": dict(TINY["qwen2"], model_type="qwen2_vl", rope_scaling=_MROPE,
+                     vision_config=dict(depth=1, embed_dim=32, mlp_ratio=2, num_heads=2, hidden_size=64, patch_size=4,
+                                        spatial_merge_size=2, temporal_patch_size=2)),
+    "qwen2_5_vl": {"model_type": "qwen2_5_vl",
+                   "text_config": dict(TINY["qwen2"], model_type="qwen2_5_vl_text", rope_scaling=_MROPE),
+                   "vision_config": dict(depth=1, hidden_size=32, intermediate_size=48, num_heads=2, out_hidden_size=64,
+                                         patch_size=4, spatial_merge_size=2, temporal_patch_size=2)},
+    "qwen3_vl": {"model_type": "qwen3_vl", "vision_config": _QWEN3_VISION,
+                 "text_config": dict(TINY["qwen3"], model_type="qwen3_vl_text", head_dim=16,
+                                     rope_scaling=dict(_MROPE, mrope_interleaved=True))},
+    # its router renormalises the top-k weights whatever norm_topk_prob says
+    "qwen3_vl_moe": {"model_type": "qwen3_vl_moe", "vision_config": _QWEN3_VISION,
+                     "text_config": dict(TINY["qwen3_moe"], model_type="qwen3_vl_moe_text", norm_topk_prob=False,
+                                         rope_scaling=dict(_MROPE, mrope_interleaved=True))},
+})
 
 
 @pytest.mark.parametrize("family", sorted(WRAPPED))
@@ -176,7 +198,8 @@ def test_wrapper_text_logits_equal_transformers(family):
     cfg = WRAPPED[family]
     hf = hf_model(cfg)
     spec, ours = ours_from_hf(cfg, hf)
-    vision = sum(p.numel() for n, p in hf.named_parameters() if ".vision_tower." in n or ".multi_modal_projector." in n)
+    vision = sum(p.numel() for n, p in hf.named_parameters()
+                 if ".vision_tower." in n or ".multi_modal_projector." in n or ".visual." in n)
     assert count_params(spec).vision == vision
     tokens = torch.randint(0, 127, (2, 12), generator=torch.Generator().manual_seed(2))
     with torch.no_grad():

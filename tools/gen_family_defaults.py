@@ -23,6 +23,9 @@ TYPES = sys.argv[1:] or [
     "siglip_vision_model", "cohere", "cohere2", "gpt2", "gpt_bigcode", "gptj", "gpt_neo", "bloom",
     "clip_vision_model", "pixtral", "llava", "mistral3",
     "minimax_m2", "stablelm", "phimoe",
+    "qwen2_vl", "qwen2_vl_text", "qwen2_vl_vision", "qwen2_5_vl", "qwen2_5_vl_text", "qwen2_5_vl_vision",
+    "qwen3_vl", "qwen3_vl_text", "qwen3_vl_vision", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_vl_moe_vision",
+    "mllama", "mllama_text_model", "mllama_vision_model",
 ]
 DENY = ("token_id", "dropout", "initializer", "use_cache", "output_", "return_", "torchscript", "problem_type",
         "chunk_size_feed_forward", "is_encoder_decoder", "name_or_path", "transformers_version", "architectures",

@@ -23,6 +23,7 @@ synthetic config in ``tests/test_families.py``.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Union
 
 from .. import vision
@@ -33,18 +34,29 @@ from .common import Traits
 Builder = Callable[..., ModelSpec]
 Family = Union[Traits, Builder]
 
+_QWEN2 = Traits(qkv_bias=True, o_bias=False, mlp_bias=False, windows="qwen")
+_QWEN3 = Traits(o_bias="attention_bias", qk_norm="head", mlp_bias=False, windows="qwen", head_dim_default=128)
+# no head_dim default (unlike qwen3): transformers' Qwen3MoeConfig falls back to hidden // heads
+_QWEN3_MOE = Traits(qk_norm="head", mlp_bias=False, windows="qwen", moe="qwen", norm_topk_default=False)
+
 REGISTRY: dict[str, Family] = {
     # ---- plain decoders: one row of traits each ----
     "llama": Traits(),
     "mistral": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, windows="all"),
     "ministral": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, windows="layer_types"),
     "mixtral": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, windows="all", moe="mixtral"),
-    "qwen2": Traits(qkv_bias=True, o_bias=False, mlp_bias=False, windows="qwen"),
-    "qwen3": Traits(o_bias="attention_bias", qk_norm="head", mlp_bias=False, windows="qwen", head_dim_default=128),
+    "qwen2": _QWEN2,
+    "qwen3": _QWEN3,
     "qwen2_moe": Traits(qkv_bias="qkv_bias", o_bias=False, mlp_bias=False, bias_default=True, windows="qwen", moe="qwen",
                         shared_expert_gate=True, norm_topk_default=False),
-    # no head_dim default (unlike qwen3): transformers' Qwen3MoeConfig falls back to hidden // heads
-    "qwen3_moe": Traits(qk_norm="head", mlp_bias=False, windows="qwen", moe="qwen", norm_topk_default=False),
+    "qwen3_moe": _QWEN3_MOE,
+    # the language models of the Qwen-VL wrappers: Qwen2 / Qwen3 / Qwen3-MoE decoders (M-RoPE: with text-only
+    # positions, the three sections see the same position, which is plain RoPE)
+    "qwen2_vl_text": _QWEN2,
+    "qwen2_5_vl_text": _QWEN2,
+    "qwen3_vl_text": _QWEN3,
+    # Qwen3VLMoeTextTopKRouter renormalises the top-k weights whatever norm_topk_prob says
+    "qwen3_vl_moe_text": replace(_QWEN3_MOE, norm_topk_fixed=True),
     "gemma": Traits(tie_default=True, head_dim_default=256, act_key="hidden_activation", act_default="gelu_pytorch_tanh",
                     norm_offset=1.0, embed_scale=True, mlp_bias=False, windows="none"),
     "gemma2": Traits(tie_default=True, head_dim_default=256, act_key="hidden_activation", act_default="gelu_pytorch_tanh",
@@ -115,10 +127,10 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "gemma3": "gemma3_text",
     "mistral3": "mistral",
     "llava": None,
-    "qwen2_vl": "qwen2",
-    "qwen2_5_vl": "qwen2",
-    "qwen3_vl": "qwen3",
-    "qwen3_vl_moe": "qwen3_moe",
+    "qwen2_vl": "qwen2_vl_text",
+    "qwen2_5_vl": "qwen2_5_vl_text",
+    "qwen3_vl": "qwen3_vl_text",
+    "qwen3_vl_moe": "qwen3_vl_moe_text",
     "gemma3n": None,
 }
 
@@ -128,12 +140,21 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
     "gemma3": vision.gemma3_vision,
     "llava": vision.llava_vision,
     "mistral3": vision.mistral3_vision,
+    "qwen2_vl": vision.qwen2_vl_vision,
+    "qwen2_5_vl": vision.qwen2_5_vl_vision,
+    "qwen3_vl": vision.qwen3_vl_vision,
+    "qwen3_vl_moe": vision.qwen3_vl_moe_vision,
 }
+
+#: Wrappers whose published configs may be flat: the language model's fields at the top level beside
+#: vision_config (Qwen2-VL, Qwen2.5-VL: transformers' config pops them into its text_config).
+FLAT_TEXT_WRAPPERS = frozenset({"qwen2_vl", "qwen2_5_vl"})
 
 #: How a counted wrapper ties lm_head to the embedding (its ``tie_word_embeddings``, class default included):
 #: "wrapper" — the wrapper's flag alone decides (Mistral3Config); "either" — tied when the wrapper's or the
 #: text_config's flag is set (LlavaConfig.__post_init__ forwards the text flag).
-WRAPPER_TIE: dict[str, str] = {"llava": "either", "mistral3": "wrapper"}
+WRAPPER_TIE: dict[str, str] = {"llava": "either", "mistral3": "wrapper", "qwen2_vl": "either", "qwen2_5_vl": "either",
+                                "qwen3_vl": "wrapper", "qwen3_vl_moe": "wrapper"}
 
 #: The smallest Llama-shaped config (hidden 64, 2 layers): calibration times eager dispatch with it.
 TINY_DECODER = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,

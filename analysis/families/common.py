@@ -46,6 +46,7 @@ class Traits:
     # numerics and layout switches (what transformers' modeling file does differently)
     rope_style: RopeStyle = RopeStyle.HALF
     norm_topk_default: bool = True  # norm_topk_prob when neither config nor class default says
+    norm_topk_fixed: bool | None = None  # the modeling code ignores norm_topk_prob (Qwen3-VL-MoE always renormalises)
     router: RouterKind = RouterKind.SOFTMAX
     nope_layers: bool = False  # no_rope_layers / no_rope_layer_interval (Llama 4, SmolLM3)
     chunked_rope_layers: bool = False  # Llama 4: chunked attention on the RoPE layers, NoPE global layers

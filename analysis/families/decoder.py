@@ -198,7 +198,7 @@ def read_numerics(f: Fields, t: Traits, hidden: int) -> Numerics:
     elif t.llama4:
         kw.update(router=RouterKind.TOPK_SIGMOID, scale_expert_input=True)
     elif t.moe is not None:
-        kw.update(read_routing(f, t.router, norm_default=t.norm_topk_default))
+        kw.update(read_routing(f, t.router, norm_default=t.norm_topk_default, norm_fixed=t.norm_topk_fixed))
     if t.llama4:
         kw["qk_l2_norm"] = f.bool("use_qk_norm", True)
         if f.bool("attn_temperature_tuning", True):
