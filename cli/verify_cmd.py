@@ -260,7 +260,7 @@ def verify_sections(r) -> tuple[list[Section], list[str]]:
 
     mode = "CUDA-graph replay" if r.graphs else "eager"
     timing = Section(f"Decode step ({mode}, median of {len(t.samples_s)} after {t.warmup} warm-up)", ["", "value"], right=(1,))
-    timing.add("predicted", fmt_time(r.predicted_s))
+    timing.add("predicted (expected)", f"{fmt_time(r.predicted_s)} (ideal {fmt_time(r.ideal_s)})")
     timing.add("measured (median)", fmt_time(r.measured_s))
     timing.add("error (predicted / measured - 1)", _signed_pct(r.error))
     timing.add("spread (interquartile)", fmt_time(t.spread_s))
@@ -271,17 +271,21 @@ def verify_sections(r) -> tuple[list[Section], list[str]]:
     timing.add("achieved compute", f"{fmt_si(r.achieved_flops_per_s, 'FLOP/s')} ({100 * r.achieved_flops_per_s / r.rates[0]:.2g}% of {fmt_si(r.rates[0], 'FLOP/s')})")
     timing.add("tokens/s", f"{o.batch / r.measured_s:,.1f}")
 
-    roof = Section(f"Prediction: roofline of the trace on {r.hardware.name}", ["", "value"], right=(1,))
-    roof.add("compute time (Σ ops)", fmt_time(st.compute_s))
-    roof.add("memory time (Σ ops)", fmt_time(st.memory_s))
-    roof.add("device time (Σ max per op)", fmt_time(st.device_s))
-    roof.add(f"launches ({st.kernels:,} kernels)", fmt_time(st.launch_s))
-    roof.add("eager step", fmt_time(st.eager_s))
-    roof.add("graph step", fmt_time(st.graph_s))
-    roof.add("bound", f"{st.bound} ({st.ratio:.3g}x)")
+    pred = r.prediction
+    roof = Section(f"Prediction: planner's step model on {pred.engine.display_name} with {r.hardware.name}",
+                   ["", "value"], right=(1,))
+    roof.add("expected step", fmt_time(st.expected_s))
+    roof.add("ideal step (roofline)", fmt_time(st.ideal_s))
+    for k, v in st.parts.items():
+        if v:
+            label = k
+            if k == "step overhead" and pred.factors.kernel_launches == "serial":
+                label = f"step overhead ({pred.kernels:,} kernels × {fmt_time(pred.factors.kernel_launch_s)})"
+            roof.add(f"  {label}", f"{'+' if v >= 0 else '−'}{fmt_time(abs(v))}")
+    roof.add("kernels", f"{pred.kernels:,} dispatched by the decoder ({pred.trace_kernels:,} in the trace)")
     roof.add("bytes / FLOPs", f"{fmt_si(r.totals.bytes, 'B')} / {fmt_si(r.totals.flops, 'FLOP')}")
 
-    kinds = Section("Time by op kind (predicted eager vs torch profiler)", ["kind", "predicted", "share", "measured share"],
+    kinds = Section("Time by op kind (expected vs torch profiler)", ["kind", "predicted", "share", "measured share"],
                     right=(1, 2, 3))
     for k in sorted(r.kinds, key=lambda k: -(k.measured_share or k.predicted_share)):
         kinds.add(k.kind, fmt_time(k.predicted_s) if k.predicted_s else "-", f"{100 * k.predicted_share:.1f}%",

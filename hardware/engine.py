@@ -35,6 +35,8 @@ from . import units
 ENGINES = ("vllm", "sglang", "trtllm", "ideal")
 #: engines with a profile for the benchmark of published figures only (not a serving engine)
 BENCH_ENGINES = ("gptfast",)
+#: the eager/graph torch runtime ``planner verify`` times (its prediction's engine; not a serving engine)
+VERIFY_ENGINES = ("torch-cpu-eager", "torch-cuda-eager", "torch-cuda-graphs")
 DEFAULT_ENGINE = "vllm"
 BUDGETS = ("total_fraction", "static_fraction", "free_fraction", "all")
 
@@ -159,6 +161,7 @@ class EngineProfile:
     attention_decode_efficiency: float
     attention_prefill_efficiency: float
     weight_only_efficiency: Mapping[str, float] = field(hash=False)
+    kernel_launches: str = "none"  # hardware.expected.KERNEL_LAUNCHES: how the host launches kernels
 
     def default_fraction(self, hw, tp: int) -> float:
         if self.fraction is not None:
@@ -183,7 +186,7 @@ class EngineProfile:
 def load_engine(name: str | None) -> EngineProfile:
     """The engine profile ``name`` (vllm, sglang, trtllm, ideal); ``OptionError`` for any other."""
     key = (name or DEFAULT_ENGINE).strip().lower()
-    if key not in ENGINES + BENCH_ENGINES:
+    if key not in ENGINES + BENCH_ENGINES + VERIFY_ENGINES:
         raise OptionError(f"unknown --engine {name!r}", f"choose one of: {', '.join(ENGINES)}")
     d = _read_yaml(key)
     w = f"engine profile {key}.yaml"
@@ -205,6 +208,12 @@ def load_engine(name: str | None) -> EngineProfile:
     graph = _get(mem, "cuda_graph", w)
     pad = mem.get("mxfp4_padding") or {}
     wo = _get(tim, "weight_only_efficiency", w)
+    from .expected import KERNEL_LAUNCHES
+
+    launches = tim.get("kernel_launches", "none")
+    if launches not in KERNEL_LAUNCHES:
+        raise HardwareError(f"{w}: timing.kernel_launches {launches!r} is not one of {', '.join(KERNEL_LAUNCHES)}",
+                            "fix the profile")
     return EngineProfile(
         name=key, display_name=str(d.get("display_name", key)), version=str(d.get("version", "")),
         budget=budget, fraction=None if fraction is None else _frac(fraction, "memory.fraction", w),
@@ -230,6 +239,7 @@ def load_engine(name: str | None) -> EngineProfile:
         attention_decode_efficiency=_frac(_get(tim, "attention_decode_efficiency", w), "attention_decode_efficiency", w),
         attention_prefill_efficiency=_frac(_get(tim, "attention_prefill_efficiency", w), "attention_prefill_efficiency", w),
         weight_only_efficiency={str(k): _frac(v, "weight_only_efficiency", w) for k, v in wo.items()},
+        kernel_launches=launches,
     )
 
 

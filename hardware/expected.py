@@ -24,7 +24,14 @@ applies. ``hardware.timing`` (the per-op roofline of ``trace``) takes its skinny
 the same ``rows_efficiency``.
 
 plus, per step, ``all-reduce = calls × latency + bytes / (interconnect · e_ic)`` (ideal: bytes /
-interconnect) and the engine's ``step overhead + per-sequence overhead × sequences``.
+interconnect) and the engine's ``step overhead + per-sequence overhead × sequences``, plus the host's
+kernel launches where the engine profile says how it launches them (``kernel_launches``; the per-kernel
+cost ``t_launch`` is the hardware profile's ``kernel_launch_overhead``, which ``planner calibrate``
+measures): ``serial`` (an eager step on a CPU: the thread that dispatches a kernel also runs it)
+adds ``kernels × t_launch``; ``overlapped`` (eager on a GPU: the host queues kernels ahead of the
+device) adds ``max(0, kernels × t_launch − expected device time)``; ``graph`` (a CUDA-graph replay)
+adds one ``t_launch``; ``none`` (serving engines: their fixed step overhead covers it) adds nothing.
+``kernels`` is what the caller counted (``verify``: the decoder's dispatched ops), else Σ of the ops'.
 
 Device factors (``e_mem``, ``e_gemm``, ``p``, ``e_ic``, latency) come from the hardware profile's
 ``efficiency`` and ``allreduce_latency`` fields, or the fitted defaults in
@@ -54,6 +61,7 @@ FACTORS = (
 )
 
 GEMM_KINDS = ("matmul", "experts")
+KERNEL_LAUNCHES = ("none", "serial", "overlapped", "graph")
 
 
 @frozen
@@ -70,6 +78,8 @@ class Factors:
     weight_only: Mapping[str, float] = field(default_factory=dict, hash=False)
     # calibrated skinny-matmul table (rows -> fraction of the peak), the square-GEMM point included
     matmul_efficiency_by_rows: Mapping[int, float] = field(default_factory=dict, hash=False)
+    kernel_launches: str = "none"  # how the host launches the step's kernels (KERNEL_LAUNCHES)
+    kernel_launch_s: float = 0.0  # host cost of one kernel launch (the hardware profile's)
     sources: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
 
     def to_dict(self) -> dict:
@@ -81,6 +91,7 @@ class Factors:
             "attention_decode": self.attention_decode, "attention_prefill": self.attention_prefill,
             "weight_only": dict(self.weight_only),
             "matmul_efficiency_by_rows": {str(r): v for r, v in self.matmul_efficiency_by_rows.items()} or None,
+            "kernel_launches": self.kernel_launches, "kernel_launch_s": self.kernel_launch_s,
             "sources": dict(self.sources),
         }
 
@@ -132,7 +143,11 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         attention_decode=engine.attention_decode_efficiency,
         attention_prefill=engine.attention_prefill_efficiency,
         weight_only=dict(engine.weight_only_efficiency),
-        sources={**src, "engine": f"profiles/engines/{engine.name}.yaml"},
+        kernel_launches=engine.kernel_launches,
+        kernel_launch_s=hw.kernel_launch_s if engine.kernel_launches != "none" else 0.0,
+        sources={**src, "engine": f"profiles/engines/{engine.name}.yaml",
+                 **({"kernel_launch_s": f"{hw.name} profile (kernel_launch_overhead)"}
+                    if engine.kernel_launches != "none" else {})},
     )
 
 
@@ -215,6 +230,27 @@ def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: flo
     return max(o.flops / (flops_per_s * f.compute), o.bytes / bw)
 
 
+def step_kernels(ops: Iterable) -> int:
+    """Σ of the ops' ``kernels`` (an ``OpGroup`` counts its op once per layer it stands for)."""
+    return sum((item.count * item.op.kernels) if hasattr(item, "op") else item.kernels for item in ops)
+
+
+def launch_time_s(f: Factors, ops: Iterable, kernels: int | None, device_s: float) -> float:
+    """Seconds the host's kernel launches add to a step whose expected device time is ``device_s``
+    (see the module docstring: ``serial``, ``overlapped``, ``graph``, ``none``)."""
+    mode = f.kernel_launches
+    if mode == "none" or not f.kernel_launch_s:
+        return 0.0
+    if mode == "graph":
+        return f.kernel_launch_s
+    host = (step_kernels(ops) if kernels is None else kernels) * f.kernel_launch_s
+    if mode == "serial":
+        return host
+    if mode == "overlapped":
+        return max(0.0, host - device_s)
+    raise ValueError(f"kernel_launches {mode!r} is not one of {', '.join(KERNEL_LAUNCHES)}")
+
+
 @frozen
 class StepCost:
     ideal_s: float
@@ -237,10 +273,11 @@ ZERO = StepCost(0.0, 0.0, {k: 0.0 for k in FACTORS}, 0)
 
 def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequences: int,
               allreduce_bytes: int = 0, allreduce_calls: int = 0, weight_only_bits: int | None = None,
-              detail: bool = True, rows: int | None = None) -> StepCost:
+              detail: bool = True, rows: int | None = None, kernels: int | None = None) -> StepCost:
     """Ideal and expected seconds of one rank's step (``ops`` already sharded), and each factor's share.
     ``detail=False`` skips the intermediate stages (the op-level parts are then lumped into the first
-    factor; the totals are the same)."""
+    factor; the totals are the same). ``kernels``: the kernels the step launches, for the engine's
+    ``kernel_launches`` (None: Σ of the ops' ``kernels``)."""
     flops_per_s = hw.peak_flops_for(compute_key)
     bytes_per_s = hw.memory_bandwidth_bytes_per_s
     wanted = range(5) if detail else (0, 4)
@@ -262,11 +299,13 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
         ar_bw = allreduce_bytes / (hw.interconnect_bytes_per_s * f.interconnect)
     parts["all-reduce bandwidth"] = ar_bw - ar_ideal
     parts["all-reduce latency"] = allreduce_calls * f.allreduce_latency_s if allreduce_bytes else 0.0
-    parts["step overhead"] = f.step_overhead_s + f.step_overhead_per_sequence_s * sequences
+    parts["step overhead"] = (f.step_overhead_s + f.step_overhead_per_sequence_s * sequences
+                              + launch_time_s(f, ops, kernels, stage[4] + ar_bw + parts["all-reduce latency"]))
     ideal = stages[0] + ar_ideal
     expected = ideal + sum(parts.values())
     return StepCost(ideal, expected, parts, allreduce_calls if allreduce_bytes else 0)
 
 
-__all__ = ["FACTORS", "Factors", "IDEAL", "StepCost", "ZERO", "device_defaults", "factors_for", "gemm_time_s",
+__all__ = ["FACTORS", "KERNEL_LAUNCHES", "Factors", "IDEAL", "launch_time_s", "step_kernels",
+           "StepCost", "ZERO", "device_defaults", "factors_for", "gemm_time_s",
            "ops_time_s", "rows_efficiency", "step_cost"]

@@ -70,14 +70,16 @@ class StepModel:
 
         return allreduce_bytes_per_gpu(self.a.spec, tokens, self.a.fmt.act.bits // 8, self.plan.tp)
 
-    def decode(self, batch: int, context: int) -> StepCost:
-        """One decode step of ``batch`` sequences that hold ``context`` tokens each."""
-        key = ("d", batch, context)
+    def decode(self, batch: int, context: int, *, kernels: int | None = None) -> StepCost:
+        """One decode step of ``batch`` sequences that hold ``context`` tokens each. ``kernels``: the
+        kernels the step launches where the caller counted them (``verify``), else the trace's."""
+        key = ("d", batch, context, kernels)
         if key not in self._cache:
             ops = self._ops(batch, 1, context)
             self._cache[key] = step_cost(ops, self.hw, self.compute_key, self.f, decode=True, sequences=batch,
                                          allreduce_bytes=self._ar_bytes(batch), allreduce_calls=self.allreduce_calls,
-                                         weight_only_bits=self.weight_only_bits, detail=self.detail, rows=batch)
+                                         weight_only_bits=self.weight_only_bits, detail=self.detail, rows=batch,
+                                         kernels=kernels)
         return self._cache[key]
 
     def prefill(self, pieces: Mapping[tuple[int, int], int]) -> StepCost:

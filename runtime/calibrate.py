@@ -16,8 +16,8 @@ What is measured (all with torch, on the device itself):
   shape streamed from memory, weighted by how often the model has it); their rate over the square-GEMM
   peak is the profile's ``matmul_efficiency_by_rows``, which the step model uses for matmul ops;
 - **per-launch overhead**: what an eager decode step pays per kernel: the wall time of an eager decode
-  step of a tiny decoder (device work negligible) divided by the kernels the trace counts for it, so
-  Python and framework dispatch are included; a bare tiny op's dispatch (``add_``) is measured beside it.
+  step of a tiny decoder (device work negligible) divided by the aten ops it dispatches (the count
+  ``verify`` takes of the real step), so Python and framework dispatch are included; a bare tiny op's dispatch (``add_``) is measured beside it.
 
 Every figure is repeated in rounds until the last three agree within ``STABLE_SPREAD`` (or
 ``MAX_ROUNDS`` is reached, and the figure is reported as unstable). On a CPU the thread count is chosen
@@ -26,8 +26,8 @@ stable and highest is used (``--threads`` fixes it). ``calibration_problems`` li
 per-kernel overhead against the bare dispatch, the read rate against the copy test, unstable figures);
 the CLI refuses to save such a profile unless ``--force``. The load average before and after is kept.
 
-The profile (``calibration_profile``) carries no efficiency factors for bandwidth or peak: the measured
-rates are the rates. It names the device in its notes (``device: cuda: NVIDIA H200``), so ``verify``
+The profile (``calibration_profile``) sets the bandwidth and peak efficiency factors to 1: the measured
+rates are the achieved rates (null would let the step model apply its fitted datasheet defaults). It names the device in its notes (``device: cuda: NVIDIA H200``), so ``verify``
 uses it by default only on the device it was measured on.
 """
 
@@ -42,7 +42,7 @@ from typing import Callable
 
 import torch
 
-from .timing import _no_progress, synchronize
+from .timing import _no_progress, count_kernels, synchronize
 
 GiB = 2**30
 DEVICE_NOTE = "device: "
@@ -310,12 +310,11 @@ def measure_skinny(device: torch.device, dtype, shapes: list[tuple[int, int, int
 
 def measure_step_overhead(device: torch.device, dtype_name: str, steps: int) -> tuple[Figure, int]:
     """(seconds per kernel, kernels) of an eager decode step of a tiny Llama-style decoder (hidden 64,
-    2 layers), whose device work is negligible: what eager dispatch costs per kernel of the trace,
-    Python, framework and launch included."""
+    2 layers), whose device work is negligible: what eager dispatch costs per aten op the step
+    dispatches (``timing.count_kernels``, the count ``verify`` takes of the real step), Python,
+    framework and launch included."""
     from planner.analysis.config import parse_config
     from planner.analysis.families import TINY_DECODER
-    from planner.analysis.trace import step_ops
-    from planner.analysis.weights import weight_format
 
     from .cache import KVCache
     from .model import build_decoder
@@ -326,14 +325,13 @@ def measure_step_overhead(device: torch.device, dtype_name: str, steps: int) -> 
     cache = KVCache(spec, 1, 33, dtype, device)
     cache.fill_random_()
     tokens = torch.zeros(1, 1, dtype=torch.long, device=device)
-    fmt, _ = weight_format(spec, dtype_name)
-    kernels = sum(o.kernels for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=32))
 
     def step():
         model.decode(tokens, 32, cache)
         synchronize(device)
 
     with torch.inference_mode():  # wall time: an eager step this small is all dispatch and launches
+        kernels, _ = count_kernels(lambda: model.decode(tokens, 32, cache))
         fig = repeat_until_stable(lambda: _wall_median(step, steps) / kernels)
     return fig, kernels
 
@@ -526,7 +524,8 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
         bw_src,
         "peak_flops: median of square GEMMs of size " + ", ".join(f"{d} {n}" for d, n in cal.details.get("gemm_sizes", {}).items()),
         f"kernel_launch_overhead: an eager decode step of a tiny decoder (negligible device work) divided by its "
-        f"{cal.details.get('tiny_step_kernels', 0)} kernels (as the trace counts them): dispatch, Python and launch per kernel",
+        f"{cal.details.get('tiny_step_kernels', 0)} dispatched aten ops (TorchDispatchMode; verify counts the real step's the "
+        f"same way): dispatch, Python and launch per kernel",
         f"each figure: the median of the last 3 rounds, repeated until they agree within {100 * STABLE_SPREAD:.0f}% "
         f"(at most {MAX_ROUNDS} rounds)",
     ]
@@ -555,7 +554,8 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
     if cal.figures:
         notes.append("stability: " + ("every figure stable" if not unstable else "NOT stable: " + ", ".join(unstable))
                      + " (" + ", ".join(f"{k} ±{100 * f.spread / 2:.0f}%" for k, f in cal.figures.items()) + ")")
-    notes.append("efficiency factors are null: the measured rates are the rates")
+    notes.append("efficiency factors are 1: the measured rates are the achieved rates (the step model must not apply "
+                 "its fitted datasheet-to-achieved defaults of profiles/engines/_device.yaml on top of them)")
     data = {
         "name": name,
         "display_name": f"Calibrated {cal.device_name}",
@@ -568,7 +568,7 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
         "kernel_launch_overhead": units.format_time(_round(cal.launch_s, 3)),
         "runtime_reserve": units.format_bytes(reserve),
         "price_per_hour": None,
-        "efficiency": {"memory_bandwidth": None, "compute": None},
+        "efficiency": {"memory_bandwidth": 1.0, "compute": 1.0},
         "source": source,
         "notes": notes,
     }

@@ -4,6 +4,9 @@
   formula for are given the formula of their math: the CPU SDPA kernel
   (``_scaled_dot_product_flash_attention_for_cpu``, counted as torch counts the CUDA SDPA kernels:
   ``2·b·h·s_q·s_k·(d_qk + d_v)``) and ``_grouped_mm`` (``2·M·K·N`` over the grouped rows).
+- ``count_kernels``: the aten ops one call dispatches (``TorchDispatchMode``), the kernels an eager
+  step launches one by one: ``calibrate`` divides a tiny decoder's step time by this count of it, and
+  ``verify`` prices the real step's count at that cost.
 - ``time_steps``: warm-up, then every step timed alone: CUDA events around a CUDA-graph replay (or an
   eager step) followed by a synchronise; ``perf_counter`` on CPU. The median is the result, the
   spread is the interquartile range.
@@ -69,6 +72,28 @@ def count_flops(fn: Callable[[], object]) -> tuple[int, dict[str, int]]:
         fn()
     by_op = {str(k): int(v) for k, v in counter.get_flop_counts().get("Global", {}).items()}
     return int(counter.get_total_flops()), by_op
+
+
+def count_kernels(fn: Callable[[], object]) -> tuple[int, dict[str, int]]:
+    """(aten ops, count by op) that one call of ``fn`` dispatches below autograd: every op the eager
+    runtime sends through the dispatcher one at a time (views and copies included: each costs a
+    dispatch), as ``TorchDispatchMode`` sees them."""
+    from collections import Counter
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class _Count(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops: Counter = Counter()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops[str(func.overloadpacket)] += 1
+            return func(*args, **(kwargs or {}))
+
+    with _Count() as mode:
+        fn()
+    return sum(mode.ops.values()), dict(mode.ops)
 
 
 # ---- step times ----------------------------------------------------------------------------------

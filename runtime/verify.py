@@ -5,9 +5,13 @@
    equals ``bytes_per_sequence(capacity) × batch``.
 2. Timing: the decode step at position ``context`` (the cache holds ``context`` tokens, the step
    writes one more; capacity ``context + 1``) is replayed ``steps`` times after ``warmup`` (a CUDA
-   graph on CUDA unless ``graphs=False``); the median is compared with ``hardware.timing.step_time``
-   of the same trace: ``graph_s`` for graph replays, ``eager_s`` for eager steps (always on CPU).
-   Replaying one position makes every sample the same work as the prediction.
+   graph on CUDA unless ``graphs=False``); the median is compared with the expected step of
+   ``hardware.serve.StepModel`` -- the step model of serve, plan, compare and trace -- on the torch
+   runtime's engine profile (``profiles/engines/torch-cpu-eager.yaml``, ``torch-cuda-eager``,
+   ``torch-cuda-graphs``): the hardware profile's bandwidth, calibrated GEMM and attention
+   efficiencies, and the aten ops the eager step dispatches (counted) at its per-kernel launch cost.
+   The ideal roofline is shown beside it. Replaying one position makes every sample the same work
+   as the prediction.
 3. Where the time went (``explain``): achieved vs profile bandwidth and FLOP/s, launch overhead
    (eager vs graphs), and the op kinds whose measured share differs most from the trace.
 
@@ -104,7 +108,7 @@ class VerifyResult:
     checks: tuple[Check, ...]
     hardware: object  # HardwareProfile
     hardware_reason: str
-    step: object  # hardware.timing.StepTime
+    prediction: "Prediction"  # the step model's price of the step
     totals: object  # analysis.trace.Totals of the decode step
     times: object  # runtime.timing.StepTimes (the measured step)
     eager_times: object | None  # CUDA with graphs: a few eager steps, for the launch overhead
@@ -125,8 +129,17 @@ class VerifyResult:
         return bool(self.times.graphs)
 
     @property
+    def step(self):
+        """The step's ``StepCost``: expected, ideal and the seconds each factor adds."""
+        return self.prediction.cost
+
+    @property
     def predicted_s(self) -> float:
-        return self.step.graph_s if self.graphs else self.step.eager_s
+        return self.prediction.cost.expected_s
+
+    @property
+    def ideal_s(self) -> float:
+        return self.prediction.cost.ideal_s
 
     @property
     def measured_s(self) -> float:
@@ -294,67 +307,132 @@ def _rate(v: float, unit: str) -> str:
     return f"{v:.3g} {unit}"
 
 
-def explain(*, predicted_s: float, measured_s: float, step, totals, rates: tuple[float, float], graphs: bool,
-            eager_measured_s: float | None, kinds: tuple[KindTime, ...], profile_name: str) -> list[str]:
-    """Sentences saying where the measured time went, relative to the prediction (pure arithmetic)."""
+def explain(*, predicted_s: float, measured_s: float, cost, totals, rates: tuple[float, float], graphs: bool,
+            eager_measured_s: float | None, kinds: tuple[KindTime, ...], profile_name: str, engine_name: str,
+            kernels: int, launch_s: float) -> list[str]:
+    """Sentences saying where the measured time went, relative to the prediction (pure arithmetic).
+    ``cost``: the step's ``hardware.expected.StepCost`` (ideal, expected, seconds by factor)."""
     flops_rate, bw_rate = rates
     out = []
     err = predicted_s / measured_s - 1.0
     mode = "CUDA-graph replay" if graphs else "eager step"
-    out.append(f"measured {_ms(measured_s)} per {mode} vs {_ms(predicted_s)} predicted by '{profile_name}' "
+    out.append(f"measured {_ms(measured_s)} per {mode} vs {_ms(predicted_s)} expected on {engine_name} with '{profile_name}' "
                f"({'+' if err >= 0 else ''}{100 * err:.1f}%: the prediction is {'slower' if err >= 0 else 'faster'} than the device)")
+    gaps = [f"{k} +{_ms(v)}" if v >= 0 else f"{k} −{_ms(-v)}" for k, v in cost.parts.items() if abs(v) > 0]
+    out.append(f"expected {_ms(cost.expected_s)} = ideal {_ms(cost.ideal_s)}" + (" + " + ", ".join(gaps) if gaps else "")
+               + (f" (step overhead: {kernels:,} kernels × {_ms(launch_s)})" if kernels and launch_s and not graphs else ""))
+    compute_s, memory_s = totals.flops / flops_rate, totals.bytes / bw_rate
+    bound = "memory" if memory_s >= compute_s else "compute"
+    lo, hi = sorted((compute_s, memory_s))
+    out.append(f"the trace is {bound}-bound at the profile's peaks ({hi / lo if lo else float('inf'):.3g}x): "
+               f"{totals.bytes / 1e9:.3g} GB moved (weights {totals.weight_bytes / 1e9:.3g} GB, KV "
+               f"{totals.kv_bytes / 1e9:.3g} GB, activations {totals.act_bytes / 1e9:.3g} GB) and {totals.flops / 1e9:.3g} GFLOP")
     ach_bw = totals.bytes / measured_s
     ach_fl = totals.flops / measured_s
-    bound = step.bound
-    out.append(f"the trace says the step is {bound}-bound ({step.ratio:.3g}x): {totals.bytes / 1e9:.3g} GB moved "
-               f"(weights {totals.weight_bytes / 1e9:.3g} GB, KV {totals.kv_bytes / 1e9:.3g} GB, activations "
-               f"{totals.act_bytes / 1e9:.3g} GB) and {totals.flops / 1e9:.3g} GFLOP")
     out.append(f"achieved {_rate(ach_bw, 'B/s')} = {_pct(ach_bw / bw_rate)} of the profile's {_rate(bw_rate, 'B/s')}, "
                f"and {_rate(ach_fl, 'FLOP/s')} = {_pct(ach_fl / flops_rate)} of its {_rate(flops_rate, 'FLOP/s')}")
-    launch_pred = step.launch_s
-    if graphs:
-        if eager_measured_s is not None:
-            saved = eager_measured_s - measured_s
-            out.append(f"launch overhead: eager steps took {_ms(eager_measured_s)}, the graph replay {_ms(measured_s)} "
-                       f"({_ms(saved)} saved over {step.kernels} kernels ≈ {_ms(max(saved, 0) / max(step.kernels, 1))} each; "
-                       f"the profile assumes {_ms(launch_pred / max(step.kernels, 1))} each, {_ms(launch_pred)} per eager step)")
-    else:
-        share = (step.eager_s - step.device_s) / step.eager_s if step.eager_s else 0.0
-        out.append(f"launch overhead: {step.kernels} kernels × {_ms(launch_pred / max(step.kernels, 1))} = {_ms(launch_pred)} "
-                   f"of dispatch predicted; ops shorter than their launches add {_ms(step.eager_s - step.device_s)} "
-                   f"({_pct(share)} of the predicted eager step)")
-    if bound == "memory" and err < -0.05:
-        out.append(f"the device delivered less than the profile's bandwidth: at {_pct(ach_bw / bw_rate)} of it, the "
-                   f"memory time alone is {_ms(step.memory_s * bw_rate / ach_bw)} instead of {_ms(step.memory_s)}")
-    elif err > 0.05:
-        out.append(f"the device beat the profile: the step ran {_pct(err / (1 + err))} faster than predicted "
-                   f"(a bandwidth or FLOP/s above the profile's, or bytes served from cache)")
+    if graphs and eager_measured_s is not None:
+        saved = eager_measured_s - measured_s
+        out.append(f"launch overhead: eager steps took {_ms(eager_measured_s)}, the graph replay {_ms(measured_s)} "
+                   f"({_ms(saved)} saved over {kernels:,} kernels ≈ {_ms(max(saved, 0) / max(kernels, 1))} each; "
+                   f"the profile assumes {_ms(launch_s)} each)")
     measured_kinds = [k for k in kinds if k.measured_share is not None]
     if measured_kinds:
         diffs = sorted(measured_kinds, key=lambda k: abs(k.measured_share - k.predicted_share), reverse=True)
         parts = [f"{k.kind} {_pct(k.measured_share)} measured vs {_pct(k.predicted_share)} predicted" for k in diffs[:3]
                  if abs(k.measured_share - k.predicted_share) >= 0.02]
         if parts:
-            out.append("op kinds whose share of the step differs most from the trace: " + "; ".join(parts))
+            out.append("op kinds whose share of the step differs most from the prediction: " + "; ".join(parts))
         other = next((k for k in kinds if k.kind == "other (untraced)"), None)
         if other is not None and other.measured_share and other.measured_share > 0.05:
             out.append(f"{_pct(other.measured_share)} of the profiled step ran outside the traced ops "
-                       f"(Python and framework overhead between kernels)")
+                       f"(Python and framework work between the op kinds' ranges)")
     return out
 
 
-def kind_times(ops, op_times, graphs: bool, measured: dict[str, float] | None, profiled_step_s: float | None) -> tuple[KindTime, ...]:
-    """Predicted time per op kind (eager: max(op, launches); graphs: op time) beside the profiled share."""
-    pred: dict[str, float] = {}
-    for o, t in zip(ops, op_times):
-        pred[o.kind] = pred.get(o.kind, 0.0) + (t.time_s if graphs else max(t.time_s, t.launch_s))
-    total_pred = sum(pred.values()) or 1.0
+# ---- the prediction: planner's one step model ----------------------------------------------------
+
+
+def verify_engine_name(device_type: str, graphs: bool) -> str:
+    """The engine profile of the runtime verify times (``profiles/engines/torch-*.yaml``)."""
+    if device_type == "cpu":
+        return "torch-cpu-eager"
+    return "torch-cuda-graphs" if graphs else "torch-cuda-eager"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    cost: object  # hardware.expected.StepCost of the step (expected, ideal, seconds by factor)
+    factors: object  # hardware.expected.Factors
+    engine: object  # hardware.engine.EngineProfile
+    kernels: int  # kernels the step launches (the decoder's dispatched ops when counted, else the trace's)
+    trace_kernels: int  # Σ of the trace's op kernels
+    by_kind: dict  # op kind -> expected seconds (device time, plus its share of the launches)
+
+
+@dataclass(frozen=True)
+class _Analysis:
+    """What ``StepModel`` reads of an analysis, with the exact dtypes verify runs."""
+
+    spec: ModelSpec
+    fmt: object  # analysis.weights.WeightFormat
+    kv: object  # analysis.kv.KVCache
+
+
+def hardware_factors(hw, engine, spec: ModelSpec):
+    """``factors_for(hw, engine)`` with the device's calibrated attention-decode efficiency at this
+    model's attention shape where the profile has one (see ``HardwareProfile.attention_decode_at``)."""
+    from dataclasses import replace
+
+    from planner.hardware.expected import factors_for
+
+    f = factors_for(hw, engine)
+    at = getattr(hw, "attention_decode_at", None)
+    eff = at(spec) if at is not None else None
+    if eff is not None:
+        f = replace(f, attention_decode=eff[0], sources={**f.sources, "attention_decode": eff[1]})
+    return f
+
+
+def predict_step(spec: ModelSpec, fmt, kvc, hw, *, batch: int, context: int, device_type: str, graphs: bool,
+                 kernels: int | None = None) -> Prediction:
+    """The decode step verify times, priced by ``hardware.serve.StepModel`` (the step model of serve,
+    plan, compare and trace) on the torch runtime's engine profile: memory-bound kernels at the
+    profile's bandwidth, GEMMs at its calibrated rows efficiency, attention at its calibrated decode
+    efficiency, and ``kernels`` launches at its ``kernel_launch_overhead`` (None: the trace's count)."""
+    from planner.analysis.parallel import tp_plan
+    from planner.hardware.engine import load_engine
+    from planner.hardware.expected import launch_time_s, ops_time_s, step_kernels
+    from planner.hardware.serve import StepModel
+
+    engine = load_engine(verify_engine_name(device_type, graphs))
+    f = hardware_factors(hw, engine, spec)
+    model = StepModel(_Analysis(spec, fmt, kvc), hw, tp_plan(spec, 1), f)
+    cost = model.decode(batch, context, kernels=kernels)
+    groups = model._ops(batch, 1, context)
+    trace_kernels = step_kernels(groups)
+    n = trace_kernels if kernels is None else kernels
+    flops_per_s = hw.peak_flops_for(model.compute_key)
+    by_kind: dict[str, float] = {}
+    launches = launch_time_s(f, groups, n, cost.expected_s - cost.parts.get("step overhead", 0.0))
+    for kind in dict.fromkeys(g.op.kind for g in groups):
+        sub = [g for g in groups if g.op.kind == kind]
+        dev = ops_time_s(sub, flops_per_s, hw.memory_bandwidth_bytes_per_s, f, decode=True, rows=batch)
+        share = step_kernels(sub) / trace_kernels if trace_kernels else 0.0  # launches split as the trace's kernels
+        by_kind[str(kind)] = dev + launches * share
+    return Prediction(cost, f, engine, n, trace_kernels, by_kind)
+
+
+def kind_times(predicted: dict[str, float], measured: dict[str, float] | None,
+               profiled_step_s: float | None) -> tuple[KindTime, ...]:
+    """Expected time per op kind (``Prediction.by_kind``) beside the profiled share."""
+    total_pred = sum(predicted.values()) or 1.0
     rows = []
     total_meas = profiled_step_s if measured else None
-    kinds = list(pred) + [k for k in (measured or {}) if k not in pred]
+    kinds = list(predicted) + [k for k in (measured or {}) if k not in predicted]
     for k in kinds:
         m = None if measured is None else measured.get(k, 0.0)
-        rows.append(KindTime(k, pred.get(k, 0.0), m, pred.get(k, 0.0) / total_pred,
+        rows.append(KindTime(k, predicted.get(k, 0.0), m, predicted.get(k, 0.0) / total_pred,
                              None if m is None or not total_meas else m / total_meas))
     if measured is not None and total_meas:
         rest = max(0.0, total_meas - sum(measured.values()))
@@ -413,14 +491,12 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
     from planner.analysis.params import count_params
     from planner.analysis.trace import Totals, step_ops
     from planner.analysis.weights import weight_format
-    from planner.hardware.roofline import effective_rates
-    from planner.hardware.timing import step_time
 
     from .cache import KVCache
     from .calibrate import device_name, free_memory_bytes, total_memory_bytes
     from .load import load_checkpoint
     from .model import build_decoder, check_supported, parameter_count, unique_parameters
-    from .timing import _no_progress, count_flops, profile_kinds, synchronize, time_steps
+    from .timing import _no_progress, count_flops, count_kernels, profile_kinds, synchronize, time_steps
 
     progress = progress or _no_progress
     opts.check()
@@ -524,6 +600,7 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
 
     with torch.inference_mode():
         flops, by_op = count_flops(step)
+        kernels, _ = count_kernels(step)  # what the eager step dispatches, priced at the profile's launch cost
     fnote = ", ".join(f"{k.split('.')[-1]} {v:,}" for k, v in sorted(by_op.items(), key=lambda kv: -kv[1]))
     checks = (
         Check("params", params.total - params.vision, measured_params, "parameters", pnote or "from the model's own tensors"),
@@ -553,19 +630,21 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
     if used_col != compute:
         notes.append(f"profile '{hw.name}' has no {compute} matmul rate; its {used_col} rate is used"
                      + (f" (run 'planner calibrate --dtype {compute}')" if hw.name == "calibrated" else ""))
-    st, op_times = step_time(ops, hw, compute, rows=B)
-    rates = effective_rates(hw, compute)
-    kinds = kind_times(ops, op_times, False, measured_kinds, profiled_s)  # the profiled steps are eager
-    predicted = st.graph_s if times.graphs else st.eager_s
-    explanation = explain(predicted_s=predicted, measured_s=times.median_s, step=st, totals=totals, rates=rates,
-                          graphs=times.graphs, eager_measured_s=None if eager_times is None else eager_times.median_s,
-                          kinds=kinds, profile_name=hw.name)
+    pred = predict_step(spec, fmt, kvc, hw, batch=B, context=C, device_type=dev_type, graphs=times.graphs,
+                        kernels=kernels)
+    rates = (hw.peak_flops_for(fmt.compute.compute), hw.memory_bandwidth_bytes_per_s)
+    kinds = kind_times(pred.by_kind, measured_kinds, profiled_s)
+    explanation = explain(predicted_s=pred.cost.expected_s, measured_s=times.median_s, cost=pred.cost, totals=totals,
+                          rates=rates, graphs=times.graphs,
+                          eager_measured_s=None if eager_times is None else eager_times.median_s, kinds=kinds,
+                          profile_name=hw.name, engine_name=pred.engine.display_name, kernels=pred.kernels,
+                          launch_s=pred.factors.kernel_launch_s)
     notes.append(f"KV cache of the {C:,}-token context is random (not prefilled): decode time does not depend on its values")
     if not math.isfinite(times.median_s) or times.median_s <= 0:
         raise RuntimeUnavailableError("the timer returned no usable step time")
     return VerifyResult(
         model_id=model_id or spec.name, spec=spec, options=opts, device_type=dev_type, device_name=name,
-        dtype=dtype_name, capacity=capacity, checks=checks, hardware=hw, hardware_reason=hw_reason, step=st,
+        dtype=dtype_name, capacity=capacity, checks=checks, hardware=hw, hardware_reason=hw_reason, prediction=pred,
         totals=totals, times=times, eager_times=eager_times, kinds=kinds, profiled_step_s=profiled_s,
         explanation=tuple(explanation), notes=tuple(dict.fromkeys(notes + list(fmt_notes))), build_s=build_s,
         weights=weights_src, moe_impl=moe_impl, threads=threads, kv_dtype=kvd.name, compute_dtype=compute,
@@ -608,15 +687,19 @@ def result_dict(r: VerifyResult, schema_version: int = 1) -> dict:
             "profile_flops_per_s": r.rates[0],
             "achieved_bandwidth_fraction": r.achieved_bytes_per_s / r.rates[1] if r.rates[1] else None,
             "build_s": r.build_s,
-            "roofline": {"compute_s": st.compute_s, "memory_s": st.memory_s, "device_s": st.device_s,
-                         "launch_s": st.launch_s, "eager_s": st.eager_s, "graph_s": st.graph_s, "kernels": st.kernels,
-                         "bound": st.bound, "ratio": st.ratio},
+            "ideal_s": st.ideal_s,
+            "explain": dict(st.parts),
+            "engine": r.prediction.engine.name,
+            "kernels": {"dispatched": r.prediction.kernels, "trace": r.prediction.trace_kernels,
+                        "launch_s": r.prediction.factors.kernel_launch_s,
+                        "launches": r.prediction.factors.kernel_launches},
+            "factors": r.prediction.factors.to_dict(),
         },
         "per_kind": [{"kind": k.kind, "predicted_s": k.predicted_s, "predicted_share": k.predicted_share,
                       "profiled_s": k.measured_s, "measured_share": k.measured_share,
                       "measured_s": None if k.measured_share is None else k.measured_share * eager_s}
                      for k in r.kinds],
-        "per_kind_definition": "predicted_s: the trace's eager time of the kind; profiled_s: its time in profiled eager "
+        "per_kind_definition": "predicted_s: the kind's expected time (its ops, plus its share of the launches); profiled_s: its time in profiled eager "
                                "steps (slowed by the profiler); measured_s: its profiled share of the measured eager step",
         "hardware": r.hardware.to_dict(),
         "hardware_choice": r.hardware_reason,

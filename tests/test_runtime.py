@@ -431,22 +431,27 @@ def test_quick_calibration_round_trips_through_a_saved_profile():
     assert p.memory_bandwidth_bytes_per_s == pytest.approx(cal.read_bytes_per_s, rel=1e-3)
 
 
-def test_explanation_names_bandwidth_launches_and_kinds():
+def test_explanation_names_bandwidth_launches_factors_and_kinds():
     from types import SimpleNamespace
 
+    from planner.hardware.expected import FACTORS, StepCost
     from planner.runtime.verify import KindTime, explain
 
-    step = SimpleNamespace(bound="memory", ratio=50.0, launch_s=1e-3, kernels=200, eager_s=11e-3, device_s=10e-3,
-                           memory_s=10e-3, graph_s=10.005e-3)
+    parts = {k: 0.0 for k in FACTORS}
+    parts.update({"GEMM efficiency": 1e-3, "step overhead": 2e-3})
+    cost = StepCost(8e-3, 11e-3, parts)
     totals = SimpleNamespace(bytes=10**9, weight_bytes=9 * 10**8, kv_bytes=10**8, act_bytes=10**6, flops=2 * 10**9)
     kinds = (KindTime("matmul", 9e-3, 0.5, 0.9, 0.6), KindTime("attention", 1e-3, 0.4, 0.1, 0.3),
              KindTime("other (untraced)", 0.0, 0.1, 0.0, 0.1))
-    lines = explain(predicted_s=11e-3, measured_s=20e-3, step=step, totals=totals, rates=(1e12, 1e11), graphs=False,
-                    eager_measured_s=None, kinds=kinds, profile_name="x")
+    lines = explain(predicted_s=11e-3, measured_s=20e-3, cost=cost, totals=totals, rates=(1e12, 1e11), graphs=False,
+                    eager_measured_s=None, kinds=kinds, profile_name="x", engine_name="torch eager (CPU)",
+                    kernels=400, launch_s=5e-6)
     text = "\n".join(lines)
-    assert "-45.0%" in text and "50% of the profile's 100 GB/s" in text and "200 kernels" in text
-    assert "memory time alone is 20 ms" in text and "matmul 60% measured vs 90% predicted" in text
-    assert "outside the traced ops" in text
+    assert "-45.0%" in text and "50% of the profile's 100 GB/s" in text
+    # the gap by factor, as serve words it; 10 GB at 100 GB/s vs 2 GFLOP at 1 TFLOP/s: memory-bound 5x
+    assert "ideal 8 ms + GEMM efficiency +1 ms, step overhead +2 ms (step overhead: 400 kernels × 5 µs)" in text
+    assert "memory-bound at the profile's peaks (5x)" in text
+    assert "matmul 60% measured vs 90% predicted" in text and "outside the traced ops" in text
 
 
 # ---- the CLI -------------------------------------------------------------------------------------
