@@ -296,33 +296,68 @@ def layout_plan(spec: ModelSpec, layout: Layout, gpus_per_node: int = 1 << 30) -
     return LayoutPlan(lo, attn, tuple(stages), gpus_per_node, tuple(notes))
 
 
-def stage_weights_bytes(spec: ModelSpec, fmt, plan: LayoutPlan) -> list[int]:
-    """Weight bytes on one GPU of each stage: attention, dense FFN, embedding and lm_head split
-    ``attn_tp`` ways (replicated over attention-DP ranks), routed experts ``tp`` ways (``E/ep`` experts
-    of ``1/(tp/ep)`` each), norms replicated."""
+def stage_tensors(spec: ModelSpec, plan: LayoutPlan):
+    """``(stage, tensor, ways)`` for every tensor one GPU of a stage holds a ``1/ways`` share of:
+    attention, dense FFN, embedding and lm_head split ``attn_tp`` ways (replicated over attention-DP
+    ranks), routed experts ``tp`` ways (``E/ep`` experts of ``1/(tp/ep)`` each), norms whole (1).
+
+    Placement (vLLM's pipeline split, ``vllm/model_executor/models/llama.py``): the embedding (and its
+    norm, BLOOM's ``word_embeddings_layernorm``) on the first stage; the final norm and lm_head on the
+    last; with tied embeddings and ``pp > 1`` the last stage holds its own copy of the embedding as the
+    lm_head (``embed_tokens`` is built ``if is_first_rank or (tie_word_embeddings and is_last_rank)``)."""
     from .spec import MoE
 
     lo = plan.layout
-    out = [0] * lo.pp
-
-    def add(stage: int, tensors, div: int) -> None:
-        for t in tensors:
-            b = fmt.tensor_bytes(t)
-            out[stage] += b if t.kind == "norm" else -(-b // div)
-
-    add(0, spec.embedding_tensors(), lo.attn_tp)
+    last = lo.pp - 1
+    for t in spec.embedding_tensors():
+        yield 0, t, lo.attn_tp
+    emb_norm = spec.embedding_norm.tensors("model.embed_layernorm") if spec.embedding_norm else []
+    for t in emb_norm:
+        yield 0, t, 1
     for i, layer in enumerate(spec.layers):
         s = plan.stage_of(i, "layer")
         for t in layer.tensors(f"model.layers.{i}"):
-            b = fmt.tensor_bytes(t)
             if t.kind == "norm":
-                out[s] += b
+                yield s, t, 1
             elif t.kind == "expert" and isinstance(layer.ffn, MoE):
-                out[s] += -(-b // lo.tp)
+                yield s, t, lo.tp
             else:
-                out[s] += -(-b // lo.attn_tp)
-    add(lo.pp - 1, spec.final_norm_tensors(), 1)
-    add(lo.pp - 1, spec.lm_head_tensors(), lo.attn_tp)
+                yield s, t, lo.attn_tp
+    names = {t.name for t in emb_norm}
+    for t in spec.final_norm_tensors():
+        if t.name not in names:
+            yield last, t, 1
+    for t in spec.lm_head_tensors():
+        yield last, t, lo.attn_tp
+    if spec.tie_word_embeddings and last > 0:
+        yield last, spec.embedding_tensors()[0], lo.attn_tp
+
+
+def stage_weights_bytes(spec: ModelSpec, fmt, plan: LayoutPlan) -> list[int]:
+    """Weight bytes on one GPU of each stage (``stage_tensors``; a split tensor's share rounded up)."""
+    out = [0] * plan.layout.pp
+    for s, t, ways in stage_tensors(spec, plan):
+        out[s] += -(-fmt.tensor_bytes(t) // ways)
+    return out
+
+
+def stage_params(spec: ModelSpec, plan: LayoutPlan) -> list[int]:
+    """Parameters on one GPU of each stage (``stage_tensors``; the vision encoder of a multimodal
+    wrapper not counted): what ``planner verify --pp`` checks each rank's stage against."""
+    out = [0] * plan.layout.pp
+    for s, t, ways in stage_tensors(spec, plan):
+        out[s] += -(-t.numel // ways)
+    return out
+
+
+def stage_kv_bytes_per_sequence(kv, plan: LayoutPlan, context: int) -> list[int]:
+    """KV bytes one sequence of ``context`` cached tokens takes on one GPU of each stage (windowed
+    layers capped at their window, as ``KVCache.bytes_per_sequence``), plus its recurrent state."""
+    out = [0] * plan.layout.pp
+    for lk in kv.layers:
+        s = plan.stage_of(lk.layer, "layer")
+        out[s] += -(-lk.bytes_per_token // plan.attn.kv_divisor) * lk.tokens_cached(context)
+        out[s] += -(-lk.state_bytes // plan.layout.attn_tp)
     return out
 
 
@@ -364,7 +399,8 @@ def layout_groups(groups: list[OpGroup], plan: LayoutPlan, stage: int,
             if not layers:
                 continue
         else:
-            if plan.stage_of(None, g.op.category) != stage:
+            cat = "embedding" if g.op.name == "embed_layernorm" else g.op.category  # runs on the first stage
+            if plan.stage_of(None, cat) != stage:
                 continue
             layers = ()
         if g.op.kind in (OpKind.EXPERTS, OpKind.ROUTER):

@@ -38,6 +38,9 @@ PromptOpt = Annotated[Optional[str], typer.Option("--prompt", help="Prompt text 
 TPVerifyOpt = Annotated[int, typer.Option(
     "--tp", min=1, max=1024, help="Tensor-parallel ranks (count): torch.distributed processes, NCCL on GPUs, gloo on CPU; "
                                   "under torchrun, the ranks torchrun started (multi-node).")]
+PPVerifyOpt = Annotated[int, typer.Option(
+    "--pp", min=1, max=1024, help="Pipeline stages (count): one torch.distributed process per stage, NCCL on GPUs, gloo on CPU, "
+                                  "hidden states sent stage to stage; under torchrun, the ranks torchrun started.")]
 ThreadsOpt = Annotated[Optional[int], typer.Option("--threads", min=1, max=4096, help="CPU threads for torch (count); default: torch's.")]
 
 
@@ -78,6 +81,7 @@ def verify(
     profile: ProfileOpt = True,
     threads: ThreadsOpt = None,
     tp: TPVerifyOpt = 1,
+    pp: PPVerifyOpt = 1,
     reference: ReferenceOpt = None,
     prompt: PromptOpt = None,
     revision: RevisionOpt = None,
@@ -93,6 +97,8 @@ def verify(
     Example: planner verify Qwen/Qwen2.5-0.5B --device cpu --hardware calibrated --context 512 --steps 8
 
     Predicted vs measured time by op kind as a picture: add --plot verify.png
+
+    Pipeline stages (gloo on CPU, NCCL on GPUs): planner verify qwen2.5-0.5b --device cpu --pp 2 --context 256 --steps 8
 
     Real weights against transformers (max |Δlogit| with pass/fail, top-1 agreement, 20 greedy tokens side by side): planner verify ./SmolLM2-135M --weights ./SmolLM2-135M --reference transformers --device cpu
     """
@@ -126,12 +132,15 @@ def verify(
     opts = VerifyOptions(device=device.lower() if device else None, dtype=dtype.lower() if dtype else None, batch=batch,
                          context=context, steps=steps, warmup=warmup, graphs=graphs, hardware=hardware, weights=weights,
                          seed=seed, profile=profile, threads=threads, tp=tp)
-    if tp > 1:
+    if tp > 1 or pp > 1:
         if plot is not None:
             from planner.analysis.errors import OptionError
 
-            raise OptionError("--plot draws a single-device run", "drop --plot with --tp")
-        _tensor_parallel(loaded, opts, out_fmt)
+            raise OptionError("--plot draws a single-device run", f"drop --plot with --{'tp' if tp > 1 else 'pp'}")
+        if pp > 1:
+            _pipeline(loaded, opts, pp, out_fmt)
+        else:
+            _tensor_parallel(loaded, opts, out_fmt)
         return
     with progress_bar(out_fmt != OutputFormat.json) as cb:
         r = run_verify(loaded.spec, opts, model_id=loaded.id, progress=cb)
@@ -235,6 +244,49 @@ def _tensor_parallel(loaded, opts, out_fmt) -> None:
         emit([head, checks, coll, timing], out_fmt, lines=[f"note: {n}" for n in r.notes])
     if not r.checks_ok:
         sys.stderr.write("Error: per-rank exact check(s) failed (the shard and the analysis disagree; please report it)\n")
+        raise typer.Exit(1)
+
+
+def _pipeline(loaded, opts, pp: int, out_fmt) -> None:
+    from planner.runtime.verify_pp import run_verify_pp
+
+    with progress_bar(out_fmt != OutputFormat.json) as cb:
+        r = run_verify_pp(loaded.spec, opts, pp, model_id=loaded.id, progress=cb)
+    if r is None:  # a torchrun rank other than 0: rank 0 reports
+        return
+    if out_fmt == OutputFormat.json:
+        print_json(r.to_dict(SCHEMA_VERSION))
+    else:
+        head = Section(f"verify {r.model_id} --pp {r.pp}", ["", ""])
+        head.add("layout", f"TP1 PP{r.pp}: {r.pp} stages × {r.device_type} ({r.backend}), {r.dtype}")
+        head.add("shape", f"batch {r.options.batch} as {len(r.microbatches)} micro-batch(es) of "
+                 f"{', '.join(map(str, r.microbatches))}, context {r.options.context:,}")
+        head.add("prediction from", f"{r.hardware_name}: {r.hardware_reason}")
+        checks = Section("Per-stage checks (stage vs the analysis of that stage)",
+                         ["rank", "layers", "params", "FLOPs", "KV bytes", "send bytes", "ok"], right=(0, 2, 3, 4, 5))
+        for s in r.stages:
+            c = {x.name: x for x in s.checks}
+            checks.add(str(s.rank), f"{s.layers[0]}-{s.layers[1] - 1}", fmt_int(c["params"].measured),
+                       fmt_int(c["flops"].measured), fmt_int(c["kv_bytes"].measured),
+                       fmt_int(c["send_bytes"].measured) if "send_bytes" in c else "-",
+                       "ok" if all(x.ok for x in s.checks) else "MISMATCH: " + ", ".join(
+                           f"{x.name} predicted {fmt_int(x.predicted)}" for x in s.checks if not x.ok))
+        times = Section("Per stage, one micro-batch", ["rank", "compute predicted", "compute measured",
+                                                        "send predicted", "send measured (one way)"], right=(0, 1, 2, 3, 4))
+        for s in r.stages:
+            times.add(str(s.rank), fmt_time(s.predicted_compute_s), fmt_time(s.measured_compute_s),
+                      fmt_time(s.predicted_send_s) if s.predicted_send_s is not None else ("-" if s.measured_send_s is None
+                                                                                            else "not predicted"),
+                      fmt_time(s.measured_send_s) if s.measured_send_s is not None else "-")
+        times.caption = f"send: {r.send_rule}"
+        timing = Section("Decode iteration (eager, steady state)", ["", "value"], right=(1,))
+        timing.add("predicted (pipeline of the stages)", fmt_time(r.predicted_s))
+        timing.add("measured (median)", fmt_time(r.measured_s))
+        timing.add("error (predicted / measured - 1)", _signed_pct(r.error))
+        timing.add("bubble predicted / measured", f"{100 * r.predicted_bubble:.0f}% / {100 * r.measured_bubble:.0f}%")
+        emit([head, checks, times, timing], out_fmt, lines=[f"note: {n}" for n in r.notes])
+    if not r.checks_ok:
+        sys.stderr.write("Error: per-stage exact check(s) failed (the stage and the analysis disagree; please report it)\n")
         raise typer.Exit(1)
 
 

@@ -207,10 +207,19 @@ def replica_step(a, hw, plan: LayoutPlan, em: EngineModel, *, batch: int, new_to
         comp.append(dev)
         comm.append(col)
     slow = max(range(lo.pp), key=lambda s: stage_s[s])
-    it = max(m * stage_s[slow], sum(stage_s))
-    bubble = 1.0 - m * sum(stage_s) / (lo.pp * it) if it > 0 else 0.0
+    it, bubble = pipeline_iteration_s(stage_s, m)
     overhead = f.step_overhead_s + f.step_overhead_per_sequence_s * batch
-    return StepBreakdown(it + overhead, tuple(stage_s), comp[slow], comm[slow], m, max(0.0, bubble), overhead)
+    return StepBreakdown(it + overhead, tuple(stage_s), comp[slow], comm[slow], m, bubble, overhead)
+
+
+def pipeline_iteration_s(stage_s, microbatches: int) -> tuple[float, float]:
+    """(seconds, bubble) of one iteration of ``microbatches`` micro-batches through stages that take
+    ``stage_s`` each per micro-batch: ``max(m · max_s t_s, Σ_s t_s)`` (see the module doc), and the
+    idle fraction ``1 - m · Σ_s t_s / (pp · iteration)``."""
+    m, pp = microbatches, len(stage_s)
+    it = max(m * max(stage_s), sum(stage_s))
+    bubble = 1.0 - m * sum(stage_s) / (pp * it) if it > 0 else 0.0
+    return it, max(0.0, bubble)
 
 
 def check_links(hw, layout: Layout) -> None:
@@ -257,4 +266,5 @@ def step_cost(a, hw, plan: LayoutPlan, em: EngineModel, *, ref_batch: int, ref_c
 
 
 __all__ = ["EngineModel", "engine_model", "LayoutMemory", "StepBreakdown", "TOKENS_GRID", "check_links", "layout_memory", "plan_for",
+           "pipeline_iteration_s",
            "replica_step", "step_cost"]

@@ -90,16 +90,20 @@ def _check(end: int, capacity: int) -> None:
 
 
 class KVCache:
-    """One ``AttentionKV`` / ``LatentKV`` per layer (None for layers without a cache)."""
+    """One ``AttentionKV`` / ``LatentKV`` per layer (None for layers without a cache). ``only``: the
+    layers this cache holds (a pipeline stage's, ``runtime.pipeline``); the others are None."""
 
-    def __init__(self, spec: ModelSpec, batch: int, capacity: int, dtype=torch.float32, device="cpu"):
+    def __init__(self, spec: ModelSpec, batch: int, capacity: int, dtype=torch.float32, device="cpu",
+                 only: range | None = None):
         if batch < 1 or capacity < 1:
             raise OptionError(f"a KV cache needs batch >= 1 and capacity >= 1, got {batch} and {capacity}")
         self.batch, self.capacity, self.dtype = batch, capacity, dtype
         self.layers: list = []
-        for layer in spec.layers:
+        for i, layer in enumerate(spec.layers):
             m = layer.mixer
-            if isinstance(m, Attention):
+            if only is not None and i not in only:
+                self.layers.append(None)
+            elif isinstance(m, Attention):
                 self.layers.append(AttentionKV(m, batch, capacity, dtype, device))
             elif isinstance(m, MLA):
                 self.layers.append(LatentKV(m, batch, capacity, dtype, device))

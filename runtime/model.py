@@ -807,6 +807,16 @@ class Decoder(nn.Module):
     def forward(self, tokens_BT: torch.Tensor, pos0: int = 0, cache=None, all_logits: bool = False) -> torch.Tensor:
         B, T = tokens_BT.shape
         pos_T = torch.arange(pos0, pos0 + T, device=tokens_BT.device)
+        x_BTD = self.embed(tokens_BT, pos_T)
+        for i, block in enumerate(self.model.layers):
+            x_BTD = block(x_BTD, pos_T, pos0, None if cache is None else cache.layers[i])
+        h = x_BTD if all_logits else x_BTD[:, -1:]  # logits for the last position only (serving engines)
+        logits = self.head(h)
+        return logits if all_logits else logits[:, 0]
+
+    def embed(self, tokens_BT: torch.Tensor, pos_T: torch.Tensor) -> torch.Tensor:
+        """Token (and learned position) embeddings, scaled and normed as the family does: (B, T, D).
+        A pipeline's first stage runs this alone (``runtime.pipeline``)."""
         with region("embedding"):
             x_BTD = self.model.embed_tokens(tokens_BT)
             if self.embedding_multiplier != 1.0:  # rounded to the activation dtype, as transformers does
@@ -815,14 +825,16 @@ class Decoder(nn.Module):
                 x_BTD = x_BTD + self.model.embed_positions(pos_T)[None]
         if self.spec.embedding_norm is not None:
             x_BTD = self.model.embed_layernorm(x_BTD)
-        for i, block in enumerate(self.model.layers):
-            x_BTD = block(x_BTD, pos_T, pos0, None if cache is None else cache.layers[i])
-        h = x_BTD if all_logits else x_BTD[:, -1:]  # logits for the last position only (serving engines)
+        return x_BTD
+
+    def head(self, h_BTD: torch.Tensor) -> torch.Tensor:
+        """The final norm, the LM head and the family's logit scaling: (B, T, V). A pipeline's last
+        stage runs this after its layers."""
         if self.spec.final_norm is not None:
-            h = self.model.norm(h)
+            h_BTD = self.model.norm(h_BTD)
         with region("matmul"):
             bias = self.lm_head.bias if not self.spec.tie_word_embeddings else None
-            logits = F.linear(h, self.head_weight(), bias)
+            logits = F.linear(h_BTD, self.head_weight(), bias)
         if self.spec.final_logit_softcapping:
             c = self.spec.final_logit_softcapping
             logits = torch.tanh(logits / c) * c
@@ -830,7 +842,7 @@ class Decoder(nn.Module):
             logits = logits / self.num.logits_scaling
         if self.num.logit_scale != 1.0:
             logits = logits * self.num.logit_scale
-        return logits if all_logits else logits[:, 0]
+        return logits
 
     def decode(self, tokens_B1: torch.Tensor, pos: int, cache) -> torch.Tensor:
         """One decode step at position ``pos``: the greedy next token of every sequence (B,)."""

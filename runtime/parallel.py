@@ -97,15 +97,16 @@ def _block(full: int, part: int, index: int) -> slice:
 def init_shard_random_(shard: nn.Module, full: nn.Module, spec: ModelSpec, tp: int, rank: int, seed: int,
                        std: float = 0.02) -> None:
     """Fill ``shard``'s parameters with its slices of the weights ``init_random_`` would give ``full``
-    (a meta-device model of the whole spec: shapes and order only)."""
-    from .model import LayerNorm, RMSNorm, unique_parameters
+    (a meta-device model of the whole spec: shapes and order only). A parameter ``shard`` does not
+    have (another pipeline stage's) is still drawn, so that the draws after it stay the same."""
+    from .model import HeadLayerNorm, LayerNorm, RMSNorm, unique_parameters
 
     device = next(shard.parameters()).device
     g = torch.Generator(device=device).manual_seed(seed)
     kv_index = {}  # id of a full k/v projection -> which KV-head block this rank holds
     for i, layer in enumerate(spec.layers):
         m = layer.mixer
-        if isinstance(m, Attention):
+        if isinstance(m, Attention) and not m.fused_qkv:  # (fused QKV: refused under tp > 1)
             attn = full.model.layers[i].self_attn
             repl = tp // m.num_key_value_heads if m.num_key_value_heads % tp else 1
             for mod in (attn.k_proj, attn.v_proj):
@@ -116,8 +117,13 @@ def init_shard_random_(shard: nn.Module, full: nn.Module, spec: ModelSpec, tp: i
     for name, p in unique_parameters(full):
         mod_name = name.rsplit(".", 1)[0]
         mod = full.get_submodule(mod_name) if mod_name else full
-        target = shard_params[name]
-        if isinstance(mod, (RMSNorm, LayerNorm)):
+        target = shard_params.get(name)
+        if target is None and isinstance(mod, (RMSNorm, LayerNorm, HeadLayerNorm)):
+            continue
+        if target is None:  # not on this rank: drawn for the generator's sake only
+            torch.empty(p.shape, dtype=p.dtype, device=device).normal_(0.0, std, generator=g)
+            continue
+        if isinstance(mod, (RMSNorm, LayerNorm, HeadLayerNorm)):
             if name.endswith(".bias"):
                 target.zero_()
             else:
@@ -229,7 +235,7 @@ def under_torchrun() -> bool:
     return "WORLD_SIZE" in os.environ and "RANK" in os.environ
 
 
-def launch(fn, tp: int, args: tuple, *, timeout_s: float = 600.0) -> list:
+def launch(fn, tp: int, args: tuple, *, timeout_s: float = 600.0, flag: str = "--tp") -> list:
     """Run ``fn(rank, tp, init_method, *args)`` on ``tp`` ranks and return rank 0's value (a list of the
     ranks' results). Spawned here over a local TCP rendezvous, or, under torchrun, this process is one
     rank of the ``env://`` rendezvous (every rank runs the command; rank 0 returns the results, the
@@ -239,7 +245,7 @@ def launch(fn, tp: int, args: tuple, *, timeout_s: float = 600.0) -> list:
     if under_torchrun():
         world = int(os.environ["WORLD_SIZE"])
         if world != tp:
-            raise OptionError(f"--tp {tp} but torchrun started {world} processes", f"pass --tp {world}")
+            raise OptionError(f"{flag} {tp} but torchrun started {world} processes", f"pass {flag} {world}")
         return fn(int(os.environ["RANK"]), tp, "env://", *args)
     ctx = mp.get_context("spawn")
     queue = ctx.SimpleQueue()
@@ -277,7 +283,7 @@ def launch(fn, tp: int, args: tuple, *, timeout_s: float = 600.0) -> list:
 
             cls = getattr(errors, error[0], errors.PlannerError)
             raise cls(error[1], error[2]) if error[2] else cls(error[1])
-        raise RuntimeUnavailableError(f"tensor-parallel run failed: {error}")
+        raise RuntimeUnavailableError(f"{'tensor' if flag == '--tp' else 'pipeline'}-parallel run failed: {error}")
     return result
 
 
@@ -319,13 +325,10 @@ class RankResult:
         return statistics.median(self.step_samples_s)
 
 
-def rank_main(rank: int, tp: int, init: str, spec: ModelSpec, dtype_name: str, device_type: str, batch: int,
-              context: int, steps: int, warmup: int, seed: int, threads: int | None, want_logits: bool):
+def init_rank(rank: int, world: int, init: str, device_type: str, threads: int | None):
+    """Join the process group (NCCL on CUDA, gloo on CPU) and return this rank's device; on CPU each
+    rank gets ``threads`` threads (default: the cores shared out)."""
     from datetime import timedelta
-
-    from .cache import KVCache
-    from .model import build_decoder, parameter_count
-    from .timing import count_flops
 
     if device_type == "cuda":
         local = int(os.environ.get("LOCAL_RANK", rank))
@@ -335,11 +338,21 @@ def rank_main(rank: int, tp: int, init: str, spec: ModelSpec, dtype_name: str, d
     else:
         device = torch.device("cpu")
         backend = "gloo"
-        torch.set_num_threads(threads or max(1, (os.cpu_count() or 1) // tp))
+        torch.set_num_threads(threads or max(1, (os.cpu_count() or 1) // world))
     if init == "env://":
         dist.init_process_group(backend, timeout=timedelta(seconds=300))
     else:
-        dist.init_process_group(backend, init_method=init, rank=rank, world_size=tp, timeout=timedelta(seconds=300))
+        dist.init_process_group(backend, init_method=init, rank=rank, world_size=world, timeout=timedelta(seconds=300))
+    return device
+
+
+def rank_main(rank: int, tp: int, init: str, spec: ModelSpec, dtype_name: str, device_type: str, batch: int,
+              context: int, steps: int, warmup: int, seed: int, threads: int | None, want_logits: bool):
+    from .cache import KVCache
+    from .model import build_decoder, parameter_count
+    from .timing import count_flops
+
+    device = init_rank(rank, tp, init, device_type, threads)
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
     sspec = shard_spec(spec, tp)
     model = build_decoder(sspec, dtype=dtype, device=device, seed=None)

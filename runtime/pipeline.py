@@ -1,0 +1,240 @@
+"""Pipeline parallelism for ``planner verify --pp N``: each rank builds only its stage of the decoder
+from the ``ModelSpec`` and passes the hidden states on to the next stage with point-to-point sends.
+
+Placement is ``analysis.parallel``'s (``layout_plan(spec, Layout(pp=N)).stages``, the split plan and
+deploy price): stage ``s`` holds a contiguous run of layers, the first stage the embedding, the last
+the final norm and LM head (and, with tied embeddings, its own copy of the embedding as the head, as
+vLLM builds it). The other layers are empty modules (``nn.Identity``), so a rank allocates only its
+stage; parameter names stay the full model's, so each rank draws the single-process decoder's random
+weights in the same order (``runtime.parallel.init_shard_random_``) and keeps its own.
+
+A decode iteration runs as ``m = min(pp, batch)`` micro-batches (the batch shared out as evenly as it
+goes, each with its own KV cache of the stage's layers), as ``hardware.deploy`` prices it:
+
+    stage 0:      recv tokens_j (from the last stage, after the first iteration) → embed → layers → isend h_j
+    stage s:      recv h_j → layers → isend h_j
+    stage pp-1:   recv h_j → layers → norm → lm_head → argmax → isend tokens_j to stage 0
+
+so in steady state the stages overlap (micro-batch ``j`` of the next iteration enters stage 0 while
+``j+1`` is still on the last stage). Every send is an ``isend`` and every receive a blocking ``recv``,
+so no cycle of waits can form. Measured: the last stage's time between the ends of successive
+iterations (the steady-state iteration), each stage's compute per micro-batch (between its receive
+and its send), and the send apart: a ping-pong of one micro-batch's hidden state between the two
+ranks of each boundary (one way = half the round trip).
+
+Shape suffixes as in ``runtime.model`` (B batch, T new tokens, D hidden).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+from planner.analysis.errors import RuntimeUnavailableError
+from planner.analysis.parallel import Layout, LayoutPlan, layout_plan
+from planner.analysis.spec import ModelSpec, MoE
+
+
+def check_pp_supported(spec: ModelSpec, pp: int, tp: int) -> LayoutPlan:
+    """The pipeline plan of ``pp`` stages, or one error saying what does not run."""
+    if tp > 1:
+        raise RuntimeUnavailableError(f"verify runs --tp {tp} or --pp {pp}, not both together yet",
+                                      "verify each alone: --tp checks the shards and all-reduces, --pp the stages and sends")
+    return layout_plan(spec, Layout(pp=pp))
+
+
+def microbatch_sizes(batch: int, pp: int) -> list[int]:
+    """The sequences of each of the ``min(pp, batch)`` micro-batches, the larger first."""
+    from planner.analysis.parallel import batch_shares
+
+    return [s for s, n in batch_shares(batch, max(1, min(pp, batch))) for _ in range(n)]
+
+
+def build_stage(spec: ModelSpec, plan: LayoutPlan, stage: int, *, dtype, device, seed: int) -> nn.Module:
+    """The decoder with only ``stage``'s modules allocated on ``device`` and filled with its share of
+    the single-process decoder's seeded random weights."""
+    from .model import Decoder, default_moe_impl
+    from .parallel import init_shard_random_
+
+    with torch.device("meta"):
+        model = Decoder(spec, dtype)
+        full = Decoder(spec, dtype)  # shapes and draw order only
+    a, b = plan.stages[stage]
+    first, last = stage == 0, stage == len(plan.stages) - 1
+    body = model.model
+    for i in range(spec.num_layers):
+        if not a <= i < b:
+            body.layers[i] = nn.Identity()
+    if not first:
+        for name in ("embed_positions", "embed_layernorm"):
+            if hasattr(body, name):
+                delattr(body, name)
+        if not (last and spec.tie_word_embeddings):
+            del body.embed_tokens
+    if not last:
+        if hasattr(body, "norm"):
+            del body.norm
+        if hasattr(model, "lm_head"):
+            del model.lm_head
+    model = model.to_empty(device=device)
+    model.reset_buffers()
+    init_shard_random_(model, full, spec, 1, 0, seed)
+    del full
+    model.eval().requires_grad_(False)
+    if any(isinstance(layer.ffn, MoE) for layer in spec.layers):
+        model.set_moe_impl(default_moe_impl(device, dtype))
+    return model
+
+
+def stage_forward(model: nn.Module, layers: tuple[int, int], first: bool, last: bool, inp: torch.Tensor, pos0: int,
+                  cache) -> torch.Tensor:
+    """One stage on one micro-batch: token ids (B, T) on the first stage, hidden states (B, T, D) on the
+    others; returns hidden states (B, T, D), or the last position's logits (B, V) on the last stage."""
+    T = inp.shape[1]
+    pos_T = torch.arange(pos0, pos0 + T, device=inp.device)
+    x_BTD = model.embed(inp, pos_T) if first else inp
+    for i in range(*layers):
+        x_BTD = model.model.layers[i](x_BTD, pos_T, pos0, None if cache is None else cache.layers[i])
+    if last:
+        return model.head(x_BTD[:, -1:])[:, 0]
+    return x_BTD
+
+
+@dataclass(frozen=True)
+class StageResult:
+    rank: int
+    layers: tuple[int, int]
+    params: int
+    flops: int
+    kv_bytes: int
+    send_bytes: int | None  # one micro-batch's hidden state sent on (None: the last stage)
+    compute_samples_s: tuple[float, ...]  # per micro-batch, receive to send
+    iteration_samples_s: tuple[float, ...]  # the last stage: between the ends of successive iterations
+    send_samples_s: tuple[float, ...]  # one way to the next stage (half a ping-pong round trip)
+    logits: list | None  # the last stage: the last position's logits of a short prompt (tests)
+
+
+def rank_main(rank: int, pp: int, init: str, spec: ModelSpec, dtype_name: str, device_type: str, batch: int,
+              context: int, steps: int, warmup: int, seed: int, threads: int | None, want_logits: bool):
+    from .cache import KVCache
+    from .model import parameter_count
+    from .parallel import init_rank
+    from .timing import count_flops
+
+    device = init_rank(rank, pp, init, device_type, threads)
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
+    plan = layout_plan(spec, Layout(pp=pp))
+    a, b = plan.stages[rank]
+    first, last = rank == 0, rank == pp - 1
+    model = build_stage(spec, plan, rank, dtype=dtype, device=device, seed=seed)
+    params = parameter_count(model)
+    sizes = microbatch_sizes(batch, pp)
+    caches = [KVCache(spec, n, context + 1, dtype, device, only=range(a, b)) for n in sizes]
+    for j, c in enumerate(caches):
+        c.fill_random_(seed + 7919 * j)
+    D = spec.hidden_size
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    tokens = torch.randint(0, spec.vocab_size, (batch, 1), generator=g).to(device)
+    toks = list(tokens.split(sizes))
+    toks = [t.clone() for t in toks]
+    pending: list = []
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    def isend(t: torch.Tensor, dst: int) -> None:
+        t = t.contiguous()
+        pending.append((dist.isend(t, dst), t))
+
+    def flush() -> None:
+        for w, _ in pending:
+            w.wait()
+        pending.clear()
+
+    busy: list[float] = []
+    ends: list[float] = []
+
+    def iteration(feedback_in: bool, feedback_out: bool, record: bool) -> None:
+        """Every micro-batch through this stage once. ``feedback_in``: stage 0 receives each micro-batch's
+        tokens from the last stage first; ``feedback_out``: the last stage sends them back."""
+        for j, n in enumerate(sizes):
+            if first:
+                if feedback_in:
+                    dist.recv(toks[j], src=pp - 1)
+                inp = toks[j]
+            else:
+                inp = torch.empty(n, 1, D, dtype=dtype, device=device)
+                dist.recv(inp, src=rank - 1)
+            t0 = time.perf_counter()
+            out = stage_forward(model, (a, b), first, last, inp, context, caches[j])
+            if last:
+                out = out.argmax(dim=-1, keepdim=True)
+            sync()
+            if record:
+                busy.append(time.perf_counter() - t0)
+            if not last:
+                isend(out, rank + 1)
+            elif feedback_out:
+                isend(out, 0)
+        if last and record:
+            ends.append(time.perf_counter())
+
+    logits = None
+    with torch.inference_mode():
+        if want_logits:
+            prompt = torch.randint(0, spec.vocab_size, (batch, 8), generator=torch.Generator().manual_seed(seed + 1)).to(device)
+            inp = prompt
+            if not first:
+                inp = torch.empty(batch, 8, D, dtype=dtype, device=device)
+                dist.recv(inp, src=rank - 1)
+            out = stage_forward(model, (a, b), first, last, inp, 0, None)
+            if last:
+                logits = out.float().cpu().tolist()
+            else:
+                dist.send(out.contiguous(), rank + 1)
+        dist.barrier()
+        flops, _ = count_flops(lambda: iteration(False, False, False))
+        flush()
+        dist.barrier()
+        # the timed run: one continuous loop, tokens fed back, the first `warmup` iterations not kept
+        total = warmup + steps + 1
+        for k in range(total):
+            iteration(k > 0, k < total - 1, k >= warmup)
+        flush()
+        dist.barrier()
+        # the send alone: a ping-pong of one micro-batch's hidden state across each boundary
+        pings: list[float] = []
+        for s in range(pp - 1):
+            dist.barrier()
+            if rank in (s, s + 1):
+                buf = torch.zeros(sizes[0], 1, D, dtype=dtype, device=device)
+                for r in range(min(steps, 16) + 2):
+                    if rank == s:
+                        sync()
+                        t0 = time.perf_counter()
+                        dist.send(buf, s + 1)
+                        dist.recv(buf, s + 1)
+                        sync()
+                        if r >= 2:
+                            pings.append((time.perf_counter() - t0) / 2)
+                    else:
+                        dist.recv(buf, s)
+                        dist.send(buf, s)
+        dist.barrier()
+    send_bytes = None if last else sizes[0] * D * torch.empty((), dtype=dtype).element_size()
+    mine = StageResult(rank, (a, b), params, flops, sum(c.nbytes for c in caches), send_bytes, tuple(busy),
+                       tuple(y - x for x, y in zip(ends, ends[1:])), tuple(pings), logits)
+    gathered = [None] * pp if rank == 0 else None
+    dist.gather_object(mine, gathered, dst=0)
+    dist.barrier()
+    return gathered
+
+
+def median_or_none(xs) -> float | None:
+    return statistics.median(xs) if xs else None

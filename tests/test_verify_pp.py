@@ -1,0 +1,93 @@
+"""``planner verify --pp 2 --device cpu``: two gloo ranks, one pipeline stage each, every stage checked
+against the analysis of that stage (``analysis.parallel``'s split) and the pipeline's logits equal to
+the single-process decoder's; the per-stage split itself checked by hand on bundled configs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from planner.analysis.config import parse_config
+from planner.analysis.parallel import Layout, layout_plan, stage_params
+from tests.clirun import run
+from tests.conftest import load_bundled_config
+
+
+def test_stage_params_by_hand_untied():
+    """Llama-3.1-8B over 2 stages: per layer q and o 4096², k and v 4096·1024, gate/up/down 3·4096·14336,
+    two norms of 4096 = 218,112,000; the embedding 128,256·4096 = 525,336,576 on the first stage, the
+    final norm and the lm_head on the last."""
+    spec = parse_config(load_bundled_config("meta-llama/Llama-3.1-8B"))
+    layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 3 * 4096 * 14336 + 2 * 4096
+    assert layer == 218_112_000
+    emb = 128_256 * 4096
+    assert stage_params(spec, layout_plan(spec, Layout(pp=2))) == [emb + 16 * layer, 16 * layer + 4096 + emb]
+    assert stage_params(spec, layout_plan(spec, Layout(tp=2, pp=2)))[0] == emb // 2 + 16 * (layer - 2 * 4096) // 2 + 16 * 2 * 4096
+
+
+def test_tied_embedding_is_copied_onto_the_last_stage():
+    """Qwen2.5-0.5B ties its embedding: with pp > 1 the last stage holds its own copy as the LM head
+    (vLLM builds embed_tokens on the last rank too), so the stages hold one embedding more than the model."""
+    spec = parse_config(load_bundled_config("Qwen/Qwen2.5-0.5B"))
+    assert spec.tie_word_embeddings
+    one = stage_params(spec, layout_plan(spec, Layout()))
+    two = stage_params(spec, layout_plan(spec, Layout(pp=2)))
+    assert sum(two) - sum(one) == 151_936 * 896
+
+
+torch = pytest.importorskip("torch", reason="verify --pp needs the torch runtime")
+
+from tests.test_runtime import TINY  # noqa: E402
+
+
+def test_two_gloo_stages_match_the_analysis_and_the_single_process_logits():
+    """BLOOM's tiny shape: fused QKV, an embedding norm (first stage), tied embeddings (copied onto the
+    last stage), and batch 3 as two uneven micro-batches (2 + 1)."""
+    from planner.runtime.model import build_decoder
+    from planner.runtime.verify import VerifyOptions
+    from planner.runtime.verify_pp import run_verify_pp
+
+    spec = parse_config(TINY["bloom"])
+    opts = VerifyOptions(device="cpu", batch=3, context=12, steps=2, warmup=1, hardware="cpu", threads=1, seed=3)
+    r = run_verify_pp(spec, opts, 2, want_logits=True)
+    assert r.backend == "gloo" and r.microbatches == (2, 1) and [s.layers for s in r.stages] == [(0, 1), (1, 2)]
+    for s in r.stages:
+        assert all(c.ok for c in s.checks), s.checks
+    assert [c.name for c in r.stages[0].checks] == ["params", "flops", "kv_bytes", "send_bytes"]
+    assert r.stages[0].checks[3].measured == 2 * spec.hidden_size * 4  # the larger micro-batch's fp32 hidden state
+    single = build_decoder(spec, seed=3)
+    prompt = torch.randint(0, spec.vocab_size, (3, 8), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        want = single(prompt, 0, None)
+    assert want.abs().max() > 0.01
+    torch.testing.assert_close(torch.tensor(r.logits), want, atol=1e-5, rtol=0)
+    assert r.stages[0].measured_send_s > 0 and r.stages[0].predicted_send_s is None  # the cpu profile has no link
+    assert len(r.iteration_samples_s) == 2 and 0 <= r.predicted_bubble < 1
+
+
+def test_cli_pp2_json_states_the_layout_and_every_stage(tmp_path):
+    d = tmp_path / "tiny"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(TINY["llama"]))
+    r = run("verify", str(d), "--device", "cpu", "--pp", "2", "--context", "8", "--steps", "2", "--warmup", "1",
+            "--hardware", "cpu", "--threads", "1", "--json")
+    assert r.code == 0, r.err
+    j = r.json
+    assert j["pp"] == 2 and j["layout"]["label"] == "TP1 PP2" and [s["rank"] for s in j["stages"]] == [0, 1]
+    assert all(c["ok"] for s in j["stages"] for c in s["checks"].values())
+    assert j["timing"]["measured_s"] > 0 and j["timing"]["predicted_s"] > 0
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (("--pp", "2", "--tp", "2"), "not both"),
+    (("--pp", "3"), "more pipeline stages than"),
+    (("--pp", "2", "--weights", "."), "--weights"),
+])
+def test_pp_refusals_are_one_error_line(tmp_path, args, fragment):
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(TINY["llama"]))
+    r = run("verify", str(d), "--device", "cpu", "--hardware", "cpu", *args)
+    r.assert_error(fragment, code=r.code)
+    assert r.code in (1, 2)
