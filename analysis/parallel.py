@@ -352,12 +352,11 @@ def stage_params(spec: ModelSpec, plan: LayoutPlan) -> list[int]:
 
 def stage_kv_bytes_per_sequence(kv, plan: LayoutPlan, context: int) -> list[int]:
     """KV bytes one sequence of ``context`` cached tokens takes on one GPU of each stage (windowed
-    layers capped at their window, as ``KVCache.bytes_per_sequence``), plus its recurrent state."""
+    layers capped at their window, as ``KVCache.bytes_per_sequence``; recurrent state apart, in
+    ``stage_state_bytes_per_sequence``)."""
     out = [0] * plan.layout.pp
     for lk in kv.layers:
-        s = plan.stage_of(lk.layer, "layer")
-        out[s] += -(-lk.bytes_per_token // plan.attn.kv_divisor) * lk.tokens_cached(context)
-        out[s] += -(-lk.state_bytes // plan.layout.attn_tp)
+        out[plan.stage_of(lk.layer, "layer")] += -(-lk.bytes_per_token // plan.attn.kv_divisor) * lk.tokens_cached(context)
     return out
 
 

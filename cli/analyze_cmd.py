@@ -46,7 +46,7 @@ def analyze(
     """
     from planner.analysis.analyze import Options, analyze as run_analyze
     from planner.hardware.replicas import RULE_FEWEST, candidates, deployment, fallback, fewest_gpus_note
-    from planner.hardware.serving import per_gpu_memory, max_context_per_gpu
+    from planner.hardware.serving import per_gpu_memory
 
     from .common import load_hardware, load_model, resolve_layout, warn_all
 
@@ -64,12 +64,13 @@ def analyze(
         dep = deployment(a, hw, layout)
     plan, mem = dep.plan, dep.memory
     need = fewest_gpus_note(a, hw, dep)
-    fit = Fit(dep=dep, max_context=_none_if_negative(max_context_per_gpu(a, mem, plan, dep.share)),
+    fit = Fit(dep=dep, max_context=_none_if_negative(dep.max_context(a)),
               notes=plan.notes + ((need,) if need else ()))
     what_if = None
     if sliding_window is not None:
         base = run_analyze(loaded.spec, Options(context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype))
-        base_mb = dep.layout.dp * per_gpu_memory(base, plan, hw).max_batch()
+        base_mb = (deployment(base, hw, dep.layout).max_batch if dep.layout_plan is not None
+                   else dep.layout.dp * per_gpu_memory(base, plan, hw).max_batch())
         what_if = {
             "sliding_window": sliding_window,
             "kv_bytes_per_sequence_without": base.kv_bytes_per_sequence,
@@ -274,8 +275,8 @@ def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]
     mem.add("largest decode activation", fmt_bytes(a.activation_bytes), fmt_int(a.activation_bytes))
     if fit.dep.layout.dp > 1:
         mem.add("sequences on the busiest replica", fmt_int(fit.batch), f"of {o.batch} over {fit.dep.layout.dp} replicas")
-    if fit.tp > 1 or fit.dep.layout.dp > 1:
-        mem.add("per GPU: weights", fmt_gib(m.weights_bytes), fmt_int(m.weights_bytes))
+    if fit.dep.layout.gpus_per_replica > 1 or fit.dep.layout.dp > 1:
+        mem.add("per GPU: weights" + (f" (stage {fit.dep.tightest_stage})" if fit.dep.stages else ""), fmt_gib(m.weights_bytes), fmt_int(m.weights_bytes))
         mem.add("per GPU: KV + state + activations", fmt_gib(fit.needed_bytes - m.weights_bytes), fmt_int(fit.needed_bytes - m.weights_bytes))
     mem.add("GPU memory (each)", fmt_gib(m.capacity_bytes), fmt_int(m.capacity_bytes))
     mem.add("engine's own memory (each)", fmt_gib(m.reserve_bytes), "vLLM: above its 0.9 cap, activation peak, non-torch")
@@ -285,6 +286,15 @@ def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]
     mem.add(f"max context at batch {fit.batch}" + (" per replica" if fit.dep.layout.dp > 1 else ""), fmt_int(fit.max_context) if fit.max_context is not None else "none", "")
 
     sections = [model, params, per_layer if len(p.per_layer) > 1 else Section("", []), flops, kv, mem]
+    if fit.dep.stages:
+        st = Section(f"Memory per GPU of each stage ({fit.dep.layout.label}, vLLM's accounting)",
+                     ["stage", "layers", "weights GiB", f"KV + state GiB ({fit.batch} seq)", "usable GiB", "max batch"],
+                     right=(0, 2, 3, 4, 5))
+        for s, (sm, (lo_, hi_)) in enumerate(zip(fit.dep.stages, fit.dep.layout_plan.stages)):
+            st.add(str(s) + (" (tightest)" if s == fit.dep.tightest_stage else ""), f"{lo_}-{hi_ - 1}",
+                   fmt_gib(sm.weights_bytes), fmt_gib(sm.needed_bytes(fit.batch) - sm.weights_bytes),
+                   fmt_gib(sm.usable_bytes), fmt_int(sm.max_batch()))
+        sections.append(st)
     moe = moe_step(spec, o.batch)
     if moe:
         ms = Section("MoE decode step", ["", "value"], right=(1,))

@@ -118,6 +118,7 @@ def compare(
             "gpu_seconds_per_million_tokens": 1e6 / s_.tokens_per_s_per_gpu if s_.tokens_per_s_per_gpu else None,
             "needs_at_least": need,
             "serving": ed,
+            "step_breakdown": s_.step.to_dict() if s_.step is not None else None,
         })
         rows.append((lm, a, s_, d))
     dtypes = {lm.id: a.fmt.describe() for lm, a, _, _ in rows}
@@ -156,7 +157,7 @@ def compare(
             "schema_version": 1, "criterion": criterion, "settings": settings, "models": [d for *_, d in rows],
             "ranking": [lm.id for lm, *_ in ranked], "reasons": reasons, "summary": headline,
             "cheapest": ranked[0][0].id, "smallest": smallest[0].id, "hardware": hw.to_dict(),
-            "assumptions": assumptions(hw),
+            "assumptions": assumptions(hw, layout),
         })
         return
     if out_fmt == OutputFormat.csv:  # one row per model, ranked cheapest first
@@ -164,11 +165,20 @@ def compare(
         print_csv([{"rank": rank_of[lm.id], **d} for lm, *_, d in sorted(rows, key=lambda r: rank_of[r[0].id])])
         return
     emit(table_sections(rows, ranked, reasons, hw, settings, criterion), out_fmt,
-         lines=[headline] + [f"note: {n}" for n in assumptions(hw)]
+         lines=[headline] + [f"note: {n}" for n in assumptions(hw, layout)]
          + [f"note: {lm.id}: {d['needs_at_least']}" for lm, *_, d in rows if d["needs_at_least"]])
 
 
-def assumptions(hw) -> list[str]:
+def assumptions(hw, layout=None) -> list[str]:
+    if layout is not None and (layout.pp > 1 or layout.ep > 1):
+        return [
+            f"{layout.label} priced as planner plan prices it (hardware.deploy on analysis.parallel.Layout): memory per "
+            "GPU of each pipeline stage as vLLM accounts for it, the tightest stage deciding the fit",
+            "decode step: each stage's share on the step model (sourced device and engine factors), its collectives "
+            "(all-reduce, MoE all-to-all, the stage-to-stage send) on their link, min(pp, batch) micro-batches with "
+            "the pipeline bubble, and the engine's per-step overhead; no ideal roofline is shown for these layouts",
+            "time to first token: one prompt through the stages in turn, in vLLM's max_num_batched_tokens chunks",
+        ]
     return [
         "memory per GPU as vLLM accounts for it (planner serve --engine for others): weights as loaded/tp + "
         "batch × (KV + state) within its KV pool (gpu_memory_utilization 0.9 minus activation peak and non-torch memory)",
@@ -277,6 +287,10 @@ def table_sections(rows, ranked, reasons, hw, settings, criterion) -> list[Secti
     s.add("max batch", *[fmt_int(e.max_batch) for _, _, e, _ in rows])
     s.add("decode step (busiest replica)", *[_cell_time(e.step_s, e.ideal_step_s) for _, _, e, _ in rows])
     s.add("tokens/s per GPU", *[f"{e.tokens_per_s_per_gpu:,.0f}" if e.tokens_per_s_per_gpu else "-" for _, _, e, _ in rows])
+    if any(e.step is not None for _, _, e, _ in rows):
+        s.add("collectives / pipeline bubble", *[f"{fmt_time(e.step.comm_s)} / {100 * e.step.bubble:.0f}% "
+                                                 f"({e.step.microbatches} micro-batch{'es' if e.step.microbatches > 1 else ''})"
+                                                 if e.step is not None else "-" for _, _, e, _ in rows])
     s.add("time to first token", *[_cell_time(e.ttft_s, e.ideal_ttft_s) for _, _, e, _ in rows])
     if criterion == CRITERION_COST:
         s.add("$ per M tokens", *[f"{e.cost_per_million_tokens:.3f}" if e.cost_per_million_tokens else "-" for _, _, e, _ in rows])

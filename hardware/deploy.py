@@ -93,6 +93,7 @@ class LayoutMemory:
     kv_capacity_tokens: int  # tokens the replica's pool holds (all attention-DP ranks; whole blocks)
     block_size: int
     stage_weights_bytes: tuple[int, ...]
+    stage_pool_bytes: tuple[int, ...] = ()  # the KV pool on one GPU of each stage (every stage's, for analyze)
 
     @property
     def fits(self) -> bool:
@@ -130,6 +131,7 @@ def layout_memory(a, hw, plan: LayoutPlan, em: EngineModel, *, max_num_batched_t
     frac = eng.default_fraction(hw, lo.tp)
     per_rank = None
     tight = (0, 0, 0)  # (pool, per token, budget) of the tightest stage
+    pools = tuple(pool_bytes(eng, hw, frac, w + extra, act, non_torch)[1] for w in weights)
     for s in range(lo.pp):
         budget, pool = pool_bytes(eng, hw, frac, weights[s] + extra, act, non_torch)
         tok = eng_tok * mine_tok[s] // total_mine if total_mine else 0
@@ -144,7 +146,7 @@ def layout_memory(a, hw, plan: LayoutPlan, em: EngineModel, *, max_num_batched_t
     if per_rank is None:  # no KV at all (a pure recurrent model): the pool is not token-bound
         per_rank = 1 << 30
     return LayoutMemory(lo, eng.name, max(weights) + extra, tight[1], act, non_torch, hw.memory_bytes, tight[2],
-                        tight[0], per_rank * lo.attn_dp, eng.block_size, tuple(w + extra for w in weights))
+                        tight[0], per_rank * lo.attn_dp, eng.block_size, tuple(w + extra for w in weights), pools)
 
 
 # ---- step time ------------------------------------------------------------------------------------

@@ -14,14 +14,18 @@ per replica whose share fits (the most replicas: the per-GPU memory use it repor
 (``hardware.planning``) answers a different question (a request rate against latency targets, by
 simulation) and is not reused here.
 
-Only tensor-parallel replicas are priced here so far: a layout with --pp or --ep is checked against
-the model and then refused with an error that names ``planner plan``, which prices them.
+A layout with ``--pp`` or ``--ep`` is priced by the code ``planner plan`` uses (``hardware.deploy``
+on ``analysis.parallel.Layout``): memory per GPU of every pipeline stage under the engine's accounting
+(``layout_memory``: the stage's weights, its KV pool; ``Deployment.stages``), the tightest stage
+deciding what fits; the decode step and the time to first token from ``replica_step`` (each stage's
+share on the step model, its collectives on their link, the pipeline's micro-batches and bubble).
+Tensor-parallel replicas alone keep ``hardware.serving``'s estimate (``planner serve``'s StepModel).
 """
 
 from __future__ import annotations
 
 from planner.analysis.errors import OptionError
-from planner.analysis.parallel import Layout, TPPlan, batch_shares, layout_plan, tp_plan
+from planner.analysis.parallel import Layout, LayoutPlan, TPPlan, batch_shares, layout_plan, tp_plan
 from planner.analysis.records import frozen
 
 
@@ -32,6 +36,8 @@ class Deployment:
     memory: object  # hardware.serving.Memory: one GPU of a replica
     batch: int  # sequences over all replicas
     chosen: str | None  # how the layout was chosen when only --gpus was given; None: the options named it
+    layout_plan: LayoutPlan | None = None  # set when the layout has pipeline or expert parallelism (deploy prices it)
+    stages: tuple = ()  # hardware.serving.Memory of one GPU of each stage (layout_plan set); memory is the tightest
 
     @property
     def shares(self) -> tuple[tuple[int, int], ...]:
@@ -69,31 +75,134 @@ class Deployment:
         text = f"{lo.label}: {lo.dp} replica(s) of {lo.gpus_per_replica} GPU(s)"
         if lo.dp > 1:
             text += ", batch " + " + ".join(f"{n}×{s}" for s, n in self.shares) + " sequences per replica"
+        if self.layout_plan is not None and lo.pp > 1:
+            text += (f", {lo.pp} stages of layers " + ", ".join(f"{a}-{b - 1}" for a, b in self.layout_plan.stages)
+                     + f", memory of the tightest (stage {self.tightest_stage})")
         if self.chosen:
             text += f" ({self.chosen})"
         return text
 
+    @property
+    def tightest_stage(self) -> int:
+        return self.stages.index(self.memory) if self.stages else 0
+
+    def max_context(self, a, limit: int = 1 << 24) -> int:
+        """The longest context at which the busiest replica's share fits on every GPU (-1 if none)."""
+        from .serving import max_context_per_gpu
+
+        if self.layout_plan is None:
+            return max_context_per_gpu(a, self.memory, self.plan, self.share, limit)
+        from planner.analysis.capacity import largest
+        from planner.analysis.parallel import stage_kv_bytes_per_sequence
+
+        if a.spec.max_position_embeddings:
+            limit = min(limit, a.spec.max_position_embeddings)
+        b = self.share
+
+        def fits(ctx: int) -> bool:
+            kv = stage_kv_bytes_per_sequence(a.kv, self.layout_plan, ctx)
+            return all(m.weights_bytes + b * (kv[s] + m.state_bytes_per_sequence) <= m.usable_bytes
+                       for s, m in enumerate(self.stages))
+
+        return largest(fits, 0, limit)
+
     def to_dict(self) -> dict:
-        return {**self.layout.to_dict(), "replicas": self.layout.dp, "batch": self.batch,
-                "batch_per_replica": [{"sequences": s, "replicas": n} for s, n in self.shares],
-                "busiest_replica_batch": self.share, "chosen": self.chosen}
+        d = {**self.layout.to_dict(), "replicas": self.layout.dp, "batch": self.batch,
+             "batch_per_replica": [{"sequences": s, "replicas": n} for s, n in self.shares],
+             "busiest_replica_batch": self.share, "chosen": self.chosen, "priced_by": "hardware.serving"}
+        if self.layout_plan is not None:
+            d["priced_by"] = "hardware.deploy"
+            d["tightest_stage"] = self.tightest_stage
+            d["stages"] = [{"stage": s, "layers": list(self.layout_plan.stages[s]), "weights_bytes": m.weights_bytes,
+                            "kv_bytes_per_sequence": m.kv_bytes_per_sequence, "usable_bytes": m.usable_bytes,
+                            "needed_bytes": m.needed_bytes(self.share), "max_batch": m.max_batch()}
+                           for s, m in enumerate(self.stages)]
+        return d
 
 
-def _check_priced(spec, layout: Layout) -> None:
-    layout_plan(spec, layout)  # the model splits this way (its own error otherwise)
-    if layout.pp > 1 or layout.ep > 1 or layout.attn_dp > 1:
-        raise OptionError(f"{layout.label}: analyze and compare price tensor-parallel replicas only "
-                          "(--tp and --dp); pipeline and expert parallelism are not priced here yet",
-                          f"planner plan MODEL --gpus {layout.gpus} prices them")
+def _needs_layout_pricing(layout: Layout) -> bool:
+    return layout.pp > 1 or layout.ep > 1 or layout.attn_dp > 1
+
+
+def stage_memories(a, hw, lp: LayoutPlan) -> tuple:
+    """``hardware.serving.Memory`` of one GPU of each stage: weights and KV pool by vLLM's accounting
+    on the layout (``hardware.deploy.layout_memory``, what ``planner plan`` sizes), KV and state per
+    sequence of the stage's layers at the analysed context."""
+    from planner.analysis.parallel import stage_kv_bytes_per_sequence, stage_state_bytes_per_sequence
+
+    from .deploy import engine_model, layout_memory
+    from .engine import DEFAULT_ENGINE
+    from .serving import Memory
+
+    em = engine_model(hw, DEFAULT_ENGINE)
+    eng = em.profile
+    lm = layout_memory(a, hw, lp, em, max_num_batched_tokens=eng.max_num_batched_tokens(hw),
+                       max_num_seqs=eng.max_num_seqs(hw))
+    kv = stage_kv_bytes_per_sequence(a.kv, lp, a.options.context)
+    state = stage_state_bytes_per_sequence(a.kv, lp)
+    cap = hw.memory_bytes
+    return tuple(Memory(w, kv[s], state[s], 0, cap - (w + pool), cap)
+                 for s, (w, pool) in enumerate(zip(lm.stage_weights_bytes, lm.stage_pool_bytes)))
 
 
 def deployment(a, hw, layout: Layout, *, chosen: str | None = None) -> Deployment:
     """``a`` analysed at its context (the batch is ``a.options.batch``, over all replicas)."""
     from .serving import per_gpu_memory
 
-    _check_priced(a.spec, layout)
+    if _needs_layout_pricing(layout):
+        from .deploy import plan_for
+
+        lp = plan_for(a, hw, layout)
+        stages = stage_memories(a, hw, lp)
+        share = batch_shares(a.options.batch, layout.dp)[0][0]
+        tight = min(stages, key=lambda m: (m.max_batch(), -m.needed_bytes(share)))
+        return Deployment(layout, lp.attn, tight, a.options.batch, chosen, lp, stages)
+    layout_plan(a.spec, layout)  # the model splits this way (its own error otherwise)
     plan = tp_plan(a.spec, layout.tp)
     return Deployment(layout, plan, per_gpu_memory(a, plan, hw), a.options.batch, chosen)
+
+
+def layout_estimate(a, hw, dep: Deployment, batch: int, price_per_hour: float | None):
+    """``hardware.serving.Estimate`` of one replica of a pipeline/expert-parallel ``dep`` at ``batch``
+    sequences, from ``hardware.deploy.replica_step`` on vLLM's factors: the decode iteration (stages,
+    collectives, micro-batches, bubble, the engine's per-step overhead) at the analysed context, and the
+    time to first token as the chunked prefill of one prompt (one micro-batch: the stages in turn).
+    Returns (estimate, the decode step's ``StepBreakdown`` or None)."""
+    from .deploy import engine_model, replica_step
+    from .engine import DEFAULT_ENGINE
+    from .serving import Estimate
+
+    lp, mem, lo = dep.layout_plan, dep.memory, dep.layout
+    em = engine_model(hw, DEFAULT_ENGINE)
+    ctx = a.options.context
+    notes = list(lp.notes)
+    mb = mem.max_batch()
+    fits = all(m.fits(batch) for m in dep.stages)
+    b = batch if fits else mb
+    if not fits and mb >= 1:
+        notes.append(f"batch {batch} does not fit at context {ctx:,}: throughput at batch {mb}, the largest that fits")
+    price = price_per_hour if price_per_hour is not None else hw.price_per_hour
+    step = step_s = tps = per_gpu = ttft = cost = None
+    comm = 0.0
+    if b >= 1:
+        step = replica_step(a, hw, lp, em, batch=b, new_tokens=1, cached=ctx)
+        step_s, comm = step.iteration_s, step.comm_s
+        tps = b / step_s
+        per_gpu = tps / lo.gpus_per_replica
+        if price is not None:
+            cost = price * lo.gpus_per_replica / (tps * 3600) * 1e6
+        if lo.pp > 1:
+            notes.append(f"{lo.label}: decode as {step.microbatches} micro-batch(es) through {lo.pp} stages, "
+                         f"pipeline bubble {100 * step.bubble:.0f}%")
+    if mem.weights_bytes <= mem.usable_bytes and ctx > 0:
+        chunk, done, ttft = em.profile.max_num_batched_tokens(hw), 0, 0.0
+        while done < ctx:
+            n = min(chunk, ctx - done)
+            ttft += replica_step(a, hw, lp, em, batch=1, new_tokens=n, cached=done).iteration_s
+            done += n
+    est = Estimate(lo.tp, dep.plan, mem, batch, max(b, 0), fits, mb, step_s, comm, None, tps, per_gpu, ttft, price, cost,
+                   tuple(notes))
+    return est, step
 
 
 def candidates(a, hw, gpus: int) -> list[Deployment]:
@@ -123,6 +232,7 @@ class Served:
     busiest: object  # hardware.serving.Estimate of the busiest replica
     tokens_per_s: float | None  # decode tokens/s of all replicas together
     cost_per_million_tokens: float | None
+    step: object = None  # hardware.deploy.StepBreakdown of the busiest replica (pipeline/expert layouts)
 
     @property
     def tokens_per_s_per_gpu(self) -> float | None:
@@ -154,7 +264,12 @@ def served(dep: Deployment, a, analyze_at, hw, price_per_hour: float | None) -> 
     """``analyze_at(b)``: the model analysed at batch ``b`` (one replica's), the rest as ``a``."""
     from .serving import estimate
 
+    steps = {}
+
     def est(b: int):
+        if dep.layout_plan is not None:
+            e, steps[b] = layout_estimate(a, hw, dep, b, price_per_hour)
+            return e
         return estimate(a if b == a.options.batch else analyze_at(b), hw, tp=dep.layout.tp, price_per_hour=price_per_hour)
 
     if dep.fits:
@@ -166,7 +281,7 @@ def served(dep: Deployment, a, analyze_at, hw, price_per_hour: float | None) -> 
         total = dep.layout.dp * busiest.decode_tokens_per_s if busiest.decode_tokens_per_s else None
     price = busiest.price_per_hour
     cost = price * dep.layout.gpus / (total * 3600) * 1e6 if price is not None and total else None
-    return Served(dep, busiest, total or None, cost)
+    return Served(dep, busiest, total or None, cost, steps.get(dep.share))
 
 
 RULE_FEWEST = "searched: the most replicas whose share of the batch fits"

@@ -100,7 +100,6 @@ def test_too_few_gpus_says_how_many():
     (["--gpus", "4", "--tp", "2", "--dp", "3"], ["--dp 3", "--gpus 4"]),
     (["--gpus", "6", "--tp", "4"], ["--tp 4"]),
     (["--gpus", "4", "--pp", "3"], ["--pp 3"]),
-    (["--gpus", "4", "--tp", "2", "--pp", "2"], ["PP2", "planner plan"]),  # checked, not priced here yet
     (["--gpus", "2", "--ep", "2"], ["--ep 2", "mixture-of-experts"]),
     (["--gpus", "4", "--tp", "4", "--ep", "3"], ["--ep 3", "divide"]),
     (["--gpus", "3", "--tp", "3"], ["--tp 3"]),
