@@ -87,16 +87,30 @@ KV_PROJECTIONS = ("k_proj", "v_proj")
 REPLICATED_PROJECTIONS = ("q_a_proj", "kv_a_proj_with_mqa")
 
 
+#: Row-parallel projections: each rank holds the whole bias and only rank 0 adds it (vLLM's
+#: ``RowParallelLinear``: ``bias_ = None if self.tp_rank > 0``); a routed expert's down bias alike.
+ROW_PROJECTIONS = ("o_proj", "down_proj")
+
+
+def replicated_tensor(t) -> bool:
+    """Whether every tensor-parallel rank holds ``t`` whole: norms, MLA's latent projections, the MoE
+    router (and Qwen's one-output shared-expert gate), the bias of a row-parallel projection."""
+    module = t.name.rsplit(".", 2)[-2] if t.name.count(".") >= 2 else ""
+    if t.kind in ("norm", "router") or module in REPLICATED_PROJECTIONS or module == "router":
+        return True
+    return t.kind == "bias" and (module in ROW_PROJECTIONS or t.name.endswith(".experts.down_proj_bias"))
+
+
 def shard_params(spec: ModelSpec, plan: TPPlan) -> int:
-    """Parameters one rank holds: norms and MLA's latent projections whole, k/v projections split
-    ``kv_divisor`` ways (replicated KV heads), everything else ``tp`` ways (the vision encoder of a
-    multimodal wrapper not counted)."""
+    """Parameters one rank holds: ``replicated_tensor``s whole, k/v projections split ``kv_divisor``
+    ways (replicated KV heads), everything else ``tp`` ways (the vision encoder of a multimodal
+    wrapper not counted)."""
     total = 0
     for t in spec.tensors():
         if t.kind == "vision":
             continue
         module = t.name.rsplit(".", 2)[-2] if t.name.count(".") >= 2 else ""
-        if t.kind == "norm" or module in REPLICATED_PROJECTIONS:
+        if replicated_tensor(t):
             total += t.numel
         elif plan.kv_divisor < plan.tp and module in KV_PROJECTIONS:
             total += t.numel // plan.kv_divisor
@@ -317,7 +331,7 @@ def stage_tensors(spec: ModelSpec, plan: LayoutPlan):
     for i, layer in enumerate(spec.layers):
         s = plan.stage_of(i, "layer")
         for t in layer.tensors(f"model.layers.{i}"):
-            if t.kind == "norm":
+            if t.kind == "norm":  # (the engine's loaded weights split everything else: hardware.engine.loaded_weights)
                 yield s, t, 1
             elif t.kind == "expert" and isinstance(layer.ffn, MoE):
                 yield s, t, lo.tp

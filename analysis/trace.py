@@ -58,11 +58,12 @@ class Parallel(StrEnum):
 
     - ``column``: the weight's output features split; each rank reads the whole input and writes its
       share of the output (q/k/v, gate/up, in_proj, the embedding and lm_head, conv and scan
-      channels, routed experts, the router);
+      channels, routed experts);
     - ``row``: the weight's input features split; each rank reads its share of the input and writes
       a whole partial output, summed by the all-reduce (o_proj, down_proj, out_proj);
     - ``heads``: attention over each rank's heads; KV traffic splits with the KV heads;
-    - ``replicated``: every rank does all of it (norms, residual adds, sampling)."""
+    - ``replicated``: every rank does all of it (norms, residual adds, sampling, the MoE router and
+      Qwen's one-output shared-expert gate: vLLM's ``ReplicatedLinear``)."""
 
     COLUMN = "column"
     ROW = "row"
@@ -72,7 +73,7 @@ class Parallel(StrEnum):
 
 #: The role an op has unless its builder says otherwise.
 DEFAULT_PARALLEL = {
-    OpKind.MATMUL: Parallel.COLUMN, OpKind.EXPERTS: Parallel.COLUMN, OpKind.ROUTER: Parallel.COLUMN,
+    OpKind.MATMUL: Parallel.COLUMN, OpKind.EXPERTS: Parallel.COLUMN, OpKind.ROUTER: Parallel.REPLICATED,
     OpKind.CONV: Parallel.COLUMN, OpKind.SCAN: Parallel.COLUMN, OpKind.EMBEDDING: Parallel.COLUMN,
     OpKind.ATTENTION: Parallel.HEADS, OpKind.KV_APPEND: Parallel.HEADS, OpKind.ROPE: Parallel.HEADS,
 }
@@ -425,9 +426,10 @@ class _Builder:
     def moe(self, i: int, m: MoE, tensors: dict[str, list[Tensor]]) -> None:
         n, a, h = self.shape.tokens, self.a, m.hidden_size
         router = tensors["router"]
+        # the router is replicated on every tensor-parallel rank (vLLM's ReplicatedLinear gate, SGLang alike)
         self.add(name="router", kind="router", category="ffn", layer=i, flops=2 * n * h * m.num_experts,
                  weight_bytes=self.fmt.bytes_of(router), act_read_bytes=n * h * a,
-                 act_write_bytes=n * m.num_experts * 4, kernels=3)
+                 act_write_bytes=n * m.num_experts * 4, kernels=3, parallel=Parallel.REPLICATED)
         expert_tensors = tensors["experts"]
         all_bytes = self.fmt.bytes_of(expert_tensors)
         touched = expected_experts(m.num_experts, m.num_experts_per_tok, n)
@@ -445,7 +447,7 @@ class _Builder:
             if m.shared_expert_gate:
                 self.add(name="shared_expert_gate", kind="matmul", category="ffn", layer=i, flops=2 * n * h,
                          weight_bytes=self.fmt.bytes_of(tensors["shared_expert_gate"]), act_read_bytes=n * h * a,
-                         act_write_bytes=n * a, kernels=3)
+                         act_write_bytes=n * a, kernels=3, parallel=Parallel.REPLICATED)  # one output: not split
 
     def placed_norm(self, layer: Layer, role: str, i: int, tensors: dict[str, list[Tensor]]) -> None:
         p = layer.norm(role)

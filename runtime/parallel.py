@@ -11,6 +11,10 @@ Sharding (Megatron-style, as ``analysis.parallel`` predicts it):
 - column-parallel linears (q/k/v, gate/up, the LM head, the embedding rows) hold a block of output
   rows; row-parallel ones (o_proj, down_proj) a block of input columns, their outputs summed by an
   all-reduce (a forward hook); a row-parallel bias is kept on rank 0 only (added once);
+- MoE layers as engines shard them under TP (vLLM's ``FusedMoE`` without EP): the router replicated,
+  every routed expert's gate/up column-parallel (``I/tp`` features: the gate block and the same up
+  block, ``slice_gate_up``) and its down row-parallel, the shared expert like a dense MLP; the routed
+  and shared partial sums leave the layer in one all-reduce;
 - the embedding is vocabulary-parallel: each rank looks up the ids in its rows (zeros elsewhere) and
   an all-reduce sums them; the LM head's logits shards are all-gathered. These two collectives run
   once per step and are not in the analysis' collective term (two all-reduces per layer); they are
@@ -51,7 +55,9 @@ def check_tp_supported(spec: ModelSpec, tp: int) -> None:
     for i, layer in enumerate(spec.layers):
         m, f = layer.mixer, layer.ffn
         if isinstance(f, MoE):
-            raise RuntimeUnavailableError(f"verify --tp does not shard MoE layers yet (layer {i})", "use --tp 1")
+            for what, n in (("routed experts'", f.moe_intermediate_size), ("shared experts'", f.shared_intermediate_size)):
+                if n % tp:
+                    raise OptionError(f"--tp {tp}: the {what} {n} features do not split {tp} ways (layer {i})")
         if isinstance(f, MLP) and f.intermediate_size % tp:
             raise OptionError(f"--tp {tp}: the MLP's {f.intermediate_size} features do not split {tp} ways (layer {i})")
         if isinstance(m, Attention):
@@ -82,6 +88,9 @@ def shard_spec(spec: ModelSpec, tp: int) -> ModelSpec:
             m = replace(m, num_attention_heads=m.num_attention_heads // tp)
         if isinstance(f, MLP):
             f = replace(f, intermediate_size=f.intermediate_size // tp)
+        elif isinstance(f, MoE):  # every expert (and the shared one) split tp ways; the router whole
+            f = replace(f, moe_intermediate_size=f.moe_intermediate_size // tp,
+                        shared_intermediate_size=f.shared_intermediate_size // tp)
         layers.append(replace(layer, mixer=m, ffn=f))
     return replace(spec, layers=tuple(layers), vocab_size=spec.vocab_size // tp)
 
@@ -130,7 +139,10 @@ def init_shard_random_(shard: nn.Module, full: nn.Module, spec: ModelSpec, tp: i
                 target.fill_(1.0 - getattr(mod, "offset", 0.0))
             continue
         whole = torch.empty(p.shape, dtype=target.dtype, device=device).normal_(0.0, std, generator=g)
-        target.copy_(slice_for(whole, tuple(target.shape), kv_index.get(id(p), rank)))
+        if name.endswith((".experts.gate_up_proj", ".experts.gate_up_proj_bias")) and mod.m.gated:
+            target.copy_(slice_gate_up(whole, tuple(target.shape), rank))
+        else:
+            target.copy_(slice_for(whole, tuple(target.shape), kv_index.get(id(p), rank)))
         del whole
 
 
@@ -144,6 +156,17 @@ def slice_for(whole: torch.Tensor, shape: tuple[int, ...], index: int) -> torch.
         raise RuntimeUnavailableError(f"cannot shard a {tuple(whole.shape)} tensor into {shape}")
     d = dims[0]
     return whole.narrow(d, index * shape[d], shape[d])
+
+
+def slice_gate_up(whole: torch.Tensor, shape: tuple[int, ...], index: int) -> torch.Tensor:
+    """Rank ``index``'s share of stacked experts' ``gate_up_proj`` (E, 2I, D) (or its bias (E, 2I)),
+    whose gate rows come first: block ``index`` of the gate rows, then the same block of the up rows
+    (each expert column-parallel, as vLLM's ``FusedMoE`` loads ``w13``)."""
+    if tuple(whole.shape) == shape:
+        return whole
+    part = shape[1] // 2
+    gate, up = whole.chunk(2, dim=1)
+    return torch.cat((gate.narrow(1, index * part, part), up.narrow(1, index * part, part)), dim=1)
 
 
 # ---- collectives, hooked into the shard ----------------------------------------------------------
@@ -196,6 +219,18 @@ def attach_collectives(model: nn.Module, spec: ModelSpec, tp: int, rank: int, re
                 with torch.no_grad():
                     lin.bias.zero_()
             lin.register_forward_hook(all_reduce_out(LAYER_AR))
+        if isinstance(layer.ffn, MoE):
+            # each rank's routed experts and shared expert give partial sums: one all-reduce of the MoE's
+            # output (vLLM's FusedMoE reduces once); row-parallel biases added on rank 0 only
+            moe = block.mlp
+            if rank != 0:
+                with torch.no_grad():
+                    if moe.experts.down_proj_bias is not None:
+                        moe.experts.down_proj_bias.zero_()
+                    shared = getattr(moe, "shared_expert", None)
+                    if shared is not None and shared.down_proj.bias is not None:
+                        shared.down_proj.bias.zero_()
+            moe.register_forward_hook(all_reduce_out(LAYER_AR))
 
     emb = model.model.embed_tokens
     part = spec.vocab_size  # the shard's rows

@@ -1,5 +1,7 @@
 """``planner verify --tp 2 --device cpu``: two gloo ranks of tiny models, each rank's shard checked
-against the analysis of that shard, and the tp run's logits equal to the single-process decoder's."""
+against the analysis of that shard, and the tp run's logits equal to the single-process decoder's.
+The MoE case (Qwen2-MoE's shape: routed experts, a shared expert and its gate) shards every expert
+column/row-parallel with the router replicated, as engines do without expert parallelism."""
 
 from __future__ import annotations
 
@@ -32,7 +34,8 @@ def _tp_run(cfg: dict, tp: int = 2, batch: int = 2):
     return spec, r, want, LAYER_AR
 
 
-@pytest.mark.parametrize("cfg", [TINY["llama"], KV_REPLICATED, MLA_DENSE], ids=["llama", "kv-replicated", "mla"])
+@pytest.mark.parametrize("cfg", [TINY["llama"], KV_REPLICATED, MLA_DENSE, TINY["qwen2_moe"]],
+                         ids=["llama", "kv-replicated", "mla", "moe"])
 def test_two_gloo_ranks_match_the_analysis_and_the_single_process_logits(cfg):
     spec, r, want, layer_ar = _tp_run(cfg)
     assert r.backend == "gloo" and len(r.rank_checks) == 2
@@ -79,7 +82,7 @@ def test_cli_tp2_prints_per_rank_checks_and_collective_timing(tmp_path):
 
 @pytest.mark.parametrize("cfg,args,fragment", [
     (dict(TINY["llama"], num_attention_heads=4), ("--tp", "3"), "do not split 3 ways"),
-    (TINY["mixtral"], ("--tp", "2"), "MoE"),
+    (dict(TINY["qwen2_moe"], moe_intermediate_size=33), ("--tp", "2"), "33 features do not split 2 ways"),
     (TINY["llama"], ("--tp", "2", "--weights", "."), "--weights"),
 ])
 def test_tp_refusals_are_one_error_line(tmp_path, cfg, args, fragment):
