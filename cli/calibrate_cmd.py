@@ -114,6 +114,10 @@ def calibrate(
         s.add("bare op dispatch / launch", fmt_time(cal.details["op_launch_s"]))
     for r, e in cal.matmul_efficiency_by_rows.items():
         s.add(f"matmul at {r} row{'s' if r > 1 else ''} (x peak)", f"{e:.3g}")
+    for r, row in cal.matmul_efficiency_by_shape.items():
+        s.add(f"matmul at {r} row{'s' if r > 1 else ''} by K (x peak)", ", ".join(f"{k}: {e:.3g}" for k, e in row.items()))
+    for d, row in cal.attention_decode_efficiency.items():
+        s.add(f"attention decode, head_dim {d}, by group (x bandwidth)", ", ".join(f"{g}: {e:.2g}" for g, e in row.items()))
     if cal.threads:
         s.add("threads", f"{cal.threads} ({cal.details.get('threads_chosen_by', '')})")
     for key in ("load_before", "load_after"):

@@ -21,7 +21,9 @@ GEMM's whole time, so it replaces the fitted ridge curve for those ops instead o
 at the square-GEMM size when the profile records it (``rows_efficiency``). Without a table, or for
 expert GEMMs (whose rows per expert the table did not measure), the ridge curve with exponent ``p``
 applies. ``hardware.timing`` (the per-op roofline of ``trace``) takes its skinny-matmul factor from
-the same ``rows_efficiency``.
+the same ``rows_efficiency``. Where the profile also has ``matmul_efficiency_by_shape`` (calibrated
+rows × inner dimension K), a matmul whose K its op's counts give (``inner_dim``) takes ``e(r, K)``
+from it instead (log-linear in K at each measured row count, then ``rows_efficiency`` over rows).
 
 plus, per step, ``all-reduce = calls × latency + bytes / (interconnect · e_ic)`` (ideal: bytes /
 interconnect) and the engine's ``step overhead + per-sequence overhead × sequences``, plus the host's
@@ -78,6 +80,8 @@ class Factors:
     weight_only: Mapping[str, float] = field(default_factory=dict, hash=False)
     # calibrated skinny-matmul table (rows -> fraction of the peak), the square-GEMM point included
     matmul_efficiency_by_rows: Mapping[int, float] = field(default_factory=dict, hash=False)
+    # calibrated rows -> {inner dim K -> fraction of the peak}; used before the rows table where K is known
+    matmul_efficiency_by_shape: Mapping[int, Mapping[int, float]] = field(default_factory=dict, hash=False)
     kernel_launches: str = "none"  # how the host launches the step's kernels (KERNEL_LAUNCHES)
     kernel_launch_s: float = 0.0  # host cost of one kernel launch (the hardware profile's)
     sources: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
@@ -91,6 +95,8 @@ class Factors:
             "attention_decode": self.attention_decode, "attention_prefill": self.attention_prefill,
             "weight_only": dict(self.weight_only),
             "matmul_efficiency_by_rows": {str(r): v for r, v in self.matmul_efficiency_by_rows.items()} or None,
+            "matmul_efficiency_by_shape": {str(r): {str(k): v for k, v in row.items()}
+                                           for r, row in self.matmul_efficiency_by_shape.items()} or None,
             "kernel_launches": self.kernel_launches, "kernel_launch_s": self.kernel_launch_s,
             "sources": dict(self.sources),
         }
@@ -131,8 +137,12 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
     table = hw.matmul_rows_table()
     if table:
         src["matmul_efficiency_by_rows"] = f"{hw.name} profile (calibrated)"
+    by_shape = dict(getattr(hw, "matmul_efficiency_by_shape", None) or {})
+    if by_shape:
+        src["matmul_efficiency_by_shape"] = f"{hw.name} profile (calibrated)"
     return Factors(
         matmul_efficiency_by_rows=table,
+        matmul_efficiency_by_shape=by_shape,
         memory_bandwidth=dev("memory_efficiency", "memory_bandwidth"),
         compute=dev("compute_efficiency", "compute"),
         gemm_ridge_exponent=dev("gemm_ridge_exponent", "gemm_ridge_exponent"),
@@ -158,7 +168,8 @@ def _stage(f: Factors, n: int) -> Factors:
         out = replace(out, memory_bandwidth=f.memory_bandwidth)
     if n >= 2:
         out = replace(out, compute=f.compute, gemm_ridge_exponent=f.gemm_ridge_exponent,
-                      matmul_efficiency_by_rows=f.matmul_efficiency_by_rows)
+                      matmul_efficiency_by_rows=f.matmul_efficiency_by_rows,
+                      matmul_efficiency_by_shape=f.matmul_efficiency_by_shape)
     if n >= 3:
         out = replace(out, attention_decode=f.attention_decode, attention_prefill=f.attention_prefill)
     if n >= 4:
@@ -190,10 +201,55 @@ def rows_efficiency(table: Mapping[int, float] | None, rows: int | None) -> floa
     return pts[-1][1]
 
 
-def gemm_time_s(kind: str, c_s: float, m_s: float, f: Factors, rows: int | None) -> float:
+def _log_interp(points: Mapping[int, float], x: int) -> float:
+    """Log-linear interpolation in ``x`` between sorted points, clamped to the first and last value."""
+    pts = sorted(points.items())
+    if x <= pts[0][0]:
+        return pts[0][1]
+    for (x0, e0), (x1, e1) in zip(pts, pts[1:]):
+        if x <= x1:
+            return e0 + (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0)) * (e1 - e0)
+    return pts[-1][1]
+
+
+def shape_efficiency(by_shape: Mapping[int, Mapping[int, float]], rows_table: Mapping[int, float] | None,
+                     rows: int, inner: int) -> float:
+    """The fraction of the peak a matmul of ``rows`` rows and inner dimension ``inner`` reaches by a
+    calibrated ``{rows: {K: fraction}}`` table: each measured row count's value at ``inner`` (log-linear
+    in K, clamped), then ``rows_efficiency`` over those values, with the rows table's square-GEMM point
+    (fraction 1) appended when it lies beyond the measured rows."""
+    table = {r: _log_interp(row, inner) for r, row in by_shape.items()}
+    if rows_table:
+        square = max(rows_table)
+        if square > max(table) and rows_table[square] == 1.0:
+            table[square] = 1.0
+    return rows_efficiency(table, rows)
+
+
+def attention_efficiency_at(table: Mapping[int, Mapping[int, float]], group: int, head_dim: int) -> float:
+    """A calibrated ``{head_dim: {query heads per KV head: fraction of the bandwidth}}`` table at one
+    attention shape: the measured head_dim nearest in log (ties: the larger), log-linear in the group
+    between measured groups, clamped."""
+    d = min(table, key=lambda k: (abs(math.log(k) - math.log(head_dim)), -k))
+    return _log_interp(table[d], group)
+
+
+def inner_dim(o, rows: int | None) -> int | None:
+    """The inner dimension K of a matmul op from its own counts: ``flops = 2·n·K·ΣN``, ``act_read = n·K·a``
+    and ``act_write = n·ΣN·a`` give ``K² = flops / 2n · act_read / act_write`` for ``n`` rows (any
+    activation dtype ``a``); None where a count is missing."""
+    if not rows or not o.flops or not o.act_read_bytes or not o.act_write_bytes:
+        return None
+    return max(1, round(math.sqrt(o.flops / (2 * rows) * o.act_read_bytes / o.act_write_bytes)))
+
+
+def gemm_time_s(kind: str, c_s: float, m_s: float, f: Factors, rows: int | None, inner: int | None = None) -> float:
     """The one decision of a GEMM's time by shape: ``c_s`` (FLOPs over the peak × ``f.compute``) and
-    ``m_s`` (bytes over the achieved bandwidth) joined by the calibrated rows table for a ``matmul``
-    when the factors carry one and the step's ``rows`` are known, else by the ridge curve."""
+    ``m_s`` (bytes over the achieved bandwidth) joined by the calibrated rows × K table for a ``matmul``
+    when the factors carry one and the step's ``rows`` and the matmul's ``inner`` K are known, else by
+    the calibrated rows table when the rows are known, else by the ridge curve."""
+    if kind == "matmul" and f.matmul_efficiency_by_shape and rows and inner:
+        return max(c_s / shape_efficiency(f.matmul_efficiency_by_shape, f.matmul_efficiency_by_rows, rows, inner), m_s)
     if kind == "matmul" and f.matmul_efficiency_by_rows and rows:
         return max(c_s / rows_efficiency(f.matmul_efficiency_by_rows, rows), m_s)
     return _join(c_s, m_s, f.gemm_ridge_exponent)
@@ -218,7 +274,8 @@ def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: flo
     if kind in GEMM_KINDS:
         c = o.flops / (flops_per_s * f.compute)
         m = o.weight_bytes / (bw * wq) + (o.bytes - o.weight_bytes) / bw
-        return gemm_time_s(kind, c, m, f, rows)
+        inner = inner_dim(o, rows) if kind == "matmul" and f.matmul_efficiency_by_shape else None
+        return gemm_time_s(kind, c, m, f, rows, inner)
     if kind == "attention":
         if decode:
             c = o.flops / (flops_per_s * f.compute)
@@ -307,5 +364,5 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
 
 
 __all__ = ["FACTORS", "KERNEL_LAUNCHES", "Factors", "IDEAL", "launch_time_s", "step_kernels",
-           "StepCost", "ZERO", "device_defaults", "factors_for", "gemm_time_s",
+           "StepCost", "ZERO", "device_defaults", "factors_for", "gemm_time_s", "inner_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "rows_efficiency", "step_cost"]

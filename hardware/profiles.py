@@ -47,6 +47,17 @@ fp32 GEMM can run at 7 % of the peak while reading its weights no faster than on
 model divides a matmul's FLOPs by ``peak × efficiency(rows)`` (log-linear between the measured rows,
 rising to 1 at the square-GEMM size ``matmul_efficiency_square_rows``), and keeps the roofline's
 max with the memory time.
+
+``matmul_efficiency_by_shape`` (also written by ``planner calibrate``): the same fraction by rows and
+by the matmul's inner dimension K (``{rows: {K: fraction}}``, weights streamed). A CPU GEMV's rate
+grows with K (11 GB/s at K = 576, 21 GB/s at K = 4864 on one EPYC core), so a table measured on one
+model's shapes misprices another's; where the step knows a matmul's K the step model uses this table
+(log-linear in K, then in rows) instead of ``matmul_efficiency_by_rows``.
+
+``attention_decode_efficiency`` (written by ``planner calibrate``): the fraction of
+``memory_bandwidth`` a decode step's attention kernel reaches reading K and V, by head_dim and query
+heads per KV head (``{head_dim: {group: fraction}}``): CPU SDPA runs far below the read rate at small
+groups of query rows. ``verify`` uses it in place of the engine's attention efficiency.
     notes: [...]
 
 Nothing is read at import time; every call reads the (few, small) files again, so a change of
@@ -137,6 +148,8 @@ _FIELDS = (
     "node",
     "matmul_efficiency_by_rows",
     "matmul_efficiency_square_rows",
+    "matmul_efficiency_by_shape",
+    "attention_decode_efficiency",
     "source",
     "notes",
 )
@@ -248,6 +261,10 @@ class HardwareProfile:
     node: NodeSpec | None = None  # the platform (GPUs per node, links inside and between nodes)
     matmul_efficiency_by_rows: Mapping[int, float] | None = field(default=None, hash=False)
     matmul_efficiency_square_rows: int | None = None  # the n of the n×n×n GEMM the peak was measured at
+    # calibrated: rows -> {inner dim K -> fraction of the peak}; head_dim -> {query heads per KV head -> fraction
+    # of memory_bandwidth} of a decode step's attention (see the module docstring)
+    matmul_efficiency_by_shape: Mapping[int, Mapping[int, float]] | None = field(default=None, hash=False)
+    attention_decode_efficiency: Mapping[int, Mapping[int, float]] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         where = f"hardware profile {short(self.name, 80)}" + (f" ({self.path})" if self.path else "")
@@ -314,6 +331,24 @@ class HardwareProfile:
             object.__setattr__(self, "matmul_efficiency_by_rows", MappingProxyType(dict(sorted(rows_eff.items()))))
         if self.matmul_efficiency_square_rows is not None:
             positive(self.matmul_efficiency_square_rows, "matmul_efficiency_square_rows", integer=True)
+        for attr in ("matmul_efficiency_by_shape", "attention_decode_efficiency"):
+            table = getattr(self, attr)
+            if table is None:
+                continue
+            out = {}
+            for k, row in dict(table).items():
+                if isinstance(k, bool) or not isinstance(k, int) or k < 1 or not isinstance(row, Mapping) or not row:
+                    raise bad(f"{attr} has a key {short(k, 80)} that is not a whole number >= 1 with a non-empty mapping",
+                              "use e.g. {1: {1024: 0.08, 4096: 0.12}}")
+                inner = {}
+                for j, v in dict(row).items():
+                    if isinstance(j, bool) or not isinstance(j, int) or j < 1:
+                        raise bad(f"{attr}[{k}] has a key {short(j, 80)} that is not a whole number >= 1", "use e.g. {1024: 0.08}")
+                    if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v <= 1):
+                        raise bad(f"{attr}[{k}][{j}] = {short(v, 80)} is not a fraction in (0, 1]", "use e.g. 0.08")
+                    inner[j] = float(v)
+                out[k] = MappingProxyType(dict(sorted(inner.items())))
+            object.__setattr__(self, attr, MappingProxyType(dict(sorted(out.items()))))
         object.__setattr__(self, "source", tuple(self.source))
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "aliases", tuple(self.aliases))
@@ -393,6 +428,9 @@ class HardwareProfile:
             "matmul_efficiency_by_rows": None if self.matmul_efficiency_by_rows is None
             else {str(r): v for r, v in self.matmul_efficiency_by_rows.items()},
             "matmul_efficiency_square_rows": self.matmul_efficiency_square_rows,
+            **{attr: None if getattr(self, attr) is None else
+               {str(k): {str(j): v for j, v in row.items()} for k, row in getattr(self, attr).items()}
+               for attr in ("matmul_efficiency_by_shape", "attention_decode_efficiency")},
         }
 
     def to_yaml_data(self) -> dict[str, Any]:
@@ -425,6 +463,9 @@ class HardwareProfile:
             data["matmul_efficiency_by_rows"] = dict(self.matmul_efficiency_by_rows)
         if self.matmul_efficiency_square_rows is not None:
             data["matmul_efficiency_square_rows"] = self.matmul_efficiency_square_rows
+        for attr in ("matmul_efficiency_by_shape", "attention_decode_efficiency"):
+            if getattr(self, attr) is not None:
+                data[attr] = {k: dict(row) for k, row in getattr(self, attr).items()}
         return data
 
 
@@ -667,6 +708,9 @@ def profile_from_data(
         raise HardwareError(f"{where}: field 'matmul_efficiency_square_rows' must be a whole number >= 1, got {short(square, 80)}",
                             "the n of the n x n x n GEMM the peak was measured with, e.g. 2048")
 
+    tables = {attr: _table2(data.get(attr), attr, where)
+              for attr in ("matmul_efficiency_by_shape", "attention_decode_efficiency")}
+
     return HardwareProfile(
         name=name,
         display_name=display_name or name,
@@ -692,7 +736,34 @@ def profile_from_data(
         node=_node_from_data(data.get("node"), where),
         matmul_efficiency_by_rows=skinny_eff,
         matmul_efficiency_square_rows=square,
+        **tables,
     )
+
+
+def _table2(value: Any, fieldname: str, where: str) -> dict[int, dict[int, float]] | None:
+    """A two-level table of fractions with whole-number keys (``{1: {1024: 0.08}}``), or None."""
+    if value is None:
+        return None
+    hint = f"e.g. {fieldname}: {{1: {{1024: 0.08, 4096: 0.12}}}}"
+    if not isinstance(value, Mapping) or not value:
+        raise HardwareError(f"{where}: field '{fieldname}' must be a non-empty mapping of mappings", hint)
+
+    def whole(key: Any) -> int:
+        try:
+            n = int(str(key))
+        except ValueError:
+            n = 0
+        if n < 1 or isinstance(key, bool):
+            raise HardwareError(f"{where}: field '{fieldname}' has a key {short(key, 80)} that is not a whole number >= 1", hint)
+        return n
+
+    out: dict[int, dict[int, float]] = {}
+    for key, row in value.items():
+        k = whole(key)
+        if not isinstance(row, Mapping) or not row:
+            raise HardwareError(f"{where}: field '{fieldname}.{k}' must be a non-empty mapping", hint)
+        out[k] = {whole(j): units.parse_fraction(v, field=f"{fieldname}.{k}.{j}", where=where) for j, v in row.items()}
+    return out
 
 
 _FIELD_HINTS = {

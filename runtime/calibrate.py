@@ -15,6 +15,14 @@ What is measured (all with torch, on the device itself):
 - **skinny matmuls**: 1, 4, 16 and 64 rows against the weight shapes of a model's decode step (each
   shape streamed from memory, weighted by how often the model has it); their rate over the square-GEMM
   peak is the profile's ``matmul_efficiency_by_rows``, which the step model uses for matmul ops;
+- **skinny matmuls by shape**: 1, 4, 16 and 64 rows against (1024 × K) weights for K = 512 .. 8192
+  (streamed), as fractions of the square-GEMM peak: the profile's ``matmul_efficiency_by_shape``. A
+  CPU GEMV's rate grows with K, so one model's table misprices another's; the step model prices each
+  matmul at its own K from this grid;
+- **attention at decode**: ``scaled_dot_product_attention`` as the decoder calls it at decode (the
+  ``G`` query heads of each KV head as ``G`` query rows, 1024 keys, 4 KV heads) for head_dim 64 and
+  128 and groups 1 .. 8, streamed: bytes of K and V read over the time, as a fraction of the profile's
+  bandwidth (``attention_decode_efficiency``). CPU SDPA is far below the read rate at a few query rows;
 - **per-launch overhead**: what an eager decode step pays per kernel: the wall time of an eager decode
   step of a tiny decoder (device work negligible) divided by the aten ops it dispatches (the count
   ``verify`` takes of the real step), so Python and framework dispatch are included; a bare tiny op's dispatch (``add_``) is measured beside it.
@@ -62,6 +70,8 @@ class Calibration:
     details: dict = field(default_factory=dict)
     matmul_efficiency_by_rows: dict[int, float] = field(default_factory=dict)  # skinny GEMMs, see measure_skinny
     figures: dict = field(default_factory=dict)  # name -> Figure (rounds, spread, stable)
+    matmul_efficiency_by_shape: dict[int, dict[int, float]] = field(default_factory=dict)  # measure_matmul_by_shape
+    attention_decode_efficiency: dict[int, dict[int, float]] = field(default_factory=dict)  # measure_attention
 
     @property
     def device_label(self) -> str:
@@ -80,6 +90,10 @@ class Calibration:
             "matmul_flops_per_s": dict(self.matmul_flops_per_s), "launch_s": self.launch_s,
             "memory_bytes": self.memory_bytes, "threads": self.threads, "seconds": self.seconds,
             "matmul_efficiency_by_rows": {str(r): v for r, v in self.matmul_efficiency_by_rows.items()},
+            "matmul_efficiency_by_shape": {str(r): {str(k): v for k, v in row.items()}
+                                           for r, row in self.matmul_efficiency_by_shape.items()},
+            "attention_decode_efficiency": {str(d): {str(g): v for g, v in row.items()}
+                                            for d, row in self.attention_decode_efficiency.items()},
             "details": {k: v for k, v in self.details.items() if k != "figures"},
             "figures": {k: f.to_dict() for k, f in self.figures.items()},
         }
@@ -155,6 +169,10 @@ MIN_ROUNDS, MAX_ROUNDS = 3, 8
 LAUNCH_OVER_DISPATCH = (0.5, 10.0)
 READ_OVER_COPY_READ = (0.25, 4.0)
 SKINNY_ROWS = (1, 4, 16, 64)
+SHAPE_INNER = (512, 1024, 2048, 4096, 8192)  # K of the (1024 × K) weights of the rows × K grid
+SHAPE_OUT = 1024
+ATTN_HEAD_DIMS, ATTN_GROUPS = (64, 128), (1, 2, 4, 8)
+ATTN_KV_HEADS, ATTN_KEYS = 4, 1024
 DEFAULT_SHAPES_MODEL = "Qwen/Qwen2.5-0.5B"  # a bundled model; --model picks another
 
 
@@ -308,6 +326,59 @@ def measure_skinny(device: torch.device, dtype, shapes: list[tuple[int, int, int
     return eff, detail
 
 
+def measure_matmul_by_shape(device: torch.device, dtype, peak_flops_per_s: float, *, rows: tuple[int, ...] = SKINNY_ROWS,
+                            inners: tuple[int, ...] = SHAPE_INNER, n_out: int = SHAPE_OUT,
+                            stream_bytes: int = 64 * 2**20, reps: int = 3) -> dict[int, dict[int, float]]:
+    """{rows: {K: fraction of ``peak_flops_per_s``}} of ``rows × K`` by ``K × n_out`` matmuls, each
+    weight shape streamed from memory (enough distinct copies to pass ``stream_bytes``)."""
+    elem = torch.tensor([], dtype=dtype).element_size()
+    out: dict[int, dict[int, float]] = {r: {} for r in rows}
+    for k in inners:
+        copies = max(2, min(64, -(-stream_bytes // (n_out * k * elem))))
+        mats = [torch.empty(n_out, k, dtype=dtype, device=device).normal_(0, 0.02) for _ in range(copies)]
+        for r in rows:
+            x = torch.randn(r, k, dtype=dtype, device=device)
+
+            def run():
+                for w in mats:
+                    torch.nn.functional.linear(x, w)
+
+            t = _median_time(run, device, reps) / copies
+            out[r][k] = min(1.0, 2 * r * n_out * k / t / peak_flops_per_s)
+        del mats
+    return out
+
+
+def measure_attention(device: torch.device, dtype, bytes_per_s: float, *, head_dims: tuple[int, ...] = ATTN_HEAD_DIMS,
+                      groups: tuple[int, ...] = ATTN_GROUPS, kv_heads: int = ATTN_KV_HEADS, keys: int = ATTN_KEYS,
+                      stream_bytes: int = 32 * 2**20, reps: int = 3) -> dict[int, dict[int, float]]:
+    """{head_dim: {group: fraction of ``bytes_per_s``}}: one decode step's attention kernel as
+    ``runtime.model`` calls it (queries ``(1, kv_heads, group, d)`` against ``keys`` cached keys and
+    values), K and V streamed (distinct copies past ``stream_bytes``); the fraction is the K and V
+    bytes read over the time, over the profile's bandwidth."""
+    import torch.nn.functional as F
+
+    elem = torch.tensor([], dtype=dtype).element_size()
+    out: dict[int, dict[int, float]] = {}
+    for d in head_dims:
+        kv_bytes = 2 * kv_heads * keys * d * elem
+        copies = max(2, min(64, -(-stream_bytes // kv_bytes)))
+        ks = [torch.randn(1, kv_heads, keys, d, dtype=dtype, device=device) for _ in range(copies)]
+        vs = [torch.randn(1, kv_heads, keys, d, dtype=dtype, device=device) for _ in range(copies)]
+        out[d] = {}
+        for g in groups:
+            q = torch.randn(1, kv_heads, g, d, dtype=dtype, device=device)
+
+            def run():
+                for k, v in zip(ks, vs):
+                    F.scaled_dot_product_attention(q, k, v, scale=d ** -0.5)
+
+            t = _median_time(run, device, reps) / copies
+            out[d][g] = min(1.0, kv_bytes / t / bytes_per_s)
+        del ks, vs
+    return out
+
+
 def measure_step_overhead(device: torch.device, dtype_name: str, steps: int) -> tuple[Figure, int]:
     """(seconds per kernel, kernels) of an eager decode step of a tiny Llama-style decoder (hidden 64,
     2 layers), whose device work is negligible: what eager dispatch costs per aten op the step
@@ -437,6 +508,16 @@ def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, sha
                                                stream_bytes=(64 if not quick else 4) * 2**20)
         details.update(skinny_dtype=sd, skinny_shapes_from=shapes_from,
                        skinny_shapes=[list(s) for s in shapes], skinny_flops_per_s=skinny_detail)
+    by_shape: dict[int, dict[int, float]] = {}
+    attention: dict[int, dict[int, float]] = {}
+    sd = dtypes[0] if device.type == "cpu" else ("bf16" if "bf16" in dtypes else dtypes[0])
+    if shapes:  # the grids beside the model's own shapes
+        by_shape = measure_matmul_by_shape(device, torch_dtype(sd), flops[sd].value,
+                                           stream_bytes=(64 if not quick else 4) * 2**20)
+        attention = measure_attention(device, torch_dtype(sd),
+                                      read.value if read is not None else copy.value,
+                                      keys=ATTN_KEYS if not quick else 64, stream_bytes=(32 if not quick else 2) * 2**20)
+        details.update(shape_dtype=sd, matmul_efficiency_by_shape=by_shape, attention_decode_efficiency=attention)
     progress("calibrate", 3 + len(dtypes), steps)
     op_launch = measure_launch(device, calls)
     launch, kernels = measure_step_overhead(device, dtypes[0] if device.type == "cpu" else "bf16", 50 if not quick else 10)
@@ -454,7 +535,7 @@ def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, sha
     threads_used = torch.get_num_threads() if device.type == "cpu" else None
     return Calibration(device.type, device_name(device), copy.value, None if read is None else read.value,
                        {d: f.value for d, f in flops.items()}, launch.value, total_memory_bytes(device),
-                       threads_used, time.perf_counter() - t_start, details, skinny, figures)
+                       threads_used, time.perf_counter() - t_start, details, skinny, figures, by_shape, attention)
 
 
 def calibration_problems(cal: Calibration) -> list[str]:
@@ -534,6 +615,19 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
             f"matmul_efficiency_by_rows: {', '.join(str(r) for r in cal.matmul_efficiency_by_rows)} rows x the "
             f"{cal.details.get('skinny_dtype', '')} weight shapes of {cal.details.get('skinny_shapes_from') or 'a model'} "
             "(each streamed from memory, weighted by its count), FLOPs / time / the square-GEMM peak")
+    if cal.matmul_efficiency_by_shape:
+        source.append(
+            f"matmul_efficiency_by_shape: {', '.join(str(r) for r in cal.matmul_efficiency_by_shape)} rows x "
+            f"({SHAPE_OUT} x K) {cal.details.get('shape_dtype', '')} weights for K = "
+            f"{', '.join(str(k) for k in next(iter(cal.matmul_efficiency_by_shape.values())))} (each streamed from "
+            "memory), FLOPs / time / the square-GEMM peak")
+    if cal.attention_decode_efficiency:
+        source.append(
+            f"attention_decode_efficiency: scaled_dot_product_attention of one decode step as the decoder calls it "
+            f"({ATTN_KV_HEADS} KV heads, {ATTN_KEYS} keys, the query heads of a KV head as query rows) for head_dim "
+            f"{', '.join(str(d) for d in cal.attention_decode_efficiency)} and query heads per KV head "
+            f"{', '.join(str(g) for g in next(iter(cal.attention_decode_efficiency.values())))}, K and V streamed: "
+            "their bytes / time / memory_bandwidth")
     notes = [f"{DEVICE_NOTE}{cal.device_label}",
              f"copy bandwidth (read + write counted): {units.format_bandwidth(_round(cal.copy_bytes_per_s))}"]
     if cal.read_bytes_per_s:
@@ -577,6 +671,12 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
         sq = cal.details.get("gemm_sizes", {}).get(cal.details.get("skinny_dtype"))
         if sq:
             data["matmul_efficiency_square_rows"] = int(sq)
+    if cal.matmul_efficiency_by_shape:
+        data["matmul_efficiency_by_shape"] = {int(r): {int(k): _round(v, 3) for k, v in sorted(row.items())}
+                                              for r, row in sorted(cal.matmul_efficiency_by_shape.items())}
+    if cal.attention_decode_efficiency:
+        data["attention_decode_efficiency"] = {int(d): {int(g): _round(v, 3) for g, v in sorted(row.items())}
+                                               for d, row in sorted(cal.attention_decode_efficiency.items())}
     return data
 
 

@@ -379,18 +379,31 @@ class _Analysis:
     kv: object  # analysis.kv.KVCache
 
 
+def attention_shape(spec: ModelSpec) -> tuple[int, int] | None:
+    """(query heads per KV head, head_dim) of the model's first attention layer, or None (MLA, none)."""
+    from planner.analysis.spec import Attention, ParallelHybrid
+
+    for layer in spec.layers:
+        m = layer.mixer.attention if isinstance(layer.mixer, ParallelHybrid) else layer.mixer
+        if isinstance(m, Attention):
+            return max(1, m.num_attention_heads // max(1, m.num_key_value_heads)), m.head_dim
+    return None
+
+
 def hardware_factors(hw, engine, spec: ModelSpec):
-    """``factors_for(hw, engine)`` with the device's calibrated attention-decode efficiency at this
-    model's attention shape where the profile has one (see ``HardwareProfile.attention_decode_at``)."""
+    """``factors_for(hw, engine)`` with the device's calibrated attention-decode efficiency
+    (``attention_decode_efficiency``) at this model's attention shape where the profile has one."""
     from dataclasses import replace
 
-    from planner.hardware.expected import factors_for
+    from planner.hardware.expected import attention_efficiency_at, factors_for
 
     f = factors_for(hw, engine)
-    at = getattr(hw, "attention_decode_at", None)
-    eff = at(spec) if at is not None else None
-    if eff is not None:
-        f = replace(f, attention_decode=eff[0], sources={**f.sources, "attention_decode": eff[1]})
+    shape = attention_shape(spec)
+    if hw.attention_decode_efficiency and shape is not None:
+        g, d = shape
+        f = replace(f, attention_decode=attention_efficiency_at(hw.attention_decode_efficiency, g, d),
+                    sources={**f.sources, "attention_decode": f"{hw.name} profile (calibrated), at {g} query heads "
+                                                              f"per KV head and head_dim {d}"})
     return f
 
 

@@ -99,6 +99,23 @@ def test_profile_records_how_it_was_measured(rc):
         assert fragment in text, fragment
 
 
+def test_profile_records_the_shape_and_attention_grids_with_how_they_were_measured(rc):
+    from planner.hardware.profiles import load_profile, save_user_profile
+
+    cal = _cal(rc, details={**_cal(rc).details, "shape_dtype": "fp32"},
+               matmul_efficiency_by_shape={1: {512: 0.06, 4096: 0.12}, 4: {512: 0.2, 4096: 0.21}},
+               attention_decode_efficiency={64: {1: 0.66, 8: 0.31}, 128: {1: 0.57, 8: 0.28}})
+    save_user_profile(rc.calibration_profile(cal, "cal2"), "cal2")
+    p = load_profile("cal2")
+    assert {r: dict(row) for r, row in p.matmul_efficiency_by_shape.items()} == {1: {512: 0.06, 4096: 0.12},
+                                                                               4: {512: 0.2, 4096: 0.21}}
+    assert dict(p.attention_decode_efficiency[128]) == {1: 0.57, 8: 0.28}
+    assert p.memory_efficiency == 1.0 and p.compute_efficiency == 1.0  # measured rates: no datasheet factor on top
+    text = "\n".join(p.source)
+    assert "matmul_efficiency_by_shape: 1, 4 rows x (1024 x K) fp32 weights for K = 512, 4096" in text
+    assert "attention_decode_efficiency: scaled_dot_product_attention" in text and "head_dim 64, 128" in text
+
+
 def test_model_matmul_shapes_count_the_tied_head_once(rc):
     from planner.analysis.config import parse_config
 

@@ -84,3 +84,89 @@ def test_calibrated_rows_efficiency_prices_the_matmul():
     # 2 MFLOP at 0.004 × 100 GFLOP/s = 5 ms, above the 400.8 µs of bytes
     assert c.expected_s == pytest.approx(5e-3)
     assert c.parts["GEMM efficiency"] == pytest.approx(5e-3 - 400.8e-6)
+
+
+# ---- calibrated shape tables -------------------------------------------------------------------------
+
+
+def test_shape_efficiency_is_log_linear_in_k_then_in_rows():
+    from planner.hardware.expected import shape_efficiency
+
+    t = {1: {512: 0.1, 2048: 0.2}, 4: {512: 0.3, 2048: 0.4}}
+    assert shape_efficiency(t, None, 1, 1024) == pytest.approx(0.15)  # 1024 is halfway (log) from 512 to 2048
+    assert shape_efficiency(t, None, 4, 1024) == pytest.approx(0.35)
+    assert shape_efficiency(t, None, 2, 1024) == pytest.approx(0.25)  # 2 rows: halfway (log) from 1 to 4
+    assert shape_efficiency(t, None, 1, 100) == 0.1 and shape_efficiency(t, None, 1, 10**5) == 0.2  # clamped
+    # the rows table's square-GEMM point (fraction 1 at 64 rows) beyond the measured rows: 16 is halfway
+    assert shape_efficiency(t, {1: 0.1, 4: 0.3, 64: 1.0}, 16, 512) == pytest.approx(0.3 + 0.7 * 0.5)
+
+
+def test_inner_dim_of_a_matmul_comes_from_its_own_counts():
+    from planner.hardware.expected import inner_dim
+
+    # q, k, v of K = 576 fused (ΣN = 576 + 192 + 192) over 4 rows in fp32: K² = flops / 2n × read / write
+    n, k, outs = 4, 576, 576 + 192 + 192
+    op = Op("qkv", "matmul", "attention", 0, flops=2 * n * k * outs, weight_bytes=4 * k * outs,
+            act_read_bytes=n * k * 4, act_write_bytes=n * outs * 4)
+    assert inner_dim(op, n) == 576
+    assert inner_dim(op, None) is None and inner_dim(NORM, 1) is None
+
+
+def test_inner_dim_matches_the_weights_of_every_matmul_of_a_real_trace():
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+    from planner.cli.common import load_model
+    from planner.hardware.expected import inner_dim
+
+    spec = load_model("Qwen/Qwen3-0.6B", None).spec
+    fmt, _ = weight_format(spec, "fp32")
+    ops = [o for o in step_ops(spec, fmt, fmt.act, batch=4, new_tokens=1, cached_tokens=16) if o.kind == "matmul"]
+    # independent oracle: config.json's shapes (hidden 1024, 16 heads × 128 into o_proj, intermediate 3072)
+    want = {"q_proj": 1024, "k_proj": 1024, "v_proj": 1024, "qkv_proj": 1024, "o_proj": 2048, "gate_proj": 1024,
+            "up_proj": 1024, "gate_up_proj": 1024, "down_proj": 3072, "lm_head": 1024}
+    seen = set()
+    for o in ops:
+        key = o.name.split(".")[-1]
+        if key in want:
+            assert inner_dim(o, 4) == want[key], o.name
+            seen.add(key)
+    assert {"o_proj", "down_proj", "lm_head"} <= seen
+
+
+def test_attention_efficiency_takes_the_nearest_head_dim_and_interpolates_the_group():
+    from planner.hardware.expected import attention_efficiency_at
+
+    t = {64: {1: 0.6, 4: 0.3}, 128: {2: 0.5}}
+    assert attention_efficiency_at(t, 2, 64) == pytest.approx(0.45)
+    assert attention_efficiency_at(t, 8, 64) == 0.3  # clamped past the last group
+    assert attention_efficiency_at(t, 2, 100) == 0.5  # 100 is nearer 128 than 64 in log
+
+
+def test_a_calibrated_shape_table_prices_each_matmul_at_its_k():
+    from planner.hardware.engine import load_engine
+    from planner.hardware.expected import factors_for, step_cost
+
+    hw = _hw(matmul_efficiency_by_shape={1: {512: 0.01, 2048: 0.004}}, matmul_efficiency_by_rows={1: 0.5})
+    f = factors_for(hw, load_engine("torch-cpu-eager"))
+    k, outs = 1024, 1000  # K = 1024: halfway (log) between the two columns -> 0.007
+    op = Op("x", "matmul", "ffn", 0, flops=2 * k * outs, weight_bytes=4 * k * outs, act_read_bytes=4 * k,
+            act_write_bytes=4 * outs)
+    c = step_cost([op], hw, "fp32", f, decode=True, sequences=1, rows=1, kernels=0)
+    assert c.expected_s == pytest.approx(max(2 * k * outs / (0.007 * 100e9), (4 * k * outs + 4 * k + 4 * outs) / 10e9))
+
+
+def test_profile_tables_load_validate_and_round_trip(tmp_path):
+    from planner.analysis.errors import HardwareError
+    from planner.hardware.profiles import load_profile, profile_from_data
+
+    data = load_profile("cpu").to_yaml_data()
+    data.update(matmul_efficiency_by_shape={1: {512: 0.08, 4096: 0.2}, "4": {"512": 0.3}},
+                attention_decode_efficiency={64: {1: 0.6, 8: 0.3}})
+    p = profile_from_data(data, where="x.yaml", origin="file", path="x.yaml")
+    assert dict(p.matmul_efficiency_by_shape[4]) == {512: 0.3} and p.attention_decode_efficiency[64][8] == 0.3
+    again = profile_from_data(p.to_yaml_data(), where="y.yaml", origin="file", path="y.yaml")
+    assert again.matmul_efficiency_by_shape == p.matmul_efficiency_by_shape
+    assert p.to_dict()["attention_decode_efficiency"] == {"64": {"1": 0.6, "8": 0.3}}
+    for bad in ({1: {512: 1.5}}, {0: {512: 0.1}}, {1: {}}, [0.1], {1: {"x": 0.1}}):
+        with pytest.raises(HardwareError, match="matmul_efficiency_by_shape"):
+            profile_from_data({**data, "matmul_efficiency_by_shape": bad}, where="x.yaml", origin="file", path="x.yaml")
