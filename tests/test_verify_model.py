@@ -170,3 +170,34 @@ def test_profile_tables_load_validate_and_round_trip(tmp_path):
     for bad in ({1: {512: 1.5}}, {0: {512: 0.1}}, {1: {}}, [0.1], {1: {"x": 0.1}}):
         with pytest.raises(HardwareError, match="matmul_efficiency_by_shape"):
             profile_from_data({**data, "matmul_efficiency_by_shape": bad}, where="x.yaml", origin="file", path="x.yaml")
+
+
+def test_cpu_bench_prints_one_table_of_runs(tmp_path):
+    """bench/verify_cpu.py's logic on a tiny model (no calibration, the bundled cpu template): one row
+    per model × batch × run, the summary line, exit 0 when the exact checks hold. No timing asserted."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    pytest.importorskip("torch", reason="the bench runs verify, which needs torch")
+    repo = Path(__file__).resolve().parents[1]
+    d = tmp_path / "tiny"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(dict(
+        model_type="llama", hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=96, vocab_size=128, max_position_embeddings=4096, torch_dtype="float32")))
+    out = tmp_path / "r.json"
+    p = subprocess.run([sys.executable, str(repo / "bench" / "verify_cpu.py"), "--models", str(d), "--batches", "1", "2",
+                        "--runs", "1", "--context", "8", "--steps", "2", "--warmup", "0", "--no-calibrate",
+                        "--hardware", "cpu", "--config-dir", str(tmp_path / "cfg"), "--json", str(out)],
+                       cwd=repo, env=dict(os.environ), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    lines = p.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("| model"))
+    assert all(c in lines[header] for c in ("batch", "run", "predicted ms", "measured ms", "error"))
+    rows = [line for line in lines[header + 2:] if line.startswith("|")]
+    assert [r.split("|")[2].strip() for r in rows] == ["1", "2"] and all("| ok |" in r for r in rows)
+    assert any(line.startswith("median |error|") and "/2 runs within ±10%" in line for line in lines)
+    assert [r["options"]["batch"] for r in json.loads(out.read_text())] == [1, 2]
