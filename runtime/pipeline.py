@@ -143,14 +143,17 @@ def rank_main(rank: int, pp: int, init: str, spec: ModelSpec, dtype_name: str, d
     toks = list(tokens.split(sizes))
     toks = [t.clone() for t in toks]
     pending: list = []
+    # the tokens fed back travel on their own group: with pp 2 they go between the same two ranks as the
+    # hidden states, and NCCL runs one pair's point-to-point calls in order on one stream
+    back = dist.new_group(list(range(pp)))
 
     def sync():
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
-    def isend(t: torch.Tensor, dst: int) -> None:
+    def isend(t: torch.Tensor, dst: int, group=None) -> None:
         t = t.contiguous()
-        pending.append((dist.isend(t, dst), t))
+        pending.append((dist.isend(t, dst, group=group), t))
 
     def flush() -> None:
         for w, _ in pending:
@@ -166,7 +169,7 @@ def rank_main(rank: int, pp: int, init: str, spec: ModelSpec, dtype_name: str, d
         for j, n in enumerate(sizes):
             if first:
                 if feedback_in:
-                    dist.recv(toks[j], src=pp - 1)
+                    dist.recv(toks[j], src=pp - 1, group=back)
                 inp = toks[j]
             else:
                 inp = torch.empty(n, 1, D, dtype=dtype, device=device)
@@ -181,7 +184,7 @@ def rank_main(rank: int, pp: int, init: str, spec: ModelSpec, dtype_name: str, d
             if not last:
                 isend(out, rank + 1)
             elif feedback_out:
-                isend(out, 0)
+                isend(out, 0, group=back)
         if last and record:
             ends.append(time.perf_counter())
 
