@@ -101,12 +101,12 @@ def replicated_tensor(t) -> bool:
     return t.kind == "bias" and (module in ROW_PROJECTIONS or t.name.endswith(".experts.down_proj_bias"))
 
 
-def shard_params(spec: ModelSpec, plan: TPPlan) -> int:
+def shard_params(spec: ModelSpec, plan: TPPlan, tensors=None) -> int:
     """Parameters one rank holds: ``replicated_tensor``s whole, k/v projections split ``kv_divisor``
     ways (replicated KV heads), everything else ``tp`` ways (the vision encoder of a multimodal
-    wrapper not counted)."""
+    wrapper not counted). ``tensors``: count these (a pipeline stage's) instead of the model's."""
     total = 0
-    for t in spec.tensors():
+    for t in spec.tensors() if tensors is None else tensors:
         if t.kind == "vision":
             continue
         module = t.name.rsplit(".", 2)[-2] if t.name.count(".") >= 2 else ""
@@ -356,12 +356,13 @@ def stage_weights_bytes(spec: ModelSpec, fmt, plan: LayoutPlan) -> list[int]:
 
 
 def stage_params(spec: ModelSpec, plan: LayoutPlan) -> list[int]:
-    """Parameters on one GPU of each stage (``stage_tensors``; the vision encoder of a multimodal
-    wrapper not counted): what ``planner verify --pp`` checks each rank's stage against."""
-    out = [0] * plan.layout.pp
-    for s, t, ways in stage_tensors(spec, plan):
-        out[s] += -(-t.numel // ways)
-    return out
+    """Parameters on one GPU of each stage: the stage's tensors (``stage_tensors``), each rank's
+    tensor-parallel share as ``shard_params`` counts it (over ``attn_tp`` GPUs; the vision encoder of a
+    multimodal wrapper not counted): what ``planner verify --pp`` checks each rank against."""
+    per: list[list] = [[] for _ in range(plan.layout.pp)]
+    for s, t, _ in stage_tensors(spec, plan):
+        per[s].append(t)
+    return [shard_params(spec, plan.attn, ts) for ts in per]
 
 
 def stage_kv_bytes_per_sequence(kv, plan: LayoutPlan, context: int) -> list[int]:

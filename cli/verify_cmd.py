@@ -257,24 +257,24 @@ def _pipeline(loaded, opts, pp: int, out_fmt) -> None:
     if out_fmt == OutputFormat.json:
         print_json(r.to_dict(SCHEMA_VERSION))
     else:
-        head = Section(f"verify {r.model_id} --pp {r.pp}", ["", ""])
-        head.add("layout", f"TP1 PP{r.pp}: {r.pp} stages × {r.device_type} ({r.backend}), {r.dtype}")
+        head = Section(f"verify {r.model_id} --pp {r.pp}" + (f" --tp {r.tp}" if r.tp > 1 else ""), ["", ""])
+        head.add("layout", f"TP{r.tp} PP{r.pp}: {r.pp} stages × {r.tp} {r.device_type} rank(s) ({r.backend}), {r.dtype}")
         head.add("shape", f"batch {r.options.batch} as {len(r.microbatches)} micro-batch(es) of "
                  f"{', '.join(map(str, r.microbatches))}, context {r.options.context:,}")
         head.add("prediction from", f"{r.hardware_name}: {r.hardware_reason}")
         checks = Section("Per-stage checks (stage vs the analysis of that stage)",
-                         ["rank", "layers", "params", "FLOPs", "KV bytes", "send bytes", "ok"], right=(0, 2, 3, 4, 5))
+                         ["rank", "stage", "layers", "params", "FLOPs", "KV bytes", "send bytes", "ok"], right=(0, 1, 3, 4, 5, 6))
         for s in r.stages:
             c = {x.name: x for x in s.checks}
-            checks.add(str(s.rank), f"{s.layers[0]}-{s.layers[1] - 1}", fmt_int(c["params"].measured),
+            checks.add(str(s.rank), str(s.stage), f"{s.layers[0]}-{s.layers[1] - 1}", fmt_int(c["params"].measured),
                        fmt_int(c["flops"].measured), fmt_int(c["kv_bytes"].measured),
                        fmt_int(c["send_bytes"].measured) if "send_bytes" in c else "-",
                        "ok" if all(x.ok for x in s.checks) else "MISMATCH: " + ", ".join(
                            f"{x.name} predicted {fmt_int(x.predicted)}" for x in s.checks if not x.ok))
-        times = Section("Per stage, one micro-batch", ["rank", "compute predicted", "compute measured",
-                                                        "send predicted", "send measured (one way)"], right=(0, 1, 2, 3, 4))
+        times = Section("Per rank, one micro-batch", ["rank", "stage", "compute predicted", "compute measured",
+                                                       "send predicted", "send measured (one way)"], right=(0, 1, 2, 3, 4, 5))
         for s in r.stages:
-            times.add(str(s.rank), fmt_time(s.predicted_compute_s), fmt_time(s.measured_compute_s),
+            times.add(str(s.rank), str(s.stage), fmt_time(s.predicted_compute_s), fmt_time(s.measured_compute_s),
                       fmt_time(s.predicted_send_s) if s.predicted_send_s is not None else ("-" if s.measured_send_s is None
                                                                                             else "not predicted"),
                       fmt_time(s.measured_send_s) if s.measured_send_s is not None else "-")

@@ -198,16 +198,22 @@ EMBED_AR = "all-reduce (embedding)"
 LOGITS_AG = "all-gather (logits)"
 
 
-def attach_collectives(model: nn.Module, spec: ModelSpec, tp: int, rank: int, rec: Collectives) -> None:
+def attach_collectives(model: nn.Module, spec: ModelSpec, tp: int, rank: int, rec: Collectives, *, group=None,
+                       layers: range | None = None, embedding: bool = True, logits: bool = True) -> None:
     """Forward hooks on a shard (``spec`` is the shard spec): all-reduce after each row-parallel linear,
-    the vocabulary-parallel embedding, the logits all-gather; a row-parallel bias stays on rank 0 only."""
+    the vocabulary-parallel embedding, the logits all-gather; a row-parallel bias stays on rank 0 only.
+    ``rank``: the tensor-parallel rank in ``group`` (None: every process). A pipeline stage
+    (``runtime.pipeline``) hooks only its ``layers``, its embedding when it has one, and gathers its
+    logits itself (``logits=False``)."""
     def all_reduce_out(kind):
         def hook(mod, args, out):
-            rec.run(kind, lambda: dist.all_reduce(out), out.numel() * out.element_size())
+            rec.run(kind, lambda: dist.all_reduce(out, group=group), out.numel() * out.element_size())
             return out
         return hook
 
     for i, layer in enumerate(spec.layers):
+        if layers is not None and i not in layers:
+            continue
         block = model.model.layers[i]
         rows = []
         if layer.mixer is not None:
@@ -232,7 +238,27 @@ def attach_collectives(model: nn.Module, spec: ModelSpec, tp: int, rank: int, re
                         shared.down_proj.bias.zero_()
             moe.register_forward_hook(all_reduce_out(LAYER_AR))
 
-    emb = model.model.embed_tokens
+    if embedding:
+        attach_vocab_parallel_embedding(model.model.embed_tokens, spec, rank, rec, group)
+    if not logits:
+        return
+
+    def gather_logits(mod, args, out):
+        return gather_vocab(out, tp, rec, group)
+
+    model.register_forward_hook(gather_logits)
+
+
+def gather_vocab(out: torch.Tensor, tp: int, rec: Collectives, group=None) -> torch.Tensor:
+    """The whole vocabulary's logits from each rank's shard (an all-gather over the last dimension)."""
+    parts = [torch.empty_like(out) for _ in range(tp)]
+    rec.run(LOGITS_AG, lambda: dist.all_gather(parts, out.contiguous(), group=group),
+            out.numel() * out.element_size() * (tp - 1))
+    return torch.cat(parts, dim=-1)
+
+
+def attach_vocab_parallel_embedding(emb: nn.Module, spec: ModelSpec, rank: int, rec: Collectives, group=None) -> None:
+    """Each rank looks up the ids in its rows of the vocabulary (zeros elsewhere); an all-reduce sums them."""
     part = spec.vocab_size  # the shard's rows
     start = rank * part
 
@@ -243,18 +269,11 @@ def attach_collectives(model: nn.Module, spec: ModelSpec, tp: int, rank: int, re
 
     def emb_post(mod, args, out):
         out = out.masked_fill(mod._tp_mask[..., None], 0)
-        rec.run(EMBED_AR, lambda: dist.all_reduce(out), out.numel() * out.element_size())
+        rec.run(EMBED_AR, lambda: dist.all_reduce(out, group=group), out.numel() * out.element_size())
         return out
 
     emb.register_forward_pre_hook(emb_pre)
     emb.register_forward_hook(emb_post)
-
-    def gather_logits(mod, args, out):
-        parts = [torch.empty_like(out) for _ in range(tp)]
-        rec.run(LOGITS_AG, lambda: dist.all_gather(parts, out.contiguous()), out.numel() * out.element_size() * (tp - 1))
-        return torch.cat(parts, dim=-1)
-
-    model.register_forward_hook(gather_logits)
 
 
 # ---- launching -----------------------------------------------------------------------------------

@@ -22,6 +22,12 @@ iterations (the steady-state iteration), each stage's compute per micro-batch (b
 and its send), and the send apart: a ping-pong of one micro-batch's hidden state between the two
 ranks of each boundary (one way = half the round trip).
 
+With ``--tp T`` as well, each stage is ``T`` ranks (GPUs numbered stage by stage, as
+``analysis.parallel`` places them): every rank builds its tensor-parallel shard of its stage
+(``runtime.parallel.shard_spec``, the same collectives hooked in, on the stage's own process group),
+sends its ``1/T`` slice of the hidden state to its peer of the next stage, and the next stage
+all-gathers the slices (vLLM's ``all_gather_group``), so the send is the analysis' ``pipeline send``.
+
 Shape suffixes as in ``runtime.model`` (B batch, T new tokens, D hidden).
 """
 
@@ -41,11 +47,18 @@ from planner.analysis.spec import ModelSpec, MoE
 
 
 def check_pp_supported(spec: ModelSpec, pp: int, tp: int) -> LayoutPlan:
-    """The pipeline plan of ``pp`` stages, or one error saying what does not run."""
+    """The layout of ``pp`` stages of ``tp`` ranks each, or one error saying what does not run."""
+    plan = layout_plan(spec, Layout(tp=tp, pp=pp))
     if tp > 1:
-        raise RuntimeUnavailableError(f"verify runs --tp {tp} or --pp {pp}, not both together yet",
-                                      "verify each alone: --tp checks the shards and all-reduces, --pp the stages and sends")
-    return layout_plan(spec, Layout(pp=pp))
+        from planner.analysis.errors import OptionError
+
+        from .parallel import check_tp_supported
+
+        check_tp_supported(spec, tp)
+        if spec.hidden_size % tp:
+            raise OptionError(f"--tp {tp} --pp {pp}: the hidden size {spec.hidden_size} does not split {tp} ways "
+                              "(each tensor-parallel rank sends its slice to the next stage)")
+    return plan
 
 
 def microbatch_sizes(batch: int, pp: int) -> list[int]:
@@ -55,14 +68,16 @@ def microbatch_sizes(batch: int, pp: int) -> list[int]:
     return [s for s, n in batch_shares(batch, max(1, min(pp, batch))) for _ in range(n)]
 
 
-def build_stage(spec: ModelSpec, plan: LayoutPlan, stage: int, *, dtype, device, seed: int) -> nn.Module:
-    """The decoder with only ``stage``'s modules allocated on ``device`` and filled with its share of
-    the single-process decoder's seeded random weights."""
+def build_stage(spec: ModelSpec, plan: LayoutPlan, stage: int, *, dtype, device, seed: int, tp: int = 1,
+                tp_rank: int = 0) -> nn.Module:
+    """The decoder with only ``stage``'s modules allocated on ``device`` (tensor-parallel rank
+    ``tp_rank``'s shard of them when ``tp > 1``, ``runtime.parallel.shard_spec``) and filled with its
+    share of the single-process decoder's seeded random weights."""
     from .model import Decoder, default_moe_impl
-    from .parallel import init_shard_random_
+    from .parallel import init_shard_random_, shard_spec
 
     with torch.device("meta"):
-        model = Decoder(spec, dtype)
+        model = Decoder(shard_spec(spec, tp), dtype)
         full = Decoder(spec, dtype)  # shapes and draw order only
     a, b = plan.stages[stage]
     first, last = stage == 0, stage == len(plan.stages) - 1
@@ -83,7 +98,7 @@ def build_stage(spec: ModelSpec, plan: LayoutPlan, stage: int, *, dtype, device,
             del model.lm_head
     model = model.to_empty(device=device)
     model.reset_buffers()
-    init_shard_random_(model, full, spec, 1, 0, seed)
+    init_shard_random_(model, full, spec, tp, tp_rank, seed)
     del full
     model.eval().requires_grad_(False)
     if any(isinstance(layer.ffn, MoE) for layer in spec.layers):
@@ -108,6 +123,8 @@ def stage_forward(model: nn.Module, layers: tuple[int, int], first: bool, last: 
 @dataclass(frozen=True)
 class StageResult:
     rank: int
+    stage: int
+    tp_rank: int
     layers: tuple[int, int]
     params: int
     flops: int
@@ -119,46 +136,72 @@ class StageResult:
     logits: list | None  # the last stage: the last position's logits of a short prompt (tests)
 
 
-def rank_main(rank: int, pp: int, init: str, spec: ModelSpec, dtype_name: str, device_type: str, batch: int,
-              context: int, steps: int, warmup: int, seed: int, threads: int | None, want_logits: bool):
+def rank_main(rank: int, world: int, init: str, spec: ModelSpec, tp: int, dtype_name: str, device_type: str,
+              batch: int, context: int, steps: int, warmup: int, seed: int, threads: int | None, want_logits: bool):
     from .cache import KVCache
     from .model import parameter_count
-    from .parallel import init_rank
+    from .parallel import Collectives, attach_collectives, gather_vocab, init_rank, shard_spec
     from .timing import count_flops
 
-    device = init_rank(rank, pp, init, device_type, threads)
+    device = init_rank(rank, world, init, device_type, threads)
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
-    plan = layout_plan(spec, Layout(pp=pp))
-    a, b = plan.stages[rank]
-    first, last = rank == 0, rank == pp - 1
-    model = build_stage(spec, plan, rank, dtype=dtype, device=device, seed=seed)
+    pp = world // tp
+    stage, t = divmod(rank, tp)  # ranks numbered stage by stage, as analysis.parallel places GPUs
+    plan = layout_plan(spec, Layout(tp=tp, pp=pp))
+    a, b = plan.stages[stage]
+    first, last = stage == 0, stage == pp - 1
+    # every rank creates every group, in the same order
+    tp_groups = [dist.new_group(list(range(s * tp, (s + 1) * tp))) for s in range(pp)] if tp > 1 else [None] * pp
+    mine = tp_groups[stage]
+    # the tokens fed back travel on their own group: with pp 2 they go between the same two ranks as the
+    # hidden states, and NCCL runs one pair's point-to-point calls in order on one stream
+    back = dist.new_group(list(range(world)))
+    model = build_stage(spec, plan, stage, dtype=dtype, device=device, seed=seed, tp=tp, tp_rank=t)
+    sspec = shard_spec(spec, tp)
+    rec = Collectives(device=device)
+    if tp > 1:
+        attach_collectives(model, sspec, tp, t, rec, group=mine, layers=range(a, b), embedding=first, logits=False)
     params = parameter_count(model)
     sizes = microbatch_sizes(batch, pp)
-    caches = [KVCache(spec, n, context + 1, dtype, device, only=range(a, b)) for n in sizes]
+    caches = [KVCache(sspec, n, context + 1, dtype, device, only=range(a, b)) for n in sizes]
     for j, c in enumerate(caches):
         c.fill_random_(seed + 7919 * j)
     D = spec.hidden_size
+    Dt = D // tp  # the slice of the hidden state each tensor-parallel rank sends on
     g = torch.Generator(device="cpu").manual_seed(seed)
     tokens = torch.randint(0, spec.vocab_size, (batch, 1), generator=g).to(device)
-    toks = list(tokens.split(sizes))
-    toks = [t.clone() for t in toks]
+    toks = [x.clone() for x in tokens.split(sizes)]
     pending: list = []
-    # the tokens fed back travel on their own group: with pp 2 they go between the same two ranks as the
-    # hidden states, and NCCL runs one pair's point-to-point calls in order on one stream
-    back = dist.new_group(list(range(pp)))
+    prev, nxt = rank - tp, rank + tp
 
     def sync():
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
-    def isend(t: torch.Tensor, dst: int, group=None) -> None:
-        t = t.contiguous()
-        pending.append((dist.isend(t, dst, group=group), t))
+    def isend(x: torch.Tensor, dst: int, group=None) -> None:
+        x = x.contiguous()
+        pending.append((dist.isend(x, dst, group=group), x))
 
     def flush() -> None:
         for w, _ in pending:
             w.wait()
         pending.clear()
+
+    def send_hidden(x_BTD: torch.Tensor) -> None:
+        isend(x_BTD[..., t * Dt:(t + 1) * Dt], nxt)
+
+    def recv_hidden(n: int, T: int) -> torch.Tensor:
+        """This rank's slice from the previous stage, all-gathered over the stage's tensor-parallel ranks."""
+        part = torch.empty(n, T, Dt, dtype=dtype, device=device)
+        dist.recv(part, src=prev)
+        if tp == 1:
+            return part
+        parts = [torch.empty_like(part) for _ in range(tp)]
+        dist.all_gather(parts, part, group=mine)
+        return torch.cat(parts, dim=-1)
+
+    def logits_of(x):
+        return gather_vocab(x, tp, rec, mine) if tp > 1 else x
 
     busy: list[float] = []
     ends: list[float] = []
@@ -169,22 +212,21 @@ def rank_main(rank: int, pp: int, init: str, spec: ModelSpec, dtype_name: str, d
         for j, n in enumerate(sizes):
             if first:
                 if feedback_in:
-                    dist.recv(toks[j], src=pp - 1, group=back)
+                    dist.recv(toks[j], src=(pp - 1) * tp + t, group=back)
                 inp = toks[j]
             else:
-                inp = torch.empty(n, 1, D, dtype=dtype, device=device)
-                dist.recv(inp, src=rank - 1)
+                inp = recv_hidden(n, 1)
             t0 = time.perf_counter()
             out = stage_forward(model, (a, b), first, last, inp, context, caches[j])
             if last:
-                out = out.argmax(dim=-1, keepdim=True)
+                out = logits_of(out).argmax(dim=-1, keepdim=True)
             sync()
             if record:
                 busy.append(time.perf_counter() - t0)
             if not last:
-                isend(out, rank + 1)
+                send_hidden(out)
             elif feedback_out:
-                isend(out, 0, group=back)
+                isend(out, t, group=back)
         if last and record:
             ends.append(time.perf_counter())
 
@@ -192,15 +234,13 @@ def rank_main(rank: int, pp: int, init: str, spec: ModelSpec, dtype_name: str, d
     with torch.inference_mode():
         if want_logits:
             prompt = torch.randint(0, spec.vocab_size, (batch, 8), generator=torch.Generator().manual_seed(seed + 1)).to(device)
-            inp = prompt
-            if not first:
-                inp = torch.empty(batch, 8, D, dtype=dtype, device=device)
-                dist.recv(inp, src=rank - 1)
+            inp = prompt if first else recv_hidden(batch, 8)
             out = stage_forward(model, (a, b), first, last, inp, 0, None)
             if last:
-                logits = out.float().cpu().tolist()
+                logits = logits_of(out).float().cpu().tolist()
             else:
-                dist.send(out.contiguous(), rank + 1)
+                send_hidden(out)
+                flush()
         dist.barrier()
         flops, _ = count_flops(lambda: iteration(False, False, False))
         flush()
@@ -213,28 +253,28 @@ def rank_main(rank: int, pp: int, init: str, spec: ModelSpec, dtype_name: str, d
         dist.barrier()
         # the send alone: a ping-pong of one micro-batch's hidden state across each boundary
         pings: list[float] = []
-        for s in range(pp - 1):
+        for s in range(pp - 1):  # each tensor-parallel rank of stage s with its peer of stage s + 1
             dist.barrier()
-            if rank in (s, s + 1):
-                buf = torch.zeros(sizes[0], 1, D, dtype=dtype, device=device)
+            if stage in (s, s + 1):
+                buf = torch.zeros(sizes[0], 1, Dt, dtype=dtype, device=device)
                 for r in range(min(steps, 16) + 2):
-                    if rank == s:
+                    if stage == s:
                         sync()
                         t0 = time.perf_counter()
-                        dist.send(buf, s + 1)
-                        dist.recv(buf, s + 1)
+                        dist.send(buf, nxt)
+                        dist.recv(buf, nxt)
                         sync()
                         if r >= 2:
                             pings.append((time.perf_counter() - t0) / 2)
                     else:
-                        dist.recv(buf, s)
-                        dist.send(buf, s)
+                        dist.recv(buf, prev)
+                        dist.send(buf, prev)
         dist.barrier()
-    send_bytes = None if last else sizes[0] * D * torch.empty((), dtype=dtype).element_size()
-    mine = StageResult(rank, (a, b), params, flops, sum(c.nbytes for c in caches), send_bytes, tuple(busy),
-                       tuple(y - x for x, y in zip(ends, ends[1:])), tuple(pings), logits)
-    gathered = [None] * pp if rank == 0 else None
-    dist.gather_object(mine, gathered, dst=0)
+    send_bytes = None if last else sizes[0] * Dt * torch.empty((), dtype=dtype).element_size()
+    result = StageResult(rank, stage, t, (a, b), params, flops, sum(c.nbytes for c in caches), send_bytes, tuple(busy),
+                         tuple(y - x for x, y in zip(ends, ends[1:])), tuple(pings), logits)
+    gathered = [None] * world if rank == 0 else None
+    dist.gather_object(result, gathered, dst=0)
     dist.barrier()
     return gathered
 

@@ -1,6 +1,7 @@
-"""``planner verify --pp 2 --device cpu``: two gloo ranks, one pipeline stage each, every stage checked
-against the analysis of that stage (``analysis.parallel``'s split) and the pipeline's logits equal to
-the single-process decoder's; the per-stage split itself checked by hand on bundled configs."""
+"""``planner verify --pp 2 --device cpu``: gloo ranks, one pipeline stage each (or ``--tp 2`` ranks per
+stage), every rank checked against the analysis of its stage (``analysis.parallel``'s split) and the
+pipeline's logits equal to the single-process decoder's; the per-stage split itself checked by hand
+on bundled configs."""
 
 from __future__ import annotations
 
@@ -41,21 +42,29 @@ torch = pytest.importorskip("torch", reason="verify --pp needs the torch runtime
 from tests.test_runtime import TINY  # noqa: E402
 
 
-def test_two_gloo_stages_match_the_analysis_and_the_single_process_logits():
-    """BLOOM's tiny shape: fused QKV, an embedding norm (first stage), tied embeddings (copied onto the
-    last stage), and batch 3 as two uneven micro-batches (2 + 1)."""
+@pytest.mark.parametrize("cfg,tp", [(TINY["bloom"], 1), (dict(TINY["qwen2"], num_key_value_heads=1), 2)],
+                         ids=["bloom-pp2", "qwen2-tp2-pp2"])
+def test_gloo_stages_match_the_analysis_and_the_single_process_logits(cfg, tp):
+    """BLOOM's tiny shape on 2 stages: fused QKV, an embedding norm (first stage), tied embeddings
+    (copied onto the last stage). Qwen2's with one KV head on 2 stages of 2 tensor-parallel ranks: the
+    KV head replicated on both ranks of a stage, each rank sending its half of the hidden state. Batch 3
+    runs as two uneven micro-batches (2 + 1)."""
     from planner.runtime.model import build_decoder
     from planner.runtime.verify import VerifyOptions
     from planner.runtime.verify_pp import run_verify_pp
 
-    spec = parse_config(TINY["bloom"])
-    opts = VerifyOptions(device="cpu", batch=3, context=12, steps=2, warmup=1, hardware="cpu", threads=1, seed=3)
+    spec = parse_config(cfg)
+    opts = VerifyOptions(device="cpu", batch=3, context=12, steps=2, warmup=1, hardware="cpu", threads=1, seed=3, tp=tp)
     r = run_verify_pp(spec, opts, 2, want_logits=True)
-    assert r.backend == "gloo" and r.microbatches == (2, 1) and [s.layers for s in r.stages] == [(0, 1), (1, 2)]
+    assert r.backend == "gloo" and r.microbatches == (2, 1) and len(r.stages) == 2 * tp
+    assert [(s.stage, s.tp_rank, s.layers) for s in r.stages] == [(s, t, ((0, 1), (1, 2))[s]) for s in (0, 1) for t in range(tp)]
     for s in r.stages:
         assert all(c.ok for c in s.checks), s.checks
     assert [c.name for c in r.stages[0].checks] == ["params", "flops", "kv_bytes", "send_bytes"]
-    assert r.stages[0].checks[3].measured == 2 * spec.hidden_size * 4  # the larger micro-batch's fp32 hidden state
+    # the larger micro-batch's fp32 hidden state, each tensor-parallel rank its slice
+    assert r.stages[0].checks[3].measured == 2 * spec.hidden_size * 4 // tp
+    if tp > 1:
+        assert r.stages[0].predicted_allreduce_s > 0  # the stage's all-reduces, predicted as verify --tp does
     single = build_decoder(spec, seed=3)
     prompt = torch.randint(0, spec.vocab_size, (3, 8), generator=torch.Generator().manual_seed(4))
     with torch.no_grad():
@@ -80,7 +89,7 @@ def test_cli_pp2_json_states_the_layout_and_every_stage(tmp_path):
 
 
 @pytest.mark.parametrize("args,fragment", [
-    (("--pp", "2", "--tp", "2"), "not both"),
+    (("--pp", "2", "--tp", "3"), "do not split 3 ways"),
     (("--pp", "3"), "more pipeline stages than"),
     (("--pp", "2", "--weights", "."), "--weights"),
 ])
