@@ -20,6 +20,7 @@ MnbtOpt = Annotated[Optional[int], typer.Option("--max-num-batched-tokens", min=
 InputOpt = Annotated[int, typer.Option("--input-len", "-i", min=1, max=1 << 24, help="Prompt tokens per request.")]
 OutputOpt = Annotated[int, typer.Option("--output-len", "-o", min=1, max=1 << 24, help="Generated tokens per request.")]
 ConcOpt = Annotated[int, typer.Option("--concurrency", "-C", min=1, max=1 << 20, help="Requests running together (count), split evenly over the replicas.")]
+ArrivalOpt = Annotated[str, typer.Option("--arrival", help="How the --concurrency requests arrive: 'together' (all at once, a static batch or an offline run) or 'closed-loop' (steady state of C clients, each sending its next request when the last ends, so a new prompt shares its steps with C-1 decodes; what benchmark_serving --max-concurrency and genai-perf --concurrency measure).")]
 
 
 def serve(
@@ -36,6 +37,7 @@ def serve(
     input_len: InputOpt = 1024,
     output_len: OutputOpt = 128,
     concurrency: ConcOpt = DEFAULT_BATCH,
+    arrival: ArrivalOpt = "together",
     revision: RevisionOpt = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
@@ -60,7 +62,7 @@ def serve(
     d = run_serve(lm.spec, hw, engine=engine, gpus=gpus, tp=tp, dtype=dtype, kv_dtype=kv_dtype,
                   gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
                   max_num_batched_tokens=max_num_batched_tokens, input_len=input_len, output_len=output_len,
-                  concurrency=concurrency)
+                  concurrency=concurrency, arrival=arrival.strip().lower())
     data = deployment_dict(d, model_id=lm.id)
     if out_fmt == OutputFormat.json:
         print_json(data)
@@ -121,7 +123,8 @@ def sections(d, model_id: str) -> list[Section]:
     out = [mem]
     if r is not None:
         s = r.scenario
-        lat = Section(f"{s.concurrency} request(s) of {s.input_len:,} in / {s.output_len:,} out",
+        mode = " arriving together" if s.arrival == "together" else " (closed loop, steady state)"
+        lat = Section(f"{s.concurrency} request(s) of {s.input_len:,} in / {s.output_len:,} out{mode}",
                       ["", "expected", "ideal", "expected / ideal"], right=(1, 2, 3))
 
         def row(label, e, i, fmt=_ms):

@@ -162,6 +162,12 @@ class EngineProfile:
     attention_prefill_efficiency: float
     weight_only_efficiency: Mapping[str, float] = field(hash=False)
     kernel_launches: str = "none"  # hardware.expected.KERNEL_LAUNCHES: how the host launches kernels
+    # optional timing terms (0 / always graphed when a profile leaves them out)
+    launch_overhead_per_op_s: float = 0.0
+    cuda_graph_max_tokens: int = 1 << 30
+    cuda_graph_prefill: bool = True
+    request_overhead_s: float = 0.0
+    server_overhead_s: float = 0.0
 
     def default_fraction(self, hw, tp: int) -> float:
         if self.fraction is not None:
@@ -214,6 +220,9 @@ def load_engine(name: str | None) -> EngineProfile:
     if launches not in KERNEL_LAUNCHES:
         raise HardwareError(f"{w}: timing.kernel_launches {launches!r} is not one of {', '.join(KERNEL_LAUNCHES)}",
                             "fix the profile")
+    graphs = tim.get("cuda_graphs") or {}
+    if not isinstance(graphs, Mapping):
+        raise HardwareError(f"{w}: timing.cuda_graphs must be a mapping", "e.g. {max_tokens: 512, prefill: false}")
     return EngineProfile(
         name=key, display_name=str(d.get("display_name", key)), version=str(d.get("version", "")),
         budget=budget, fraction=None if fraction is None else _frac(fraction, "memory.fraction", w),
@@ -240,6 +249,11 @@ def load_engine(name: str | None) -> EngineProfile:
         attention_prefill_efficiency=_frac(_get(tim, "attention_prefill_efficiency", w), "attention_prefill_efficiency", w),
         weight_only_efficiency={str(k): _frac(v, "weight_only_efficiency", w) for k, v in wo.items()},
         kernel_launches=launches,
+        launch_overhead_per_op_s=_time(tim.get("launch_overhead_per_op", "0 s"), "launch_overhead_per_op", w),
+        cuda_graph_max_tokens=int(_number(graphs.get("max_tokens", 1 << 30), "cuda_graphs.max_tokens", w, minimum=0)),
+        cuda_graph_prefill=bool(graphs.get("prefill", True)),
+        request_overhead_s=_time(tim.get("request_overhead", "0 s"), "request_overhead", w),
+        server_overhead_s=_time(tim.get("server_overhead", "0 s"), "server_overhead", w),
     )
 
 

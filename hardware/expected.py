@@ -18,9 +18,10 @@ peak that a matmul of ``r`` rows reaches against a model's weight shapes, weight
 of the step's ``r`` rows (tokens) takes ``max(c' / e_rows(r), m')``; the table measured the skinny
 GEMM's whole time, so it replaces the fitted ridge curve for those ops instead of stacking on it.
 ``e_rows`` is log-linear in ``r`` between the measured rows, the first value below them, rising to 1
-at the square-GEMM size when the profile records it (``rows_efficiency``). Without a table, or for
-expert GEMMs (whose rows per expert the table did not measure), the ridge curve with exponent ``p``
-applies. ``hardware.timing`` (the per-op roofline of ``trace``) takes its skinny-matmul factor from
+at the square-GEMM size when the profile records it (``rows_efficiency``). An expert GEMM reads the
+rows table at the rows each touched expert multiplies (``expert_rows``: tokens × top-k over the
+expected distinct experts touched). Without a table, or without a row count, the ridge curve with
+exponent ``p`` applies. ``hardware.timing`` (the per-op roofline of ``trace``) takes its skinny-matmul factor from
 the same ``rows_efficiency``. Where the profile also has ``matmul_efficiency_by_shape`` (calibrated
 rows × inner dimension K), a matmul whose K its op's counts give (``inner_dim``) takes ``e(r, K)``
 from it instead (log-linear in K at each measured row count, then ``rows_efficiency`` over rows).
@@ -34,6 +35,14 @@ adds ``kernels × t_launch``; ``overlapped`` (eager on a GPU: the host queues ke
 device) adds ``max(0, kernels × t_launch − expected device time)``; ``graph`` (a CUDA-graph replay)
 adds one ``t_launch``; ``none`` (serving engines: their fixed step overhead covers it) adds nothing.
 ``kernels`` is what the caller counted (``verify``: the decoder's dispatched ops), else Σ of the ops'.
+A serving engine's step that it does not replay as a CUDA graph (``graphed``: prompt steps unless the
+engine captures them, steps of more tokens than its largest captured size) is launched op by op from
+the host: each op of each layer (a fused engine runs an op as one kernel) takes at least the host's
+launch time, ``max(t_op, launch overhead per op)`` -- short kernels (norms, rope, activations of a
+small step) wait for the host, long ones hide it; ``kernel launches`` is what that floor adds. Per
+request, not per step, ``request overhead`` (the engine's admission, input preparation and first
+sampling; plus, for a client that streams through the engine's HTTP server, its front end:
+tokenisation, detokenisation, streaming) is added to a request's TTFT by ``hardware.serve``.
 
 Device factors (``e_mem``, ``e_gemm``, ``p``, ``e_ic``, latency) come from the hardware profile's
 ``efficiency`` and ``allreduce_latency`` fields, or the fitted defaults in
@@ -60,6 +69,8 @@ FACTORS = (
     "all-reduce bandwidth",
     "all-reduce latency",
     "step overhead",
+    "kernel launches",
+    "request overhead",
 )
 
 GEMM_KINDS = ("matmul", "experts")
@@ -84,6 +95,17 @@ class Factors:
     matmul_efficiency_by_shape: Mapping[int, Mapping[int, float]] = field(default_factory=dict, hash=False)
     kernel_launches: str = "none"  # how the host launches the step's kernels (KERNEL_LAUNCHES)
     kernel_launch_s: float = 0.0  # host cost of one kernel launch (the hardware profile's)
+    # host time to launch one kernel: the least an op (of each layer) takes in a step that is not a
+    # CUDA-graph replay
+    launch_overhead_per_op_s: float = 0.0
+    # which steps replay a captured CUDA graph: steps of at most this many tokens (batch × new tokens),
+    # prompt steps only when the engine captures them
+    cuda_graph_max_tokens: int = 1 << 30
+    cuda_graph_prefill: bool = True
+    # per request, added to its TTFT: the engine's admission, input preparation, first sampling
+    request_overhead_s: float = 0.0
+    # per request, added to its TTFT where the client streams through the HTTP server: the front end
+    server_overhead_s: float = 0.0
     sources: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
 
     def to_dict(self) -> dict:
@@ -98,11 +120,22 @@ class Factors:
             "matmul_efficiency_by_shape": {str(r): {str(k): v for k, v in row.items()}
                                            for r, row in self.matmul_efficiency_by_shape.items()} or None,
             "kernel_launches": self.kernel_launches, "kernel_launch_s": self.kernel_launch_s,
+            "launch_overhead_per_op_s": self.launch_overhead_per_op_s,
+            "cuda_graph_max_tokens": self.cuda_graph_max_tokens, "cuda_graph_prefill": self.cuda_graph_prefill,
+            "request_overhead_s": self.request_overhead_s, "server_overhead_s": self.server_overhead_s,
             "sources": dict(self.sources),
         }
 
 
 IDEAL = Factors()
+
+
+def graphed(f: Factors, *, tokens: int, prefill: bool) -> bool:
+    """Whether an engine step of ``tokens`` tokens (batch × new tokens; ``prefill``: it holds prompt
+    tokens) replays a captured CUDA graph under ``f`` (then it pays no per-launch host cost)."""
+    return tokens <= f.cuda_graph_max_tokens and (f.cuda_graph_prefill or not prefill)
+
+
 
 
 def device_defaults() -> dict:
@@ -155,6 +188,11 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         weight_only=dict(engine.weight_only_efficiency),
         kernel_launches=engine.kernel_launches,
         kernel_launch_s=hw.kernel_launch_s if engine.kernel_launches != "none" else 0.0,
+        launch_overhead_per_op_s=engine.launch_overhead_per_op_s,
+        cuda_graph_max_tokens=engine.cuda_graph_max_tokens,
+        cuda_graph_prefill=engine.cuda_graph_prefill,
+        request_overhead_s=engine.request_overhead_s,
+        server_overhead_s=engine.server_overhead_s,
         sources={**src, "engine": f"profiles/engines/{engine.name}.yaml",
                  **({"kernel_launch_s": f"{hw.name} profile (kernel_launch_overhead)"}
                     if engine.kernel_launches != "none" else {})},
@@ -243,33 +281,46 @@ def inner_dim(o, rows: int | None) -> int | None:
     return max(1, round(math.sqrt(o.flops / (2 * rows) * o.act_read_bytes / o.act_write_bytes)))
 
 
-def gemm_time_s(kind: str, c_s: float, m_s: float, f: Factors, rows: int | None, inner: int | None = None) -> float:
+def gemm_time_s(kind: str, c_s: float, m_s: float, f: Factors, rows: float | None, inner: int | None = None) -> float:
     """The one decision of a GEMM's time by shape: ``c_s`` (FLOPs over the peak × ``f.compute``) and
     ``m_s`` (bytes over the achieved bandwidth) joined by the calibrated rows × K table for a ``matmul``
     when the factors carry one and the step's ``rows`` and the matmul's ``inner`` K are known, else by
-    the calibrated rows table when the rows are known, else by the ridge curve."""
+    the calibrated rows table when the rows are known (a ``matmul``: the step's tokens; ``experts``: the
+    rows each touched expert multiplies, tokens × top-k / experts touched), else by the ridge curve."""
     if kind == "matmul" and f.matmul_efficiency_by_shape and rows and inner:
         return max(c_s / shape_efficiency(f.matmul_efficiency_by_shape, f.matmul_efficiency_by_rows, rows, inner), m_s)
-    if kind == "matmul" and f.matmul_efficiency_by_rows and rows:
-        return max(c_s / rows_efficiency(f.matmul_efficiency_by_rows, rows), m_s)
+    if kind in GEMM_KINDS and f.matmul_efficiency_by_rows and rows:
+        return max(c_s / rows_efficiency(f.matmul_efficiency_by_rows, max(1, round(rows))), m_s)
     return _join(c_s, m_s, f.gemm_ridge_exponent)
 
 
+def expert_rows(tokens: int, num_experts: int, top_k: int) -> float:
+    """Rows each touched expert's GEMM multiplies in a step of ``tokens`` tokens: the ``tokens × top_k``
+    routed rows over the expected distinct experts touched (``analysis.trace.expected_experts``)."""
+    from planner.analysis.trace import expected_experts
+
+    return tokens * top_k / expected_experts(num_experts, top_k, tokens)
+
+
 def ops_time_s(ops: Iterable, flops_per_s: float, bytes_per_s: float, f: Factors, *, decode: bool,
-               weight_only_bits: int | None = None, rows: int | None = None) -> float:
+               weight_only_bits: int | None = None, rows: int | None = None, floor_s: float = 0.0,
+               expert_rows: float | None = None) -> float:
     """Σ over ops of the time under factors ``f`` (see the module docstring). ``ops`` are ``Op``s or
     collapsed ``OpGroup``s (an op and how many identical layers run it). ``rows``: the tokens each
-    matmul of the step multiplies (batch × new tokens), for a calibrated rows table."""
+    matmul of the step multiplies (batch × new tokens), for a calibrated rows table. ``floor_s``: the
+    least each op takes (the host's launch time of a step launched op by op). ``expert_rows``: the rows
+    each touched expert multiplies (``expert_rows``), for the rows table on expert GEMMs."""
     bw = bytes_per_s * f.memory_bandwidth
     wq = f.weight_only.get(f"int{weight_only_bits}", 1.0) if weight_only_bits else 1.0
     total = 0.0
     for item in ops:
         o, n = (item.op, item.count) if hasattr(item, "op") else (item, 1)
-        total += n * _op_time(o, flops_per_s, bw, f, decode, wq, rows)
+        r = expert_rows if o.kind == "experts" else rows
+        total += n * max(_op_time(o, flops_per_s, bw, f, decode, wq, r), floor_s)
     return total
 
 
-def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: float, rows: int | None) -> float:
+def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: float, rows: float | None) -> float:
     kind = o.kind
     if kind in GEMM_KINDS:
         c = o.flops / (flops_per_s * f.compute)
@@ -330,8 +381,10 @@ ZERO = StepCost(0.0, 0.0, {k: 0.0 for k in FACTORS}, 0)
 
 def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequences: int,
               allreduce_bytes: int = 0, allreduce_calls: int = 0, weight_only_bits: int | None = None,
-              detail: bool = True, rows: int | None = None, kernels: int | None = None) -> StepCost:
+              detail: bool = True, rows: int | None = None, kernels: int | None = None, graph: bool = True,
+              expert_rows: float | None = None) -> StepCost:
     """Ideal and expected seconds of one rank's step (``ops`` already sharded), and each factor's share.
+    ``graph=False``: the step is launched op by op (not a CUDA-graph replay) and pays the launches.
     ``detail=False`` skips the intermediate stages (the op-level parts are then lumped into the first
     factor; the totals are the same). ``kernels``: the kernels the step launches, for the engine's
     ``kernel_launches`` (None: Σ of the ops' ``kernels``)."""
@@ -339,7 +392,8 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     bytes_per_s = hw.memory_bandwidth_bytes_per_s
     wanted = range(5) if detail else (0, 4)
     stage = {n: ops_time_s(ops, flops_per_s, bytes_per_s, _stage(f, n), decode=decode,
-                           weight_only_bits=weight_only_bits if n >= 4 else None, rows=rows) for n in wanted}
+                           weight_only_bits=weight_only_bits if n >= 4 else None, rows=rows,
+                           expert_rows=expert_rows) for n in wanted}
     if detail:
         parts = {FACTORS[i]: stage[i + 1] - stage[i] for i in range(4)}
     else:
@@ -358,11 +412,18 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     parts["all-reduce latency"] = allreduce_calls * f.allreduce_latency_s if allreduce_bytes else 0.0
     parts["step overhead"] = (f.step_overhead_s + f.step_overhead_per_sequence_s * sequences
                               + launch_time_s(f, ops, kernels, stage[4] + ar_bw + parts["all-reduce latency"]))
+    parts["kernel launches"] = 0.0
+    if not graph and f.launch_overhead_per_op_s > 0:
+        floored = ops_time_s(ops, flops_per_s, bytes_per_s, f, decode=decode, weight_only_bits=weight_only_bits,
+                             rows=rows, floor_s=f.launch_overhead_per_op_s, expert_rows=expert_rows)
+        parts["kernel launches"] = floored - stage[4]
+    parts["request overhead"] = 0.0
     ideal = stages[0] + ar_ideal
     expected = ideal + sum(parts.values())
     return StepCost(ideal, expected, parts, allreduce_calls if allreduce_bytes else 0)
 
 
 __all__ = ["FACTORS", "KERNEL_LAUNCHES", "Factors", "IDEAL", "launch_time_s", "step_kernels",
-           "StepCost", "ZERO", "device_defaults", "factors_for", "gemm_time_s", "inner_dim", "attention_efficiency_at", "shape_efficiency",
+           "StepCost", "ZERO", "device_defaults", "expert_rows", "factors_for", "gemm_time_s", "graphed",
+           "inner_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "rows_efficiency", "step_cost"]

@@ -18,6 +18,27 @@ scenario the issue defines:
   exact for the linear parts of a step);
 - TTFT and TPOT are means over requests: ``tpot = (e2e − ttft) / (output_len − 1)``;
 - throughput is every output token of every replica over the time the last wave ends.
+
+That is ``arrival="together"`` (a static batch, or an offline run that queues every request at once:
+gptSessionBenchmark, trtllm-bench, vLLM's benchmark_latency). ``arrival="closed-loop"`` is the steady
+state of ``concurrency`` clients that each send their next request when the last one finishes
+(vLLM's ``benchmark_serving --max-concurrency``, genai-perf/AIPerf ``--concurrency``, LLMPerf
+``--num-concurrent-requests``, TensorRT-LLM's gptManagerBenchmark with a concurrency):
+
+- each replica runs ``n = min(clients per replica, max_num_seqs, what the KV pool holds)`` requests;
+  the other ``n − 1`` are decoding at a random point of their output (mean context ``I + O/2``);
+- a new prompt is prefilled in ``p`` steps of at most ``max_num_batched_tokens − (n − 1)`` prompt tokens
+  (the engine's token budget counts the decodes it batches with the chunk), each step holding the
+  ``n − 1`` decodes: TTFT is the sum of those steps;
+- of the request's ``O − 1`` decode steps, a fraction ``min(1, (n − 1) · p / (p + O − 1))`` also carries
+  another client's prompt chunk (each client prefills ``p`` of every ``p + O − 1`` steps): TPOT is the
+  mean of those mixed steps and plain decode steps of ``n`` sequences at context ``I + O/2``;
+- clients beyond ``n`` wait for a slot: their wait (``e2e · (clients / n − 1)``) is added to TTFT;
+- throughput is ``n · O`` tokens per replica every ``e2e``.
+
+Both modes add the engine's per-request ``request overhead`` to TTFT and e2e once per request, and its
+HTTP front end's (``server_overhead``) where the client streams through the server (``server=True``,
+what a deployment's users see; ``False`` for benchmarks that call the engine in-process).
 """
 
 from __future__ import annotations
@@ -27,9 +48,10 @@ from typing import Mapping
 
 from planner.analysis.records import frozen
 
-from .expected import FACTORS, ZERO, Factors, StepCost, step_cost
+from .expected import FACTORS, ZERO, Factors, StepCost, graphed, step_cost
 
 DECODE_SEGMENTS = 16
+ARRIVALS = ("together", "closed-loop")
 
 
 class StepModel:
@@ -43,6 +65,10 @@ class StepModel:
         self.weight_only_bits = self.weight_only_bits_of(a)
         self.allreduce_calls = 2 * a.spec.num_layers + 2 if plan.tp > 1 else 0  # two per layer, embedding, logits
         self.has_mla = any(isinstance(layer.mixer, MLA) for layer in a.spec.layers)
+        from planner.analysis.spec import MoE
+
+        moe = next((layer.ffn for layer in a.spec.layers if isinstance(layer.ffn, MoE)), None)
+        self.moe_shape = (moe.num_experts, moe.num_experts_per_tok) if moe is not None else None
         self._cache: dict = {}
         self._ops_cache = ops_cache if ops_cache is not None else {}  # shareable between factor sets
         self.detail = detail
@@ -65,6 +91,11 @@ class StepModel:
                                                 self.plan)
         return self._ops_cache[key]
 
+    def _expert_rows(self, tokens: int) -> float | None:
+        from .expected import expert_rows
+
+        return expert_rows(tokens, *self.moe_shape) if self.moe_shape else None
+
     def _ar_bytes(self, tokens: int) -> int:
         from planner.analysis.parallel import allreduce_bytes_per_gpu
 
@@ -79,7 +110,8 @@ class StepModel:
             self._cache[key] = step_cost(ops, self.hw, self.compute_key, self.f, decode=True, sequences=batch,
                                          allreduce_bytes=self._ar_bytes(batch), allreduce_calls=self.allreduce_calls,
                                          weight_only_bits=self.weight_only_bits, detail=self.detail, rows=batch,
-                                         kernels=kernels)
+                                         kernels=kernels, graph=graphed(self.f, tokens=batch, prefill=False),
+                                         expert_rows=self._expert_rows(batch))
         return self._cache[key]
 
     def prefill(self, pieces: Mapping[tuple[int, int], int]) -> StepCost:
@@ -90,12 +122,15 @@ class StepModel:
             return self._cache[key]
         tokens = sum(n * k for (n, _), k in pieces.items())
         seqs = sum(pieces.values())
+        prompt = any(n > 1 for (n, _) in pieces) or all(c == 0 for (_, c) in pieces)
         ops = [g for g in self._ops(1, tokens, 0) if g.op.kind != "attention"]
         for (n, c), k in pieces.items():
             ops.extend(g for g in self._ops(k, n, c) if g.op.kind == "attention")
         cost = step_cost(ops, self.hw, self.compute_key, self.f, decode=False, sequences=seqs,
                          allreduce_bytes=self._ar_bytes(tokens), allreduce_calls=self.allreduce_calls,
-                         weight_only_bits=self.weight_only_bits, detail=self.detail, rows=tokens)
+                         weight_only_bits=self.weight_only_bits, detail=self.detail, rows=tokens,
+                         graph=graphed(self.f, tokens=tokens, prefill=prompt),
+                         expert_rows=self._expert_rows(tokens))
         self._cache[key] = cost
         return cost
 
@@ -120,10 +155,13 @@ class Scenario:
     input_len: int
     output_len: int
     concurrency: int
+    arrival: str = "together"  # ARRIVALS
 
     def check(self) -> None:
         from planner.analysis.errors import OptionError
 
+        if self.arrival not in ARRIVALS:
+            raise OptionError(f"--arrival must be one of {', '.join(ARRIVALS)}, got {self.arrival!r}")
         if self.input_len < 1:
             raise OptionError(f"--input-len must be >= 1, got {self.input_len}")
         if self.output_len < 1:
@@ -166,11 +204,30 @@ def _mean_cost(costs: list[StepCost]) -> StepCost:
     return total.scaled(1 / len(costs))
 
 
-def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1) -> ServeResult:
+def _request_cost(f: Factors, server: bool) -> StepCost:
+    """The engine's per-request cost (plus its HTTP front end's when ``server``) as a StepCost (not in
+    the ideal)."""
+    s = f.request_overhead_s + (f.server_overhead_s if server else 0.0)
+    parts = {k: 0.0 for k in FACTORS}
+    parts["request overhead"] = s
+    return StepCost(0.0, s, parts, 0)
+
+
+def _explain(ttft: StepCost, e2e: StepCost, O: int) -> dict:
+    return {
+        "ttft_s": dict(ttft.parts),
+        "tpot_s": {k: (e2e.parts[k] - ttft.parts[k]) / (O - 1) for k in FACTORS} if O > 1 else None,
+        "e2e_s": dict(e2e.parts),
+    }
+
+
+def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, server: bool = True) -> ServeResult:
     """The scenario of the module docstring on ``model`` with the engine memory ``mem`` (``EngineMemory``)."""
     from planner.analysis.errors import OptionError
 
     scenario.check()
+    if scenario.arrival == "closed-loop":
+        return _closed_loop(model, mem, scenario, replicas=replicas, server=server)
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
     notes = []
     per_replica = -(-C // replicas)
@@ -237,6 +294,7 @@ def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1) ->
         prefill_steps += steps_b
     ttft = ttft_total.scaled(1 / per_replica)
     e2e = e2e_total.scaled(1 / per_replica)
+    ttft, e2e = ttft + _request_cost(model.f, server), e2e + _request_cost(model.f, server)
     total_tokens = C * O
 
     def lat(pick) -> Latency:
@@ -245,16 +303,62 @@ def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1) ->
 
     expected = lat(lambda c: c.expected_s)
     ideal = lat(lambda c: c.ideal_s)
-    explain = {
-        "ttft_s": dict(ttft.parts),
-        "tpot_s": {k: (e2e.parts[k] - ttft.parts[k]) / (O - 1) for k in FACTORS} if O > 1 else None,
-        "e2e_s": dict(e2e.parts),
-    }
-    return ServeResult(scenario, replicas, per_replica, wave, waves, prefill_steps, expected, ideal, explain,
-                       decode_first, tuple(notes))
+    return ServeResult(scenario, replicas, per_replica, wave, waves, prefill_steps, expected, ideal,
+                       _explain(ttft, e2e, O), decode_first, tuple(notes))
 
 
-__all__ = ["StepModel", "Scenario", "Latency", "ServeResult", "simulate"]
+def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, server: bool) -> ServeResult:
+    """The steady state of ``concurrency`` closed-loop clients (the module docstring)."""
+    from planner.analysis.errors import OptionError
+
+    I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
+    notes = [f"closed loop: {C} clients each send the next request when the last ends (steady state)"]
+    per_replica = -(-C // replicas)
+    if replicas > 1:
+        notes.append(f"{C} clients over {replicas} replicas: {per_replica} per replica")
+    if I + O > mem.max_model_len:
+        raise OptionError(f"--input-len + --output-len ({I + O:,}) exceed --max-model-len ({mem.max_model_len:,})",
+                          "raise --max-model-len or shorten the request")
+    n = min(per_replica, mem.max_num_seqs, mem.max_batch(I + O))
+    if n < 1:
+        raise OptionError("not even one request fits in the KV pool", "use more GPUs or a shorter request")
+    if n < per_replica:
+        why = "max_num_seqs" if n == mem.max_num_seqs else "the KV pool"
+        notes.append(f"{per_replica} clients per replica but {n} run at once ({why} limits them): the rest wait")
+    ctx = I + O // 2  # mean context of the other requests, decoding at random points of their output
+    budget = max(1, mem.max_num_batched_tokens - (n - 1))
+    p = -(-I // budget)
+    ttft = ZERO
+    done = 0
+    for j in range(p):
+        take = I * (j + 1) // p - done
+        pieces = {(take, done): 1}
+        if n > 1:
+            pieces[(1, ctx)] = n - 1
+        ttft = ttft + model.prefill(pieces)
+        done += take
+    mixed_mean = ttft.scaled(1 / p)
+    decode_step = model.decode(n, ctx) if O > 1 else None
+    share = min(1.0, (n - 1) * p / (p + O - 1))
+    e2e = ttft
+    if O > 1:
+        e2e = e2e + (decode_step.scaled(1 - share) + mixed_mean.scaled(share)).scaled(O - 1)
+    ttft, e2e = ttft + _request_cost(model.f, server), e2e + _request_cost(model.f, server)
+    wait = e2e.scaled(per_replica / n - 1) if per_replica > n else ZERO
+    tokens = n * O * replicas
+
+    def lat(pick) -> Latency:
+        tt, ee = pick(ttft), pick(e2e)
+        return Latency(tt + pick(wait), (ee - tt) / (O - 1) if O > 1 else None, ee + pick(wait),
+                       tokens / ee if ee else 0.0)
+
+    expected = lat(lambda c: c.expected_s)
+    ideal = lat(lambda c: c.ideal_s)
+    return ServeResult(scenario, replicas, per_replica, n, 1, p, expected, ideal,
+                       _explain(ttft + wait, e2e + wait, O), decode_step, tuple(notes))
+
+
+__all__ = ["ARRIVALS", "StepModel", "Scenario", "Latency", "ServeResult", "simulate"]
 
 
 # ---- one call for the CLI, the benchmark and other commands ---------------------------------------
@@ -280,7 +384,7 @@ class Deployment:
 def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None = None, dtype: str | None = None,
           kv_dtype: str | None = None, gpu_memory_utilization: float | None = None, max_model_len: int | None = None,
           max_num_batched_tokens: int | None = None, input_len: int = 1024, output_len: int = 128,
-          concurrency: int = 1, factors: Factors | None = None) -> Deployment:
+          concurrency: int = 1, arrival: str = "together", factors: Factors | None = None) -> Deployment:
     """Plan one deployment of ``spec`` on ``gpus`` × ``hw`` under ``engine`` (see the module docstring)."""
     from planner.analysis.analyze import Options, analyze
     from planner.analysis.errors import OptionError
@@ -332,7 +436,7 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
         else:
             notes.append(f"no tensor-parallel degree up to 64 holds it on {hw.name}")
     else:
-        result = simulate(StepModel(a, hw, plan, f), mem, Scenario(input_len, output_len, concurrency),
+        result = simulate(StepModel(a, hw, plan, f), mem, Scenario(input_len, output_len, concurrency, arrival),
                           replicas=replicas)
         notes.extend(result.notes)
     notes.extend(mem.notes)
@@ -356,6 +460,7 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
             "max_num_batched_tokens": d.memory.max_num_batched_tokens, "max_num_seqs": d.memory.max_num_seqs,
             "input_len": r.scenario.input_len if r else None, "output_len": r.scenario.output_len if r else None,
             "concurrency": r.scenario.concurrency if r else None,
+            "arrival": r.scenario.arrival if r else None,
         },
         "fits": d.memory.fits,
         "fewest_gpus": d.fewest_gpus,

@@ -215,6 +215,9 @@ def test_calibrated_rows_table_takes_precedence_over_the_ridge_curve_for_matmuls
     plain = math.sqrt(4e-3**2 + 2e-3**2)
     assert step_cost([mm], HW(), "bf16", f, decode=True, sequences=1).expected_s == pytest.approx(plain)
     assert step_cost([ex], HW(), "bf16", f, decode=True, sequences=1, rows=4).expected_s == pytest.approx(plain)
+    # expert GEMMs with their rows per touched expert known: the table at those rows
+    assert step_cost([ex], HW(), "bf16", f, decode=True, sequences=1, rows=64,
+                     expert_rows=4).expected_s == pytest.approx(4e-3 / 0.25)
     # beyond the last point its value (1.0) holds: max(c' = 4 ms, m' = 2 ms), the roofline's max, not the p-norm
     assert step_cost([mm], HW(), "bf16", f, decode=True, sequences=1, rows=10**4).expected_s == pytest.approx(4e-3)
 
@@ -253,6 +256,102 @@ def test_weight_only_and_attention_factors():
     assert c.parts["attention kernels"] == pytest.approx(1e9 / 0.8e12, rel=1e-6)
 
 
+def test_expert_rows_are_routed_rows_over_experts_touched_hand_computed():
+    from planner.hardware.expected import expert_rows
+
+    assert expert_rows(1, 8, 2) == pytest.approx(1.0)  # one token touches exactly its 2 experts
+    # 4 tokens, top-2 of 8: 8 routed rows over 8 (1 - (3/4)^4) = 5.46875 experts expected
+    assert expert_rows(4, 8, 2) == pytest.approx(8 / 5.46875)
+    assert expert_rows(4096, 8, 2) == pytest.approx(4096 * 2 / 8, rel=1e-9)  # every expert touched
+
+
+def test_launch_floor_per_op_of_a_step_not_in_a_cuda_graph():
+    short = Op("input_layernorm", "norm", "norm", 0, act_read_bytes=10**6)  # 1 us at 1 TB/s
+    long = Op("gate_proj", "matmul", "ffn", 0, flops=2 * 10**9, weight_bytes=10**8)  # 100 us
+    f = Factors(launch_overhead_per_op_s=8e-6)
+    graph = step_cost([short, long], HW(), "bf16", f, decode=True, sequences=1)
+    assert graph.parts["kernel launches"] == 0.0 and graph.expected_s == pytest.approx(101e-6)
+    eager = step_cost([short, long], HW(), "bf16", f, decode=True, sequences=1, graph=False)
+    assert eager.parts["kernel launches"] == pytest.approx(7e-6)  # the norm waits 8 us for the host, not 1
+    assert eager.expected_s == pytest.approx(108e-6)
+    assert sum(eager.parts.values()) == pytest.approx(eager.expected_s - eager.ideal_s)
+
+
+def test_which_steps_replay_a_cuda_graph():
+    from planner.hardware.expected import graphed
+
+    f = Factors(cuda_graph_max_tokens=128, cuda_graph_prefill=False)
+    assert graphed(f, tokens=128, prefill=False) and not graphed(f, tokens=129, prefill=False)
+    assert not graphed(f, tokens=16, prefill=True)
+    assert graphed(replace(f, cuda_graph_prefill=True), tokens=16, prefill=True)
+    assert not graphed(replace(f, cuda_graph_max_tokens=0), tokens=1, prefill=False)
+
+
+def test_request_and_server_overheads_add_to_ttft_and_e2e_only():
+    from planner.hardware.serve import Scenario, StepModel, simulate
+
+    spec = _model("llama-3.2-1b")
+    hw = load_profile("h100-sxm")
+    a = analyze(spec, Options())
+    plan = tp_plan(spec, 1)
+    mem = engine_memory(a, hw, load_engine("ideal"), plan, max_model_len=1024)
+    f = Factors(request_overhead_s=2e-3, server_overhead_s=5e-3)
+    base = simulate(StepModel(a, hw, plan, IDEAL), mem, Scenario(64, 8, 4))
+    for server, extra in ((True, 7e-3), (False, 2e-3)):
+        r = simulate(StepModel(a, hw, plan, f), mem, Scenario(64, 8, 4), server=server)
+        assert r.expected.ttft_s == pytest.approx(base.expected.ttft_s + extra)
+        assert r.expected.e2e_s == pytest.approx(base.expected.e2e_s + extra)
+        assert r.expected.tpot_s == pytest.approx(base.expected.tpot_s)
+        assert r.explain["ttft_s"]["request overhead"] == pytest.approx(extra)
+        assert r.ideal == base.ideal
+
+
+def test_closed_loop_steady_state_hand_computed():
+    """3 clients, 6-token prompts, 5 output tokens, 4-token step budget: a prompt shares each step with
+    the 2 other requests' decodes, so it takes p = ceil(6 / (4 - 2)) = 3 steps of 2 prompt tokens; of the
+    4 decode steps a fraction min(1, 2 * 3 / (3 + 4)) = 6/7 carries another client's prompt chunk."""
+    from planner.hardware.serve import Scenario, StepModel, simulate
+
+    spec = _model("llama-3.2-1b")
+    hw = load_profile("h100-sxm")
+    a = analyze(spec, Options())
+    plan = tp_plan(spec, 1)
+    mem = engine_memory(a, hw, load_engine("ideal"), plan, max_model_len=64, max_num_batched_tokens=4)
+    model = StepModel(a, hw, plan, IDEAL)
+    r = simulate(model, mem, Scenario(6, 5, 3, "closed-loop"))
+    ctx = 6 + 5 // 2
+    steps = [model.prefill({(2, d): 1, (1, ctx): 2}).ideal_s for d in (0, 2, 4)]
+    ttft = sum(steps)
+    e2e = ttft + 4 * (model.decode(3, ctx).ideal_s / 7 + (ttft / 3) * 6 / 7)
+    assert r.prefill_steps == 3 and r.wave == 3
+    assert r.expected.ttft_s == pytest.approx(ttft)
+    assert r.expected.e2e_s == pytest.approx(e2e)
+    assert r.expected.tpot_s == pytest.approx((e2e - ttft) / 4)
+    assert r.expected.output_tokens_per_s == pytest.approx(3 * 5 / e2e)
+
+
+def test_closed_loop_clients_beyond_the_running_batch_wait():
+    from planner.hardware.serve import Scenario, StepModel, simulate
+
+    spec = _model("llama-3.2-1b")
+    hw = load_profile("h100-sxm")
+    a = analyze(spec, Options())
+    plan = tp_plan(spec, 1)
+    mem = engine_memory(a, hw, load_engine("ideal"), plan, max_model_len=1024, max_num_seqs=2)
+    model = StepModel(a, hw, plan, IDEAL)
+    two = simulate(model, mem, Scenario(64, 8, 2, "closed-loop"))
+    four = simulate(model, mem, Scenario(64, 8, 4, "closed-loop"))
+    # twice the clients, the same two slots: each waits one service time; throughput unchanged
+    assert four.expected.e2e_s == pytest.approx(2 * two.expected.e2e_s)
+    assert four.expected.ttft_s == pytest.approx(two.expected.ttft_s + two.expected.e2e_s)
+    assert four.expected.output_tokens_per_s == pytest.approx(two.expected.output_tokens_per_s)
+
+
+def test_arrival_option_is_checked():
+    r = run("serve", "llama-3.2-1b", "--arrival", "poisson")
+    assert r.code != 0 and r.err.count("Error:") == 1 and "closed-loop" in r.err
+
+
 def test_ideal_engine_has_no_gap():
     d = serve(_model("llama-3.1-8b"), load_profile("h100-sxm"), engine="ideal", concurrency=4,
               input_len=512, output_len=16)
@@ -276,16 +375,20 @@ def test_serve_five_models_on_1_2_4_8_gpus(engine):
     for model in FIVE:
         spec = _model(model)
         for gpus in (1, 2, 4, 8):
+            arrival = ("together", "closed-loop")[gpus % 3 % 2]  # both modes over the layouts
             d = deployment_dict(serve(spec, hw, engine=engine, gpus=gpus, input_len=256, output_len=4,
-                                      concurrency=8, max_model_len=8192))
+                                      concurrency=8, max_model_len=8192, arrival=arrival))
+            assert d["settings"]["arrival"] == arrival
             for path in KEYS:
                 v = d
                 for k in path:
                     v = v[k]
                 assert v is not None and v > 0, (model, gpus, path)
-            assert d["latency"]["tpot_s"] >= d["ideal"]["tpot_s"]
-            total = sum(d["explain"]["e2e_s"].values())
-            assert total == pytest.approx(d["latency"]["e2e_s"] - d["ideal"]["e2e_s"], rel=1e-6)
+            for key in ("ttft_s", "tpot_s", "e2e_s"):
+                assert d["latency"][key] >= d["ideal"][key], (model, gpus, key)
+                total = sum(d["explain"][key].values())
+                assert total == pytest.approx(d["latency"][key] - d["ideal"][key], rel=1e-6, abs=1e-12)
+            assert d["latency"]["ttft_s"] <= d["latency"]["e2e_s"]
 
 
 def test_serve_cli_json_and_words():
