@@ -71,7 +71,7 @@ def main() -> None:
     for e in entries:
         if int(e.get("gpus") or 1) < 2 or e.get("quantity") not in QUANTITIES or e.get("engine") not in pub.ENGINE_MAP:
             continue
-        if not e.get("model_config"):
+        if not e.get("model_config") or e.get("excluded"):  # excluded: see its reason in published.yaml
             continue
         try:
             p = pub.Point(e)
