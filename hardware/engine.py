@@ -549,8 +549,9 @@ def engine_memory(a, hw, engine: EngineProfile, plan, *, gpu_memory_utilization:
     else:
         tokens = 0
     if any(lk.window for lk in a.kv.layers):
-        notes.append("windowed layers are counted as if they kept every token (each engine's hybrid "
-                     "allocator differs); capacity is a lower bound")
+        notes.append("windowed layers are counted per token like full ones, as vLLM's reported KV cache size "
+                     "does; the sequences that fit are a lower bound where a window is shorter than the context "
+                     "(hybrid allocators keep about window + max_num_batched_tokens tokens of those layers)")
     return EngineMemory(engine.name, engine.display_name, tp, hw.memory_bytes, visible, frac, budget, w.bytes_per_gpu,
                         w.counted_bytes_per_gpu, w.padding_bytes_per_gpu, w.rope_cache_bytes, act, non_torch,
                         graph, pool, per_token, state, engine.block_size, tokens, max_model_len, mnbt, seqs,
