@@ -417,6 +417,9 @@ class GatedDeltaNet:
     ``num_v_heads / num_k_heads`` v-heads, like GQA); its output is RMS-normalised over
     ``head_v_dim``, gated by ``silu(z)`` and projected by ``out_proj``.
 
+    ``split_in_proj`` (Qwen3.5): the same projections as four matrices, ``in_proj_qkv`` (q, k, v),
+    ``in_proj_z``, ``in_proj_b`` and ``in_proj_a``, with the same parameters and FLOPs in total.
+
     Per-sequence state (vLLM's ``gated_delta_net_state_shape``): the conv window
     ``conv_dim × (conv_kernel - 1)`` plus ``num_v_heads × head_k_dim × head_v_dim``.
     """
@@ -427,6 +430,7 @@ class GatedDeltaNet:
     head_k_dim: int
     head_v_dim: int
     conv_kernel: int
+    split_in_proj: bool = False
 
     kind = MixerKind.GATED_DELTANET
     window = None
@@ -444,6 +448,14 @@ class GatedDeltaNet:
     def conv_dim(self) -> int:
         return 2 * self.key_dim + self.value_dim
 
+    def in_projections(self) -> list[tuple[str, int]]:
+        """(name, output rows) of the input projections: [q | k | v | z] and [b | a] (Qwen3-Next), or
+        the four of them apart (Qwen3.5)."""
+        if self.split_in_proj:
+            return [("in_proj_qkv", self.conv_dim), ("in_proj_z", self.value_dim), ("in_proj_b", self.num_v_heads),
+                    ("in_proj_a", self.num_v_heads)]
+        return [("in_proj_qkvz", 2 * self.key_dim + 2 * self.value_dim), ("in_proj_ba", 2 * self.num_v_heads)]
+
     def state_elements(self) -> tuple[int, int]:
         return self.conv_dim * (self.conv_kernel - 1), self.num_v_heads * self.head_k_dim * self.head_v_dim
 
@@ -453,8 +465,8 @@ class GatedDeltaNet:
     def tensors(self, prefix: str) -> list[Tensor]:
         out: list[Tensor] = []
         h = self.hidden_size
-        _linear(out, f"{prefix}.in_proj_qkvz", 2 * self.key_dim + 2 * self.value_dim, h, False)
-        _linear(out, f"{prefix}.in_proj_ba", 2 * self.num_v_heads, h, False)
+        for name, rows in self.in_projections():
+            _linear(out, f"{prefix}.{name}", rows, h, False)
         out.append(Tensor(f"{prefix}.conv1d.weight", (self.conv_dim, 1, self.conv_kernel), "conv"))
         out.append(Tensor(f"{prefix}.dt_bias", (self.num_v_heads,), "other"))
         out.append(Tensor(f"{prefix}.A_log", (self.num_v_heads,), "other"))

@@ -361,8 +361,9 @@ class _Builder:
     def gdn(self, i: int, m: GatedDeltaNet, tensors: dict[str, list[Tensor]]) -> None:
         n, a = self.shape.tokens, self.a
         # in_proj_qkvz: h -> [q | k | v | z]: 2·n·h·(2·key_dim + 2·value_dim); in_proj_ba: h -> [b | a]
-        self.matmul("in_proj_qkvz", tensors["in_proj_qkvz"], i, "ssm")
-        self.matmul("in_proj_ba", tensors["in_proj_ba"], i, "ssm")
+        # (Qwen3.5: in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, the same rows in four matmuls)
+        for name, _ in m.in_projections():
+            self.matmul(name, tensors[name], i, "ssm")
         # conv1d + SiLU over q, k, v: 2·n·conv_dim·conv_kernel
         self._conv(i, "conv1d", m.conv_dim, m.conv_kernel, tensors["conv1d"], kernels=2)
         _, st = m.state_elements()

@@ -1,5 +1,6 @@
 """Vision encoders and projectors of multimodal wrappers, as transformers' full model
-(``*ForConditionalGeneration``) builds them: Gemma 3 (SigLIP), LLaVA (CLIP or SigLIP), Mistral 3 (Pixtral).
+(``*ForConditionalGeneration``) builds them: Gemma 3 (SigLIP), LLaVA (CLIP or SigLIP), Mistral 3 (Pixtral),
+the Qwen-VL family, Qwen3.5 and Qwen3.5-MoE.
 
 Their parameters count in ``params.total`` (category ``vision``) and their weights in memory (an engine
 loads the whole checkpoint); they take no part in a text decode step, so the trace and the FLOP counts
@@ -12,6 +13,8 @@ gated SiLU MLP (gate/up/down), RoPE (no parameters). LLaVA's projector: ``linear
 feature layers → text hidden) and ``linear_2``, biased when ``multimodal_projector_bias``. Mistral 3's:
 an RMSNorm over the vision hidden, a bias-free ``patch_merger.merging_layer`` (vision hidden ×
 spatial_merge_size² → vision hidden), then LLaVA's two linears.
+
+Qwen3.5 (``qwen3_5_vision``): the Qwen3-VL tower below without its DeepStack mergers.
 
 SigLIP vision tower (``siglip_vision_model``): a patch-embedding conv with bias, learned positions
 (one per patch), ``num_hidden_layers`` pre-LayerNorm blocks (q, k, v, out projections and fc1/fc2, all
@@ -330,14 +333,14 @@ def _qwen3_merger(out: list[Tensor], name: str, norm_dim: int, merged: int, out_
     _lin(out, f"{name}.linear_fc2", out_dim, merged)
 
 
-def _qwen3_vision(top: dict, where: str, family: str) -> tuple[Tensor, ...]:
+def _qwen3_vision(top: dict, where: str, family: str, deepstack_mergers: bool = True) -> tuple[Tensor, ...]:
     f = _qwen_vision_fields(top, where, family)
     h = f.int("hidden_size")
     depth = _qwen_blocks(f, h)
     inter = f.int("intermediate_size")
     merged = h * f.int("spatial_merge_size", hi=64) ** 2
     out_dim = f.int("out_hidden_size")
-    deepstack = f.int_list("deepstack_visual_indexes", hi=MAX_LAYERS)
+    deepstack = f.int_list("deepstack_visual_indexes", hi=MAX_LAYERS) if deepstack_mergers else []
     if deepstack is None:  # the class default (a tuple, so not in the generated scalar table)
         deepstack = f.derived("deepstack_visual_indexes", [8, 16, 24], "absent: the class default (8, 16, 24)")
     p = "model.visual"
@@ -364,3 +367,10 @@ def qwen3_vl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ..
 
 def qwen3_vl_moe_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
     return _qwen3_vision(top, where, "qwen3_vl_moe_vision")
+
+
+def qwen3_5_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    """Qwen3.5 / Qwen3.5-MoE: the Qwen3-VL tower without its DeepStack mergers (transformers'
+    Qwen3_5VisionModel deletes them, whatever deepstack_visual_indexes says); the merger's output width is
+    the vision config's ``out_hidden_size``, not the text hidden size."""
+    return _qwen3_vision(top, where, "qwen3_5_vision", deepstack_mergers=False)

@@ -10,11 +10,13 @@ import pytest
 
 def hf_model(cfg: dict):
     """The transformers causal-LM built from ``cfg`` on the meta device; for a multimodal wrapper
-    without a causal-LM class (llava, mistral3), its full ``*ForConditionalGeneration`` model."""
+    (a config with a ``vision_config``: llava, mistral3, qwen3_5 ...), its full
+    ``*ForConditionalGeneration`` model, vision tower included (qwen3_5's causal-LM class drops it)."""
     torch = pytest.importorskip("torch", reason="the transformers oracle needs torch (the runtime extra)")
     transformers = pytest.importorskip("transformers", reason="the transformers oracle needs transformers (dev extra)")
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+                                                        MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
 
     transformers.logging.set_verbosity_error()
     d = dict(cfg)
@@ -23,7 +25,9 @@ def hf_model(cfg: dict):
         warnings.simplefilter("ignore")
         config = AutoConfig.for_model(mt, **d)
         with torch.device("meta"):
-            auto = AutoModelForCausalLM if mt in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES else AutoModelForImageTextToText
+            wrapper = "vision_config" in cfg and mt in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+            auto = AutoModelForCausalLM if mt in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and not wrapper \
+                else AutoModelForImageTextToText
             return auto.from_config(config)
 
 

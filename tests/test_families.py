@@ -197,6 +197,17 @@ _QWEN3_VISION = {"depth": 3, "hidden_size": 32, "intermediate_size": 48, "num_he
                  "deepstack_visual_indexes": [0, 2]}
 _QWEN3_TEXT = dict(_TEXT, model_type="qwen3_vl_text", head_dim=32, rope_scaling=dict(_MROPE, mrope_interleaved=True))
 
+_QWEN35_TEXT = {"hidden_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "head_dim": 32, "vocab_size": 512, "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+                "linear_key_head_dim": 16, "linear_value_head_dim": 16, "model_type": "qwen3_5_text",
+                "intermediate_size": 256}
+_QWEN35_MOE_TEXT = dict({k: v for k, v in _QWEN35_TEXT.items() if k != "intermediate_size"},
+                        model_type="qwen3_5_moe_text", num_experts=4, num_experts_per_tok=2, moe_intermediate_size=64,
+                        shared_expert_intermediate_size=96)
+_QWEN35_VISION = {"model_type": "qwen3_5_vision", "depth": 2, "hidden_size": 64, "intermediate_size": 96,
+                  "num_heads": 4, "patch_size": 8, "temporal_patch_size": 2, "spatial_merge_size": 2,
+                  "num_position_embeddings": 64, "out_hidden_size": 128}
+
 WRAPPERS = {
     "qwen2_vl": {"model_type": "qwen2_vl", "vision_config": _QWEN2_VISION,
                  "text_config": dict(_TEXT, model_type="qwen2_vl_text", rope_scaling=_MROPE)},
@@ -208,6 +219,16 @@ WRAPPERS = {
     "qwen3_vl_moe": {"model_type": "qwen3_vl_moe", "vision_config": _QWEN3_VISION,
                      "text_config": dict(_QWEN3_TEXT, model_type="qwen3_vl_moe_text", num_experts=4,
                                          num_experts_per_tok=2, moe_intermediate_size=64, mlp_only_layers=[0])},
+    "qwen3_5": {"model_type": "qwen3_5", "text_config": _QWEN35_TEXT, "vision_config": _QWEN35_VISION},
+    # the wrapper's own flag ties lm_head (the text_config's is ignored); the merger's width is out_hidden_size
+    "qwen3_5-wrapper-tied": {"model_type": "qwen3_5", "text_config": dict(_QWEN35_TEXT, tie_word_embeddings=False),
+                             "vision_config": dict(_QWEN35_VISION, out_hidden_size=96, spatial_merge_size=1),
+                             "tie_word_embeddings": True},
+    "qwen3_5-text-tied-ignored": {"model_type": "qwen3_5", "text_config": dict(_QWEN35_TEXT, tie_word_embeddings=True),
+                                  "vision_config": _QWEN35_VISION},
+    # deepstack_visual_indexes is ignored: Qwen3_5VisionModel has no DeepStack mergers
+    "qwen3_5_moe": {"model_type": "qwen3_5_moe", "text_config": _QWEN35_MOE_TEXT,
+                    "vision_config": dict(_QWEN35_VISION, deepstack_visual_indexes=[0, 1])},
     "llava-clip": {"model_type": "llava", "text_config": _TEXT, "vision_config": _CLIP},
     "llava-siglip-2-layers-no-bias": {"model_type": "llava", "text_config": dict(_TEXT, model_type="qwen2"),
                                       "vision_config": _SIGLIP, "vision_feature_layer": [-2, -5],
@@ -278,3 +299,15 @@ def test_stablelm_parallel_residual_is_refused_not_miscounted():
         == hf_param_count(CASES["stablelm"])
     with pytest.raises(ConfigError, match="use_parallel_residual"):
         parse_config(dict(CASES["stablelm"], use_parallel_residual=True))
+
+
+@pytest.mark.parametrize("name", ["Qwen3.5-27B", "Qwen3.5-35B-A3B"])
+def test_qwen3_5_published_wrappers_count_the_whole_checkpoint(name):
+    """The published Qwen3.5 configs (tests/data): the whole Qwen3_5(Moe)ForConditionalGeneration, the
+    tower apart; transformers' causal-LM class (which drops the tower) is the text part."""
+    from tests.test_hybrid import QWEN35_REAL
+
+    cfg = QWEN35_REAL[name]
+    p = count_params(parse_config(cfg))
+    assert p.total == hf_param_count(cfg)
+    assert p.total - p.vision == count_params(parse_config(cfg["text_config"])).total

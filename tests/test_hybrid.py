@@ -9,6 +9,9 @@ DeltaNet ``(v_heads, v_dim, k_dim)``, short conv ``(hidden, L - 1)``), independe
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from planner.analysis.analyze import Options, analyze
@@ -49,6 +52,22 @@ SYNTHETIC = {
         linear_num_key_heads=2, linear_num_value_heads=2, linear_key_head_dim=8, linear_value_head_dim=16,
         linear_conv_kernel_dim=4, num_experts=0, intermediate_size=96, full_attention_interval=2,
         tie_word_embeddings=True),
+    # Qwen3.5: the DeltaNet input projections split in four; dense MLP everywhere (qwen3_5_text), or the
+    # Qwen3-Next sparse block everywhere (qwen3_5_moe_text)
+    "qwen3_5_text/base": dict(
+        T, model_type="qwen3_5_text", num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+        linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8,
+        linear_conv_kernel_dim=4, intermediate_size=96),
+    "qwen3_5_text/layer_types+tied+bias": dict(
+        T, model_type="qwen3_5_text", num_hidden_layers=3, num_attention_heads=2, num_key_value_heads=1, head_dim=32,
+        layer_types=["full_attention", "linear_attention", "linear_attention"], linear_num_key_heads=1,
+        linear_num_value_heads=2, linear_key_head_dim=16, linear_value_head_dim=8, linear_conv_kernel_dim=3,
+        intermediate_size=80, tie_word_embeddings=True, attention_bias=True),
+    "qwen3_5_moe_text/base": dict(
+        T, model_type="qwen3_5_moe_text", num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=1,
+        head_dim=16, linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=16,
+        linear_conv_kernel_dim=4, num_experts=6, num_experts_per_tok=2, moe_intermediate_size=24,
+        shared_expert_intermediate_size=40, full_attention_interval=2),
     # Nemotron-H: pattern without MoE; list form with E, biases; legacy names, shared size 0 fallback
     "nemotron_h/pattern": dict(
         T, model_type="nemotron_h", hybrid_override_pattern="M-M*-", num_hidden_layers=5, mamba_num_heads=8,
@@ -143,6 +162,13 @@ SYNTHETIC = {
                                  partial_rotary_factor=0.25),
 }
 
+DATA = Path(__file__).parent / "data"
+
+#: Qwen3.5's published config.json (the wrapper: text_config + vision_config), the fields that set shapes, as
+#: quoted in public code (ModelCloud GPTQModel's and others' tests of Qwen/Qwen3.5-27B and Qwen3.5-35B-A3B).
+QWEN35_REAL = {name: json.loads((DATA / f"Qwen--{name}.json").read_text())
+               for name in ("Qwen3.5-27B", "Qwen3.5-35B-A3B")}
+
 #: Published model shapes (the hub config.json fields that matter for shapes).
 PUBLISHED = {
     # Qwen/Qwen3-Next-80B-A3B-Instruct (the transformers Qwen3NextConfig defaults are modelled on it)
@@ -153,6 +179,9 @@ PUBLISHED = {
         full_attention_interval=4, linear_num_value_heads=32, linear_num_key_heads=16, linear_key_head_dim=128,
         linear_value_head_dim=128, linear_conv_kernel_dim=4, partial_rotary_factor=0.25, rope_theta=10000000,
         tie_word_embeddings=False),
+    # Qwen/Qwen3.5-27B and Qwen/Qwen3.5-35B-A3B: their text_config (the wrappers with vision: test_families)
+    "Qwen3.5-27B": dict(QWEN35_REAL["Qwen3.5-27B"]["text_config"]),
+    "Qwen3.5-35B-A3B": dict(QWEN35_REAL["Qwen3.5-35B-A3B"]["text_config"]),
     # nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16
     "Nemotron-3-Nano-30B-A3B": dict(
         model_type="nemotron_h", hidden_size=2688, num_hidden_layers=52, vocab_size=131072,
@@ -189,7 +218,7 @@ BUNDLED = {
 }
 
 ALL = {**SYNTHETIC, **PUBLISHED, **{k: load_bundled_config(k) for k in BUNDLED}}
-FAMILIES = {"qwen3_next", "nemotron_h", "jamba", "falcon_h1", "mamba", "falcon_mamba", "mamba2", "bamba",
+FAMILIES = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "nemotron_h", "jamba", "falcon_h1", "mamba", "falcon_mamba", "mamba2", "bamba",
             "granitemoehybrid", "lfm2", "phi"}
 
 
@@ -329,7 +358,7 @@ def expected_state(cfg) -> list[tuple[int, int]]:
             return [(0, 0) if i in cfg.get("attn_layer_indices", []) else st for i in range(n)]
         types = cfg.get("layer_types", ["mamba"] * n)
         return [st if t in ("mamba", "linear_attention") else (0, 0) for t in types]
-    if mt == "qwen3_next":
+    if mt in ("qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"):
         kh, vh, kd, vd = (cfg["linear_num_key_heads"], cfg["linear_num_value_heads"], cfg["linear_key_head_dim"],
                           cfg["linear_value_head_dim"])
         st = ((2 * kh * kd + vh * vd) * (cfg["linear_conv_kernel_dim"] - 1), vh * vd * kd)
@@ -490,6 +519,13 @@ def test_gdn_and_gated_attention_ops():
     assert att["q_proj"].flops == 2 * n * 64 * 2 * 4 * 16  # q and its gate
     assert att["output_gate"].act_read_bytes == n * 2 * 4 * 16 * 2
     assert {"router", "shared_expert_gate", "shared_expert.down_proj"} <= set(att)
+    # Qwen3.5: the same projections as four matmuls, the same FLOPs in total
+    split = layer_ops(ops_of(SYNTHETIC["qwen3_5_text/base"], batch=1, new_tokens=n, cached_tokens=2)[2], 0)
+    assert list(split)[:8] == ["input_layernorm", "in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a", "conv1d",
+                               "delta_rule", "gated_norm"]
+    assert sum(split[k].flops for k in ("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a")) == \
+        gdn["in_proj_qkvz"].flops + gdn["in_proj_ba"].flops
+    assert split["in_proj_qkv"].flops == 2 * n * 64 * conv_dim
 
 
 def test_short_conv_and_parallel_hybrid_ops():
@@ -542,6 +578,8 @@ BAD = [
     ("qwen3_next/base", dict(layer_types=["linear_attention"] * 3), "layer_types"),
     ("qwen3_next/base", dict(num_key_value_heads=3), "num_key_value_heads"),
     ("qwen3_next/base", dict(shared_expert_intermediate_size=0), "shared_expert_intermediate_size"),
+    ("qwen3_5_text/base", dict(linear_num_key_heads=3), "linear_num_value_heads"),
+    ("qwen3_5_moe_text/base", dict(num_experts_per_tok=7), "num_experts_per_tok"),
     ("lfm2/layer_types", dict(layer_types=["conv", "mamba", "conv", "conv"]), "layer_types"),
     ("phi/base", dict(tie_word_embeddings=True), "tie_word_embeddings"),
     ("mamba/tied_default", dict(state_size=0), "state_size"),
@@ -591,7 +629,7 @@ def test_cli_models_list_counts_every_covered_family():
 
 CACHE_CHECK = ["mamba/tied_default", "falcon_mamba/expand", "mamba2/groups", "nemotron_h/pattern", "jamba/moe",
                "falcon_h1/base", "bamba/attn_indices", "granitemoehybrid/moe+rope", "qwen3_next/base",
-               "lfm2/layer_types"]
+               "qwen3_5_text/base", "qwen3_5_moe_text/base", "lfm2/layer_types"]
 
 
 @pytest.mark.parametrize("name", CACHE_CHECK)
@@ -628,3 +666,34 @@ def test_state_matches_transformers_cache(name):
         assert conv.shape[0] == 1 and conv.shape[-1] == m.conv_kernel
         want = conv.numel() // m.conv_kernel * (m.conv_kernel - 1) + (rec.numel() if rec is not None else 0)
         assert lk.state_bytes == 4 * want, i
+
+
+@pytest.mark.parametrize("name", ["qwen3_next/base", "qwen3_5_text/base", "qwen3_5_moe_text/base"])
+def test_decode_flops_match_transformers(name):
+    """FlopCounterMode over transformers' own decode step (eager attention, eager experts: only the routed
+    experts run), after a 5-token prefill: its matmuls (``aten.mm``) are our matmul, router and expert ops,
+    its attention ``aten.bmm`` our attention op. (Its reference causal-conv update convolves the kernel's
+    window plus the new token, so the conv taps follow another convention and are left out.)"""
+    torch = pytest.importorskip("torch", reason="needs torch (the runtime extra)")
+    pytest.importorskip("transformers", reason="needs transformers (dev extra)")
+    import warnings
+
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = dict(SYNTHETIC[name])
+    mt = cfg.pop("model_type")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(mt, **cfg), attn_implementation="eager",
+                                                 experts_implementation="eager").eval()
+        with torch.no_grad():
+            past = model(torch.tensor([[1, 2, 3, 4, 5]]), use_cache=True).past_key_values
+            counter = FlopCounterMode(display=False)
+            with counter:
+                model(torch.tensor([[6]]), past_key_values=past, use_cache=True)
+    hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+    _, _, ops = ops_of(SYNTHETIC[name], batch=1, new_tokens=1, cached_tokens=5)
+    assert hf["aten.mm"] == sum(o.flops for o in ops if o.kind in ("matmul", "router", "experts"))
+    assert hf["aten.bmm"] == sum(o.flops for o in ops if o.kind == "attention")

@@ -26,6 +26,7 @@ TYPES = sys.argv[1:] or [
     "qwen2_vl", "qwen2_vl_text", "qwen2_vl_vision", "qwen2_5_vl", "qwen2_5_vl_text", "qwen2_5_vl_vision",
     "qwen3_vl", "qwen3_vl_text", "qwen3_vl_vision", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_vl_moe_vision",
     "mllama", "mllama_text_model", "mllama_vision_model",
+    "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_vision",
 ]
 DENY = ("token_id", "dropout", "initializer", "use_cache", "output_", "return_", "torchscript", "problem_type",
         "chunk_size_feed_forward", "is_encoder_decoder", "name_or_path", "transformers_version", "architectures",

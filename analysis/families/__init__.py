@@ -108,6 +108,8 @@ REGISTRY: dict[str, Family] = {
     "RefinedWeb": falcon.build,
     "RefinedWebModel": falcon.build,
     "qwen3_next": hybrid.build_qwen3_next,
+    "qwen3_5_text": hybrid.build_qwen3_5,
+    "qwen3_5_moe_text": hybrid.build_qwen3_5_moe,
     "nemotron_h": hybrid.build_nemotron_h,
     "jamba": hybrid.build_jamba,
     "mamba": hybrid.build_mamba,
@@ -132,6 +134,8 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "qwen3_vl": "qwen3_vl_text",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
     "gemma3n": None,
+    "qwen3_5": "qwen3_5_text",
+    "qwen3_5_moe": "qwen3_5_moe_text",
 }
 
 #: Wrappers whose vision tower and projector are counted, as their ``*ForConditionalGeneration`` builds
@@ -144,6 +148,8 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
     "qwen2_5_vl": vision.qwen2_5_vl_vision,
     "qwen3_vl": vision.qwen3_vl_vision,
     "qwen3_vl_moe": vision.qwen3_vl_moe_vision,
+    "qwen3_5": vision.qwen3_5_vision,
+    "qwen3_5_moe": vision.qwen3_5_vision,
 }
 
 #: Wrappers whose published configs may be flat: the language model's fields at the top level beside
@@ -154,7 +160,8 @@ FLAT_TEXT_WRAPPERS = frozenset({"qwen2_vl", "qwen2_5_vl"})
 #: "wrapper" — the wrapper's flag alone decides (Mistral3Config); "either" — tied when the wrapper's or the
 #: text_config's flag is set (LlavaConfig.__post_init__ forwards the text flag).
 WRAPPER_TIE: dict[str, str] = {"llava": "either", "mistral3": "wrapper", "qwen2_vl": "either", "qwen2_5_vl": "either",
-                                "qwen3_vl": "wrapper", "qwen3_vl_moe": "wrapper"}
+                                "qwen3_vl": "wrapper", "qwen3_vl_moe": "wrapper", "qwen3_5": "wrapper",
+                                "qwen3_5_moe": "wrapper"}
 
 #: The smallest Llama-shaped config (hidden 64, 2 layers): calibration times eager dispatch with it.
 TINY_DECODER = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,

@@ -15,6 +15,8 @@ Layer layouts (transformers 5.x):
 
 - ``qwen3_next``: every layer is input_layernorm → (Gated DeltaNet | gated attention) →
   post_attention_layernorm → (MoE with gated shared expert | dense MLP).
+- ``qwen3_5_text`` / ``qwen3_5_moe_text``: the same, with the DeltaNet input projections split in
+  four; a dense MLP in every layer (qwen3_5) or the MoE with gated shared expert in every layer.
 - ``nemotron_h``: every layer is ONE block with ONE norm: Mamba-2 (M), attention (*), a relu² MLP (-)
   or a non-gated MoE with a shared expert (E).
 - ``jamba``: input_layernorm → (Mamba-1 | attention) → pre_ff_layernorm → (MoE | MLP).
@@ -246,45 +248,83 @@ def _spec(f: Fields, model_type: str, hidden: int, vocab: int, layers: list[Laye
 QWEN3_NEXT_TYPES = {"linear_attention": "linear", "full_attention": "full"}
 
 
-def build_qwen3_next(f: Fields, model_type: str) -> ModelSpec:
-    hidden, n_layers, vocab = _core(f)
+def _qwen_hybrid_types(f: Fields, n_layers: int) -> list[str]:
+    """"linear" / "full" per layer: ``layer_types``, else every ``full_attention_interval``-th layer full."""
     if f.raw("layer_types") is not None:
-        types = _types_list(f, "layer_types", n_layers, QWEN3_NEXT_TYPES)
-    else:
-        every = f.int("full_attention_interval", 4)
-        types = ["full" if (i + 1) % every == 0 else "linear" for i in range(n_layers)]
-        f.derived("layer_types", f"list[{n_layers}]", f"absent: every {every}th layer full attention, "
-                                                      "the others linear_attention (full_attention_interval)")
+        return _types_list(f, "layer_types", n_layers, QWEN3_NEXT_TYPES)
+    every = f.int("full_attention_interval", 4)
+    f.derived("layer_types", f"list[{n_layers}]", f"absent: every {every}th layer full attention, "
+                                                  "the others linear_attention (full_attention_interval)")
+    return ["full" if (i + 1) % every == 0 else "linear" for i in range(n_layers)]
+
+
+def _qwen_gdn(f: Fields, hidden: int, split_in_proj: bool) -> GatedDeltaNet:
+    k_heads, v_heads = f.int("linear_num_key_heads"), f.int("linear_num_value_heads")
+    if v_heads % k_heads:
+        raise f.error("linear_num_value_heads", f"({v_heads}) must be a multiple of linear_num_key_heads ({k_heads})")
+    return GatedDeltaNet(hidden, k_heads, v_heads, f.int("linear_key_head_dim"), f.int("linear_value_head_dim"),
+                         f.int("linear_conv_kernel_dim", hi=1 << 12), split_in_proj=split_in_proj)
+
+
+def _qwen_moe(f: Fields, hidden: int, n_exp: int, act: str) -> MoE:
+    """Qwen3-Next's sparse block: routed experts and a shared expert behind a sigmoid gate."""
+    k = f.int("num_experts_per_tok")
+    if k > n_exp:
+        raise f.error("num_experts_per_tok", f"({k}) exceeds num_experts ({n_exp})")
+    return MoE(hidden, n_exp, k, f.int("moe_intermediate_size"),
+               shared_intermediate_size=f.int("shared_expert_intermediate_size"), shared_expert_gate=True, act=act)
+
+
+def _qwen_hybrid(f: Fields, model_type: str, *, split_in_proj: bool, ffn_at) -> ModelSpec:
+    """The Qwen3-Next layer: input_layernorm → (Gated DeltaNet | gated attention with per-head q/k
+    norms, partial RoPE 0.25 by default) → post_attention_layernorm → FFN; zero-centred RMSNorms
+    (``1 + weight``). ``ffn_at(n_layers, act)`` gives each layer's FFN."""
+    hidden, n_layers, vocab = _core(f)
+    types = _qwen_hybrid_types(f, n_layers)
     act = _act(f, "silu")
     attn = read_attention(f, hidden, bias=f.bool("attention_bias", False), rotary_default=0.25,
                           output_gate=True) if "full" in types else None
-    gdn = None
-    if "linear" in types:
-        k_heads, v_heads = f.int("linear_num_key_heads"), f.int("linear_num_value_heads")
-        if v_heads % k_heads:
-            raise f.error("linear_num_value_heads", f"({v_heads}) must be a multiple of linear_num_key_heads "
-                                                    f"({k_heads})")
-        gdn = GatedDeltaNet(hidden, k_heads, v_heads, f.int("linear_key_head_dim"), f.int("linear_value_head_dim"),
-                            f.int("linear_conv_kernel_dim", hi=1 << 12))
-    n_exp = f.int("num_experts", lo=0)
-    step = f.int("decoder_sparse_step", 1)
-    only = set(f.int_list("mlp_only_layers", lo=0, hi=MAX_LAYERS) or [])
-    moe_at = {i for i in range(n_layers) if i not in only and n_exp > 0 and (i + 1) % step == 0}
-    moe = dense = None
-    if moe_at:
-        k = f.int("num_experts_per_tok")
-        if k > n_exp:
-            raise f.error("num_experts_per_tok", f"({k}) exceeds num_experts ({n_exp})")
-        moe = MoE(hidden, n_exp, k, f.int("moe_intermediate_size"),
-                  shared_intermediate_size=f.int("shared_expert_intermediate_size"), shared_expert_gate=True, act=act)
-    if len(moe_at) < n_layers:
-        dense = MLP(hidden, f.int("intermediate_size"), act=act)
+    gdn = _qwen_gdn(f, hidden, split_in_proj) if "linear" in types else None
+    ffns = ffn_at(n_layers, act)
     norms = pre_norms(lambda: Norm(hidden))
-    layers = [Layer(attn if types[i] == "full" else gdn, moe if i in moe_at else dense, norms)
-              for i in range(n_layers)]
+    layers = [Layer(attn if types[i] == "full" else gdn, ffns[i], norms) for i in range(n_layers)]
     head_dim = attn.head_dim if attn is not None else 0
     return _spec(f, model_type, hidden, vocab, layers, Norm(hidden), False, act, norm_offset=1.0,
                  rope_scaling=read_rope(f, head_dim)[2] if attn is not None else ())
+
+
+def build_qwen3_next(f: Fields, model_type: str) -> ModelSpec:
+    """MoE on every ``decoder_sparse_step``-th layer not in ``mlp_only_layers``, a dense MLP elsewhere."""
+    hidden = f.int("hidden_size")
+
+    def ffn_at(n_layers: int, act: str) -> list:
+        n_exp = f.int("num_experts", lo=0)
+        step = f.int("decoder_sparse_step", 1)
+        only = set(f.int_list("mlp_only_layers", lo=0, hi=MAX_LAYERS) or [])
+        moe_at = {i for i in range(n_layers) if i not in only and n_exp > 0 and (i + 1) % step == 0}
+        moe = _qwen_moe(f, hidden, n_exp, act) if moe_at else None
+        dense = MLP(hidden, f.int("intermediate_size"), act=act) if len(moe_at) < n_layers else None
+        return [moe if i in moe_at else dense for i in range(n_layers)]
+
+    return _qwen_hybrid(f, model_type, split_in_proj=False, ffn_at=ffn_at)
+
+
+def build_qwen3_5(f: Fields, model_type: str) -> ModelSpec:
+    """Qwen3.5 (``qwen3_5_text``): Qwen3-Next's layers with the DeltaNet input projections split in four
+    (``in_proj_qkv``, ``in_proj_z``, ``in_proj_b``, ``in_proj_a``) and a dense SwiGLU MLP in every
+    layer (transformers' Qwen3_5TextConfig has no expert fields)."""
+    hidden = f.int("hidden_size")
+    return _qwen_hybrid(f, model_type, split_in_proj=True,
+                        ffn_at=lambda n, act: [MLP(hidden, f.int("intermediate_size"), act=act)] * n)
+
+
+def build_qwen3_5_moe(f: Fields, model_type: str) -> ModelSpec:
+    """Qwen3.5-MoE (``qwen3_5_moe_text``): the split DeltaNet projections, and Qwen3-Next's sparse block
+    (experts plus the gated shared expert) in every layer (no decoder_sparse_step, no mlp_only_layers,
+    no intermediate_size)."""
+    hidden = f.int("hidden_size")
+    return _qwen_hybrid(f, model_type, split_in_proj=True,
+                        ffn_at=lambda n, act: [_qwen_moe(f, hidden, f.int("num_experts"), act)] * n)
 
 
 # ---- Nemotron-H ----------------------------------------------------------------------------------
