@@ -63,13 +63,16 @@ class RopeStyle(StrEnum):
 
 class RouterKind(StrEnum):
     """How a MoE router turns logits into top-k weights: ``softmax`` then top-k (Mixtral, Qwen);
-    ``sigmoid`` scores with a choice bias (DeepSeek V3, GLM-4 MoE); top-k of the logits first, then
-    ``topk_softmax`` (gpt-oss) or ``topk_sigmoid`` (Llama 4)."""
+    ``sigmoid`` scores with a choice bias (DeepSeek V3, GLM-4 MoE, MiniMax-M2); top-k of the logits first,
+    then ``topk_softmax`` (gpt-oss) or ``topk_sigmoid`` (Llama 4); ``sparsemixer`` (PhiMoE): two experts
+    chosen one after the other, each weighted by a softmax over the logits within a relative
+    ``router_jitter_noise`` band of the best remaining one."""
 
     SOFTMAX = "softmax"
     SIGMOID = "sigmoid"
     TOPK_SOFTMAX = "topk_softmax"
     TOPK_SIGMOID = "topk_sigmoid"
+    SPARSEMIXER = "sparsemixer"
 
 
 class GroupScore(StrEnum):
@@ -108,6 +111,7 @@ class Numerics:
     topk_group: int = 1
     group_score: GroupScore = GroupScore.NONE
     score_correction_bias: bool = False  # DeepSeek V3: e_score_correction_bias buffer
+    router_jitter_noise: float = 0.0  # PhiMoE's SparseMixer: the relative band of logits each softmax keeps
     scale_expert_input: bool = False  # Llama 4: the router score scales the expert's input
     glu: GLU = GLU.STANDARD
     swiglu_alpha: float = 1.702

@@ -60,6 +60,8 @@ _MODULES = [(".attention.query_key_value.", ".self_attn.qkv_proj."), (".self_att
             (".feed_forward.", ".mlp."), (".block_sparse_moe.", ".mlp."), (".mlp.shared_experts.", ".mlp.shared_expert.")]
 
 _LAYER = re.compile(r"^model\.layers\.(\d+)\.(.*)$")
+#: StableLM's per-head q/k LayerNorms, one module per head: rows of our (heads, head_dim) q_norm / k_norm
+_HEAD_NORM = re.compile(r"^self_attn\.(q|k)_layernorm\.norms\.(\d+)\.weight$")
 _EXPERT = re.compile(r"^mlp\.experts\.(\d+)\.(gate_proj|up_proj|down_proj|w1|w2|w3)\.weight$")
 
 
@@ -94,11 +96,15 @@ def translate(spec: ModelSpec, hf_name: str, t: torch.Tensor) -> Iterator[tuple[
             and spec.checkpoint.qkv_grouped:
         yield pre + rest, None, _qkv_from_groups(t, mixer)
         return
+    hm = _HEAD_NORM.match(rest)
+    if hm and isinstance(mixer, Attention) and mixer.qk_norm_per_head:
+        yield f"{pre}self_attn.{hm.group(1)}_norm.weight", (int(hm.group(2)),), t
+        return
     if isinstance(ffn, MoE):
         if rest in ("mlp.gate.weight", "mlp.gate.bias"):
             yield pre + rest.replace("mlp.gate.", "mlp.router."), None, t
             return
-        if rest == "mlp.gate.e_score_correction_bias":
+        if rest in ("mlp.gate.e_score_correction_bias", "mlp.e_score_correction_bias"):  # DeepSeek V3; MiniMax-M2
             yield pre + "mlp.router.e_score_correction_bias", None, t
             return
         em = _EXPERT.match(rest)
@@ -169,9 +175,10 @@ def load_tensors(model, items: Iterable[tuple[str, torch.Tensor]], *, strict: bo
             if dst is None:
                 report.ignored.append(hf_name)
                 continue
-            if index is not None and not 0 <= index[0] < dst.shape[0]:  # an expert the config does not have
-                raise ConfigError(f"checkpoint tensor {hf_name} names expert {index[0]}, but {ours} holds "
-                                  f"{dst.shape[0]} experts", "the checkpoint does not match its config.json")
+            if index is not None and not 0 <= index[0] < dst.shape[0]:  # an expert (a head) the config does not have
+                what = "expert" if ".experts." in ours else "head"
+                raise ConfigError(f"checkpoint tensor {hf_name} names {what} {index[0]}, but {ours} holds "
+                                  f"{dst.shape[0]} {what}s", "the checkpoint does not match its config.json")
             view = dst if index is None else dst[index]
             if tuple(view.shape) != tuple(value.shape):
                 raise ConfigError(f"checkpoint tensor {hf_name} has shape {tuple(value.shape)}, but the model's "

@@ -640,6 +640,23 @@ class Experts(nn.Module):
         return torch.zeros_like(x_ND).index_add_(0, tok_A, y_AD)
 
 
+def sparsemixer_top2(s_NE: torch.Tensor, jitter_eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """PhiMoE's SparseMixer at inference (transformers' ``sparsemixer``, not training): the best expert,
+    weighted by a softmax over the logits within a relative band ``2·jitter_eps`` of it, then the best of
+    the rest, weighted the same way over the rest. Computed in the logits' dtype, as there."""
+    out_w, out_i = [], []
+    s = s_NE
+    for _ in range(2):
+        best_N1, idx_N1 = s.max(dim=-1, keepdim=True)
+        factor_NE = s_NE.abs().clamp(min=best_N1)
+        far_NE = (best_N1 - s_NE) / factor_NE > 2 * jitter_eps
+        w_NE = torch.softmax(s.masked_fill(far_NE, float("-inf")), dim=-1)
+        out_w.append(w_NE.gather(-1, idx_N1))
+        out_i.append(idx_N1)
+        s = s.scatter(-1, idx_N1, float("-inf"))  # the chosen expert leaves the second round
+    return torch.cat(out_w, dim=-1), torch.cat(out_i, dim=-1)
+
+
 class SparseMoE(nn.Module):
     """Router, routed experts, optional shared expert(s) (with Qwen's sigmoid gate)."""
 
@@ -657,6 +674,8 @@ class SparseMoE(nn.Module):
     def route(self, logits_NE: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(weights, expert indices), each (N, k), as the family's router computes them."""
         num, k, E = self.num, self.m.num_experts_per_tok, self.m.num_experts
+        if num.router == RouterKind.SPARSEMIXER:  # PhiMoE
+            return sparsemixer_top2(logits_NE, num.router_jitter_noise)
         if num.router in (RouterKind.TOPK_SOFTMAX, RouterKind.TOPK_SIGMOID):  # gpt-oss, Llama 4: top-k of the logits first
             v_Nk, idx_Nk = torch.topk(logits_NE, k, dim=-1)
             w_Nk = torch.softmax(v_Nk, dim=-1) if num.router == RouterKind.TOPK_SOFTMAX else torch.sigmoid(v_Nk.float())

@@ -52,7 +52,11 @@ CASES = {
     "stablelm": dict(BASE, model_type="stablelm", num_key_value_heads=8),
     "stablelm-qkv-bias-qk-layernorm": dict(BASE, model_type="stablelm", use_qkv_bias=True, qk_layernorm=True,
                                            partial_rotary_factor=0.5),
+    # the parallel block: one input LayerNorm, no post_attention_layernorm
+    "stablelm-parallel": dict(BASE, model_type="stablelm", use_parallel_residual=True),
     "phimoe": dict(BASE, model_type="phimoe", num_local_experts=4, num_experts_per_tok=2),
+    "phimoe-lm-head-bias": dict(BASE, model_type="phimoe", num_local_experts=4, num_experts_per_tok=2,
+                                lm_head_bias=True),
     "phimoe-attention-bias": dict(BASE, model_type="phimoe", num_local_experts=4, num_experts_per_tok=2,
                                   attention_bias=True),
     "mixtral": dict(BASE, model_type="mixtral", num_local_experts=4, num_experts_per_tok=2),
@@ -290,15 +294,15 @@ def test_unknown_vision_tower_is_refused():
         parse_config(cfg)
 
 
-def test_stablelm_parallel_residual_is_refused_not_miscounted():
-    """StableLM's parallel block has no post_attention_layernorm; counting it as the sequential block
-    would add 2 x hidden per layer, so the flag is refused until it is modelled."""
+def test_phimoe_routes_exactly_two_experts_and_its_lm_head_bias_is_untied():
+    """transformers' SparseMixer picks two experts whatever num_experts_per_tok says, and a tied lm_head
+    would drop lm_head_bias: both refused with one error rather than counted wrong."""
     from planner.analysis.errors import ConfigError
 
-    assert count_params(parse_config(dict(CASES["stablelm"], use_parallel_residual=False))).total \
-        == hf_param_count(CASES["stablelm"])
-    with pytest.raises(ConfigError, match="use_parallel_residual"):
-        parse_config(dict(CASES["stablelm"], use_parallel_residual=True))
+    with pytest.raises(ConfigError, match="num_experts_per_tok"):
+        parse_config(dict(CASES["phimoe"], num_experts_per_tok=3))
+    with pytest.raises(ConfigError, match="lm_head_bias"):
+        parse_config(dict(CASES["phimoe"], lm_head_bias=True, tie_word_embeddings=True))
 
 
 @pytest.mark.parametrize("name", ["Qwen3.5-27B", "Qwen3.5-35B-A3B"])

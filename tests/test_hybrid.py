@@ -218,8 +218,8 @@ BUNDLED = {
 }
 
 ALL = {**SYNTHETIC, **PUBLISHED, **{k: load_bundled_config(k) for k in BUNDLED}}
-FAMILIES = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "nemotron_h", "jamba", "falcon_h1", "mamba", "falcon_mamba", "mamba2", "bamba",
-            "granitemoehybrid", "lfm2", "phi"}
+FAMILIES = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "nemotron_h", "jamba", "falcon_h1", "mamba",
+            "falcon_mamba", "mamba2", "bamba", "granitemoehybrid", "lfm2", "phi"}
 
 
 def spec_of(cfg):

@@ -95,7 +95,25 @@ TINY["bloom-6-heads"] = dict(TINY["bloom"], hidden_size=48, n_head=6)  # slopes 
 TINY["gpt_neo"] = dict(vocab_size=128, max_position_embeddings=64, hidden_size=64, num_layers=2, num_heads=4,
                        window_size=8, attention_types=[[["global", "local"], 1]], layer_norm_epsilon=1e-5,
                        model_type="gpt_neo", pad_token_id=0)
-MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "gpt_oss", "llama4_text"}
+# StableLM: LayerNorms with bias, qkv bias, per-head q/k LayerNorms, partial rotary (0.25 by default); and the
+# parallel block (use_parallel_residual: no post_attention_layernorm)
+TINY["stablelm"] = dict(NO_EPS, model_type="stablelm", use_qkv_bias=True, qk_layernorm=True, layer_norm_eps=1e-5,
+                        rope_theta=10000.0)
+TINY["stablelm-parallel"] = dict(NO_EPS, model_type="stablelm", use_parallel_residual=True, partial_rotary_factor=0.5,
+                                 layer_norm_eps=1e-5, rope_theta=10000.0)
+# PhiMoE: SparseMixer routing (a wide jitter band, so that its softmax spans several experts), LayerNorms with
+# bias, attention and lm_head biases, longrope scaled by short_mscale
+_LONGROPE = [1.0, 1.1, 1.3, 1.6, 2.0, 2.5, 3.0, 4.0]
+TINY["phimoe"] = dict(BASE, model_type="phimoe", num_local_experts=4, num_experts_per_tok=2, router_jitter_noise=0.3,
+                      attention_bias=True, lm_head_bias=True, sliding_window=8, rope_theta=10000.0,
+                      rope_scaling={"rope_type": "longrope", "short_factor": _LONGROPE,
+                                    "long_factor": [2 * x for x in _LONGROPE], "short_mscale": 1.3, "long_mscale": 1.3,
+                                    "original_max_position_embeddings": 64})
+# MiniMax-M2: q/k RMSNorms over all heads' features, sigmoid router with its correction bias, rotary_dim
+TINY["minimax_m2"] = dict(BASE, model_type="minimax_m2", head_dim=16, num_local_experts=4, num_experts_per_tok=2,
+                          rotary_dim=8, rope_theta=10000.0)
+MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "gpt_oss", "llama4_text", "phimoe",
+       "minimax_m2"}
 
 
 def hf_model(cfg: dict):
@@ -297,7 +315,8 @@ def test_unsupported_mixers_are_refused_clearly(model_id):
 # ---- loading checkpoints -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("family", ["llama", "mixtral", "gpt_neox", "falcon", "deepseek_v3", "qwen2_moe"])
+@pytest.mark.parametrize("family", ["llama", "mixtral", "gpt_neox", "falcon", "deepseek_v3", "qwen2_moe", "stablelm",
+                                    "minimax_m2"])
 def test_load_safetensors_checkpoint(family, tmp_path):
     """save_pretrained writes Hugging Face's on-disk layout (per-expert tensors, fused QKV rows ...);
     load_checkpoint reads it back into our decoder."""
@@ -554,3 +573,13 @@ def test_calibrate_then_verify_qwen_on_cpu():
     assert d["checks"]["params"]["measured"] == 494_032_768
     assert d["hardware"]["name"] == "cal1" and "last calibration" in d["hardware_choice"]
     assert d["device"]["threads"] == 1 and d["timing"]["steps"] == 4
+
+
+def test_gated_deltanet_layers_are_refused_clearly():
+    """Qwen3.5's (and Qwen3-Next's) Gated DeltaNet layers have no torch decoder here yet: one clear error,
+    never a decoder that runs them as something else."""
+    from tests.test_hybrid import QWEN35_REAL
+
+    spec = parse_config(QWEN35_REAL["Qwen3.5-35B-A3B"])
+    with pytest.raises(RuntimeUnavailableError, match="does not support Gated DeltaNet layers yet"):
+        build_decoder(spec, device="meta")

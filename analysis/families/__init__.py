@@ -79,17 +79,19 @@ REGISTRY: dict[str, Family] = {
     "glm4_moe": Traits(qkv_bias="attention_bias", o_bias=False, mlp_bias=False, moe="deepseek", qk_norm="head",
                        qk_norm_key="use_qk_norm"),
     # MiniMax-M2: q/k RMSNorms over all heads' features, always; sigmoid router (its score-correction
-    # bias is a buffer, not a parameter)
+    # bias is a buffer, not a parameter; the top-k weights renormalised, never scaled)
     "minimax_m2": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, qk_norm="full", windows="none", moe="mixtral",
                          router=RouterKind.SIGMOID),
-    # StableLM: LayerNorms with bias, qkv bias by use_qkv_bias, per-head q/k LayerNorms by qk_layernorm
+    # StableLM: LayerNorms with bias, qkv bias by use_qkv_bias, per-head q/k LayerNorms by qk_layernorm;
+    # use_parallel_residual: x + attn(ln(x)) + mlp(ln(x)), with no post_attention_layernorm
     "stablelm": Traits(qkv_bias="use_qkv_bias", o_bias=False, mlp_bias=False, norm_kind=NormKind.LAYER,
                        qk_norm="full", qk_norm_key="qk_layernorm", qk_norm_per_head=True, windows="none",
-                       # the parallel block has no post_attention_layernorm: not modelled yet
-                       unsupported_if_true=("use_parallel_residual",)),
-    # PhiMoE: LayerNorms with bias, all four attention projections biased by attention_bias
+                       parallel_key="use_parallel_residual", rotary_default=0.25),
+    # PhiMoE: LayerNorms with bias, all four attention projections biased by attention_bias, lm_head bias by
+    # lm_head_bias; SparseMixer routing (two experts); longrope scaled by short_mscale
     "phimoe": Traits(qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias=False, norm_kind=NormKind.LAYER,
-                     windows="all", moe="mixtral"),
+                     windows="all", moe="mixtral", router=RouterKind.SPARSEMIXER, lm_head_bias="lm_head_bias",
+                     longrope_mscale=True),
     "starcoder2": Traits(qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias", bias_default=True,
                          norm_kind=NormKind.LAYER, gated=False, act_default="gelu_pytorch_tanh", windows="all"),
     # ---- families with their own builder ----

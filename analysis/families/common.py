@@ -41,13 +41,17 @@ class Traits:
     sinks: bool = False
     intermediate_default: int | None = None
     unsupported_if_true: tuple[str, ...] = ()  # config flags whose true value changes the block in a way not modelled
+    parallel_key: str | None = None  # StableLM: a flag for the parallel block (one input norm feeds attention and MLP)
+    lm_head_bias: str | bool = False  # a config key (PhiMoE's lm_head_bias), or a fixed value
+    longrope_mscale: bool = False  # PhiMoE: longrope's cos/sin scaled by the config's short_mscale
+    rotary_default: float = 1.0  # partial_rotary_factor when the config has none (StableLM: 0.25)
 
 
     # numerics and layout switches (what transformers' modeling file does differently)
     rope_style: RopeStyle = RopeStyle.HALF
     norm_topk_default: bool = True  # norm_topk_prob when neither config nor class default says
     norm_topk_fixed: bool | None = None  # the modeling code ignores norm_topk_prob (Qwen3-VL-MoE always renormalises)
-    router: RouterKind = RouterKind.SOFTMAX
+    router: RouterKind = RouterKind.SOFTMAX  # SIGMOID: MiniMax-M2's (bias for the choice, renormalised, unscaled)
     nope_layers: bool = False  # no_rope_layers / no_rope_layer_interval (Llama 4, SmolLM3)
     chunked_rope_layers: bool = False  # Llama 4: chunked attention on the RoPE layers, NoPE global layers
     nope_global_with_sliding: bool = False  # EXAONE 4: with sliding layers present, global layers skip RoPE
@@ -157,6 +161,20 @@ def read_rope(f: Fields, head_dim: int) -> tuple[float, int, tuple]:
             src = src.get("full_attention", {})
         items = tuple(sorted((str(k), v) for k, v in src.items() if isinstance(v, (int, float, str, bool)) or v is None))
     return theta, rotary_dim, items
+
+
+def read_rotary(f: Fields, head_dim: int, default_factor: float = 1.0) -> tuple[float, int, tuple]:
+    """``read_rope`` with the family's default ``partial_rotary_factor`` when the config gives none
+    (transformers sets it in the config class: 0.25 for StableLM and Qwen3-Next, 0.5 for Phi)."""
+    theta, rotary_dim, scaling = read_rope(f, head_dim)
+    given = any(f.has(k) for k in ("partial_rotary_factor", "rotary_pct", "rotary_dim"))
+    for block in (f.raw("rope_parameters"), f.raw("rope_scaling")):
+        if isinstance(block, dict) and "partial_rotary_factor" in block:
+            given = True
+    if not given and default_factor != 1.0:
+        rotary_dim = f.derived("rotary_dim", int(head_dim * default_factor),
+                               f"absent partial_rotary_factor: the family's {default_factor}")
+    return theta, rotary_dim, scaling
 
 
 def read_windows(f: Fields, n_layers: int, policy: str) -> list[tuple[int | None, int | None]]:

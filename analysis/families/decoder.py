@@ -15,7 +15,7 @@ from ..fields import MAX_LAYERS, REQUIRED, Fields
 from ..spec import (GLU, MLP, Attention, ExpertLayout, GroupScore, Layer, ModelSpec, MoE, Norm, NormKind, Numerics,
                     PlacedNorm, RouterKind)
 from .common import (Traits, mtp_extra, mtp_layers, opt_float, pre_norms, read_act, read_core, read_eps, read_flag,
-                     read_no_rope, read_rope, read_routing, read_tie, read_windows)
+                     read_no_rope, read_rotary, read_routing, read_tie, read_windows)
 
 
 def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> ModelSpec:
@@ -24,7 +24,7 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
             raise f.error(key, f"is true: {model_type} with this option is not supported (its count would be wrong)")
     c = read_core(f, t)
     hidden, n_layers, heads, kv, hd, vocab = c["hidden"], c["layers"], c["heads"], c["kv"], c["head_dim"], c["vocab"]
-    theta, rotary_dim, scaling = read_rope(f, hd)
+    theta, rotary_dim, scaling = read_rotary(f, hd, t.rotary_default)
     qkv_bias = read_flag(f, t.qkv_bias, t.bias_default)
     o_bias = read_flag(f, t.o_bias, t.bias_default)
     mlp_bias = read_flag(f, t.mlp_bias, False)
@@ -55,6 +55,8 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
         default_inter = REQUIRED
     intermediate = f.int("intermediate_size", default_inter)
     moe_at, make_moe, dense_intermediate = moe_plan(f, t, hidden, n_layers, intermediate, act)
+    # StableLM's parallel block: x + attn(ln(x)) + mlp(ln(x)), one input LayerNorm and no other
+    parallel = t.parallel_key is not None and f.bool(t.parallel_key, False)
 
     layers = []
     for i in range(n_layers):
@@ -81,13 +83,20 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
         elif t.norms == "post":
             norms = (PlacedNorm("post_attention_layernorm", "post_mixer", norm()),
                      PlacedNorm("post_feedforward_layernorm", "post_ffn", norm()))
+        elif parallel:
+            norms = (PlacedNorm("input_layernorm", "pre_mixer", norm()),)
         else:
             norms = pre_norms(norm)
-        layers.append(Layer(attn, ffn, norms))
+        layers.append(Layer(attn, ffn, norms, parallel=parallel))
     tie = read_tie(f, t.tie_default)
+    lm_head_bias = read_flag(f, t.lm_head_bias, False)
+    if tie and lm_head_bias:
+        raise f.error("lm_head_bias", "is true with tied embeddings: the tied head's bias is not modelled")
+    if t.longrope_mscale:
+        scaling = longrope_mscale(scaling)
     spec = ModelSpec(
         model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=tuple(layers), tie_word_embeddings=tie,
-        final_norm=norm(), hidden_act=act, norm_eps=read_eps(f), norm_offset=t.norm_offset,
+        lm_head_bias=lm_head_bias, final_norm=norm(), hidden_act=act, norm_eps=read_eps(f), norm_offset=t.norm_offset,
         embedding_multiplier=hidden ** 0.5 if t.embed_scale else 1.0, rope_scaling=scaling,
         attn_logit_softcapping=opt_float(f, "attn_logit_softcapping"),
         final_logit_softcapping=opt_float(f, "final_logit_softcapping"),
@@ -101,6 +110,17 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
     return spec
 
 
+
+
+def longrope_mscale(scaling: tuple) -> tuple:
+    """PhiMoE's rotary embedding scales cos and sin by the config's ``short_mscale`` (``long_mscale`` once
+    the sequence passes original_max_position_embeddings; the published configs set both equal) where
+    Phi-3's longrope derives the factor: pass it on as longrope's ``attention_factor``."""
+    items = dict(scaling)
+    kind = items.get("rope_type") or items.get("type")
+    if kind in ("longrope", "su") and items.get("attention_factor") is None and items.get("short_mscale") is not None:
+        items["attention_factor"] = items["short_mscale"]
+    return tuple(sorted(items.items()))
 
 
 def local_theta(f: Fields, t: Traits, window: int | None, theta: float) -> float:
@@ -197,6 +217,15 @@ def read_numerics(f: Fields, t: Traits, hidden: int) -> Numerics:
                   swiglu_limit=f.float("swiglu_limit", 7.0))
     elif t.llama4:
         kw.update(router=RouterKind.TOPK_SIGMOID, scale_expert_input=True)
+    elif t.router == RouterKind.SPARSEMIXER:
+        # PhiMoE (transformers' sparsemixer at inference): exactly two experts, whatever num_experts_per_tok says
+        if f.int("num_experts_per_tok", 2) != 2:
+            raise f.error("num_experts_per_tok", "must be 2: PhiMoE's SparseMixer routes exactly two experts")
+        kw.update(router=RouterKind.SPARSEMIXER, router_jitter_noise=f.float("router_jitter_noise", 0.01))
+    elif t.router == RouterKind.SIGMOID:
+        # MiniMax-M2: sigmoid scores, e_score_correction_bias for the choice only, the top-k renormalised, no
+        # scaling; transformers reads no routing field (norm_topk_prob, routed_scaling_factor) for it
+        kw.update(router=RouterKind.SIGMOID, norm_topk_prob=True, score_correction_bias=True)
     elif t.moe is not None:
         kw.update(read_routing(f, t.router, norm_default=t.norm_topk_default, norm_fixed=t.norm_topk_fixed))
     if t.llama4:

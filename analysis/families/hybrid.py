@@ -50,7 +50,7 @@ from ..spec import (
     PlacedNorm,
     ShortConv,
 )
-from .common import Traits, pre_norms, read_act, read_eps, read_head_dim, read_rope, read_tie
+from .common import Traits, pre_norms, read_act, read_eps, read_head_dim, read_rope, read_rotary, read_tie
 
 # ---- shared readers ------------------------------------------------------------------------------
 
@@ -70,19 +70,6 @@ def _check_heads(f: Fields, heads: int, kv: int) -> None:
         raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
 
 
-def _rotary(f: Fields, head_dim: int, default_factor: float) -> tuple[float, int, tuple]:
-    """``read_rope`` with the family's default ``partial_rotary_factor`` when the config has none."""
-    theta, rotary_dim, scaling = read_rope(f, head_dim)
-    given = any(f.has(k) for k in ("partial_rotary_factor", "rotary_pct", "rotary_dim"))
-    for block in (f.raw("rope_parameters"), f.raw("rope_scaling")):
-        if isinstance(block, dict) and "partial_rotary_factor" in block:
-            given = True
-    if not given and default_factor != 1.0:
-        rotary_dim = f.derived("rotary_dim", int(head_dim * default_factor),
-                               f"absent partial_rotary_factor: the family's {default_factor}")
-    return theta, rotary_dim, scaling
-
-
 def read_attention(f: Fields, hidden: int, *, bias: bool, rope: bool = True, rotary_default: float = 1.0,
                    rotary_fixed: float | None = None, qk_norm_dim: int | None = None, qk_norm_bias: bool = False,
                    output_gate: bool = False, head_dim: int | None = None) -> Attention:
@@ -96,7 +83,7 @@ def read_attention(f: Fields, hidden: int, *, bias: bool, rope: bool = True, rot
     hd = head_dim if head_dim is not None else read_head_dim(f, hidden, heads)
     theta, rotary_dim = 10000.0, 0
     if rope:
-        theta, rotary_dim, _ = _rotary(f, hd, rotary_default)
+        theta, rotary_dim, _ = read_rotary(f, hd, rotary_default)
         if rotary_fixed is not None:
             rotary_dim = f.derived("rotary_dim", int(hd * rotary_fixed),
                                    f"partial_rotary_factor fixed at {rotary_fixed} by transformers")
