@@ -90,7 +90,8 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
     if not isinstance(cfg, dict):
         raise ConfigError(f"{where}: expected a JSON object of config fields, got {type(cfg).__name__}")
     caveats: list[str] = []
-    if cfg.get("model_type") in FLAT_TEXT_WRAPPERS and cfg.get("text_config") is None:
+    flat = isinstance(cfg.get("model_type"), str) and cfg["model_type"] in FLAT_TEXT_WRAPPERS  # (a list: refused below)
+    if flat and cfg.get("text_config") is None:
         # a flat hub config (Qwen2-VL, Qwen2.5-VL): the language model's fields sit beside vision_config
         cfg = dict(cfg, text_config={k: v for k, v in cfg.items() if k not in ("model_type", "vision_config")})
     top = cfg

@@ -522,6 +522,12 @@ def test_huge_integers_in_json_and_yaml(tmp_path):
     err("hardware", "show", str(yaml_path), fragments=["gpu.yaml"])
 
 
+def test_model_type_of_the_wrong_type(tmp_path):
+    """The fuzz's find: a list as model_type met the flat-wrapper lookup (unhashable) before its type check."""
+    path = _cfg(tmp_path, model_type=[])
+    err("analyze", path, fragments=["model_type", "must be a string"])
+
+
 @pytest.mark.parametrize("value", ["1e400 TFLOP/s", "1e999999999 TFLOP/s", "1e-999999999 TFLOP/s"])
 def test_absurd_exponents_in_units_are_quick_errors(tmp_path, value):
     path = write(tmp_path / "gpu.yaml", PROFILE.replace("100 TFLOP/s", value))
