@@ -274,8 +274,11 @@ def main(argv=None) -> int:
             continue
         a = [abs(err(shipped[p.id], p.value)) for p in ps if shipped[p.id] is not None]
         b = [abs(err(held[p.id], p.value)) for p in ps if held[p.id] is not None]
-        print(f"{q:22} {len(ps):>3} {statistics.median(a) if a else float('nan'):>21.1%} {len(b):>10} "
-              f"{statistics.median(b) if b else float('nan'):>22.1%} {max(b) if b else float('nan'):>19.1%}")
+        def pc(xs, agg):  # "-" where no point is left to score (all are training points)
+            return f"{agg(xs):.1%}" if xs else "-"
+
+        print(f"{q:22} {len(ps):>3} {pc(a, statistics.median):>21} {len(b):>10} "
+              f"{pc(b, statistics.median):>22} {pc(b, max):>19}")
     allfit = fit(order, start_params(order))
     print()
     print("factors fitted on all points (device factors are global; step, launch and request overheads per engine):")
