@@ -21,7 +21,7 @@ import torch
 
 from planner.analysis.errors import OptionError
 from planner.analysis.kv import layer_cap
-from planner.analysis.spec import MLA, Attention, ModelSpec
+from planner.analysis.spec import MLA, Attention, GatedDeltaNet, ModelSpec
 
 
 class AttentionKV:
@@ -83,6 +83,23 @@ class LatentKV:
         return self.lat_BCX[:, :end], kpos_S
 
 
+class DeltaNetState:
+    """A Gated DeltaNet layer's per-sequence state: the conv window, the last ``kernel - 1`` inputs of
+    every conv channel (B, X, W-1), and the recurrent state (B, Hv, dk, dv): ``analysis.kv``'s
+    ``state_bytes``. The mixer updates both in place; a step at position 0 starts from zeros."""
+
+    def __init__(self, m: GatedDeltaNet, batch: int, capacity: int, dtype, device):
+        self.capacity = capacity
+        self.conv_BXW = torch.zeros(batch, m.conv_dim, m.conv_kernel - 1, dtype=dtype, device=device)
+        self.state_BHde = torch.zeros(batch, m.num_v_heads, m.head_k_dim, m.head_v_dim, dtype=dtype, device=device)
+
+    def tensors(self) -> list[torch.Tensor]:
+        return [self.conv_BXW, self.state_BHde]
+
+    def check(self, pos0: int, tokens: int) -> None:
+        _check(pos0 + tokens, self.capacity)
+
+
 def _check(end: int, capacity: int) -> None:
     if end > capacity:
         raise OptionError(f"position {end - 1} is beyond the KV cache's capacity of {capacity} tokens",
@@ -90,8 +107,8 @@ def _check(end: int, capacity: int) -> None:
 
 
 class KVCache:
-    """One ``AttentionKV`` / ``LatentKV`` per layer (None for layers without a cache). ``only``: the
-    layers this cache holds (a pipeline stage's, ``runtime.pipeline``); the others are None."""
+    """One ``AttentionKV`` / ``LatentKV`` / ``DeltaNetState`` per layer (None for layers without a cache).
+    ``only``: the layers this cache holds (a pipeline stage's, ``runtime.pipeline``); the others are None."""
 
     def __init__(self, spec: ModelSpec, batch: int, capacity: int, dtype=torch.float32, device="cpu",
                  only: range | None = None):
@@ -107,6 +124,8 @@ class KVCache:
                 self.layers.append(AttentionKV(m, batch, capacity, dtype, device))
             elif isinstance(m, MLA):
                 self.layers.append(LatentKV(m, batch, capacity, dtype, device))
+            elif isinstance(m, GatedDeltaNet):
+                self.layers.append(DeltaNetState(m, batch, capacity, dtype, device))
             else:
                 self.layers.append(None)
 

@@ -5,8 +5,9 @@ StarCoder2, Mixtral, Qwen-MoE, DeepSeek V2/V3 MLA, gpt-oss, Llama 4 ...) is this
 the spec's fields: norms and where they sit, biases, fused projections, RoPE (theta, scaling,
 partial rotary), GQA/MQA/MHA, sliding and chunked windows, q/k norms, logit soft-capping, attention
 sinks, gated and plain MLPs, parallel residuals, tied embeddings, MoE with top-k routing and shared
-experts, and MLA with its compressed cache. Parameter names are the spec's tensor names, so
-``state_dict()`` lines up with ``spec.tensors()`` one to one.
+experts, MLA with its compressed cache, and the Gated DeltaNet layers (with their conv and recurrent
+state) of Qwen3-Next and Qwen3.5 beside their gated attention. Parameter names are the spec's tensor
+names, so ``state_dict()`` lines up with ``spec.tensors()`` one to one.
 
 The arithmetic matches ``analysis.trace``'s conventions, so that ``FlopCounterMode`` over a decode step
 equals the trace's matmul FLOPs exactly: attention runs over a slice of exactly the keys a query sees
@@ -41,7 +42,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from planner.analysis.errors import RuntimeUnavailableError, UnsupportedModelError
-from planner.analysis.spec import (GLU, MLA, MLP, Attention, GatedDeltaNet, GroupScore, Layer, Mamba, ModelSpec, MoE,
+from planner.analysis.spec import (GLU, MLA, MLP, Attention, GatedAttention, GatedDeltaNet, GroupScore, Layer, Mamba, ModelSpec, MoE,
                                    Norm, NormKind, Numerics, RopeStyle, RouterKind)
 
 # ---- profiler regions: the trace's op kinds --------------------------------------------------------
@@ -63,11 +64,12 @@ def check_supported(spec: ModelSpec) -> None:
         m = layer.mixer
         if isinstance(m, Mamba):
             raise RuntimeUnavailableError(f"verify does not support Mamba layers yet (layer {i} of {spec.label})",
-                                          "analyze and trace work for this model; the torch runtime covers attention and MLA")
-        if isinstance(m, GatedDeltaNet):
-            raise RuntimeUnavailableError(f"verify does not support Gated DeltaNet layers yet (layer {i} of {spec.label})",
-                                          "analyze and trace work for this model; the torch runtime covers attention and MLA")
-        if m is not None and not isinstance(m, (Attention, MLA)):
+                                          "analyze and trace work for this model; the torch runtime covers "
+                                          "attention, MLA and Gated DeltaNet")
+        if isinstance(m, GatedAttention) and m.qk_norm_bias:
+            raise RuntimeUnavailableError(f"verify does not support q/k LayerNorms with bias yet (layer {i} of {spec.label})",
+                                          "analyze and trace work for this model")
+        if m is not None and not isinstance(m, (Attention, MLA, GatedDeltaNet)):
             raise RuntimeUnavailableError(f"verify does not support {type(m).__name__} layers (layer {i})")
     if spec.position_embeddings and spec.max_position_embeddings is None:
         raise RuntimeUnavailableError("learned position embeddings without max_position_embeddings")
@@ -305,10 +307,12 @@ class SelfAttention(nn.Module):
         super().__init__()
         self.m, self.num = m, num
         D, H, K = m.hidden_size, m.num_attention_heads, m.num_key_value_heads
+        # Qwen3-Next / Qwen3.5: q_proj also emits a gate per query feature, per head [q (d) | gate (d)]
+        self.gated = isinstance(m, GatedAttention) and m.output_gate  # (never fused: GatedAttention refuses it)
         if m.fused_qkv:
             self.qkv_proj = linear(D, m.q_dim + m.k_dim + m.v_dim, m.q_bias or m.k_bias or m.v_bias, dtype)
         else:
-            self.q_proj = linear(D, m.q_dim, m.q_bias, dtype)
+            self.q_proj = linear(D, 2 * m.q_dim if self.gated else m.q_dim, m.q_bias, dtype)
             self.k_proj = linear(D, m.k_dim, m.k_bias, dtype)
             self.v_proj = linear(D, m.v_dim, m.v_bias, dtype)
         self.o_proj = linear(m.o_in, D, m.o_bias, dtype)
@@ -352,6 +356,10 @@ class SelfAttention(nn.Module):
                 q, k, v = self.qkv_proj(x_BTD).split([m.q_dim, m.k_dim, m.v_dim], dim=-1)
             else:
                 q, k, v = self.q_proj(x_BTD), self.k_proj(x_BTD), self.v_proj(x_BTD)
+        gate = None
+        if self.gated:  # (B, T, H, 2d) -> q and the gate, each (B, T, H·d)
+            q, gate = q.view(B, T, H, 2 * d).chunk(2, dim=-1)
+            q, gate = q.reshape(B, T, H * d), gate.reshape(B, T, H * d)
         if m.q_norm_dim and m.q_norm_dim != d and not m.qk_norm_per_head:  # OLMo 2: one norm over all heads' features
             q, k = self.q_norm(q), self.k_norm(k)
         q_BTHd, k_BTKd, v_BTKe = q.view(B, T, H, d), k.view(B, T, K, d), v.view(B, T, K, e)
@@ -385,8 +393,12 @@ class SelfAttention(nn.Module):
                 kp_S = kpos_S if kpos_S is not None else (pos_T if cache is None else torch.arange(S, device=pos_T.device))
                 bias = self.alibi.slopes[:, None] * kp_S.float()[None, :]  # (H, S)
             out_BTHe = self.attend(q_BTHd, keys_BKSd, vals_BKSe, mask_TS, bias)
+        out = out_BTHe.reshape(B, T, H * e)
+        if gate is not None:
+            with region("elementwise"):
+                out = out * torch.sigmoid(gate)
         with region("matmul"):
-            return self.o_proj(out_BTHe.reshape(B, T, H * e))
+            return self.o_proj(out)
 
     def attend(self, q_BTHd, keys_BKSd, vals_BKSe, mask_TS, bias_HS=None):
         B, T = q_BTHd.shape[:2]
@@ -526,6 +538,113 @@ class LatentAttention(nn.Module):
             out_BHTe = F.scaled_dot_product_attention(q_BHTd, k_BHSd, v_BSHe.transpose(1, 2), attn_mask=mask_TS,
                                                       scale=self.scale)
         return out_BHTe.transpose(1, 2)  # (B, T, H, e)
+
+
+# ---- Gated DeltaNet (Qwen3-Next, Qwen3.5 linear-attention layers) ---------------------------------
+
+
+class DeltaNetMixer(nn.Module):
+    """Gated DeltaNet, recurrent form (transformers' ``torch_recurrent_gated_delta_rule``), exact for
+    prefill and decode alike: projections to q, k, v (through a depthwise causal conv + SiLU), the output
+    gate z, the write strength β = sigmoid(b) and the decay g = -exp(A_log)·softplus(a + dt_bias); per
+    token and v-head with state S (dk × dv): S ← exp(g)·S; δ = β·(v - kᵀS); S ← S + k ⊗ δ; o = qᵀS
+    (q, k L2-normalised, q scaled by dk^-½; k-heads shared by Hv/Hk v-heads); o is RMS-normalised over
+    dv, times silu(z), then ``out_proj``. The three products are matmuls (6·dk·dv FLOPs per v-head and
+    token, the trace's ``delta_rule``); the conv is ``F.conv1d`` over the kept ``kernel - 1`` inputs and
+    the new ones (2·conv_dim·kernel per token). The state and the arithmetic of the rule are fp32.
+
+    Extra suffixes: Hk / Hv k- and v-heads, dk / dv their widths, X conv channels (2·Hk·dk + Hv·dv),
+    W conv kernel."""
+
+    def __init__(self, m: GatedDeltaNet, spec: ModelSpec, notes: list[str], dtype):
+        super().__init__()
+        self.m = m
+        D = m.hidden_size
+        for name, rows in m.in_projections():
+            self.add_module(name, linear(D, rows, False, dtype))
+        self.conv1d = nn.Conv1d(m.conv_dim, m.conv_dim, m.conv_kernel, groups=m.conv_dim, bias=False, dtype=dtype)
+        self.dt_bias = nn.Parameter(torch.empty(m.num_v_heads, dtype=dtype))
+        self.A_log = nn.Parameter(torch.empty(m.num_v_heads, dtype=dtype))
+        self.norm = GatedRMSNorm(m.head_v_dim, spec.norm_eps, dtype=dtype)
+        self.out_proj = linear(m.value_dim, D, False, dtype)
+        self.act = activation(spec.hidden_act, notes)
+
+    def project(self, x_BTD):
+        """q·k·v (B, T, X) in the conv's channel order, z (B, T, Hv, dv), b and a (B, T, Hv)."""
+        m = self.m
+        B, T, _ = x_BTD.shape
+        Hk, Hv, dk, dv = m.num_k_heads, m.num_v_heads, m.head_k_dim, m.head_v_dim
+        with region("matmul"):
+            if m.split_in_proj:  # Qwen3.5
+                return (self.in_proj_qkv(x_BTD), self.in_proj_z(x_BTD).view(B, T, Hv, dv), self.in_proj_b(x_BTD),
+                        self.in_proj_a(x_BTD))
+            qkvz, ba = self.in_proj_qkvz(x_BTD), self.in_proj_ba(x_BTD)
+        # Qwen3-Next: rows grouped per k-head: [q (dk) | k (dk) | v (G·dv) | z (G·dv)] and [b (G) | a (G)], G = Hv/Hk
+        G = Hv // Hk
+        q, k, v, z = qkvz.view(B, T, Hk, 2 * dk + 2 * G * dv).split([dk, dk, G * dv, G * dv], dim=-1)
+        b, a = ba.view(B, T, Hk, 2 * G).split([G, G], dim=-1)
+        qkv = torch.cat((q.reshape(B, T, -1), k.reshape(B, T, -1), v.reshape(B, T, -1)), dim=-1)
+        return qkv, z.reshape(B, T, Hv, dv), b.reshape(B, T, Hv), a.reshape(B, T, Hv)
+
+    def forward(self, x_BTD, pos_T, pos0: int, cache):
+        m = self.m
+        B, T, _ = x_BTD.shape
+        Hk, Hv, dk, dv, W = m.num_k_heads, m.num_v_heads, m.head_k_dim, m.head_v_dim, m.conv_kernel
+        qkv_BTX, z_BTHe, b_BTH, a_BTH = self.project(x_BTD)
+        X = qkv_BTX.shape[-1]
+        fresh = cache is None or pos0 == 0  # a prompt starts from a zero state
+        if cache is not None:
+            cache.check(pos0, T)
+        with region("conv"):
+            past_BXW = qkv_BTX.new_zeros(B, X, W - 1) if fresh else cache.conv_BXW
+            seq_BXS = torch.cat((past_BXW, qkv_BTX.transpose(1, 2)), dim=-1)  # S = W - 1 + T
+            y_BXT = self.act(F.conv1d(seq_BXS, self.conv1d.weight, None, groups=X))
+            if cache is not None:
+                cache.conv_BXW.copy_(seq_BXS[:, :, -(W - 1):])
+        q, k, v = y_BXT.transpose(1, 2).split([Hk * dk, Hk * dk, Hv * dv], dim=-1)
+        with region("scan"):
+            G = Hv // Hk
+            # (B, T, Hk, dk) -> (B, Hv, T, dk): each k-head serves G consecutive v-heads
+            q_BHTd = _l2(q.reshape(B, T, Hk, dk).float()).repeat_interleave(G, dim=2).transpose(1, 2) * dk ** -0.5
+            k_BHTd = _l2(k.reshape(B, T, Hk, dk).float()).repeat_interleave(G, dim=2).transpose(1, 2)
+            v_BHTe = v.reshape(B, T, Hv, dv).float().transpose(1, 2)
+            beta_BHT = torch.sigmoid(b_BTH).float().transpose(1, 2)
+            g_BHT = (-self.A_log.float().exp() * F.softplus(a_BTH.float() + self.dt_bias)).transpose(1, 2)
+            S_BHde = x_BTD.new_zeros(B, Hv, dk, dv, dtype=torch.float32) if fresh else cache.state_BHde.float()
+            o_BHTe = torch.empty_like(v_BHTe)
+            for t in range(T):
+                S_BHde = S_BHde * g_BHT[:, :, t].exp()[..., None, None]
+                k_BH1d = k_BHTd[:, :, t:t + 1]
+                kS_BH1e = torch.matmul(k_BH1d, S_BHde)  # kᵀS: 2·dk·dv per v-head
+                delta_BH1e = (v_BHTe[:, :, t:t + 1] - kS_BH1e) * beta_BHT[:, :, t, None, None]
+                S_BHde = S_BHde + torch.matmul(k_BH1d.transpose(-1, -2), delta_BH1e)  # k ⊗ δ: 2·dk·dv
+                o_BHTe[:, :, t:t + 1] = torch.matmul(q_BHTd[:, :, t:t + 1], S_BHde)  # qᵀS: 2·dk·dv
+            if cache is not None:
+                cache.state_BHde.copy_(S_BHde)
+        o_BTHe = o_BHTe.transpose(1, 2).to(x_BTD.dtype)
+        y = self.norm(o_BTHe, z_BTHe).reshape(B, T, Hv * dv)
+        with region("matmul"):
+            return self.out_proj(y)
+
+
+def _l2(x, eps: float = 1e-6):
+    """The FLA library's l2norm (transformers' ``l2norm``): x / sqrt(Σx² + eps)."""
+    return x * torch.rsqrt((x * x).sum(dim=-1, keepdim=True) + eps)
+
+
+class GatedRMSNorm(nn.Module):
+    """RMSNorm over the last dim (fp32), scaled by its weight, times silu(gate) (Qwen3-Next's RMSNormGated)."""
+
+    def __init__(self, dim: int, eps: float, dtype=None):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.empty(dim, dtype=dtype))
+
+    def forward(self, x, gate):
+        with region("norm"):
+            x32 = x.float()
+            y = self.weight * (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)).to(x.dtype)
+            return (y * F.silu(gate.float())).to(x.dtype)
 
 
 # ---- feed-forward --------------------------------------------------------------------------------
@@ -738,10 +857,13 @@ class Block(nn.Module):
             self.add_module(p.name, make_norm(p.norm, spec, dtype))
             self.roles[p.role] = p.name
         m = layer.mixer
+        self.mixer_name = "mixer" if isinstance(m, GatedDeltaNet) else "self_attn"  # the spec's tensor names
         if isinstance(m, Attention):
             self.self_attn = SelfAttention(m, spec, num, notes, dtype)
         elif isinstance(m, MLA):
             self.self_attn = LatentAttention(m, spec, num, notes, dtype)
+        elif isinstance(m, GatedDeltaNet):
+            self.mixer = DeltaNetMixer(m, spec, notes, dtype)
         if isinstance(layer.ffn, MoE):
             self.mlp = SparseMoE(layer.ffn, num, notes, dtype)
         elif isinstance(layer.ffn, MLP):
@@ -755,12 +877,13 @@ class Block(nn.Module):
         r = self.num.residual_multiplier
         if self.layer.parallel:  # GPT-NeoX, Falcon: mixer and FFN read the same input
             h = self.norm("pre_mixer", x_BTD)
-            a = self.norm("post_mixer", self.self_attn(h, pos_T, pos0, cache))
+            a = self.norm("post_mixer", getattr(self, self.mixer_name)(h, pos_T, pos0, cache))
             f = self.norm("post_ffn", self.mlp(self.norm("pre_ffn", x_BTD) if "pre_ffn" in self.roles else h))
             with region("elementwise"):
                 return x_BTD + a + f
         if self.layer.mixer is not None:
-            a = self.norm("post_mixer", self.self_attn(self.norm("pre_mixer", x_BTD), pos_T, pos0, cache))
+            mix = getattr(self, self.mixer_name)
+            a = self.norm("post_mixer", mix(self.norm("pre_mixer", x_BTD), pos_T, pos0, cache))
             with region("elementwise"):
                 x_BTD = x_BTD + a * r if r != 1.0 else x_BTD + a
         if self.layer.ffn is not None:
@@ -898,7 +1021,7 @@ def init_random_(model: Decoder, seed: int = 0, std: float = 0.02) -> None:
     for name, p in unique_parameters(model):
         mod_name = name.rsplit(".", 1)[0]
         mod = model.get_submodule(mod_name) if mod_name else model
-        if isinstance(mod, (RMSNorm, LayerNorm, HeadLayerNorm)):
+        if isinstance(mod, (RMSNorm, LayerNorm, HeadLayerNorm, GatedRMSNorm)):
             if name.endswith(".bias"):
                 p.zero_()
             else:

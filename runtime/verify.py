@@ -545,7 +545,10 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
     ops = step_ops(spec, fmt, kvd, batch=B, new_tokens=1, cached_tokens=C)
     totals = Totals.of(ops)
     weights_bytes = fmt.bytes_of(spec.tensors())
-    kv_bytes = kvc.bytes_per_sequence(capacity) * B
+    def cache_bytes_at(tokens: int) -> int:  # per sequence: K/V of the tokens, and the recurrent layers' fixed state
+        return kvc.bytes_per_sequence(tokens) + kvc.state_bytes_per_sequence
+
+    kv_bytes = cache_bytes_at(capacity) * B
 
     name = device_name(device)
     hw, hw_reason = choose_profile(opts.hardware, dev_type, name, total_memory_bytes(device))
@@ -569,7 +572,7 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
     # -- memory guard, before any allocation ----------------------------------------------------------
     free = free_memory_bytes(device)
     margin = 512 * 2**20 if dev_type == "cuda" else max(GiB, free // 10)
-    memory_guard(weights_bytes=weights_bytes, kv_bytes_at=kvc.bytes_per_sequence, batch=B, context=C,
+    memory_guard(weights_bytes=weights_bytes, kv_bytes_at=cache_bytes_at, batch=B, context=C,
                  workspace=workspace_bytes(ops, B, spec.vocab_size, tdtype.itemsize), free_bytes=free,
                  device=dev_type, margin_bytes=margin)
 

@@ -112,8 +112,17 @@ TINY["phimoe"] = dict(BASE, model_type="phimoe", num_local_experts=4, num_expert
 # MiniMax-M2: q/k RMSNorms over all heads' features, sigmoid router with its correction bias, rotary_dim
 TINY["minimax_m2"] = dict(BASE, model_type="minimax_m2", head_dim=16, num_local_experts=4, num_experts_per_tok=2,
                           rotary_dim=8, rope_theta=10000.0)
+# Gated DeltaNet hybrids: layer 0 linear attention, layer 1 gated full attention (partial RoPE 0.25)
+_GDN = dict(BASE, head_dim=16, full_attention_interval=2, linear_num_key_heads=2, linear_num_value_heads=4,
+            linear_key_head_dim=16, linear_value_head_dim=8, linear_conv_kernel_dim=4, rope_theta=10000.0)
+TINY["qwen3_next"] = dict(_GDN, model_type="qwen3_next", num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                          shared_expert_intermediate_size=48, decoder_sparse_step=2)  # layer 0 dense, layer 1 MoE
+TINY["qwen3_5_text"] = dict(_GDN, model_type="qwen3_5_text")
+TINY["qwen3_5_moe_text"] = dict({k: v for k, v in _GDN.items() if k != "intermediate_size"},
+                                model_type="qwen3_5_moe_text", num_experts=4, num_experts_per_tok=2,
+                                moe_intermediate_size=32, shared_expert_intermediate_size=48)
 MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "gpt_oss", "llama4_text", "phimoe",
-       "minimax_m2"}
+       "minimax_m2", "qwen3_next", "qwen3_5_moe_text"}
 
 
 def hf_model(cfg: dict):
@@ -260,7 +269,8 @@ def _flop_and_kv_check(spec, model, batch, cached, dtype=torch.float32, device="
         got, by_op = count_flops(lambda: model.decode(tokens, cached, cache))
     want = sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=batch, new_tokens=1, cached_tokens=cached))
     assert got == want, f"FlopCounterMode {got:,} vs trace {want:,} ({by_op})"
-    assert cache.nbytes == kv_cache(spec, fmt.act, fmt.act).bytes_per_sequence(cached + 1) * batch
+    kv = kv_cache(spec, fmt.act, fmt.act)  # K/V of cached + 1 tokens, and the recurrent layers' fixed state
+    assert cache.nbytes == (kv.bytes_per_sequence(cached + 1) + kv.state_bytes_per_sequence) * batch
 
 
 @pytest.mark.parametrize("family,impl", [(f, "loop") for f in sorted(TINY)] + [(f, "grouped") for f in sorted(MOE)])
@@ -574,12 +584,3 @@ def test_calibrate_then_verify_qwen_on_cpu():
     assert d["hardware"]["name"] == "cal1" and "last calibration" in d["hardware_choice"]
     assert d["device"]["threads"] == 1 and d["timing"]["steps"] == 4
 
-
-def test_gated_deltanet_layers_are_refused_clearly():
-    """Qwen3.5's (and Qwen3-Next's) Gated DeltaNet layers have no torch decoder here yet: one clear error,
-    never a decoder that runs them as something else."""
-    from tests.test_hybrid import QWEN35_REAL
-
-    spec = parse_config(QWEN35_REAL["Qwen3.5-35B-A3B"])
-    with pytest.raises(RuntimeUnavailableError, match="does not support Gated DeltaNet layers yet"):
-        build_decoder(spec, device="meta")

@@ -38,6 +38,7 @@ from ..fields import MAX_LAYERS, Fields, as_int, short
 from ..spec import (
     MLP,
     Attention,
+    CheckpointLayout,
     GatedAttention,
     GatedDeltaNet,
     Layer,
@@ -46,11 +47,13 @@ from ..spec import (
     MoE,
     Norm,
     NormKind,
+    Numerics,
     ParallelHybrid,
     PlacedNorm,
+    RouterKind,
     ShortConv,
 )
-from .common import Traits, pre_norms, read_act, read_eps, read_head_dim, read_rope, read_rotary, read_tie
+from .common import Traits, pre_norms, read_routing, read_act, read_eps, read_head_dim, read_rope, read_rotary, read_tie
 
 # ---- shared readers ------------------------------------------------------------------------------
 
@@ -262,7 +265,7 @@ def _qwen_moe(f: Fields, hidden: int, n_exp: int, act: str) -> MoE:
                shared_intermediate_size=f.int("shared_expert_intermediate_size"), shared_expert_gate=True, act=act)
 
 
-def _qwen_hybrid(f: Fields, model_type: str, *, split_in_proj: bool, ffn_at) -> ModelSpec:
+def _qwen_hybrid(f: Fields, model_type: str, *, split_in_proj: bool, ffn_at, numerics: Numerics) -> ModelSpec:
     """The Qwen3-Next layer: input_layernorm → (Gated DeltaNet | gated attention with per-head q/k
     norms, partial RoPE 0.25 by default) → post_attention_layernorm → FFN; zero-centred RMSNorms
     (``1 + weight``). ``ffn_at(n_layers, act)`` gives each layer's FFN."""
@@ -276,8 +279,10 @@ def _qwen_hybrid(f: Fields, model_type: str, *, split_in_proj: bool, ffn_at) -> 
     norms = pre_norms(lambda: Norm(hidden))
     layers = [Layer(attn if types[i] == "full" else gdn, ffns[i], norms) for i in range(n_layers)]
     head_dim = attn.head_dim if attn is not None else 0
+    # transformers names the DeltaNet module linear_attn (ours: mixer, as for every recurrent mixer)
     return _spec(f, model_type, hidden, vocab, layers, Norm(hidden), False, act, norm_offset=1.0,
-                 rope_scaling=read_rope(f, head_dim)[2] if attn is not None else ())
+                 rope_scaling=read_rope(f, head_dim)[2] if attn is not None else (), numerics=numerics,
+                 checkpoint=CheckpointLayout(modules=((".linear_attn.", ".mixer."),)))
 
 
 def build_qwen3_next(f: Fields, model_type: str) -> ModelSpec:
@@ -293,7 +298,9 @@ def build_qwen3_next(f: Fields, model_type: str) -> ModelSpec:
         dense = MLP(hidden, f.int("intermediate_size"), act=act) if len(moe_at) < n_layers else None
         return [moe if i in moe_at else dense for i in range(n_layers)]
 
-    return _qwen_hybrid(f, model_type, split_in_proj=False, ffn_at=ffn_at)
+    # softmax router, the top-k renormalised when norm_topk_prob
+    return _qwen_hybrid(f, model_type, split_in_proj=False, ffn_at=ffn_at,
+                        numerics=Numerics(**read_routing(f, RouterKind.SOFTMAX)))
 
 
 def build_qwen3_5(f: Fields, model_type: str) -> ModelSpec:
@@ -302,7 +309,7 @@ def build_qwen3_5(f: Fields, model_type: str) -> ModelSpec:
     layer (transformers' Qwen3_5TextConfig has no expert fields)."""
     hidden = f.int("hidden_size")
     return _qwen_hybrid(f, model_type, split_in_proj=True,
-                        ffn_at=lambda n, act: [MLP(hidden, f.int("intermediate_size"), act=act)] * n)
+                        ffn_at=lambda n, act: [MLP(hidden, f.int("intermediate_size"), act=act)] * n, numerics=Numerics())
 
 
 def build_qwen3_5_moe(f: Fields, model_type: str) -> ModelSpec:
@@ -310,8 +317,10 @@ def build_qwen3_5_moe(f: Fields, model_type: str) -> ModelSpec:
     (experts plus the gated shared expert) in every layer (no decoder_sparse_step, no mlp_only_layers,
     no intermediate_size)."""
     hidden = f.int("hidden_size")
+    # the router always renormalises its top-k (transformers reads no norm_topk_prob for it)
     return _qwen_hybrid(f, model_type, split_in_proj=True,
-                        ffn_at=lambda n, act: [_qwen_moe(f, hidden, f.int("num_experts"), act)] * n)
+                        ffn_at=lambda n, act: [_qwen_moe(f, hidden, f.int("num_experts"), act)] * n,
+                        numerics=Numerics(**read_routing(f, RouterKind.SOFTMAX, norm_fixed=True)))
 
 
 # ---- Nemotron-H ----------------------------------------------------------------------------------
