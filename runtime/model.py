@@ -42,8 +42,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from planner.analysis.errors import RuntimeUnavailableError, UnsupportedModelError
-from planner.analysis.spec import (GLU, MLA, MLP, Attention, GatedAttention, GatedDeltaNet, GroupScore, Layer, Mamba, ModelSpec, MoE,
-                                   Norm, NormKind, Numerics, RopeStyle, RouterKind)
+from planner.analysis.spec import (GLU, MLA, MLP, Attention, GatedAttention, GatedDeltaNet, GroupScore, Layer, Mamba,
+                                   ModelSpec, MoE, Norm, NormKind, Numerics, RopeStyle, RouterKind)
 
 # ---- profiler regions: the trace's op kinds --------------------------------------------------------
 
@@ -67,7 +67,8 @@ def check_supported(spec: ModelSpec) -> None:
                                           "analyze and trace work for this model; the torch runtime covers "
                                           "attention, MLA and Gated DeltaNet")
         if isinstance(m, GatedAttention) and m.qk_norm_bias:
-            raise RuntimeUnavailableError(f"verify does not support q/k LayerNorms with bias yet (layer {i} of {spec.label})",
+            raise RuntimeUnavailableError(f"verify does not support q/k LayerNorms with bias yet (layer {i} of "
+                                          f"{spec.label})",
                                           "analyze and trace work for this model")
         if m is not None and not isinstance(m, (Attention, MLA, GatedDeltaNet)):
             raise RuntimeUnavailableError(f"verify does not support {type(m).__name__} layers (layer {i})")

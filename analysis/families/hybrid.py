@@ -309,7 +309,8 @@ def build_qwen3_5(f: Fields, model_type: str) -> ModelSpec:
     layer (transformers' Qwen3_5TextConfig has no expert fields)."""
     hidden = f.int("hidden_size")
     return _qwen_hybrid(f, model_type, split_in_proj=True,
-                        ffn_at=lambda n, act: [MLP(hidden, f.int("intermediate_size"), act=act)] * n, numerics=Numerics())
+                        ffn_at=lambda n, act: [MLP(hidden, f.int("intermediate_size"), act=act)] * n,
+                        numerics=Numerics())
 
 
 def build_qwen3_5_moe(f: Fields, model_type: str) -> ModelSpec:
