@@ -43,12 +43,18 @@ import torch.nn as nn
 
 from planner.analysis.errors import RuntimeUnavailableError
 from planner.analysis.parallel import Layout, LayoutPlan, layout_plan
-from planner.analysis.spec import ModelSpec, MoE
+from planner.analysis.spec import GatedDeltaNet, ModelSpec, MoE
 
 
 def check_pp_supported(spec: ModelSpec, pp: int, tp: int) -> LayoutPlan:
     """The layout of ``pp`` stages of ``tp`` ranks each, or one error saying what does not run."""
     plan = layout_plan(spec, Layout(tp=tp, pp=pp))
+    for i, layer in enumerate(spec.layers):
+        if isinstance(layer.mixer, GatedDeltaNet):  # the stages' exact cache check counts K/V only
+            from planner.analysis.errors import RuntimeUnavailableError
+
+            raise RuntimeUnavailableError(f"verify --pp does not run Gated DeltaNet layers yet (layer {i})",
+                                          "use --pp 1")
     if tp > 1:
         from planner.analysis.errors import OptionError
 
