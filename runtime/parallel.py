@@ -373,6 +373,7 @@ class RankResult:
     collectives: tuple[tuple[str, int, float], ...]  # (kind, bytes, seconds) over the recorded steps
     recorded_steps: int
     logits: list | None  # rank 0, tests: the last position's logits of a short prompt
+    kernels: int = 0  # aten ops one step dispatches on this rank (timing.count_kernels), collectives included
 
     @property
     def step_s(self) -> float:
@@ -404,7 +405,7 @@ def rank_main(rank: int, tp: int, init: str, spec: ModelSpec, dtype_name: str, d
               context: int, steps: int, warmup: int, seed: int, threads: int | None, want_logits: bool):
     from .cache import KVCache
     from .model import build_decoder, parameter_count
-    from .timing import count_flops
+    from .timing import count_flops, count_kernels
 
     device = init_rank(rank, tp, init, device_type, threads)
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
@@ -438,6 +439,7 @@ def rank_main(rank: int, tp: int, init: str, spec: ModelSpec, dtype_name: str, d
             prompt = torch.randint(0, spec.vocab_size, (batch, 8), generator=torch.Generator().manual_seed(seed + 1)).to(device)
             logits = model(prompt, 0, None).float().cpu().tolist()
         flops, _ = count_flops(step)
+        kernels, _ = count_kernels(step)
         for _ in range(warmup):
             step()
         samples = []
@@ -454,7 +456,7 @@ def rank_main(rank: int, tp: int, init: str, spec: ModelSpec, dtype_name: str, d
             sync()
             step()
         rec.recording = False
-    mine = RankResult(rank, params, flops, cache.nbytes, tuple(samples), tuple(rec.calls), rec_steps, logits)
+    mine = RankResult(rank, params, flops, cache.nbytes, tuple(samples), tuple(rec.calls), rec_steps, logits, kernels)
     gathered = [None] * tp if rank == 0 else None
     dist.gather_object(mine, gathered, dst=0)
     dist.barrier()

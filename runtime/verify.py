@@ -407,6 +407,19 @@ def hardware_factors(hw, engine, spec: ModelSpec):
     return f
 
 
+def expected_ops_cost(groups, spec: ModelSpec, fmt, hw, *, rows: int, device_type: str, graphs: bool = False,
+                      kernels: int | None = None):
+    """``hardware.expected.step_cost`` (the step model's price, which ``StepModel`` takes) of one
+    rank's or stage's decode ops (``Op``s or ``OpGroup``s, already sharded) on the torch runtime's
+    engine profile, without collectives (``verify --tp``/``--pp`` time and price those apart).
+    ``kernels``: the dispatched ops the rank counted (None: the trace's)."""
+    from planner.hardware.engine import load_engine
+    from planner.hardware.expected import step_cost
+
+    f = hardware_factors(hw, load_engine(verify_engine_name(device_type, graphs)), spec)
+    return step_cost(list(groups), hw, fmt.compute.compute, f, decode=True, sequences=rows, rows=rows, kernels=kernels)
+
+
 def predict_step(spec: ModelSpec, fmt, kvc, hw, *, batch: int, context: int, device_type: str, graphs: bool,
                  kernels: int | None = None) -> Prediction:
     """The decode step verify times, priced by ``hardware.serve.StepModel`` (the step model of serve,

@@ -8,7 +8,8 @@ everything else split ``tp`` ways); the FLOPs ``FlopCounterMode`` counts over th
 kv_divisor × batch``.
 
 Time: the eager decode step on every rank (ranks start each step together, after a barrier), the
-prediction being the sharded trace's eager step (``hardware.timing.step_time``) plus the collective
+prediction being the sharded trace's step on the step model (``runtime.verify.expected_ops_cost``:
+``hardware.expected.step_cost`` on the torch engine profile, the rank's dispatched ops as launches) plus the collective
 term. Collective term, as ``hardware.expected`` writes it: ``calls × allreduce_latency + ring bytes /
 (interconnect × interconnect efficiency)``, the two per-layer all-reduces of ``analysis.parallel``
 (device factors from the profile, else ``profiles/engines/_device.yaml``); the bandwidth part is
@@ -107,12 +108,11 @@ def run_verify_tp(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "", w
     from planner.analysis.parallel import allreduce_bytes_per_gpu, shard_ops, shard_params, tp_plan
     from planner.analysis.trace import Totals, step_ops
     from planner.analysis.weights import weight_format
-    from planner.hardware.timing import step_time
 
     from .calibrate import device_name, total_memory_bytes
     from .model import check_supported
     from .parallel import LAYER_AR, check_tp_supported, launch, rank_main, under_torchrun
-    from .verify import choose_profile, default_dtype, profile_threads
+    from .verify import choose_profile, default_dtype, expected_ops_cost, profile_threads
 
     progress = progress or (lambda *a: None)
     opts.check()
@@ -144,7 +144,6 @@ def run_verify_tp(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "", w
     name = device_name(torch.device(dev_type))
     hw, hw_reason = choose_profile(opts.hardware, dev_type, name, total_memory_bytes(torch.device(dev_type)))
     threads = opts.threads or (profile_threads(hw) if dev_type == "cpu" else None)
-    st, _ = step_time(ops, hw, fmt.compute.compute, rows=B)
     notes = list(plan.notes)
     # the collective term (hardware/expected.py's all-reduce cost)
     from planner.hardware.expected import device_defaults
@@ -188,9 +187,12 @@ def run_verify_tp(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "", w
         layer = kind == LAYER_AR
         rows.append(CollectiveRow(kind, n_calls, nbytes, statistics.median(per_rank_mean), statistics.median(per_rank_step),
                                   pred_ar if layer else None, layer))
+    # the shard's step on planner's step model (torch engine profile), at the busiest rank's dispatched ops
+    pred_compute_s = expected_ops_cost(ops, spec, fmt, hw, rows=B, device_type=dev_type,
+                                       kernels=max(r.kernels for r in gathered) or None).expected_s
     notes.append("the embedding all-reduce and the logits all-gather run once per step and are not in the "
                  "analysis' collective term (two all-reduces per layer)")
     notes.append("random weights: each rank draws the single-process decoder's weights (same seed) and keeps its slices")
     return TPResult(model_id or spec.name, tp, "nccl" if dev_type == "cuda" else "gloo", dev_type, dtype_name, opts,
-                    hw.name, hw_reason, rank_checks, tuple(r.step_samples_s for r in gathered), st.eager_s, pred_ar,
+                    hw.name, hw_reason, rank_checks, tuple(r.step_samples_s for r in gathered), pred_compute_s, pred_ar,
                     rule, tuple(rows), tuple(notes), gathered[0].logits, shard_totals.bytes)
