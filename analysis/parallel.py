@@ -328,6 +328,9 @@ def stage_tensors(spec: ModelSpec, plan: LayoutPlan):
     emb_norm = spec.embedding_norm.tensors("model.embed_layernorm") if spec.embedding_norm else []
     for t in emb_norm:
         yield 0, t, 1
+    proj = spec.projection_tensors()  # OPT's project_in / project_out: replicated (vLLM's ReplicatedLinear)
+    for t in proj[:1]:
+        yield 0, t, 1
     for i, layer in enumerate(spec.layers):
         s = plan.stage_of(i, "layer")
         for t in layer.tensors(f"model.layers.{i}"):
@@ -341,6 +344,8 @@ def stage_tensors(spec: ModelSpec, plan: LayoutPlan):
     for t in spec.final_norm_tensors():
         if t.name not in names:
             yield last, t, 1
+    for t in proj[1:]:
+        yield last, t, 1
     for t in spec.lm_head_tensors():
         yield last, t, lo.attn_tp
     if spec.tie_word_embeddings and last > 0:

@@ -4,7 +4,8 @@ Conventions (those of ``transformers`` built on the meta device, and of ``expect
 tied embeddings are counted once; buffers (rotary tables, DeepSeek's ``e_score_correction_bias``)
 are not parameters; DeepSeek's multi-token-prediction layers are reported apart, not in ``total``.
 ``active`` is what one token uses: embedding, lm_head, every dense part, the router, shared experts
-and ``num_experts_per_tok`` routed experts of each MoE layer.
+and ``num_experts_per_tok`` routed experts of each MoE layer. OPT's ``project_in`` is counted with
+the embedding and its ``project_out`` with the LM head (the linears that adapt their width).
 """
 
 from __future__ import annotations
@@ -113,6 +114,9 @@ def count_params(spec: ModelSpec) -> ParamCounts:
         by_cat["embedding"] += t.numel
     for t in spec.lm_head_tensors():
         by_cat["lm_head"] += t.numel
+    proj = spec.projection_tensors()  # [project_in, project_out] or []
+    by_cat["embedding"] += sum(t.numel for t in proj[:1])
+    by_cat["lm_head"] += sum(t.numel for t in proj[1:])
     for t in spec.final_norm_tensors():
         by_cat["norm"] += t.numel
     for t in spec.vision:

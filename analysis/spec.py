@@ -89,11 +89,12 @@ class GLU(StrEnum):
 class ExpertLayout(StrEnum):
     """How a checkpoint stores routed experts: one tensor per expert (``experts.3.gate_proj``, Mixtral's
     ``w1/w3/w2``), stacked ``(E, in, out)`` (Llama 4), or stacked with gate and up interleaved column by
-    column (gpt-oss)."""
+    column (gpt-oss), or DBRX's three ``(E·I, D)`` matrices ``w1``, ``v1`` and ``w2``."""
 
     PER_EXPERT = "per_expert"
     STACKED_IN_OUT = "stacked_in_out"
     GPT_OSS = "gpt_oss"
+    DBRX = "dbrx"  # w1 (gate), v1 (up), w2 (down): each (E·I, D), w2 stored as the transpose of our down_proj
 
 
 @frozen
@@ -123,6 +124,9 @@ class Numerics:
     logits_scaling: float = 1.0  # Granite: logits are divided by it
     logit_scale: float = 1.0  # Cohere: logits are multiplied by it
     mla_norm_eps: float = 1e-6  # DeepSeek's q_a / kv_a layernorms use the class default eps
+    topk_norm_p: float = 1.0  # DBRX: with norm_topk_prob, the top-k weights are divided by their p-norm (1: their sum)
+    clip_qkv: float | None = None  # DBRX: q, k and v clamped to [-clip_qkv, clip_qkv] after the projection
+    position_offset: int = 0  # OPT: learned position p is row p + 2 of embed_positions
 
 
 @frozen
@@ -664,7 +668,8 @@ FFN = Union[MLP, MoE]
 @frozen
 class PlacedNorm:
     """A norm of a block: its module name and where it sits: ``pre_mixer``, ``post_mixer`` (applied to
-    the mixer's output before the residual add), ``pre_ffn`` or ``post_ffn``."""
+    the mixer's output before the residual add), ``pre_ffn``, ``post_ffn``, or ``post_mixer_residual`` /
+    ``post_ffn_residual`` (applied to the residual stream after the add: post-LN, OPT-350m)."""
 
     name: str
     role: str
@@ -754,6 +759,7 @@ class ModelSpec:
     embedding_norm: Norm | None = None  # BLOOM: a LayerNorm right after the word embedding
     max_position_embeddings: int | None = None
     position_embeddings: int = 0  # learned absolute positions (rows)
+    word_embed_proj_dim: int = 0  # OPT: embedding and lm_head width, projected to/from hidden_size (0: hidden_size)
     lm_head_bias: bool = False
     mtp_layers: tuple[Layer, ...] = ()  # DeepSeek multi-token prediction (reported, not in total)
     mtp_extra_params: int = 0  # MTP's own projections and norms besides its decoder block
@@ -791,8 +797,13 @@ class ModelSpec:
         """The JSON ``model`` fields every command reports (besides the id it was asked by)."""
         return {"model_type": self.model_type, "num_layers": self.num_layers}
 
+    @property
+    def embed_dim(self) -> int:
+        """The width of the token embedding and the LM head (OPT's ``word_embed_proj_dim``)."""
+        return self.word_embed_proj_dim or self.hidden_size
+
     def embedding_tensors(self) -> list[Tensor]:
-        out = [Tensor("model.embed_tokens.weight", (self.vocab_size, self.hidden_size), "embedding")]
+        out = [Tensor("model.embed_tokens.weight", (self.vocab_size, self.embed_dim), "embedding")]
         if self.position_embeddings:
             out.append(Tensor("model.embed_positions.weight", (self.position_embeddings, self.hidden_size), "embedding"))
         return out
@@ -800,10 +811,18 @@ class ModelSpec:
     def lm_head_tensors(self) -> list[Tensor]:
         if self.tie_word_embeddings:
             return []
-        out = [Tensor("lm_head.weight", (self.vocab_size, self.hidden_size), "lm_head")]
+        out = [Tensor("lm_head.weight", (self.vocab_size, self.embed_dim), "lm_head")]
         if self.lm_head_bias:
             out.append(Tensor("lm_head.bias", (self.vocab_size,), "bias"))
         return out
+
+    def projection_tensors(self) -> list[Tensor]:
+        """OPT's bias-free ``project_in`` (embedding width -> hidden, after the token lookup) and
+        ``project_out`` (hidden -> embedding width, before the LM head), in that order; none without ``word_embed_proj_dim``."""
+        if not self.word_embed_proj_dim:
+            return []
+        p, h = self.word_embed_proj_dim, self.hidden_size
+        return [Tensor("model.project_in.weight", (h, p), "linear"), Tensor("model.project_out.weight", (p, h), "linear")]
 
     def final_norm_tensors(self) -> list[Tensor]:
         """The model-level norms: the final norm and, where there is one, the embedding's norm."""
@@ -845,7 +864,7 @@ class ModelSpec:
 
     def tensors(self) -> list[Tensor]:
         """Every tensor of the model (tied embeddings once; MTP layers excluded)."""
-        out = self.embedding_tensors()
+        out = self.embedding_tensors() + self.projection_tensors()
         for i, layer in enumerate(self.layers):
             out.extend(layer.tensors(f"model.layers.{i}"))
         out.extend(self.final_norm_tensors())

@@ -204,11 +204,13 @@ class _Builder:
     def embedding(self) -> None:
         n = self.shape.tokens
         h = self.spec.hidden_size
-        rows = sum(self.fmt.tensor_bytes(t) for t in self.spec.embedding_tensors())
-        per_row = rows // max(1, sum(t.shape[0] for t in self.spec.embedding_tensors()))
-        tables = len(self.spec.embedding_tensors())
+        tables = self.spec.embedding_tensors()
+        per_row = sum(self.fmt.tensor_bytes(t) // t.shape[0] for t in tables)  # one row of each table per token
         self.add(name="embedding", kind="embedding", category="embedding", layer=None,
-                 weight_bytes=n * per_row * tables, act_write_bytes=n * h * self.a, kernels=tables)
+                 weight_bytes=n * per_row, act_write_bytes=n * h * self.a, kernels=len(tables))
+        proj = self.spec.projection_tensors()
+        if proj:  # OPT: project_in widens the token embedding to hidden_size (replicated, as vLLM runs it)
+            self.matmul("project_in", proj[:1], None, "embedding", parallel=Parallel.REPLICATED)
         if self.spec.embedding_norm is not None:  # BLOOM's word_embeddings_layernorm
             self.norm("embed_layernorm", self.spec.embedding_norm, h, None,
                       tensors=self.spec.embedding_norm.tensors("model.embed_layernorm"))
@@ -220,6 +222,9 @@ class _Builder:
         else:
             for p in ("q_proj", "k_proj", "v_proj"):
                 self.matmul(p, tensors[p], i, "attention")
+        if self.spec.numerics.clip_qkv is not None:  # DBRX: q, k and v clamped in place
+            qkv = n * (m.q_dim + m.k_dim + m.v_dim)
+            self.elementwise("clip_qkv", qkv, qkv, i, "attention")
         if m.q_norm_dim:
             self.norm("q_norm", None, m.q_dim, i, tensors=tensors.get("q_norm", []))
             self.norm("k_norm", None, m.k_dim, i, tensors=tensors.get("k_norm", []))
@@ -480,6 +485,7 @@ class _Builder:
             self.placed_norm(layer, "post_mixer", i, tensors)
             if not layer.parallel:
                 self.elementwise("residual", 2 * n * h, n * h, i, "other")
+                self.placed_norm(layer, "post_mixer_residual", i, tensors)  # post-LN (OPT-350m)
         if layer.ffn is not None:
             self.placed_norm(layer, "pre_ffn", i, tensors)
             if isinstance(layer.ffn, MoE):
@@ -489,6 +495,7 @@ class _Builder:
             self.placed_norm(layer, "post_ffn", i, tensors)
             # parallel blocks add the mixer and the FFN outputs to the residual in one pass
             self.elementwise("residual", (3 if layer.parallel else 2) * n * h, n * h, i, "other")
+            self.placed_norm(layer, "post_ffn_residual", i, tensors)
 
     def head(self) -> None:
         spec, s, a = self.spec, self.shape, self.a
@@ -497,11 +504,14 @@ class _Builder:
         if spec.final_norm is not None:
             self.norm("final_norm", spec.final_norm, h, None, n_tokens=last,
                       tensors=spec.final_norm.tensors("model.norm"))
+        proj = spec.projection_tensors()
+        if proj:  # OPT: project_out narrows to the embedding width before the LM head
+            self.matmul("project_out", proj[1:], None, "lm_head", n_tokens=last, parallel=Parallel.REPLICATED)
         head = spec.lm_head_tensors() or [spec.embedding_tensors()[0]]
         w = head[0]
         self.add(name="lm_head", kind="matmul", category="lm_head", layer=None, flops=2 * last * w.numel,
-                 weight_bytes=self.fmt.bytes_of(head), act_read_bytes=last * h * a, act_write_bytes=last * v * a,
-                 kernels=1)
+                 weight_bytes=self.fmt.bytes_of(head), act_read_bytes=last * spec.embed_dim * a,
+                 act_write_bytes=last * v * a, kernels=1)
         self.add(name="sampling", kind="sampling", category="other", layer=None, act_read_bytes=last * v * a,
                  act_write_bytes=last * 8, kernels=3)
 

@@ -6,7 +6,8 @@ What differs, and is translated here:
 - on-disk MoE checkpoints keep one tensor per expert (``experts.3.gate_proj``; Mixtral's
   ``block_sparse_moe.experts.3.w1/w3/w2``): copied into rows of our stacked ``experts.gate_up_proj``
   (gate rows first, then up) and ``experts.down_proj``; the router is ``gate`` there, ``router`` here;
-- DeepSeek's ``shared_experts`` is our ``shared_expert``; Llama 4's ``feed_forward`` is our ``mlp`` and
+- DeepSeek's ``shared_experts`` is our ``shared_expert``; DBRX keeps each expert projection as one
+  (E·I, D) matrix (``w1``, ``v1``, ``w2``, the last transposed); Llama 4's ``feed_forward`` is our ``mlp`` and
   its experts are stored (E, in, out); gpt-oss interleaves gate and up columns and stores (E, in, out);
 - GPT-NeoX and Falcon name their modules differently and interleave the fused QKV rows per head
   (per KV group for Falcon); ours are ``[q; k; v]``;
@@ -119,6 +120,9 @@ def translate(spec: ModelSpec, hf_name: str, t: torch.Tensor) -> Iterator[tuple[
             else:
                 yield pre + "mlp.experts.down_proj", (e,), t
             return
+        if spec.checkpoint.experts == ExpertLayout.DBRX and rest in ("mlp.experts.w1", "mlp.experts.v1", "mlp.experts.w2"):
+            yield from _dbrx_experts(pre, rest[len("mlp.experts."):], t, ffn, hf_name)
+            return
         if spec.checkpoint.experts == ExpertLayout.GPT_OSS and rest.startswith("mlp.experts."):
             yield pre + rest, None, _gpt_oss_expert(rest, t)
             return
@@ -140,6 +144,23 @@ def _qkv_from_groups(t: torch.Tensor, m: Attention) -> torch.Tensor:
     k = rows[:, G].reshape(K * d, *t.shape[1:])
     v = rows[:, G + 1].reshape(K * d, *t.shape[1:])
     return torch.cat((q, k, v), dim=0)
+
+
+def _dbrx_experts(pre: str, which: str, t: torch.Tensor, m: MoE, hf_name: str):
+    """DBRX stores each expert projection as one (E·I, D) matrix: ``w1`` the gate rows, ``v1`` the up rows,
+    ``w2`` the down projection transposed (its forward is ``h @ w2[e]``)."""
+    I = m.moe_intermediate_size
+    if t.dim() != 2 or t.shape[0] % I:
+        raise ConfigError(f"checkpoint tensor {hf_name} has shape {tuple(t.shape)}, not (experts x {I}, hidden)",
+                          "the checkpoint does not match its config.json")
+    per_expert = t.view(t.shape[0] // I, I, t.shape[1])  # (E, I, D)
+    for e in range(per_expert.shape[0]):
+        if which == "w1":
+            yield pre + "mlp.experts.gate_up_proj", (e, slice(0, I)), per_expert[e]
+        elif which == "v1":
+            yield pre + "mlp.experts.gate_up_proj", (e, slice(I, 2 * I)), per_expert[e]
+        else:
+            yield pre + "mlp.experts.down_proj", (e,), per_expert[e].t()
 
 
 def _gpt_oss_expert(rest: str, t: torch.Tensor) -> torch.Tensor:

@@ -361,6 +361,10 @@ class SelfAttention(nn.Module):
         if self.gated:  # (B, T, H, 2d) -> q and the gate, each (B, T, H·d)
             q, gate = q.view(B, T, H, 2 * d).chunk(2, dim=-1)
             q, gate = q.reshape(B, T, H * d), gate.reshape(B, T, H * d)
+        if self.num.clip_qkv is not None:  # DBRX: q, k and v clamped to [-clip, clip]
+            with region("elementwise"):
+                c = self.num.clip_qkv
+                q, k, v = q.clamp(-c, c), k.clamp(-c, c), v.clamp(-c, c)
         if m.q_norm_dim and m.q_norm_dim != d and not m.qk_norm_per_head:  # OLMo 2: one norm over all heads' features
             q, k = self.q_norm(q), self.k_norm(k)
         q_BTHd, k_BTKd, v_BTKe = q.view(B, T, H, d), k.view(B, T, K, d), v.view(B, T, K, e)
@@ -821,7 +825,9 @@ class SparseMoE(nn.Module):
                 w_Nk = w_Nk / (w_Nk.sum(dim=-1, keepdim=True) + 1e-20)
         else:
             w_Nk, idx_Nk = torch.topk(choice_NE, k, dim=-1)
-            if num.norm_topk_prob:
+            if num.norm_topk_prob and num.topk_norm_p != 1.0:  # DBRX: divided by the weights' p-norm
+                w_Nk = w_Nk / torch.linalg.vector_norm(w_Nk, ord=num.topk_norm_p, dim=-1, keepdim=True)
+            elif num.norm_topk_prob:
                 w_Nk = w_Nk / w_Nk.sum(dim=-1, keepdim=True)
         return w_Nk * num.routed_scaling_factor, idx_Nk
 
@@ -887,10 +893,12 @@ class Block(nn.Module):
             a = self.norm("post_mixer", mix(self.norm("pre_mixer", x_BTD), pos_T, pos0, cache))
             with region("elementwise"):
                 x_BTD = x_BTD + a * r if r != 1.0 else x_BTD + a
+            x_BTD = self.norm("post_mixer_residual", x_BTD)  # post-LN (OPT-350m): the sum is normalised
         if self.layer.ffn is not None:
             f = self.norm("post_ffn", self.mlp(self.norm("pre_ffn", x_BTD)))
             with region("elementwise"):
                 x_BTD = x_BTD + f * r if r != 1.0 else x_BTD + f
+            x_BTD = self.norm("post_ffn_residual", x_BTD)
         return x_BTD
 
 
@@ -899,7 +907,10 @@ class Body(nn.Module):
 
     def __init__(self, spec: ModelSpec, num: Numerics, notes: list[str], dtype):
         super().__init__()
-        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.hidden_size, dtype=dtype)
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.embed_dim, dtype=dtype)
+        if spec.word_embed_proj_dim:  # OPT: the embedding is narrower than the residual stream
+            self.project_in = linear(spec.embed_dim, spec.hidden_size, False, dtype)
+            self.project_out = linear(spec.hidden_size, spec.embed_dim, False, dtype)
         if spec.position_embeddings:
             self.embed_positions = nn.Embedding(spec.position_embeddings, spec.hidden_size, dtype=dtype)
         if spec.embedding_norm is not None:
@@ -922,7 +933,7 @@ class Decoder(nn.Module):
         self.notes: list[str] = []
         self.model = Body(spec, self.num, self.notes, dtype)
         if not spec.tie_word_embeddings:
-            self.lm_head = linear(spec.hidden_size, spec.vocab_size, spec.lm_head_bias, dtype)
+            self.lm_head = linear(spec.embed_dim, spec.vocab_size, spec.lm_head_bias, dtype)
         self.embedding_multiplier = float(spec.embedding_multiplier)
 
     # -- setup ---------------------------------------------------------------------------------------
@@ -964,8 +975,12 @@ class Decoder(nn.Module):
             x_BTD = self.model.embed_tokens(tokens_BT)
             if self.embedding_multiplier != 1.0:  # rounded to the activation dtype, as transformers does
                 x_BTD = x_BTD * _rounded(self.embedding_multiplier, x_BTD.dtype)
-            if self.spec.position_embeddings:
-                x_BTD = x_BTD + self.model.embed_positions(pos_T)[None]
+        if self.spec.word_embed_proj_dim:
+            with region("matmul"):
+                x_BTD = self.model.project_in(x_BTD)
+        if self.spec.position_embeddings:
+            with region("embedding"):  # OPT looks position p up at row p + 2
+                x_BTD = x_BTD + self.model.embed_positions(pos_T + self.num.position_offset)[None]
         if self.spec.embedding_norm is not None:
             x_BTD = self.model.embed_layernorm(x_BTD)
         return x_BTD
@@ -976,6 +991,8 @@ class Decoder(nn.Module):
         if self.spec.final_norm is not None:
             h_BTD = self.model.norm(h_BTD)
         with region("matmul"):
+            if self.spec.word_embed_proj_dim:  # OPT: back to the embedding width
+                h_BTD = self.model.project_out(h_BTD)
             bias = self.lm_head.bias if not self.spec.tie_word_embeddings else None
             logits = F.linear(h_BTD, self.head_weight(), bias)
         if self.spec.final_logit_softcapping:

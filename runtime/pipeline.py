@@ -92,14 +92,15 @@ def build_stage(spec: ModelSpec, plan: LayoutPlan, stage: int, *, dtype, device,
         if not a <= i < b:
             body.layers[i] = nn.Identity()
     if not first:
-        for name in ("embed_positions", "embed_layernorm"):
+        for name in ("embed_positions", "embed_layernorm", "project_in"):
             if hasattr(body, name):
                 delattr(body, name)
         if not (last and spec.tie_word_embeddings):
             del body.embed_tokens
     if not last:
-        if hasattr(body, "norm"):
-            del body.norm
+        for name in ("norm", "project_out"):
+            if hasattr(body, name):
+                delattr(body, name)
         if hasattr(model, "lm_head"):
             del model.lm_head
     model = model.to_empty(device=device)

@@ -96,6 +96,31 @@ CASES = {
     "gpt_neo": {"model_type": "gpt_neo", "hidden_size": 128, "num_layers": 4, "num_heads": 4, "vocab_size": 512,
                 "max_position_embeddings": 256, "window_size": 32, "attention_types": [[["global", "local"], 2]]},
     "cohere-qk_norm-untied": dict(BASE, model_type="cohere", use_qk_norm=True, tie_word_embeddings=False),
+    # OPT: the architecture fields of the published facebook/opt-* config.json files (the hub's own files)
+    "opt-125m": {"model_type": "opt", "hidden_size": 768, "num_hidden_layers": 12, "num_attention_heads": 12,
+                 "ffn_dim": 3072, "max_position_embeddings": 2048, "vocab_size": 50272, "word_embed_proj_dim": 768,
+                 "do_layer_norm_before": True, "enable_bias": True, "layer_norm_elementwise_affine": True,
+                 "_remove_final_layer_norm": False, "activation_function": "relu"},
+    "opt-350m": {"model_type": "opt", "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+                 "ffn_dim": 4096, "max_position_embeddings": 2048, "vocab_size": 50272, "word_embed_proj_dim": 512,
+                 "do_layer_norm_before": False, "activation_function": "relu"},
+    "opt-1.3b": {"model_type": "opt", "hidden_size": 2048, "num_hidden_layers": 24, "num_attention_heads": 32,
+                 "ffn_dim": 8192, "max_position_embeddings": 2048, "vocab_size": 50272, "word_embed_proj_dim": 2048,
+                 "do_layer_norm_before": True, "activation_function": "relu"},
+    "opt-no-bias-no-affine-untied-final-removed": {"model_type": "opt", "hidden_size": 128, "num_hidden_layers": 2,
+                                                   "num_attention_heads": 4, "ffn_dim": 200, "vocab_size": 512,
+                                                   "enable_bias": False, "layer_norm_elementwise_affine": False,
+                                                   "tie_word_embeddings": False, "_remove_final_layer_norm": True},
+    # DBRX: databricks/dbrx-instruct's published config.json (nested attn_config / ffn_config), and a tiny one
+    "dbrx-instruct": {"model_type": "dbrx", "d_model": 6144, "n_heads": 48, "n_layers": 40, "max_seq_len": 32768,
+                      "vocab_size": 100352, "tie_word_embeddings": False,
+                      "attn_config": {"clip_qkv": 8, "kv_n_heads": 8, "rope_theta": 500000},
+                      "ffn_config": {"ffn_hidden_size": 10752, "moe_jitter_eps": 0, "moe_loss_weight": 0.05,
+                                     "moe_num_experts": 16, "moe_top_k": 4}},
+    # kv_n_heads (1), moe_num_experts (4), moe_top_k (1) at their class defaults; transformers' DbrxAttention
+    # reads attn_config.rope_theta, which its config class does not declare, so the block must name it
+    "dbrx-tiny-class-defaults": {"model_type": "dbrx", "d_model": 128, "n_heads": 4, "n_layers": 2, "vocab_size": 512,
+                                 "attn_config": {"rope_theta": 10000}, "ffn_config": {"ffn_hidden_size": 64}},
 }
 
 
@@ -121,6 +146,8 @@ def kv_per_token_layer(m) -> int:
     ("cohere2-layer_types-bias", [64, None, 64, None]),
     ("cohere", [None] * 4),
     ("gpt_neo", [None, 32, None, 32]),
+    ("opt-350m", [None] * 24),
+    ("dbrx-instruct", [None] * 40),
     ("llama", [None] * 4),
 ])
 def test_windows_per_family(name, expect_windows):
@@ -315,3 +342,28 @@ def test_qwen3_5_published_wrappers_count_the_whole_checkpoint(name):
     p = count_params(parse_config(cfg))
     assert p.total == hf_param_count(cfg)
     assert p.total - p.vision == count_params(parse_config(cfg["text_config"])).total
+
+
+def test_opt_projected_embedding_and_post_ln():
+    """opt-350m: a 512-wide embedding and LM head with project_in/out, post-LN blocks and no final norm;
+    learned positions have max_position_embeddings + 2 rows."""
+    spec = parse_config(CASES["opt-350m"])
+    assert [t.shape for t in spec.projection_tensors()] == [(1024, 512), (512, 1024)]
+    assert spec.embedding_tensors()[0].shape == (50272, 512) and spec.position_embeddings == 2050
+    assert spec.final_norm is None
+    assert {p.role for p in spec.layers[0].norms} == {"post_mixer_residual", "post_ffn_residual"}
+    assert parse_config(CASES["opt-125m"]).projection_tensors() == []
+
+
+def test_dbrx_active_parameters_equal_transformers():
+    """Active: every parameter but the (E - k) / E routed-expert weights a token does not use, counted on
+    transformers' model (its experts are the w1 / v1 / w2 matrices)."""
+    from tests.oracle import hf_model
+
+    cfg = CASES["dbrx-instruct"]
+    model = hf_model(cfg)
+    total = sum(p.numel() for p in model.parameters())
+    experts = sum(p.numel() for n, p in model.named_parameters() if ".experts." in n)
+    e, k = cfg["ffn_config"]["moe_num_experts"], cfg["ffn_config"]["moe_top_k"]
+    p = count_params(parse_config(cfg))
+    assert (p.total, p.active) == (total, total - experts * (e - k) // e)

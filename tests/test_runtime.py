@@ -121,8 +121,22 @@ TINY["qwen3_5_text"] = dict(_GDN, model_type="qwen3_5_text")
 TINY["qwen3_5_moe_text"] = dict({k: v for k, v in _GDN.items() if k != "intermediate_size"},
                                 model_type="qwen3_5_moe_text", num_experts=4, num_experts_per_tok=2,
                                 moe_intermediate_size=32, shared_expert_intermediate_size=48)
+# OPT: post-LN blocks with a projected (narrower) embedding, as opt-350m; pre-LN without biases or norm weights
+OPT = dict(vocab_size=128, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, ffn_dim=96,
+           max_position_embeddings=64, pad_token_id=1, model_type="opt")
+TINY["opt-post-ln-projected"] = dict(OPT, do_layer_norm_before=False, word_embed_proj_dim=32)
+TINY["opt-pre-ln-no-bias-untied"] = dict(OPT, enable_bias=False, layer_norm_elementwise_affine=False,
+                                         tie_word_embeddings=False)
+# DBRX: nested attn_config / ffn_config; clip_qkv small enough to clip; the RoPE base given at the top level
+# too (transformers 5 reads only that one)
+DBRX = dict(model_type="dbrx", d_model=64, n_heads=4, n_layers=2, max_seq_len=256, vocab_size=128,
+            rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+            attn_config={"kv_n_heads": 2, "clip_qkv": 0.3, "rope_theta": 500000},
+            ffn_config={"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2, "moe_normalize_expert_weights": 1.0})
+TINY["dbrx"] = DBRX
+TINY["dbrx-l2-normalized"] = dict(DBRX, n_layers=1, ffn_config=dict(DBRX["ffn_config"], moe_normalize_expert_weights=2.0))
 MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "gpt_oss", "llama4_text", "phimoe",
-       "minimax_m2", "qwen3_next", "qwen3_5_moe_text"}
+       "minimax_m2", "qwen3_next", "qwen3_5_moe_text", "dbrx"}
 
 
 def hf_model(cfg: dict):
@@ -301,6 +315,34 @@ def test_real_sized_models_on_meta(model_id):
     assert {n: tuple(p.shape) for n, p in unique_parameters(model)} == \
         {t.name: tuple(t.shape) for t in spec.tensors() if t.kind != "vision"}
     _flop_and_kv_check(spec, model, 2, 4096, torch.bfloat16, "meta")
+
+
+def test_opt_checkpoint_saved_from_opt_model_loads():
+    """Older OPT checkpoints are saved from ``OPTModel``: ``decoder.*`` without ``model.``, no lm_head (tied)."""
+    from planner.runtime.load import load_tensors
+
+    cfg = TINY["opt-post-ln-projected"]
+    hf = hf_model(cfg)
+    items = [(n[len("model."):], t) for n, t in hf.state_dict().items() if n.startswith("model.decoder.")]
+    model = build_decoder(parse_config(cfg), seed=None)
+    report = load_tensors(model, items)
+    assert report.missing == [] and report.ignored == []
+    tokens = torch.randint(0, 128, (1, 6), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        torch.testing.assert_close(model(tokens, 0, None, all_logits=True), hf(tokens).logits, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("name", ["opt-350m", "opt-1.3b", "dbrx-instruct"])
+def test_published_shapes_on_meta(name):
+    """Published OPT and DBRX shapes (tests/test_families.py, whose totals equal transformers') built on the
+    meta device: parameters, decode FLOPs and KV bytes equal the analysis."""
+    from tests.test_families import CASES
+
+    spec = parse_config(CASES[name])
+    model = build_decoder(spec, dtype=torch.bfloat16, device="meta", moe_impl="grouped")
+    assert parameter_count(model) == count_params(spec).total
+    assert {n: tuple(p.shape) for n, p in unique_parameters(model)} == {t.name: tuple(t.shape) for t in spec.tensors()}
+    _flop_and_kv_check(spec, model, 2, 1000, torch.bfloat16, "meta")
 
 
 def test_cache_capacity_is_enforced():

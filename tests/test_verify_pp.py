@@ -100,3 +100,15 @@ def test_pp_refusals_are_one_error_line(tmp_path, args, fragment):
     r = run("verify", str(d), "--device", "cpu", "--hardware", "cpu", *args)
     r.assert_error(fragment, code=r.code)
     assert r.code in (1, 2)
+
+
+def test_opt_projections_sit_on_the_first_and_last_stage():
+    """OPT-350m's shape: project_in with the embedding on the first stage, project_out with the head on the
+    last; each stage's built parameters equal the analysis' share (no distributed run needed)."""
+    from planner.runtime.model import parameter_count
+    from planner.runtime.pipeline import build_stage
+
+    spec = parse_config(TINY["opt-post-ln-projected"])
+    plan = layout_plan(spec, Layout(pp=2))
+    built = [parameter_count(build_stage(spec, plan, s, dtype=torch.float32, device="cpu", seed=0)) for s in range(2)]
+    assert built == stage_params(spec, plan)

@@ -27,7 +27,10 @@ TYPES = sys.argv[1:] or [
     "qwen3_vl", "qwen3_vl_text", "qwen3_vl_vision", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_vl_moe_vision",
     "mllama", "mllama_text_model", "mllama_vision_model",
     "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_vision",
+    "opt", "dbrx",
 ]
+#: Families whose config nests blocks of fields in sub-config classes: their defaults go under "<type>.<key>".
+NESTED = {"dbrx": ("attn_config", "ffn_config")}
 DENY = ("token_id", "dropout", "initializer", "use_cache", "output_", "return_", "torchscript", "problem_type",
         "chunk_size_feed_forward", "is_encoder_decoder", "name_or_path", "transformers_version", "architectures",
         "finetuning_task", "tokenizer_class", "prefix", "tie_encoder_decoder", "add_cross_attention",
@@ -41,13 +44,7 @@ def scalar(v):
     return v is None or isinstance(v, (bool, int, float, str))
 
 
-out = {}
-for mt in TYPES:
-    if mt not in CONFIG_MAPPING:
-        continue
-    cls = CONFIG_MAPPING[mt]
-    if not dataclasses.is_dataclass(cls):
-        continue
+def scalar_defaults(cls) -> dict:
     d = {}
     for f in dataclasses.fields(cls):
         if f.name.startswith("_") or any(x in f.name for x in DENY):
@@ -58,6 +55,19 @@ for mt in TYPES:
         if v is None or not scalar(v):
             continue
         d[f.name] = v
+    return d
+
+
+out = {}
+for mt in TYPES:
+    if mt not in CONFIG_MAPPING:
+        continue
+    cls = CONFIG_MAPPING[mt]
+    if not dataclasses.is_dataclass(cls):
+        continue
+    for key in NESTED.get(mt, ()):
+        out[f"{mt}.{key}"] = scalar_defaults(cls.sub_configs[key])
+    d = scalar_defaults(cls)
     theta = getattr(cls, "default_theta", None)  # RoPE base when the config gives none
     if isinstance(theta, dict):
         theta = theta.get("global")

@@ -28,7 +28,7 @@ from typing import Callable, Union
 
 from .. import vision
 from ..spec import ModelSpec, NormKind, RopeStyle, RouterKind
-from . import bloom, cohere, deepseek, falcon, gpt2, gpt_neox, hybrid
+from . import bloom, cohere, dbrx, deepseek, falcon, gpt2, gpt_neox, hybrid, opt
 from .common import Traits
 
 Builder = Callable[..., ModelSpec]
@@ -107,6 +107,8 @@ REGISTRY: dict[str, Family] = {
     "cohere": cohere.build_v1,
     "cohere2": cohere.build_v2,
     "falcon": falcon.build,
+    "opt": opt.build,
+    "dbrx": dbrx.build,
     "RefinedWeb": falcon.build,
     "RefinedWebModel": falcon.build,
     "qwen3_next": hybrid.build_qwen3_next,

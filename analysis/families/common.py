@@ -11,7 +11,7 @@ from typing import Callable
 
 from ..records import frozen
 from ..fields import MAX_LAYERS, Fields, as_int, short
-from ..spec import GroupScore, Layer, Norm, NormKind, PlacedNorm, RopeStyle, RouterKind
+from ..spec import GroupScore, Layer, Norm, NormKind, PlacedNorm, Provenance, RopeStyle, RouterKind
 
 
 @frozen
@@ -107,6 +107,27 @@ def read_core(f: Fields, traits: Traits) -> dict:
     head_dim = read_head_dim(f, hidden, heads, traits.head_dim_default)
     vocab = f.int("vocab_size", hi=1 << 26)
     return dict(hidden=hidden, layers=layers, heads=heads, kv=kv, head_dim=head_dim, vocab=vocab)
+
+
+def nested_fields(f: Fields, key: str) -> Fields:
+    """The fields of a block nested in the config (DBRX's ``attn_config`` / ``ffn_config``), read like
+    the top level: the block's field, else its class default (``family_defaults`` under
+    ``"<model_type>.<key>"``), else the builder's. Call ``merge_nested`` when done, so that ``analyze
+    --fields`` lists them as ``<key>.<field>``."""
+    raw = f.raw(key)
+    if raw is None:
+        raw = f.defaulted(key, {}, "absent: every field at its class default")
+    if not isinstance(raw, dict):
+        raise f.error(key, f"must be an object of fields, got {short(raw)}")
+    from ..family_defaults import FAMILY_DEFAULTS
+
+    return Fields(raw, f"{f.where}: {key}", defaults=FAMILY_DEFAULTS.get(f"{f.family}.{key}"), nested=True,
+                  family=f"{f.family} {key}")
+
+
+def merge_nested(f: Fields, key: str, sub: Fields) -> None:
+    for name, p in sub.records.items():
+        f.records[f"{key}.{name}"] = Provenance(f"{key}.{name}", p.status, p.value, p.note)
 
 
 def read_head_dim(f: Fields, hidden: int, heads: int, family_default: int | None = None) -> int:
