@@ -214,13 +214,38 @@ def _rows(x, C: int, R: int, dtype):
     return a.astype(dtype)
 
 
+def _t_tokens(tt, grid, n):
+    """Each row's ``t_tokens`` table ``tt`` (rows, len(grid)) at ``n`` new tokens, linear between points."""
+    import numpy as np
+
+    n = np.clip(n.astype(np.float64), grid[0], grid[-1])
+    j = np.clip(np.searchsorted(grid, n, side="right") - 1, 0, len(grid) - 2)
+    x0, x1 = grid[j], grid[j + 1]
+    w = (n - x0) / (x1 - x0)
+    ci = np.arange(len(n))
+    return tt[ci, j] * (1 - w) + tt[ci, j + 1] * w
+
+
 def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, input_lens, output_lens, *,
-             prefilled=None, record_kv: bool = False, max_iterations: int = 10_000_000) -> Result:
+             prefilled=None, record_kv: bool = False, max_iterations: int = 10_000_000,
+             compact: bool = True) -> Result:
     """Simulate ``C = len(costs)`` configurations on their requests (arrays (R,) shared or (C, R)).
 
     ``prefilled`` (bool (R,) or (C, R)): requests that arrive with their prompt's KV already made
     (the decode pool of a disaggregated deployment): they take ``input_len`` tokens of the pool on
-    admission, no budget, and have emitted their first token."""
+    admission, no budget, and have emitted their first token.
+
+    How it stays fast (the results are those of advancing every slot of every configuration each
+    step, which tests/sim_reference.py does and the tests compare exactly):
+
+    - per configuration it keeps the sums a step needs (decoding sequences, cached tokens they read,
+      tokens in the pool, prompt tokens reserved, the soonest finish) and updates them at events
+      (admission, end of a prefill, finish, preemption) instead of rescanning its slots every step;
+    - decoding sequences are advanced by a per-configuration decode clock ``tau``: a decoding slot
+      stores its cached and emitted tokens minus ``tau``, so a decode step touches no slot;
+    - only the configurations with an event of a kind touch their slots (prefill chunks, admissions,
+      finishes, preemptions), and configurations that have finished are dropped from the arrays
+      (``compact``; off, they stay and do nothing)."""
     import numpy as np
 
     C = len(costs)
@@ -242,258 +267,381 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
     grid = np.unique(np.concatenate([np.asarray(c.tokens_grid, dtype=np.float64) for c in costs]))
     if len(grid) < 2:
         grid = np.array([grid[0], grid[0] + 1.0])
-    tt = np.array([np.interp(grid, c.tokens_grid, c.t_tokens_s) for c in costs], dtype=np.float64)  # (C, G)
-    kappa = np.array([c.kappa_s for c in costs])
-    pi = np.array([c.pi_s for c in costs])
-    seqs = np.array([s.max_num_seqs for s in scheds], dtype=np.int64)
-    budget0 = np.array([s.max_num_batched_tokens for s in scheds], dtype=np.int64)
-    cap = np.array([s.kv_capacity_tokens for s in scheds], dtype=np.int64)
-    S = int(seqs.max())
-    ci = np.arange(C)
-    G = len(grid)
-
-    def t_tokens(n):
-        n = np.clip(n.astype(np.float64), grid[0], grid[-1])
-        j = np.clip(np.searchsorted(grid, n, side="right") - 1, 0, G - 2)
-        x0, x1 = grid[j], grid[j + 1]
-        w = (n - x0) / (x1 - x0)
-        return tt[ci, j] * (1 - w) + tt[ci, j + 1] * w
+    BIG = np.iinfo(np.int64).max
 
     # a request whose whole sequence cannot fit in the pool is rejected up front
-    need = inp + out - 1
-    rejected = need > cap[:, None]
-    ttft = np.full((C, R), np.nan)
+    cap_all = np.array([s.kv_capacity_tokens for s in scheds], dtype=np.int64)
+    rejected = (inp + out - 1) > cap_all[:, None]
     first = np.full((C, R), np.nan)
     finish = np.full((C, R), np.nan)
-    # flat sorted arrivals for a vectorised per-row searchsorted
-    span = float(arr.max() - arr.min()) + 1.0
-    flat = (arr - arr.min() + span * ci[:, None]).ravel()
+    amin = float(arr.min())
+    span = float(arr.max() - amin) + 1.0
+    flat = (arr - amin + span * np.arange(C)[:, None]).ravel()  # sorted: one searchsorted for every row
+    t0_all = arr[:, 0].copy()
+    S = int(max(s.max_num_seqs for s in scheds))
 
-    sid = np.full((C, S), -1, dtype=np.int64)
-    pre = np.zeros((C, S), dtype=np.int64)  # prompt tokens still to prefill
-    ctx = np.zeros((C, S), dtype=np.int64)  # tokens in KV
-    gen = np.zeros((C, S), dtype=np.int64)  # tokens emitted
-    order = np.zeros((C, S), dtype=np.int64)  # admission order: preemption takes the newest, prefill serves the oldest
-    rec = np.zeros((C, S), dtype=bool)  # preempted, waiting for its recompute
-    olen = np.zeros((C, S), dtype=np.int64)
-    slot_ok = np.arange(S)[None, :] < seqs[:, None]
-    nxt = np.zeros(C, dtype=np.int64)
-    counter = 0
-    t = arr[:, 0].copy()
-    t0 = t.copy()
-    occ_int = np.zeros(C)
-    occ_peak = np.zeros(C)
-    sys_int = np.zeros(C)
-    n_finished = np.zeros(C, dtype=np.int64)
-    preempt = np.zeros(C, dtype=np.int64)
+    # ---- per-configuration state (rows), compacted as configurations finish ----
+    st = {
+        "g": np.arange(C),  # the configuration of each row
+        "tt": np.array([np.interp(grid, c.tokens_grid, c.t_tokens_s) for c in costs], dtype=np.float64),
+        "kappa": np.array([c.kappa_s for c in costs], dtype=np.float64),
+        "pi": np.array([c.pi_s for c in costs], dtype=np.float64),
+        "seqs": np.array([s.max_num_seqs for s in scheds], dtype=np.int64),
+        "budget0": np.array([s.max_num_batched_tokens for s in scheds], dtype=np.int64),
+        "cap": cap_all.copy(),
+        "t": arr[:, 0].copy(),
+        "nxt": np.zeros(C, dtype=np.int64),
+        "tau": np.zeros(C, dtype=np.int64),  # decode clock: decode steps taken
+        "nrun": np.zeros(C, dtype=np.int64),  # running sequences (slots in use)
+        "d": np.zeros(C, dtype=np.int64),  # decoding sequences
+        "sk": np.zeros(C, dtype=np.int64),  # sum over decoders of (stored ctx + 1): K = sk + d·tau
+        "kv": np.zeros(C, dtype=np.int64),  # tokens in KV
+        "pres": np.zeros(C, dtype=np.int64),  # prompt tokens reserved by running, not preempted sequences
+        "npf": np.zeros(C, dtype=np.int64),  # sequences mid-prefill (not preempted)
+        "nrec": np.zeros(C, dtype=np.int64),  # preempted sequences waiting for their recompute
+        "fmin": np.full(C, BIG, dtype=np.int64),  # min over decoders of olen - stored gen (rem = fmin - tau)
+        "nfin": np.zeros(C, dtype=np.int64),  # requests finished or rejected
+        "occ_int": np.zeros(C), "occ_peak": np.zeros(C), "sys_int": np.zeros(C),
+        "preempt": np.zeros(C, dtype=np.int64),
+        # slots (rows, S)
+        "sid": np.full((C, S), -1, dtype=np.int64),
+        "order": np.zeros((C, S), dtype=np.int64),  # admission order: preemption takes the newest
+        "pre": np.zeros((C, S), dtype=np.int64),  # prompt tokens still to prefill
+        "c0": np.zeros((C, S), dtype=np.int64),  # tokens in KV (minus tau for a decoder)
+        "g0": np.zeros((C, S), dtype=np.int64),  # tokens emitted (minus tau for a decoder)
+        # a decoding slot (running, prompt done, not preempted) holds olen - stored gen, every other BIG:
+        # its sequence finishes when tau reaches it
+        "fkey": np.full((C, S), BIG, dtype=np.int64),
+        "rec": np.zeros((C, S), dtype=bool),  # preempted, waiting for its recompute
+        "olen": np.zeros((C, S), dtype=np.int64),
+        "pfkey": np.full((C, S), BIG, dtype=np.int64),  # order of a sequence mid-prefill, else BIG
+        "pfs": np.full(C, -1, dtype=np.int64),  # the slot mid-prefill when npf == 1 and known, else -1
+        # free slots as a stack per row (slot 0 on top): which free slot a request takes changes nothing
+        "fstack": np.maximum(np.array([s.max_num_seqs for s in scheds])[:, None] - 1 - np.arange(S)[None, :], 0),
+        "nfree": np.array([s.max_num_seqs for s in scheds], dtype=np.int64),
+    }
+    done_acc = {k: np.zeros(C) for k in ("occ_int", "occ_peak", "sys_int")}
+    done_acc["preempt"] = np.zeros(C, dtype=np.int64)
     series = [] if record_kv else None
+    t_full = arr[:, 0].copy() if record_kv else None
+    occ_full = np.zeros(C) if record_kv else None
+    counter = 0
     steps = 0
+    W = 1  # slots [0, W) are the only ones ever used (the stack hands out low slots first)
 
-    def skip_rejected():
-        nonlocal nxt
-        while True:
-            m = nxt < R
-            rj = np.zeros(C, dtype=bool)
-            rj[m] = rejected[ci[m], nxt[m]]
-            if not rj.any():
-                return
-            n_finished[rj] += 1
-            nxt = nxt + rj
+    def flush(rows):
+        g = st["g"][rows]
+        for k in done_acc:
+            done_acc[k][g] = st[k][rows]
 
     while steps < max_iterations:
-        skip_rejected()
-        running = sid >= 0
-        nrun = running.sum(1)
+        g = st["g"]
+        n = len(g)
+        ci = np.arange(n)
+        nxt = st["nxt"]
+        # requests rejected up front are passed over
+        while True:
+            m_ = nxt < R
+            rj = np.zeros(n, dtype=bool)
+            rj[m_] = rejected[g[m_], nxt[m_]]
+            if not rj.any():
+                break
+            st["nfin"] += rj
+            nxt += rj
+        nrun = st["nrun"]
         active = (nxt < R) | (nrun > 0)
+        # finished configurations leave the arrays (in batches: a copy of every array costs a step)
+        if compact and (~active).sum() * 8 >= max(n, 8) or (compact and not active.any()):
+            keep = np.nonzero(active)[0]
+            flush(np.nonzero(~active)[0])
+            for k, v in st.items():
+                st[k] = v[keep]
+            g, nxt, nrun = st["g"], st["nxt"], st["nrun"]
+            n = len(g)
+            ci = np.arange(n)
+            active = np.ones(n, dtype=bool)
         if not active.any():
             break
         steps += 1
-        arrived = np.searchsorted(flat, t - arr.min() + span * ci, side="right") - ci * R
-        arrived = np.clip(arrived, 0, R)
+        t, tau, cap, d_, kv = st["t"], st["tau"], st["cap"], st["d"], st["kv"]
+        sid, order, pre, c0, g0 = st["sid"], st["order"], st["pre"], st["c0"], st["g0"]
+        fkey, rec, olen, pfkey = st["fkey"], st["rec"], st["olen"], st["pfkey"]
+        npf, pfs = st["npf"], st["pfs"]
+        base = span * g - amin
+        arrived = np.clip(np.searchsorted(flat, t + base, side="right") - g * R, 0, R)
         # idle: jump to the next arrival
         idle = active & (nrun == 0) & (arrived <= nxt) & (nxt < R)
         if idle.any():
-            t[idle] = arr[ci[idle], nxt[idle]]
-            arrived[idle] = np.clip(np.searchsorted(flat, t[idle] - arr.min() + span * ci[idle], side="right")
-                                    - ci[idle] * R, 0, R)
+            ii = np.nonzero(idle)[0]
+            t[ii] = arr[g[ii], nxt[ii]]
+            arrived[ii] = np.clip(np.searchsorted(flat, t[ii] + base[ii], side="right") - g[ii] * R, 0, R)
         # the pool: tokens in KV plus the prompt tokens reserved by sequences being prefilled
-        kv_used = ctx.sum(1)
-        committed = kv_used + np.where(running & ~rec, pre, 0).sum(1)
-        preempt_before = preempt.copy()
-        nxt_before = nxt.copy()
+        committed = kv + st["pres"]
+        preempted_now = np.zeros(n, dtype=bool)
         # 1. decodes, preempting the newest sequences while the pool cannot take their tokens
-        dec = running & (pre == 0)
+        fmin_stale = np.zeros(n, dtype=bool)
         while True:
-            d = dec.sum(1)
-            over = active & (committed + d > cap)
+            over = active & (committed + d_ > cap)
             if not over.any():
                 break
-            holds = running & ~rec
-            key = np.where(holds, order, -1)
-            v = key.argmax(1)
-            rows = ci[over]
-            vs = v[over]
-            ok = holds[rows, vs]
-            rows, vs = rows[ok], vs[ok]
+            rows = np.nonzero(over)[0]
+            holds = (sid[rows, :W] >= 0) & ~rec[rows, :W]
+            v = np.where(holds, order[rows, :W], -1).argmax(1)
+            ok = holds[np.arange(len(rows)), v]
+            rows, vs = rows[ok], v[ok]
             if len(rows) == 0:
                 break
-            was_dec = pre[rows, vs] == 0
-            committed[rows] -= ctx[rows, vs] + pre[rows, vs]
-            kv_used[rows] -= ctx[rows, vs]
+            was_dec = fkey[rows, vs] < BIG
+            ctx = c0[rows, vs] + np.where(was_dec, tau[rows], 0)
+            p_ = pre[rows, vs]
+            committed[rows] -= ctx + p_
+            kv[rows] -= ctx
             # recompute: every token in KV plus the newest emitted one (a decoding sequence), or the
             # whole prompt again (a sequence mid-prefill)
-            pre[rows, vs] = np.where(was_dec, ctx[rows, vs] + 1, ctx[rows, vs] + pre[rows, vs])
-            ctx[rows, vs] = 0
+            pre[rows, vs] = np.where(was_dec, ctx + 1, ctx + p_)
+            g0[rows, vs] += np.where(was_dec, tau[rows], 0)
+            c0[rows, vs] = 0
             rec[rows, vs] = True
-            dec[rows, vs] = False
-            preempt[rows] += 1
-        d = dec.sum(1)
-        K = np.where(dec, ctx + 1, 0).sum(1)
-        budget = np.where(active, budget0 - d, 0)
+            fkey[rows, vs] = BIG
+            pfkey[rows, vs] = BIG
+            st["pres"][rows] -= np.where(was_dec, 0, p_)
+            npf[rows] -= ~was_dec
+            pfs[rows] = -1
+            st["nrec"][rows] += 1
+            st["sk"][rows] -= np.where(was_dec, ctx - tau[rows] + 1, 0)
+            d_[rows] -= was_dec
+            fmin_stale[rows[was_dec]] = True
+            st["preempt"][rows] += 1
+            preempted_now[rows] = True
+        if fmin_stale.any():
+            rows = np.nonzero(fmin_stale)[0]
+            st["fmin"][rows] = fkey[rows, :W].min(1)
+        d = d_.copy()
+        K = st["sk"] + d * tau
+        budget = np.where(active, st["budget0"] - d, 0)
         free_kv = cap - committed - d
-        chunk = np.zeros((C, S), dtype=np.int64)
-        pairs = np.zeros(C, dtype=np.float64)
+        pairs = np.zeros(n, dtype=np.float64)
+        ptok = np.zeros(n, dtype=np.int64)
+        chunks = []  # (rows, slots, tokens) of this step's prefill chunks
+        did_preempt = preempted_now
         # preempted sequences come back (oldest first) when the pool can hold their recompute
-        did_preempt = preempt > preempt_before
         while True:
-            cand = running & rec
-            key = np.where(cand, order, np.iinfo(np.int64).max)
-            s = key.argmin(1)
-            need_ = pre[ci, s]
-            can = cand.any(1) & ~did_preempt & (free_kv >= need_)
-            if not can.any():
-                break
-            rows, ss = ci[can], s[can]
-            rec[rows, ss] = False
-            free_kv[rows] -= pre[rows, ss]
-        # 2. sequences mid-prefill (oldest first; their KV is reserved), 3. new requests (first come, first
-        # served) whose whole prompt the pool can reserve
-        served = np.zeros((C, S), dtype=bool)
-        while True:
-            cand = running & ~rec & (pre > 0) & ~served
-            can = cand.any(1) & (budget > 0)
-            if not can.any():
-                break
-            key = np.where(cand, order, np.iinfo(np.int64).max)
-            s = key.argmin(1)
-            rows = ci[can]
-            ss = s[can]
-            c = np.minimum(pre[rows, ss], budget[rows])
-            chunk[rows, ss] = c
-            served[rows, ss] = True
-            pairs[rows] += c * ctx[rows, ss] + c * (c + 1) / 2
-            budget[rows] -= c
-        # new requests wait while a preempted sequence waits for its recompute, and in a step that
-        # preempted (vLLM's scheduler schedules no waiting request then)
-        hold = (running & rec).any(1) | did_preempt
-        while True:
-            free_slot = slot_ok & (sid < 0)
-            can = (nxt < arrived) & free_slot.any(1) & ~hold
-            if not can.any():
-                break
-            rows = ci[can]
-            r = nxt[rows]
-            pf = pref[rows, r]
-            li = inp[rows, r]
-            ok = (free_kv[rows] >= li) & (pf | (budget[rows] > 0))
-            rows, r, pf, li = rows[ok], r[ok], pf[ok], li[ok]
+            rows = np.nonzero((st["nrec"] > 0) & ~did_preempt)[0]
             if len(rows) == 0:
                 break
-            ss = free_slot[rows].argmax(1)
+            cand = (sid[rows, :W] >= 0) & rec[rows, :W]
+            s = np.where(cand, order[rows, :W], BIG).argmin(1)
+            need_ = pre[rows, s]
+            ok = free_kv[rows] >= need_
+            rows, s = rows[ok], s[ok]
+            if len(rows) == 0:
+                break
+            rec[rows, s] = False
+            pfkey[rows, s] = order[rows, s]
+            free_kv[rows] -= pre[rows, s]
+            st["nrec"][rows] -= 1
+            npf[rows] += 1
+            pfs[rows] = np.where(npf[rows] == 1, s, -1)
+            st["pres"][rows] += pre[rows, s]
+        # 2. sequences mid-prefill (oldest first; their KV is reserved), 3. new requests (first come, first
+        # served) whose whole prompt the pool can reserve
+        left = npf.copy()
+        while True:
+            rows = np.nonzero((left > 0) & (budget > 0))[0]
+            if len(rows) == 0:
+                break
+            ss = pfs[rows]  # the one sequence mid-prefill, where it is known
+            scan = ss < 0
+            if scan.any():
+                ss[scan] = pfkey[rows[scan], :W].argmin(1)
+            c = np.minimum(pre[rows, ss], budget[rows])
+            chunks.append((rows, ss, c))
+            pairs[rows] += c * c0[rows, ss] + c * (c + 1) / 2
+            budget[rows] -= c
+            ptok[rows] += c
+            left[rows] -= 1
+            pfkey[rows, ss] = BIG  # served this step (a partial chunk gets its key back below)
+        # new requests wait while a preempted sequence waits for its recompute, and in a step that
+        # preempted (vLLM's scheduler schedules no waiting request then)
+        hold = (st["nrec"] > 0) | did_preempt
+        admitted = []  # (rows, slots) admitted with their prompt's KV
+        nxt_before = nxt.copy()
+        while True:
+            rows = np.nonzero((nxt < arrived) & (st["nfree"] > 0) & ~hold)[0]
+            if len(rows) == 0:
+                break
+            r = nxt[rows]
+            gr = g[rows]
+            pf = pref[gr, r]
+            li = inp[gr, r]
+            ok = (free_kv[rows] >= li) & (pf | (budget[rows] > 0))
+            rows, r, gr, pf, li = rows[ok], r[ok], gr[ok], pf[ok], li[ok]
+            if len(rows) == 0:
+                break
+            nfree = st["nfree"]
+            nfree[rows] -= 1
+            ss = st["fstack"][rows, nfree[rows]]
+            W = max(W, int(ss.max()) + 1)
             sid[rows, ss] = r
             rec[rows, ss] = False
-            olen[rows, ss] = out[rows, r]
+            olen[rows, ss] = out[gr, r]
             order[rows, ss] = counter + np.arange(len(rows))
             counter += len(rows)
             nxt[rows] += 1
+            nrun[rows] += 1
             c = np.where(pf, 0, np.minimum(li, budget[rows]))
             pre[rows, ss] = np.where(pf, 0, li)
-            ctx[rows, ss] = np.where(pf, li, 0)
-            gen[rows, ss] = np.where(pf, 1, 0)
-            first[rows[pf], r[pf]] = t[rows[pf]]
-            chunk[rows, ss] = c
-            served[rows, ss] = True
+            c0[rows, ss] = np.where(pf, li, 0)
+            g0[rows, ss] = np.where(pf, 1, 0)
+            pfkey[rows, ss] = BIG
+            first[gr[pf], r[pf]] = t[rows[pf]]
+            st["pres"][rows] += np.where(pf, 0, li)
+            npf[rows] += ~pf
+            pfs[rows] = np.where(npf[rows] == 1, np.where(pf, pfs[rows], ss), -1)
+            np_ = ~pf
+            if np_.any():
+                chunks.append((rows[np_], ss[np_], c[np_]))
             pairs[rows] += c * (c + 1) / 2
             budget[rows] -= c
+            ptok[rows] += c
             free_kv[rows] -= li
-            kv_used[rows] += np.where(pf, li, 0)
-            running = sid >= 0
-        ptok = chunk.sum(1)
+            kv[rows] += np.where(pf, li, 0)
+            admitted.append((rows[pf], ss[pf]))
         N = d + ptok
         work = active & (N > 0)
         # decode-only runs: jump to the next event
-        m = np.ones(C, dtype=np.int64)
+        m = np.ones(n, dtype=np.int64)
         # (a waiting or preempted request blocked by the pool stays blocked until a sequence finishes)
         jump = work & (ptok == 0) & (d > 0) & ~did_preempt
         if jump.any():
-            rem = np.where(dec, olen - gen, np.iinfo(np.int64).max).min(1)
+            rem = st["fmin"] - tau
             m_fin = np.maximum(rem, 1)
             room = free_kv + d  # what the pool has left for this run's decode tokens
             m_kv = np.maximum(room // np.maximum(d, 1), 1)
             mm = np.minimum(m_fin, m_kv)
             # an arrival that could be admitted ends the run at the first step starting after it
             # (one already waiting is blocked by the pool: only a finishing sequence changes that)
-            admissible = (nxt < R) & (nxt >= arrived) & ((slot_ok & (sid < 0)).any(1))
-            ta = np.where(admissible, arr[ci, np.minimum(nxt, R - 1)], _INF)
-            T = t_tokens(np.maximum(d, 1))
+            admissible = (nxt < R) & (nxt >= arrived) & (st["nfree"] > 0)
+            ta = np.where(admissible, arr[g, np.minimum(nxt, R - 1)], _INF)
+            T = _t_tokens(st["tt"], grid, np.maximum(d, 1))
+            kappa = st["kappa"]
             a2 = kappa * d / 2.0
             b = T + kappa * K - a2
             gap = ta - t
             with np.errstate(all="ignore"):
                 disc = np.sqrt(b * b + 4 * a2 * np.maximum(gap, 0))
                 root = np.where(a2 > 0, (-b + disc) / (2 * a2), gap / b)
-            m_arr = np.where(np.isfinite(ta), np.maximum(np.ceil(root - 1e-9), 1), np.iinfo(np.int64).max)
-            m_arr = np.minimum(m_arr, np.iinfo(np.int64).max // 4).astype(np.int64)
+            m_arr = np.where(np.isfinite(ta), np.maximum(np.ceil(root - 1e-9), 1), BIG)
+            m_arr = np.minimum(m_arr, BIG // 4).astype(np.int64)
             mm = np.minimum(mm, m_arr)
             m = np.where(jump, np.maximum(mm, 1), 1)
-        dt = np.where(work, m * t_tokens(np.maximum(N, 1)) + kappa * (m * K + d * m * (m - 1) / 2.0) + pi * pairs, 0.0)
+        dt = np.where(work, m * _t_tokens(st["tt"], grid, np.maximum(N, 1))
+                      + st["kappa"] * (m * K + d * m * (m - 1) / 2.0) + st["pi"] * pairs, 0.0)
         # nothing to run: wait for the next arrival (a preempted sequence always fits an empty pool)
         stuck = active & ~work & (nxt == nxt_before)  # (admitting a prefilled request is progress)
         if stuck.any():
             later = stuck & (arrived < R)
-            t[later] = np.maximum(t[later], arr[ci[later], np.minimum(arrived[later], R - 1)])
+            ll = np.nonzero(later)[0]
+            t[ll] = np.maximum(t[ll], arr[g[ll], np.minimum(arrived[ll], R - 1)])
             if (stuck & ~later & (nrun == 0)).any():
                 raise OptionError("the simulation cannot make progress: a request does not fit the KV pool")
-        in_sys = arrived - n_finished
-        occ_now = (kv_used + d * m + ptok) / cap
-        occ_int += dt * (kv_used + d * (m + 1) / 2.0 + ptok) / cap
-        occ_peak = np.maximum(occ_peak, occ_now)
-        sys_int += dt * in_sys
-        t = t + dt
-        # apply the step(s)
-        ctx += np.where(dec, m[:, None], 0) + chunk
-        gen += np.where(dec, m[:, None], 0)
-        pre -= chunk
-        done_pref = (chunk > 0) & (pre == 0)
-        gen += done_pref
-        newly = done_pref & (gen == 1)
-        if newly.any():
-            rr, ss = np.nonzero(newly)
-            first[rr, sid[rr, ss]] = t[rr]
-        fin = running & (gen >= olen) & (pre == 0)
-        if fin.any():
-            rr, ss = np.nonzero(fin)
-            finish[rr, sid[rr, ss]] = t[rr]
-            n_finished += fin.sum(1)
-            sid[fin] = -1
-            ctx[fin] = 0
-            gen[fin] = 0
+        in_sys = arrived - st["nfin"]
+        occ_now = (kv + d * m + ptok) / cap
+        st["occ_int"] += dt * (kv + d * (m + 1) / 2.0 + ptok) / cap
+        np.maximum(st["occ_peak"], occ_now, out=st["occ_peak"])
+        st["sys_int"] += dt * in_sys
+        t += dt
+        # apply the step(s): decoders advance with the clock
+        tau += np.where(d > 0, m, 0)
+        kv += d * m + ptok
+        fin_rows = []
+        for rows, ss, c in chunks:
+            pre[rows, ss] -= c
+            c0[rows, ss] += c
+            st["pres"][rows] -= c
+            done = pre[rows, ss] == 0
+            part = ~done
+            pfkey[rows[part], ss[part]] = order[rows[part], ss[part]]
+            rows, ss = rows[done], ss[done]
+            if len(rows) == 0:
+                continue
+            npf[rows] -= 1
+            pfs[rows] = -1
+            g0[rows, ss] += 1
+            newly = g0[rows, ss] == 1
+            first[g[rows[newly]], sid[rows[newly], ss[newly]]] = t[rows[newly]]
+            admitted.append((rows, ss))
+        # sequences whose prompt is done (prefilled now or admitted prefilled): finished, or decoding
+        for rows, ss in admitted:
+            if len(rows) == 0:
+                continue
+            f = g0[rows, ss] >= olen[rows, ss]
+            if f.any():
+                fin_rows.append((rows[f], ss[f], c0[rows[f], ss[f]]))
+            rows, ss = rows[~f], ss[~f]
+            if len(rows) == 0:
+                continue
+            tr = tau[rows]
+            c0[rows, ss] -= tr
+            g0[rows, ss] -= tr
+            fk = olen[rows, ss] - g0[rows, ss]
+            fkey[rows, ss] = fk
+            d_[rows] += 1
+            st["sk"][rows] += c0[rows, ss] + 1
+            st["fmin"][rows] = np.minimum(st["fmin"][rows], fk)
+        # decoders that reached their output length
+        frows = np.nonzero(st["fmin"] - tau <= 0)[0]
+        if len(frows):
+            sub = fkey[frows, :W]
+            fm = sub <= tau[frows, None]
+            rr, ss = np.nonzero(fm)
+            rows = frows[rr]
+            ctx = c0[rows, ss] + tau[rows]
+            fin_rows.append((rows, ss, ctx))
+            fkey[rows, ss] = BIG
+            d_ -= np.bincount(rows, minlength=n)
+            st["sk"] -= np.bincount(rows, c0[rows, ss] + 1, minlength=n).astype(np.int64)  # exact below 2**53
+            st["fmin"][frows] = np.where(fm, BIG, sub).min(1)
+        if fin_rows:
+            rows = np.concatenate([f[0] for f in fin_rows])
+            ss = np.concatenate([f[1] for f in fin_rows])
+            ctx = np.concatenate([f[2] for f in fin_rows])
+            finish[g[rows], sid[rows, ss]] = t[rows]
+            kv -= np.bincount(rows, ctx, minlength=n).astype(np.int64)
+            cnt = np.bincount(rows, minlength=n)
+            st["nfin"] += cnt
+            nrun -= cnt
+            sid[rows, ss] = -1
+            c0[rows, ss] = 0
+            g0[rows, ss] = 0
+            # push the freed slots: the k-th freed slot of a row goes k places above its stack's top
+            o = np.argsort(rows, kind="stable")
+            rows, ss = rows[o], ss[o]
+            starts = np.cumsum(cnt) - cnt
+            rank = np.arange(len(rows)) - starts[rows]
+            nfree = st["nfree"]
+            st["fstack"][rows, nfree[rows] + rank] = ss
+            nfree += cnt
         if series is not None:
-            series.append((t.copy(), occ_now.copy()))
+            t_full[g] = t
+            occ_full[:] = 0.0
+            occ_full[g] = occ_now
+            series.append((t_full.copy(), occ_full.copy()))
     else:
         raise OptionError(f"the simulation did not finish in {max_iterations} steps")
+    flush(np.arange(len(st["g"])))
 
     ttft = first - arr
     e2e = finish - arr
     with np.errstate(all="ignore"):
         tpot = np.where(out > 1, (finish - first) / (out - 1), np.nan)
         end = np.nanmax(np.where(np.isnan(finish), -_INF, finish), axis=1)
-        dur = end - t0
+        dur = end - t0_all
         produced = np.where(np.isnan(finish), 0, out).sum(1)
         tps = np.where(dur > 0, produced / dur, np.nan)
-        occ_mean = np.where(dur > 0, occ_int / dur, np.nan)
-        mean_sys = np.where(dur > 0, sys_int / dur, np.nan)
-    return Result(ttft, tpot, e2e, finish, tps, occ_mean, occ_peak, mean_sys, preempt,
+        occ_mean = np.where(dur > 0, done_acc["occ_int"] / dur, np.nan)
+        mean_sys = np.where(dur > 0, done_acc["sys_int"] / dur, np.nan)
+    return Result(ttft, tpot, e2e, finish, tps, occ_mean, done_acc["occ_peak"], mean_sys, done_acc["preempt"],
                   rejected.sum(1), dur, steps, series)
 
 
