@@ -25,6 +25,7 @@ TpotOpt = Annotated[float, typer.Option("--tpot-p90", help="Target: 90th-percent
 EngineOpt = Annotated[str, typer.Option("--engine", "-e", help="Serving engine: vllm, sglang, trtllm or ideal (the roofline).")]
 PriceOpt = Annotated[Optional[float], typer.Option("--price-per-hour", min=0.0, max=1e6, help="USD per GPU-hour (overrides the profile's price).")]
 RequestsOpt = Annotated[int, typer.Option("--requests", min=20, max=100_000, help="Requests simulated per replica (count).")]
+DisaggOpt = Annotated[bool, typer.Option("--disaggregated/--aggregated-only", help="Also search disaggregated prefill/decode pools (xPyD), with the KV transfer priced on its link.")]
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, max=2**31, help="Seed of the simulated arrivals.")]
 
 
@@ -44,6 +45,7 @@ def plan(
     price_per_hour: PriceOpt = None,
     requests: RequestsOpt = 300,
     seed: SeedOpt = 0,
+    disaggregated: DisaggOpt = True,
     revision: RevisionOpt = None,
     plot: PlotOpt = None,
     fmt: FormatOpt = None,
@@ -77,7 +79,7 @@ def plan(
     warn_all(a.warnings)
     r = run_plan(a, hw, model_id=lm.id, workload=Workload(rate, input_len, output_len, requests, seed),
                  target=Target(ttft_p90, tpot_p90), engine=engine, max_gpus=max_gpus, gpus=gpus,
-                 price_per_hour=price_per_hour)
+                 price_per_hour=price_per_hour, disaggregated=disaggregated)
     d = plan_dict(r)
     if plot is not None:
         from .plots import plot_pareto
@@ -122,13 +124,19 @@ def headline(d: dict, hw) -> str:
         return f"No layout on {within} GPUs meets {ask}; see the rejected families for why."
     cost = (f", ${c['cost_per_million_tokens']:.3f} per million output tokens" if c["cost_per_million_tokens"] is not None
             else "")
-    return (f"Cheapest for {ask}: {c['layout']['label']} = {c['gpus']} GPUs ({c['replicas']} replica(s) of "
-            f"{c['layout']['gpus_per_replica']}), max_num_seqs {c['max_num_seqs']}: TTFT p90 {_s(c['ttft_p90_s'])}, "
-            f"TPOT p90 {_ms(c['tpot_p90_s'])}{cost}.")
+    if c["prefill"] is not None:
+        pf = c["prefill"]
+        shape = (f"{pf['replicas']} prefill replica(s) of {pf['layout']['gpus_per_replica']} + {c['replicas']} decode "
+                 f"replica(s) of {c['layout']['gpus_per_replica']}, KV sent in {_ms(pf['kv_transfer_s'])} "
+                 f"({pf['kv_transfer_link'].replace('_', '-')})")
+    else:
+        shape = f"{c['replicas']} replica(s) of {c['layout']['gpus_per_replica']}"
+    return (f"Cheapest for {ask}: {c['label']} = {c['gpus']} GPUs ({shape}), max_num_seqs {c['max_num_seqs']}: "
+            f"TTFT p90 {_s(c['ttft_p90_s'])}, TPOT p90 {_ms(c['tpot_p90_s'])}{cost}.")
 
 
 def _row(c: dict) -> list:
-    return [c["layout"]["label"], c["gpus"], c["max_num_seqs"], _s(c["ttft_p50_s"]), _s(c["ttft_p90_s"]),
+    return [c["label"], c["gpus"], c["max_num_seqs"], _s(c["ttft_p50_s"]), _s(c["ttft_p90_s"]),
             _ms(c["tpot_p50_s"]), _ms(c["tpot_p90_s"]), f"{c['output_tokens_per_s_per_gpu']:,.0f}",
             "-" if c["output_tokens_per_s_per_user"] is None else f"{c['output_tokens_per_s_per_user']:.1f}",
             f"{c['kv_mean_occupancy']:.0%}" if c["kv_mean_occupancy"] is not None else "-",
@@ -147,7 +155,8 @@ def sections(d: dict) -> list[Section]:
         s.add(*_row(d["cheapest"]))
         m = d["cheapest"]["memory_per_gpu"]
         s.caption = (f"per GPU: weights {m['weights_bytes'] / 2**30:.1f} GiB, KV pool {m['kv_pool_bytes'] / 2**30:.1f} GiB "
-                     f"= {m['kv_capacity_tokens']:,} tokens per replica")
+                     f"= {m['kv_capacity_tokens']:,} tokens per replica"
+                     + (" (the decode pool's)" if d["cheapest"]["prefill"] is not None else ""))
         out.append(s)
     p = Section("Pareto front: tokens/s per GPU against tokens/s per user", HEADERS, right=tuple(range(1, 11)))
     for c in d["pareto"]:

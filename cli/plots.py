@@ -584,7 +584,7 @@ def plot_pareto(plan: dict, path: str | os.PathLike):
         ax.plot(xs, ys, "-", color="tab:blue", lw=1.2, gid=GID_FRONT)
         for c, x, y in zip(pts, xs, ys):
             ax.plot([x], [y], "o", ms=6, color="tab:blue", mfc="tab:blue" if c["meets_target"] else "white", zorder=3)
-        marks = [(x, y, f"{c['layout']['label']} ({c['gpus']})", "0.2") for c, x, y in zip(pts, xs, ys)]
+        marks = [(x, y, f"{c.get('label') or c['layout']['label']} ({c['gpus']})", "0.2") for c, x, y in zip(pts, xs, ys)]
         _place_labels(fig, ax, marks, points=[(x, y, 3) for x, y, _, _ in marks])
     best = plan.get("cheapest")
     if best is not None and best["output_tokens_per_s_per_user"]:

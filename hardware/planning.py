@@ -15,7 +15,15 @@ The search, in order (every rejected family keeps its reason):
 3. every candidate is simulated under load (``hardware.simulate``: Poisson arrivals at ``rate / replicas``
    per replica, continuous batching with chunked prefill, KV admission and preemption) in one
    vectorised run; a candidate meets the target when its p90 TTFT and p90 TPOT do;
-4. the answer is the candidate meeting the target with the fewest GPUs (then the most output tokens/s
+4. disaggregated prefill/decode (``xPyD``): a prefill pool of ``x`` replicas of one surviving family
+   and a decode pool of ``y`` replicas of another (the two with the most prefill and decode throughput
+   per GPU, and the two fastest alone), ``x`` and ``y`` sized from each pool's capacity at the rate.
+   A request's KV crosses from its prefill to its decode GPUs (``kv_transfer_s``: each prefill GPU sends
+   its shard, a ``send`` on NVLink when the whole deployment fits one node, else on the network
+   between nodes, ``hardware.comm``). Each candidate is simulated in two vectorised runs: one prefill
+   replica at ``rate / x`` (TTFT = its prefill plus the transfer), then one decode replica fed that
+   replica's ready times stretched to ``rate / y`` (TPOT counts the wait for a decode slot);
+5. the answer is the candidate meeting the target with the fewest GPUs (then the most output tokens/s
    per GPU of capacity); the Pareto front is over all simulated candidates, output tokens/s per GPU
    (the served rate's tokens over the GPUs) against tokens/s per user (1 / median TPOT).
 """
@@ -28,6 +36,7 @@ from dataclasses import dataclass, field
 from planner.analysis.errors import OptionError, PlannerError
 from planner.analysis.parallel import Layout
 
+from .comm import collective_s, links
 from .deploy import engine_model, layout_memory, plan_for, replica_step, step_cost
 
 GiB = 2**30
@@ -48,9 +57,26 @@ class Target:
     tpot_p90_s: float
 
 
+@dataclass(frozen=True)
+class Disagg:
+    """The prefill pool of a disaggregated candidate (its decode pool is the candidate's ``layout``)."""
+
+    prefill: Layout  # dp = prefill replicas
+    prefill_memory: object
+    prefill_cost: object  # simulate.StepCost
+    prefill_max_num_seqs: int
+    kv_transfer_s: float  # one request's KV from its prefill GPUs to its decode GPUs
+    kv_transfer_bytes_per_gpu: int  # what each prefill GPU sends for one request
+    link: str  # "intra_node" | "inter_node"
+
+
+def disagg_family(prefill: Layout, decode: Layout) -> str:
+    return f"disagg {prefill.family} prefill + {decode.family} decode"
+
+
 @dataclass
 class Candidate:
-    layout: Layout
+    layout: Layout  # the replicas (aggregated) or the decode pool (disaggregated)
     max_num_seqs: int
     max_num_batched_tokens: int
     memory: object
@@ -58,10 +84,22 @@ class Candidate:
     metrics: dict = field(default_factory=dict)
     meets: bool = False
     bubble: float = 0.0
+    disagg: Disagg | None = None
 
     @property
     def gpus(self) -> int:
-        return self.layout.gpus
+        return self.layout.gpus + (self.disagg.prefill.gpus if self.disagg else 0)
+
+    @property
+    def family(self) -> str:
+        return disagg_family(self.disagg.prefill, self.layout) if self.disagg else self.layout.family
+
+    @property
+    def label(self) -> str:
+        if self.disagg is None:
+            return self.layout.label
+        return (f"{self.disagg.prefill.dp}P {self.disagg.prefill.family} + "
+                f"{self.layout.dp}D {self.layout.family}")
 
 
 @dataclass
@@ -118,7 +156,8 @@ def _capacity_rps(a, hw, plan, em, mem, w: Workload, seqs: int) -> float:
 
 
 def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: str | None = None,
-         max_gpus: int = 64, gpus: int | None = None, price_per_hour: float | None = None) -> PlanResult:
+         max_gpus: int = 64, gpus: int | None = None, price_per_hour: float | None = None,
+         disaggregated: bool = True) -> PlanResult:
     import numpy as np
 
     from .simulate import Scheduler, draw_lengths, poisson_arrivals, simulate
@@ -209,13 +248,18 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
         if extra:
             _simulate_into(extra, a, hw, em, w, tg, notes)
             cands.extend(extra)
+    if disaggregated and alive:
+        dis = _disagg_candidates(a, hw, em, w, alive, max_gpus, gpus, default_seqs, mnbt, rejected)
+        if dis:
+            _simulate_disagg_into(dis, a, hw, em, w, tg, notes)
+            cands.extend(dis)
     ok = [c for c in cands if c.meets]
     best = min(ok, key=lambda c: (c.gpus, c.metrics["tpot_p90_s"])) if ok else None
     # families with candidates that all miss: the closest miss explains why
     for fam, cs in _by_family(cands).items():
         if any(c.meets for c in cs):
             cheapest = min(c.gpus for c in cs if c.meets)
-            if best is not None and fam != best.layout.family:
+            if best is not None and fam != best.family:
                 rejected[fam] = f"meets the target with {cheapest} GPUs; the cheapest needs {best.gpus}"
             continue
         near = min(cs, key=lambda c: max(c.metrics["ttft_p90_s"] / tg.ttft_p90_s, c.metrics["tpot_p90_s"] / tg.tpot_p90_s))
@@ -227,7 +271,7 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
             why.append(f"TPOT p90 {m['tpot_p90_s'] * 1e3:.1f} ms > {tg.tpot_p90_s * 1e3:g} ms")
         if m["rejected_requests"]:
             why.append(f"{m['rejected_requests']} requests do not fit the KV pool")
-        text = f"with {near.gpus} GPUs (max_num_seqs {near.max_num_seqs}): " + "; ".join(why)
+        text = f"{near.label} with {near.gpus} GPUs (max_num_seqs {near.max_num_seqs}): " + "; ".join(why)
         if near.bubble > 0.05:
             text = f"bubble costs {near.bubble:.0%} at this rate; " + text
         rejected[fam] = text
@@ -248,7 +292,7 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
 def _by_family(cands: list[Candidate]) -> dict[str, list[Candidate]]:
     out: dict[str, list[Candidate]] = {}
     for c in cands:
-        out.setdefault(c.layout.family, []).append(c)
+        out.setdefault(c.family, []).append(c)
     return out
 
 
@@ -295,6 +339,148 @@ def _simulate_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, n
                                     cached=w.input_len + w.output_len // 2).bubble
 
 
+def kv_transfer(a, hw, em, prefill_plan, total_gpus: int, input_len: int) -> tuple[float, int, str]:
+    """Seconds, bytes each prefill GPU sends, and the link, for one request's KV (``input_len`` tokens)
+    to go from its prefill replica to its decode replica: every prefill GPU sends the shard it holds
+    (``analysis.parallel.stage_kv_bytes_per_token``, the busiest stage) at once, a ``send`` on NVLink when
+    the whole deployment fits one node, else on the network between nodes."""
+    from planner.analysis.parallel import Collective, stage_kv_bytes_per_token
+
+    lk = links(hw)
+    per_gpu = max(stage_kv_bytes_per_token(a.kv, prefill_plan)) * input_len
+    inter = total_gpus > lk.gpus_per_node
+    c = Collective("kv_transfer", "send", 2, per_gpu, 1, inter)
+    return collective_s(c, lk, hw.name, efficiency=em.factors.interconnect), per_gpu, \
+        "inter_node" if inter else "intra_node"
+
+
+def _disagg_candidates(a, hw, em, w: Workload, alive, max_gpus: int, gpus: int | None, default_seqs: int,
+                       mnbt: int, rejected: dict[str, str]) -> list[Candidate]:
+    """xPyD candidates over the families that survived alone: the prefill pools with the most prompts/s
+    per GPU and the fastest prompt, the decode pools with the most decode tokens/s per GPU (at their
+    largest batch) and the fastest sequence; ``x`` and ``y`` from each pool's capacity at the rate."""
+    per_seq = w.input_len + w.output_len
+    ctx = w.input_len + w.output_len // 2
+    pre, dec = [], []
+    for lo, p, mem, first in alive:
+        pre.append((first * lo.gpus_per_replica, first, lo, p, mem))
+        b = max(1, min(default_seqs, mem.kv_capacity_tokens // per_seq))
+        step_b = replica_step(a, hw, p, em, batch=b, new_tokens=1, cached=ctx).iteration_s
+        alone = replica_step(a, hw, p, em, batch=1, new_tokens=1, cached=ctx).iteration_s
+        dec.append((step_b * lo.gpus_per_replica / b, alone, b / step_b, lo, p, mem))
+    pick_p = {id(x[2]): x for x in (min(pre, key=lambda x: x[0]), min(pre, key=lambda x: x[1]))}.values()
+    pick_d = {id(x[3]): x for x in (min(dec, key=lambda x: x[0]), min(dec, key=lambda x: x[1]))}.values()
+    out: list[Candidate] = []
+    for _, first, lp, pp_, mp in pick_p:
+        cost_p = step_cost(a, hw, pp_, em, ref_batch=1, ref_context=w.input_len, ref_prompt=min(w.input_len, mnbt))
+        for _, _, dec_tps, ld, pd, md in pick_d:
+            fam = disagg_family(lp, ld)
+            gp, gd = lp.gpus_per_replica, ld.gpus_per_replica
+            # a prefill replica serves about 1 / first prompts/s; keep it under 85 %, 60 % or 40 % busy
+            xs = sorted({max(1, math.ceil(w.rate_per_s * first / u)) for u in (0.85, 0.6, 0.4)})
+            y0 = max(1, math.ceil(w.rate_per_s * w.output_len / dec_tps))
+            ys = sorted({y0, math.ceil(y0 * 1.25), math.ceil(y0 * 1.6)})
+            if gpus is not None:
+                pairs = [(x, (gpus - x * gp) // gd) for x in range(1, gpus // gp + 1)
+                         if gpus - x * gp >= gd and (gpus - x * gp) % gd == 0]
+                share = xs[0] * gp / (xs[0] * gp + y0 * gd)
+                pairs = sorted(pairs, key=lambda xy: abs(xy[0] * gp / gpus - share))[:3]
+            else:
+                pairs = [(x, y) for x in xs for y in ys if x * gp + y * gd <= max_gpus]
+            if not pairs:
+                need = xs[0] * gp + y0 * gd
+                rejected[fam] = (f"needs about {xs[0]} prefill + {y0} decode replicas ({need} GPUs) for "
+                                 f"{w.rate_per_s:g} req/s; " + (f"--gpus {gpus}" if gpus else f"--max-gpus {max_gpus}"))
+                continue
+            for x, y in pairs:
+                try:
+                    kv_s, kv_b, link = kv_transfer(a, hw, em, pp_, x * gp + y * gd, w.input_len)
+                except PlannerError as exc:
+                    rejected[fam] = f"the KV transfer has no link: {exc}"
+                    break
+                dg = Disagg(Layout(lp.tp, lp.pp, lp.ep, x, lp.attn_dp), mp, cost_p, default_seqs, kv_s, kv_b, link)
+                cost_d = step_cost(a, hw, pd, em, ref_batch=min(64, default_seqs), ref_context=ctx, ref_prompt=1)
+                for seqs in sorted({default_seqs, 64}):
+                    if seqs <= default_seqs:
+                        out.append(Candidate(Layout(ld.tp, ld.pp, ld.ep, y, ld.attn_dp), seqs, mnbt, md, cost_d,
+                                             disagg=dg))
+    return out
+
+
+def _disagg_streams(cands: list[Candidate], w: Workload, record_kv: bool = False):
+    """The two runs of disaggregated candidates: one prefill replica each at ``rate / x``, then one
+    decode replica each fed that replica's ready times (prefill done + KV transfer) stretched by
+    ``y / x`` to its ``rate / y``. Returns (prefill result, decode result, arrivals, ready, decode
+    arrivals, the order of the decode run's requests)."""
+    import numpy as np
+
+    from .simulate import Scheduler, draw_lengths, poisson_arrivals, simulate
+
+    R = w.requests
+    inp = draw_lengths(w.input_len, R, seed=w.seed + 1)
+    out = draw_lengths(w.output_len, R, seed=w.seed + 2)
+    arr = np.concatenate([poisson_arrivals(w.rate_per_s / c.disagg.prefill.dp, R, seed=w.seed) for c in cands])
+    p = simulate([c.disagg.prefill_cost for c in cands],
+                 [Scheduler(c.disagg.prefill_max_num_seqs, c.max_num_batched_tokens,
+                            c.disagg.prefill_memory.kv_capacity_tokens) for c in cands],
+                 arr, inp, np.ones(R, dtype=np.int64))
+    ready = p.finish_s + np.array([c.disagg.kv_transfer_s for c in cands])[:, None]
+    stretch = np.array([c.layout.dp / c.disagg.prefill.dp for c in cands])[:, None]
+    ok = ~np.isnan(ready)
+    last = np.nanmax(np.where(ok, ready, -np.inf), axis=1, keepdims=True)
+    darr = np.where(ok, ready, last) * stretch
+    order = np.argsort(darr, axis=1, kind="stable")
+    darr_sorted = np.take_along_axis(darr, order, axis=1)
+    d = simulate([c.cost for c in cands],
+                 [Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens) for c in cands],
+                 darr_sorted, inp[order], out[order], prefilled=np.ones_like(order, dtype=bool), record_kv=record_kv)
+    return p, d, arr, ready, darr_sorted, order, out
+
+
+def _simulate_disagg_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, notes: list[str]) -> None:
+    import numpy as np
+
+    p, d, arr, ready, darr, order, out = _disagg_streams(cands, w)
+    out_o = out[order]
+    ttft = ready - arr  # (C, R) in arrival order
+    with np.errstate(all="ignore"):
+        tpot = np.where(out_o > 1, (d.finish_s - darr) / (out_o - 1), np.nan)
+        back = np.argsort(order, axis=1)
+        e2e = ttft + np.take_along_axis(d.finish_s - darr, back, axis=1)
+    notes.append(f"simulation: {len(cands)} disaggregated candidates × {w.requests} requests, "
+                 f"{p.steps} + {d.steps} lock-step iterations (prefill, decode pools)")
+
+    def pct(x):
+        with np.errstate(all="ignore"):
+            return np.nanpercentile(np.where(np.all(np.isnan(x), axis=1, keepdims=True), 0.0, x), (50, 90, 99), axis=1).T
+
+    tt, tp_, ee = pct(ttft), pct(tpot), pct(e2e)
+    offered = w.rate_per_s * float(np.mean(out))
+    for i, c in enumerate(cands):
+        simulated = float(d.output_tokens_per_s[i]) * c.layout.dp
+        served_tps = offered if simulated >= 0.9 * offered else simulated
+        med_tpot = float(tp_[i, 0])
+        c.metrics = {
+            "ttft_p50_s": float(tt[i, 0]), "ttft_p90_s": float(tt[i, 1]), "ttft_p99_s": float(tt[i, 2]),
+            "tpot_p50_s": med_tpot, "tpot_p90_s": float(tp_[i, 1]), "tpot_p99_s": float(tp_[i, 2]),
+            "e2e_p50_s": float(ee[i, 0]), "e2e_p90_s": float(ee[i, 1]), "e2e_p99_s": float(ee[i, 2]),
+            "output_tokens_per_s": served_tps,
+            "replica_output_tokens_per_s_simulated": float(d.output_tokens_per_s[i]),
+            "output_tokens_per_s_per_gpu": served_tps / c.gpus,
+            "output_tokens_per_s_per_user": 1.0 / med_tpot if med_tpot > 0 else None,
+            "kv_mean_occupancy": float(d.kv_mean_occupancy[i]), "kv_peak_occupancy": float(d.kv_peak_occupancy[i]),
+            "mean_requests_in_system": float(d.mean_in_system[i]),
+            "preemptions": int(d.preemptions[i] + p.preemptions[i]),
+            "rejected_requests": int(d.rejected[i] + p.rejected[i]),
+        }
+        c.meets = (c.metrics["ttft_p90_s"] <= tg.ttft_p90_s and c.metrics["tpot_p90_s"] <= tg.tpot_p90_s
+                   and c.metrics["rejected_requests"] == 0)
+        if c.layout.pp > 1:
+            busy = max(1, min(c.max_num_seqs, round(c.metrics["mean_requests_in_system"])))
+            c.bubble = replica_step(a, hw, plan_for(a, hw, c.layout), em, batch=busy, new_tokens=1,
+                                    cached=w.input_len + w.output_len // 2).bubble
+
+
 def _kv_series(c: Candidate, w: Workload, points: int = 100) -> list[list[float]]:
     """The KV pool's occupancy over time of one replica of ``c`` (its simulation again, recorded):
     ``[[t_s, fraction], ...]``, at most ``points`` samples evenly spaced in time."""
@@ -303,9 +489,13 @@ def _kv_series(c: Candidate, w: Workload, points: int = 100) -> list[list[float]
     from .simulate import Scheduler, draw_lengths, poisson_arrivals, simulate
 
     R = w.requests
-    r = simulate([c.cost], [Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens)],
-                 poisson_arrivals(w.rate_per_s / c.layout.dp, R, seed=w.seed), draw_lengths(w.input_len, R, seed=w.seed + 1),
-                 draw_lengths(w.output_len, R, seed=w.seed + 2), record_kv=True)
+    if c.disagg is not None:  # the decode pool's
+        r = _disagg_streams([c], w, record_kv=True)[1]
+    else:
+        r = simulate([c.cost], [Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens)],
+                     poisson_arrivals(w.rate_per_s / c.layout.dp, R, seed=w.seed),
+                     draw_lengths(w.input_len, R, seed=w.seed + 1), draw_lengths(w.output_len, R, seed=w.seed + 2),
+                     record_kv=True)
     t = np.array([x[0][0] for x in r.kv_series])
     occ = np.array([x[1][0] for x in r.kv_series])
     if len(t) == 0:
@@ -351,7 +541,15 @@ def cost_per_million(c: Candidate, price_per_hour: float | None) -> float | None
 
 
 def candidate_dict(c: Candidate, price_per_hour: float | None) -> dict:
-    return {"layout": c.layout.to_dict(), "gpus": c.gpus, "replicas": c.layout.dp, "max_num_seqs": c.max_num_seqs,
+    """One candidate. ``layout`` is the replicas' layout (aggregated) or the decode pool's (disaggregated,
+    with the prefill pool under ``prefill``); ``label`` names the whole deployment either way."""
+    dg = c.disagg
+    return {"mode": "disaggregated" if dg else "aggregated", "label": c.label,
+            "layout": c.layout.to_dict(), "gpus": c.gpus, "replicas": c.layout.dp, "max_num_seqs": c.max_num_seqs,
+            "prefill": None if dg is None else {
+                "layout": dg.prefill.to_dict(), "replicas": dg.prefill.dp, "max_num_seqs": dg.prefill_max_num_seqs,
+                "memory_per_gpu": dg.prefill_memory.to_dict(), "kv_transfer_s": dg.kv_transfer_s,
+                "kv_transfer_bytes_per_gpu": dg.kv_transfer_bytes_per_gpu, "kv_transfer_link": dg.link},
             "max_num_batched_tokens": c.max_num_batched_tokens, "memory_per_gpu": c.memory.to_dict(),
             "meets_target": c.meets, "pipeline_bubble": c.bubble if c.layout.pp > 1 else None,
             "cost_per_million_tokens": cost_per_million(c, price_per_hour),
@@ -378,5 +576,5 @@ def plan_dict(r: PlanResult) -> dict:
     }
 
 
-__all__ = ["Candidate", "PlanResult", "Target", "Workload", "candidate_dict", "families", "fewest_gpus", "plan",
+__all__ = ["Candidate", "Disagg", "PlanResult", "Target", "Workload", "candidate_dict", "families", "fewest_gpus", "plan",
            "plan_dict"]

@@ -367,14 +367,14 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         sid, order, pre, c0, g0 = st["sid"], st["order"], st["pre"], st["c0"], st["g0"]
         fkey, rec, olen, pfkey = st["fkey"], st["rec"], st["olen"], st["pfkey"]
         npf, pfs = st["npf"], st["pfs"]
-        base = span * g - amin
-        arrived = np.clip(np.searchsorted(flat, t + base, side="right") - g * R, 0, R)
+        # (the same rounding as ``flat``'s: (t - amin) + span·g)
+        arrived = np.clip(np.searchsorted(flat, t - amin + span * g, side="right") - g * R, 0, R)
         # idle: jump to the next arrival
         idle = active & (nrun == 0) & (arrived <= nxt) & (nxt < R)
         if idle.any():
             ii = np.nonzero(idle)[0]
             t[ii] = arr[g[ii], nxt[ii]]
-            arrived[ii] = np.clip(np.searchsorted(flat, t[ii] + base[ii], side="right") - g[ii] * R, 0, R)
+            arrived[ii] = np.clip(np.searchsorted(flat, t[ii] - amin + span * g[ii], side="right") - g[ii] * R, 0, R)
         # the pool: tokens in KV plus the prompt tokens reserved by sequences being prefilled
         committed = kv + st["pres"]
         preempted_now = np.zeros(n, dtype=bool)

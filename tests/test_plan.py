@@ -32,8 +32,12 @@ def test_plan_json_keys_and_consistency(small):
     assert c is not None and c["meets_target"]
     assert c["ttft_p90_s"] <= 1.0 and c["tpot_p90_s"] <= 0.05
     lo = c["layout"]
-    # the layout the output states agrees with its GPU count and replicas
-    assert lo["gpus"] == c["gpus"] == d["gpus_needed"] == lo["tp"] * lo["pp"] * lo["dp"]
+    # the layout the output states agrees with its GPU count and replicas (a disaggregated candidate's
+    # layout is its decode pool; its prefill pool adds its own GPUs)
+    pf = c["prefill"]
+    assert c["mode"] == ("disaggregated" if pf else "aggregated")
+    pool = pf["layout"]["gpus"] if pf else 0
+    assert lo["gpus"] + pool == c["gpus"] == d["gpus_needed"] and lo["gpus"] == lo["tp"] * lo["pp"] * lo["dp"]
     assert c["replicas"] == lo["dp"] and lo["gpus_per_replica"] == lo["tp"] * lo["pp"]
     assert c["gpus"] <= 8
     # cost per million output tokens = price × GPUs / (served tokens/s × 3600) × 1e6
@@ -127,3 +131,61 @@ def test_plot_draws_the_front(tmp_path):
     r = run("plan", *SMALL, "--plot", str(p))
     assert r.code == 0, r.err
     assert p.exists() and 'id="pareto-front"' in p.read_text()
+
+
+def test_plan_searches_disaggregated_pools():
+    # Llama-3.1-8B at 12 req/s of 2000 in / 200 out on up to 8 H100s: xPyD candidates are simulated
+    # beside the aggregated ones, each with its KV transfer on the node's NVLink (8 GPUs fit one node),
+    # and every family that is not the answer keeps a reason
+    r = run("plan", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-gpus", "8", "--rate", "12", "--input-len", "2000",
+            "--output-len", "200", "--ttft-p90", "0.5", "--tpot-p90", "0.03", "--requests", "80", "--json")
+    assert r.code == 0, r.err
+    d = r.json
+    fams = {x["family"] for x in d["rejected"]}
+    dis = [c for c in d["pareto"] + [d["cheapest"] or {}] if c.get("mode") == "disaggregated"]
+    assert any(f.startswith("disagg ") for f in fams) or dis
+    assert any("disaggregated candidates" in n for n in d["notes"])
+    for c in dis:
+        pf = c["prefill"]
+        assert pf["kv_transfer_link"] == "intra_node" and pf["kv_transfer_s"] > 0
+        assert c["gpus"] == pf["layout"]["gpus"] + c["layout"]["gpus"] <= 8
+        assert c["label"].startswith(f"{pf['replicas']}P ")
+    r2 = run("plan", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-gpus", "8", "--rate", "12", "--input-len", "2000",
+             "--output-len", "200", "--ttft-p90", "0.5", "--tpot-p90", "0.03", "--requests", "80", "--json",
+             "--aggregated-only")
+    assert r2.code == 0, r2.err
+    assert not any(x["family"].startswith("disagg ") for x in r2.json["rejected"])
+    assert all(c["mode"] == "aggregated" for c in r2.json["pareto"])
+
+
+def test_kv_transfer_on_its_link_and_one_to_one_pools_match_the_library():
+    import numpy as np
+
+    from planner.analysis.analyze import Options, analyze
+    from planner.analysis.parallel import Layout
+    from planner.cli.common import load_hardware, load_model
+    from planner.hardware.deploy import engine_model, layout_memory, plan_for, step_cost
+    from planner.hardware.planning import Candidate, Disagg, Workload, _disagg_streams, kv_transfer
+    from planner.hardware.simulate import Scheduler, draw_lengths, poisson_arrivals, simulate_disaggregated
+
+    a = analyze(load_model("llama-3.1-8b").spec, Options(context=2200))
+    hw = load_hardware("h100-sxm")
+    em = engine_model(hw, "vllm")
+    p = plan_for(a, hw, Layout(tp=2))
+    intra = kv_transfer(a, hw, em, p, 8, 2000)
+    inter = kv_transfer(a, hw, em, p, 16, 2000)
+    # each of the 2 prefill GPUs sends half the KV: 32 layers × 8 KV heads × 128 × 2 (K, V) × 2 bytes / 2
+    assert intra[1] == inter[1] == 2000 * 32 * 8 * 128 * 2 * 2 // 2
+    assert (intra[2], inter[2]) == ("intra_node", "inter_node") and inter[0] > intra[0] > 0
+    # one prefill and one decode replica: the plan's two runs are simulate_disaggregated's chain
+    mem = layout_memory(a, hw, p, em, max_num_batched_tokens=2048, max_num_seqs=64)
+    cost = step_cost(a, hw, p, em, ref_batch=16, ref_context=2100, ref_prompt=2000)
+    w = Workload(3.0, 2000, 200, requests=60)
+    c = Candidate(Layout(tp=2), 64, 2048, mem, cost, disagg=Disagg(Layout(tp=2), mem, cost, 64, intra[0], intra[1], "intra_node"))
+    pre, dec, arr, ready, darr, order, out = _disagg_streams([c], w)
+    sched = Scheduler(64, 2048, mem.kv_capacity_tokens)
+    lib = simulate_disaggregated(cost, sched, cost, sched, poisson_arrivals(3.0, 60, seed=0),
+                                 draw_lengths(2000, 60, seed=1), draw_lengths(200, 60, seed=2), kv_transfer_s=intra[0])
+    np.testing.assert_allclose(ready[0] - arr[0], lib.ttft_s[0], rtol=1e-12)
+    back = np.argsort(order[0])
+    np.testing.assert_allclose(dec.finish_s[0][back], lib.finish_s[0], rtol=1e-12)
