@@ -46,7 +46,7 @@ def main() -> None:
                 ans = f"none (needs at least {d['needs_at_least_gpus']} GPUs)" if d["needs_at_least_gpus"] else "none"
                 print(f"| {m} | {g} | {dt:.1f} | {cpu:.1f} | {ans} | | | | {n} |")
             else:
-                print(f"| {m} | {g} | {dt:.1f} | {cpu:.1f} | {c['layout']['label']} (max_num_seqs {c['max_num_seqs']}) | "
+                print(f"| {m} | {g} | {dt:.1f} | {cpu:.1f} | {c['label']} (max_num_seqs {c['max_num_seqs']}) | "
                       f"{c['gpus']} | {c['ttft_p90_s']:.2f} s | {c['tpot_p90_s'] * 1e3:.1f} ms | {n} |", flush=True)
 
 

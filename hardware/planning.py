@@ -296,6 +296,23 @@ def _by_family(cands: list[Candidate]) -> dict[str, list[Candidate]]:
     return out
 
 
+def keeps_up(arrivals, finish) -> bool:
+    """Whether a replica keeps up with its arrivals: over the last three quarters of the arrival window,
+    requests finish (shifted by the median time in the system) at least 90 % as fast as they arrive. A
+    finite run's ramp and drain do not count against it; a queue that grows does."""
+    import numpy as np
+
+    R = len(arrivals)
+    a0, a1 = float(arrivals[R // 4]), float(arrivals[-1])
+    ok = ~np.isnan(finish)
+    if a1 <= a0 or not ok.any():
+        return bool(ok.all())
+    lag = float(np.median(finish[ok] - arrivals[ok]))
+    n_arr = int(np.count_nonzero((arrivals >= a0) & (arrivals <= a1)))
+    n_fin = int(np.count_nonzero((finish[ok] >= a0 + lag) & (finish[ok] <= a1 + lag)))
+    return n_fin >= 0.9 * n_arr
+
+
 def _simulate_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, notes: list[str]) -> None:
     """Simulate ``cands`` in one vectorised run and fill their metrics."""
     import numpy as np
@@ -317,7 +334,7 @@ def _simulate_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, n
         simulated = float(r.output_tokens_per_s[i]) * c.layout.dp
         # the offered load when the replicas keep up (ramp and drain of a finite run cost a few %); what
         # they produced when they fall behind
-        served_tps = offered if simulated >= 0.9 * offered else simulated
+        served_tps = offered if keeps_up(arr[i], r.finish_s[i]) else simulated
         med_tpot = float(tpot[i, 0])
         c.metrics = {
             "ttft_p50_s": float(ttft[i, 0]), "ttft_p90_s": float(ttft[i, 1]), "ttft_p99_s": float(ttft[i, 2]),
@@ -458,7 +475,7 @@ def _simulate_disagg_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Ta
     offered = w.rate_per_s * float(np.mean(out))
     for i, c in enumerate(cands):
         simulated = float(d.output_tokens_per_s[i]) * c.layout.dp
-        served_tps = offered if simulated >= 0.9 * offered else simulated
+        served_tps = offered if keeps_up(darr[i], d.finish_s[i]) else simulated
         med_tpot = float(tp_[i, 0])
         c.metrics = {
             "ttft_p50_s": float(tt[i, 0]), "ttft_p90_s": float(tt[i, 1]), "ttft_p99_s": float(tt[i, 2]),

@@ -189,3 +189,15 @@ def test_kv_transfer_on_its_link_and_one_to_one_pools_match_the_library():
     np.testing.assert_allclose(ready[0] - arr[0], lib.ttft_s[0], rtol=1e-12)
     back = np.argsort(order[0])
     np.testing.assert_allclose(dec.finish_s[0][back], lib.finish_s[0], rtol=1e-12)
+
+
+def test_keeps_up_tells_a_finite_run_from_a_growing_queue():
+    import numpy as np
+
+    from planner.hardware.planning import keeps_up
+
+    arr = np.arange(200) * 0.1  # 10 req/s
+    assert keeps_up(arr, arr + 2.0)  # every request 2 s in the system: the drain at the end is not a backlog
+    served = 0.5 + np.arange(200) * 0.125  # one finishes every 0.125 s: 8 req/s served of 10 offered
+    assert not keeps_up(arr, served)
+    assert not keeps_up(arr, np.where(arr > 10, np.nan, arr + 1.0))  # requests never finished
