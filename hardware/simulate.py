@@ -290,6 +290,8 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         "budget0": np.array([s.max_num_batched_tokens for s in scheds], dtype=np.int64),
         "cap": cap_all.copy(),
         "t": arr[:, 0].copy(),
+        "narr": np.zeros(C, dtype=np.int64),
+        "hw": np.zeros(C, dtype=np.int64),  # slots [0, hw) are the only ones a row has used  # requests arrived by t (t never goes back)
         "nxt": np.zeros(C, dtype=np.int64),
         "tau": np.zeros(C, dtype=np.int64),  # decode clock: decode steps taken
         "nrun": np.zeros(C, dtype=np.int64),  # running sequences (slots in use)
@@ -367,8 +369,18 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         sid, order, pre, c0, g0 = st["sid"], st["order"], st["pre"], st["c0"], st["g0"]
         fkey, rec, olen, pfkey = st["fkey"], st["rec"], st["olen"], st["pfkey"]
         npf, pfs = st["npf"], st["pfs"]
-        # (the same rounding as ``flat``'s: (t - amin) + span·g)
-        arrived = np.clip(np.searchsorted(flat, t - amin + span * g, side="right") - g * R, 0, R)
+        # requests arrived by t: a few steps on from the last count, then a search for rows with more
+        # (compared as ``flat`` is, (t - amin) + span·g, so it rounds the same way)
+        arrived, base = st["narr"], g * R
+        q = t - amin + span * g
+        for _ in range(3):
+            adv = (arrived < R) & (flat[base + np.minimum(arrived, R - 1)] <= q)
+            if not adv.any():
+                break
+            arrived += adv
+        else:
+            rr = np.nonzero(adv)[0]
+            arrived[rr] = np.clip(np.searchsorted(flat, q[rr], side="right") - base[rr], 0, R)
         # idle: jump to the next arrival
         idle = active & (nrun == 0) & (arrived <= nxt) & (nxt < R)
         if idle.any():
@@ -482,6 +494,7 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             nfree[rows] -= 1
             ss = st["fstack"][rows, nfree[rows]]
             W = max(W, int(ss.max()) + 1)
+            st["hw"][rows] = np.maximum(st["hw"][rows], ss + 1)
             sid[rows, ss] = r
             rec[rows, ss] = False
             olen[rows, ss] = out[gr, r]
@@ -590,9 +603,13 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             st["sk"][rows] += c0[rows, ss] + 1
             st["fmin"][rows] = np.minimum(st["fmin"][rows], fk)
         # decoders that reached their output length
-        frows = np.nonzero(st["fmin"] - tau <= 0)[0]
-        if len(frows):
-            sub = fkey[frows, :W]
+        due = st["fmin"] - tau <= 0
+        # (rows that used few slots are scanned apart from the wide ones)
+        narrow = st["hw"] <= 32
+        for frows in (np.nonzero(due & narrow)[0], np.nonzero(due & ~narrow)[0]):
+            if len(frows) == 0:
+                continue
+            sub = fkey[frows, :int(st["hw"][frows].max())]
             fm = sub <= tau[frows, None]
             rr, ss = np.nonzero(fm)
             rows = frows[rr]
