@@ -40,7 +40,6 @@ class Traits:
     moe: str | None = None  # mixtral | qwen | deepseek | gpt_oss | llama4 | generic
     sinks: bool = False
     intermediate_default: int | None = None
-    unsupported_if_true: tuple[str, ...] = ()  # config flags whose true value changes the block in a way not modelled
     parallel_key: str | None = None  # StableLM: a flag for the parallel block (one input norm feeds attention and MLP)
     lm_head_bias: str | bool = False  # a config key (PhiMoE's lm_head_bias), or a fixed value
     longrope_mscale: bool = False  # PhiMoE: longrope's cos/sin scaled by the config's short_mscale

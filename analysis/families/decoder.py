@@ -19,9 +19,6 @@ from .common import (Traits, mtp_extra, mtp_layers, opt_float, pre_norms, read_a
 
 
 def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> ModelSpec:
-    for key in t.unsupported_if_true:  # refused rather than counted wrong
-        if f.bool(key, False):
-            raise f.error(key, f"is true: {model_type} with this option is not supported (its count would be wrong)")
     c = read_core(f, t)
     hidden, n_layers, heads, kv, hd, vocab = c["hidden"], c["layers"], c["heads"], c["kv"], c["head_dim"], c["vocab"]
     theta, rotary_dim, scaling = read_rotary(f, hd, t.rotary_default)
