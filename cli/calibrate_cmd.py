@@ -116,6 +116,8 @@ def calibrate(
         s.add(f"matmul at {r} row{'s' if r > 1 else ''} (x peak)", f"{e:.3g}")
     for r, row in cal.matmul_efficiency_by_shape.items():
         s.add(f"matmul at {r} row{'s' if r > 1 else ''} by K (x peak)", ", ".join(f"{k}: {e:.3g}" for k, e in row.items()))
+    for r, row in cal.matmul_efficiency_by_out.items():
+        s.add(f"matmul at {r} row{'s' if r > 1 else ''} by N (x peak)", ", ".join(f"{n}: {e:.3g}" for n, e in row.items()))
     for d, row in cal.attention_decode_efficiency.items():
         s.add(f"attention decode, head_dim {d}, by group (x bandwidth)", ", ".join(f"{g}: {e:.2g}" for g, e in row.items()))
     if cal.threads:

@@ -24,7 +24,9 @@ expected distinct experts touched). Without a table, or without a row count, the
 exponent ``p`` applies. ``hardware.timing`` (the per-op roofline of ``trace``) takes its skinny-matmul factor from
 the same ``rows_efficiency``. Where the profile also has ``matmul_efficiency_by_shape`` (calibrated
 rows × inner dimension K), a matmul whose K its op's counts give (``inner_dim``) takes ``e(r, K)``
-from it instead (log-linear in K at each measured row count, then ``rows_efficiency`` over rows).
+from it instead (log-linear in K at each measured row count, then ``rows_efficiency`` over rows),
+scaled, where the profile has ``matmul_efficiency_by_out`` (rows × output width N), by that table's
+ratio at the matmul's N (``outer_dim``) to the by-shape grid's N.
 
 plus, per step, ``all-reduce = calls × latency + bytes / (interconnect · e_ic)`` (ideal: bytes /
 interconnect) and the engine's ``step overhead + per-sequence overhead × sequences``, plus the host's
@@ -93,6 +95,9 @@ class Factors:
     matmul_efficiency_by_rows: Mapping[int, float] = field(default_factory=dict, hash=False)
     # calibrated rows -> {inner dim K -> fraction of the peak}; used before the rows table where K is known
     matmul_efficiency_by_shape: Mapping[int, Mapping[int, float]] = field(default_factory=dict, hash=False)
+    # calibrated rows -> {output width N -> fraction of the peak} at K = 1024; scales the by-shape figure
+    # by its ratio at a matmul's N to the one at MATMUL_SHAPE_OUT (the width the by-shape grid used)
+    matmul_efficiency_by_out: Mapping[int, Mapping[int, float]] = field(default_factory=dict, hash=False)
     kernel_launches: str = "none"  # how the host launches the step's kernels (KERNEL_LAUNCHES)
     kernel_launch_s: float = 0.0  # host cost of one kernel launch (the hardware profile's)
     # host time to launch one kernel: the least an op (of each layer) takes in a step that is not a
@@ -119,6 +124,8 @@ class Factors:
             "matmul_efficiency_by_rows": {str(r): v for r, v in self.matmul_efficiency_by_rows.items()} or None,
             "matmul_efficiency_by_shape": {str(r): {str(k): v for k, v in row.items()}
                                            for r, row in self.matmul_efficiency_by_shape.items()} or None,
+            "matmul_efficiency_by_out": {str(r): {str(n): v for n, v in row.items()}
+                                         for r, row in self.matmul_efficiency_by_out.items()} or None,
             "kernel_launches": self.kernel_launches, "kernel_launch_s": self.kernel_launch_s,
             "launch_overhead_per_op_s": self.launch_overhead_per_op_s,
             "cuda_graph_max_tokens": self.cuda_graph_max_tokens, "cuda_graph_prefill": self.cuda_graph_prefill,
@@ -173,9 +180,13 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
     by_shape = dict(getattr(hw, "matmul_efficiency_by_shape", None) or {})
     if by_shape:
         src["matmul_efficiency_by_shape"] = f"{hw.name} profile (calibrated)"
+    by_out = dict(getattr(hw, "matmul_efficiency_by_out", None) or {})
+    if by_out:
+        src["matmul_efficiency_by_out"] = f"{hw.name} profile (calibrated)"
     return Factors(
         matmul_efficiency_by_rows=table,
         matmul_efficiency_by_shape=by_shape,
+        matmul_efficiency_by_out=by_out,
         memory_bandwidth=dev("memory_efficiency", "memory_bandwidth"),
         compute=dev("compute_efficiency", "compute"),
         gemm_ridge_exponent=dev("gemm_ridge_exponent", "gemm_ridge_exponent"),
@@ -207,7 +218,8 @@ def _stage(f: Factors, n: int) -> Factors:
     if n >= 2:
         out = replace(out, compute=f.compute, gemm_ridge_exponent=f.gemm_ridge_exponent,
                       matmul_efficiency_by_rows=f.matmul_efficiency_by_rows,
-                      matmul_efficiency_by_shape=f.matmul_efficiency_by_shape)
+                      matmul_efficiency_by_shape=f.matmul_efficiency_by_shape,
+                      matmul_efficiency_by_out=f.matmul_efficiency_by_out)
     if n >= 3:
         out = replace(out, attention_decode=f.attention_decode, attention_prefill=f.attention_prefill)
     if n >= 4:
@@ -251,12 +263,23 @@ def _log_interp(points: Mapping[int, float], x: int) -> float:
 
 
 def shape_efficiency(by_shape: Mapping[int, Mapping[int, float]], rows_table: Mapping[int, float] | None,
-                     rows: int, inner: int) -> float:
+                     rows: int, inner: int, *, outer: int | None = None,
+                     by_out: Mapping[int, Mapping[int, float]] | None = None) -> float:
     """The fraction of the peak a matmul of ``rows`` rows and inner dimension ``inner`` reaches by a
     calibrated ``{rows: {K: fraction}}`` table: each measured row count's value at ``inner`` (log-linear
-    in K, clamped), then ``rows_efficiency`` over those values, with the rows table's square-GEMM point
-    (fraction 1) appended when it lies beyond the measured rows."""
-    table = {r: _log_interp(row, inner) for r, row in by_shape.items()}
+    in K, clamped), times, where ``by_out`` (``{rows: {N: fraction}}``) has that row count and the
+    matmul's output width ``outer`` is known, the ratio of ``by_out``'s value at ``outer`` (log-linear in
+    N, clamped) to its value at ``MATMUL_SHAPE_OUT``; then ``rows_efficiency`` over those values, with the
+    rows table's square-GEMM point (fraction 1) appended when it lies beyond the measured rows."""
+    from .profiles import MATMUL_SHAPE_OUT
+
+    table = {}
+    for r, row in by_shape.items():
+        e = _log_interp(row, inner)
+        wide = (by_out or {}).get(r)
+        if outer and wide and MATMUL_SHAPE_OUT in wide:
+            e = min(1.0, e * _log_interp(wide, outer) / wide[MATMUL_SHAPE_OUT])
+        table[r] = e
     if rows_table:
         square = max(rows_table)
         if square > max(table) and rows_table[square] == 1.0:
@@ -281,14 +304,25 @@ def inner_dim(o, rows: int | None) -> int | None:
     return max(1, round(math.sqrt(o.flops / (2 * rows) * o.act_read_bytes / o.act_write_bytes)))
 
 
-def gemm_time_s(kind: str, c_s: float, m_s: float, f: Factors, rows: float | None, inner: int | None = None) -> float:
+def outer_dim(o, rows: int | None) -> int | None:
+    """The output width ΣN of a matmul op from its own counts: ``flops = 2·n·K·ΣN``, ``act_read = n·K·a``
+    and ``act_write = n·ΣN·a`` give ``ΣN² = flops / 2n · act_write / act_read`` for ``n`` rows; None where
+    a count is missing."""
+    if not rows or not o.flops or not o.act_read_bytes or not o.act_write_bytes:
+        return None
+    return max(1, round(math.sqrt(o.flops / (2 * rows) * o.act_write_bytes / o.act_read_bytes)))
+
+
+def gemm_time_s(kind: str, c_s: float, m_s: float, f: Factors, rows: float | None, inner: int | None = None,
+                outer: int | None = None) -> float:
     """The one decision of a GEMM's time by shape: ``c_s`` (FLOPs over the peak × ``f.compute``) and
     ``m_s`` (bytes over the achieved bandwidth) joined by the calibrated rows × K table for a ``matmul``
     when the factors carry one and the step's ``rows`` and the matmul's ``inner`` K are known, else by
     the calibrated rows table when the rows are known (a ``matmul``: the step's tokens; ``experts``: the
     rows each touched expert multiplies, tokens × top-k / experts touched), else by the ridge curve."""
     if kind == "matmul" and f.matmul_efficiency_by_shape and rows and inner:
-        return max(c_s / shape_efficiency(f.matmul_efficiency_by_shape, f.matmul_efficiency_by_rows, rows, inner), m_s)
+        return max(c_s / shape_efficiency(f.matmul_efficiency_by_shape, f.matmul_efficiency_by_rows, rows, inner,
+                                          outer=outer, by_out=f.matmul_efficiency_by_out), m_s)
     if kind in GEMM_KINDS and f.matmul_efficiency_by_rows and rows:
         return max(c_s / rows_efficiency(f.matmul_efficiency_by_rows, max(1, round(rows))), m_s)
     return _join(c_s, m_s, f.gemm_ridge_exponent)
@@ -326,7 +360,8 @@ def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: flo
         c = o.flops / (flops_per_s * f.compute)
         m = o.weight_bytes / (bw * wq) + (o.bytes - o.weight_bytes) / bw
         inner = inner_dim(o, rows) if kind == "matmul" and f.matmul_efficiency_by_shape else None
-        return gemm_time_s(kind, c, m, f, rows, inner)
+        outer = outer_dim(o, rows) if inner and f.matmul_efficiency_by_out else None
+        return gemm_time_s(kind, c, m, f, rows, inner, outer)
     if kind == "attention":
         if decode:
             c = o.flops / (flops_per_s * f.compute)
@@ -425,5 +460,5 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
 
 __all__ = ["FACTORS", "KERNEL_LAUNCHES", "Factors", "IDEAL", "launch_time_s", "step_kernels",
            "StepCost", "ZERO", "device_defaults", "expert_rows", "factors_for", "gemm_time_s", "graphed",
-           "inner_dim", "attention_efficiency_at", "shape_efficiency",
+           "inner_dim", "outer_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "rows_efficiency", "step_cost"]

@@ -52,7 +52,12 @@ max with the memory time.
 by the matmul's inner dimension K (``{rows: {K: fraction}}``, weights streamed). A CPU GEMV's rate
 grows with K (11 GB/s at K = 576, 21 GB/s at K = 4864 on one EPYC core), so a table measured on one
 model's shapes misprices another's; where the step knows a matmul's K the step model uses this table
-(log-linear in K, then in rows) instead of ``matmul_efficiency_by_rows``.
+(log-linear in K, then in rows) instead of ``matmul_efficiency_by_rows``. That grid holds the output
+width N at ``MATMUL_SHAPE_OUT`` (1024). ``matmul_efficiency_by_out`` (also written by ``planner calibrate``)
+is the output-width axis: ``{rows: {N: fraction}}`` at K = 1024, ``MATMUL_SHAPE_OUT`` among the Ns. A
+skinny matmul slows as N grows (4 rows × K 896 at 20 GFLOP/s against 1,024 outputs, 12.5 against a
+151,936-wide lm_head on one EPYC core), and the step model multiplies the by-shape fraction by this
+table's ratio at the matmul's N to the one at ``MATMUL_SHAPE_OUT`` (the two axes taken as separable).
 
 ``attention_decode_efficiency`` (written by ``planner calibrate``): the fraction of
 ``memory_bandwidth`` a decode step's attention kernel reaches reading K and V, by head_dim and query
@@ -149,10 +154,13 @@ _FIELDS = (
     "matmul_efficiency_by_rows",
     "matmul_efficiency_square_rows",
     "matmul_efficiency_by_shape",
+    "matmul_efficiency_by_out",
     "attention_decode_efficiency",
     "source",
     "notes",
 )
+#: the output width N of the weights ``matmul_efficiency_by_shape`` is measured against
+MATMUL_SHAPE_OUT = 1024
 _NODE_FIELDS = ("name", "gpus_per_node", "intra_node_bandwidth", "intra_node_latency", "inter_node_bandwidth",
                 "inter_node_latency", "source")
 _REQUIRED = ("name", "memory", "memory_bandwidth", "peak_flops")
@@ -264,6 +272,8 @@ class HardwareProfile:
     # calibrated: rows -> {inner dim K -> fraction of the peak}; head_dim -> {query heads per KV head -> fraction
     # of memory_bandwidth} of a decode step's attention (see the module docstring)
     matmul_efficiency_by_shape: Mapping[int, Mapping[int, float]] | None = field(default=None, hash=False)
+    # calibrated: rows -> {output width N -> fraction of the peak} at K = 1024 (see the module docstring)
+    matmul_efficiency_by_out: Mapping[int, Mapping[int, float]] | None = field(default=None, hash=False)
     attention_decode_efficiency: Mapping[int, Mapping[int, float]] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
@@ -331,7 +341,7 @@ class HardwareProfile:
             object.__setattr__(self, "matmul_efficiency_by_rows", MappingProxyType(dict(sorted(rows_eff.items()))))
         if self.matmul_efficiency_square_rows is not None:
             positive(self.matmul_efficiency_square_rows, "matmul_efficiency_square_rows", integer=True)
-        for attr in ("matmul_efficiency_by_shape", "attention_decode_efficiency"):
+        for attr in ("matmul_efficiency_by_shape", "matmul_efficiency_by_out", "attention_decode_efficiency"):
             table = getattr(self, attr)
             if table is None:
                 continue
@@ -349,6 +359,11 @@ class HardwareProfile:
                     inner[j] = float(v)
                 out[k] = MappingProxyType(dict(sorted(inner.items())))
             object.__setattr__(self, attr, MappingProxyType(dict(sorted(out.items()))))
+        for r, row in (self.matmul_efficiency_by_out or {}).items():
+            if MATMUL_SHAPE_OUT not in row:
+                raise bad(f"matmul_efficiency_by_out[{r}] has no entry at N = {MATMUL_SHAPE_OUT}, the width "
+                          "matmul_efficiency_by_shape is measured at (the table scales it by the ratio to that entry)",
+                          f"add {MATMUL_SHAPE_OUT}: <fraction> to each row, or rerun 'planner calibrate'")
         object.__setattr__(self, "source", tuple(self.source))
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "aliases", tuple(self.aliases))
@@ -430,7 +445,7 @@ class HardwareProfile:
             "matmul_efficiency_square_rows": self.matmul_efficiency_square_rows,
             **{attr: None if getattr(self, attr) is None else
                {str(k): {str(j): v for j, v in row.items()} for k, row in getattr(self, attr).items()}
-               for attr in ("matmul_efficiency_by_shape", "attention_decode_efficiency")},
+               for attr in ("matmul_efficiency_by_shape", "matmul_efficiency_by_out", "attention_decode_efficiency")},
         }
 
     def to_yaml_data(self) -> dict[str, Any]:
@@ -463,7 +478,7 @@ class HardwareProfile:
             data["matmul_efficiency_by_rows"] = dict(self.matmul_efficiency_by_rows)
         if self.matmul_efficiency_square_rows is not None:
             data["matmul_efficiency_square_rows"] = self.matmul_efficiency_square_rows
-        for attr in ("matmul_efficiency_by_shape", "attention_decode_efficiency"):
+        for attr in ("matmul_efficiency_by_shape", "matmul_efficiency_by_out", "attention_decode_efficiency"):
             if getattr(self, attr) is not None:
                 data[attr] = {k: dict(row) for k, row in getattr(self, attr).items()}
         return data
@@ -709,7 +724,7 @@ def profile_from_data(
                             "the n of the n x n x n GEMM the peak was measured with, e.g. 2048")
 
     tables = {attr: _table2(data.get(attr), attr, where)
-              for attr in ("matmul_efficiency_by_shape", "attention_decode_efficiency")}
+              for attr in ("matmul_efficiency_by_shape", "matmul_efficiency_by_out", "attention_decode_efficiency")}
 
     return HardwareProfile(
         name=name,

@@ -50,6 +50,8 @@ from typing import Callable
 
 import torch
 
+from planner.hardware.profiles import MATMUL_SHAPE_OUT
+
 from .timing import _no_progress, count_kernels, synchronize
 
 GiB = 2**30
@@ -72,6 +74,7 @@ class Calibration:
     figures: dict = field(default_factory=dict)  # name -> Figure (rounds, spread, stable)
     matmul_efficiency_by_shape: dict[int, dict[int, float]] = field(default_factory=dict)  # measure_matmul_by_shape
     attention_decode_efficiency: dict[int, dict[int, float]] = field(default_factory=dict)  # measure_attention
+    matmul_efficiency_by_out: dict[int, dict[int, float]] = field(default_factory=dict)  # measure_matmul_by_out
 
     @property
     def device_label(self) -> str:
@@ -94,6 +97,8 @@ class Calibration:
                                            for r, row in self.matmul_efficiency_by_shape.items()},
             "attention_decode_efficiency": {str(d): {str(g): v for g, v in row.items()}
                                             for d, row in self.attention_decode_efficiency.items()},
+            "matmul_efficiency_by_out": {str(r): {str(n): v for n, v in row.items()}
+                                         for r, row in self.matmul_efficiency_by_out.items()},
             "details": {k: v for k, v in self.details.items() if k != "figures"},
             "figures": {k: f.to_dict() for k, f in self.figures.items()},
         }
@@ -170,7 +175,12 @@ LAUNCH_OVER_DISPATCH = (0.5, 10.0)
 READ_OVER_COPY_READ = (0.25, 4.0)
 SKINNY_ROWS = (1, 4, 16, 64)
 SHAPE_INNER = (512, 1024, 2048, 4096, 8192)  # K of the (1024 × K) weights of the rows × K grid
-SHAPE_OUT = 1024
+SHAPE_OUT = MATMUL_SHAPE_OUT  # N of the (N × K) weights of the rows × K grid
+#: N of the (N × K) weights of the rows × N grid, at K = SHAPE_OUT_INNER: a skinny matmul's rate also
+#: falls with its output width (on one EPYC core, 4 rows × K 896 run at 20 GFLOP/s against 1,024 outputs
+#: and 12.5 against a 151,936-wide lm_head), which the (1024 × K) grid alone cannot show
+SHAPE_WIDE_OUT = (1024, 8192, 65536)
+SHAPE_OUT_INNER = 1024
 ATTN_HEAD_DIMS, ATTN_GROUPS = (64, 128), (1, 2, 4, 8)
 ATTN_KV_HEADS, ATTN_KEYS = 4, 1024
 DEFAULT_SHAPES_MODEL = "Qwen/Qwen2.5-0.5B"  # a bundled model; --model picks another
@@ -331,11 +341,28 @@ def measure_matmul_by_shape(device: torch.device, dtype, peak_flops_per_s: float
                             stream_bytes: int = 64 * 2**20, reps: int = 3) -> dict[int, dict[int, float]]:
     """{rows: {K: fraction of ``peak_flops_per_s``}} of ``rows × K`` by ``K × n_out`` matmuls, each
     weight shape streamed from memory (enough distinct copies to pass ``stream_bytes``)."""
+    return _streamed_matmul_grid(device, dtype, peak_flops_per_s, rows, [(n_out, k) for k in inners], stream_bytes, reps,
+                                 key=lambda n, k: k)
+
+
+def measure_matmul_by_out(device: torch.device, dtype, peak_flops_per_s: float, *, rows: tuple[int, ...] = SKINNY_ROWS,
+                          outs: tuple[int, ...] = SHAPE_WIDE_OUT, inner: int = SHAPE_OUT_INNER,
+                          stream_bytes: int = 64 * 2**20, reps: int = 3) -> dict[int, dict[int, float]]:
+    """{rows: {N: fraction of ``peak_flops_per_s``}} of ``rows × inner`` by ``inner × N`` matmuls, each
+    weight shape streamed from memory (at least two distinct copies, more up to ``stream_bytes``): the
+    output-width axis of the shape grid (``measure_matmul_by_shape`` holds N at ``SHAPE_OUT``)."""
+    return _streamed_matmul_grid(device, dtype, peak_flops_per_s, rows, [(n, inner) for n in outs], stream_bytes, reps,
+                                 key=lambda n, k: n)
+
+
+def _streamed_matmul_grid(device, dtype, peak_flops_per_s, rows, shapes, stream_bytes, reps, key):
+    """{rows: {key(N, K): fraction of the peak}} of ``rows × K`` by ``K × N`` matmuls (``F.linear`` on an
+    ``(N, K)`` weight, as the decoder calls it) for each ``(N, K)`` of ``shapes``, the weights streamed."""
     elem = torch.tensor([], dtype=dtype).element_size()
     out: dict[int, dict[int, float]] = {r: {} for r in rows}
-    for k in inners:
-        copies = max(2, min(64, -(-stream_bytes // (n_out * k * elem))))
-        mats = [torch.empty(n_out, k, dtype=dtype, device=device).normal_(0, 0.02) for _ in range(copies)]
+    for n, k in shapes:
+        copies = max(2, min(64, -(-stream_bytes // (n * k * elem))))
+        mats = [torch.empty(n, k, dtype=dtype, device=device).normal_(0, 0.02) for _ in range(copies)]
         for r in rows:
             x = torch.randn(r, k, dtype=dtype, device=device)
 
@@ -344,7 +371,7 @@ def measure_matmul_by_shape(device: torch.device, dtype, peak_flops_per_s: float
                     torch.nn.functional.linear(x, w)
 
             t = _median_time(run, device, reps) / copies
-            out[r][k] = min(1.0, 2 * r * n_out * k / t / peak_flops_per_s)
+            out[r][key(n, k)] = min(1.0, 2 * r * n * k / t / peak_flops_per_s)
         del mats
     return out
 
@@ -509,15 +536,20 @@ def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, sha
         details.update(skinny_dtype=sd, skinny_shapes_from=shapes_from,
                        skinny_shapes=[list(s) for s in shapes], skinny_flops_per_s=skinny_detail)
     by_shape: dict[int, dict[int, float]] = {}
+    by_out: dict[int, dict[int, float]] = {}
     attention: dict[int, dict[int, float]] = {}
     sd = dtypes[0] if device.type == "cpu" else ("bf16" if "bf16" in dtypes else dtypes[0])
     if shapes:  # the grids beside the model's own shapes
         by_shape = measure_matmul_by_shape(device, torch_dtype(sd), flops[sd].value,
                                            stream_bytes=(64 if not quick else 4) * 2**20)
+        by_out = measure_matmul_by_out(device, torch_dtype(sd), flops[sd].value,
+                                       outs=SHAPE_WIDE_OUT if not quick else SHAPE_WIDE_OUT[:2],
+                                       stream_bytes=(64 if not quick else 4) * 2**20)
         attention = measure_attention(device, torch_dtype(sd),
                                       read.value if read is not None else copy.value,
                                       keys=ATTN_KEYS if not quick else 64, stream_bytes=(32 if not quick else 2) * 2**20)
-        details.update(shape_dtype=sd, matmul_efficiency_by_shape=by_shape, attention_decode_efficiency=attention)
+        details.update(shape_dtype=sd, matmul_efficiency_by_shape=by_shape, matmul_efficiency_by_out=by_out,
+                       attention_decode_efficiency=attention)
     progress("calibrate", 3 + len(dtypes), steps)
     op_launch = measure_launch(device, calls)
     launch, kernels = measure_step_overhead(device, dtypes[0] if device.type == "cpu" else "bf16", 50 if not quick else 10)
@@ -535,7 +567,7 @@ def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, sha
     threads_used = torch.get_num_threads() if device.type == "cpu" else None
     return Calibration(device.type, device_name(device), copy.value, None if read is None else read.value,
                        {d: f.value for d, f in flops.items()}, launch.value, total_memory_bytes(device),
-                       threads_used, time.perf_counter() - t_start, details, skinny, figures, by_shape, attention)
+                       threads_used, time.perf_counter() - t_start, details, skinny, figures, by_shape, attention, by_out)
 
 
 def calibration_problems(cal: Calibration) -> list[str]:
@@ -621,6 +653,13 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
             f"({SHAPE_OUT} x K) {cal.details.get('shape_dtype', '')} weights for K = "
             f"{', '.join(str(k) for k in next(iter(cal.matmul_efficiency_by_shape.values())))} (each streamed from "
             "memory), FLOPs / time / the square-GEMM peak")
+    if cal.matmul_efficiency_by_out:
+        source.append(
+            f"matmul_efficiency_by_out: {', '.join(str(r) for r in cal.matmul_efficiency_by_out)} rows x "
+            f"(N x {SHAPE_OUT_INNER}) {cal.details.get('shape_dtype', '')} weights for N = "
+            f"{', '.join(str(n) for n in next(iter(cal.matmul_efficiency_by_out.values())))} (each streamed from "
+            "memory), FLOPs / time / the square-GEMM peak; the step model scales the by-shape figure by its "
+            f"ratio at a matmul's output width to the one at N = {SHAPE_OUT}")
     if cal.attention_decode_efficiency:
         source.append(
             f"attention_decode_efficiency: scaled_dot_product_attention of one decode step as the decoder calls it "
@@ -674,6 +713,9 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
     if cal.matmul_efficiency_by_shape:
         data["matmul_efficiency_by_shape"] = {int(r): {int(k): _round(v, 3) for k, v in sorted(row.items())}
                                               for r, row in sorted(cal.matmul_efficiency_by_shape.items())}
+    if cal.matmul_efficiency_by_out:
+        data["matmul_efficiency_by_out"] = {int(r): {int(n): _round(v, 3) for n, v in sorted(row.items())}
+                                            for r, row in sorted(cal.matmul_efficiency_by_out.items())}
     if cal.attention_decode_efficiency:
         data["attention_decode_efficiency"] = {int(d): {int(g): _round(v, 3) for g, v in sorted(row.items())}
                                                for d, row in sorted(cal.attention_decode_efficiency.items())}

@@ -104,7 +104,8 @@ def test_profile_records_the_shape_and_attention_grids_with_how_they_were_measur
 
     cal = _cal(rc, details={**_cal(rc).details, "shape_dtype": "fp32"},
                matmul_efficiency_by_shape={1: {512: 0.06, 4096: 0.12}, 4: {512: 0.2, 4096: 0.21}},
-               attention_decode_efficiency={64: {1: 0.66, 8: 0.31}, 128: {1: 0.57, 8: 0.28}})
+               attention_decode_efficiency={64: {1: 0.66, 8: 0.31}, 128: {1: 0.57, 8: 0.28}},
+               matmul_efficiency_by_out={4: {1024: 0.2, 65536: 0.12}})
     save_user_profile(rc.calibration_profile(cal, "cal2"), "cal2")
     p = load_profile("cal2")
     assert {r: dict(row) for r, row in p.matmul_efficiency_by_shape.items()} == {1: {512: 0.06, 4096: 0.12},
@@ -114,6 +115,8 @@ def test_profile_records_the_shape_and_attention_grids_with_how_they_were_measur
     text = "\n".join(p.source)
     assert "matmul_efficiency_by_shape: 1, 4 rows x (1024 x K) fp32 weights for K = 512, 4096" in text
     assert "attention_decode_efficiency: scaled_dot_product_attention" in text and "head_dim 64, 128" in text
+    assert {r: dict(row) for r, row in p.matmul_efficiency_by_out.items()} == {4: {1024: 0.2, 65536: 0.12}}
+    assert "matmul_efficiency_by_out: 4 rows x (N x 1024) fp32 weights for N = 1024, 65536" in text
 
 
 def test_model_matmul_shapes_count_the_tied_head_once(rc):

@@ -101,6 +101,32 @@ def test_shape_efficiency_is_log_linear_in_k_then_in_rows():
     assert shape_efficiency(t, {1: 0.1, 4: 0.3, 64: 1.0}, 16, 512) == pytest.approx(0.3 + 0.7 * 0.5)
 
 
+def test_shape_efficiency_scales_by_the_output_width_table_ratio():
+    from planner.hardware.expected import shape_efficiency
+
+    t = {1: {512: 0.1, 2048: 0.2}, 4: {512: 0.3, 2048: 0.4}}
+    wide = {4: {1024: 0.2, 16384: 0.1}}  # at 4 rows half the rate 16x wider; no entry at 1 row
+    # 4 rows, K = 1024 (0.35 by K), N = 4096: halfway (log) from 1024 to 16384 -> 0.15, ratio 0.75
+    assert shape_efficiency(t, None, 4, 1024, outer=4096, by_out=wide) == pytest.approx(0.35 * 0.75)
+    assert shape_efficiency(t, None, 4, 1024, outer=10**6, by_out=wide) == pytest.approx(0.35 * 0.5)  # clamped
+    assert shape_efficiency(t, None, 4, 1024, outer=1024, by_out=wide) == pytest.approx(0.35)  # the grid's own N
+    assert shape_efficiency(t, None, 1, 1024, outer=4096, by_out=wide) == pytest.approx(0.15)  # row without a table
+    assert shape_efficiency(t, None, 4, 1024, outer=None, by_out=wide) == pytest.approx(0.35)  # N unknown
+    # 2 rows: log-linear in rows between 1 row (0.15, unscaled) and 4 rows (0.2625)
+    assert shape_efficiency(t, None, 2, 1024, outer=4096, by_out=wide) == pytest.approx((0.15 + 0.2625) / 2)
+
+
+def test_outer_dim_of_a_matmul_comes_from_its_own_counts():
+    from planner.hardware.expected import outer_dim
+
+    n, k, outs = 4, 576, 576 + 192 + 192
+    for a in (2, 4):  # any activation dtype
+        op = Op("qkv", "matmul", "attention", 0, flops=2 * n * k * outs, weight_bytes=a * k * outs,
+                act_read_bytes=n * k * a, act_write_bytes=n * outs * a)
+        assert outer_dim(op, n) == outs
+    assert outer_dim(op, None) is None and outer_dim(NORM, 1) is None
+
+
 def test_inner_dim_of_a_matmul_comes_from_its_own_counts():
     from planner.hardware.expected import inner_dim
 
@@ -133,6 +159,28 @@ def test_inner_dim_matches_the_weights_of_every_matmul_of_a_real_trace():
     assert {"o_proj", "down_proj", "lm_head"} <= seen
 
 
+def test_outer_dim_matches_the_weights_of_every_matmul_of_a_real_trace():
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+    from planner.cli.common import load_model
+    from planner.hardware.expected import outer_dim
+
+    spec = load_model("Qwen/Qwen3-0.6B", None).spec
+    fmt, _ = weight_format(spec, "fp32")
+    ops = [o for o in step_ops(spec, fmt, fmt.act, batch=4, new_tokens=1, cached_tokens=16) if o.kind == "matmul"]
+    # independent oracle: config.json (16 heads x 128, 8 KV heads x 128, hidden 1024, intermediate 3072,
+    # vocab 151,936)
+    want = {"q_proj": 2048, "k_proj": 1024, "v_proj": 1024, "o_proj": 1024, "gate_proj": 3072, "up_proj": 3072,
+            "down_proj": 1024, "lm_head": 151936}
+    seen = set()
+    for o in ops:
+        key = o.name.split(".")[-1]
+        if key in want:
+            assert outer_dim(o, 4) == want[key], o.name
+            seen.add(key)
+    assert {"q_proj", "gate_proj", "lm_head"} <= seen
+
+
 def test_attention_efficiency_takes_the_nearest_head_dim_and_interpolates_the_group():
     from planner.hardware.expected import attention_efficiency_at
 
@@ -155,6 +203,21 @@ def test_a_calibrated_shape_table_prices_each_matmul_at_its_k():
     assert c.expected_s == pytest.approx(max(2 * k * outs / (0.007 * 100e9), (4 * k * outs + 4 * k + 4 * outs) / 10e9))
 
 
+def test_a_calibrated_output_width_table_slows_a_wide_matmul():
+    from planner.hardware.engine import load_engine
+    from planner.hardware.expected import factors_for, step_cost
+
+    hw = _hw(matmul_efficiency_by_shape={1: {512: 0.01, 2048: 0.004}}, matmul_efficiency_by_rows={1: 0.5},
+             matmul_efficiency_by_out={1: {1024: 0.01, 65536: 0.0025}})
+    f = factors_for(hw, load_engine("torch-cpu-eager"))
+    assert f.sources["matmul_efficiency_by_out"].endswith("(calibrated)")
+    k, outs = 1024, 8192  # 0.007 by K; N = 8192 is half way (log) from 1024 to 65536 -> 0.00625, ratio 0.625
+    op = Op("x", "matmul", "ffn", 0, flops=2 * k * outs, weight_bytes=4 * k * outs, act_read_bytes=4 * k,
+            act_write_bytes=4 * outs)
+    c = step_cost([op], hw, "fp32", f, decode=True, sequences=1, rows=1, kernels=0)
+    assert c.expected_s == pytest.approx(max(2 * k * outs / (0.007 * 0.625 * 100e9), (4 * k * outs + 4 * k + 4 * outs) / 10e9))
+
+
 def test_profile_tables_load_validate_and_round_trip(tmp_path):
     from planner.analysis.errors import HardwareError
     from planner.hardware.profiles import load_profile, profile_from_data
@@ -170,6 +233,13 @@ def test_profile_tables_load_validate_and_round_trip(tmp_path):
     for bad in ({1: {512: 1.5}}, {0: {512: 0.1}}, {1: {}}, [0.1], {1: {"x": 0.1}}):
         with pytest.raises(HardwareError, match="matmul_efficiency_by_shape"):
             profile_from_data({**data, "matmul_efficiency_by_shape": bad}, where="x.yaml", origin="file", path="x.yaml")
+    wide = profile_from_data({**data, "matmul_efficiency_by_out": {4: {1024: 0.2, 65536: 0.12}}},
+                             where="x.yaml", origin="file", path="x.yaml")
+    assert profile_from_data(wide.to_yaml_data(), where="y.yaml", origin="file",
+                             path="y.yaml").matmul_efficiency_by_out == wide.matmul_efficiency_by_out
+    with pytest.raises(HardwareError, match=r"matmul_efficiency_by_out\[4\] has no entry at N = 1024"):
+        profile_from_data({**data, "matmul_efficiency_by_out": {4: {8192: 0.2}}}, where="x.yaml", origin="file",
+                          path="x.yaml")
 
 
 def test_cpu_bench_prints_one_table_of_runs(tmp_path):
