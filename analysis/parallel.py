@@ -402,9 +402,12 @@ def layout_groups(groups: list[OpGroup], plan: LayoutPlan, stage: int,
 
     ``groups`` is the step of one attention-DP rank (traced at its ``ceil(batch / attn_dp)``
     sequences): every op but the routed experts splits ``attn_tp`` ways by its parallel role
-    (``shard_op``). ``expert_groups`` is the step of the whole replica (every attention-DP rank's
-    tokens meet in the experts; the same as ``groups`` when ``attn_dp == 1``): its routed experts and
-    router split ``tp`` ways."""
+    (``shard_op``); the router is replicated, so each rank routes its own tokens (SGLang and vLLM
+    compute the gate on the attention-DP rank, before the dispatch). ``expert_groups`` is the step of
+    the whole replica (every attention-DP rank's tokens meet in the experts; the same as ``groups``
+    when ``attn_dp == 1``): its routed experts split ``tp`` ways (FLOPs, weights and outputs ``1/tp``),
+    and with ``ep > 1`` each GPU multiplies only the rows routed to its ``E / ep`` experts, so it reads
+    ``1/ep`` of the routed inputs (without EP every rank reads every routed row)."""
     lo = plan.layout
     a, b = plan.stages[stage]
     expert_plan = TPPlan(lo.tp, 1, 1, ())
@@ -422,8 +425,10 @@ def layout_groups(groups: list[OpGroup], plan: LayoutPlan, stage: int,
             if plan.stage_of(None, cat) != stage:
                 continue
             layers = ()
-        if g.op.kind in (OpKind.EXPERTS, OpKind.ROUTER):
+        if g.op.kind == OpKind.EXPERTS:
             o = shard_op(gf.op, expert_plan)
+            if lo.ep > 1:
+                o = replace(o, act_read_bytes=o.act_read_bytes // lo.ep)
         else:
             o = shard_op(g.op, plan.attn)
         out.append(OpGroup(o, layers))

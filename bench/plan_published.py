@@ -1,11 +1,27 @@
 """The layout step model and the serving simulation of ``planner plan`` against published multi-GPU
-figures (bench/published.yaml, collected for issue 13): every entry on more than one GPU whose quantity
-is a time or a throughput (gpt-fast's TP sweep, TensorRT-LLM's tables, DeepSeek-R1 on 8×H200, vLLM's
-TP runs). Each is the scenario the source ran: ``concurrency`` requests of ``input_len`` tokens all
-arriving at once on each replica, ``output_len`` tokens each, simulated with ``hardware.simulate`` on the
-step cost of ``hardware.deploy`` (``Layout(tp, dp = gpus / tp)``) under the entry's engine. Beside it,
-``planner serve``'s prediction (bench/published.py's ``Point``) for the same entry. Prints predicted,
-published and error per point, and the median |error| per quantity. No factor is fitted here.
+figures (bench/published.yaml, collected for issues 12 and 13). No factor is fitted here.
+
+1. Tensor-parallel entries (gpt-fast's TP sweep, TensorRT-LLM's tables, DeepSeek-R1 on 8×H200, vLLM's
+   TP runs): every entry on more than one GPU whose quantity is a time or a throughput. Each is the
+   scenario the source ran: ``concurrency`` requests of ``input_len`` tokens all arriving at once on each
+   replica, ``output_len`` tokens each, simulated with ``hardware.simulate`` on the step cost of
+   ``hardware.deploy`` (``Layout(tp, dp = gpus / tp)``) under the entry's engine. Beside it, ``planner
+   serve``'s prediction (bench/published.py's ``Point``) for the same entry.
+2. Entries with a ``layout`` block (expert parallel, attention data parallel, one pool of a
+   disaggregated deployment: SGLang's 96-H100 DeepSeek-V3 blog, TensorRT-LLM's DeepSeek-R1 max-throughput
+   blog), which ``serve`` cannot express, by ``phase``:
+   - ``prefill`` (a prefill pool measured alone, fed as fast as it takes prompts): each GPU runs
+     ``tokens_per_gpu`` prompt tokens per step (``tokens_per_gpu / input_len`` prompts per attention-DP
+     rank); input tokens/s = the replica's prompt tokens over ``hardware.deploy.replica_step``;
+   - ``decode`` (a decode pool measured alone at a steady batch): ``sequences_per_gpu`` sequences per
+     GPU at ``context`` cached tokens; output tokens/s = sequences over the decode step;
+   - ``aggregated``: the simulation of 1. on the layout (``num_requests`` arriving together, at most
+     ``max_batch_size × attn_dp`` sequences and ``max_num_tokens × attn_dp`` tokens per step: one
+     scheduler per attention-DP rank).
+   The memory of the layout (``hardware.deploy.layout_memory`` under the entry's memory fraction, else
+   the engine's default) is checked to hold the batch; a figure per node is the per-GPU figure times the profile's GPUs per node.
+
+Prints predicted, published and error per point, and the median |error| per quantity.
 
     python bench/plan_published.py
 """
@@ -21,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 QUANTITIES = ("output_tokens_per_s", "tpot_s", "ttft_s", "e2e_s")
+LAYOUT_QUANTITIES = ("output_tokens_per_s", "input_tokens_per_s")
 
 
 def _published_module():
@@ -52,14 +69,85 @@ def plan_predict(p) -> float | None:
     r = simulate([cost], [Scheduler(seqs, p.mem.max_num_batched_tokens, max(mem.kv_capacity_tokens, sc.input_len + sc.output_len))],
                  np.zeros(per_replica), sc.input_len, sc.output_len)
     q = p.quantity
+    # once per request, as planner plan and serve add it: the engine's admission and first sampling, and
+    # its HTTP front end where the benchmark's client streams through the server
+    req = p.base.request_overhead_s + (p.base.server_overhead_s if p.server_client else 0.0)
     if q == "ttft_s":
-        return float(np.nanmean(r.ttft_s))
+        return float(np.nanmean(r.ttft_s)) + req
     if q == "tpot_s":
         return float(np.nanmean(r.tpot_s)) if sc.output_len > 1 else None
     if q == "e2e_s":
-        return float(np.nanmean(r.e2e_s))
+        return float(np.nanmean(r.e2e_s)) + req
     total = float(r.output_tokens_per_s[0]) * dp
     return total / p.gpus if p.per_gpu else total
+
+
+def layout_predict(e: dict, engine_map: dict) -> tuple[float | None, str, str]:
+    """(prediction, the layout's label, a note) for an entry with a ``layout`` block (module doc, 2.)."""
+    import numpy as np
+
+    from planner.analysis.analyze import Options, analyze
+    from planner.analysis.parallel import Layout
+    from planner.cli.common import load_model
+    from planner.hardware.comm import links
+    from planner.hardware.deploy import EngineModel, layout_memory, plan_for, replica_step, step_cost
+    from planner.hardware.engine import load_engine
+    from planner.hardware.expected import factors_for
+    from planner.hardware.profiles import load_profile
+    from planner.hardware.simulate import Scheduler, simulate
+
+    s, lay = e.get("settings") or {}, e["layout"]
+    spec = load_model(e["model_config"]).spec
+    hw = load_profile(e["gpu"])
+    eng = load_engine(engine_map[e["engine"]])
+    em = EngineModel(eng, factors_for(hw, eng))
+    lo = Layout(tp=int(lay["tp"]), ep=int(lay.get("ep", 1)), attn_dp=int(lay.get("attn_dp", 1)))
+    phase = lay["phase"]
+    i = int(s.get("input_len") or 1)
+    o = int(s.get("output_len") or 1)
+    ctx = int(s.get("context") or i)
+    dtype = None if spec.quant is not None else s.get("dtype")
+    a = analyze(spec, Options(context=max(i + o, ctx + 1), dtype=dtype, kv_dtype=s.get("kv_dtype")))
+    plan = plan_for(a, hw, lo)
+    ranks = lo.attn_dp
+    frac = s.get("gpu_memory_utilization", s.get("kv_cache_free_gpu_mem_fraction"))
+    if phase == "prefill":
+        per_rank = max(1, int(s["tokens_per_gpu"]) * lo.attn_tp // i)  # prompts per attention-DP rank per step
+        seqs, need = per_rank * ranks, per_rank * ranks * i
+        mem = layout_memory(a, hw, plan, em, max_num_batched_tokens=per_rank * i, max_num_seqs=per_rank,
+                            fraction=frac)
+    elif phase == "decode":
+        seqs = int(s["sequences_per_gpu"]) * lo.gpus_per_replica
+        need = seqs * (ctx + 1)
+        mem = layout_memory(a, hw, plan, em, max_num_batched_tokens=eng.max_num_batched_tokens(hw),
+                            max_num_seqs=-(-seqs // ranks), fraction=frac)
+    else:  # aggregated
+        seqs = int(s["max_batch_size"]) * ranks
+        mnbt = int(s["max_num_tokens"]) * ranks
+        need = min(seqs, int(s["num_requests"])) * (i + o)
+        mem = layout_memory(a, hw, plan, em, max_num_batched_tokens=int(s["max_num_tokens"]),
+                            max_num_seqs=int(s["max_batch_size"]), fraction=frac)
+    note = f"KV pool {mem.kv_capacity_tokens:,} tokens per replica for {need:,}"
+    if not mem.fits or mem.kv_capacity_tokens < need:
+        return None, lo.label, f"does not fit: {note}"
+    if phase == "prefill":
+        st = replica_step(a, hw, plan, em, batch=seqs, new_tokens=i, cached=0)
+        per_gpu = seqs * i / st.iteration_s / lo.gpus_per_replica
+        note += f"; step {st.iteration_s * 1e3:.1f} ms (collectives {st.comm_s * 1e3:.1f} ms)"
+    elif phase == "decode":
+        st = replica_step(a, hw, plan, em, batch=seqs, new_tokens=1, cached=ctx)
+        per_gpu = seqs / st.iteration_s / lo.gpus_per_replica
+        note += f"; step {st.iteration_s * 1e3:.1f} ms (collectives {st.comm_s * 1e3:.1f} ms)"
+    else:
+        n = int(s["num_requests"])
+        cost = step_cost(a, hw, plan, em, ref_batch=min(seqs, 64), ref_context=i + o // 2,
+                         ref_prompt=min(i, mnbt))
+        r = simulate([cost], [Scheduler(seqs, mnbt, mem.kv_capacity_tokens)], np.zeros(n), i, o)
+        per_gpu = float(r.output_tokens_per_s[0]) / lo.gpus_per_replica
+        note += f"; {r.steps} lock-step iterations, mean TPOT {float(np.nanmean(r.tpot_s)) * 1e3:.1f} ms"
+    unit = s.get("throughput_unit", "total")
+    scale = {"per_gpu": 1, "per_node": links(hw).gpus_per_node, "total": int(e["gpus"])}[unit]
+    return per_gpu * scale, lo.label, note
 
 
 def main() -> None:
@@ -71,7 +159,7 @@ def main() -> None:
     for e in entries:
         if int(e.get("gpus") or 1) < 2 or e.get("quantity") not in QUANTITIES or e.get("engine") not in pub.ENGINE_MAP:
             continue
-        if not e.get("model_config") or e.get("excluded"):  # excluded: see its reason in published.yaml
+        if not e.get("model_config") or e.get("excluded") or e.get("layout"):  # excluded: see its reason
             continue
         try:
             p = pub.Point(e)
@@ -101,6 +189,30 @@ def main() -> None:
         a, b = errs_plan.get(q, []), errs_serve.get(q, [])
         if a or b:
             print(f"| {q} | {len(a)} | {statistics.median(a):.0%} | {statistics.median(b) if b else float('nan'):.0%} |")
+    print()
+    print("Layouts beyond tensor parallel (expert parallel, attention-DP, one pool of a disaggregated deployment):")
+    print()
+    print("| id | phase | layout priced | quantity | published | predicted | error | note |")
+    print("| --- | --- | --- | --- | ---: | ---: | ---: | --- |")
+    for e in entries:
+        lay = e.get("layout")
+        if not lay or e.get("quantity") not in LAYOUT_QUANTITIES:
+            continue
+        unit = (e.get("settings") or {}).get("throughput_unit", "total")
+        q = f"{e['quantity']} ({unit.replace('_', ' ')})"
+        if e.get("excluded"):
+            print(f"| {e['id']} | {lay.get('phase')} | - | {q} | {float(e['value']):g} | - | - | excluded: "
+                  f"{e['excluded']} |")
+            continue
+        try:
+            mine, label, note = layout_predict(e, pub.ENGINE_MAP)
+        except Exception as exc:  # listed, not fatal
+            print(f"| {e['id']} | {lay.get('phase')} | - | {q} | {float(e['value']):g} | - | - | skipped: {exc} |")
+            continue
+        v = float(e["value"])
+        pe = "-" if mine is None else f"{mine / v - 1:+.0%}"
+        pm = "-" if mine is None else f"{mine:,.0f}"
+        print(f"| {e['id']} | {lay['phase']} | {label} | {q} | {v:,.0f} | {pm} | {pe} | {note} |", flush=True)
 
 
 if __name__ == "__main__":

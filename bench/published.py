@@ -22,7 +22,10 @@ Each timing entry says how its benchmark ran (``settings``): ``arrival`` (``toge
 an offline run; ``closed-loop``: C clients each sending the next request when the last ends),
 ``client`` (``server``: a streaming HTTP client, which sees the engine's per-request front-end cost;
 ``in-process``: it does not) and ``cuda_graphs: false`` where the benchmark ran without CUDA graphs.
-An entry with ``excluded: reason`` is listed with its reason and not predicted.
+An entry with ``excluded: reason`` is listed with its reason and not predicted. An entry with a
+``layout`` block (expert parallel, attention data parallel, one pool of a disaggregated deployment) is
+beyond the serve model: it is listed as skipped, nothing is fitted on it, and ``bench/plan_published.py``
+predicts it with ``planner plan``'s layout model.
 """
 
 from __future__ import annotations
@@ -154,6 +157,8 @@ def load_points(path: Path, only: list[str] | None) -> tuple[list[Point], list[t
         why = None
         if e.get("excluded"):
             why = f"excluded: {e['excluded']}"
+        elif e.get("layout"):  # EP, attention-DP or one pool of a disaggregated deployment: not serve's
+            why = "layout beyond tensor parallel: bench/plan_published.py predicts it (nothing is fitted on it)"
         elif not e.get("model_config"):
             why = "model not bundled"
         elif e.get("engine") not in ENGINE_MAP:

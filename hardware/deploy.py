@@ -52,20 +52,34 @@ def engine_model(hw, name: str | None = None) -> EngineModel:
     return EngineModel(eng, factors_for(hw, eng))
 
 
-def _device_s(groups, hw, a, em: EngineModel, *, decode: bool, rows: int | None = None) -> float:
+def _device_s(groups, hw, a, em: EngineModel, *, decode: bool, rows: int | None = None,
+              expert_rows: float | None = None, graph: bool = True) -> float:
     """Seconds one GPU spends on its share of a step (``groups``, already sharded), by the project's
     step model (``hardware.expected.ops_time_s``: the roofline with the engine's and the device's
-    factors). Every op time in this module and in ``planner plan`` goes through here; the engine's
-    per-step overhead is added once per iteration (``replica_step``). ``rows``: the tokens each matmul
-    multiplies, for a calibrated skinny-matmul table."""
-    from .expected import ops_time_s
+    factors, as ``planner serve``'s ``StepModel`` prices a step). Every op time in this module and in
+    ``planner plan`` goes through here; the engine's per-step overhead is added once per iteration
+    (``replica_step``). ``rows``: the tokens each matmul multiplies, and ``expert_rows`` the rows each
+    touched expert multiplies (``hardware.expected.expert_rows``), for a calibrated rows table;
+    ``graph=False``: the step is not a CUDA-graph replay, so each op takes at least the engine's host
+    launch time (``launch_overhead_per_op``); plus the host's kernel launches where the engine profile
+    says how it launches them (``hardware.expected.launch_time_s``)."""
+    from .expected import launch_time_s, ops_time_s
 
     if not groups:
         return 0.0
+    f = em.factors
     peak, bw, wob = hw.peak_flops_for(a.fmt.compute.compute), hw.memory_bandwidth_bytes_per_s, _weight_only_bits(a)
-    # a sum over ops: each group's op once, times its layers
-    return sum(g.count * ops_time_s((g.op,), peak, bw, em.factors, decode=decode, weight_only_bits=wob, rows=rows)
-               for g in groups)
+    floor = f.launch_overhead_per_op_s if not graph else 0.0
+    dev = ops_time_s(groups, peak, bw, f, decode=decode, weight_only_bits=wob, rows=rows, floor_s=floor,
+                     expert_rows=expert_rows)
+    return dev + launch_time_s(f, groups, None, dev)
+
+
+def _moe_shape(a) -> tuple[int, int] | None:
+    from planner.analysis.spec import MoE
+
+    moe = next((layer.ffn for layer in a.spec.layers if isinstance(layer.ffn, MoE)), None)
+    return (moe.num_experts, moe.num_experts_per_tok) if moe is not None else None
 
 
 def _weight_only_bits(a) -> int | None:
@@ -108,11 +122,13 @@ class LayoutMemory:
 
 
 def layout_memory(a, hw, plan: LayoutPlan, em: EngineModel, *, max_num_batched_tokens: int,
-                  max_num_seqs: int) -> LayoutMemory:
+                  max_num_seqs: int, fraction: float | None = None) -> LayoutMemory:
     """The engine's accounting (``hardware.engine``: its cap, activation peak of the profiling run,
     non-torch memory of a ``tp``-GPU group, graph pool, block size, KV layout) applied to each stage's
     weights (``stage_weights_bytes`` plus the engine's padding and RoPE cache) and KV bytes per token
-    (the engine's layout, shared out by each stage's layers)."""
+    (the engine's layout, shared out by each stage's layers). ``fraction``: the engine's memory
+    fraction where the deployment sets one (vLLM ``gpu_memory_utilization``, SGLang
+    ``mem_fraction_static``, TensorRT-LLM ``free_gpu_memory_fraction``), else its default."""
     from planner.analysis.parallel import TPPlan
 
     from .engine import activation_peak_bytes, kv_bytes_per_token_per_gpu, loaded_weights, pool_bytes
@@ -128,7 +144,7 @@ def layout_memory(a, hw, plan: LayoutPlan, em: EngineModel, *, max_num_batched_t
     total_mine = sum(mine_tok)
     act = activation_peak_bytes(a, TPPlan(lo.tp, 1, 1, ()), eng, max_num_batched_tokens, max_num_seqs)
     non_torch = eng.non_torch_bytes(lo.tp)
-    frac = eng.default_fraction(hw, lo.tp)
+    frac = eng.default_fraction(hw, lo.tp) if fraction is None else fraction
     per_rank = None
     tight = (0, 0, 0)  # (pool, per token, budget) of the tightest stage
     pools = tuple(pool_bytes(eng, hw, frac, w + extra, act, non_torch)[1] for w in weights)
@@ -199,10 +215,17 @@ def replica_step(a, hw, plan: LayoutPlan, em: EngineModel, *, batch: int, new_to
     full = _groups(a, mb, new_tokens, cached) if lo.attn_dp > 1 else groups
     act = a.fmt.act.bits // 8 if a.fmt.act.bits >= 8 else 2
     f = em.factors
+    from .expected import expert_rows, graphed
+
+    shape = _moe_shape(a)
+    # every attention-DP rank's tokens meet in the experts: rows per touched expert of the micro-batch
+    e_rows = expert_rows(mb * new_tokens, *shape) if shape else None
+    # a rank replays a captured graph when its own step is small enough (each rank captures its own)
+    graph = graphed(f, tokens=rank_b * new_tokens, prefill=new_tokens > 1)
     stage_s, comp, comm = [], [], []
     for s in range(lo.pp):
         dev = _device_s(layout_groups(groups, plan, s, full), hw, a, em, decode=new_tokens == 1,
-                        rows=rank_b * new_tokens)
+                        rows=rank_b * new_tokens, expert_rows=e_rows, graph=graph)
         col = sum(collective_s(c, lk, hw.name, efficiency=f.interconnect, allreduce_call_s=f.allreduce_latency_s)
                   for c in stage_collectives(a.spec, plan, s, mb * new_tokens, act))
         stage_s.append(dev + col)
@@ -210,7 +233,8 @@ def replica_step(a, hw, plan: LayoutPlan, em: EngineModel, *, batch: int, new_to
         comm.append(col)
     slow = max(range(lo.pp), key=lambda s: stage_s[s])
     it, bubble = pipeline_iteration_s(stage_s, m)
-    overhead = f.step_overhead_s + f.step_overhead_per_sequence_s * batch
+    # the host's per-sequence work runs on each attention-DP rank's own scheduler, in parallel
+    overhead = f.step_overhead_s + f.step_overhead_per_sequence_s * -(-batch // lo.attn_dp)
     return StepBreakdown(it + overhead, tuple(stage_s), comp[slow], comm[slow], m, bubble, overhead)
 
 

@@ -201,8 +201,9 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
             continue
         chunk = min(w.input_len, mnbt)
         first = replica_step(a, hw, p, em, batch=1, new_tokens=chunk, cached=0).iteration_s * w.input_len / chunk
-        if first > tg.ttft_p90_s:
-            rejected[fam] = f"TTFT of a single prompt is {first:.2f} s > {tg.ttft_p90_s:g} s"
+        alone_ttft = first + request_overhead_s(em)
+        if alone_ttft > tg.ttft_p90_s:
+            rejected[fam] = f"TTFT of a single prompt is {alone_ttft:.2f} s > {tg.ttft_p90_s:g} s"
             continue
         alive.append((lo, p, mem, first))
 
@@ -289,6 +290,13 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
                       rejected, least, notes)
 
 
+def request_overhead_s(em) -> float:
+    """What the engine adds to each request's TTFT (and e2e) once, as ``planner serve`` does: its
+    admission and first sampling (``request_overhead``) and its HTTP front end (``server_overhead``:
+    a deployment's users stream through the server)."""
+    return em.factors.request_overhead_s + em.factors.server_overhead_s
+
+
 def _by_family(cands: list[Candidate]) -> dict[str, list[Candidate]]:
     out: dict[str, list[Candidate]] = {}
     for c in cands:
@@ -326,9 +334,10 @@ def _simulate_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, n
     scheds = [Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens) for c in cands]
     r = simulate([c.cost for c in cands], scheds, arr, inp, out)
     notes.append(f"simulation: {len(cands)} candidates × {R} requests, {r.steps} lock-step iterations")
-    ttft = r.percentiles("ttft_s")
+    req = request_overhead_s(em)
+    ttft = r.percentiles("ttft_s") + req
     tpot = r.percentiles("tpot_s")
-    e2e = r.percentiles("e2e_s")
+    e2e = r.percentiles("e2e_s") + req
     for i, c in enumerate(cands):
         offered = w.rate_per_s * float(np.mean(out))
         simulated = float(r.output_tokens_per_s[i]) * c.layout.dp
@@ -459,7 +468,7 @@ def _simulate_disagg_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Ta
 
     p, d, arr, ready, darr, order, out = _disagg_streams(cands, w)
     out_o = out[order]
-    ttft = ready - arr  # (C, R) in arrival order
+    ttft = ready - arr + request_overhead_s(em)  # (C, R) in arrival order
     with np.errstate(all="ignore"):
         tpot = np.where(out_o > 1, (d.finish_s - darr) / (out_o - 1), np.nan)
         back = np.argsort(order, axis=1)

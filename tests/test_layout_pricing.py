@@ -78,3 +78,62 @@ def test_text_output_states_the_layout_and_the_stages():
     r = run("compare", LLAMA8, "--hardware", "h100-sxm", "--gpus", "4", "--tp", "2", "--pp", "2")
     assert r.code == 0, r.err
     assert "TP2 PP2" in r.out and "pipeline bubble" in r.out
+
+
+@pytest.mark.parametrize("engine", ["vllm", "trtllm"])
+def test_layout_step_is_serves_step_model_on_one_gpu(engine):
+    """``planner plan``'s step (``hardware.deploy.replica_step``) and ``planner serve``'s (``StepModel``)
+    are one step model: on one GPU (no collectives) a decode step and a prompt step cost the same in both,
+    with a calibrated rows table (expert GEMMs at their rows per touched expert) and TensorRT-LLM's
+    launch floor on steps it does not replay as a CUDA graph (its prompt steps, decodes over 128)."""
+    from dataclasses import replace
+
+    from planner.analysis.analyze import Options, analyze
+    from planner.analysis.parallel import Layout, tp_plan
+    from planner.cli.common import load_model
+    from planner.hardware.deploy import EngineModel, plan_for, replica_step
+    from planner.hardware.engine import load_engine
+    from planner.hardware.expected import factors_for
+    from planner.hardware.profiles import load_profile
+    from planner.hardware.serve import StepModel
+
+    spec = load_model("qwen3-30b-a3b").spec
+    a = analyze(spec, Options(context=4096))
+    hw = replace(load_profile("h100-sxm"), matmul_efficiency_by_rows={1: 0.05, 8: 0.2, 64: 0.6},
+                 matmul_efficiency_square_rows=4096)
+    eng = load_engine(engine)
+    f = factors_for(hw, eng)
+    assert f.matmul_efficiency_by_rows
+    em = EngineModel(eng, f)
+    serve = StepModel(a, hw, tp_plan(spec, 1), f)
+    plan = plan_for(a, hw, Layout())
+    for batch, ctx in ((1, 1000), (32, 3000), (200, 500)):
+        got = replica_step(a, hw, plan, em, batch=batch, new_tokens=1, cached=ctx).iteration_s
+        assert got == pytest.approx(serve.decode(batch, ctx).expected_s, rel=1e-9)
+    for n in (17, 2048):
+        got = replica_step(a, hw, plan, em, batch=1, new_tokens=n, cached=0).iteration_s
+        assert got == pytest.approx(serve.prefill({(n, 0): 1}).expected_s, rel=1e-9)
+    if engine == "trtllm":  # the floor is there: the same prompt without it is faster
+        bare = EngineModel(eng, replace(f, launch_overhead_per_op_s=0.0))
+        assert replica_step(a, hw, plan, bare, batch=1, new_tokens=17, cached=0).iteration_s < \
+            replica_step(a, hw, plan, em, batch=1, new_tokens=17, cached=0).iteration_s
+
+
+def test_attention_dp_ranks_pay_the_per_sequence_overhead_in_parallel():
+    """With attention-DP each rank schedules its own sequences: the per-sequence host overhead of a step
+    is that of the busiest rank (``ceil(batch / attn_dp)``), not of the whole replica."""
+    from planner.analysis.analyze import Options, analyze
+    from planner.analysis.parallel import Layout
+    from planner.cli.common import load_model
+    from planner.hardware.deploy import engine_model, plan_for, replica_step
+    from planner.hardware.profiles import load_profile
+
+    a = analyze(load_model("deepseek-ai/DeepSeek-V2-Lite").spec, Options(context=2048))
+    hw = load_profile("h100-sxm")
+    em = engine_model(hw, "sglang")
+    f = em.factors
+    assert f.step_overhead_per_sequence_s > 0
+    adp = replica_step(a, hw, plan_for(a, hw, Layout(tp=8, ep=8, attn_dp=8)), em, batch=61, new_tokens=1, cached=100)
+    assert adp.overhead_s == pytest.approx(f.step_overhead_s + 8 * f.step_overhead_per_sequence_s)
+    tp = replica_step(a, hw, plan_for(a, hw, Layout(tp=8, ep=8)), em, batch=61, new_tokens=1, cached=100)
+    assert tp.overhead_s == pytest.approx(f.step_overhead_s + 61 * f.step_overhead_per_sequence_s)
