@@ -127,8 +127,9 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
                 text["tie_word_embeddings"] = tie
         wrapper = model_type
         if model_type in VISION_COUNTED:
-            caveats.append(f"multimodal config ({model_type}): the vision encoder is counted in the parameters and "
-                           "weights, as transformers builds it, but takes no part in the text decode trace")
+            caveats.append(f"multimodal config ({model_type}): the vision (and audio) encoders are counted in the "
+                           "parameters and weights, as transformers builds them, but take no part in the text decode "
+                           "trace")
         else:
             caveats.append(f"multimodal config ({model_type}): the language model in text_config is analysed; "
                            "its vision/audio encoder is not counted (not modelled here yet): params.total and weights "

@@ -107,7 +107,7 @@ def shard_params(spec: ModelSpec, plan: TPPlan, tensors=None) -> int:
     wrapper not counted). ``tensors``: count these (a pipeline stage's) instead of the model's."""
     total = 0
     for t in spec.tensors() if tensors is None else tensors:
-        if t.kind == "vision":
+        if t.kind in ("vision", "audio"):
             continue
         module = t.name.rsplit(".", 2)[-2] if t.name.count(".") >= 2 else ""
         if replicated_tensor(t):
@@ -325,6 +325,8 @@ def stage_tensors(spec: ModelSpec, plan: LayoutPlan):
     last = lo.pp - 1
     for t in spec.embedding_tensors():
         yield 0, t, lo.attn_tp
+    for t in spec.input_tensors():  # Gemma 4's per-layer input projection and its norm
+        yield 0, t, 1 if t.kind == "norm" else lo.attn_tp
     emb_norm = spec.embedding_norm.tensors("model.embed_layernorm") if spec.embedding_norm else []
     for t in emb_norm:
         yield 0, t, 1

@@ -17,8 +17,8 @@ from .spec import Layer, ModelSpec, MoE, Tensor
 
 
 def category(t: Tensor) -> str:
-    """attention | mlp | experts | shared_experts | router | norm | embedding | lm_head | ssm | vision."""
-    if t.kind in ("embedding", "lm_head", "vision"):
+    """attention | mlp | experts | shared_experts | router | norm | embedding | lm_head | ssm | vision | audio."""
+    if t.kind in ("embedding", "lm_head", "vision", "audio"):
         return t.kind
     if t.kind == "norm":
         return "norm"
@@ -28,7 +28,7 @@ def category(t: Tensor) -> str:
         return "experts"
     if ".mlp.shared_expert." in t.name:
         return "shared_experts"
-    if ".mlp." in t.name:
+    if ".mlp." in t.name or ".per_layer_" in t.name:  # Gemma 4's per-layer input gate and projection
         return "mlp"
     if ".mixer." in t.name:
         return "ssm"
@@ -63,6 +63,7 @@ class ParamCounts:
     mtp: int
     per_layer: tuple[LayerParams, ...]
     vision: int = 0
+    audio: int = 0
 
     @property
     def non_embedding(self) -> int:
@@ -88,6 +89,7 @@ class ParamCounts:
             "norm": self.norm,
             "ssm": self.ssm,
             "vision": self.vision,
+            "audio": self.audio,
             "mtp": self.mtp,
             "per_layer": [
                 {"kind": p.kind, "count": p.count, "first_layer": p.first_layer, "attention": p.attention,
@@ -120,8 +122,10 @@ def count_params(spec: ModelSpec) -> ParamCounts:
     for t in spec.final_norm_tensors():
         by_cat["norm"] += t.numel
     for t in spec.vision:
-        by_cat["vision"] += t.numel
-    active = by_cat["embedding"] + by_cat["lm_head"] + by_cat["norm"] + by_cat["vision"]
+        by_cat[t.kind] += t.numel
+    for t in spec.input_tensors():
+        by_cat[category(t)] += t.numel
+    active = sum(by_cat.values())  # every model-level tensor is used by every token
     per_layer = []
     for idx in spec.layer_groups:  # identical layers counted once, times their number
         layer = spec.layers[idx[0]]
@@ -146,5 +150,5 @@ def count_params(spec: ModelSpec) -> ParamCounts:
         total=total, active=active, embedding=by_cat["embedding"], lm_head=by_cat["lm_head"],
         attention=by_cat["attention"], mlp=by_cat["mlp"], experts=by_cat["experts"],
         shared_experts=by_cat["shared_experts"], router=by_cat["router"], norm=by_cat["norm"], ssm=by_cat["ssm"],
-        mtp=mtp, per_layer=tuple(per_layer), vision=by_cat["vision"],
+        mtp=mtp, per_layer=tuple(per_layer), vision=by_cat["vision"], audio=by_cat["audio"],
     )

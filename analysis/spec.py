@@ -104,6 +104,9 @@ class Numerics:
 
     rope_style: RopeStyle = RopeStyle.HALF
     rope_plain_on_windows: bool = False  # Gemma 3: sliding layers use unscaled RoPE at their own theta
+    # Gemma 4: full (window-less) layers use proportional RoPE: the first ``factor · head_dim / 2`` frequencies
+    # theta^(-2j / head_dim), the rest 0 (unrotated), over the whole head_dim; None: not used
+    proportional_rope: float | None = None
     rope_extra: tuple = ()  # list-valued rope parameters (longrope short/long factors)
     router: RouterKind = RouterKind.SOFTMAX
     norm_topk_prob: bool = True
@@ -215,6 +218,13 @@ class Attention:
     sinks: bool = False
     qk_norm_per_head: bool = False  # Cohere: LayerNorms with a (heads, head_dim) weight, over head_dim
     alibi: bool = False  # BLOOM: a per-head linear bias on the scores (slope x key position), no RoPE
+    # Gemma 4: ``k_eq_v`` — no v_proj, V is the K projection (then v-normed, not roped: K and V are still
+    # cached apart); ``v_norm`` — a weightless RMSNorm of V over head_dim; ``kv_shared`` — the layer has
+    # no K/V projections and no cache of its own: it attends over the K/V of the last earlier layer of
+    # its type (``num_kv_shared_layers``)
+    k_eq_v: bool = False
+    v_norm: bool = False
+    kv_shared: bool = False
 
     kind = MixerKind.ATTENTION
 
@@ -235,7 +245,12 @@ class Attention:
         return self.num_attention_heads * self.v_head_dim
 
     def kv_elements_per_token(self) -> int:
-        """Elements one token adds to this layer's cache: K and V of every KV head."""
+        """Elements one token adds to this layer's cache: K and V of every KV head (none for a layer
+        that reads another layer's cache)."""
+        return 0 if self.kv_shared else self.kv_elements_read_per_token()
+
+    def kv_elements_read_per_token(self) -> int:
+        """Elements of one cached token the attention reads: K and V of every KV head."""
         return self.num_key_value_heads * (self.head_dim + self.v_head_dim)
 
     def tensors(self, prefix: str) -> list[Tensor]:
@@ -246,14 +261,16 @@ class Attention:
             _linear(out, f"{prefix}.qkv_proj", n, h, self.q_bias or self.k_bias or self.v_bias)
         else:
             _linear(out, f"{prefix}.q_proj", self.q_dim, h, self.q_bias)
-            _linear(out, f"{prefix}.k_proj", self.k_dim, h, self.k_bias)
-            _linear(out, f"{prefix}.v_proj", self.v_dim, h, self.v_bias)
+            if not self.kv_shared:
+                _linear(out, f"{prefix}.k_proj", self.k_dim, h, self.k_bias)
+                if not self.k_eq_v:
+                    _linear(out, f"{prefix}.v_proj", self.v_dim, h, self.v_bias)
         _linear(out, f"{prefix}.o_proj", h, self.o_in, self.o_bias)
         per_head = self.qk_norm_per_head
         if self.q_norm_dim:
             shape = (self.num_attention_heads, self.head_dim) if per_head else (self.q_norm_dim,)
             out.append(Tensor(f"{prefix}.q_norm.weight", shape, "norm"))
-        if self.k_norm_dim:
+        if self.k_norm_dim and not self.kv_shared:
             shape = (self.num_key_value_heads, self.head_dim) if per_head else (self.k_norm_dim,)
             out.append(Tensor(f"{prefix}.k_norm.weight", shape, "norm"))
         if self.sinks:
@@ -621,6 +638,9 @@ class MoE:
     shared_intermediate_size: int = 0  # all shared experts together (0: none)
     shared_expert_gate: bool = False  # qwen2_moe: sigmoid gate Linear(hidden, 1)
     act: str = "silu"
+    # Gemma 4: the router scales its (weightless-RMS-normed) input by a learned vector ``router.scale``
+    # (hidden) and the top-k weights by ``router.per_expert_scale`` (num_experts)
+    router_scales: bool = False
 
     kind = FFNKind.MOE
 
@@ -642,6 +662,9 @@ class MoE:
         out: list[Tensor] = []
         h, i, e = self.hidden_size, self.moe_intermediate_size, self.num_experts
         out.append(Tensor(f"{prefix}.router.weight", (e, h), "router"))
+        if self.router_scales:
+            out.append(Tensor(f"{prefix}.router.scale", (h,), "router"))
+            out.append(Tensor(f"{prefix}.router.per_expert_scale", (e,), "router"))
         if self.router_bias:
             out.append(Tensor(f"{prefix}.router.bias", (e,), "bias"))
         up_rows = 2 * i if self.gated else i
@@ -684,6 +707,10 @@ class Layer:
     ffn: FFN | None
     norms: tuple[PlacedNorm, ...] = ()
     parallel: bool = False
+    # Gemma 4 per-layer inputs (PLE): after the FFN, ``per_layer_projection(act(per_layer_input_gate(x)) *
+    # this layer's slice of the per-layer input)`` is normed (``post_per_layer_input_norm``, one of
+    # ``norms``) and added to the residual; the width of that slice (0: none)
+    per_layer_input: int = 0
 
     def norm(self, role: str) -> PlacedNorm | None:
         return next((p for p in self.norms if p.role == role), None)
@@ -703,6 +730,8 @@ class Layer:
                 label = "full" if m.rotary_dim or m.num_attention_heads == 0 else "full-nope"
         else:
             label = m.kind
+        if isinstance(m, Attention) and m.kv_shared:
+            label += "+shared-kv"
         if isinstance(self.ffn, MoE):
             label += "+moe"
         elif self.ffn is None and m is not None:
@@ -718,6 +747,10 @@ class Layer:
             out.extend(self.mixer.tensors(f"{prefix}.{sub}"))
         if self.ffn is not None:
             out.extend(self.ffn.tensors(f"{prefix}.mlp"))
+        if self.per_layer_input:
+            h = self.mixer.hidden_size if self.mixer is not None else self.ffn.hidden_size  # type: ignore[union-attr]
+            _linear(out, f"{prefix}.per_layer_input_gate", self.per_layer_input, h, False)
+            _linear(out, f"{prefix}.per_layer_projection", h, self.per_layer_input, False)
         return out
 
 
@@ -763,7 +796,12 @@ class ModelSpec:
     lm_head_bias: bool = False
     mtp_layers: tuple[Layer, ...] = ()  # DeepSeek multi-token prediction (reported, not in total)
     mtp_extra_params: int = 0  # MTP's own projections and norms besides its decoder block
-    vision: tuple[Tensor, ...] = ()  # a multimodal wrapper's vision encoder and projector (kind "vision")
+    vision: tuple[Tensor, ...] = ()  # a multimodal wrapper's encoders and projectors (kind "vision", or "audio")
+    # Gemma 4 per-layer inputs (PLE): a second token table ``embed_tokens_per_layer`` (per_layer_vocab_size
+    # rows, num_layers x per_layer_input_size wide) plus ``per_layer_model_projection`` of the embedding,
+    # normed per layer (``per_layer_projection_norm``); layer i reads slice i (``Layer.per_layer_input``)
+    per_layer_input_size: int = 0
+    per_layer_vocab_size: int = 0
     torch_dtype: str | None = None
     quant: QuantSpec | None = None
     # numerics the runtime decoder needs (not used by the arithmetic)
@@ -806,6 +844,20 @@ class ModelSpec:
         out = [Tensor("model.embed_tokens.weight", (self.vocab_size, self.embed_dim), "embedding")]
         if self.position_embeddings:
             out.append(Tensor("model.embed_positions.weight", (self.position_embeddings, self.hidden_size), "embedding"))
+        if self.per_layer_input_size:
+            out.append(Tensor("model.embed_tokens_per_layer.weight",
+                              (self.per_layer_vocab_size, self.num_layers * self.per_layer_input_size), "embedding"))
+        return out
+
+    def input_tensors(self) -> list[Tensor]:
+        """Model-level tensors between the embedding and the first layer (Gemma 4's per-layer input
+        projection and its norm)."""
+        if not self.per_layer_input_size:
+            return []
+        out: list[Tensor] = []
+        _linear(out, "model.per_layer_model_projection", self.num_layers * self.per_layer_input_size,
+                self.hidden_size, False)
+        out.append(Tensor("model.per_layer_projection_norm.weight", (self.per_layer_input_size,), "norm"))
         return out
 
     def lm_head_tensors(self) -> list[Tensor]:
@@ -864,7 +916,7 @@ class ModelSpec:
 
     def tensors(self) -> list[Tensor]:
         """Every tensor of the model (tied embeddings once; MTP layers excluded)."""
-        out = self.embedding_tensors() + self.projection_tensors()
+        out = self.embedding_tensors() + self.projection_tensors() + self.input_tensors()
         for i, layer in enumerate(self.layers):
             out.extend(layer.tensors(f"model.layers.{i}"))
         out.extend(self.final_norm_tensors())

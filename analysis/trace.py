@@ -214,33 +214,48 @@ class _Builder:
         if self.spec.embedding_norm is not None:  # BLOOM's word_embeddings_layernorm
             self.norm("embed_layernorm", self.spec.embedding_norm, h, None,
                       tensors=self.spec.embedding_norm.tensors("model.embed_layernorm"))
+        extra = self.spec.input_tensors()
+        if extra:  # Gemma 4: the per-layer inputs projected from the embedding, normed per layer
+            width = self.spec.num_layers * self.spec.per_layer_input_size
+            self.matmul("per_layer_model_projection", [t for t in extra if t.kind == "linear"], None, "embedding",
+                        parallel=Parallel.REPLICATED)
+            self.norm("per_layer_projection_norm", None, width, None, tensors=[t for t in extra if t.kind == "norm"])
+            self.elementwise("per_layer_inputs", 2 * n * width, n * width, None, "embedding")
 
     def attention(self, i: int, m: Attention, tensors: dict[str, list[Tensor]]) -> None:
         s, n, a = self.shape, self.shape.tokens, self.a
         if m.fused_qkv:
             self.matmul("qkv_proj", tensors["qkv_proj"], i, "attention")
         else:
+            # Gemma 4: no v_proj where K = V, no k/v projections in a layer that reads another layer's K/V
             for p in ("q_proj", "k_proj", "v_proj"):
-                self.matmul(p, tensors[p], i, "attention")
+                if p in tensors:
+                    self.matmul(p, tensors[p], i, "attention")
         if self.spec.numerics.clip_qkv is not None:  # DBRX: q, k and v clamped in place
             qkv = n * (m.q_dim + m.k_dim + m.v_dim)
             self.elementwise("clip_qkv", qkv, qkv, i, "attention")
+        own_k = 0 if m.kv_shared else m.k_dim  # keys this layer projects, norms and ropes itself
         if m.q_norm_dim:
             self.norm("q_norm", None, m.q_dim, i, tensors=tensors.get("q_norm", []))
-            self.norm("k_norm", None, m.k_dim, i, tensors=tensors.get("k_norm", []))
+            if own_k:
+                self.norm("k_norm", None, m.k_dim, i, tensors=tensors.get("k_norm", []))
+        if m.v_norm and not m.kv_shared:
+            self.norm("v_norm", None, m.v_dim, i, tensors=[])
         if m.rotary_dim:
-            qk = n * (m.q_dim + m.k_dim)
+            qk = n * (m.q_dim + own_k)
             self.elementwise("rope", qk, qk, i, "attention", kernels=10, kind="rope")
         kv_elems = m.kv_elements_per_token()
-        self.add(name="kv_append", kind="kv_append", category="attention", layer=i, act_read_bytes=n * kv_elems * a,
-                 kv_write_bytes=n * self.kv.nbytes(kv_elems), kernels=2)
+        if kv_elems:
+            self.add(name="kv_append", kind="kv_append", category="attention", layer=i,
+                     act_read_bytes=n * kv_elems * a, kv_write_bytes=n * self.kv.nbytes(kv_elems), kernels=2)
         keys = attended_keys(s.cached_tokens, s.new_tokens, m.window, m.chunk)
         seen = distinct_keys(s.cached_tokens, s.new_tokens, m.window, m.chunk)
         flops = s.batch * m.num_attention_heads * 2 * (m.head_dim + m.v_head_dim) * keys
         sinks = self.fmt.bytes_of(tensors.get("sinks", []))
+        read = m.kv_elements_read_per_token()  # a shared-KV layer reads its source layer's cache
         self.add(name="attention", kind="attention", category="attention", layer=i, flops=flops, weight_bytes=sinks,
                  act_read_bytes=n * m.q_dim * a, act_write_bytes=n * m.o_in * a,
-                 kv_read_bytes=s.batch * seen * self.kv.nbytes(kv_elems), kernels=1)
+                 kv_read_bytes=s.batch * seen * self.kv.nbytes(read), kernels=1)
         self.matmul("o_proj", tensors["o_proj"], i, "attention", parallel=Parallel.ROW)
 
     def mla(self, i: int, m: MLA, tensors: dict[str, list[Tensor]]) -> None:
@@ -496,6 +511,13 @@ class _Builder:
             # parallel blocks add the mixer and the FFN outputs to the residual in one pass
             self.elementwise("residual", (3 if layer.parallel else 2) * n * h, n * h, i, "other")
             self.placed_norm(layer, "post_ffn_residual", i, tensors)
+        if layer.per_layer_input:  # Gemma 4: gate, GELU times this layer's input slice, project, norm, add
+            w = layer.per_layer_input
+            self.matmul("per_layer_input_gate", tensors["per_layer_input_gate"], i, "ffn")
+            self.elementwise("per_layer_act", 2 * n * w, n * w, i, "ffn", kernels=2)
+            self.matmul("per_layer_projection", tensors["per_layer_projection"], i, "ffn", parallel=Parallel.ROW)
+            self.norm("post_per_layer_input_norm", None, h, i, tensors=tensors.get("post_per_layer_input_norm", []))
+            self.elementwise("residual", 2 * n * h, n * h, i, "other")
 
     def head(self) -> None:
         spec, s, a = self.spec, self.shape, self.a

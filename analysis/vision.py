@@ -374,3 +374,117 @@ def qwen3_5_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...
     Qwen3_5VisionModel deletes them, whatever deepstack_visual_indexes says); the merger's output width is
     the vision config's ``out_hidden_size``, not the text hidden size."""
     return _qwen3_vision(top, where, "qwen3_5_vision", deepstack_mergers=False)
+
+
+# ---- Gemma 4: its own ViT and (E2B/E4B) its conformer audio tower ------------------------------------
+
+
+def _mm_fields(cfg: object, where: str, key: str, family: str) -> Fields | None:
+    """The Fields of ``top[key]``; None when the config has none (transformers then builds no tower)."""
+    if cfg is None:
+        return None
+    if not isinstance(cfg, dict):
+        raise ConfigError(f"{where}: field '{key}' must be an object")
+    from .family_defaults import FAMILY_DEFAULTS
+
+    return Fields(cfg, f"{where} ({key})", defaults=FAMILY_DEFAULTS.get(family), nested=True, family=family)
+
+
+def _plain(out: list[Tensor], name: str, shape: tuple[int, ...], kind: str) -> None:
+    out.append(Tensor(name, shape, kind))
+
+
+def gemma4_vision_tensors(f: Fields, text_hidden: int, prefix: str = "model.vision_tower") -> list[Tensor]:
+    """Gemma4VisionModel: a bias-free patch projection (3·patch² → hidden), a learned (2, positions, hidden)
+    position table, pre/post sandwich-normed blocks (bias-free q/k/v/o, q/k RMSNorms over head_dim, a
+    weightless v_norm, a gated MLP), no parameters in the pooler (``std_bias``/``std_scale`` are buffers);
+    then ``embed_vision``: a weightless RMSNorm and a bias-free projection to the text hidden size."""
+    out: list[Tensor] = []
+    h = f.int("hidden_size")
+    inter = f.int("intermediate_size")
+    layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
+    heads = f.int("num_attention_heads")
+    kv = f.int("num_key_value_heads", heads)
+    hd = f.int("head_dim", lambda: h // heads)
+    patch = f.int("patch_size", hi=1024)
+    positions = f.int("position_embedding_size", hi=1 << 24)
+    _plain(out, f"{prefix}.patch_embedder.input_proj.weight", (h, 3 * patch * patch), "vision")
+    _plain(out, f"{prefix}.patch_embedder.position_embedding_table", (2, positions, h), "vision")
+    for i in range(layers):
+        p = f"{prefix}.encoder.layers.{i}"
+        for name, n_out, n_in in (("q_proj", heads * hd, h), ("k_proj", kv * hd, h), ("v_proj", kv * hd, h),
+                                  ("o_proj", h, heads * hd)):
+            _plain(out, f"{p}.self_attn.{name}.linear.weight", (n_out, n_in), "vision")
+        _plain(out, f"{p}.self_attn.q_norm.weight", (hd,), "vision")
+        _plain(out, f"{p}.self_attn.k_norm.weight", (hd,), "vision")
+        for name in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                     "post_feedforward_layernorm"):
+            _plain(out, f"{p}.{name}.weight", (h,), "vision")
+        for name, n_out, n_in in (("gate_proj", inter, h), ("up_proj", inter, h), ("down_proj", h, inter)):
+            _plain(out, f"{p}.mlp.{name}.linear.weight", (n_out, n_in), "vision")
+    _plain(out, "model.embed_vision.embedding_projection.weight", (text_hidden, h), "vision")
+    return out
+
+
+def gemma4_audio_tensors(f: Fields, text_hidden: int, prefix: str = "model.audio_tower") -> list[Tensor]:
+    """Gemma4AudioModel (a conformer): two bias-free 3×3 stride-2 convs, each with a bias-free LayerNorm,
+    then ``input_proj_linear`` ((channels0 / 4)·channels1 → hidden); per layer two macaron feed-forwards
+    (hidden → 4·hidden → hidden, RMSNorms before and after), chunked self-attention (q/k/v, ``post``, a
+    ``relative_k_proj``, ``per_dim_scale``), a light conv block (``linear_start`` → GLU → depthwise conv →
+    RMSNorm → ``linear_end``) and three RMSNorms; a biased ``output_proj`` to ``output_proj_dims``; then
+    ``embed_audio``'s bias-free projection to the text hidden size (clipping bounds are buffers)."""
+    out: list[Tensor] = []
+    h = f.int("hidden_size")
+    layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
+    heads = f.int("num_attention_heads")
+    hd = h // heads
+    kernel = f.int("conv_kernel_size", hi=1024)
+    channels = f.raw("subsampling_conv_channels", [128, 32])
+    if not (isinstance(channels, list) and len(channels) == 2
+            and all(isinstance(c, int) and not isinstance(c, bool) and 0 < c < 1 << 16 for c in channels)):
+        raise f.error("subsampling_conv_channels", "must be a list of two positive integers")
+    c0, c1 = channels
+    out_dims = f.int("output_proj_dims", 1536)
+    a = "audio"
+    sub = f"{prefix}.subsample_conv_projection"
+    _plain(out, f"{sub}.layer0.conv.weight", (c0, 1, 3, 3), a)
+    _plain(out, f"{sub}.layer0.norm.weight", (c0,), a)
+    _plain(out, f"{sub}.layer1.conv.weight", (c1, c0, 3, 3), a)
+    _plain(out, f"{sub}.layer1.norm.weight", (c1,), a)
+    _plain(out, f"{sub}.input_proj_linear.weight", (h, (c0 // 4) * c1), a)
+    for i in range(layers):
+        p = f"{prefix}.layers.{i}"
+        for ff in ("feed_forward1", "feed_forward2"):
+            _plain(out, f"{p}.{ff}.ffw_layer_1.linear.weight", (4 * h, h), a)
+            _plain(out, f"{p}.{ff}.ffw_layer_2.linear.weight", (h, 4 * h), a)
+            _plain(out, f"{p}.{ff}.pre_layer_norm.weight", (h,), a)
+            _plain(out, f"{p}.{ff}.post_layer_norm.weight", (h,), a)
+        for name in ("q_proj", "k_proj", "v_proj"):
+            _plain(out, f"{p}.self_attn.{name}.linear.weight", (heads * hd, h), a)
+        _plain(out, f"{p}.self_attn.post.linear.weight", (h, h), a)
+        _plain(out, f"{p}.self_attn.relative_k_proj.weight", (heads * hd, h), a)
+        _plain(out, f"{p}.self_attn.per_dim_scale", (hd,), a)
+        _plain(out, f"{p}.lconv1d.linear_start.linear.weight", (2 * h, h), a)
+        _plain(out, f"{p}.lconv1d.linear_end.linear.weight", (h, h), a)
+        _plain(out, f"{p}.lconv1d.depthwise_conv1d.weight", (h, 1, kernel), a)
+        _plain(out, f"{p}.lconv1d.pre_layer_norm.weight", (h,), a)
+        _plain(out, f"{p}.lconv1d.conv_norm.weight", (h,), a)
+        for name in ("norm_pre_attn", "norm_post_attn", "norm_out"):
+            _plain(out, f"{p}.{name}.weight", (h,), a)
+    _plain(out, f"{prefix}.output_proj.weight", (out_dims, h), a)
+    _plain(out, f"{prefix}.output_proj.bias", (out_dims,), a)
+    _plain(out, "model.embed_audio.embedding_projection.weight", (text_hidden, out_dims), a)
+    return out
+
+
+def gemma4_towers(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    """Gemma4ForConditionalGeneration's vision tower (kind ``vision``) and audio tower (kind ``audio``),
+    each only when its config is given (a null ``audio_config``, as in the 26B and 31B, builds none)."""
+    out: list[Tensor] = []
+    vf = _mm_fields(top.get("vision_config"), where, "vision_config", "gemma4_vision")
+    if vf is not None:
+        out += gemma4_vision_tensors(vf, text_hidden)
+    af = _mm_fields(top.get("audio_config"), where, "audio_config", "gemma4_audio")
+    if af is not None:
+        out += gemma4_audio_tensors(af, text_hidden)
+    return tuple(out)

@@ -60,7 +60,7 @@ class WeightFormat:
     def tensor_bytes(self, t: Tensor) -> int:
         if self.override is not None:
             return self.override.nbytes(t.numel) if t.kind in ("linear", "expert", "embedding", "lm_head", "router", "conv",
-                                                                "vision") \
+                                                                "vision", "audio") \
                 else self.base.nbytes(t.numel)
         if self.quant is not None and is_converted(t, self.quant):
             return quantized_bytes(t, self.quant)
@@ -77,8 +77,8 @@ class WeightFormat:
     def counted_tensors(self, spec: ModelSpec) -> Iterator[tuple[Tensor, int]]:
         """``spec.tensors()`` with identical layers collapsed: each tensor of a distinct layer (as
         stored in this format) once, with the number of layers that hold it; model-level tensors once."""
-        for t in (spec.embedding_tensors() + spec.projection_tensors() + spec.final_norm_tensors()
-                  + spec.lm_head_tensors() + list(spec.vision)):
+        for t in (spec.embedding_tensors() + spec.projection_tensors() + spec.input_tensors()
+                  + spec.final_norm_tensors() + spec.lm_head_tensors() + list(spec.vision)):
             yield t, 1
         for group in self.layer_groups(spec):
             for t in spec.layer_tensors(group[0]):

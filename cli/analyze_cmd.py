@@ -237,6 +237,8 @@ def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]
     params.add("norms", fmt_count(p.norm), fmt_int(p.norm), _pct(p.norm, p.total))
     if p.vision:
         params.add("vision encoder + projector", fmt_count(p.vision), fmt_int(p.vision), _pct(p.vision, p.total))
+    if p.audio:
+        params.add("audio encoder + projector", fmt_count(p.audio), fmt_int(p.audio), _pct(p.audio, p.total))
     if p.mtp:
         params.add("MTP layers (not in total)", fmt_count(p.mtp), fmt_int(p.mtp), "")
 

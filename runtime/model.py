@@ -72,6 +72,15 @@ def check_supported(spec: ModelSpec) -> None:
                                           "analyze and trace work for this model")
         if m is not None and not isinstance(m, (Attention, MLA, GatedDeltaNet)):
             raise RuntimeUnavailableError(f"verify does not support {type(m).__name__} layers (layer {i})")
+        gemma4 = isinstance(m, Attention) and (m.k_eq_v or m.v_norm or m.kv_shared)
+        if gemma4 or layer.per_layer_input or (isinstance(layer.ffn, MoE) and layer.ffn.router_scales):
+            raise RuntimeUnavailableError(
+                f"the torch decoder does not run {spec.label}'s Gemma 4 layers yet (shared K = V, v_norm, shared-KV "
+                "layers, per-layer inputs, the MoE beside the dense MLP)",
+                "analyze and trace work for this model; verify and calibrate do not")
+    if spec.numerics.proportional_rope is not None:
+        raise RuntimeUnavailableError(f"the torch decoder does not run proportional RoPE ({spec.label}) yet",
+                                      "analyze and trace work for this model; verify and calibrate do not")
     if spec.position_embeddings and spec.max_position_embeddings is None:
         raise RuntimeUnavailableError("learned position embeddings without max_position_embeddings")
 

@@ -121,6 +121,17 @@ CASES = {
     # reads attn_config.rope_theta, which its config class does not declare, so the block must name it
     "dbrx-tiny-class-defaults": {"model_type": "dbrx", "d_model": 128, "n_heads": 4, "n_layers": 2, "vocab_size": 512,
                                  "attn_config": {"rope_theta": 10000}, "ffn_config": {"ffn_hidden_size": 64}},
+    # Gemma 4: wide full layers (global_head_dim, num_global_key_value_heads with K = V), KV shared by the last
+    # layers (their MLPs double-wide), per-layer inputs; the MoE row adds the routed experts beside the dense MLP
+    "gemma4_text": dict(BASE, model_type="gemma4_text", head_dim=16, global_head_dim=32, num_global_key_value_heads=1,
+                        attention_k_eq_v=True, sliding_window=32, num_hidden_layers=5,
+                        layer_types=["sliding_attention", "full_attention", "sliding_attention", "sliding_attention",
+                                     "full_attention"], num_kv_shared_layers=2, use_double_wide_mlp=True,
+                        hidden_size_per_layer_input=8, final_logit_softcapping=30.0),
+    "gemma4_text-moe-default-layers": dict(BASE, model_type="gemma4_text", num_hidden_layers=7, head_dim=16,
+                                           global_head_dim=32, num_global_key_value_heads=1, attention_k_eq_v=True,
+                                           sliding_window=32, hidden_size_per_layer_input=0, enable_moe_block=True,
+                                           num_experts=8, top_k_experts=2, moe_intermediate_size=48),
 }
 
 
@@ -148,6 +159,7 @@ def kv_per_token_layer(m) -> int:
     ("gpt_neo", [None, 32, None, 32]),
     ("opt-350m", [None] * 24),
     ("dbrx-instruct", [None] * 40),
+    ("gemma4_text-moe-default-layers", [32] * 5 + [None, None]),  # five sliding, one full; the last always full
     ("llama", [None] * 4),
 ])
 def test_windows_per_family(name, expect_windows):
@@ -217,6 +229,14 @@ _CLIP = {"model_type": "clip_vision_model", "hidden_size": 64, "intermediate_siz
 _PIXTRAL = dict(_CLIP, model_type="pixtral")
 _SIGLIP = {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 1,
            "num_attention_heads": 2, "image_size": 32, "patch_size": 16}
+_GEMMA4_TEXT = {"model_type": "gemma4_text", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+                "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "global_head_dim": 32,
+                "vocab_size": 128, "vocab_size_per_layer_input": 128, "hidden_size_per_layer_input": 8}
+_GEMMA4_VISION = {"model_type": "gemma4_vision", "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+                  "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 8, "patch_size": 4,
+                  "position_embedding_size": 64}
+_GEMMA4_AUDIO = {"model_type": "gemma4_audio", "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+                 "subsampling_conv_channels": [8, 4], "output_proj_dims": 48, "conv_kernel_size": 3}
 
 _MROPE = {"rope_type": "default", "mrope_section": [4, 6, 6]}  # sums to head_dim / 2 (32 / 2)
 _QWEN2_VISION = {"depth": 2, "embed_dim": 32, "mlp_ratio": 2, "num_heads": 2, "hidden_size": 128, "patch_size": 4,
@@ -274,6 +294,10 @@ WRAPPERS = {
                              "vision_config": _PIXTRAL, "spatial_merge_size": 3, "multimodal_projector_bias": True},
     "mistral3-untied": {"model_type": "mistral3", "text_config": dict(_TEXT, model_type="mistral"),
                         "vision_config": _PIXTRAL, "tie_word_embeddings": False},
+    "gemma4-vision-audio": {"model_type": "gemma4", "text_config": _GEMMA4_TEXT, "vision_config": _GEMMA4_VISION,
+                            "audio_config": _GEMMA4_AUDIO},
+    "gemma4-vision-no-audio": {"model_type": "gemma4", "text_config": dict(_GEMMA4_TEXT, hidden_size_per_layer_input=0),
+                               "vision_config": dict(_GEMMA4_VISION, num_key_value_heads=2), "audio_config": None},
 }
 
 
@@ -286,11 +310,12 @@ def test_multimodal_wrapper_counts_the_whole_checkpoint(name):
     p = count_params(spec)
     assert p.total == hf_param_count(cfg)
     text = parse_config(dict(cfg["text_config"], tie_word_embeddings=spec.tie_word_embeddings))
-    assert p.vision > 0 and p.total == count_params(text).total + p.vision
+    assert p.vision > 0 and p.total == count_params(text).total + p.vision + p.audio
+    assert (p.audio > 0) == (cfg.get("audio_config") is not None)
     opts = Options(context=64, dtype="bf16", kv_dtype="bf16")
     a, t = analyze(spec, opts), analyze(text, opts)
     assert a.kv.bytes_per_token == t.kv.bytes_per_token
-    assert a.weights_bytes == t.weights_bytes + 2 * p.vision
+    assert a.weights_bytes == t.weights_bytes + 2 * (p.vision + p.audio)
 
 
 @pytest.mark.parametrize("model_type,vision", [("qwen2_vl", _QWEN2_VISION), ("qwen2_5_vl", _QWEN25_VISION)])
@@ -367,3 +392,93 @@ def test_dbrx_active_parameters_equal_transformers():
     e, k = cfg["ffn_config"]["moe_num_experts"], cfg["ffn_config"]["moe_top_k"]
     p = count_params(parse_config(cfg))
     assert (p.total, p.active) == (total, total - experts * (e - k) // e)
+
+
+# ---- Gemma 4 -------------------------------------------------------------------------------------
+
+# google/gemma-4-26B-A4B-it's text geometry (no verbatim copy of its config.json was found to bundle): 30 layers
+# (5 sliding : 1 full), 16 heads; sliding layers 8 KV heads x 256, full layers 2 KV heads x 512 with K = V;
+# 128 experts of 704, top 8, beside a dense MLP of 2112; no per-layer inputs
+GEMMA4_26B_A4B_TEXT = {
+    "model_type": "gemma4_text", "hidden_size": 2816, "intermediate_size": 2112, "moe_intermediate_size": 704,
+    "num_hidden_layers": 30, "num_attention_heads": 16, "num_key_value_heads": 8, "num_global_key_value_heads": 2,
+    "head_dim": 256, "global_head_dim": 512, "attention_k_eq_v": True, "enable_moe_block": True, "num_experts": 128,
+    "top_k_experts": 8, "hidden_size_per_layer_input": 0, "vocab_size": 262144, "sliding_window": 1024,
+    "final_logit_softcapping": 30.0, "tie_word_embeddings": True,
+}
+
+
+def _hf_active(cfg: dict, k: int) -> int:
+    """transformers' unique parameters with each stacked (E, ...) expert tensor counted k / E."""
+    from tests.oracle import hf_model
+
+    seen, n = set(), 0
+    for name, p in hf_model(cfg).named_parameters():
+        if id(p) not in seen:
+            seen.add(id(p))
+            n += p.numel() // p.shape[0] * k if ".experts." in name and p.dim() == 3 else p.numel()
+    return n
+
+
+@pytest.mark.parametrize("cfg", [CASES["gemma4_text-moe-default-layers"], GEMMA4_26B_A4B_TEXT], ids=["tiny", "26B-A4B"])
+def test_gemma4_moe_total_and_active_equal_transformers(cfg):
+    """The dense MLP beside the MoE block, the router's scales and top_k_experts all counted: active is
+    embedding + attention + dense MLP + router + top-k of the experts."""
+    p = count_params(parse_config(cfg))
+    assert (p.total, p.active) == (hf_param_count(cfg), _hf_active(cfg, cfg["top_k_experts"]))
+
+
+def test_gemma4_26b_full_layers_cache_two_wide_kv_heads():
+    """Full layers cache 2 KV heads x 512 (K and V apart: V is the shared projection v-normed, K k-normed and
+    roped), not the sliding layers' 8 x 256."""
+    spec = parse_config(GEMMA4_26B_A4B_TEXT)
+    full = [layer.mixer for layer in spec.layers if layer.mixer.window is None]
+    assert len(full) == 5 and {(m.num_key_value_heads, m.head_dim, m.k_eq_v) for m in full} == {(2, 512, True)}
+    a = analyze(spec, Options(context=4096, dtype="bf16", kv_dtype="bf16"))
+    assert a.kv.bytes_per_token == 25 * (2 * 8 * 256 * 2) + 5 * (2 * 2 * 512 * 2)
+    assert a.kv_bytes_per_sequence == 25 * (2 * 8 * 256 * 2) * 1024 + 5 * (2 * 2 * 512 * 2) * 4096
+
+
+def _hf_text_model(cfg: dict):
+    torch = pytest.importorskip("torch", reason="the transformers oracle needs torch (the runtime extra)")
+    pytest.importorskip("transformers", reason="the transformers oracle needs transformers (dev extra)")
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    d = dict(cfg)
+    mt = d.pop("model_type")
+    torch.manual_seed(0)
+    conf = AutoConfig.for_model(mt, **d, attn_implementation="eager", experts_implementation="eager")
+    return torch, AutoModelForCausalLM.from_config(conf).eval()
+
+
+@pytest.mark.parametrize("name", ["gemma4_text", "gemma4_text-moe-default-layers"])
+def test_gemma4_kv_and_decode_flops_equal_transformers(name):
+    """transformers' own cache after a prefill shorter than the window holds exactly our bytes per token per
+    layer (none in the shared-KV layers), and FlopCounterMode over its decode step (eager attention and
+    experts) equals the trace's FLOPs, per-layer inputs and routed experts included."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    cfg = CASES[name]
+    torch, model = _hf_text_model(cfg)
+    from torch.utils.flop_counter import FlopCounterMode
+
+    spec = parse_config(cfg)
+    fp32 = get_dtype("fp32")
+    n = 5
+    with torch.no_grad():
+        cache = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True).cache
+        per_layer = [sum(t.numel() * 4 for t in (getattr(lc, "keys", None), getattr(lc, "values", None))
+                         if t is not None) // n for lc in cache.layers]
+        assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
+        for cached in (n, 40):  # 40: past the 32-token window
+            if cached > n:  # the first decode step cached one more token
+                model(torch.randint(0, cfg["vocab_size"], (1, cached - n - 1)), cache=cache, use_cache=True)
+            counter = FlopCounterMode(display=False)
+            with counter:
+                model(torch.randint(0, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
+            fmt, _ = weight_format(spec, "fp32")
+            want = sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=cached))
+            assert counter.get_total_flops() == want

@@ -28,6 +28,7 @@ TYPES = sys.argv[1:] or [
     "mllama", "mllama_text_model", "mllama_vision_model",
     "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_vision",
     "opt", "dbrx",
+    "gemma4", "gemma4_text", "gemma4_vision", "gemma4_audio",
 ]
 #: Families whose config nests blocks of fields in sub-config classes: their defaults go under "<type>.<key>".
 NESTED = {"dbrx": ("attn_config", "ffn_config")}

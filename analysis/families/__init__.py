@@ -28,7 +28,7 @@ from typing import Callable, Union
 
 from .. import vision
 from ..spec import ModelSpec, NormKind, RopeStyle, RouterKind
-from . import bloom, cohere, dbrx, deepseek, falcon, gpt2, gpt_neox, hybrid, opt
+from . import bloom, cohere, dbrx, deepseek, falcon, gemma4, gpt2, gpt_neox, hybrid, opt
 from .common import Traits
 
 Builder = Callable[..., ModelSpec]
@@ -124,6 +124,7 @@ REGISTRY: dict[str, Family] = {
     "granitemoehybrid": hybrid.build_bamba,
     "lfm2": hybrid.build_lfm2,
     "phi": hybrid.build_phi,
+    "gemma4_text": gemma4.build,
 }
 
 #: Multimodal wrappers whose language model lives in ``text_config`` (the inner model_type when the
@@ -140,6 +141,7 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "gemma3n": None,
     "qwen3_5": "qwen3_5_text",
     "qwen3_5_moe": "qwen3_5_moe_text",
+    "gemma4": "gemma4_text",
 }
 
 #: Wrappers whose vision tower and projector are counted, as their ``*ForConditionalGeneration`` builds
@@ -154,6 +156,7 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
     "qwen3_vl_moe": vision.qwen3_vl_moe_vision,
     "qwen3_5": vision.qwen3_5_vision,
     "qwen3_5_moe": vision.qwen3_5_vision,
+    "gemma4": vision.gemma4_towers,
 }
 
 #: Wrappers whose published configs may be flat: the language model's fields at the top level beside
