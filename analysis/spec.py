@@ -107,6 +107,7 @@ class Numerics:
     # Gemma 4: full (window-less) layers use proportional RoPE: the first ``factor · head_dim / 2`` frequencies
     # theta^(-2j / head_dim), the rest 0 (unrotated), over the whole head_dim; None: not used
     proportional_rope: float | None = None
+    layer_scalar: bool = False  # Gemma 4: every layer's output is multiplied by its loaded ``layer_scalar`` buffer
     rope_extra: tuple = ()  # list-valued rope parameters (longrope short/long factors)
     router: RouterKind = RouterKind.SOFTMAX
     norm_topk_prob: bool = True

@@ -120,7 +120,7 @@ class KVCache:
             m = layer.mixer
             if only is not None and i not in only:
                 self.layers.append(None)
-            elif isinstance(m, Attention):
+            elif isinstance(m, Attention) and not m.kv_shared:  # a Gemma 4 shared-KV layer reads another's cache
                 self.layers.append(AttentionKV(m, batch, capacity, dtype, device))
             elif isinstance(m, MLA):
                 self.layers.append(LatentKV(m, batch, capacity, dtype, device))

@@ -185,7 +185,8 @@ def load_tensors(model, items: Iterable[tuple[str, torch.Tensor]], *, strict: bo
     is left unfilled."""
     spec = model.spec
     targets: dict[str, torch.Tensor] = dict(model.named_parameters())
-    targets.update({n: b for n, b in model.named_buffers() if n.endswith("e_score_correction_bias")})
+    targets.update({n: b for n, b in model.named_buffers()
+                    if n.endswith("e_score_correction_bias") or n.endswith(".layer_scalar")})
     filled: dict[str, int] = {}
     report = LoadReport()
     for hf_name, t in items:

@@ -1,7 +1,7 @@
 """The one decoder: a torch model of the exact shape of a ``ModelSpec``.
 
 Every family ``analyze`` reads (Llama, Mistral, Qwen, Gemma 1-3, Phi-3, GPT-NeoX, Falcon, OLMo 2,
-StarCoder2, Mixtral, Qwen-MoE, DeepSeek V2/V3 MLA, gpt-oss, Llama 4 ...) is this one model, selected by
+StarCoder2, Mixtral, Qwen-MoE, DeepSeek V2/V3 MLA, gpt-oss, Llama 4, Gemma 4 ...) is this one model, selected by
 the spec's fields: norms and where they sit, biases, fused projections, RoPE (theta, scaling,
 partial rotary), GQA/MQA/MHA, sliding and chunked windows, q/k norms, logit soft-capping, attention
 sinks, gated and plain MLPs, parallel residuals, tied embeddings, MoE with top-k routing and shared
@@ -72,15 +72,6 @@ def check_supported(spec: ModelSpec) -> None:
                                           "analyze and trace work for this model")
         if m is not None and not isinstance(m, (Attention, MLA, GatedDeltaNet)):
             raise RuntimeUnavailableError(f"verify does not support {type(m).__name__} layers (layer {i})")
-        gemma4 = isinstance(m, Attention) and (m.k_eq_v or m.v_norm or m.kv_shared)
-        if gemma4 or layer.per_layer_input or (isinstance(layer.ffn, MoE) and layer.ffn.router_scales):
-            raise RuntimeUnavailableError(
-                f"the torch decoder does not run {spec.label}'s Gemma 4 layers yet (shared K = V, v_norm, shared-KV "
-                "layers, per-layer inputs, the MoE beside the dense MLP)",
-                "analyze and trace work for this model; verify and calibrate do not")
-    if spec.numerics.proportional_rope is not None:
-        raise RuntimeUnavailableError(f"the torch decoder does not run proportional RoPE ({spec.label}) yet",
-                                      "analyze and trace work for this model; verify and calibrate do not")
     if spec.position_embeddings and spec.max_position_embeddings is None:
         raise RuntimeUnavailableError("learned position embeddings without max_position_embeddings")
 
@@ -236,15 +227,21 @@ def rope_frequencies(dim: int, theta: float, scaling: dict, max_pos: int | None,
 class Rotary(nn.Module):
     """cos and sin of RoPE for given positions; ``inv_freq`` is fp32 and filled by ``reset_buffers``."""
 
-    def __init__(self, dim: int, theta: float, scaling: dict, style: str, max_pos: int | None, notes: list[str]):
+    def __init__(self, dim: int, theta: float, scaling: dict, style: str, max_pos: int | None, notes: list[str],
+                 proportional: float | None = None):
         super().__init__()
         self.dim, self.theta, self.scaling, self.style, self.max_pos = dim, theta, scaling, style, max_pos
-        self.notes = notes
+        self.notes, self.proportional = notes, proportional
         self.attention_factor = 1.0
         self.register_buffer("inv_freq", torch.empty(dim // 2, dtype=torch.float32), persistent=False)
 
     def reset_buffers(self) -> None:
-        inv, self.attention_factor = rope_frequencies(self.dim, self.theta, self.scaling, self.max_pos, self.notes)
+        if self.proportional is not None:  # Gemma 4 full layers: the first f·d/2 frequencies over d, the rest 0
+            n = int(self.proportional * self.dim // 2)
+            inv = 1.0 / (self.theta ** (torch.arange(0, 2 * n, 2, dtype=torch.int64).float() / self.dim))
+            inv, self.attention_factor = torch.cat((inv, torch.zeros(self.dim // 2 - n))), 1.0
+        else:
+            inv, self.attention_factor = rope_frequencies(self.dim, self.theta, self.scaling, self.max_pos, self.notes)
         self.inv_freq = inv.to(self.inv_freq.device)
 
     def forward(self, pos_T: torch.Tensor, dtype) -> tuple[torch.Tensor, torch.Tensor]:
@@ -323,8 +320,10 @@ class SelfAttention(nn.Module):
             self.qkv_proj = linear(D, m.q_dim + m.k_dim + m.v_dim, m.q_bias or m.k_bias or m.v_bias, dtype)
         else:
             self.q_proj = linear(D, 2 * m.q_dim if self.gated else m.q_dim, m.q_bias, dtype)
-            self.k_proj = linear(D, m.k_dim, m.k_bias, dtype)
-            self.v_proj = linear(D, m.v_dim, m.v_bias, dtype)
+            if not m.kv_shared:  # Gemma 4: a shared-KV layer attends over an earlier layer's K/V
+                self.k_proj = linear(D, m.k_dim, m.k_bias, dtype)
+                if not m.k_eq_v:  # Gemma 4 full layers: V is the K projection
+                    self.v_proj = linear(D, m.v_dim, m.v_bias, dtype)
         self.o_proj = linear(m.o_in, D, m.o_bias, dtype)
         if m.qk_norm_per_head:  # Cohere: LayerNorm over head_dim with a weight per head and feature
             self.q_norm = HeadLayerNorm(H, m.head_dim, spec.norm_eps, dtype=dtype)
@@ -332,7 +331,7 @@ class SelfAttention(nn.Module):
         else:
             if m.q_norm_dim:
                 self.q_norm = RMSNorm(m.q_norm_dim, spec.norm_eps, spec.norm_offset, dtype=dtype)
-            if m.k_norm_dim:
+            if m.k_norm_dim and not m.kv_shared:
                 self.k_norm = RMSNorm(m.k_norm_dim, spec.norm_eps, spec.norm_offset, dtype=dtype)
         if m.sinks:
             self.sinks = nn.Parameter(torch.empty(H, dtype=dtype))
@@ -347,7 +346,9 @@ class SelfAttention(nn.Module):
             if num.rope_plain_on_windows and m.window:
                 scaling = {}
             scaling["_extra"] = num.rope_extra
-            self.rotary = Rotary(m.rotary_dim, m.rope_theta, scaling, num.rope_style, spec.max_position_embeddings, notes)
+            proportional = num.proportional_rope if not (m.window or m.chunk) else None
+            self.rotary = Rotary(m.rotary_dim, m.rope_theta, scaling, num.rope_style, spec.max_position_embeddings, notes,
+                                 proportional)
         if num.attention_multiplier is not None:
             self.scale = num.attention_multiplier
         elif spec.query_pre_attn_scalar:
@@ -358,14 +359,19 @@ class SelfAttention(nn.Module):
         self.eps = spec.norm_eps
         self.H, self.K, self.G, self.d, self.e = H, K, H // K, m.head_dim, m.v_head_dim
 
-    def forward(self, x_BTD: torch.Tensor, pos_T: torch.Tensor, pos0: int, cache) -> torch.Tensor:
+    def forward(self, x_BTD: torch.Tensor, pos_T: torch.Tensor, pos0: int, cache, shared: dict | None = None) -> torch.Tensor:
+        """``shared``: this step's K/V (with key positions) of the last layer of each window size, for the
+        Gemma 4 layers that read them (``kv_shared``); filled by the layers that own their K/V."""
+        if self.m.kv_shared:
+            return self.forward_shared(x_BTD, pos_T, shared)
         B, T, _ = x_BTD.shape
         m, H, K, d, e = self.m, self.H, self.K, self.d, self.e
         with region("matmul"):
             if m.fused_qkv:
                 q, k, v = self.qkv_proj(x_BTD).split([m.q_dim, m.k_dim, m.v_dim], dim=-1)
             else:
-                q, k, v = self.q_proj(x_BTD), self.k_proj(x_BTD), self.v_proj(x_BTD)
+                q, k = self.q_proj(x_BTD), self.k_proj(x_BTD)
+                v = k if m.k_eq_v else self.v_proj(x_BTD)
         gate = None
         if self.gated:  # (B, T, H, 2d) -> q and the gate, each (B, T, H·d)
             q, gate = q.view(B, T, H, 2 * d).chunk(2, dim=-1)
@@ -379,6 +385,9 @@ class SelfAttention(nn.Module):
         q_BTHd, k_BTKd, v_BTKe = q.view(B, T, H, d), k.view(B, T, K, d), v.view(B, T, K, e)
         if m.q_norm_dim and (m.q_norm_dim == d or m.qk_norm_per_head):  # Qwen 3, Gemma 3, Cohere: per head
             q_BTHd, k_BTKd = self.q_norm(q_BTHd), self.k_norm(k_BTKd)
+        if m.v_norm:  # Gemma 4: a weightless RMSNorm of V over head_dim
+            with region("norm"):
+                v_BTKe = _rms(v_BTKe, self.eps)
         if self.rotary is not None:
             with region("rope"):
                 cos_TR, sin_TR = self.rotary(pos_T, q_BTHd.dtype)
@@ -399,6 +408,8 @@ class SelfAttention(nn.Module):
         else:
             with region("kv_append"):
                 keys_BKSd, vals_BKSe, kpos_S = cache.update(k_BKTd, v_BKTe, pos0)
+        if shared is not None:
+            shared[(m.window, m.chunk)] = (keys_BKSd, vals_BKSe, kpos_S)
         with region("attention"):
             mask_TS = None if kpos_S is None else _allowed_TS(pos_T, kpos_S, m.window, m.chunk)
             bias = None
@@ -413,6 +424,29 @@ class SelfAttention(nn.Module):
                 out = out * torch.sigmoid(gate)
         with region("matmul"):
             return self.o_proj(out)
+
+    def forward_shared(self, x_BTD: torch.Tensor, pos_T: torch.Tensor, shared: dict | None) -> torch.Tensor:
+        """A Gemma 4 shared-KV layer: its own queries over the K/V the last layer of its window size
+        computed in this step (that layer's cache and mask)."""
+        B, T, _ = x_BTD.shape
+        m, H, d, e = self.m, self.H, self.d, self.e
+        src = None if shared is None else shared.get((m.window, m.chunk))
+        if src is None:
+            raise RuntimeUnavailableError("a shared-KV layer ran before any layer of its type computed K/V")
+        with region("matmul"):
+            q_BTHd = self.q_proj(x_BTD).view(B, T, H, d)
+        if m.q_norm_dim:
+            q_BTHd = self.q_norm(q_BTHd)
+        if self.rotary is not None:
+            with region("rope"):
+                cos_TR, sin_TR = self.rotary(pos_T, q_BTHd.dtype)
+                q_BTHd = apply_rope(q_BTHd, cos_TR, sin_TR, self.rotary.style)
+        keys_BKSd, vals_BKSe, kpos_S = src
+        with region("attention"):
+            mask_TS = None if kpos_S is None else _allowed_TS(pos_T, kpos_S, m.window, m.chunk)
+            out_BTHe = self.attend(q_BTHd, keys_BKSd, vals_BKSe, mask_TS)
+        with region("matmul"):
+            return self.o_proj(out_BTHe.reshape(B, T, H * e))
 
     def attend(self, q_BTHd, keys_BKSd, vals_BKSe, mask_TS, bias_HS=None):
         B, T = q_BTHd.shape[:2]
@@ -700,6 +734,9 @@ class Router(nn.Module):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(m.num_experts, m.hidden_size, dtype=dtype))
         self.bias = nn.Parameter(torch.empty(m.num_experts, dtype=dtype)) if m.router_bias else None
+        if m.router_scales:  # Gemma 4: a learned input scale and a per-expert output scale
+            self.scale = nn.Parameter(torch.empty(m.hidden_size, dtype=dtype))
+            self.per_expert_scale = nn.Parameter(torch.empty(m.num_experts, dtype=dtype))
         if num.score_correction_bias:  # a buffer, not a parameter (as in transformers)
             self.register_buffer("e_score_correction_bias", torch.empty(m.num_experts, dtype=torch.float32))
 
@@ -857,6 +894,24 @@ class SparseMoE(nn.Module):
             y_ND = y_ND + s_ND
         return y_ND.view(B, T, D)
 
+    def forward_beside(self, x_BTD: torch.Tensor, block: "Block") -> torch.Tensor:
+        """Gemma 4: the dense MLP (our ``shared_expert``) on the pre-FFN-normed input and the routed experts
+        on their own normed input, each post-normed, summed. The router reads the residual itself:
+        weightless RMSNorm, times ``scale`` and hidden^-1/2; softmax, top-k renormalised, times
+        ``per_expert_scale`` of each chosen expert."""
+        B, T, D = x_BTD.shape
+        dense = block.norm("post_ffn_shared", self.shared_expert(block.norm("pre_ffn", x_BTD)))
+        x_ND = x_BTD.reshape(B * T, D)
+        r = self.router
+        with region("router"):
+            h_ND = _rms(x_ND, block.eps) * r.scale * _rounded(D ** -0.5, x_ND.dtype)
+            logits_NE = F.linear(h_ND, r.weight)
+            w_Nk, idx_Nk = self.route(logits_NE)
+            w_Nk = w_Nk * r.per_expert_scale[idx_Nk]
+        with region("experts"):
+            y_ND = self.experts(block.norm("pre_experts", x_ND), idx_Nk, w_Nk)
+        return dense + block.norm("post_experts", y_ND.view(B, T, D))
+
 
 # ---- the block and the model ---------------------------------------------------------------------
 
@@ -884,12 +939,22 @@ class Block(nn.Module):
             self.mlp = SparseMoE(layer.ffn, num, notes, dtype)
         elif isinstance(layer.ffn, MLP):
             self.mlp = FeedForward(layer.ffn, notes, dtype)
+        self.eps = spec.norm_eps
+        if layer.per_layer_input:  # Gemma 4 per-layer inputs
+            D, W = spec.hidden_size, layer.per_layer_input
+            self.per_layer_input_gate = linear(D, W, False, dtype)
+            self.per_layer_projection = linear(W, D, False, dtype)
+            self.act = activation(spec.hidden_act, notes)
+        if num.layer_scalar:  # Gemma 4: a per-layer output scale, a buffer in the checkpoint
+            self.register_buffer("layer_scalar", torch.empty(1, dtype=dtype))
 
     def norm(self, role: str, x):
         name = self.roles.get(role)
         return x if name is None else getattr(self, name)(x)
 
-    def forward(self, x_BTD, pos_T, pos0: int, cache):
+    def forward(self, x_BTD, pos_T, pos0: int, cache, shared: dict | None = None, ple_BTW=None):
+        if self.num.layer_scalar:  # Gemma 4: sandwich norms, the MoE beside the MLP, per-layer inputs, scalar
+            return self.forward_gemma4(x_BTD, pos_T, pos0, cache, shared, ple_BTW)
         r = self.num.residual_multiplier
         if self.layer.parallel:  # GPT-NeoX, Falcon: mixer and FFN read the same input
             h = self.norm("pre_mixer", x_BTD)
@@ -910,6 +975,28 @@ class Block(nn.Module):
             x_BTD = self.norm("post_ffn_residual", x_BTD)
         return x_BTD
 
+    def forward_gemma4(self, x_BTD, pos_T, pos0: int, cache, shared, ple_BTW):
+        a = self.norm("post_mixer", self.self_attn(self.norm("pre_mixer", x_BTD), pos_T, pos0, cache, shared))
+        with region("elementwise"):
+            x_BTD = x_BTD + a
+        if isinstance(self.layer.ffn, MoE):
+            f = self.mlp.forward_beside(x_BTD, self)
+        else:
+            f = self.mlp(self.norm("pre_ffn", x_BTD))
+        with region("elementwise"):
+            x_BTD = x_BTD + self.norm("post_ffn", f)
+        if self.layer.per_layer_input:
+            with region("matmul"):
+                g_BTW = self.per_layer_input_gate(x_BTD)
+            with region("elementwise"):
+                g_BTW = self.act(g_BTW) * ple_BTW
+            with region("matmul"):
+                p_BTD = self.per_layer_projection(g_BTW)
+            with region("elementwise"):
+                x_BTD = x_BTD + self.norm("post_per_layer_input", p_BTD)
+        with region("elementwise"):
+            return x_BTD * self.layer_scalar
+
 
 class Body(nn.Module):
     """``model.*``: embeddings, layers and the final norm (Hugging Face's module names)."""
@@ -924,6 +1011,11 @@ class Body(nn.Module):
             self.embed_positions = nn.Embedding(spec.position_embeddings, spec.hidden_size, dtype=dtype)
         if spec.embedding_norm is not None:
             self.embed_layernorm = make_norm(spec.embedding_norm, spec, dtype)
+        if spec.per_layer_input_size:  # Gemma 4 per-layer inputs: a second token table and a projection
+            LW = spec.num_layers * spec.per_layer_input_size
+            self.embed_tokens_per_layer = nn.Embedding(spec.per_layer_vocab_size, LW, dtype=dtype)
+            self.per_layer_model_projection = linear(spec.hidden_size, LW, False, dtype)
+            self.per_layer_projection_norm = RMSNorm(spec.per_layer_input_size, spec.norm_eps, dtype=dtype)
         self.layers = nn.ModuleList(Block(layer, spec, num, notes, dtype) for layer in spec.layers)
         if spec.final_norm is not None:
             self.norm = make_norm(spec.final_norm, spec, dtype)
@@ -954,6 +1046,8 @@ class Decoder(nn.Module):
                 mod.reset_buffers()
             if isinstance(mod, Router) and hasattr(mod, "e_score_correction_bias"):
                 mod.e_score_correction_bias.zero_()
+            if isinstance(mod, Block) and hasattr(mod, "layer_scalar"):
+                mod.layer_scalar.fill_(1.0)
         self.notes[:] = list(dict.fromkeys(self.notes))
 
     def set_moe_impl(self, impl: str) -> None:
@@ -971,8 +1065,14 @@ class Decoder(nn.Module):
         B, T = tokens_BT.shape
         pos_T = torch.arange(pos0, pos0 + T, device=tokens_BT.device)
         x_BTD = self.embed(tokens_BT, pos_T)
+        ple_BTLW = self.per_layer_inputs(tokens_BT, x_BTD) if self.spec.per_layer_input_size else None
+        shared: dict | None = {} if any(getattr(b.layer.mixer, "kv_shared", False) for b in self.model.layers) else None
         for i, block in enumerate(self.model.layers):
-            x_BTD = block(x_BTD, pos_T, pos0, None if cache is None else cache.layers[i])
+            layer_cache = None if cache is None else cache.layers[i]
+            if ple_BTLW is None and shared is None:
+                x_BTD = block(x_BTD, pos_T, pos0, layer_cache)
+            else:  # Gemma 4: K/V shared across layers, per-layer inputs
+                x_BTD = block(x_BTD, pos_T, pos0, layer_cache, shared, None if ple_BTLW is None else ple_BTLW[:, :, i])
         h = x_BTD if all_logits else x_BTD[:, -1:]  # logits for the last position only (serving engines)
         logits = self.head(h)
         return logits if all_logits else logits[:, 0]
@@ -1013,6 +1113,20 @@ class Decoder(nn.Module):
             logits = logits * self.num.logit_scale
         return logits
 
+    def per_layer_inputs(self, tokens_BT: torch.Tensor, x_BTD: torch.Tensor) -> torch.Tensor:
+        """Gemma 4: (the token's per-layer embedding × sqrt(width) + the normed projection of its scaled
+        embedding × hidden^-1/2) / sqrt(2), one slice of width W per layer: (B, T, L, W)."""
+        B, T, D = x_BTD.shape
+        L, W = self.spec.num_layers, self.spec.per_layer_input_size
+        body = self.model
+        with region("embedding"):
+            tok_BTLW = body.embed_tokens_per_layer(tokens_BT) * _rounded(W ** 0.5, x_BTD.dtype)
+        with region("matmul"):
+            proj_BTLW = body.per_layer_model_projection(x_BTD) * (D ** -0.5)
+        proj_BTLW = body.per_layer_projection_norm(proj_BTLW.view(B, T, L, W))
+        with region("elementwise"):
+            return (proj_BTLW + tok_BTLW.view(B, T, L, W)) * (2.0 ** -0.5)
+
     def decode(self, tokens_B1: torch.Tensor, pos: int, cache) -> torch.Tensor:
         """One decode step at position ``pos``: the greedy next token of every sequence (B,)."""
         logits_BV = self(tokens_B1, pos, cache)  # through __call__: forward hooks (tensor parallelism) apply
@@ -1048,7 +1162,9 @@ def init_random_(model: Decoder, seed: int = 0, std: float = 0.02) -> None:
     for name, p in unique_parameters(model):
         mod_name = name.rsplit(".", 1)[0]
         mod = model.get_submodule(mod_name) if mod_name else model
-        if isinstance(mod, (RMSNorm, LayerNorm, HeadLayerNorm, GatedRMSNorm)):
+        if isinstance(mod, Router) and name.endswith("scale"):  # Gemma 4's router scales: 1 (transformers' init)
+            p.fill_(1.0)
+        elif isinstance(mod, (RMSNorm, LayerNorm, HeadLayerNorm, GatedRMSNorm)):
             if name.endswith(".bias"):
                 p.zero_()
             else:

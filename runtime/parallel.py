@@ -49,6 +49,8 @@ from planner.analysis.spec import MLA, MLP, Attention, ModelSpec, MoE
 
 def check_tp_supported(spec: ModelSpec, tp: int) -> None:
     """Refuse, with one message, what the tensor-parallel runtime does not shard yet."""
+    if spec.numerics.layer_scalar:  # K = V, shared-KV layers, per-layer inputs, the MoE beside the MLP
+        raise RuntimeUnavailableError(f"verify --tp does not shard Gemma 4 ({spec.label}) yet", "use --tp 1")
     if spec.vocab_size % tp:
         raise OptionError(f"--tp {tp}: the vocabulary ({spec.vocab_size}) does not split {tp} ways",
                           "choose a tp that divides the vocabulary size")

@@ -21,6 +21,10 @@ modeling_gemma4.py builds it.
 - ``layer_scalar`` (one per layer) is a buffer, not a parameter. Embeddings scaled by sqrt(hidden),
   tied by default; ``final_logit_softcapping``.
 
+The torch decoder (runtime/model.py) runs all of it from the spec: ``Numerics.proportional_rope`` and
+``layer_scalar``, the ``Attention`` flags, ``Layer.per_layer_input``, ``MoE.router_scales``; the
+checkpoint's MoE names map onto ours through ``MOE_MODULES``.
+
 A config that gives ``per_layer_config`` itself, or ``use_bidirectional_attention: "all"`` (not a causal
 decoder), is refused rather than counted wrong.
 """
@@ -28,7 +32,7 @@ decoder), is refused rather than counted wrong.
 from __future__ import annotations
 
 from ..fields import MAX_LAYERS, Fields
-from ..spec import MLP, Attention, Layer, ModelSpec, MoE, Norm, Numerics, PlacedNorm
+from ..spec import MLP, Attention, CheckpointLayout, Layer, ModelSpec, MoE, Norm, Numerics, PlacedNorm
 from .common import check_layer_types, read_act, read_eps, read_tie, Traits
 
 TRAITS = Traits(act_key="hidden_activation", act_default="gelu_pytorch_tanh")
@@ -138,5 +142,13 @@ def build(f: Fields, model_type: str) -> ModelSpec:
         embedding_multiplier=hidden ** 0.5, query_pre_attn_scalar=1.0,  # softmax scale 1 (q/k are normed)
         final_logit_softcapping=f.float("final_logit_softcapping") if f.has("final_logit_softcapping") else None,
         per_layer_input_size=ple, per_layer_vocab_size=ple_vocab,
-        numerics=Numerics(proportional_rope=g_factor),
+        numerics=Numerics(proportional_rope=g_factor, layer_scalar=True),
+        checkpoint=CheckpointLayout(modules=MOE_MODULES) if moe is not None else CheckpointLayout(),
     )
+
+
+#: transformers' names of the MoE beside the dense MLP -> ours (the dense MLP is our shared_expert)
+MOE_MODULES = ((".mlp.gate_proj.", ".mlp.shared_expert.gate_proj."), (".mlp.up_proj.", ".mlp.shared_expert.up_proj."),
+               (".mlp.down_proj.", ".mlp.shared_expert.down_proj."), (".router.proj.", ".mlp.router."),
+               (".router.scale", ".mlp.router.scale"), (".router.per_expert_scale", ".mlp.router.per_expert_scale"),
+               (".experts.gate_up_proj", ".mlp.experts.gate_up_proj"), (".experts.down_proj", ".mlp.experts.down_proj"))
