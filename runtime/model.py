@@ -347,8 +347,8 @@ class SelfAttention(nn.Module):
                 scaling = {}
             scaling["_extra"] = num.rope_extra
             proportional = num.proportional_rope if not (m.window or m.chunk) else None
-            self.rotary = Rotary(m.rotary_dim, m.rope_theta, scaling, num.rope_style, spec.max_position_embeddings, notes,
-                                 proportional)
+            self.rotary = Rotary(m.rotary_dim, m.rope_theta, scaling, num.rope_style, spec.max_position_embeddings,
+                                 notes, proportional)
         if num.attention_multiplier is not None:
             self.scale = num.attention_multiplier
         elif spec.query_pre_attn_scalar:
@@ -359,7 +359,8 @@ class SelfAttention(nn.Module):
         self.eps = spec.norm_eps
         self.H, self.K, self.G, self.d, self.e = H, K, H // K, m.head_dim, m.v_head_dim
 
-    def forward(self, x_BTD: torch.Tensor, pos_T: torch.Tensor, pos0: int, cache, shared: dict | None = None) -> torch.Tensor:
+    def forward(self, x_BTD: torch.Tensor, pos_T: torch.Tensor, pos0: int, cache,
+                shared: dict | None = None) -> torch.Tensor:
         """``shared``: this step's K/V (with key positions) of the last layer of each window size, for the
         Gemma 4 layers that read them (``kv_shared``); filled by the layers that own their K/V."""
         if self.m.kv_shared:

@@ -615,7 +615,8 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
     # -- exact checks ---------------------------------------------------------------------------------
     measured_params = parameter_count(model)
     shapes = {n: tuple(p.shape) for n, p in unique_parameters(model)}
-    expected = {t.name: tuple(t.shape) for t in spec.tensors() if t.kind not in ("vision", "audio")}  # the text decoder only
+    # the text decoder only
+    expected = {t.name: tuple(t.shape) for t in spec.tensors() if t.kind not in ("vision", "audio")}
     pnote = "" if shapes == expected else (
         f"tensor names/shapes differ from the spec: {sorted(set(shapes.items()) ^ set(expected.items()))[:3]}")
     if params.vision or params.audio:
