@@ -53,8 +53,6 @@ def check_pp_supported(spec: ModelSpec, pp: int, tp: int) -> LayoutPlan:
     plan = layout_plan(spec, Layout(tp=tp, pp=pp))
     for i, layer in enumerate(spec.layers):
         if isinstance(layer.mixer, GatedDeltaNet):  # the stages' exact cache check counts K/V only
-            from planner.analysis.errors import RuntimeUnavailableError
-
             raise RuntimeUnavailableError(f"verify --pp does not run Gated DeltaNet layers yet (layer {i})",
                                           "use --pp 1")
     if tp > 1:
