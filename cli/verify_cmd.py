@@ -271,10 +271,12 @@ def _pipeline(loaded, opts, pp: int, out_fmt) -> None:
                        fmt_int(c["send_bytes"].measured) if "send_bytes" in c else "-",
                        "ok" if all(x.ok for x in s.checks) else "MISMATCH: " + ", ".join(
                            f"{x.name} predicted {fmt_int(x.predicted)}" for x in s.checks if not x.ok))
-        times = Section("Per rank, one micro-batch", ["rank", "stage", "compute predicted", "compute measured",
-                                                       "send predicted", "send measured (one way)"], right=(0, 1, 2, 3, 4, 5))
+        times = Section("Per rank, one micro-batch", ["rank", "stage", "compute ideal", "compute predicted",
+                                                       "compute measured", "send predicted", "send measured (one way)"],
+                        right=(0, 1, 2, 3, 4, 5, 6))
         for s in r.stages:
-            times.add(str(s.rank), str(s.stage), fmt_time(s.predicted_compute_s), fmt_time(s.measured_compute_s),
+            times.add(str(s.rank), str(s.stage), fmt_time(s.ideal_compute_s), fmt_time(s.predicted_compute_s),
+                      fmt_time(s.measured_compute_s),
                       fmt_time(s.predicted_send_s) if s.predicted_send_s is not None else ("-" if s.measured_send_s is None
                                                                                             else "not predicted"),
                       fmt_time(s.measured_send_s) if s.measured_send_s is not None else "-")

@@ -226,16 +226,30 @@ def replica_step(a, hw, plan: LayoutPlan, em: EngineModel, *, batch: int, new_to
     for s in range(lo.pp):
         dev = _device_s(layout_groups(groups, plan, s, full), hw, a, em, decode=new_tokens == 1,
                         rows=rank_b * new_tokens, expert_rows=e_rows, graph=graph)
-        col = sum(collective_s(c, lk, hw.name, efficiency=f.interconnect, allreduce_call_s=f.allreduce_latency_s)
-                  for c in stage_collectives(a.spec, plan, s, mb * new_tokens, act))
+        col = sum(stage_collective_s(c, hw, f, lk) for c in stage_collectives(a.spec, plan, s, mb * new_tokens, act))
         stage_s.append(dev + col)
         comp.append(dev)
         comm.append(col)
     slow = max(range(lo.pp), key=lambda s: stage_s[s])
-    it, bubble = pipeline_iteration_s(stage_s, m)
     # the host's per-sequence work runs on each attention-DP rank's own scheduler, in parallel
-    overhead = f.step_overhead_s + f.step_overhead_per_sequence_s * -(-batch // lo.attn_dp)
-    return StepBreakdown(it + overhead, tuple(stage_s), comp[slow], comm[slow], m, bubble, overhead)
+    it, bubble, overhead = pipeline_step_s(stage_s, m, f, -(-batch // lo.attn_dp))
+    return StepBreakdown(it, tuple(stage_s), comp[slow], comm[slow], m, bubble, overhead)
+
+
+def stage_collective_s(c, hw, f, lk=None) -> float:
+    """Seconds of a stage's collective ``c`` (``stage_collectives``) as ``planner plan`` prices it:
+    ``hardware.comm`` on its link at the factors' interconnect efficiency, an all-reduce inside a node
+    at their fixed per-call latency. ``lk``: the profile's links (``hardware.comm.links``), when held."""
+    return collective_s(c, lk or links(hw), hw.name, efficiency=f.interconnect, allreduce_call_s=f.allreduce_latency_s)
+
+
+def pipeline_step_s(stage_s, microbatches: int, f, sequences: int) -> tuple[float, float, float]:
+    """(seconds, bubble, overhead) of one iteration: the pipeline of ``microbatches`` micro-batches
+    through stages of ``stage_s`` each (``pipeline_iteration_s``) plus the engine's per-step overhead
+    under factors ``f``, paid once per iteration for the ``sequences`` one scheduler handles."""
+    it, bubble = pipeline_iteration_s(stage_s, microbatches)
+    overhead = f.step_overhead_s + f.step_overhead_per_sequence_s * sequences
+    return it + overhead, bubble, overhead
 
 
 def pipeline_iteration_s(stage_s, microbatches: int) -> tuple[float, float]:
@@ -292,5 +306,4 @@ def step_cost(a, hw, plan: LayoutPlan, em: EngineModel, *, ref_batch: int, ref_c
 
 
 __all__ = ["EngineModel", "engine_model", "LayoutMemory", "StepBreakdown", "TOKENS_GRID", "check_links", "layout_memory", "plan_for",
-           "pipeline_iteration_s",
-           "replica_step", "step_cost"]
+           "pipeline_iteration_s", "pipeline_step_s", "replica_step", "stage_collective_s", "step_cost"]

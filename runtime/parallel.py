@@ -291,11 +291,62 @@ def under_torchrun() -> bool:
     return "WORLD_SIZE" in os.environ and "RANK" in os.environ
 
 
-def launch(fn, tp: int, args: tuple, *, timeout_s: float = 600.0, flag: str = "--tp") -> list:
+@dataclass(frozen=True)
+class RankSetup:
+    """What a multi-rank verify (``--tp``, ``--pp``) settles before it starts its ranks."""
+
+    device_type: str
+    dtype_name: str
+    hw: object  # the hardware profile of the prediction
+    hw_reason: str  # why that profile
+    threads: int | None  # CPU threads per rank (None: the cores shared out)
+
+    @property
+    def backend(self) -> str:
+        return "nccl" if self.device_type == "cuda" else "gloo"
+
+
+def rank_setup(spec: ModelSpec, opts, world: int, *, option: str, needs: str, weights_note: str) -> RankSetup:
+    """The device, dtype, profile and threads of a ``world``-rank verify run of ``spec`` under
+    ``opts`` (``runtime.verify.VerifyOptions``), or one error: CUDA asked for but absent, fewer GPUs
+    than ranks on one host (torchrun can spread them over nodes), ``--weights`` (the ranks draw seeded
+    random weights). ``option``: the flag the hints name (``--tp``, ``--pp``); ``needs``: the flags as
+    the GPU-count error quotes them; ``weights_note``: what the ranks do not do with a checkpoint yet."""
+    from .calibrate import device_name, total_memory_bytes
+    from .verify import choose_profile, default_dtype, profile_threads
+
+    dev_type = opts.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    if dev_type == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeUnavailableError(f"--device cuda: CUDA is not available to torch {torch.__version__}",
+                                          "use --device cpu")
+        if not under_torchrun() and torch.cuda.device_count() < world:
+            raise RuntimeUnavailableError(f"{needs} needs {world} GPUs; this machine has {torch.cuda.device_count()}",
+                                          f"lower {option}, or run under torchrun across nodes (see the README)")
+    if opts.weights:
+        raise RuntimeUnavailableError(f"verify {option} runs seeded random weights; --weights is not "
+                                      f"{weights_note} yet", f"drop --weights, or use {option} 1")
+    dtype_name = opts.dtype or default_dtype(spec, dev_type)
+    device = torch.device(dev_type)
+    hw, hw_reason = choose_profile(opts.hardware, dev_type, device_name(device), total_memory_bytes(device))
+    threads = opts.threads or (profile_threads(hw) if dev_type == "cpu" else None)
+    return RankSetup(dev_type, dtype_name, hw, hw_reason, threads)
+
+
+def launch(fn, tp: int, args: tuple, *, timeout_s: float = 600.0, flag: str = "--tp", progress=None) -> list:
     """Run ``fn(rank, tp, init_method, *args)`` on ``tp`` ranks and return rank 0's value (a list of the
-    ranks' results). Spawned here over a local TCP rendezvous, or, under torchrun, this process is one
-    rank of the ``env://`` rendezvous (every rank runs the command; rank 0 returns the results, the
-    others None)."""
+    ranks' results, ``gather_ranks``). Spawned here over a local TCP rendezvous, or, under torchrun,
+    this process is one rank of the ``env://`` rendezvous (every rank runs the command; rank 0 returns
+    the results, the others None). A rank's ``PlannerError`` is raised here as itself, any other
+    failure as one ``RuntimeUnavailableError``. ``progress``: told when the ranks start and finish."""
+    progress = progress or (lambda *a: None)
+    progress("ranks", 0, 1)
+    out = _launch(fn, tp, args, timeout_s=timeout_s, flag=flag)
+    progress("ranks", 1, 1)
+    return out
+
+
+def _launch(fn, tp: int, args: tuple, *, timeout_s: float, flag: str) -> list:
     import torch.multiprocessing as mp
 
     if under_torchrun():
@@ -382,6 +433,16 @@ class RankResult:
         return statistics.median(self.step_samples_s)
 
 
+def gather_ranks(result, rank: int, world: int) -> list | None:
+    """Every rank's ``result`` on rank 0, as a list by rank (None on the other ranks), then a barrier so
+    that no rank leaves the group while another still gathers: the value a rank function returns to
+    ``launch``."""
+    gathered = [None] * world if rank == 0 else None
+    dist.gather_object(result, gathered, dst=0)
+    dist.barrier()
+    return gathered
+
+
 def init_rank(rank: int, world: int, init: str, device_type: str, threads: int | None):
     """Join the process group (NCCL on CUDA, gloo on CPU) and return this rank's device; on CPU each
     rank gets ``threads`` threads (default: the cores shared out)."""
@@ -458,8 +519,5 @@ def rank_main(rank: int, tp: int, init: str, spec: ModelSpec, dtype_name: str, d
             sync()
             step()
         rec.recording = False
-    mine = RankResult(rank, params, flops, cache.nbytes, tuple(samples), tuple(rec.calls), rec_steps, logits, kernels)
-    gathered = [None] * tp if rank == 0 else None
-    dist.gather_object(mine, gathered, dst=0)
-    dist.barrier()
-    return gathered
+    return gather_ranks(RankResult(rank, params, flops, cache.nbytes, tuple(samples), tuple(rec.calls), rec_steps,
+                                   logits, kernels), rank, tp)

@@ -141,14 +141,15 @@ class StageResult:
     iteration_samples_s: tuple[float, ...]  # the last stage: between the ends of successive iterations
     send_samples_s: tuple[float, ...]  # one way to the next stage (half a ping-pong round trip)
     logits: list | None  # the last stage: the last position's logits of a short prompt (tests)
+    kernels: int = 0  # aten ops a micro-batch's compute dispatches (timing.count_kernels), the micro-batches' most
 
 
 def rank_main(rank: int, world: int, init: str, spec: ModelSpec, tp: int, dtype_name: str, device_type: str,
               batch: int, context: int, steps: int, warmup: int, seed: int, threads: int | None, want_logits: bool):
     from .cache import KVCache
     from .model import parameter_count
-    from .parallel import Collectives, attach_collectives, gather_vocab, init_rank, shard_spec
-    from .timing import count_flops
+    from .parallel import Collectives, attach_collectives, gather_ranks, gather_vocab, init_rank, shard_spec
+    from .timing import count_flops, count_kernels
 
     device = init_rank(rank, world, init, device_type, threads)
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
@@ -213,9 +214,15 @@ def rank_main(rank: int, world: int, init: str, spec: ModelSpec, tp: int, dtype_
     busy: list[float] = []
     ends: list[float] = []
 
-    def iteration(feedback_in: bool, feedback_out: bool, record: bool) -> None:
+    def compute(j: int, inp: torch.Tensor) -> torch.Tensor:
+        """Micro-batch ``j`` through this stage (the timed part): hidden states on, or sampled tokens."""
+        out = stage_forward(model, (a, b), first, last, inp, context, caches[j])
+        return logits_of(out).argmax(dim=-1, keepdim=True) if last else out
+
+    def iteration(feedback_in: bool, feedback_out: bool, record: bool, kernels: list | None = None) -> None:
         """Every micro-batch through this stage once. ``feedback_in``: stage 0 receives each micro-batch's
-        tokens from the last stage first; ``feedback_out``: the last stage sends them back."""
+        tokens from the last stage first; ``feedback_out``: the last stage sends them back. ``kernels``:
+        collects the aten ops each micro-batch's compute dispatches."""
         for j, n in enumerate(sizes):
             if first:
                 if feedback_in:
@@ -224,9 +231,12 @@ def rank_main(rank: int, world: int, init: str, spec: ModelSpec, tp: int, dtype_
             else:
                 inp = recv_hidden(n, 1)
             t0 = time.perf_counter()
-            out = stage_forward(model, (a, b), first, last, inp, context, caches[j])
-            if last:
-                out = logits_of(out).argmax(dim=-1, keepdim=True)
+            if kernels is None:
+                out = compute(j, inp)
+            else:
+                held: list = []
+                kernels.append(count_kernels(lambda: held.append(compute(j, inp)))[0])
+                out = held[0]
             sync()
             if record:
                 busy.append(time.perf_counter() - t0)
@@ -250,6 +260,10 @@ def rank_main(rank: int, world: int, init: str, spec: ModelSpec, tp: int, dtype_
                 flush()
         dist.barrier()
         flops, _ = count_flops(lambda: iteration(False, False, False))
+        flush()
+        dist.barrier()
+        kernels: list[int] = []  # what the eager compute dispatches, priced at the profile's launch cost
+        iteration(False, False, False, kernels)
         flush()
         dist.barrier()
         # the timed run: one continuous loop, tokens fed back, the first `warmup` iterations not kept
@@ -278,12 +292,9 @@ def rank_main(rank: int, world: int, init: str, spec: ModelSpec, tp: int, dtype_
                         dist.send(buf, prev)
         dist.barrier()
     send_bytes = None if last else sizes[0] * Dt * torch.empty((), dtype=dtype).element_size()
-    result = StageResult(rank, stage, t, (a, b), params, flops, sum(c.nbytes for c in caches), send_bytes, tuple(busy),
-                         tuple(y - x for x, y in zip(ends, ends[1:])), tuple(pings), logits)
-    gathered = [None] * world if rank == 0 else None
-    dist.gather_object(result, gathered, dst=0)
-    dist.barrier()
-    return gathered
+    return gather_ranks(StageResult(rank, stage, t, (a, b), params, flops, sum(c.nbytes for c in caches), send_bytes,
+                                    tuple(busy), tuple(y - x for x, y in zip(ends, ends[1:])), tuple(pings), logits,
+                                    max(kernels)), rank, world)
 
 
 def median_or_none(xs) -> float | None:

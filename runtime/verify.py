@@ -407,16 +407,24 @@ def hardware_factors(hw, engine, spec: ModelSpec):
     return f
 
 
+def verify_factors(hw, spec: ModelSpec, device_type: str, graphs: bool = False):
+    """The step model's factors for the torch runtime verify times on ``hw`` (``hardware_factors`` on
+    the engine profile of ``verify_engine_name``)."""
+    from planner.hardware.engine import load_engine
+
+    return hardware_factors(hw, load_engine(verify_engine_name(device_type, graphs)), spec)
+
+
 def expected_ops_cost(groups, spec: ModelSpec, fmt, hw, *, rows: int, device_type: str, graphs: bool = False,
-                      kernels: int | None = None):
+                      kernels: int | None = None, factors=None):
     """``hardware.expected.step_cost`` (the step model's price, which ``StepModel`` takes) of one
     rank's or stage's decode ops (``Op``s or ``OpGroup``s, already sharded) on the torch runtime's
     engine profile, without collectives (``verify --tp``/``--pp`` time and price those apart).
-    ``kernels``: the dispatched ops the rank counted (None: the trace's)."""
-    from planner.hardware.engine import load_engine
+    ``kernels``: the dispatched ops the rank counted (None: the trace's). ``factors``: the
+    ``verify_factors`` already held (None: read them)."""
     from planner.hardware.expected import step_cost
 
-    f = hardware_factors(hw, load_engine(verify_engine_name(device_type, graphs)), spec)
+    f = factors if factors is not None else verify_factors(hw, spec, device_type, graphs)
     return step_cost(list(groups), hw, fmt.compute.compute, f, decode=True, sequences=rows, rows=rows, kernels=kernels)
 
 

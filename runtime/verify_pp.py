@@ -11,11 +11,16 @@ Per rank (exact), on ``analysis.parallel``'s split (``layout_plan(spec, Layout(p
 - the stage's KV caches equal ``stage_kv_bytes_per_sequence`` at the cache's capacity × batch;
 - the hidden state a stage sends equals the ``pipeline send`` collective of ``stage_collectives``.
 
-Prediction: each stage's eager time for one micro-batch (``hardware.timing.step_time`` of the stage's
-groups, as ``verify --tp`` predicts a shard) plus its send (``hardware.comm.collective_s`` of the
-``pipeline send``, on the profile's link), combined by ``hardware.deploy.pipeline_iteration_s`` (the
-same bubble formula ``planner plan`` uses). On a profile without an interconnect (a CPU) the send has
-no predicted bandwidth or latency: it is measured and shown, not predicted.
+Prediction (``predict_pipeline``, pure arithmetic): each stage's expected time for one micro-batch on
+the project's one step model, as ``verify`` and ``verify --tp`` price a step
+(``runtime.verify.expected_ops_cost``: ``hardware.expected.step_cost`` of the stage's ``layout_groups``
+on the torch runtime's engine profile, the stage's busiest rank's dispatched ops as its kernel
+launches), plus the stage's collectives -- its tensor-parallel all-reduces and its send to the next
+stage -- priced as ``planner plan`` prices them (``hardware.deploy.stage_collective_s``), combined
+into an iteration by ``hardware.deploy.pipeline_step_s`` (plan's bubble formula and the engine's
+per-step overhead once per iteration). On a profile without an interconnect (a CPU) a collective
+has no predicted bandwidth: an all-reduce is its calls × the all-reduce latency (as ``verify --tp``
+says), and the send is measured and shown, not predicted.
 """
 
 from __future__ import annotations
@@ -40,6 +45,9 @@ class StageRow:
     measured_compute_s: float  # median over micro-batches of the timed iterations
     measured_send_s: float | None  # one way, median of the ping-pong
     predicted_allreduce_s: float = 0.0  # the stage's tensor-parallel all-reduces, in predicted_compute_s
+    ideal_compute_s: float = 0.0  # the stage's roofline at the profile's peaks (no factors, no collectives)
+    compute_parts: tuple[tuple[str, float], ...] = ()  # seconds each factor adds to the ideal (StepCost.parts)
+    kernels: int = 0  # aten ops this rank dispatches for one micro-batch (the prediction takes its stage's most)
 
     @property
     def predicted_stage_s(self) -> float:
@@ -65,6 +73,7 @@ class PPResult:
     send_rule: str
     notes: tuple[str, ...]
     logits: list | None
+    engine: str = ""  # the engine profile of the step model's price (profiles/engines/torch-*.yaml)
 
     @property
     def measured_s(self) -> float:
@@ -99,16 +108,96 @@ class PPResult:
                         "checks": {c.name: {"predicted": c.predicted, "measured": c.measured, "ok": c.ok, "unit": c.unit}
                                    for c in s.checks},
                         "predicted_compute_s": s.predicted_compute_s, "predicted_allreduce_s": s.predicted_allreduce_s,
-                        "predicted_send_s": s.predicted_send_s,
+                        "ideal_compute_s": s.ideal_compute_s, "compute_explain": dict(s.compute_parts),
+                        "kernels": s.kernels, "predicted_send_s": s.predicted_send_s,
                         "measured_compute_s": s.measured_compute_s, "measured_send_s": s.measured_send_s}
                        for s in self.stages],
             "timing": {"predicted_s": self.predicted_s, "measured_s": self.measured_s, "error": self.error,
                        "predicted_bubble": self.predicted_bubble, "measured_bubble": self.measured_bubble,
                        "iteration_samples_s": list(self.iteration_samples_s), "send_rule": self.send_rule,
+                       "engine": self.engine,
                        "error_definition": "predicted_s / measured_s - 1 (measured: the last stage's time between "
                                            "the ends of successive iterations, median)"},
             "notes": list(self.notes),
         }
+
+
+@dataclass(frozen=True)
+class StagePrediction:
+    """One micro-batch on one stage (one GPU of it)."""
+
+    cost: object  # hardware.expected.StepCost of the stage's ops (ideal, expected, seconds by factor)
+    compute_s: float  # cost.expected_s less the engine's fixed per-step overhead (paid once per iteration)
+    allreduce_s: float  # the stage's tensor-parallel all-reduces
+    send_s: float | None  # the send to the next stage (None: the last stage, or no link to price it on)
+    send: object | None  # analysis.parallel.Collective of that send (None: the last stage)
+
+    @property
+    def stage_s(self) -> float:
+        return self.compute_s + self.allreduce_s + (self.send_s or 0.0)
+
+
+@dataclass(frozen=True)
+class PipelinePrediction:
+    stages: tuple[StagePrediction, ...]
+    microbatches: int
+    iteration_s: float  # pipeline of the stages + the engine's per-step overhead
+    bubble: float
+    overhead_s: float
+    send_rule: str
+    engine: str
+
+
+def predict_pipeline(spec: ModelSpec, fmt, hw, plan, *, batch: int, context: int, device_type: str,
+                     kernels=None) -> PipelinePrediction:
+    """The steady-state decode iteration of ``batch`` sequences at ``context`` cached tokens on ``plan``
+    (``analysis.parallel.layout_plan``), each stage's micro-batch on the step model and the stages
+    combined as ``hardware.deploy`` combines them for ``planner plan`` (see the module doc).
+    ``kernels``: per stage, the aten ops its busiest rank dispatches for one micro-batch (None, or a
+    None entry: the trace's kernels). Pure arithmetic: no torch."""
+    from planner.analysis.parallel import layout_groups, stage_collectives
+    from planner.analysis.trace import step_groups
+    from planner.hardware.comm import links
+    from planner.hardware.deploy import pipeline_step_s, stage_collective_s
+
+    from .verify import expected_ops_cost, verify_engine_name, verify_factors
+
+    pp = plan.layout.pp
+    m = max(1, min(pp, batch))  # micro-batches, as hardware.deploy.replica_step splits a batch
+    mb = -(-batch // m)  # sequences of the largest
+    f = verify_factors(hw, spec, device_type)
+    lk = links(hw)
+    act_bytes = fmt.act.bits // 8
+    groups = step_groups(spec, fmt, fmt.act, batch=mb, new_tokens=1, cached_tokens=context)
+    kernels = list(kernels) if kernels is not None else [None] * pp
+
+    def on_link(c) -> bool:
+        return bool(lk.inter_bytes_per_s if c.inter_node else lk.intra_bytes_per_s)
+
+    stages = []
+    for s in range(pp):
+        cost = expected_ops_cost(layout_groups(groups, plan, s), spec, fmt, hw, rows=mb, device_type=device_type,
+                                 kernels=kernels[s], factors=f)
+        compute = cost.expected_s - (f.step_overhead_s + f.step_overhead_per_sequence_s * mb)
+        colls = stage_collectives(spec, plan, s, mb, act_bytes)
+        # without a link (a CPU profile) an all-reduce is its calls × latency, as verify --tp predicts it
+        ar = sum(stage_collective_s(c, hw, f, lk) if on_link(c) else c.count * f.allreduce_latency_s
+                 for c in colls if c.kind == "all_reduce")
+        send = next((c for c in colls if c.kind == "send"), None)
+        send_s = stage_collective_s(send, hw, f, lk) if send is not None and on_link(send) else None
+        stages.append(StagePrediction(cost, compute, ar, send_s, send))
+    it, bubble, overhead = pipeline_step_s([st.stage_s for st in stages], m, f, batch)
+    sends = [st.send for st in stages if st.send is not None]
+    if sends and all(st.send_s is None for st in stages):
+        send_rule = (f"profile '{hw.name}' has no interconnect: the {sends[0].bytes_per_gpu:,}-byte send is "
+                     "measured, not predicted")
+    elif sends:
+        where = "network between nodes" if any(c.inter_node for c in sends) else "link inside a node"
+        send_rule = (f"hardware.comm as plan prices it: 1 step × latency + {sends[0].bytes_per_gpu:,} bytes / "
+                     f"(bandwidth × {f.interconnect:g}) on the {where} of '{hw.name}'")
+    else:
+        send_rule = "one stage: no send"
+    return PipelinePrediction(tuple(stages), m, it, bubble, overhead, send_rule, verify_engine_name(device_type, False))
 
 
 def run_verify_pp(spec: ModelSpec, opts: VerifyOptions, pp: int, *, model_id: str = "", want_logits: bool = False,
@@ -117,43 +206,24 @@ def run_verify_pp(spec: ModelSpec, opts: VerifyOptions, pp: int, *, model_id: st
 
     from . import require_torch
 
-    torch = require_torch()
-    from planner.analysis.errors import RuntimeUnavailableError
+    require_torch()
     from planner.analysis.kv import kv_cache
     from planner.analysis.parallel import (Layout, layout_groups, layout_plan, stage_collectives,
                                            stage_kv_bytes_per_sequence, stage_params)
     from planner.analysis.trace import step_groups
     from planner.analysis.weights import weight_format
-    from planner.hardware.comm import collective_s, links
-    from planner.hardware.deploy import pipeline_iteration_s
-    from planner.hardware.expected import device_defaults
-    from planner.hardware.timing import step_time
 
-    from .calibrate import device_name, total_memory_bytes
     from .model import check_supported
-    from .parallel import launch, under_torchrun
+    from .parallel import launch, rank_setup, under_torchrun
     from .pipeline import check_pp_supported, microbatch_sizes, rank_main
-    from .verify import choose_profile, default_dtype, profile_threads
 
-    progress = progress or (lambda *a: None)
     opts.check()
     check_supported(spec)
     tp = opts.tp
     world = tp * pp
     check_pp_supported(spec, pp, tp)
-    dev_type = opts.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if dev_type == "cuda":
-        if not torch.cuda.is_available():
-            raise RuntimeUnavailableError(f"--device cuda: CUDA is not available to torch {torch.__version__}",
-                                          "use --device cpu")
-        if not under_torchrun() and torch.cuda.device_count() < world:
-            raise RuntimeUnavailableError(f"--tp {tp} --pp {pp} needs {world} GPUs; this machine has "
-                                          f"{torch.cuda.device_count()}",
-                                          "lower --pp, or run under torchrun across nodes (see the README)")
-    if opts.weights:
-        raise RuntimeUnavailableError("verify --pp runs seeded random weights; --weights is not split by stage yet",
-                                      "drop --weights, or use --pp 1")
-    dtype_name = opts.dtype or default_dtype(spec, dev_type)
+    setup = rank_setup(spec, opts, world, option="--pp", needs=f"--tp {tp} --pp {pp}", weights_note="split by stage")
+    dev_type, dtype_name, hw = setup.device_type, setup.dtype_name, setup.hw
     B, C = opts.batch, opts.context
     fmt, _ = weight_format(spec, dtype_name)
     kvd = fmt.act
@@ -162,58 +232,22 @@ def run_verify_pp(spec: ModelSpec, opts: VerifyOptions, pp: int, *, model_id: st
     per_node = int(os.environ.get("LOCAL_WORLD_SIZE", world)) if under_torchrun() else world
     plan = layout_plan(spec, Layout(tp=tp, pp=pp), per_node)
     sizes = microbatch_sizes(B, pp)
-    m, mb = len(sizes), sizes[0]
-
-    name = device_name(torch.device(dev_type))
-    hw, hw_reason = choose_profile(opts.hardware, dev_type, name, total_memory_bytes(torch.device(dev_type)))
-    threads = opts.threads or (profile_threads(hw) if dev_type == "cpu" else None)
-    lk = links(hw)
-    dd = device_defaults()
-    e_ic = hw.interconnect_efficiency if hw.interconnect_efficiency is not None else dd["interconnect"]
-    latency = hw.allreduce_latency_s if hw.allreduce_latency_s is not None else dd["allreduce_latency_s"]
-
-    def allreduce_s(c) -> float:
-        """A stage's all-reduces as verify --tp predicts them: calls × latency, + bytes / link where there is one."""
-        bw = lk.inter_bytes_per_s if c.inter_node else lk.intra_bytes_per_s
-        if bw:
-            return collective_s(c, lk, hw.name, efficiency=e_ic, allreduce_call_s=latency)
-        return c.count * latency
 
     want_params = stage_params(spec, plan)
     want_kv = [b * B for b in stage_kv_bytes_per_sequence(kv_cache(spec, kvd, fmt.act), plan, C + 1)]
     groups_b = step_groups(spec, fmt, kvd, batch=B, new_tokens=1, cached_tokens=C)
-    groups_mb = groups_b if mb == B else step_groups(spec, fmt, kvd, batch=mb, new_tokens=1, cached_tokens=C)
-    want_flops, pred_compute, pred_ar, pred_send, sends = [], [], [], [], []
-    for s in range(pp):
-        want_flops.append(sum(g.count * g.op.flops for g in layout_groups(groups_b, plan, s)))
-        sg = layout_groups(groups_mb, plan, s)
-        st, _ = step_time([g.op for g in sg], hw, fmt.compute.compute, counts=[g.count for g in sg], rows=mb)
-        colls = stage_collectives(spec, plan, s, mb, act_bytes)
-        pred_ar.append(sum(allreduce_s(c) for c in colls if c.kind == "all_reduce"))
-        pred_compute.append(st.eager_s + pred_ar[-1])
-        send = next((c for c in colls if c.kind == "send"), None)
-        sends.append(send)
-        if send is None:
-            pred_send.append(None)
-            continue
-        bw = lk.inter_bytes_per_s if send.inter_node else lk.intra_bytes_per_s
-        pred_send.append(collective_s(send, lk, hw.name, efficiency=e_ic) if bw else None)
-    if any(s is not None for s in sends) and all(p is None for p, c in zip(pred_send, sends) if c is not None):
-        send_rule = (f"profile '{hw.name}' has no interconnect: the {sends[0].bytes_per_gpu:,}-byte send is "
-                     "measured, not predicted")
-    else:
-        where = "network between nodes" if any(c is not None and c.inter_node for c in sends) else "link inside a node"
-        send_rule = (f"hardware.comm: 1 step × latency + {sends[0].bytes_per_gpu:,} bytes / (bandwidth × {e_ic:g}) "
-                     f"on the {where} of '{hw.name}'")
-    stage_s = [c + (p or 0.0) for c, p in zip(pred_compute, pred_send)]
-    pred_it, pred_bubble = pipeline_iteration_s(stage_s, m)
+    want_flops = [sum(g.count * g.op.flops for g in layout_groups(groups_b, plan, s)) for s in range(pp)]
+    sends = [next((c for c in stage_collectives(spec, plan, s, sizes[0], act_bytes) if c.kind == "send"), None)
+             for s in range(pp)]
 
-    progress("ranks", 0, 1)
     gathered = launch(rank_main, world, (spec, tp, dtype_name, dev_type, B, C, opts.steps, opts.warmup, opts.seed,
-                                         threads, want_logits), flag="--pp" if tp == 1 else "--tp × --pp =")
-    progress("ranks", 1, 1)
+                                         setup.threads, want_logits), flag="--pp" if tp == 1 else "--tp × --pp =",
+                      progress=progress)
     if gathered is None:  # a non-zero torchrun rank: rank 0 reports
         return None
+    # each stage priced at the dispatched ops of its busiest rank, as verify --tp prices a shard
+    pred = predict_pipeline(spec, fmt, hw, plan, batch=B, context=C, device_type=dev_type,
+                            kernels=[max(r.kernels for r in gathered if r.stage == s) or None for s in range(pp)])
     rows = []
     for r in gathered:
         s = r.stage
@@ -224,17 +258,22 @@ def run_verify_pp(spec: ModelSpec, opts: VerifyOptions, pp: int, *, model_id: st
         if sends[s] is not None:
             checks.append(Check("send_bytes", sends[s].bytes_per_gpu, r.send_bytes, "bytes",
                                 "the pipeline send of stage_collectives"))
-        rows.append(StageRow(r.rank, s, r.tp_rank, r.layers, tuple(checks), pred_compute[s], pred_send[s],
+        ps = pred.stages[s]
+        rows.append(StageRow(r.rank, s, r.tp_rank, r.layers, tuple(checks), ps.compute_s + ps.allreduce_s, ps.send_s,
                              statistics.median(r.compute_samples_s),
-                             statistics.median(r.send_samples_s) if r.send_samples_s else None, pred_ar[s]))
+                             statistics.median(r.send_samples_s) if r.send_samples_s else None, ps.allreduce_s,
+                             ps.cost.ideal_s, tuple(ps.cost.parts.items()), r.kernels))
     notes = list(plan.notes)
-    notes.append(f"{m} micro-batch(es) of {', '.join(map(str, sizes))} sequence(s); each stage's tokens come back "
-                 "from the last stage (a small send the prediction leaves out)")
+    notes.append(f"{len(sizes)} micro-batch(es) of {', '.join(map(str, sizes))} sequence(s); each stage's tokens come "
+                 "back from the last stage (a small send the prediction leaves out)")
+    notes.append(f"each stage's compute is the step model's expected time of its ops on {pred.engine}, its busiest "
+                 "rank's dispatched ops as the launches (the gap to the ideal by factor in --json); the stages are "
+                 "combined by plan's pipeline formula (hardware.deploy)")
     notes.append("random weights: each rank draws the single-process decoder's weights (same seed) and keeps its stage's")
     if tp > 1:
         notes.append(f"each of a stage's {tp} tensor-parallel ranks sends its 1/{tp} slice of the hidden state and the "
                      "next stage all-gathers them (vLLM's all_gather_group); the stage's all-reduces are predicted as "
-                     "verify --tp predicts them, inside each stage's compute")
-    return PPResult(model_id or spec.name, pp, tp, "nccl" if dev_type == "cuda" else "gloo", dev_type, dtype_name, opts,
-                    hw.name, hw_reason, tuple(sizes), tuple(rows), gathered[-1].iteration_samples_s, pred_it,
-                    pred_bubble, send_rule, tuple(notes), gathered[-1].logits)
+                     "plan prices them, inside each stage's compute")
+    return PPResult(model_id or spec.name, pp, tp, setup.backend, dev_type, dtype_name, opts, hw.name, setup.hw_reason,
+                    tuple(sizes), tuple(rows), gathered[-1].iteration_samples_s, pred.iteration_s, pred.bubble,
+                    pred.send_rule, tuple(notes), gathered[-1].logits, pred.engine)

@@ -102,36 +102,23 @@ def run_verify_tp(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "", w
                   progress=None) -> TPResult:
     from . import require_torch
 
-    torch = require_torch()
-    from planner.analysis.errors import RuntimeUnavailableError
+    require_torch()
     from planner.analysis.kv import kv_cache
     from planner.analysis.parallel import allreduce_bytes_per_gpu, shard_ops, shard_params, tp_plan
     from planner.analysis.trace import Totals, step_ops
     from planner.analysis.weights import weight_format
 
-    from .calibrate import device_name, total_memory_bytes
     from .model import check_supported
-    from .parallel import LAYER_AR, check_tp_supported, launch, rank_main, under_torchrun
-    from .verify import choose_profile, default_dtype, expected_ops_cost, profile_threads
+    from .parallel import LAYER_AR, check_tp_supported, launch, rank_main, rank_setup
+    from .verify import expected_ops_cost, verify_factors
 
-    progress = progress or (lambda *a: None)
     opts.check()
     tp = opts.tp
     check_supported(spec)
     plan = tp_plan(spec, tp)
     check_tp_supported(spec, tp)
-    dev_type = opts.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    if dev_type == "cuda":
-        if not torch.cuda.is_available():
-            raise RuntimeUnavailableError(f"--device cuda: CUDA is not available to torch {torch.__version__}",
-                                          "use --device cpu")
-        if not under_torchrun() and torch.cuda.device_count() < tp:
-            raise RuntimeUnavailableError(f"--tp {tp} needs {tp} GPUs; this machine has {torch.cuda.device_count()}",
-                                          "lower --tp, or run under torchrun across nodes (see the README)")
-    if opts.weights:
-        raise RuntimeUnavailableError("verify --tp runs seeded random weights; --weights is not sharded yet",
-                                      "drop --weights, or use --tp 1")
-    dtype_name = opts.dtype or default_dtype(spec, dev_type)
+    setup = rank_setup(spec, opts, tp, option="--tp", needs=f"--tp {tp}", weights_note="sharded")
+    dev_type, dtype_name, hw = setup.device_type, setup.dtype_name, setup.hw
     B, C = opts.batch, opts.context
     fmt, _ = weight_format(spec, dtype_name)
     kvd = fmt.act
@@ -141,16 +128,10 @@ def run_verify_tp(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "", w
     want_flops = shard_totals.flops
     want_kv = kv_cache(spec, kvd, fmt.act).bytes_per_sequence(C + 1) // plan.kv_divisor * B
 
-    name = device_name(torch.device(dev_type))
-    hw, hw_reason = choose_profile(opts.hardware, dev_type, name, total_memory_bytes(torch.device(dev_type)))
-    threads = opts.threads or (profile_threads(hw) if dev_type == "cpu" else None)
     notes = list(plan.notes)
-    # the collective term (hardware/expected.py's all-reduce cost)
-    from planner.hardware.expected import device_defaults
-
-    dd = device_defaults()
-    latency = hw.allreduce_latency_s if hw.allreduce_latency_s is not None else dd["allreduce_latency_s"]
-    e_ic = hw.interconnect_efficiency if hw.interconnect_efficiency is not None else dd["interconnect"]
+    # the collective term (hardware/expected.py's all-reduce cost), the device factors of the step model's
+    f = verify_factors(hw, spec, dev_type)
+    latency, e_ic = f.allreduce_latency_s, f.interconnect
     calls = sum((layer.mixer is not None) + (layer.ffn is not None) for layer in spec.layers)
     ring_bytes = allreduce_bytes_per_gpu(spec, B, fmt.act.bits // 8, tp)
     pred_ar = calls * latency
@@ -161,10 +142,8 @@ def run_verify_tp(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "", w
     else:
         rule += f" (profile '{hw.name}' has no interconnect: the {ring_bytes:,}-byte bandwidth term is not predicted)"
 
-    progress("ranks", 0, 1)
-    gathered = launch(rank_main, tp, (spec, dtype_name, dev_type, B, C, opts.steps, opts.warmup, opts.seed, threads,
-                                      want_logits))
-    progress("ranks", 1, 1)
+    gathered = launch(rank_main, tp, (spec, dtype_name, dev_type, B, C, opts.steps, opts.warmup, opts.seed,
+                                      setup.threads, want_logits), progress=progress)
     if gathered is None:  # a non-zero torchrun rank: rank 0 prints
         return None
     rank_checks = tuple(
@@ -189,10 +168,10 @@ def run_verify_tp(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "", w
                                   pred_ar if layer else None, layer))
     # the shard's step on planner's step model (torch engine profile), at the busiest rank's dispatched ops
     pred_compute_s = expected_ops_cost(ops, spec, fmt, hw, rows=B, device_type=dev_type,
-                                       kernels=max(r.kernels for r in gathered) or None).expected_s
+                                       kernels=max(r.kernels for r in gathered) or None, factors=f).expected_s
     notes.append("the embedding all-reduce and the logits all-gather run once per step and are not in the "
                  "analysis' collective term (two all-reduces per layer)")
     notes.append("random weights: each rank draws the single-process decoder's weights (same seed) and keeps its slices")
-    return TPResult(model_id or spec.name, tp, "nccl" if dev_type == "cuda" else "gloo", dev_type, dtype_name, opts,
-                    hw.name, hw_reason, rank_checks, tuple(r.step_samples_s for r in gathered), pred_compute_s, pred_ar,
-                    rule, tuple(rows), tuple(notes), gathered[0].logits, shard_totals.bytes)
+    return TPResult(model_id or spec.name, tp, setup.backend, dev_type, dtype_name, opts, hw.name, setup.hw_reason,
+                    rank_checks, tuple(r.step_samples_s for r in gathered), pred_compute_s, pred_ar, rule, tuple(rows),
+                    tuple(notes), gathered[0].logits, shard_totals.bytes)
