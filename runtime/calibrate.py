@@ -52,7 +52,7 @@ import torch
 
 from planner.hardware.profiles import MATMUL_SHAPE_OUT
 
-from .timing import _no_progress, count_kernels, synchronize
+from .timing import _no_progress, count_kernels, synchronize, timed_samples
 
 GiB = 2**30
 DEVICE_NOTE = "device: "
@@ -208,36 +208,25 @@ class Figure:
 
 
 def repeat_until_stable(measure: Callable[[], float], *, min_rounds: int = MIN_ROUNDS, max_rounds: int = MAX_ROUNDS) -> Figure:
-    """Call ``measure`` (one round's figure) until the last three rounds agree within ``STABLE_SPREAD``."""
+    """Call ``measure`` (one round's figure) until the last three rounds agree within ``STABLE_SPREAD``
+    (``Figure.stable``), or ``max_rounds`` have run."""
     rounds: list[float] = []
     while True:
         rounds.append(float(measure()))
         if len(rounds) >= min_rounds:
-            last = rounds[-3:]
-            med = statistics.median(last)
-            if not med or (max(last) - min(last)) / med <= STABLE_SPREAD or len(rounds) >= max_rounds:
-                return Figure(statistics.median(last), tuple(rounds))
+            fig = Figure(statistics.median(rounds[-3:]), tuple(rounds))
+            if fig.stable or len(rounds) >= max_rounds:
+                return fig
 
 
-def _median_time(fn: Callable[[], object], device: torch.device, reps: int, warmup: int = 1) -> float:
+def _median_time(fn: Callable[[], object], device: torch.device, reps: int, warmup: int = 1, *,
+                 wall: bool = False) -> float:
+    """Median seconds of ``reps`` calls of ``fn`` after ``warmup`` (``timing.timed_samples``: device time
+    on CUDA, or wall time with ``wall``)."""
     for _ in range(warmup):
         fn()
     synchronize(device)
-    samples = []
-    if device.type == "cuda":
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        for _ in range(reps):
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            samples.append(start.elapsed_time(end) / 1e3)
-    else:
-        for _ in range(reps):
-            t0 = time.perf_counter()
-            fn()
-            samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+    return statistics.median(timed_samples(fn, device, reps, wall=wall))
 
 
 def measure_copy(device: torch.device, nbytes: int, reps: int, rounds: tuple[int, int] = (MIN_ROUNDS, MAX_ROUNDS)) -> Figure:
@@ -307,31 +296,40 @@ def model_matmul_shapes(spec) -> list[tuple[int, int, int]]:
     return [(n, k, cnt) for (n, k), cnt in sorted(c.items())]
 
 
+def streamed_matmul_s(device: torch.device, dtype, n: int, k: int, rows: tuple[int, ...], *, stream_bytes: int,
+                      reps: int, min_copies: int = 1) -> dict[int, float]:
+    """{rows: seconds} of one ``rows × K`` by ``K × N`` matmul (``F.linear``) at each row count, the
+    weight streamed from memory as a decode step reads each weight once: enough distinct copies of it
+    to pass ``stream_bytes`` (at least ``min_copies``, at most 64), each multiplied in turn."""
+    elem = torch.tensor([], dtype=dtype).element_size()
+    copies = max(min_copies, min(64, -(-stream_bytes // (n * k * elem))))
+    mats = [torch.empty(n, k, dtype=dtype, device=device).normal_(0, 0.02) for _ in range(copies)]
+    out: dict[int, float] = {}
+    for r in rows:
+        x = torch.randn(r, k, dtype=dtype, device=device)
+
+        def run():
+            for w in mats:
+                torch.nn.functional.linear(x, w)
+
+        out[r] = _median_time(run, device, reps) / copies
+    del mats
+    return out
+
+
 def measure_skinny(device: torch.device, dtype, shapes: list[tuple[int, int, int]], peak_flops_per_s: float, *,
                    rows: tuple[int, ...] = SKINNY_ROWS, stream_bytes: int = 64 * 2**20, reps: int = 3
                    ) -> tuple[dict[int, float], dict]:
     """({rows: fraction of ``peak_flops_per_s``}, details) of ``rows × K`` by ``K × N`` matmuls over the
-    given weight shapes. Each shape is streamed from memory (enough distinct copies to pass
-    ``stream_bytes``, as a decode step reads each weight once) and weighted by its count, so the figure
-    is the model's matmul FLOPs over its matmul time at that row count."""
-    elem = torch.tensor([], dtype=dtype).element_size()
+    given weight shapes. Each shape is streamed from memory (``streamed_matmul_s``) and weighted by its
+    count, so the figure is the model's matmul FLOPs over its matmul time at that row count."""
     per_rows: dict[int, tuple[float, float]] = {r: (0.0, 0.0) for r in rows}  # rows -> (flops, seconds) weighted
     detail: dict = {}
     for n, k, count in shapes:
-        copies = max(1, min(64, -(-stream_bytes // (n * k * elem))))
-        mats = [torch.empty(n, k, dtype=dtype, device=device).normal_(0, 0.02) for _ in range(copies)]
-        for r in rows:
-            x = torch.randn(r, k, dtype=dtype, device=device)
-
-            def run():
-                for w in mats:
-                    torch.nn.functional.linear(x, w)
-
-            t = _median_time(run, device, reps) / copies
+        for r, t in streamed_matmul_s(device, dtype, n, k, rows, stream_bytes=stream_bytes, reps=reps).items():
             f, s = per_rows[r]
             per_rows[r] = (f + count * 2 * r * n * k, s + count * t)
             detail[f"{n}x{k}@{r}"] = 2 * r * n * k / t
-        del mats
     eff = {r: min(1.0, f / s / peak_flops_per_s) for r, (f, s) in per_rows.items() if s > 0}
     return eff, detail
 
@@ -357,22 +355,13 @@ def measure_matmul_by_out(device: torch.device, dtype, peak_flops_per_s: float, 
 
 def _streamed_matmul_grid(device, dtype, peak_flops_per_s, rows, shapes, stream_bytes, reps, key):
     """{rows: {key(N, K): fraction of the peak}} of ``rows × K`` by ``K × N`` matmuls (``F.linear`` on an
-    ``(N, K)`` weight, as the decoder calls it) for each ``(N, K)`` of ``shapes``, the weights streamed."""
-    elem = torch.tensor([], dtype=dtype).element_size()
+    ``(N, K)`` weight, as the decoder calls it) for each ``(N, K)`` of ``shapes``, the weights streamed
+    (``streamed_matmul_s``, at least two copies)."""
     out: dict[int, dict[int, float]] = {r: {} for r in rows}
     for n, k in shapes:
-        copies = max(2, min(64, -(-stream_bytes // (n * k * elem))))
-        mats = [torch.empty(n, k, dtype=dtype, device=device).normal_(0, 0.02) for _ in range(copies)]
-        for r in rows:
-            x = torch.randn(r, k, dtype=dtype, device=device)
-
-            def run():
-                for w in mats:
-                    torch.nn.functional.linear(x, w)
-
-            t = _median_time(run, device, reps) / copies
+        for r, t in streamed_matmul_s(device, dtype, n, k, rows, stream_bytes=stream_bytes, reps=reps,
+                                      min_copies=2).items():
             out[r][key(n, k)] = min(1.0, 2 * r * n * k / t / peak_flops_per_s)
-        del mats
     return out
 
 
@@ -430,19 +419,8 @@ def measure_step_overhead(device: torch.device, dtype_name: str, steps: int) -> 
 
     with torch.inference_mode():  # wall time: an eager step this small is all dispatch and launches
         kernels, _ = count_kernels(lambda: model.decode(tokens, 32, cache))
-        fig = repeat_until_stable(lambda: _wall_median(step, steps) / kernels)
+        fig = repeat_until_stable(lambda: _median_time(step, device, steps, warmup=5, wall=True) / kernels)
     return fig, kernels
-
-
-def _wall_median(fn: Callable[[], object], reps: int) -> float:
-    for _ in range(5):
-        fn()
-    samples = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
 
 
 def torch_dtype(name: str):

@@ -167,23 +167,34 @@ def time_steps(step: Callable[[], object], device: torch.device, *, steps: int, 
         run()
         synchronize(device)
         progress("warm-up", i + 1, warmup)
+    samples = timed_samples(run, device, steps, progress=lambda i: progress(phase, i, steps))
+    return StepTimes(tuple(samples), use_graph, warmup, note)
+
+
+def timed_samples(run: Callable[[], object], device: torch.device, n: int, *, wall: bool = False,
+                  progress: Callable[[int], None] | None = None) -> list[float]:
+    """Seconds of each of ``n`` calls of ``run``, timed alone: CUDA events around the call on CUDA
+    (the device's time), ``perf_counter`` otherwise or with ``wall`` (then ``run`` synchronises itself
+    where it must). ``progress(i)`` after the ``i``-th call."""
     samples = []
-    if device.type == "cuda":
+    if device.type == "cuda" and not wall:
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        for i in range(steps):
+        for i in range(n):
             start.record()
             run()
             end.record()
             end.synchronize()
             samples.append(start.elapsed_time(end) / 1e3)
-            progress(phase, i + 1, steps)
+            if progress:
+                progress(i + 1)
     else:
-        for i in range(steps):
+        for i in range(n):
             t0 = time.perf_counter()
             run()
             samples.append(time.perf_counter() - t0)
-            progress(phase, i + 1, steps)
-    return StepTimes(tuple(samples), use_graph, warmup, note)
+            if progress:
+                progress(i + 1)
+    return samples
 
 
 # ---- time by op kind -----------------------------------------------------------------------------
