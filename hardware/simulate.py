@@ -218,8 +218,9 @@ def _t_tokens(tt, grid, n):
     """Each row's ``t_tokens`` table ``tt`` (rows, len(grid)) at ``n`` new tokens, linear between points."""
     import numpy as np
 
-    n = np.clip(n.astype(np.float64), grid[0], grid[-1])
-    j = np.clip(np.searchsorted(grid, n, side="right") - 1, 0, len(grid) - 2)
+    # (np.minimum/np.maximum: what np.clip computes, without its per-call overhead)
+    n = np.minimum(np.maximum(n.astype(np.float64), grid[0]), grid[-1])
+    j = np.minimum(np.maximum(np.searchsorted(grid, n, side="right") - 1, 0), len(grid) - 2)
     x0, x1 = grid[j], grid[j + 1]
     w = (n - x0) / (x1 - x0)
     ci = np.arange(len(n))
@@ -272,6 +273,7 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
     # a request whose whole sequence cannot fit in the pool is rejected up front
     cap_all = np.array([s.kv_capacity_tokens for s in scheds], dtype=np.int64)
     rejected = (inp + out - 1) > cap_all[:, None]
+    any_rejected = bool(rejected.any())
     first = np.full((C, R), np.nan)
     finish = np.full((C, R), np.nan)
     amin = float(arr.min())
@@ -339,10 +341,9 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
     while steps < max_iterations:
         g = st["g"]
         n = len(g)
-        ci = np.arange(n)
         nxt = st["nxt"]
-        # requests rejected up front are passed over
-        while True:
+        # requests rejected up front are passed over (none to look for in most sweeps)
+        while any_rejected:
             m_ = nxt < R
             rj = np.zeros(n, dtype=bool)
             rj[m_] = rejected[g[m_], nxt[m_]]
@@ -360,7 +361,6 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
                 st[k] = v[keep]
             g, nxt, nrun = st["g"], st["nxt"], st["nrun"]
             n = len(g)
-            ci = np.arange(n)
             active = np.ones(n, dtype=bool)
         if not active.any():
             break
@@ -380,13 +380,14 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             arrived += adv
         else:
             rr = np.nonzero(adv)[0]
-            arrived[rr] = np.clip(np.searchsorted(flat, q[rr], side="right") - base[rr], 0, R)
+            arrived[rr] = np.minimum(np.maximum(np.searchsorted(flat, q[rr], side="right") - base[rr], 0), R)
         # idle: jump to the next arrival
         idle = active & (nrun == 0) & (arrived <= nxt) & (nxt < R)
         if idle.any():
             ii = np.nonzero(idle)[0]
             t[ii] = arr[g[ii], nxt[ii]]
-            arrived[ii] = np.clip(np.searchsorted(flat, t[ii] - amin + span * g[ii], side="right") - g[ii] * R, 0, R)
+            arrived[ii] = np.minimum(np.maximum(
+                np.searchsorted(flat, t[ii] - amin + span * g[ii], side="right") - g[ii] * R, 0), R)
         # the pool: tokens in KV plus the prompt tokens reserved by sequences being prefilled
         committed = kv + st["pres"]
         preempted_now = np.zeros(n, dtype=bool)
@@ -616,8 +617,9 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             ctx = c0[rows, ss] + tau[rows]
             fin_rows.append((rows, ss, ctx))
             fkey[rows, ss] = BIG
-            d_ -= np.bincount(rows, minlength=n)
-            st["sk"] -= np.bincount(rows, c0[rows, ss] + 1, minlength=n).astype(np.int64)  # exact below 2**53
+            # (counted over these rows only: rr indexes frows)
+            d_[frows] -= np.bincount(rr, minlength=len(frows))
+            st["sk"][frows] -= np.bincount(rr, c0[rows, ss] + 1, minlength=len(frows)).astype(np.int64)  # exact below 2**53
             st["fmin"][frows] = np.where(fm, BIG, sub).min(1)
         if fin_rows:
             rows = np.concatenate([f[0] for f in fin_rows])
