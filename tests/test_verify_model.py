@@ -138,47 +138,26 @@ def test_inner_dim_of_a_matmul_comes_from_its_own_counts():
     assert inner_dim(op, None) is None and inner_dim(NORM, 1) is None
 
 
-def test_inner_dim_matches_the_weights_of_every_matmul_of_a_real_trace():
+def test_inner_and_outer_dims_match_the_weights_of_every_matmul_of_a_real_trace():
     from planner.analysis.trace import step_ops
     from planner.analysis.weights import weight_format
     from planner.cli.common import load_model
-    from planner.hardware.expected import inner_dim
+    from planner.hardware.expected import inner_dim, outer_dim
 
     spec = load_model("Qwen/Qwen3-0.6B", None).spec
     fmt, _ = weight_format(spec, "fp32")
     ops = [o for o in step_ops(spec, fmt, fmt.act, batch=4, new_tokens=1, cached_tokens=16) if o.kind == "matmul"]
-    # independent oracle: config.json's shapes (hidden 1024, 16 heads × 128 into o_proj, intermediate 3072)
-    want = {"q_proj": 1024, "k_proj": 1024, "v_proj": 1024, "qkv_proj": 1024, "o_proj": 2048, "gate_proj": 1024,
-            "up_proj": 1024, "gate_up_proj": 1024, "down_proj": 3072, "lm_head": 1024}
+    # independent oracle: config.json's shapes (hidden 1024, 16 heads x 128, 8 KV heads x 128, intermediate
+    # 3072, vocab 151,936), (K, N) per weight
+    want = {"q_proj": (1024, 2048), "k_proj": (1024, 1024), "v_proj": (1024, 1024), "o_proj": (2048, 1024),
+            "gate_proj": (1024, 3072), "up_proj": (1024, 3072), "down_proj": (3072, 1024), "lm_head": (1024, 151936)}
     seen = set()
     for o in ops:
         key = o.name.split(".")[-1]
         if key in want:
-            assert inner_dim(o, 4) == want[key], o.name
+            assert (inner_dim(o, 4), outer_dim(o, 4)) == want[key], o.name
             seen.add(key)
-    assert {"o_proj", "down_proj", "lm_head"} <= seen
-
-
-def test_outer_dim_matches_the_weights_of_every_matmul_of_a_real_trace():
-    from planner.analysis.trace import step_ops
-    from planner.analysis.weights import weight_format
-    from planner.cli.common import load_model
-    from planner.hardware.expected import outer_dim
-
-    spec = load_model("Qwen/Qwen3-0.6B", None).spec
-    fmt, _ = weight_format(spec, "fp32")
-    ops = [o for o in step_ops(spec, fmt, fmt.act, batch=4, new_tokens=1, cached_tokens=16) if o.kind == "matmul"]
-    # independent oracle: config.json (16 heads x 128, 8 KV heads x 128, hidden 1024, intermediate 3072,
-    # vocab 151,936)
-    want = {"q_proj": 2048, "k_proj": 1024, "v_proj": 1024, "o_proj": 1024, "gate_proj": 3072, "up_proj": 3072,
-            "down_proj": 1024, "lm_head": 151936}
-    seen = set()
-    for o in ops:
-        key = o.name.split(".")[-1]
-        if key in want:
-            assert outer_dim(o, 4) == want[key], o.name
-            seen.add(key)
-    assert {"q_proj", "gate_proj", "lm_head"} <= seen
+    assert {"q_proj", "o_proj", "down_proj", "lm_head"} <= seen
 
 
 def test_attention_efficiency_takes_the_nearest_head_dim_and_interpolates_the_group():
