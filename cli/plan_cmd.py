@@ -63,9 +63,11 @@ def plan(
 
     from .common import load_hardware, load_model, warn_all
 
-    for name, v in (("--rate", rate), ("--ttft-p90", ttft_p90), ("--tpot-p90", tpot_p90)):
-        if not (math.isfinite(v) and v > 0):
-            raise OptionError(f"{name} must be a positive finite number, got {v}")
+    # the bounds only keep answers readable: a million requests a second is past any --max-gpus (4,096
+    # GPUs), and a target of a million seconds is no target
+    for name, v, hi in (("--rate", rate, 1e6), ("--ttft-p90", ttft_p90, 1e6), ("--tpot-p90", tpot_p90, 1e6)):
+        if not (math.isfinite(v) and 0 < v <= hi):
+            raise OptionError(f"{name} must be a positive finite number of at most {hi:,.0f}, got {v}")
     if price_per_hour is not None and not math.isfinite(price_per_hour):
         raise OptionError(f"--price-per-hour must be a finite number of USD, got {price_per_hour}")
     out_fmt = resolve_format(fmt, as_json)

@@ -106,6 +106,8 @@ def test_fixed_gpus_uses_exactly_n():
 @pytest.mark.parametrize("args, words", [
     (["--rate", "0"], "--rate"),
     (["--rate", "nan"], "--rate"),
+    (["--rate", "1e300"], "--rate"),
+    (["--ttft-p90", "1e9"], "--ttft-p90"),
     (["--tpot-p90", "-1"], "--tpot-p90"),
     (["--engine", "nope"], "nope"),
     (["--gpu", "no-such-gpu"], "no-such-gpu"),
