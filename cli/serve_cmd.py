@@ -20,7 +20,7 @@ MnbtOpt = Annotated[Optional[int], typer.Option("--max-num-batched-tokens", min=
 InputOpt = Annotated[int, typer.Option("--input-len", "-i", min=1, max=1 << 24, help="Prompt tokens per request.")]
 OutputOpt = Annotated[int, typer.Option("--output-len", "-o", min=1, max=1 << 24, help="Generated tokens per request.")]
 ConcOpt = Annotated[int, typer.Option("--concurrency", "-C", min=1, max=1 << 20, help="Requests running together (count), split evenly over the replicas.")]
-ArrivalOpt = Annotated[str, typer.Option("--arrival", help="How the --concurrency requests arrive: 'together' (all at once, a static batch or an offline run) or 'closed-loop' (steady state of C clients, each sending its next request when the last ends, so a new prompt shares its steps with C-1 decodes; what benchmark_serving --max-concurrency and genai-perf --concurrency measure).")]
+ArrivalOpt = Annotated[str, typer.Option("--arrival", help="How the --concurrency requests arrive: 'together' (all at once, a static batch or an offline run) or 'closed-loop' (C clients that start together, each sending its next request when the last ends, simulated step by step with the engine's scheduler; what benchmark_serving --max-concurrency and genai-perf --concurrency measure).")]
 
 
 def serve(

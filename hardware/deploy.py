@@ -143,7 +143,7 @@ def layout_memory(a, hw, plan: LayoutPlan, em: EngineModel, *, max_num_batched_t
     eng_tok = kv_bytes_per_token_per_gpu(a, plan.attn, eng)
     total_mine = sum(mine_tok)
     act = activation_peak_bytes(a, TPPlan(lo.tp, 1, 1, ()), eng, max_num_batched_tokens, max_num_seqs)
-    non_torch = eng.non_torch_bytes(lo.tp)
+    non_torch = eng.non_torch_bytes(lo.tp, hw)
     frac = eng.default_fraction(hw, lo.tp) if fraction is None else fraction
     per_rank = None
     tight = (0, 0, 0)  # (pool, per token, budget) of the tightest stage

@@ -168,6 +168,10 @@ class EngineProfile:
     cuda_graph_prefill: bool = True
     request_overhead_s: float = 0.0
     server_overhead_s: float = 0.0
+    # non-torch memory at tp > 1 on the platforms where NCCL uses NVLink SHARP (NVLS) buffers (None: the
+    # same as non_torch_multi_gpu_bytes everywhere)
+    non_torch_multi_gpu_nvls_bytes: int | None = None
+    nvls_platforms: tuple[str, ...] = ()
 
     def default_fraction(self, hw, tp: int) -> float:
         if self.fraction is not None:
@@ -185,8 +189,14 @@ class EngineProfile:
     def max_num_seqs(self, hw) -> int:
         return _pick(self.max_num_seqs_rules, hw)
 
-    def non_torch_bytes(self, tp: int) -> int:
-        return self.non_torch_single_bytes if tp == 1 else self.non_torch_multi_gpu_bytes
+    def non_torch_bytes(self, tp: int, hw=None) -> int:
+        """Memory outside PyTorch's allocator that the engine counts (CUDA/cuBLAS workspaces; at tp > 1 the
+        NCCL and all-reduce buffers, larger where NCCL sets up NVLink SHARP buffers on ``hw``'s platform)."""
+        if tp == 1:
+            return self.non_torch_single_bytes
+        if self.non_torch_multi_gpu_nvls_bytes is not None and hw is not None and hw.name in self.nvls_platforms:
+            return self.non_torch_multi_gpu_nvls_bytes
+        return self.non_torch_multi_gpu_bytes
 
 
 def load_engine(name: str | None) -> EngineProfile:
@@ -254,7 +264,18 @@ def load_engine(name: str | None) -> EngineProfile:
         cuda_graph_prefill=bool(graphs.get("prefill", True)),
         request_overhead_s=_time(tim.get("request_overhead", "0 s"), "request_overhead", w),
         server_overhead_s=_time(tim.get("server_overhead", "0 s"), "server_overhead", w),
+        non_torch_multi_gpu_nvls_bytes=(None if nt.get("multi_gpu_nvls") is None
+                                        else _bytes(nt["multi_gpu_nvls"], "non_torch.multi_gpu_nvls", w)),
+        nvls_platforms=_names(nt.get("nvls_platforms"), "non_torch.nvls_platforms", w),
     )
+
+
+def _names(v: Any, f: str, where: str) -> tuple[str, ...]:
+    if v is None:
+        return ()
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise HardwareError(f"{where}: field '{f}' must be a list of hardware profile names", "e.g. [h100-sxm, h200-sxm]")
+    return tuple(v)
 
 
 def check_kv_dtype(engine: EngineProfile, kv_dtype: str | None) -> None:
@@ -537,7 +558,7 @@ def engine_memory(a, hw, engine: EngineProfile, plan, *, gpu_memory_utilization:
     notes.extend(w.notes)
     visible = hw.memory_bytes - engine.driver_reserved_bytes
     act = activation_peak_bytes(a, plan, engine, mnbt, seqs)
-    non_torch = engine.non_torch_bytes(tp)
+    non_torch = engine.non_torch_bytes(tp, hw)
     graph = engine.cuda_graph_bytes
     budget, pool = pool_bytes(engine, hw, frac, w.bytes_per_gpu, act, non_torch)
     per_token = kv_bytes_per_token_per_gpu(a, plan, engine)

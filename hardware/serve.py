@@ -20,21 +20,26 @@ scenario the issue defines:
 - throughput is every output token of every replica over the time the last wave ends.
 
 That is ``arrival="together"`` (a static batch, or an offline run that queues every request at once:
-gptSessionBenchmark, trtllm-bench, vLLM's benchmark_latency). ``arrival="closed-loop"`` is the steady
-state of ``concurrency`` clients that each send their next request when the last one finishes
-(vLLM's ``benchmark_serving --max-concurrency``, genai-perf/AIPerf ``--concurrency``, LLMPerf
-``--num-concurrent-requests``, TensorRT-LLM's gptManagerBenchmark with a concurrency):
+gptSessionBenchmark, trtllm-bench, vLLM's benchmark_latency). ``arrival="closed-loop"`` is ``concurrency``
+clients that each send their next request when the last one finishes (vLLM's ``benchmark_serving
+--max-concurrency``, genai-perf/AIPerf ``--concurrency``, LLMPerf ``--num-concurrent-requests``,
+TensorRT-LLM's gptManagerBenchmark with a concurrency), simulated step by step as vLLM V1's scheduler
+runs them (``closed_loop_schedule``):
 
-- each replica runs ``n = min(clients per replica, max_num_seqs, what the KV pool holds)`` requests;
-  the other ``n − 1`` are decoding at a random point of their output (mean context ``I + O/2``);
-- a new prompt is prefilled in ``p`` steps of at most ``max_num_batched_tokens − (n − 1)`` prompt tokens
-  (the engine's token budget counts the decodes it batches with the chunk), each step holding the
-  ``n − 1`` decodes: TTFT is the sum of those steps;
-- of the request's ``O − 1`` decode steps, a fraction ``min(1, (n − 1) · p / (p + O − 1))`` also carries
-  another client's prompt chunk (each client prefills ``p`` of every ``p + O − 1`` steps): TPOT is the
-  mean of those mixed steps and plain decode steps of ``n`` sequences at context ``I + O/2``;
-- clients beyond ``n`` wait for a slot: their wait (``e2e · (clients / n − 1)``) is added to TTFT;
-- throughput is ``n · O`` tokens per replica every ``e2e``.
+- every client sends its first request at once (as those benchmarks do) and each sends
+  ``CLOSED_LOOP_ROUNDS`` requests; a finished request's client sends the next one for the next step;
+- each step takes one token of every decoding request first, then the rest of the oldest partly
+  prefilled prompt, then waiting prompts in arrival order while ``max_num_batched_tokens`` tokens and
+  ``n = min(clients per replica, max_num_seqs, what the KV pool holds)`` running requests allow (a
+  prompt larger than the budget left is cut: chunked prefill); clients beyond ``n`` wait in the queue;
+- each distinct step shape (decodes at their mean context, the prompt pieces) is priced once by the
+  step model; TTFT and e2e are means over the requests of the steps inside each one's window;
+  throughput is every output token over the time the run takes.
+
+With fixed request lengths the clients stay in step with how they started: prompts that arrived
+together are prefilled in the same steps and finish together, so the run is neither one static batch
+nor the perfectly staggered steady state. Front-end jitter that pulls real clients apart is not
+modelled (``bench/published.md``).
 
 Both modes add the engine's per-request ``request overhead`` to TTFT and e2e once per request, and its
 HTTP front end's (``server_overhead``) where the client streams through the server (``server=True``,
@@ -44,6 +49,7 @@ what a deployment's users see; ``False`` for benchmarks that call the engine in-
 from __future__ import annotations
 
 from dataclasses import field
+from functools import lru_cache
 from typing import Mapping
 
 from planner.analysis.records import frozen
@@ -307,13 +313,125 @@ def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, se
                        _explain(ttft, e2e, O), decode_first, tuple(notes))
 
 
+#: requests each closed-loop client sends in the simulated run (``vllm bench serve`` runs num_prompts, often
+#: a few to a few tens per client; the run includes its start, when every client sends at once)
+CLOSED_LOOP_ROUNDS = 8
+
+
+@lru_cache(maxsize=256)
+def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: int, slots: int,
+                         ctx_step: int) -> tuple[tuple[tuple, int, int, int], ...]:
+    """The steps of ``clients`` closed-loop clients on one engine replica, as vLLM V1's scheduler builds them:
+    every client sends its first request at step 0 and its next one when the last has produced its
+    ``O``-th token (it is scheduled from the next step on), until ``requests`` requests have run. Each
+    step takes, within ``budget`` tokens (``max_num_batched_tokens``): one token of every decoding
+    request, then the rest of the oldest partly prefilled prompt, then waiting prompts first come first
+    served while fewer than ``slots`` requests run (the last one taken may be cut: chunked prefill). A
+    prompt's first token comes at the end of the step that completes it.
+
+    Arrivals fall on step boundaries, so the schedule does not depend on how long steps take: it is
+    computed once and priced for any factors. Returned: ``(shape, steps, ttft_weight, e2e_weight)`` per
+    distinct step shape, where ``shape`` is the step's pieces ``((new tokens, cached tokens), sequences)``
+    (decodes at their mean context, rounded to ``ctx_step``), ``steps`` how many steps have it, and the
+    weights how many (request, step) pairs fall inside a request's TTFT and e2e windows: the mean TTFT is
+    Σ ttft_weight × step time / requests."""
+    from collections import Counter, deque
+
+    waiting: deque = deque()  # [arrival step, requests]
+    sent = min(clients, requests)
+    waiting.append([0, sent])
+    partial = None  # (arrival step, prompt tokens done) of the one prompt cut at the end of a step
+    decoding: Counter = Counter()  # (arrival step, first-token step) -> requests
+    running = 0
+    finished = 0
+    s = 0
+    shapes: dict = {}
+    weight_marks: list = []  # (arrival, first, end, requests)
+    while finished < requests:
+        b = budget
+        pieces: Counter = Counter()
+        n_dec = sum(decoding.values())
+        if n_dec:
+            ctx = sum(k * (I + (s - f) - 1) for (_, f), k in decoding.items())
+            mean = max(1, round(ctx / n_dec / ctx_step) * ctx_step)
+            pieces[(1, mean)] += n_dec
+            b -= n_dec
+        completed: list = []  # (arrival step, requests) whose prompt completes this step
+        if partial is not None and b > 0:
+            arr, done = partial
+            take = min(I - done, b)
+            pieces[(take, done)] += 1
+            b -= take
+            partial = None if done + take == I else (arr, done + take)
+            if partial is None:
+                completed.append((arr, 1))
+        while b > 0 and waiting and running < slots and partial is None:
+            arr, n = waiting[0]
+            full = min(n, b // I, slots - running)
+            if full:
+                pieces[(I, 0)] += full
+                b -= full * I
+                running += full
+                completed.append((arr, full))
+                n -= full
+            if n and b > 0 and running < slots:  # the next prompt starts, cut at the budget
+                pieces[(b, 0)] += 1
+                partial = (arr, b)
+                running += 1
+                n -= 1
+                b = 0
+            if n:
+                waiting[0][1] = n
+                break
+            waiting.popleft()
+        key = tuple(sorted(pieces.items()))
+        shapes.setdefault(key, []).append(s)
+        for arr, n in completed:
+            if O == 1:
+                weight_marks.append((arr, s, s, n))
+                running -= n
+                finished += n
+            else:
+                decoding[(arr, s)] += n
+        for (arr, f), n in list(decoding.items()):
+            if s - f + 1 >= O:  # the O-th token (the first came with the prompt)
+                weight_marks.append((arr, f, s, n))
+                del decoding[(arr, f)]
+                running -= n
+                finished += n
+        # each finished request's client sends its next one
+        done_now = sum(n for (_, _, e, n) in weight_marks if e == s) if weight_marks else 0
+        more = min(done_now, requests - sent)
+        if more:
+            waiting.append([s + 1, more])
+            sent += more
+        s += 1
+    S = s
+    dt = [0] * (S + 1)
+    de = [0] * (S + 1)
+    for arr, f, e, n in weight_marks:
+        dt[arr] += n
+        dt[f + 1] -= n
+        de[arr] += n
+        de[e + 1] -= n
+    ct, ce = [0] * S, [0] * S
+    acc_t = acc_e = 0
+    for j in range(S):
+        acc_t += dt[j]
+        acc_e += de[j]
+        ct[j], ce[j] = acc_t, acc_e
+    return tuple((key, len(steps), sum(ct[j] for j in steps), sum(ce[j] for j in steps))
+                 for key, steps in shapes.items())
+
+
 def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, server: bool) -> ServeResult:
-    """The steady state of ``concurrency`` closed-loop clients (the module docstring)."""
+    """``concurrency`` closed-loop clients that start together, step by step (``closed_loop_schedule``)."""
     from planner.analysis.errors import OptionError
 
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
-    notes = [f"closed loop: {C} clients each send the next request when the last ends (steady state)"]
     per_replica = -(-C // replicas)
+    notes = [f"closed loop: {C} clients start together and each sends its next request when the last ends "
+             f"({CLOSED_LOOP_ROUNDS} requests per client, simulated step by step)"]
     if replicas > 1:
         notes.append(f"{C} clients over {replicas} replicas: {per_replica} per replica")
     if I + O > mem.max_model_len:
@@ -325,37 +443,38 @@ def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, se
     if n < per_replica:
         why = "max_num_seqs" if n == mem.max_num_seqs else "the KV pool"
         notes.append(f"{per_replica} clients per replica but {n} run at once ({why} limits them): the rest wait")
-    ctx = I + O // 2  # mean context of the other requests, decoding at random points of their output
-    budget = max(1, mem.max_num_batched_tokens - (n - 1))
-    p = -(-I // budget)
-    ttft = ZERO
-    done = 0
-    for j in range(p):
-        take = I * (j + 1) // p - done
-        pieces = {(take, done): 1}
-        if n > 1:
-            pieces[(1, ctx)] = n - 1
-        ttft = ttft + model.prefill(pieces)
-        done += take
-    mixed_mean = ttft.scaled(1 / p)
-    decode_step = model.decode(n, ctx) if O > 1 else None
-    share = min(1.0, (n - 1) * p / (p + O - 1))
-    e2e = ttft
-    if O > 1:
-        e2e = e2e + (decode_step.scaled(1 - share) + mixed_mean.scaled(share)).scaled(O - 1)
-    ttft, e2e = ttft + _request_cost(model.f, server), e2e + _request_cost(model.f, server)
-    wait = e2e.scaled(per_replica / n - 1) if per_replica > n else ZERO
-    tokens = n * O * replicas
+    requests = per_replica * CLOSED_LOOP_ROUNDS
+    budget = mem.max_num_batched_tokens
+    sched = closed_loop_schedule(I, O, per_replica, requests, budget, n, max(1, (I + O) // 64))
+    ttft = e2e = span = ZERO
+    prefill_steps = 0
+    decode_step = None
+    for key, steps, wt, we in sched:
+        pieces = dict(key)
+        if all(t == 1 for (t, _) in pieces) and len(pieces) == 1:
+            (_, ctx), k = next(iter(pieces.items()))
+            cost = model.decode(k, ctx)
+            if decode_step is None or k > decode_step[0]:
+                decode_step = (k, cost)
+        else:
+            cost = model.prefill(pieces)
+            prefill_steps += steps
+        ttft = ttft + cost.scaled(wt / requests)
+        e2e = e2e + cost.scaled(we / requests)
+        span = span + cost.scaled(steps)
+    over = _request_cost(model.f, server)
+    ttft, e2e = ttft + over, e2e + over
+    span = span + over.scaled(CLOSED_LOOP_ROUNDS)  # each client waits for the front end once per request
+    tokens = requests * O * replicas
 
     def lat(pick) -> Latency:
-        tt, ee = pick(ttft), pick(e2e)
-        return Latency(tt + pick(wait), (ee - tt) / (O - 1) if O > 1 else None, ee + pick(wait),
-                       tokens / ee if ee else 0.0)
+        tt, ee, ms = pick(ttft), pick(e2e), pick(span)
+        return Latency(tt, (ee - tt) / (O - 1) if O > 1 else None, ee, tokens / ms if ms else 0.0)
 
     expected = lat(lambda c: c.expected_s)
     ideal = lat(lambda c: c.ideal_s)
-    return ServeResult(scenario, replicas, per_replica, n, 1, p, expected, ideal,
-                       _explain(ttft + wait, e2e + wait, O), decode_step, tuple(notes))
+    return ServeResult(scenario, replicas, per_replica, n, 1, prefill_steps, expected, ideal,
+                       _explain(ttft, e2e, O), decode_step[1] if decode_step else None, tuple(notes))
 
 
 __all__ = ["ARRIVALS", "StepModel", "Scenario", "Latency", "ServeResult", "simulate"]
