@@ -123,7 +123,7 @@ def sections(d, model_id: str) -> list[Section]:
     out = [mem]
     if r is not None:
         s = r.scenario
-        mode = " arriving together" if s.arrival == "together" else " (closed loop, steady state)"
+        mode = " arriving together" if s.arrival == "together" else " (closed loop, clients starting together)"
         lat = Section(f"{s.concurrency} request(s) of {s.input_len:,} in / {s.output_len:,} out{mode}",
                       ["", "expected", "ideal", "expected / ideal"], right=(1, 2, 3))
 
