@@ -229,7 +229,9 @@ def to_dict(a: Analysis, *, model_id: str = "", source: str = "") -> dict:
             "prefill": a.prefill_flops,
             "context": o.context,
             "convention": "2 FLOPs per multiply-add of every matmul (weights, q·k, p·v); decode attends "
-                          "context+1 keys; prefill is the exact causal triangle with logits for the last token",
+                          "context+1 keys; prefill is the exact causal triangle with logits for the last token"
+                          + ("; a text-only step: the cross-attention layers are skipped (no image), as transformers "
+                             "does" if spec.cross_attention is not None else ""),
         },
         "kv_cache": {
             "bytes_per_token": a.kv.bytes_per_token,
@@ -242,6 +244,7 @@ def to_dict(a: Analysis, *, model_id: str = "", source: str = "") -> dict:
             "state_bytes_per_sequence": a.kv.state_bytes_per_sequence,
             "state_dtype": a.kv.state_dtype.name,
             "per_layer": a.kv.per_layer(),
+            "cross_attention": cross_attention_dict(a),
         },
         "memory": {
             "weights_bytes": a.weights_bytes,
@@ -271,6 +274,21 @@ def to_dict(a: Analysis, *, model_id: str = "", source: str = "") -> dict:
         moe["weight_bytes_read_per_step"] = a.decode_totals.weight_bytes
         d["moe"] = moe
     return d
+
+
+def cross_attention_dict(a: Analysis) -> dict | None:
+    """The cross-attention layers' KV cache (mllama), per image; None for a model without them."""
+    x = a.spec.cross_attention
+    if x is None:
+        return None
+    return {
+        "layers": list(x.layers),
+        "image_tokens_per_image": x.image_tokens or None,
+        "bytes_per_image": a.kv.cross_bytes_per_image,
+        "convention": "K and V of every cross-attention layer over one image's tokens (max_num_tiles x "
+                      "(patches + 1)), cached once per image; not in bytes_per_token, bytes_per_sequence or "
+                      "memory.kv_bytes, which count text tokens",
+    }
 
 
 # ---- capacity ------------------------------------------------------------------------------------

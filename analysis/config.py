@@ -18,8 +18,8 @@ from typing import Any
 from . import families
 from .errors import ConfigError, UnsupportedModelError
 from .files import read_bounded
-from .families import (FLAT_TEXT_WRAPPERS, TEXT_WRAPPERS, VISION_COUNTED, WRAPPER_TIE,  # noqa: F401  (re-exported)
-                       supported_model_types)
+from .families import (FLAT_TEXT_WRAPPERS, IMAGE_TOKENS, TEXT_WRAPPERS, VISION_COUNTED,  # noqa: F401  (re-exported)
+                       WRAPPER_TIE, supported_model_types)
 from .families import decoder as _decoder
 from .families.common import ALIASES, Traits, generic_traits, read_rope_extra
 from .fields import Fields, short
@@ -170,6 +170,15 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         spec = family(f, model_type)
     if wrapper in VISION_COUNTED:
         spec = replace(spec, vision=VISION_COUNTED[wrapper](top, spec.hidden_size, where.replace(" (text_config)", "")))
+    if spec.cross_attention is not None:
+        x = spec.cross_attention
+        if wrapper in IMAGE_TOKENS:
+            x = replace(x, image_tokens=IMAGE_TOKENS[wrapper](top, where.replace(" (text_config)", "")))
+            spec = replace(spec, cross_attention=x)
+        caveats.append(f"{len(x.layers)} cross-attention layers (checkpoint layers {', '.join(map(str, x.layers))}) "
+                       "attend to image tokens: their weights are counted, their KV cache is per image "
+                       "(kv_cache.cross_attention), and a text-only step skips them, as transformers does; the "
+                       f"decoder, its FLOPs and its per-token KV are the {spec.num_layers} self-attention layers")
     spec = finish(spec, f, top_cfg=top, name=name, source=source, caveats=caveats)
     if generic:
         spec = replace(spec, generic=True)

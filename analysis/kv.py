@@ -13,6 +13,10 @@
   ``heads × head_dim × state_size``, Mamba-1 ``d_inner × state_size``, Gated DeltaNet
   ``v_heads × k_head_dim × v_head_dim``). Falcon-H1 layers have both K/V and a state.
 
+- Cross-attention layers (Llama 3.2 Vision): K and V of the image tokens, once per image
+  (``cross_bytes_per_image``: cross layers × 2 × KV heads × head_dim × image tokens), nothing per text
+  token; not in ``bytes_per_token`` nor ``bytes_per_sequence``, which are the text tokens'.
+
 ``bytes_per_token`` is what one token adds across all layers while the context is shorter than every
 window; ``bytes_per_sequence(context)`` caps each windowed layer at its window.
 """
@@ -81,6 +85,7 @@ class KVCache:
     state_dtype: DType
     layers: tuple[LayerKV, ...]
     naive_bytes_per_token: int  # MLA only: expanded per-head K/V; else equal to bytes_per_token
+    cross_bytes_per_image: int | None = None  # mllama: K/V of the cross-attention layers for one image
 
     @property
     def bytes_per_token(self) -> int:
@@ -116,4 +121,6 @@ def kv_cache(spec: ModelSpec, kv_dtype: DType, state_dtype: DType) -> KVCache:
         m = spec.layers[group[0]].mixer
         per = kv_dtype.nbytes(m.expanded_kv_elements_per_token()) if isinstance(m, MLA) else layers[group[0]].bytes_per_token
         naive += len(group) * per
-    return KVCache(kv_dtype, state_dtype, layers, naive)
+    x = spec.cross_attention
+    cross = kv_dtype.nbytes(x.kv_elements_per_image()) if x is not None and x.image_tokens else None
+    return KVCache(kv_dtype, state_dtype, layers, naive, cross)

@@ -64,6 +64,7 @@ class ParamCounts:
     per_layer: tuple[LayerParams, ...]
     vision: int = 0
     audio: int = 0
+    cross_attention: int = 0  # mllama's cross-attention layers (also in attention, mlp and norm)
 
     @property
     def non_embedding(self) -> int:
@@ -90,6 +91,7 @@ class ParamCounts:
             "ssm": self.ssm,
             "vision": self.vision,
             "audio": self.audio,
+            "cross_attention_layers": self.cross_attention,
             "mtp": self.mtp,
             "per_layer": [
                 {"kind": p.kind, "count": p.count, "first_layer": p.first_layer, "attention": p.attention,
@@ -125,6 +127,10 @@ def count_params(spec: ModelSpec) -> ParamCounts:
         by_cat[t.kind] += t.numel
     for t in spec.input_tensors():
         by_cat[category(t)] += t.numel
+    cross = 0
+    for t in spec.cross_tensors():  # mllama's cross-attention layers: dense, by their module's category
+        by_cat[category(t)] += t.numel
+        cross += t.numel
     active = sum(by_cat.values())  # every model-level tensor is used by every token
     per_layer = []
     for idx in spec.layer_groups:  # identical layers counted once, times their number
@@ -151,4 +157,5 @@ def count_params(spec: ModelSpec) -> ParamCounts:
         attention=by_cat["attention"], mlp=by_cat["mlp"], experts=by_cat["experts"],
         shared_experts=by_cat["shared_experts"], router=by_cat["router"], norm=by_cat["norm"], ssm=by_cat["ssm"],
         mtp=mtp, per_layer=tuple(per_layer), vision=by_cat["vision"], audio=by_cat["audio"],
+        cross_attention=cross,
     )

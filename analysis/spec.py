@@ -686,6 +686,57 @@ class MoE:
 FFN = Union[MLP, MoE]
 
 
+# ---- cross-attention layers (Llama 3.2 Vision) ----------------------------------------------------
+
+
+@frozen
+class CrossAttentionLayers:
+    """Llama 3.2 Vision's (mllama) cross-attention layers, interleaved with the self-attention decoder at
+    checkpoint indices ``layers``.
+
+    Each is a gated block (transformers' ``MllamaCrossAttentionDecoderLayer``): an RMSNorm, attention whose
+    queries are the text tokens and whose keys and values are the image tokens (q/k/v/o bias-free, RMSNorms
+    over head_dim on q and k), a tanh gate, an RMSNorm, the gated MLP and a second tanh gate. Their K and V
+    are computed once per image and cached: ``num_key_value_heads × 2 × head_dim`` elements per image token
+    and layer, with ``image_tokens`` tokens per image (``max_num_tiles × (patches + 1)``, padded tiles
+    included, as transformers' cross_attention_states are shaped); nothing per text token. A text-only step
+    skips the whole layer (transformers: no cross_attention_states and nothing cached), so the decoder, its
+    trace and its FLOPs are the self-attention layers; the weights count in parameters and memory."""
+
+    layers: tuple[int, ...]
+    hidden_size: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    head_dim: int
+    intermediate_size: int
+    act: str = "silu"
+    image_tokens: int = 0  # per image; 0 when the vision config is unknown (a text_config read alone)
+
+    def kv_elements_per_image(self) -> int:
+        """K and V of every cross-attention layer for one image's tokens."""
+        return len(self.layers) * 2 * self.num_key_value_heads * self.head_dim * self.image_tokens
+
+    def tensors(self) -> list[Tensor]:
+        """Every cross-attention layer's tensors, named ``model.cross_layers.{k}.*`` (k-th cross layer)."""
+        out: list[Tensor] = []
+        h, hd = self.hidden_size, self.head_dim
+        mlp = MLP(h, self.intermediate_size, act=self.act)
+        for k in range(len(self.layers)):
+            p = f"model.cross_layers.{k}"
+            out.append(Tensor(f"{p}.input_layernorm.weight", (h,), "norm"))
+            _linear(out, f"{p}.cross_attn.q_proj", self.num_attention_heads * hd, h, False)
+            _linear(out, f"{p}.cross_attn.k_proj", self.num_key_value_heads * hd, h, False)
+            _linear(out, f"{p}.cross_attn.v_proj", self.num_key_value_heads * hd, h, False)
+            _linear(out, f"{p}.cross_attn.o_proj", h, self.num_attention_heads * hd, False)
+            out.append(Tensor(f"{p}.cross_attn.q_norm.weight", (hd,), "norm"))
+            out.append(Tensor(f"{p}.cross_attn.k_norm.weight", (hd,), "norm"))
+            out.append(Tensor(f"{p}.cross_attn_attn_gate", (1,), "other"))
+            out.append(Tensor(f"{p}.post_attention_layernorm.weight", (h,), "norm"))
+            out.extend(mlp.tensors(f"{p}.mlp"))
+            out.append(Tensor(f"{p}.cross_attn_mlp_gate", (1,), "other"))
+        return out
+
+
 # ---- layers and model ----------------------------------------------------------------------------
 
 
@@ -803,6 +854,8 @@ class ModelSpec:
     # normed per layer (``per_layer_projection_norm``); layer i reads slice i (``Layer.per_layer_input``)
     per_layer_input_size: int = 0
     per_layer_vocab_size: int = 0
+    embedding_rows: int = 0  # rows of embed_tokens when not vocab_size (mllama: vocab_size + 8)
+    cross_attention: CrossAttentionLayers | None = None  # mllama: image cross-attention layers, apart from `layers`
     torch_dtype: str | None = None
     quant: QuantSpec | None = None
     # numerics the runtime decoder needs (not used by the arithmetic)
@@ -842,7 +895,8 @@ class ModelSpec:
         return self.word_embed_proj_dim or self.hidden_size
 
     def embedding_tensors(self) -> list[Tensor]:
-        out = [Tensor("model.embed_tokens.weight", (self.vocab_size, self.embed_dim), "embedding")]
+        out = [Tensor("model.embed_tokens.weight", (self.embedding_rows or self.vocab_size, self.embed_dim),
+                      "embedding")]
         if self.position_embeddings:
             out.append(Tensor("model.embed_positions.weight", (self.position_embeddings, self.hidden_size), "embedding"))
         if self.per_layer_input_size:
@@ -911,6 +965,10 @@ class ModelSpec:
             out.extend(tuple(v) for v in split.values())
         return tuple(sorted(out))
 
+    def cross_tensors(self) -> list[Tensor]:
+        """The cross-attention layers' tensors (mllama), none elsewhere."""
+        return self.cross_attention.tensors() if self.cross_attention is not None else []
+
     def layer_tensors(self, i: int) -> list[Tensor]:
         """The tensors of layer ``i``, named as in the checkpoint."""
         return self.layers[i].tensors(f"model.layers.{i}")
@@ -920,6 +978,7 @@ class ModelSpec:
         out = self.embedding_tensors() + self.projection_tensors() + self.input_tensors()
         for i, layer in enumerate(self.layers):
             out.extend(layer.tensors(f"model.layers.{i}"))
+        out.extend(self.cross_tensors())
         out.extend(self.final_norm_tensors())
         out.extend(self.lm_head_tensors())
         out.extend(self.vision)

@@ -488,3 +488,84 @@ def gemma4_towers(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]
     if af is not None:
         out += gemma4_audio_tensors(af, text_hidden)
     return tuple(out)
+
+
+# ---- Llama 3.2 Vision (mllama) -------------------------------------------------------------------
+# MllamaVisionModel: a bias-free patch conv, a class embedding, gated positional embeddings (one per patch
+# and the class token, plus a tile table indexed by aspect ratio), gated pre- and post-tile embeddings
+# (max_aspect_ratio_id + 1 rows of max_num_tiles × hidden), LayerNorms before and after, a local
+# transformer (num_hidden_layers) and a gated global one (num_global_layers: tanh gates on attention and
+# MLP): bias-free q/k/v/o, biased fc1/fc2, LayerNorms. The projector is one biased Linear from
+# vision_output_dim (the hidden size × (1 + intermediate layers)) to the text hidden size.
+
+#: MllamaVisionConfig's list defaults (not in the generated scalar table).
+MLLAMA_ASPECT_RATIOS = 8  # len(supported_aspect_ratios) of the default [[1, 1], [1, 2], ... [4, 1]]
+
+
+def _mllama_fields(top: dict, where: str) -> Fields:
+    vc = top.get("vision_config")
+    return _vision_fields({} if vc is None else vc, where, "mllama_vision_model")
+
+
+def _mllama_patches(f: Fields) -> tuple[int, int]:
+    """(patches per tile, plus the class token; patch side)."""
+    size = f.int("image_size", hi=1 << 16)
+    patch = f.int("patch_size", hi=4096)
+    if patch > size:
+        raise f.error("patch_size", "is larger than image_size")
+    return (size // patch) ** 2 + 1, patch
+
+
+def mllama_image_tokens(top: dict, where: str) -> int:
+    """Image tokens one image puts in the cross-attention cache: max_num_tiles × (patches + 1)."""
+    f = _mllama_fields(top, where)
+    tokens, _ = _mllama_patches(f)
+    return f.int("max_num_tiles", hi=1024) * tokens
+
+
+def mllama_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    f = _mllama_fields(top, where)
+    h = f.int("hidden_size")
+    heads = f.int("attention_heads")
+    attn = heads * (h // heads)  # MllamaVisionAttention: head_dim = hidden // heads
+    if attn == 0:
+        raise f.error("attention_heads", f"({heads}) exceeds the vision hidden size ({h})")
+    inter = f.int("intermediate_size")
+    channels = f.int("num_channels", hi=64)
+    tiles = f.int("max_num_tiles", hi=1024)
+    tokens, patch = _mllama_patches(f)
+    ratios = f.raw("supported_aspect_ratios")
+    if ratios is None:
+        n_ratios = f.derived("supported_aspect_ratios", MLLAMA_ASPECT_RATIOS, "absent: the class default's 8 ratios")
+    elif isinstance(ratios, list) and ratios:
+        n_ratios = len(ratios)
+    else:
+        raise f.error("supported_aspect_ratios", "must be a non-empty list of [width, height] tile counts")
+    out_dim = f.int("vision_output_dim", 7680)  # MllamaVisionConfig's default
+    p = "model.vision_model"
+    out = [Tensor(f"{p}.patch_embedding.weight", (h, channels, patch, patch), "vision"),
+           Tensor(f"{p}.class_embedding", (h,), "vision"),
+           Tensor(f"{p}.gated_positional_embedding.gate", (1,), "vision"),
+           Tensor(f"{p}.gated_positional_embedding.embedding", (tokens, h), "vision"),
+           Tensor(f"{p}.gated_positional_embedding.tile_embedding.weight", (n_ratios + 1, tiles * tokens * h), "vision")]
+    for name in ("pre_tile_positional_embedding", "post_tile_positional_embedding"):
+        out.append(Tensor(f"{p}.{name}.embedding.weight", (n_ratios + 1, tiles * h), "vision"))
+        out.append(Tensor(f"{p}.{name}.gate", (1,), "vision"))
+    _ln(out, f"{p}.layernorm_pre", h)
+    _ln(out, f"{p}.layernorm_post", h)
+    for stack, n, gated in (("transformer", f.int("num_hidden_layers", hi=MAX_LAYERS), False),
+                            ("global_transformer", f.int("num_global_layers", hi=MAX_LAYERS), True)):
+        for i in range(n):
+            b = f"{p}.{stack}.layers.{i}"
+            for name in ("q_proj", "k_proj", "v_proj"):
+                out.append(Tensor(f"{b}.self_attn.{name}.weight", (attn, h), "vision"))
+            out.append(Tensor(f"{b}.self_attn.o_proj.weight", (h, attn), "vision"))
+            _lin(out, f"{b}.mlp.fc1", inter, h)
+            _lin(out, f"{b}.mlp.fc2", h, inter)
+            _ln(out, f"{b}.input_layernorm", h)
+            _ln(out, f"{b}.post_attention_layernorm", h)
+            if gated:
+                out.append(Tensor(f"{b}.gate_attn", (1,), "vision"))
+                out.append(Tensor(f"{b}.gate_ffn", (1,), "vision"))
+    _lin(out, "model.multi_modal_projector", text_hidden, out_dim)
+    return tuple(out)

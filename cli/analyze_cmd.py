@@ -213,7 +213,8 @@ def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]
     model = Section(f"{loaded.id}", ["", ""])
     model.add("source", f"{loaded.source}: {loaded.resolved.path}")
     model.add("architecture", f"{spec.model_type}, {spec.num_layers} layers, hidden {spec.hidden_size}, vocab {spec.vocab_size:,}")
-    model.add("layers", ", ".join(f"{n}× {k}" for k, n in layer_kinds(spec).items()))
+    model.add("layers", ", ".join(f"{n}× {k}" for k, n in layer_kinds(spec).items())
+              + (f", {len(spec.cross_attention.layers)}× cross-attention (image)" if spec.cross_attention else ""))
     model.add("attention", attention_summary(spec))
     model.add("ffn", ffn_summary(spec))
     model.add("weights", a.fmt.describe() + ("" if a.fmt.source != "default" else " (torch_dtype absent)"))
@@ -235,6 +236,9 @@ def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]
     if p.router:
         params.add("routers", fmt_count(p.router), fmt_int(p.router), _pct(p.router, p.total))
     params.add("norms", fmt_count(p.norm), fmt_int(p.norm), _pct(p.norm, p.total))
+    if p.cross_attention:
+        params.add("  of which cross-attention layers", fmt_count(p.cross_attention), fmt_int(p.cross_attention),
+                   _pct(p.cross_attention, p.total))
     if p.vision:
         params.add("vision encoder + projector", fmt_count(p.vision), fmt_int(p.vision), _pct(p.vision, p.total))
     if p.audio:
@@ -262,6 +266,12 @@ def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]
         kv.add("per token if MLA were expanded", fmt_bytes(a.kv.naive_bytes_per_token), fmt_int(a.kv.naive_bytes_per_token))
     if a.kv.state_bytes_per_sequence:
         kv.add("recurrent state per sequence", fmt_bytes(a.kv.state_bytes_per_sequence), fmt_int(a.kv.state_bytes_per_sequence))
+    x = spec.cross_attention
+    if x is not None:  # mllama: image K/V of the cross-attention layers, per image, not per text token
+        per_image = a.kv.cross_bytes_per_image
+        kv.add(f"cross-attention, per image ({len(x.layers)} layers × {x.image_tokens:,} image tokens)",
+               fmt_bytes(per_image) if per_image is not None else "unknown",
+               fmt_int(per_image) if per_image is not None else "")
     windows = sorted({lk.window for lk in a.kv.layers if lk.window})
     if windows:
         kv.caption = f"windowed layers keep at most {', '.join(f'{w:,}' for w in windows)} tokens"

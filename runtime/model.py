@@ -1004,7 +1004,7 @@ class Body(nn.Module):
 
     def __init__(self, spec: ModelSpec, num: Numerics, notes: list[str], dtype):
         super().__init__()
-        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.embed_dim, dtype=dtype)
+        self.embed_tokens = nn.Embedding(spec.embedding_rows or spec.vocab_size, spec.embed_dim, dtype=dtype)
         if spec.word_embed_proj_dim:  # OPT: the embedding is narrower than the residual stream
             self.project_in = linear(spec.embed_dim, spec.hidden_size, False, dtype)
             self.project_out = linear(spec.hidden_size, spec.embed_dim, False, dtype)

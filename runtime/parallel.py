@@ -51,6 +51,9 @@ def check_tp_supported(spec: ModelSpec, tp: int) -> None:
     """Refuse, with one message, what the tensor-parallel runtime does not shard yet."""
     if spec.numerics.layer_scalar:  # K = V, shared-KV layers, per-layer inputs, the MoE beside the MLP
         raise RuntimeUnavailableError(f"verify --tp does not shard Gemma 4 ({spec.label}) yet", "use --tp 1")
+    if spec.embedding_rows:
+        raise RuntimeUnavailableError(f"verify --tp does not shard an embedding of {spec.embedding_rows} rows for a "
+                                      f"vocabulary of {spec.vocab_size} yet", "use --tp 1")
     if spec.vocab_size % tp:
         raise OptionError(f"--tp {tp}: the vocabulary ({spec.vocab_size}) does not split {tp} ways",
                           "choose a tp that divides the vocabulary size")

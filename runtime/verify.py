@@ -627,13 +627,18 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
     # -- exact checks ---------------------------------------------------------------------------------
     measured_params = parameter_count(model)
     shapes = {n: tuple(p.shape) for n, p in unique_parameters(model)}
+    cross = {t.name for t in spec.cross_tensors()}
     # the text decoder only
-    expected = {t.name: tuple(t.shape) for t in spec.tensors() if t.kind not in ("vision", "audio")}
+    expected = {t.name: tuple(t.shape) for t in spec.tensors()
+                if t.kind not in ("vision", "audio") and t.name not in cross}
     pnote = "" if shapes == expected else (
         f"tensor names/shapes differ from the spec: {sorted(set(shapes.items()) ^ set(expected.items()))[:3]}")
     if params.vision or params.audio:
         pnote = (pnote + "; " if pnote else "") + (f"the text decoder: params.total less the vision/audio encoders "
                                                    f"({params.vision + params.audio:,}), which verify does not build")
+    if params.cross_attention:
+        pnote += (f"; less the cross-attention layers ({params.cross_attention:,}), which a text-only step skips "
+                  "(transformers too) and verify does not build")
     g = torch.Generator(device="cpu").manual_seed(opts.seed)
     tokens = torch.randint(0, spec.vocab_size, (B, 1), generator=g).to(device)
 
@@ -645,7 +650,8 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
         kernels, _ = count_kernels(step)  # what the eager step dispatches, priced at the profile's launch cost
     fnote = ", ".join(f"{k.split('.')[-1]} {v:,}" for k, v in sorted(by_op.items(), key=lambda kv: -kv[1]))
     checks = (
-        Check("params", params.total - params.vision - params.audio, measured_params, "parameters", pnote or "from the model's own tensors"),
+        Check("params", params.total - params.vision - params.audio - params.cross_attention, measured_params,
+              "parameters", pnote or "from the model's own tensors"),
         Check("flops", totals.flops, flops, "FLOPs", f"one decode step (batch {B}, {C} cached tokens): {fnote}"),
         Check("kv_bytes", kv_bytes, cache.nbytes, "bytes",
               f"bytes_per_sequence({capacity}) × {B}; capacity = context + 1 (the decoded token)"),

@@ -258,8 +258,18 @@ _QWEN35_MOE_TEXT = dict({k: v for k, v in _QWEN35_TEXT.items() if k != "intermed
 _QWEN35_VISION = {"model_type": "qwen3_5_vision", "depth": 2, "hidden_size": 64, "intermediate_size": 96,
                   "num_heads": 4, "patch_size": 8, "temporal_patch_size": 2, "spatial_merge_size": 2,
                   "num_position_embeddings": 64, "out_hidden_size": 128}
+_MLLAMA_VISION = {"model_type": "mllama_vision_model", "hidden_size": 32, "attention_heads": 2, "intermediate_size": 48,
+                  "num_hidden_layers": 2, "num_global_layers": 1, "image_size": 32, "patch_size": 8, "max_num_tiles": 2,
+                  "supported_aspect_ratios": [[1, 1], [1, 2], [2, 1]], "vision_output_dim": 96,
+                  "intermediate_layers_indices": [0, 1]}
+_MLLAMA_TEXT = dict(_TEXT, model_type="mllama_text_model", num_hidden_layers=5, cross_attention_layers=[1, 3],
+                    pad_token_id=0)
 
 WRAPPERS = {
+    "mllama": {"model_type": "mllama", "text_config": _MLLAMA_TEXT, "vision_config": _MLLAMA_VISION},
+    # embed_tokens has vocab + 8 rows, lm_head vocab: never tied, whatever the flags say
+    "mllama-tie-flags": {"model_type": "mllama", "text_config": dict(_MLLAMA_TEXT, tie_word_embeddings=True),
+                         "vision_config": _MLLAMA_VISION, "tie_word_embeddings": True},
     "qwen2_vl": {"model_type": "qwen2_vl", "vision_config": _QWEN2_VISION,
                  "text_config": dict(_TEXT, model_type="qwen2_vl_text", rope_scaling=_MROPE)},
     "qwen2_5_vl-text-tied": {"model_type": "qwen2_5_vl", "vision_config": _QWEN25_VISION,
@@ -328,6 +338,50 @@ def test_flat_qwen_vl_config_is_its_text_config(model_type, vision):
     p = count_params(parse_config(flat))
     assert p == count_params(parse_config(nested))
     assert p.total == hf_param_count(flat) and p.lm_head == 0
+
+
+#: The architecture fields of meta-llama/Llama-3.2-11B-Vision-Instruct's config.json, transcribed field by field
+#: (no verbatim copy of the file was found to bundle; the vision fields agree with mistral.rs' and llama.cpp's
+#: notes on the checkpoint: 560-pixel tiles of 14-pixel patches, 4 tiles, 32 + 8 vision layers).
+LLAMA_32_11B_VISION = {
+    "model_type": "mllama", "image_token_index": 128256, "torch_dtype": "bfloat16",
+    "text_config": {"model_type": "mllama_text_model", "cross_attention_layers": [3, 8, 13, 18, 23, 28, 33, 38],
+                    "hidden_act": "silu", "hidden_size": 4096, "intermediate_size": 14336,
+                    "max_position_embeddings": 131072, "num_attention_heads": 32, "num_hidden_layers": 40,
+                    "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_theta": 500000.0,
+                    "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                                     "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+                    "tie_word_embeddings": False, "vocab_size": 128256},
+    "vision_config": {"model_type": "mllama_vision_model", "attention_heads": 16, "hidden_act": "gelu",
+                      "hidden_size": 1280, "image_size": 560, "intermediate_layers_indices": [3, 7, 15, 23, 30],
+                      "intermediate_size": 5120, "max_num_tiles": 4, "norm_eps": 1e-05, "num_channels": 3,
+                      "num_global_layers": 8, "num_hidden_layers": 32, "patch_size": 14,
+                      "supported_aspect_ratios": [[1, 1], [1, 2], [1, 3], [1, 4], [2, 1], [2, 2], [3, 1], [4, 1]],
+                      "vision_output_dim": 7680},
+}
+
+
+@pytest.mark.parametrize("cfg", [LLAMA_32_11B_VISION, WRAPPERS["mllama"]], ids=["Llama-3.2-11B-Vision", "tiny"])
+def test_mllama_cross_attention_layers_cache_image_tokens(cfg):
+    """The cross-attention layers count in params and weights, cache K/V per image (not per text token), and
+    a text-only step skips them: the per-token KV and the decoder are the self-attention layers'."""
+    from planner.analysis.analyze import to_dict
+
+    spec = parse_config(cfg)
+    p = count_params(spec)
+    assert p.total == hf_param_count(cfg)
+    text, vision = cfg["text_config"], cfg["vision_config"]
+    cross = text["cross_attention_layers"]
+    assert spec.num_layers == text["num_hidden_layers"] - len(cross)
+    kv, hd = text["num_key_value_heads"], text["hidden_size"] // text["num_attention_heads"]
+    a = analyze(spec, Options(context=100, dtype="bf16", kv_dtype="bf16"))
+    assert a.kv.bytes_per_token == spec.num_layers * 2 * kv * hd * 2
+    image_tokens = vision["max_num_tiles"] * ((vision["image_size"] // vision["patch_size"]) ** 2 + 1)
+    assert a.kv.cross_bytes_per_image == len(cross) * 2 * kv * hd * image_tokens * 2
+    d = to_dict(a)["kv_cache"]["cross_attention"]
+    assert (d["layers"], d["image_tokens_per_image"], d["bytes_per_image"]) == (cross, image_tokens,
+                                                                               a.kv.cross_bytes_per_image)
+    assert a.weights_bytes == 2 * p.total and p.cross_attention > 0
 
 
 def test_multimodal_wrapper_default_vision_towers():

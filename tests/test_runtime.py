@@ -160,7 +160,8 @@ def hf_model(cfg: dict):
     pytest.importorskip("transformers", reason="parity tests need transformers (the dev extra)")
     import transformers
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+    from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+                                                        MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
 
     transformers.logging.set_verbosity_error()
     d = dict(cfg, initializer_range=0.1)
@@ -169,7 +170,9 @@ def hf_model(cfg: dict):
         warnings.simplefilter("ignore")
         config = AutoConfig.for_model(mt, **d)
         torch.manual_seed(0)
-        auto = AutoModelForCausalLM if mt in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES else AutoModelForImageTextToText
+        # a wrapper with a vision tower: its full model (mllama's causal-LM class is the text model alone)
+        vl = "vision_config" in d and mt in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+        auto = AutoModelForCausalLM if mt in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and not vl else AutoModelForImageTextToText
         model = auto.from_config(config, attn_implementation="eager").float().eval()
     g = torch.Generator().manual_seed(1)
     with torch.no_grad():
@@ -237,6 +240,14 @@ _QWEN3_VISION = dict(depth=2, hidden_size=32, intermediate_size=48, num_heads=2,
                      spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=16,
                      deepstack_visual_indexes=[0, 1])
 WRAPPED.update({
+    # Llama 3.2 Vision: a text-only step skips the cross-attention layer (1), as transformers does
+    "mllama": {"model_type": "mllama",
+               "text_config": dict(TINY["llama"], model_type="mllama_text_model", num_hidden_layers=3,
+                                   cross_attention_layers=[1]),
+               "vision_config": dict(hidden_size=32, attention_heads=2, intermediate_size=48, num_hidden_layers=1,
+                                     num_global_layers=1, image_size=16, patch_size=8, max_num_tiles=2,
+                                     supported_aspect_ratios=[[1, 1], [1, 2], [2, 1]], vision_output_dim=64,
+                                     intermediate_layers_indices=[0])},
     # a flat config, as Qwen2-VL's hub configs are
     "qwen2_vl": dict(TINY["qwen2"], model_type="qwen2_vl", rope_scaling=_MROPE,
                      vision_config=dict(depth=1, embed_dim=32, mlp_ratio=2, num_heads=2, hidden_size=64, patch_size=4,
@@ -267,7 +278,8 @@ def test_wrapper_text_logits_equal_transformers(family):
     hf = hf_model(cfg)
     spec, ours = ours_from_hf(cfg, hf)
     vision = sum(p.numel() for n, p in hf.named_parameters()
-                 if any(k in n for k in (".vision_tower.", ".multi_modal_projector.", ".visual.", ".embed_vision.")))
+                 if any(k in n for k in (".vision_tower.", ".multi_modal_projector.", ".visual.", ".embed_vision.",
+                                         ".vision_model.")))
     audio = sum(p.numel() for n, p in hf.named_parameters() if ".audio_tower." in n or ".embed_audio." in n)
     assert (count_params(spec).vision, count_params(spec).audio) == (vision, audio)
     tokens = torch.randint(0, 127, (2, 12), generator=torch.Generator().manual_seed(2))

@@ -28,7 +28,7 @@ from typing import Callable, Union
 
 from .. import vision
 from ..spec import ModelSpec, NormKind, RopeStyle, RouterKind
-from . import bloom, cohere, dbrx, deepseek, falcon, gemma4, gpt2, gpt_neox, hybrid, opt
+from . import bloom, cohere, dbrx, deepseek, falcon, gemma4, gpt2, gpt_neox, hybrid, mllama, opt
 from .common import Traits
 
 Builder = Callable[..., ModelSpec]
@@ -125,6 +125,7 @@ REGISTRY: dict[str, Family] = {
     "lfm2": hybrid.build_lfm2,
     "phi": hybrid.build_phi,
     "gemma4_text": gemma4.build,
+    "mllama_text_model": mllama.build_text,
 }
 
 #: Multimodal wrappers whose language model lives in ``text_config`` (the inner model_type when the
@@ -142,6 +143,7 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "qwen3_5": "qwen3_5_text",
     "qwen3_5_moe": "qwen3_5_moe_text",
     "gemma4": "gemma4_text",
+    "mllama": "mllama_text_model",
 }
 
 #: Wrappers whose vision tower and projector are counted, as their ``*ForConditionalGeneration`` builds
@@ -157,7 +159,12 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
     "qwen3_5": vision.qwen3_5_vision,
     "qwen3_5_moe": vision.qwen3_5_vision,
     "gemma4": vision.gemma4_towers,
+    "mllama": vision.mllama_vision,
 }
+
+#: Wrappers whose language model has image cross-attention layers: model_type -> (top-level config,
+#: where) -> image tokens one image puts in their cache.
+IMAGE_TOKENS: dict[str, Callable[[dict, str], int]] = {"mllama": vision.mllama_image_tokens}
 
 #: Wrappers whose published configs may be flat: the language model's fields at the top level beside
 #: vision_config (Qwen2-VL, Qwen2.5-VL: transformers' config pops them into its text_config).
