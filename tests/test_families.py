@@ -361,6 +361,95 @@ LLAMA_32_11B_VISION = {
 }
 
 
+#: Qwen2-VL-7B-Instruct's config.json as a VARGPT preparation script copies it (github search, find_string id
+#: 57753381994): every field as published except model_type, renamed there (restored to qwen2_vl) and architectures
+#: (dropped there). Qwen3-VL-30B-A3B-Instruct's as a Rust test transcribes it (find_string id 62478544309: "only the
+#: fields from_hf reads", every architecture field). Not bundled: neither is a verbatim copy.
+QWEN2_VL_7B = {"attention_dropout": 0.0,
+               "bos_token_id": 151643,
+               "eos_token_id": 151645,
+               "vision_start_token_id": 151652,
+               "vision_end_token_id": 151653,
+               "vision_token_id": 151654,
+               "image_token_id": 151655,
+               "video_token_id": 151656,
+               "hidden_act": "silu",
+               "hidden_size": 3584,
+               "initializer_range": 0.02,
+               "intermediate_size": 18944,
+               "max_position_embeddings": 32768,
+               "max_window_layers": 28,
+               "model_type": "qwen2_vl",
+               "num_attention_heads": 28,
+               "num_hidden_layers": 28,
+               "num_key_value_heads": 4,
+               "rms_norm_eps": 1e-06,
+               "rope_theta": 1000000.0,
+               "sliding_window": 32768,
+               "tie_word_embeddings": False,
+               "torch_dtype": "bfloat16",
+               "transformers_version": "4.41.2",
+               "use_cache": True,
+               "use_sliding_window": False,
+               "vision_config": {"depth": 32,
+                                 "embed_dim": 1280,
+                                 "mlp_ratio": 4,
+                                 "num_heads": 16,
+                                 "in_chans": 3,
+                                 "hidden_size": 3584,
+                                 "patch_size": 14,
+                                 "spatial_merge_size": 2,
+                                 "spatial_patch_size": 14,
+                                 "temporal_patch_size": 2},
+               "rope_scaling": {"type": "mrope", "mrope_section": [16, 24, 24]},
+               "vocab_size": 152064}
+QWEN3_VL_30B_A3B = {"architectures": ["Qwen3VLMoeForConditionalGeneration"],
+                    "image_token_id": 151655,
+                    "model_type": "qwen3_vl_moe",
+                    "text_config": {"attention_bias": False,
+                                    "decoder_sparse_step": 1,
+                                    "head_dim": 128,
+                                    "hidden_size": 2048,
+                                    "intermediate_size": 6144,
+                                    "max_position_embeddings": 262144,
+                                    "mlp_only_layers": [],
+                                    "model_type": "qwen3_vl_moe_text",
+                                    "moe_intermediate_size": 768,
+                                    "norm_topk_prob": True,
+                                    "num_attention_heads": 32,
+                                    "num_experts": 128,
+                                    "num_experts_per_tok": 8,
+                                    "num_hidden_layers": 48,
+                                    "num_key_value_heads": 4,
+                                    "rms_norm_eps": 1e-06,
+                                    "rope_scaling": {"mrope_interleaved": True, "mrope_section": [24, 20, 20], "rope_type": "default"},
+                                    "rope_theta": 5000000,
+                                    "vocab_size": 151936},
+                    "tie_word_embeddings": False,
+                    "video_token_id": 151656,
+                    "vision_config": {"deepstack_visual_indexes": [8, 16, 24],
+                                      "depth": 27,
+                                      "hidden_act": "gelu_pytorch_tanh",
+                                      "hidden_size": 1152,
+                                      "in_channels": 3,
+                                      "intermediate_size": 4304,
+                                      "model_type": "qwen3_vl_moe",
+                                      "num_heads": 16,
+                                      "num_position_embeddings": 2304,
+                                      "out_hidden_size": 2048,
+                                      "patch_size": 16,
+                                      "spatial_merge_size": 2,
+                                      "temporal_patch_size": 2},
+                    "vision_end_token_id": 151653,
+                    "vision_start_token_id": 151652}
+
+
+@pytest.mark.parametrize("cfg", [QWEN2_VL_7B, QWEN3_VL_30B_A3B], ids=["Qwen2-VL-7B-Instruct", "Qwen3-VL-30B-A3B-Instruct"])
+def test_real_qwen_vl_configs_equal_transformers(cfg):
+    p = count_params(parse_config(cfg))
+    assert p.total == hf_param_count(cfg) and p.vision > 0
+
+
 @pytest.mark.parametrize("cfg", [LLAMA_32_11B_VISION, WRAPPERS["mllama"]], ids=["Llama-3.2-11B-Vision", "tiny"])
 def test_mllama_cross_attention_layers_cache_image_tokens(cfg):
     """The cross-attention layers count in params and weights, cache K/V per image (not per text token), and
