@@ -342,6 +342,14 @@ def stage_tensors(spec: ModelSpec, plan: LayoutPlan):
                 yield s, t, lo.tp
             else:
                 yield s, t, lo.attn_tp
+    x = spec.cross_attention
+    if x is not None:  # mllama: each cross-attention layer on the stage of the self-attention layer before it
+        tensors = x.tensors()
+        per = len(tensors) // len(x.layers)
+        for k, i in enumerate(x.layers):
+            s = plan.stage_of(max(0, i - k - 1), "layer")  # i - k self-attention layers come before it
+            for t in tensors[k * per:(k + 1) * per]:
+                yield s, t, 1 if t.kind == "norm" else lo.attn_tp
     names = {t.name for t in emb_norm}
     for t in spec.final_norm_tensors():
         if t.name not in names:

@@ -64,6 +64,9 @@ def check_pp_supported(spec: ModelSpec, pp: int, tp: int) -> LayoutPlan:
         if spec.hidden_size % tp:
             raise OptionError(f"--tp {tp} --pp {pp}: the hidden size {spec.hidden_size} does not split {tp} ways "
                               "(each tensor-parallel rank sends its slice to the next stage)")
+    if spec.cross_attention is not None:
+        raise RuntimeUnavailableError(f"verify --pp does not build the {len(spec.cross_attention.layers)} "
+                                      "cross-attention layers its stages' parameters count yet", "use --pp 1")
     return plan
 
 
