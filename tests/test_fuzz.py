@@ -394,6 +394,7 @@ def mutation(draw, cfg):
             cfg.setdefault("num_experts_per_tok", -2)
         elif which == 3:  # layer_types of the wrong length or an unknown kind
             n = cfg.get("num_hidden_layers") if isinstance(cfg.get("num_hidden_layers"), int) else 2
+            n = min(n, 4096)  # a "size" mutation may have set 10**18 layers: the list is still the wrong length
             cfg["layer_types"] = draw(st.one_of(
                 st.just(["full_attention"] * (max(n, 0) + 1)), st.just(["teleport_attention"] * max(n, 1)),
                 st.lists(st.sampled_from(["full_attention", "sliding_attention", "chunked_attention", "mamba"]),
