@@ -82,6 +82,11 @@ def plan_predict(p) -> float | None:
     return total / p.gpus if p.per_gpu else total
 
 
+def _overlap_note(eng, lo) -> str:
+    ep = eng.expert_parallel
+    return f", overlapped: {ep.library} two-batch overlap" if ep is not None and lo.ep > 1 and ep.overlap == "two_batch" else ""
+
+
 def layout_predict(e: dict, engine_map: dict) -> tuple[float | None, str, str]:
     """(prediction, the layout's label, a note) for an entry with a ``layout`` block (module doc, 2.)."""
     import numpy as np
@@ -133,11 +138,11 @@ def layout_predict(e: dict, engine_map: dict) -> tuple[float | None, str, str]:
     if phase == "prefill":
         st = replica_step(a, hw, plan, em, batch=seqs, new_tokens=i, cached=0)
         per_gpu = seqs * i / st.iteration_s / lo.gpus_per_replica
-        note += f"; step {st.iteration_s * 1e3:.1f} ms (collectives {st.comm_s * 1e3:.1f} ms)"
+        note += f"; step {st.iteration_s * 1e3:.1f} ms (compute {st.compute_s * 1e3:.1f} ms, collectives {st.comm_s * 1e3:.1f} ms{_overlap_note(eng, lo)})"
     elif phase == "decode":
         st = replica_step(a, hw, plan, em, batch=seqs, new_tokens=1, cached=ctx)
         per_gpu = seqs / st.iteration_s / lo.gpus_per_replica
-        note += f"; step {st.iteration_s * 1e3:.1f} ms (collectives {st.comm_s * 1e3:.1f} ms)"
+        note += f"; step {st.iteration_s * 1e3:.1f} ms (compute {st.compute_s * 1e3:.1f} ms, collectives {st.comm_s * 1e3:.1f} ms{_overlap_note(eng, lo)})"
     else:
         n = int(s["num_requests"])
         cost = step_cost(a, hw, plan, em, ref_batch=min(seqs, 64), ref_context=i + o // 2,

@@ -82,3 +82,55 @@ def collective_s(c: Collective, lk: Links, hw_name: str = "", *, efficiency: flo
     else:
         raise ValueError(f"unknown collective kind {c.kind!r}")
     return c.count * (steps * lat + wire / bw)
+
+
+# ---- the MoE all-to-all as an expert-parallel library moves it ------------------------------------
+
+
+def touched_fraction(num_experts: int, topk: int, parts: int) -> float:
+    """Probability that a token's ``topk`` distinct experts, drawn uniformly from ``num_experts`` spread
+    evenly over ``parts`` GPUs or nodes, touch a given part: ``1 - C(E - E/parts, k) / C(E, k)``
+    (hypergeometric; balanced routing, as EPLB aims for; DeepSeek's group-limited routing, at most
+    ``topk_group`` groups per token, is not applied: it binds only beyond 4 nodes)."""
+    from math import comb
+
+    per = num_experts // parts
+    return 1.0 - comb(num_experts - per, topk) / comb(num_experts, topk)
+
+
+@dataclass(frozen=True)
+class EPExchange:
+    """One MoE dispatch or combine of one GPU: bytes it puts on each link and the seconds it takes."""
+
+    network_bytes: float  # between nodes (RDMA)
+    nvlink_bytes: float  # inside the node (NVLink forwarding, or a group that fits one node)
+    seconds: float
+
+
+def ep_exchange(tokens_per_gpu: int, hidden: int, topk: int, num_experts: int, group: int, copy_bytes: float,
+                lk: Links, *, hierarchical: bool, direct: bool, efficiency: float = 1.0) -> EPExchange:
+    """One dispatch (or combine) of ``tokens_per_gpu`` tokens by one GPU of an EP group of ``group`` GPUs,
+    ``copy_bytes`` per routed token copy (the engine's dispatch or combine element size times hidden).
+
+    - flat (``hierarchical=False``; DeepEP's low-latency kernels, and every engine without an EP profile):
+      each of a token's ``topk`` expert copies goes to its expert's GPU, ``(group - 1) / group`` of them
+      leave the GPU, all on the network when the group spans nodes;
+    - hierarchical (DeepEP's normal kernels): a token crosses the network once per other node it touches
+      (``(nodes - 1) · touched_fraction(E, k, nodes)`` copies) and is forwarded on NVLink inside the node
+      to each GPU it touches (``group · touched_fraction(E, k, group) · (g - 1) / g`` copies); the two
+      links run at once (the slower one bounds it).
+    Latency: ``direct`` (every peer written at once) one link latency per call, else ``group - 1`` ring steps."""
+    g = min(lk.gpus_per_node, group)
+    cross = group > lk.gpus_per_node
+    bw_net, bw_nvl = (lk.inter_bytes_per_s or 0.0) * efficiency, (lk.intra_bytes_per_s or 0.0) * efficiency
+    if hierarchical and cross:
+        nodes = -(-group // lk.gpus_per_node)
+        net = tokens_per_gpu * (nodes - 1) * touched_fraction(num_experts, topk, nodes) * copy_bytes
+        nvl = tokens_per_gpu * group * touched_fraction(num_experts, topk, group) * (g - 1) / g * copy_bytes
+        wire_s = max(net / bw_net, nvl / bw_nvl)
+    else:
+        wire = tokens_per_gpu * topk * (group - 1) / group * copy_bytes
+        net, nvl = (wire, 0.0) if cross else (0.0, wire)
+        wire_s = wire / (bw_net if cross else bw_nvl)
+    lat = lk.inter_latency_s if cross else lk.intra_latency_s
+    return EPExchange(net, nvl, (1 if direct else group - 1) * lat + wire_s)

@@ -222,18 +222,68 @@ def replica_step(a, hw, plan: LayoutPlan, em: EngineModel, *, batch: int, new_to
     e_rows = expert_rows(mb * new_tokens, *shape) if shape else None
     # a rank replays a captured graph when its own step is small enough (each rank captures its own)
     graph = graphed(f, tokens=rank_b * new_tokens, prefill=new_tokens > 1)
+    ep = em.profile.expert_parallel if lo.ep > 1 and shape else None
+    overlap = ep is not None and ep.overlap == "two_batch" and rank_b * new_tokens >= 2
     stage_s, comp, comm = [], [], []
     for s in range(lo.pp):
-        dev = _device_s(layout_groups(groups, plan, s, full), hw, a, em, decode=new_tokens == 1,
-                        rows=rank_b * new_tokens, expert_rows=e_rows, graph=graph)
-        col = sum(stage_collective_s(c, hw, f, lk) for c in stage_collectives(a.spec, plan, s, mb * new_tokens, act))
-        stage_s.append(dev + col)
+        lg = layout_groups(groups, plan, s, full)
+        kw = dict(decode=new_tokens == 1, rows=rank_b * new_tokens, expert_rows=e_rows, graph=graph)
+        dev = _device_s(lg, hw, a, em, **kw)
+        parts = {"dispatch": 0.0, "combine": 0.0, "other": 0.0}
+        for c in stage_collectives(a.spec, plan, s, mb * new_tokens, act):
+            if c.kind == "all_to_all" and ep is not None:
+                parts["dispatch" if "dispatch" in c.name else "combine"] += ep_collective_s(
+                    c, a, plan, em, lk, tokens=mb * new_tokens, prefill=new_tokens > 1)
+            else:
+                parts["other"] += stage_collective_s(c, hw, f, lk)
+        col = sum(parts.values())
+        if overlap:
+            from planner.analysis.trace import OpKind
+
+            moe_s = _device_s([g for g in lg if g.op.kind == OpKind.EXPERTS], hw, a, em, **kw)
+            stage_s.append(two_batch_overlap_s(dev - moe_s, moe_s, parts["dispatch"], parts["combine"]) + parts["other"])
+        else:
+            stage_s.append(dev + col)
         comp.append(dev)
         comm.append(col)
     slow = max(range(lo.pp), key=lambda s: stage_s[s])
     # the host's per-sequence work runs on each attention-DP rank's own scheduler, in parallel
     it, bubble, overhead = pipeline_step_s(stage_s, m, f, -(-batch // lo.attn_dp))
     return StepBreakdown(it, tuple(stage_s), comp[slow], comm[slow], m, bubble, overhead)
+
+
+def two_batch_overlap_s(attention_s: float, moe_s: float, dispatch_s: float, combine_s: float) -> float:
+    """Seconds of a step split into two micro-batches whose MoE communication runs under the other's
+    compute (SGLang's two-batch overlap on DeepEP; DeepEP README, "two-micro-batch overlapping": the
+    layer's four parts attention / dispatch / MoE / combine of one micro-batch interleave with the
+    other's). Each argument is the whole step's (both micro-batches, every layer); each micro-batch
+    takes half. Per layer the four slots pair a compute part of one micro-batch with a communication
+    part of the other: (attention, combine), (attention, dispatch), (MoE, dispatch), (MoE, combine),
+    each costing the longer of the two:
+    ``(max(a, k) + max(a, d) + max(m, d) + max(m, k)) / 2``. It lies between ``max(compute, comm)``
+    and ``compute + comm``; the pipeline's fill and the lower GEMM efficiency of half-size
+    micro-batches are not priced."""
+    a, m, d, k = attention_s, moe_s, dispatch_s, combine_s
+    return (max(a, k) + max(a, d) + max(m, d) + max(m, k)) / 2
+
+
+def ep_collective_s(c, a, plan: LayoutPlan, em: EngineModel, lk, *, tokens: int, prefill: bool) -> float:
+    """Seconds of a MoE all-to-all ``c`` (``stage_collectives``: ``c.count`` dispatches or combines over
+    the layout's ``tp`` GPUs, ``tokens`` the replica's tokens of the micro-batch) as the engine's
+    expert-parallel library moves it (``EngineProfile.expert_parallel``, ``hardware.comm.ep_exchange``):
+    its dispatch or combine element size, hierarchical or flat kernels for a prefill or a decode step,
+    direct writes or ring steps, at the factors' interconnect efficiency."""
+    from .comm import ep_exchange
+
+    ep = em.profile.expert_parallel
+    num_experts, topk = _moe_shape(a)
+    h = a.spec.hidden_size
+    group = plan.layout.tp
+    dispatch = "dispatch" in c.name
+    x = ep_exchange(-(-tokens // group), h, topk, num_experts, group, ep.copy_bytes(h, dispatch=dispatch), lk,
+                    hierarchical=ep.prefill_hierarchical if prefill else ep.decode_hierarchical, direct=ep.direct,
+                    efficiency=em.factors.interconnect)
+    return c.count * x.seconds
 
 
 def stage_collective_s(c, hw, f, lk=None) -> float:
@@ -305,5 +355,5 @@ def step_cost(a, hw, plan: LayoutPlan, em: EngineModel, *, ref_batch: int, ref_c
     return StepCost(TOKENS_GRID, t, kappa, pi)
 
 
-__all__ = ["EngineModel", "engine_model", "LayoutMemory", "StepBreakdown", "TOKENS_GRID", "check_links", "layout_memory", "plan_for",
-           "pipeline_iteration_s", "pipeline_step_s", "replica_step", "stage_collective_s", "step_cost"]
+__all__ = ["EngineModel", "engine_model", "ep_collective_s", "LayoutMemory", "StepBreakdown", "TOKENS_GRID", "check_links", "layout_memory", "plan_for",
+           "pipeline_iteration_s", "pipeline_step_s", "replica_step", "stage_collective_s", "step_cost", "two_batch_overlap_s"]

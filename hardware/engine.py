@@ -132,6 +132,63 @@ class FractionRow:
 
 
 @frozen
+class EPComm:
+    """How the engine's expert-parallel library moves the MoE all-to-all (the profile's optional
+    ``expert_parallel`` block; without one, ``hardware.comm`` prices it as a flat ring all-to-all of
+    activation-dtype copies after the compute). Sizes are per element of a routed token's hidden vector;
+    a ``dispatch_scale_group`` of ``g`` adds one ``dispatch_scale_bytes`` scale per ``g`` channels."""
+
+    library: str
+    dispatch_bytes_per_element: float
+    dispatch_scale_group: int  # channels per quantisation scale (0: no scales)
+    dispatch_scale_bytes: int
+    combine_bytes_per_element: float
+    prefill_hierarchical: bool  # a token crosses the network once per destination node, then NVLink
+    decode_hierarchical: bool
+    direct: bool  # every peer written at once: one link latency per call, not n - 1 ring steps
+    overlap: str  # "none" | "two_batch": communication overlapped with the other micro-batch's compute
+
+    def copy_bytes(self, hidden: int, *, dispatch: bool) -> float:
+        """Bytes of one routed token copy on the wire: dispatch (with its scales) or combine."""
+        if not dispatch:
+            return hidden * self.combine_bytes_per_element
+        scales = -(-hidden // self.dispatch_scale_group) * self.dispatch_scale_bytes if self.dispatch_scale_group else 0
+        return hidden * self.dispatch_bytes_per_element + scales
+
+
+EP_OVERLAPS = ("none", "two_batch")
+
+
+def _ep_comm(d: Any, where: str) -> EPComm | None:
+    if d is None:
+        return None
+    if not isinstance(d, Mapping):
+        raise HardwareError(f"{where}: expert_parallel must be a mapping", "see profiles/engines/sglang.yaml")
+    w = f"{where} expert_parallel"
+    overlap = str(d.get("overlap", "none"))
+    if overlap not in EP_OVERLAPS:
+        raise HardwareError(f"{w}: overlap {overlap!r} is not one of {', '.join(EP_OVERLAPS)}", "fix the engine profile")
+    kernels = {}
+    for phase in ("prefill", "decode"):
+        k = _get(d, phase, w)
+        if not isinstance(k, Mapping) or not isinstance(k.get("hierarchical"), bool):
+            raise HardwareError(f"{w}: {phase}.hierarchical must be true or false", "fix the engine profile")
+        kernels[phase] = k["hierarchical"]
+    direct = d.get("direct", False)
+    if not isinstance(direct, bool):
+        raise HardwareError(f"{w}: direct must be true or false", "fix the engine profile")
+    return EPComm(
+        library=str(_get(d, "library", w)),
+        dispatch_bytes_per_element=_number(_get(d, "dispatch_bytes_per_element", w), "dispatch_bytes_per_element", w,
+                                           minimum=0.125),
+        dispatch_scale_group=int(_number(d.get("dispatch_scale_group", 0), "dispatch_scale_group", w)),
+        dispatch_scale_bytes=int(_number(d.get("dispatch_scale_bytes", 0), "dispatch_scale_bytes", w)),
+        combine_bytes_per_element=_number(_get(d, "combine_bytes_per_element", w), "combine_bytes_per_element", w,
+                                          minimum=0.125),
+        prefill_hierarchical=kernels["prefill"], decode_hierarchical=kernels["decode"], direct=direct, overlap=overlap)
+
+
+@frozen
 class EngineProfile:
     name: str
     display_name: str
@@ -172,6 +229,7 @@ class EngineProfile:
     # same as non_torch_multi_gpu_bytes everywhere)
     non_torch_multi_gpu_nvls_bytes: int | None = None
     nvls_platforms: tuple[str, ...] = ()
+    expert_parallel: EPComm | None = None  # the EP library's all-to-all (None: flat ring, activation dtype)
 
     def default_fraction(self, hw, tp: int) -> float:
         if self.fraction is not None:
@@ -267,6 +325,7 @@ def load_engine(name: str | None) -> EngineProfile:
         non_torch_multi_gpu_nvls_bytes=(None if nt.get("multi_gpu_nvls") is None
                                         else _bytes(nt["multi_gpu_nvls"], "non_torch.multi_gpu_nvls", w)),
         nvls_platforms=_names(nt.get("nvls_platforms"), "non_torch.nvls_platforms", w),
+        expert_parallel=_ep_comm(d.get("expert_parallel"), w),
     )
 
 
@@ -624,6 +683,6 @@ def memory_dict(m: EngineMemory) -> dict:
     }
 
 
-__all__ = ["ENGINES", "DEFAULT_ENGINE", "EngineProfile", "EngineMemory", "LoadedWeights", "load_engine",
+__all__ = ["ENGINES", "DEFAULT_ENGINE", "EPComm", "EngineProfile", "EngineMemory", "LoadedWeights", "load_engine",
            "check_kv_dtype", "loaded_weights", "engine_memory", "fewest_gpus", "memory_dict",
            "kv_bytes_per_token_per_gpu", "activation_peak_bytes", "rope_cache_bytes"]
