@@ -87,8 +87,9 @@ def _overlap_note(eng, lo) -> str:
     return f", overlapped: {ep.library} two-batch overlap" if ep is not None and lo.ep > 1 and ep.overlap == "two_batch" else ""
 
 
-def layout_predict(e: dict, engine_map: dict) -> tuple[float | None, str, str]:
-    """(prediction, the layout's label, a note) for an entry with a ``layout`` block (module doc, 2.)."""
+def layout_predict(e: dict, engine_map: dict, ep_terms: dict | None = None) -> tuple[float | None, str, str]:
+    """(prediction, the layout's label, a note) for an entry with a ``layout`` block (module doc, 2.).
+    ``ep_terms``: fields of the engine's ``expert_parallel`` block replaced (the term-by-term table)."""
     import numpy as np
 
     from planner.analysis.analyze import Options, analyze
@@ -105,6 +106,10 @@ def layout_predict(e: dict, engine_map: dict) -> tuple[float | None, str, str]:
     spec = load_model(e["model_config"]).spec
     hw = load_profile(e["gpu"])
     eng = load_engine(engine_map[e["engine"]])
+    if ep_terms and eng.expert_parallel is not None:
+        from dataclasses import replace
+
+        eng = replace(eng, expert_parallel=replace(eng.expert_parallel, **ep_terms))
     em = EngineModel(eng, factors_for(hw, eng))
     lo = Layout(tp=int(lay["tp"]), ep=int(lay.get("ep", 1)), attn_dp=int(lay.get("attn_dp", 1)))
     phase = lay["phase"]
@@ -218,6 +223,36 @@ def main() -> None:
         pe = "-" if mine is None else f"{mine / v - 1:+.0%}"
         pm = "-" if mine is None else f"{mine:,.0f}"
         print(f"| {e['id']} | {lay['phase']} | {label} | {q} | {v:,.0f} | {pm} | {pe} | {note} |", flush=True)
+    ep_term_table(entries, pub.ENGINE_MAP)
+
+
+#: the engine profile's expert_parallel terms switched on one at a time (FP8 dispatch and BF16 combine in all)
+EP_TERMS = (("element sizes only: flat, ring steps, no overlap", {"prefill_hierarchical": False, "direct": False,
+                                                                   "overlap": "none"}),
+            ("+ hierarchical normal kernels, direct writes", {"overlap": "none"}),
+            ("+ two-batch overlap (the profile as it is)", {}))
+
+
+def ep_term_table(entries, engine_map) -> None:
+    """The entries whose engine profile has an ``expert_parallel`` block, priced with its terms added one
+    at a time (``EP_TERMS``): what each sourced term changes. Nothing is fitted."""
+    from planner.hardware.engine import load_engine
+
+    rows = [e for e in entries if e.get("layout") and not e.get("excluded") and e.get("quantity") in LAYOUT_QUANTITIES
+            and e.get("engine") in engine_map and load_engine(engine_map[e["engine"]]).expert_parallel is not None]
+    if not rows:
+        return
+    print()
+    print("The EP all-to-all term by term (error against the published figure):")
+    print()
+    print("| id | " + " | ".join(name for name, _ in EP_TERMS) + " |")
+    print("| --- |" + " ---: |" * len(EP_TERMS))
+    for e in rows:
+        cells = []
+        for _, terms in EP_TERMS:
+            mine = layout_predict(e, engine_map, terms)[0]
+            cells.append("-" if mine is None else f"{mine / float(e['value']) - 1:+.0%}")
+        print(f"| {e['id']} | " + " | ".join(cells) + " |", flush=True)
 
 
 if __name__ == "__main__":
