@@ -19,6 +19,11 @@ network between nodes, whose bandwidth and latency then bound the whole collecti
 reading: hierarchical algorithms do part of the work on NVLink). Figures come from the profile's
 ``node`` block (``hardware/profiles.py``); a profile without one is a single node of its
 ``interconnect`` with no latency figure, and cannot span nodes.
+
+The MoE all-to-all of an expert-parallel layout is priced by ``ep_exchange`` where the engine profile
+says how its EP library moves it (``expert_parallel``: element sizes of dispatch and combine, a token
+sent once per destination node and forwarded on NVLink, direct writes to every peer); engines without
+that block keep the flat ring all-to-all above.
 """
 
 from __future__ import annotations

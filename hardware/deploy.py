@@ -7,7 +7,11 @@ simulation (``hardware.simulate``) runs on.
   for the KV pool. The pool of a replica holds ``min over stages (free / KV bytes per token)`` tokens
   per attention-DP rank, times ``attn_dp``.
 - A stage's step is its ops on one GPU (``layout_groups``) timed by the one step model
-  (``_device_s``, the only call into it) plus its collectives (``hardware.comm``) on their link.
+  (``_device_s``, the only call into it) plus its collectives (``hardware.comm``) on their link. An
+  expert-parallel layout's MoE dispatch and combine are priced as the engine's EP library moves them
+  where its profile has an ``expert_parallel`` block (``ep_collective_s``), and under its two-batch
+  overlap the stage costs ``two_batch_overlap_s`` of its attention, MoE, dispatch and combine instead
+  of their sum.
 - Pipeline: a step of ``B`` sequences runs as ``m = min(pp, B)`` micro-batches. Each stage takes
   ``t_s`` per micro-batch; an iteration (every sequence advancing one token) takes
   ``max(m · max_s t_s, Σ_s t_s)``: the stages are busy when there are at least ``pp`` micro-batches,
