@@ -14,7 +14,7 @@ from .dtypes import DType, get_dtype
 from .errors import OptionError
 from .kv import KVCache, kv_cache
 from .params import ParamCounts, count_params
-from .spec import MLA, Attention, GatedDeltaNet, Mamba, ModelSpec, MoE, ParallelHybrid, ShortConv
+from .spec import ModelSpec, MoE
 from .trace import Op, Totals, expected_experts, step_groups
 from .weights import WeightFormat, weight_format
 
@@ -76,20 +76,24 @@ class Analysis:
         return self.kv.bytes_per_sequence(context) + self.kv.state_bytes_per_sequence
 
 
-def with_sliding_window(spec: ModelSpec, window: int) -> tuple[ModelSpec, int]:
-    """The spec with ``window`` applied to every full-attention layer; (spec, layers changed)."""
+def with_sliding_window(spec: ModelSpec, window: int) -> tuple[ModelSpec, int, tuple[str, ...]]:
+    """The spec with ``window`` applied to every full-attention layer (and windows wider than it);
+    (spec, layers changed, the titles of mixers it would apply to but does not model: MLA)."""
     layers = []
     changed = 0
+    skipped: dict[str, None] = {}
     for layer in spec.layers:
         m = layer.mixer
-        if isinstance(m, Attention) and not m.window and not m.chunk:
-            layer = replace(layer, mixer=replace(m, window=window))
-            changed += 1
-        elif isinstance(m, Attention) and m.window and m.window > window:
-            layer = replace(layer, mixer=replace(m, window=window))
+        w = m.with_window(window) if m is not None else None
+        if m is None:
+            pass
+        elif w is None:
+            skipped[m.title] = None
+        elif w is not m:
+            layer = replace(layer, mixer=w)
             changed += 1
         layers.append(layer)
-    return replace(spec, layers=tuple(layers)), changed
+    return replace(spec, layers=tuple(layers)), changed, tuple(skipped)
 
 
 def kv_dtype_for(fmt: WeightFormat, kv_dtype: str | None) -> DType:
@@ -102,10 +106,9 @@ def analyze(spec: ModelSpec, options: Options) -> Analysis:
     options.check()
     notes: list[str] = []
     if options.sliding_window is not None:
-        spec, changed = with_sliding_window(spec, options.sliding_window)
+        spec, changed, skipped = with_sliding_window(spec, options.sliding_window)
         notes.append(f"--sliding-window {options.sliding_window}: applied to {changed} attention layer(s)")
-        if any(isinstance(layer.mixer, MLA) for layer in spec.layers):
-            notes.append("--sliding-window does not apply to MLA layers")
+        notes.extend(f"--sliding-window does not apply to {title} layers" for title in skipped)
     fmt, fmt_notes = weight_format(spec, options.dtype)
     notes.extend(fmt_notes)
     kvd = kv_dtype_for(fmt, options.kv_dtype)
@@ -137,26 +140,8 @@ def analyze(spec: ModelSpec, options: Options) -> Analysis:
 # ---- descriptions --------------------------------------------------------------------------------
 
 
-def mixer_summary(m) -> str | None:
-    if isinstance(m, Attention):
-        h, kv = m.num_attention_heads, m.num_key_value_heads
-        kind = "MHA" if kv == h else "MQA" if kv == 1 else f"GQA ({kv} KV heads)"
-        return f"{kind}, head_dim {m.head_dim}"
-    if isinstance(m, MLA):
-        return f"MLA (latent {m.kv_lora_rank} + rope {m.qk_rope_head_dim})"
-    if isinstance(m, Mamba):
-        return f"Mamba-{m.version} (state {m.state_size})"
-    if isinstance(m, GatedDeltaNet):
-        return "Gated DeltaNet"
-    if isinstance(m, ShortConv):
-        return f"short conv ({m.conv_kernel} taps)"
-    if isinstance(m, ParallelHybrid):
-        return f"{mixer_summary(m.attention)} ∥ {mixer_summary(m.mamba)}"
-    return None
-
-
 def attention_summary(spec: ModelSpec) -> str:
-    kinds = [k for k in (mixer_summary(layer.mixer) for layer in spec.layers) if k]
+    kinds = [layer.mixer.summary() for layer in spec.layers if layer.mixer is not None]
     seen = list(dict.fromkeys(kinds))
     return "; ".join(seen) if seen else "none"
 

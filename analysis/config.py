@@ -23,7 +23,7 @@ from .families import (FLAT_TEXT_WRAPPERS, IMAGE_TOKENS, TEXT_WRAPPERS, VISION_C
 from .families import decoder as _decoder
 from .families.common import ALIASES, Traits, generic_traits, read_rope_extra
 from .fields import Fields, short
-from .spec import Attention, ModelSpec
+from .spec import ModelSpec
 
 # ---- reading the file ----------------------------------------------------------------------------
 
@@ -207,7 +207,7 @@ def finish(spec: ModelSpec, f: Fields, *, top_cfg: dict, name: str, source: str,
     quant, qcaveats = parse_quantization(qc, f.where) if qc is not None else (None, [])
     for layer in spec.layers:
         m = layer.mixer
-        if isinstance(m, Attention) and m.window is not None and m.window < 1:
+        if m is not None and m.window is not None and m.window < 1:
             raise f.error("sliding_window", f"must be a positive integer, got {m.window}")
     numerics = replace(spec.numerics, rope_extra=read_rope_extra(f))
     return replace(

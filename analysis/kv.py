@@ -27,7 +27,7 @@ from functools import cached_property
 
 from .records import frozen
 from .dtypes import DType
-from .spec import MLA, Attention, GatedDeltaNet, Mamba, ModelSpec, ParallelHybrid, ShortConv
+from .spec import ModelSpec
 
 
 @frozen
@@ -45,19 +45,6 @@ class LayerKV:
         return self.bytes_per_token * self.tokens_cached(context)
 
 
-def layer_cap(mixer) -> int | None:
-    if isinstance(mixer, Attention):
-        if mixer.window:
-            return mixer.window
-        if mixer.chunk:
-            return mixer.chunk
-    return None
-
-
-#: Mixers that keep a fixed-size per-sequence state (``state_elements() -> (conv, recurrent)``).
-STATEFUL = (Mamba, GatedDeltaNet, ShortConv, ParallelHybrid)
-
-
 def layer_kv(spec: ModelSpec, kv_dtype: DType, state_dtype: DType) -> list[LayerKV]:
     """Per layer: K/V bytes per token of its attention (Falcon-H1's parallel attention included) and
     the fixed state of its recurrent part: conv window ``channels × (kernel - 1)`` plus the SSM /
@@ -65,15 +52,15 @@ def layer_kv(spec: ModelSpec, kv_dtype: DType, state_dtype: DType) -> list[Layer
     out: list[LayerKV | None] = [None] * spec.num_layers
     for group in spec.layer_groups:  # identical layers computed once
         layer = spec.layers[group[0]]
-        m = layer.mixer
+        m = layer.mixer  # each mixer says what it caches (analysis.mixers)
         per_token = state = 0
-        attn = m.attention if isinstance(m, ParallelHybrid) else m
-        if isinstance(attn, (Attention, MLA)):
-            per_token = kv_dtype.nbytes(attn.kv_elements_per_token())
-        if isinstance(m, STATEFUL):
+        cap = None
+        if m is not None:
+            per_token = kv_dtype.nbytes(m.kv_elements_per_token())
             conv, ssm = m.state_elements()
             state = state_dtype.nbytes(conv) + state_dtype.nbytes(ssm)
-        kind, cap = layer.kind, layer_cap(attn)
+            cap = m.kv_cap()
+        kind = layer.kind
         for i in group:
             out[i] = LayerKV(i, kind, cap, per_token, state)
     return out  # type: ignore[return-value]
@@ -119,8 +106,7 @@ def kv_cache(spec: ModelSpec, kv_dtype: DType, state_dtype: DType) -> KVCache:
     naive = 0
     for group in spec.layer_groups:
         m = spec.layers[group[0]].mixer
-        per = kv_dtype.nbytes(m.expanded_kv_elements_per_token()) if isinstance(m, MLA) else layers[group[0]].bytes_per_token
-        naive += len(group) * per
+        naive += len(group) * (kv_dtype.nbytes(m.expanded_kv_elements_per_token()) if m is not None else 0)
     x = spec.cross_attention
     cross = kv_dtype.nbytes(x.kv_elements_per_image()) if x is not None and x.image_tokens else None
     return KVCache(kv_dtype, state_dtype, layers, naive, cross)

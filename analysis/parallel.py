@@ -13,6 +13,9 @@ Megatron-style sharding, as vLLM and SGLang do it:
   ways, not ``tp`` (``KV_PROJECTIONS``);
 - each layer does two all-reduces of the hidden state per token (after attention and after the
   FFN); a ring all-reduce moves ``2·(tp-1)/tp`` times the message per GPU.
+
+Each mixer states its own split and limits (``MixerSpec.tp_kv_split``, ``tp_kv_modules``,
+``tp_replicated_modules`` in ``analysis.mixers``); the ops carry their role from the trace.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from dataclasses import replace
 
 from .records import frozen
 from .errors import OptionError
-from .spec import MLA, Attention, GatedDeltaNet, Mamba, ModelSpec
+from .mixers import MIXER_TYPES
+from .spec import ModelSpec
 from .trace import Op, OpGroup, OpKind, Parallel
 
 
@@ -41,33 +45,18 @@ def tp_plan(spec: ModelSpec, tp: int) -> TPPlan:
     notes: list[str] = []
     kv_div = tp
     repl = 1
+    mixer_notes: dict[str, None] = {}
     for i, layer in enumerate(spec.layers):
         m = layer.mixer
-        if isinstance(m, Attention):
-            if m.num_attention_heads % tp:
-                raise OptionError(f"--tp {tp}: {m.num_attention_heads} attention heads do not split {tp} ways "
-                                  f"(layer {i}); choose a tp that divides {m.num_attention_heads}")
-            kv = m.num_key_value_heads
-            if kv % tp == 0:
-                pass
-            elif tp % kv == 0:
-                kv_div = min(kv_div, kv)
-                repl = max(repl, tp // kv)
-            else:
-                raise OptionError(f"--tp {tp}: {kv} KV heads neither split {tp} ways nor replicate evenly "
-                                  f"(layer {i}); choose a tp that divides or is a multiple of {kv}")
-        elif isinstance(m, MLA):
-            if m.num_attention_heads % tp:
-                raise OptionError(f"--tp {tp}: {m.num_attention_heads} MLA heads do not split {tp} ways")
-            kv_div = 1
-        elif isinstance(m, (Mamba, GatedDeltaNet)):
-            heads = m.num_heads if isinstance(m, Mamba) else m.num_v_heads
-            if heads and heads % tp:
-                raise OptionError(f"--tp {tp}: {heads} recurrent heads do not split {tp} ways (layer {i})")
+        if m is None:
+            continue
+        div, copies = m.tp_kv_split(tp, i)  # each mixer's own split, or its refusal (analysis.mixers)
+        kv_div, repl = min(kv_div, div), max(repl, copies)
+        if m.tp_note:
+            mixer_notes[m.tp_note] = None
     if repl > 1:
         notes.append(f"--tp {tp} exceeds the KV heads: each KV head is replicated on {repl} GPUs")
-    if any(isinstance(layer.mixer, MLA) for layer in spec.layers):
-        notes.append("MLA's latent cache is replicated on every tensor-parallel rank")
+    notes.extend(mixer_notes)
     return TPPlan(tp, kv_div, repl, tuple(notes))
 
 
@@ -81,10 +70,12 @@ def allreduce_bytes_per_gpu(spec: ModelSpec, tokens: int, act_bytes: int, tp: in
 
 
 #: The attention projections whose output is the KV heads: when ``tp`` exceeds the KV heads, each rank
-#: computes a whole KV head (the heads are replicated), so these split ``kv_divisor`` ways, not ``tp``.
-KV_PROJECTIONS = ("k_proj", "v_proj")
-#: MLA's latent projections: whole on every rank (vLLM's ReplicatedLinear), as the trace marks them.
-REPLICATED_PROJECTIONS = ("q_a_proj", "kv_a_proj_with_mqa")
+#: computes a whole KV head (the heads are replicated), so these split ``kv_divisor`` ways, not ``tp``
+#: (each mixer's ``tp_kv_modules``: attention's k_proj and v_proj).
+KV_PROJECTIONS = tuple(dict.fromkeys(n for cls in MIXER_TYPES for n in cls.tp_kv_modules))
+#: Projections whole on every rank (each mixer's ``tp_replicated_modules``: MLA's latent projections,
+#: vLLM's ReplicatedLinear, as the trace marks them).
+REPLICATED_PROJECTIONS = tuple(dict.fromkeys(n for cls in MIXER_TYPES for n in cls.tp_replicated_modules))
 
 
 #: Row-parallel projections: each rank holds the whole bias and only rank 0 adds it (vLLM's

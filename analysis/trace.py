@@ -24,59 +24,22 @@ Conventions
   expanded form (``kv_b_proj`` applied to every key's latent), as vLLM and SGLang do.
 - ``kernels`` is the number of kernels an unfused eager PyTorch step launches for the op
   (approximate; a CUDA-graph replay launches one graph instead).
+
+Each mixer builds its own ops (``MixerSpec.trace`` in ``analysis.mixers``: attention and its key
+geometry in ``mixers/attention.py``, MLA in ``mixers/mla.py`` ...) through the builder below, which
+also builds the embedding, norms, FFNs and head.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Iterator
 
 from .records import frozen
 from .dtypes import DType
-from .spec import (MLA, MLP, Attention, GatedAttention, GatedDeltaNet, Layer, Mamba, ModelSpec, MoE, Norm,
-                   ParallelHybrid, ShortConv, Tensor)
+from .mixers import attended_keys, distinct_keys  # noqa: F401  (re-exported: the attention geometry)
+from .opkinds import DEFAULT_PARALLEL, OpKind, Parallel  # noqa: F401  (re-exported)
+from .spec import MLP, Layer, ModelSpec, MoE, Norm, Tensor
 from .weights import WeightFormat
-
-
-class OpKind(StrEnum):
-    EMBEDDING = "embedding"
-    NORM = "norm"
-    MATMUL = "matmul"
-    ROPE = "rope"
-    KV_APPEND = "kv_append"
-    ATTENTION = "attention"
-    ELEMENTWISE = "elementwise"
-    ROUTER = "router"
-    EXPERTS = "experts"
-    CONV = "conv"
-    SCAN = "scan"
-    SAMPLING = "sampling"
-
-
-class Parallel(StrEnum):
-    """How an op splits over tensor-parallel ranks (Megatron-style, as vLLM and SGLang shard):
-
-    - ``column``: the weight's output features split; each rank reads the whole input and writes its
-      share of the output (q/k/v, gate/up, in_proj, the embedding and lm_head, conv and scan
-      channels, routed experts);
-    - ``row``: the weight's input features split; each rank reads its share of the input and writes
-      a whole partial output, summed by the all-reduce (o_proj, down_proj, out_proj);
-    - ``heads``: attention over each rank's heads; KV traffic splits with the KV heads;
-    - ``replicated``: every rank does all of it (norms, residual adds, sampling, the MoE router and
-      Qwen's one-output shared-expert gate: vLLM's ``ReplicatedLinear``)."""
-
-    COLUMN = "column"
-    ROW = "row"
-    HEADS = "heads"
-    REPLICATED = "replicated"
-
-
-#: The role an op has unless its builder says otherwise.
-DEFAULT_PARALLEL = {
-    OpKind.MATMUL: Parallel.COLUMN, OpKind.EXPERTS: Parallel.COLUMN, OpKind.ROUTER: Parallel.REPLICATED,
-    OpKind.CONV: Parallel.COLUMN, OpKind.SCAN: Parallel.COLUMN, OpKind.EMBEDDING: Parallel.COLUMN,
-    OpKind.ATTENTION: Parallel.HEADS, OpKind.KV_APPEND: Parallel.HEADS, OpKind.ROPE: Parallel.HEADS,
-}
 
 
 @frozen
@@ -120,38 +83,6 @@ class StepShape:
     @property
     def tokens(self) -> int:
         return self.batch * self.new_tokens
-
-
-# ---- attention geometry --------------------------------------------------------------------------
-
-
-def _tri(n: int) -> int:
-    return n * (n + 1) // 2
-
-
-def attended_keys(cached: int, new: int, window: int | None = None, chunk: int | None = None) -> int:
-    """Σ over the ``new`` queries at positions cached..cached+new-1 of the keys each attends."""
-    if window:
-        def s(n: int) -> int:  # Σ_{q=1..n} min(q, W)
-            return _tri(n) if n <= window else _tri(window) + (n - window) * window
-        return s(cached + new) - s(cached)
-    if chunk:
-        def g(n: int) -> int:  # Σ_{p=0..n-1} (p mod K) + 1
-            return (n // chunk) * _tri(chunk) + _tri(n % chunk)
-        return g(cached + new) - g(cached)
-    return new * cached + _tri(new)
-
-
-def distinct_keys(cached: int, new: int, window: int | None = None, chunk: int | None = None) -> int:
-    """How many key positions the step's queries read, appended ones included."""
-    end = cached + new
-    if window:
-        first = max(0, cached - window + 1)
-    elif chunk:
-        first = (cached // chunk) * chunk
-    else:
-        first = 0
-    return end - first
 
 
 def expected_experts(num_experts: int, k: int, tokens: int) -> float:
@@ -222,92 +153,10 @@ class _Builder:
             self.norm("per_layer_projection_norm", None, width, None, tensors=[t for t in extra if t.kind == "norm"])
             self.elementwise("per_layer_inputs", 2 * n * width, n * width, None, "embedding")
 
-    def attention(self, i: int, m: Attention, tensors: dict[str, list[Tensor]]) -> None:
-        s, n, a = self.shape, self.shape.tokens, self.a
-        if m.fused_qkv:
-            self.matmul("qkv_proj", tensors["qkv_proj"], i, "attention")
-        else:
-            # Gemma 4: no v_proj where K = V, no k/v projections in a layer that reads another layer's K/V
-            for p in ("q_proj", "k_proj", "v_proj"):
-                if p in tensors:
-                    self.matmul(p, tensors[p], i, "attention")
-        if self.spec.numerics.clip_qkv is not None:  # DBRX: q, k and v clamped in place
-            qkv = n * (m.q_dim + m.k_dim + m.v_dim)
-            self.elementwise("clip_qkv", qkv, qkv, i, "attention")
-        own_k = 0 if m.kv_shared else m.k_dim  # keys this layer projects, norms and ropes itself
-        if m.q_norm_dim:
-            self.norm("q_norm", None, m.q_dim, i, tensors=tensors.get("q_norm", []))
-            if own_k:
-                self.norm("k_norm", None, m.k_dim, i, tensors=tensors.get("k_norm", []))
-        if m.v_norm and not m.kv_shared:
-            self.norm("v_norm", None, m.v_dim, i, tensors=[])
-        if m.rotary_dim:
-            qk = n * (m.q_dim + own_k)
-            self.elementwise("rope", qk, qk, i, "attention", kernels=10, kind="rope")
-        kv_elems = m.kv_elements_per_token()
-        if kv_elems:
-            self.add(name="kv_append", kind="kv_append", category="attention", layer=i,
-                     act_read_bytes=n * kv_elems * a, kv_write_bytes=n * self.kv.nbytes(kv_elems), kernels=2)
-        keys = attended_keys(s.cached_tokens, s.new_tokens, m.window, m.chunk)
-        seen = distinct_keys(s.cached_tokens, s.new_tokens, m.window, m.chunk)
-        flops = s.batch * m.num_attention_heads * 2 * (m.head_dim + m.v_head_dim) * keys
-        sinks = self.fmt.bytes_of(tensors.get("sinks", []))
-        read = m.kv_elements_read_per_token()  # a shared-KV layer reads its source layer's cache
-        self.add(name="attention", kind="attention", category="attention", layer=i, flops=flops, weight_bytes=sinks,
-                 act_read_bytes=n * m.q_dim * a, act_write_bytes=n * m.o_in * a,
-                 kv_read_bytes=s.batch * seen * self.kv.nbytes(read), kernels=1)
-        self.matmul("o_proj", tensors["o_proj"], i, "attention", parallel=Parallel.ROW)
-
-    def mla(self, i: int, m: MLA, tensors: dict[str, list[Tensor]]) -> None:
-        s, n, a = self.shape, self.shape.tokens, self.a
-        nh = m.num_attention_heads
-        if m.q_lora_rank is None:
-            self.matmul("q_proj", tensors["q_proj"], i, "attention")
-        else:
-            # the latent projections are replicated on tensor-parallel ranks (vLLM: ReplicatedLinear)
-            self.matmul("q_a_proj", tensors["q_a_proj"], i, "attention", parallel=Parallel.REPLICATED)
-            self.norm("q_a_layernorm", None, m.q_lora_rank, i, tensors=tensors["q_a_layernorm"])
-            self.matmul("q_b_proj", tensors["q_b_proj"], i, "attention")
-        self.matmul("kv_a_proj_with_mqa", tensors["kv_a_proj_with_mqa"], i, "attention", parallel=Parallel.REPLICATED)
-        self.norm("kv_a_layernorm", None, m.kv_lora_rank, i, tensors=tensors["kv_a_layernorm"])
-        rope = n * (nh + 1) * m.qk_rope_head_dim
-        self.elementwise("rope", rope, rope, i, "attention", kernels=10, kind="rope")
-        kv_elems = m.kv_elements_per_token()
-        kv_tok = self.kv.nbytes(kv_elems)
-        self.add(name="kv_append", kind="kv_append", category="attention", layer=i, act_read_bytes=n * kv_elems * a,
-                 kv_write_bytes=n * kv_tok, kernels=2)
-        keys = attended_keys(s.cached_tokens, s.new_tokens)
-        seen = distinct_keys(s.cached_tokens, s.new_tokens)
-        kv_b = tensors["kv_b_proj"]
-        kv_b_bytes = self.fmt.bytes_of(kv_b)
-        k_part = nh * m.qk_nope_head_dim * m.kv_lora_rank
-        total = nh * (m.qk_nope_head_dim + m.v_head_dim) * m.kv_lora_rank
-        k_bytes = kv_b_bytes * k_part // total
-        if s.new_tokens == 1:  # absorbed: q_nope -> latent, attention over the latent, latent -> v
-            self.add(name="q_absorb", kind="matmul", category="attention", layer=i, flops=2 * n * k_part,
-                     weight_bytes=k_bytes, act_read_bytes=n * nh * m.qk_nope_head_dim * a,
-                     act_write_bytes=n * nh * m.kv_lora_rank * a, kernels=1)
-            flops = s.batch * nh * (2 * (m.kv_lora_rank + m.qk_rope_head_dim) + 2 * m.kv_lora_rank) * keys
-            self.add(name="attention", kind="attention", category="attention", layer=i, flops=flops,
-                     act_read_bytes=n * nh * (m.kv_lora_rank + m.qk_rope_head_dim) * a,
-                     act_write_bytes=n * nh * m.kv_lora_rank * a, kv_read_bytes=s.batch * seen * kv_tok, kernels=1)
-            self.add(name="v_up", kind="matmul", category="attention", layer=i,
-                     flops=2 * n * (total - k_part), weight_bytes=kv_b_bytes - k_bytes,
-                     act_read_bytes=n * nh * m.kv_lora_rank * a, act_write_bytes=n * nh * m.v_head_dim * a, kernels=1)
-        else:  # expanded: every key's latent through kv_b_proj, then ordinary attention
-            rows = s.batch * seen
-            self.add(name="kv_b_proj", kind="matmul", category="attention", layer=i, flops=2 * rows * total,
-                     weight_bytes=kv_b_bytes, act_read_bytes=rows * kv_tok,
-                     act_write_bytes=rows * nh * (m.qk_nope_head_dim + m.v_head_dim) * a, kernels=1)
-            flops = s.batch * nh * (2 * m.qk_head_dim + 2 * m.v_head_dim) * keys
-            self.add(name="attention", kind="attention", category="attention", layer=i, flops=flops,
-                     act_read_bytes=n * nh * m.qk_head_dim * a + rows * nh * (m.qk_head_dim + m.v_head_dim) * a,
-                     act_write_bytes=n * nh * m.v_head_dim * a, kv_read_bytes=s.batch * seen * kv_tok, kernels=1)
-        self.matmul("o_proj", tensors["o_proj"], i, "attention", parallel=Parallel.ROW)
-
     # ---- recurrent mixers --------------------------------------------------------------------------
-    # Conventions for the state-space / linear-attention / short-conv ops below (n = batch·new_tokens
-    # tokens, B = batch sequences, a = bytes per activation element):
+    # Conventions for the state-space / linear-attention / short-conv ops, which their mixers build
+    # with the helpers below (n = batch·new_tokens tokens, B = batch sequences, a = bytes per
+    # activation element):
     # - FLOPs count the matmul-shaped work at 2 per multiply-add: projections (``matmul``), the conv
     #   taps, and the recurrence of the *recurrent* form, which is what a token needs whatever the
     #   kernel (chunked prefill kernels such as Mamba-2's SSD or GDN's chunked delta rule do more,
@@ -318,116 +167,28 @@ class _Builder:
     #   (``cached_tokens > 0``); a fresh prompt starts from a zero state that no kernel loads.
     #   Conv window and recurrent state are split over the ``conv`` and ``scan`` rows.
 
-    def _state_io(self, elems: int) -> tuple[int, int]:
+    def state_io(self, elems: int) -> tuple[int, int]:
         """(bytes read, bytes written) of ``elems`` state elements per sequence in one step."""
         per_seq = self.state.nbytes(elems)
         return (self.shape.batch * per_seq if self.shape.cached_tokens > 0 else 0), self.shape.batch * per_seq
 
-    def _conv(self, i: int, name: str, channels: int, kernel: int, tensors: list[Tensor], kernels: int) -> None:
+    def conv(self, i: int, name: str, channels: int, kernel: int, tensors: list[Tensor], kernels: int) -> None:
         """Depthwise causal conv: each of ``channels`` outputs per token is ``kernel`` multiply-adds
         over the current input and the ``kernel - 1`` previous ones (2·n·channels·kernel FLOPs); reads
         the n new inputs, writes n outputs; the window of ``channels × (kernel - 1)`` is the state."""
         n, a = self.shape.tokens, self.a
-        rd, wr = self._state_io(channels * (kernel - 1))
+        rd, wr = self.state_io(channels * (kernel - 1))
         self.add(name=name, kind="conv", category="ssm", layer=i, flops=2 * n * channels * kernel,
                  weight_bytes=self.fmt.bytes_of(tensors), act_read_bytes=n * channels * a,
                  act_write_bytes=n * channels * a, state_read_bytes=rd, state_write_bytes=wr, kernels=kernels)
 
-    def _gate(self, i: int, name: str, dim: int, tensors: list[Tensor], kernels: int) -> None:
+    def gate(self, i: int, name: str, dim: int, tensors: list[Tensor], kernels: int) -> None:
         """``y · act(z)`` (optionally RMS-normalised): reads y and z (2·n·dim), writes n·dim; weights
         are the norm's, if any."""
         n, a = self.shape.tokens, self.a
         self.add(name=name, kind="norm" if tensors else "elementwise", category="ssm", layer=i,
                  weight_bytes=self.fmt.bytes_of(tensors), act_read_bytes=2 * n * dim * a,
                  act_write_bytes=n * dim * a, kernels=kernels)
-
-    def mamba(self, i: int, m: Mamba, tensors: dict[str, list[Tensor]]) -> None:
-        n, a = self.shape.tokens, self.a
-        d, ns = m.intermediate_size, m.state_size
-        # in_proj: h -> [z | x | B | C | dt] (Mamba-2) or [x | z] (Mamba-1): 2·n·h·in_proj_dim
-        self.matmul("in_proj", tensors["in_proj"], i, "ssm")
-        # conv1d + SiLU over x (Mamba-1) or x, B, C (Mamba-2): 2·n·conv_dim·conv_kernel
-        self._conv(i, "conv1d", m.conv_dim, m.conv_kernel, tensors["conv1d"], kernels=2)
-        if m.version == 1:
-            # x_proj: d_inner -> [dt (dt_rank) | B (N) | C (N)]: 2·n·d_inner·(dt_rank + 2N)
-            self.matmul("x_proj", tensors["x_proj"], i, "ssm")
-            if m.dt_layernorms or m.bcdt_rms:
-                # RMSNorms over dt, B and C (Jamba with weights, Falcon-Mamba without)
-                dims = m.dt_rank + 2 * ns
-                norms = sum((tensors.get(k, []) for k in ("dt_layernorm", "b_layernorm", "c_layernorm")), [])
-                self.add(name="dt_bc_norm", kind="norm", category="ssm", layer=i,
-                         weight_bytes=self.fmt.bytes_of(norms), act_read_bytes=n * dims * a,
-                         act_write_bytes=n * dims * a, kernels=3 * 6)
-            # dt_proj: dt_rank -> d_inner (with bias): 2·n·dt_rank·d_inner
-            self.matmul("dt_proj", tensors["dt_proj"], i, "ssm")
-        _, ssm_elems = m.state_elements()
-        rd, wr = self._state_io(ssm_elems)
-        small = sum((tensors.get(k, []) for k in ("A_log", "D", "dt_bias")), [])
-        # selective scan, recurrent form, per token and state element (Mamba-2: heads·head_dim·N,
-        # Mamba-1: d_inner·N): h = exp(dt·A)·h + (dt·B)·x is one multiply-add (the outer product),
-        # y = C·h another: 4 FLOPs per state element per token (the decay and the D·x skip are
-        # elementwise). Reads x, B, C and dt (``scan_inputs_per_token``), writes y (d_inner).
-        self.add(name="ssm_scan", kind="scan", category="ssm", layer=i, flops=4 * n * ssm_elems,
-                 weight_bytes=self.fmt.bytes_of(small), act_read_bytes=n * m.scan_inputs_per_token * a,
-                 act_write_bytes=n * d * a, state_read_bytes=rd, state_write_bytes=wr, kernels=8)
-        if m.version == 2 and m.gated_norm:
-            # RMSNormGated: norm(y · silu(z)) over norm_groups groups of d_inner
-            self._gate(i, "gated_norm", d, tensors.get("gated_norm", []), kernels=7)
-        else:
-            self._gate(i, "gate", d, [], kernels=2)  # y · silu(z)
-        # out_proj: d_inner -> h: 2·n·d_inner·h
-        self.matmul("out_proj", tensors["out_proj"], i, "ssm", parallel=Parallel.ROW)
-
-    def gdn(self, i: int, m: GatedDeltaNet, tensors: dict[str, list[Tensor]]) -> None:
-        n, a = self.shape.tokens, self.a
-        # in_proj_qkvz: h -> [q | k | v | z]: 2·n·h·(2·key_dim + 2·value_dim); in_proj_ba: h -> [b | a]
-        # (Qwen3.5: in_proj_qkv, in_proj_z, in_proj_b, in_proj_a, the same rows in four matmuls)
-        for name, _ in m.in_projections():
-            self.matmul(name, tensors[name], i, "ssm")
-        # conv1d + SiLU over q, k, v: 2·n·conv_dim·conv_kernel
-        self._conv(i, "conv1d", m.conv_dim, m.conv_kernel, tensors["conv1d"], kernels=2)
-        _, st = m.state_elements()
-        rd, wr = self._state_io(st)
-        small = sum((tensors.get(k, []) for k in ("A_log", "dt_bias")), [])
-        # gated delta rule, recurrent form, per token and v-head with state S (dk × dv): after the decay
-        # S ← exp(g)·S (elementwise), kᵀS (dk·dv multiply-adds), S += k ⊗ β(v - kᵀS) (dk·dv), o = qᵀS
-        # (dk·dv): 6·dk·dv FLOPs per v-head per token. Reads q, k, v (conv_dim) and a, b (2 per v-head),
-        # q/k L2 norms and the gates g, β included; writes o (value_dim).
-        self.add(name="delta_rule", kind="scan", category="ssm", layer=i, flops=6 * n * st,
-                 weight_bytes=self.fmt.bytes_of(small), act_read_bytes=n * (m.conv_dim + 2 * m.num_v_heads) * a,
-                 act_write_bytes=n * m.value_dim * a, state_read_bytes=rd, state_write_bytes=wr, kernels=10)
-        # RMSNorm over head_v_dim, times silu(z)
-        self._gate(i, "gated_norm", m.value_dim, tensors.get("norm", []), kernels=7)
-        # out_proj: value_dim -> h
-        self.matmul("out_proj", tensors["out_proj"], i, "ssm", parallel=Parallel.ROW)
-
-    def short_conv(self, i: int, m: ShortConv, tensors: dict[str, list[Tensor]]) -> None:
-        n, h = self.shape.tokens, m.hidden_size
-        # in_proj: h -> [B | C | x]: 2·n·h·3h
-        self.matmul("in_proj", tensors["in_proj"], i, "ssm")
-        self.elementwise("B·x", 2 * n * h, n * h, i, "ssm")
-        # depthwise causal conv over h channels (no activation): 2·n·h·conv_kernel
-        self._conv(i, "conv", h, m.conv_kernel, tensors["conv"], kernels=1)
-        self.elementwise("C·y", 2 * n * h, n * h, i, "ssm")
-        # out_proj: h -> h
-        self.matmul("out_proj", tensors["out_proj"], i, "ssm", parallel=Parallel.ROW)
-
-    def gated_attention(self, i: int, m: GatedAttention, tensors: dict[str, list[Tensor]]) -> None:
-        self.attention(i, m, tensors)
-        if m.output_gate:
-            # Qwen3-Next: the attention output is multiplied by sigmoid(gate) before o_proj; the gate is
-            # the second half of q_proj's output (q_dim features). Reads gate and output, writes output.
-            o_proj = self.ops.pop()
-            n = self.shape.tokens
-            self.elementwise("output_gate", n * (m.q_dim + m.o_in), n * m.o_in, i, "attention", kernels=2)
-            self.ops.append(o_proj)
-
-    def parallel_hybrid(self, i: int, m: ParallelHybrid, tensors: dict[str, list[Tensor]]) -> None:
-        n, h = self.shape.tokens, self.spec.hidden_size
-        self.attention(i, m.attention, tensors)
-        self.mamba(i, m.mamba, tensors)
-        # the two branch outputs summed (their scalar multipliers fold into this pass)
-        self.elementwise("branch_sum", 2 * n * h, n * h, i, "other")
 
     def mlp(self, i: int, m: MLP, tensors: dict[str, list[Tensor]], prefix: str = "", n_tokens: int | None = None) -> None:
         n = self.shape.tokens if n_tokens is None else n_tokens
@@ -481,22 +242,7 @@ class _Builder:
         m = layer.mixer
         if m is not None:
             self.placed_norm(layer, "pre_mixer", i, tensors)
-            if isinstance(m, GatedAttention):
-                self.gated_attention(i, m, tensors)
-            elif isinstance(m, Attention):
-                self.attention(i, m, tensors)
-            elif isinstance(m, MLA):
-                self.mla(i, m, tensors)
-            elif isinstance(m, Mamba):
-                self.mamba(i, m, tensors)
-            elif isinstance(m, GatedDeltaNet):
-                self.gdn(i, m, tensors)
-            elif isinstance(m, ShortConv):
-                self.short_conv(i, m, tensors)
-            elif isinstance(m, ParallelHybrid):
-                self.parallel_hybrid(i, m, tensors)
-            else:
-                raise TypeError(f"no trace for mixer {type(m).__name__}")
+            m.trace(self, i, tensors)  # the mixer's own ops (analysis.mixers)
             self.placed_norm(layer, "post_mixer", i, tensors)
             if not layer.parallel:
                 self.elementwise("residual", 2 * n * h, n * h, i, "other")

@@ -384,19 +384,11 @@ class LoadedWeights:
 
 def rope_cache_bytes(spec, act_bytes: int) -> int:
     """vLLM's RotaryEmbedding keeps cos/sin for every position: ``max_position × rotary_dim`` values
-    in the model dtype, one cache per distinct (rotary_dim, theta) (``get_rope`` caches instances)."""
-    from planner.analysis.spec import MLA, Attention, ParallelHybrid
-
+    in the model dtype, one cache per distinct (rotary_dim, theta) (``get_rope`` caches instances); each
+    mixer names the tables it uses (``MixerSpec.rope_tables``)."""
     if not spec.max_position_embeddings:
         return 0
-    seen = set()
-    for layer in spec.layers:
-        m = layer.mixer.attention if isinstance(layer.mixer, ParallelHybrid) else layer.mixer
-        if isinstance(m, Attention) and m.rotary_dim:
-            seen.add((m.rotary_dim, m.rope_theta, m.window))
-        elif isinstance(m, MLA):
-            seen.add((m.qk_rope_head_dim, m.rope_theta, None))
-    dims = {(d, th) for d, th, _ in seen}
+    dims = {t for layer in spec.layers if layer.mixer is not None for t in layer.mixer.rope_tables()}
     return sum(spec.max_position_embeddings * d * act_bytes for d, _ in dims)
 
 
@@ -435,17 +427,16 @@ def loaded_weights(a, plan, engine: EngineProfile) -> LoadedWeights:
 def kv_bytes_per_token_per_gpu(a, plan, engine: EngineProfile) -> int:
     """KV bytes one token adds on one GPU: attention layers split over their KV heads (or replicated),
     MLA's latent on every rank; an engine's fp8 MLA layout (FlashMLA: 656 B per layer) where it has one."""
-    from planner.analysis.spec import MLA
-
     total = 0
     for lk, layer in zip(a.kv.layers, a.spec.layers):
         m = layer.mixer
-        if isinstance(m, MLA):
-            if engine.mla_fp8 and a.kv.dtype.name == "fp8":
+        if m is not None and m.tp_replicated_kv:  # a cache every rank holds whole (MLA's latent)
+            latent = m.latent_kv()
+            if latent is not None and engine.mla_fp8 and a.kv.dtype.name == "fp8":
                 lay = engine.mla_fp8
-                r = m.kv_lora_rank
+                r, rope = latent
                 total += (r * int(lay["latent_bytes"]) + -(-r // int(lay["scale_group"])) * int(lay["scale_bytes"])
-                          + m.qk_rope_head_dim * int(lay["rope_bytes"]))
+                          + rope * int(lay["rope_bytes"]))
             else:
                 total += lk.bytes_per_token
         else:

@@ -129,10 +129,11 @@ def _pow2_upto(n: int) -> list[int]:
 
 
 def families(spec, max_gpus: int) -> list[Layout]:
-    from planner.analysis.spec import MLA, MoE
+    from planner.analysis.spec import MoE
 
     moe = any(isinstance(layer.ffn, MoE) for layer in spec.layers)
-    mla = any(isinstance(layer.mixer, MLA) for layer in spec.layers)
+    # attention data parallelism pays where every tensor-parallel rank holds the whole cache (MLA)
+    mla = any(layer.mixer is not None and layer.mixer.tp_replicated_kv for layer in spec.layers)
     out = []
     for pp in (1, 2, 4):
         for tp in _pow2_upto(max_gpus // pp):

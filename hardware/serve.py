@@ -64,13 +64,10 @@ class StepModel:
     """Prices engine steps of one model on one rank of a ``plan.tp``-GPU replica."""
 
     def __init__(self, a, hw, plan, factors: Factors, *, ops_cache: dict | None = None, detail: bool = True):
-        from planner.analysis.spec import MLA
-
         self.a, self.hw, self.plan, self.f = a, hw, plan, factors
         self.compute_key = a.fmt.compute.compute
         self.weight_only_bits = self.weight_only_bits_of(a)
         self.allreduce_calls = 2 * a.spec.num_layers + 2 if plan.tp > 1 else 0  # two per layer, embedding, logits
-        self.has_mla = any(isinstance(layer.mixer, MLA) for layer in a.spec.layers)
         from planner.analysis.spec import MoE
 
         moe = next((layer.ffn for layer in a.spec.layers if isinstance(layer.ffn, MoE)), None)

@@ -20,13 +20,12 @@ from __future__ import annotations
 import torch
 
 from planner.analysis.errors import OptionError
-from planner.analysis.kv import layer_cap
 from planner.analysis.spec import MLA, Attention, GatedDeltaNet, ModelSpec
 
 
 class AttentionKV:
     def __init__(self, m: Attention, batch: int, capacity: int, dtype, device):
-        cap = layer_cap(m)
+        cap = m.kv_cap()
         self.window, self.chunk, self.capacity = m.window, m.chunk, capacity
         self.slots = capacity if cap is None else min(capacity, cap)
         self.k_BKCd = torch.empty(batch, m.num_key_value_heads, self.slots, m.head_dim, dtype=dtype, device=device)

@@ -1,0 +1,25 @@
+"""Token mixers, one module each: the spec of the mixer and everything the arithmetic derives from it
+(tensors, trace ops, KV cache and recurrent state, tensor-parallel split), behind the protocol of
+``base.MixerSpec``. Adding a mixer is one module here and one line in ``MIXER_TYPES`` (and, for the
+torch runtime, one entry of ``runtime.model.MIXERS``); README, "Contributing: adding a mixer"."""
+
+from __future__ import annotations
+
+from typing import Union
+
+from .attention import Attention, GatedAttention, attended_keys, distinct_keys
+from .base import MixerKind, MixerSpec
+from .deltanet import GatedDeltaNet
+from .hybrid import ParallelHybrid
+from .mamba import Mamba
+from .mla import MLA
+from .short_conv import ShortConv
+
+#: Every mixer spec class: what tensor-parallel tables collect over (``analysis.parallel``).
+MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, Mamba, GatedDeltaNet, ShortConv,
+                                            ParallelHybrid)
+
+Mixer = Union[Attention, MLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid]
+
+__all__ = ["MIXER_TYPES", "MLA", "Attention", "GatedAttention", "GatedDeltaNet", "Mamba", "Mixer", "MixerKind",
+           "MixerSpec", "ParallelHybrid", "ShortConv", "attended_keys", "distinct_keys"]

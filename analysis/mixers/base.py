@@ -1,0 +1,133 @@
+"""The mixer protocol: what every token mixer answers for itself.
+
+A layer's *mixer* is the part that moves information between tokens: softmax attention, MLA, a
+Mamba scan, Gated DeltaNet, a short convolution, or Falcon-H1's attention and Mamba side by side. Each
+is a frozen dataclass deriving from ``MixerSpec`` in its own module of ``analysis.mixers``, and that one
+module says everything the arithmetic needs to know about it, so nothing else in ``analysis/`` or
+``hardware/`` asks which class it holds:
+
+- **identity**: ``kind`` (a ``MixerKind``, the key of the runtime's registry, ``runtime.model.MIXERS``),
+  ``title`` (how messages name it), ``module`` (its tensors' sub-module, ``model.layers.N.<module>.*``),
+  ``label()`` (the per-layer kind shown by ``analyze`` and the KV table) and ``summary()`` (one phrase
+  for the model's description);
+- **parameters**: ``tensors(prefix)``, each with its kind (``linear``, ``norm``, ``conv`` ...), from which
+  parameter counts, weight bytes and quantized storage are derived;
+- **trace**: ``trace(b, i, tensors)`` appends the ops of one forward step of layer ``i`` to the builder
+  ``b`` (``analysis.trace``), with their FLOPs, bytes by source and tensor-parallel role
+  (``analysis.opkinds.Parallel``); the step's shape (decode or prefill) is ``b.shape``;
+- **cache**: ``kv_elements_per_token()`` (what one token adds to the layer's cache),
+  ``expanded_kv_elements_per_token()`` (the naive per-head form, MLA), ``kv_cap()`` (tokens kept: a
+  window or chunk; None: all), ``state_elements()`` (a fixed per-sequence ``(conv, recurrent)`` state),
+  ``latent_kv()`` (MLA's ``(latent, rope)`` widths, for engines with their own latent layout);
+- **tensor parallelism**: ``tp_kv_split(tp, layer)`` (how many ways the layer's cache splits over ``tp``
+  ranks and how many copies each KV head has; ``OptionError`` when its heads do not split),
+  ``tp_shard(tp)`` (the spec of one rank's share, which ``verify --tp`` builds),
+  ``tp_replicated_modules`` (projections every rank holds whole), ``tp_kv_modules`` (projections whose
+  output is the KV heads: split with the cache, not ``tp`` ways), ``tp_replicated_kv`` (a cache every
+  rank holds whole, as MLA's latent) and ``tp_note`` (what ``TPPlan.notes`` says about it);
+- **what-ifs and sundries**: ``with_window(window)`` (``analyze --sliding-window``), ``rope_tables()``
+  (the ``(rotary dims, theta)`` an engine keeps cos/sin tables for) and ``attention_shape()`` (query
+  heads per KV head and head_dim, for the calibrated decode-attention efficiency).
+
+The defaults below are those of a mixer without a per-token cache, a window, RoPE or replicated parts.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from ..tensors import Tensor
+
+
+class MixerKind(StrEnum):
+    """What a layer's mixer is (a ``StrEnum``: its value is the label the trace and JSON show)."""
+
+    ATTENTION = "attention"
+    MLA = "mla"
+    MAMBA = "mamba"
+    GATED_DELTANET = "gated_deltanet"
+    SHORT_CONV = "short_conv"
+    ATTENTION_MAMBA = "attention+mamba"
+
+
+class MixerSpec:
+    """Base of every mixer spec (see the module doc). Subclasses are ``@frozen`` dataclasses; these class
+    attributes and methods are the protocol's defaults."""
+
+    kind: MixerKind
+    title: str
+    module = "mixer"  # the layer's sub-module that holds the mixer's tensors
+    window: int | None = None  # keys a query sees (sliding window); None: all
+    chunk: int | None = None  # chunked attention's chunk; None: not chunked
+    tp_replicated_modules: tuple[str, ...] = ()
+    tp_kv_modules: tuple[str, ...] = ()
+    tp_replicated_kv = False
+    tp_note: str | None = None
+
+    # ---- identity --------------------------------------------------------------------------------
+
+    def label(self) -> str:
+        """The layer kind this mixer gives (``Layer.kind`` adds the FFN's suffix)."""
+        return self.kind.value
+
+    def summary(self) -> str:
+        return self.title
+
+    # ---- parameters and trace --------------------------------------------------------------------
+
+    def tensors(self, prefix: str) -> list[Tensor]:
+        raise NotImplementedError
+
+    def trace(self, b, i: int, tensors: dict[str, list[Tensor]]) -> None:
+        """Append the ops of layer ``i``'s mixer for the step ``b.shape`` to the trace builder ``b``;
+        ``tensors``: the layer's tensors keyed by their module's short name (``trace.group_tensors``)."""
+        raise NotImplementedError
+
+    # ---- cache -----------------------------------------------------------------------------------
+
+    def kv_elements_per_token(self) -> int:
+        """Elements one token adds to this layer's cache (0: none per token)."""
+        return 0
+
+    def expanded_kv_elements_per_token(self) -> int:
+        """What a naive cache of expanded per-head K and V would hold per token (MLA); else the cache's."""
+        return self.kv_elements_per_token()
+
+    def kv_cap(self) -> int | None:
+        """Tokens the per-token cache keeps (a window or a chunk); None: every token."""
+        return None
+
+    def state_elements(self) -> tuple[int, int]:
+        """(conv window, recurrent state) elements kept per sequence, whatever the context."""
+        return 0, 0
+
+    def latent_kv(self) -> tuple[int, int] | None:
+        """(latent, rope key) widths of a latent cache (MLA); None for any other cache."""
+        return None
+
+    # ---- tensor parallelism ----------------------------------------------------------------------
+
+    def tp_kv_split(self, tp: int, layer: int) -> tuple[int, int]:
+        """(ways the per-token cache splits, copies of each KV head) over ``tp`` ranks; raises
+        ``OptionError`` when the mixer's heads do not split ``tp`` ways."""
+        return tp, 1
+
+    def tp_shard(self, tp: int) -> "MixerSpec":
+        """The spec of one rank's share over ``tp`` ranks (the torch runtime's shard; ``tp_kv_split``
+        has accepted ``tp``)."""
+        raise NotImplementedError(f"no tensor-parallel shard of {self.title} layers is modelled")
+
+    # ---- what-ifs and sundries -------------------------------------------------------------------
+
+    def with_window(self, window: int) -> "MixerSpec | None":
+        """This mixer with a sliding window of ``window`` keys (``analyze --sliding-window``): itself
+        where there is nothing to window; None where a window would apply but is not modelled."""
+        return self
+
+    def rope_tables(self) -> tuple[tuple[int, float], ...]:
+        """(rotary dims, theta) of the RoPE this mixer applies, one per cos/sin table an engine keeps."""
+        return ()
+
+    def attention_shape(self) -> tuple[int, int] | None:
+        """(query heads per KV head, head_dim) of softmax attention; None for other mixers."""
+        return None
