@@ -114,19 +114,17 @@ class KVCache:
         if batch < 1 or capacity < 1:
             raise OptionError(f"a KV cache needs batch >= 1 and capacity >= 1, got {batch} and {capacity}")
         self.batch, self.capacity, self.dtype = batch, capacity, dtype
+        from .model import MIXERS  # (the registry of mixer kinds; runtime.model imports this module)
+
         self.layers: list = []
         for i, layer in enumerate(spec.layers):
             m = layer.mixer
             if only is not None and i not in only:
                 self.layers.append(None)
-            elif isinstance(m, Attention) and not m.kv_shared:  # a Gemma 4 shared-KV layer reads another's cache
-                self.layers.append(AttentionKV(m, batch, capacity, dtype, device))
-            elif isinstance(m, MLA):
-                self.layers.append(LatentKV(m, batch, capacity, dtype, device))
-            elif isinstance(m, GatedDeltaNet):
-                self.layers.append(DeltaNetState(m, batch, capacity, dtype, device))
+            elif m is None or m.kind not in MIXERS or (not m.kv_elements_per_token() and not any(m.state_elements())):
+                self.layers.append(None)  # nothing to keep (a Gemma 4 shared-KV layer reads another's cache)
             else:
-                self.layers.append(None)
+                self.layers.append(MIXERS[m.kind].cache(m, batch, capacity, dtype, device))
 
     def tensors(self) -> list[torch.Tensor]:
         return [t for lc in self.layers if lc is not None for t in lc.tensors()]

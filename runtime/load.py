@@ -30,7 +30,7 @@ from typing import Iterable, Iterator
 import torch
 
 from planner.analysis.errors import ConfigError, PlannerError, RuntimeUnavailableError
-from planner.analysis.spec import Attention, ExpertLayout, ModelSpec, MoE
+from planner.analysis.spec import Attention, ExpertLayout, MixerKind, ModelSpec, MoE
 
 IGNORED = re.compile(r"(rotary_emb\.inv_freq|\.attention\.bias|\.attention\.masked_bias|\.rotary\.inv_freq|"
                      r"\.attn\.bias|\.attn\.masked_bias)$")
@@ -93,12 +93,12 @@ def translate(spec: ModelSpec, hf_name: str, t: torch.Tensor) -> Iterator[tuple[
     layer = spec.layers[i]
     pre = f"model.layers.{i}."
     ffn, mixer = layer.ffn, layer.mixer
-    if isinstance(mixer, Attention) and mixer.fused_qkv and rest.startswith("self_attn.qkv_proj.") \
-            and spec.checkpoint.qkv_grouped:
+    attention = mixer is not None and mixer.kind is MixerKind.ATTENTION  # softmax attention's checkpoint layouts
+    if attention and mixer.fused_qkv and rest.startswith("self_attn.qkv_proj.") and spec.checkpoint.qkv_grouped:
         yield pre + rest, None, _qkv_from_groups(t, mixer)
         return
     hm = _HEAD_NORM.match(rest)
-    if hm and isinstance(mixer, Attention) and mixer.qk_norm_per_head:
+    if hm and attention and mixer.qk_norm_per_head:
         yield f"{pre}self_attn.{hm.group(1)}_norm.weight", (int(hm.group(2)),), t
         return
     if isinstance(ffn, MoE):

@@ -42,8 +42,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from planner.analysis.errors import RuntimeUnavailableError, UnsupportedModelError
-from planner.analysis.spec import (GLU, MLA, MLP, Attention, GatedAttention, GatedDeltaNet, GroupScore, Layer, Mamba,
+from planner.analysis.spec import (GLU, MLA, MLP, Attention, GatedDeltaNet, GroupScore, Layer, MixerKind, MixerSpec,
                                    ModelSpec, MoE, Norm, NormKind, Numerics, RopeStyle, RouterKind)
+
+from .cache import AttentionKV, DeltaNetState, LatentKV
 
 # ---- profiler regions: the trace's op kinds --------------------------------------------------------
 
@@ -59,19 +61,22 @@ def region(kind: str):
 
 
 def check_supported(spec: ModelSpec) -> None:
-    """Refuse, with one clear message, what the runtime cannot run yet."""
+    """Refuse, with one clear message, what the runtime cannot run yet: a mixer kind without a module in
+    ``MIXERS``, or what its module says it does not run (``MixerModule.unsupported``)."""
     for i, layer in enumerate(spec.layers):
         m = layer.mixer
-        if isinstance(m, Mamba):
-            raise RuntimeUnavailableError(f"verify does not support Mamba layers yet (layer {i} of {spec.label})",
-                                          "analyze and trace work for this model; the torch runtime covers "
-                                          "attention, MLA and Gated DeltaNet")
-        if isinstance(m, GatedAttention) and m.qk_norm_bias:
-            raise RuntimeUnavailableError(f"verify does not support q/k LayerNorms with bias yet (layer {i} of "
-                                          f"{spec.label})",
+        if m is None:
+            continue
+        run = MIXERS.get(m.kind)
+        if run is None:
+            titles = [r.title for r in MIXERS.values()]
+            covered = f"{', '.join(titles[:-1])} and {titles[-1]}"
+            raise RuntimeUnavailableError(f"verify does not support {m.title} layers yet (layer {i} of {spec.label})",
+                                          f"analyze and trace work for this model; the torch runtime covers {covered}")
+        what = run.module.unsupported(m)
+        if what:
+            raise RuntimeUnavailableError(f"verify does not support {what} yet (layer {i} of {spec.label})",
                                           "analyze and trace work for this model")
-        if m is not None and not isinstance(m, (Attention, MLA, GatedDeltaNet)):
-            raise RuntimeUnavailableError(f"verify does not support {type(m).__name__} layers (layer {i})")
     if spec.position_embeddings and spec.max_position_embeddings is None:
         raise RuntimeUnavailableError("learned position embeddings without max_position_embeddings")
 
@@ -304,18 +309,47 @@ class Alibi(nn.Module):
         self.slopes = alibi_slopes(self.heads).to(self.slopes.device)
 
 
-class SelfAttention(nn.Module):
+class MixerModule(nn.Module):
+    """Base of the torch module of a mixer kind (``MIXERS``): built as ``cls(m, spec, num, notes, dtype)``
+    from the mixer's spec, registered under the spec's ``module`` name, called as ``(x_BTD, pos_T, pos0,
+    cache)``; what of the kind it does not run, and whether it shards under ``verify --tp``."""
+
+    @staticmethod
+    def unsupported(m: MixerSpec) -> str | None:
+        """What of ``m`` this module does not run yet (a phrase for the refusal), or None."""
+        return None
+
+    @staticmethod
+    def check_tp(m: MixerSpec, layer: int) -> None:
+        """Raise ``RuntimeUnavailableError`` unless ``runtime.parallel`` shards this mixer."""
+        raise RuntimeUnavailableError(f"verify --tp does not shard {m.title} layers (layer {layer})", "use --tp 1")
+
+
+class SelfAttention(MixerModule):
     """Softmax attention with K key/value heads shared by G = H/K query heads each (MHA, GQA, MQA).
 
     The G query heads of a KV head are laid out as G·T query rows against that head's keys, so the
     keys are never repeated (no copy) and SDPA's FLOPs are exactly ``2·B·H·T·S·(d + e)``."""
+
+    @staticmethod
+    def unsupported(m: Attention) -> str | None:
+        return "q/k LayerNorms with bias" if m.qk_norm_bias else None
+
+    @staticmethod
+    def check_tp(m: Attention, layer: int) -> None:
+        if m.fused_qkv:
+            raise RuntimeUnavailableError(f"verify --tp does not shard fused QKV projections yet (layer {layer})",
+                                          "use --tp 1")
+        if m.q_norm_dim and m.q_norm_dim != m.head_dim:
+            raise RuntimeUnavailableError(f"verify --tp: a q/k norm over all heads (layer {layer}) needs a cross-rank "
+                                          "reduction the runtime does not do", "use --tp 1")
 
     def __init__(self, m: Attention, spec: ModelSpec, num: Numerics, notes: list[str], dtype):
         super().__init__()
         self.m, self.num = m, num
         D, H, K = m.hidden_size, m.num_attention_heads, m.num_key_value_heads
         # Qwen3-Next / Qwen3.5: q_proj also emits a gate per query feature, per head [q (d) | gate (d)]
-        self.gated = isinstance(m, GatedAttention) and m.output_gate  # (never fused: GatedAttention refuses it)
+        self.gated = m.output_gate  # (never fused: GatedAttention refuses it)
         if m.fused_qkv:
             self.qkv_proj = linear(D, m.q_dim + m.k_dim + m.v_dim, m.q_bias or m.k_bias or m.v_bias, dtype)
         else:
@@ -490,11 +524,15 @@ def _rms(x, eps):
     return (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + eps)).type_as(x)
 
 
-class LatentAttention(nn.Module):
+class LatentAttention(MixerModule):
     """DeepSeek multi-head latent attention. The cache holds each token's normalised latent (L) and
     its roped key (P). Decode (T = 1, cached) is absorbed: ``q_nope·W_UK`` projects the queries into
     the latent space, scores run over L + P and values over L, then ``W_UV`` maps back to heads.
     Prefill is expanded: ``kv_b_proj`` turns every key's latent into per-head K and V."""
+
+    @staticmethod
+    def check_tp(m: MLA, layer: int) -> None:
+        return None  # heads split tp ways, the latent projections and cache whole (runtime.parallel)
 
     def __init__(self, m: MLA, spec: ModelSpec, num: Numerics, notes: list[str], dtype):
         super().__init__()
@@ -592,7 +630,7 @@ class LatentAttention(nn.Module):
 # ---- Gated DeltaNet (Qwen3-Next, Qwen3.5 linear-attention layers) ---------------------------------
 
 
-class DeltaNetMixer(nn.Module):
+class DeltaNetMixer(MixerModule):
     """Gated DeltaNet, recurrent form (transformers' ``torch_recurrent_gated_delta_rule``), exact for
     prefill and decode alike: projections to q, k, v (through a depthwise causal conv + SiLU), the output
     gate z, the write strength β = sigmoid(b) and the decay g = -exp(A_log)·softplus(a + dt_bias); per
@@ -605,7 +643,7 @@ class DeltaNetMixer(nn.Module):
     Extra suffixes: Hk / Hv k- and v-heads, dk / dv their widths, X conv channels (2·Hk·dk + Hv·dv),
     W conv kernel."""
 
-    def __init__(self, m: GatedDeltaNet, spec: ModelSpec, notes: list[str], dtype):
+    def __init__(self, m: GatedDeltaNet, spec: ModelSpec, num: Numerics, notes: list[str], dtype):
         super().__init__()
         self.m = m
         D = m.hidden_size
@@ -697,6 +735,29 @@ class GatedRMSNorm(nn.Module):
 
 
 # ---- feed-forward --------------------------------------------------------------------------------
+
+
+# ---- the mixer registry --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MixerRuntime:
+    """How the runtime runs one mixer kind: its module and its per-layer cache (``runtime.cache``,
+    built as ``cache(m, batch, capacity, dtype, device)`` for a layer that caches anything)."""
+
+    title: str  # how the refusal of another kind lists this one
+    module: type[MixerModule]
+    cache: type
+
+
+#: The one place the runtime tells mixer kinds apart: each ``MixerKind`` it runs, keyed by the spec's
+#: ``kind`` (``Attention`` and ``GatedAttention`` share one). A kind absent here is refused by
+#: ``check_supported``; analyze and trace still cover it (``analysis.mixers``).
+MIXERS: dict[MixerKind, MixerRuntime] = {
+    MixerKind.ATTENTION: MixerRuntime("attention", SelfAttention, AttentionKV),
+    MixerKind.MLA: MixerRuntime("MLA", LatentAttention, LatentKV),
+    MixerKind.GATED_DELTANET: MixerRuntime("Gated DeltaNet", DeltaNetMixer, DeltaNetState),
+}
 
 
 class FeedForward(nn.Module):
@@ -929,13 +990,9 @@ class Block(nn.Module):
             self.add_module(p.name, make_norm(p.norm, spec, dtype))
             self.roles[p.role] = p.name
         m = layer.mixer
-        self.mixer_name = "mixer" if isinstance(m, GatedDeltaNet) else "self_attn"  # the spec's tensor names
-        if isinstance(m, Attention):
-            self.self_attn = SelfAttention(m, spec, num, notes, dtype)
-        elif isinstance(m, MLA):
-            self.self_attn = LatentAttention(m, spec, num, notes, dtype)
-        elif isinstance(m, GatedDeltaNet):
-            self.mixer = DeltaNetMixer(m, spec, notes, dtype)
+        if m is not None:  # the mixer kind's module (MIXERS), under the spec's tensor names
+            self.mixer_name = m.module
+            self.add_module(m.module, MIXERS[m.kind].module(m, spec, num, notes, dtype))
         if isinstance(layer.ffn, MoE):
             self.mlp = SparseMoE(layer.ffn, num, notes, dtype)
         elif isinstance(layer.ffn, MLP):

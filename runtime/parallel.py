@@ -41,7 +41,7 @@ import torch.distributed as dist
 import torch.nn as nn
 
 from planner.analysis.errors import OptionError, RuntimeUnavailableError
-from planner.analysis.spec import MLA, MLP, Attention, ModelSpec, MoE
+from planner.analysis.spec import MLP, ModelSpec, MoE
 
 
 # ---- the shard spec ------------------------------------------------------------------------------
@@ -49,6 +49,8 @@ from planner.analysis.spec import MLA, MLP, Attention, ModelSpec, MoE
 
 def check_tp_supported(spec: ModelSpec, tp: int) -> None:
     """Refuse, with one message, what the tensor-parallel runtime does not shard yet."""
+    from .model import MIXERS
+
     if spec.numerics.layer_scalar:  # K = V, shared-KV layers, per-layer inputs, the MoE beside the MLP
         raise RuntimeUnavailableError(f"verify --tp does not shard Gemma 4 ({spec.label}) yet", "use --tp 1")
     if spec.embedding_rows:
@@ -65,15 +67,11 @@ def check_tp_supported(spec: ModelSpec, tp: int) -> None:
                     raise OptionError(f"--tp {tp}: the {what} {n} features do not split {tp} ways (layer {i})")
         if isinstance(f, MLP) and f.intermediate_size % tp:
             raise OptionError(f"--tp {tp}: the MLP's {f.intermediate_size} features do not split {tp} ways (layer {i})")
-        if isinstance(m, Attention):
-            if m.fused_qkv:
-                raise RuntimeUnavailableError(f"verify --tp does not shard fused QKV projections yet (layer {i})",
-                                              "use --tp 1")
-            if m.q_norm_dim and m.q_norm_dim != m.head_dim:
-                raise RuntimeUnavailableError(f"verify --tp: a q/k norm over all heads (layer {i}) needs a cross-rank "
-                                              "reduction the runtime does not do", "use --tp 1")
-        elif m is not None and not isinstance(m, MLA):
-            raise RuntimeUnavailableError(f"verify --tp does not shard {type(m).__name__} layers (layer {i})", "use --tp 1")
+        if m is not None:  # what the mixer kind's module shards (runtime.model.MIXERS)
+            run = MIXERS.get(m.kind)
+            if run is None:
+                raise RuntimeUnavailableError(f"verify --tp does not shard {m.title} layers (layer {i})", "use --tp 1")
+            run.module.check_tp(m, i)
         if isinstance(f, MLP) and f.fused_gate_up:
             raise RuntimeUnavailableError(f"verify --tp does not shard fused gate/up projections yet (layer {i})",
                                           "use --tp 1")
@@ -86,11 +84,8 @@ def shard_spec(spec: ModelSpec, tp: int) -> ModelSpec:
     layers = []
     for layer in spec.layers:
         m, f = layer.mixer, layer.ffn
-        if isinstance(m, Attention):
-            kv = m.num_key_value_heads // tp if m.num_key_value_heads % tp == 0 else 1
-            m = replace(m, num_attention_heads=m.num_attention_heads // tp, num_key_value_heads=kv)
-        elif isinstance(m, MLA):
-            m = replace(m, num_attention_heads=m.num_attention_heads // tp)
+        if m is not None:
+            m = m.tp_shard(tp)  # the mixer's own share (analysis.mixers)
         if isinstance(f, MLP):
             f = replace(f, intermediate_size=f.intermediate_size // tp)
         elif isinstance(f, MoE):  # every expert (and the shared one) split tp ways; the router whole
@@ -120,13 +115,17 @@ def init_shard_random_(shard: nn.Module, full: nn.Module, spec: ModelSpec, tp: i
     kv_index = {}  # id of a full k/v projection -> which KV-head block this rank holds
     for i, layer in enumerate(spec.layers):
         m = layer.mixer
-        if isinstance(m, Attention) and not m.fused_qkv:  # (fused QKV: refused under tp > 1)
-            attn = full.model.layers[i].self_attn
-            repl = tp // m.num_key_value_heads if m.num_key_value_heads % tp else 1
-            for mod in (attn.k_proj, attn.v_proj):
-                kv_index[id(mod.weight)] = rank // repl
-                if mod.bias is not None:
-                    kv_index[id(mod.bias)] = rank // repl
+        if m is None or not m.tp_kv_modules:  # the projections whose output is the KV heads (attention's k/v)
+            continue
+        _, repl = m.tp_kv_split(tp, i)
+        mixer = getattr(full.model.layers[i], m.module)
+        for name in m.tp_kv_modules:
+            mod = getattr(mixer, name, None)  # (none in a fused QKV projection: refused under tp > 1)
+            if mod is None:
+                continue
+            kv_index[id(mod.weight)] = rank // repl
+            if mod.bias is not None:
+                kv_index[id(mod.bias)] = rank // repl
     shard_params = dict(unique_parameters(shard))
     for name, p in unique_parameters(full):
         mod_name = name.rsplit(".", 1)[0]
@@ -222,7 +221,7 @@ def attach_collectives(model: nn.Module, spec: ModelSpec, tp: int, rank: int, re
         block = model.model.layers[i]
         rows = []
         if layer.mixer is not None:
-            rows.append(block.self_attn.o_proj)
+            rows.append(getattr(block, layer.mixer.module).o_proj)  # (attention and MLA: the kinds --tp shards)
         if isinstance(layer.ffn, MLP):
             rows.append(block.mlp.down_proj)
         for lin in rows:

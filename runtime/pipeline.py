@@ -43,7 +43,7 @@ import torch.nn as nn
 
 from planner.analysis.errors import RuntimeUnavailableError
 from planner.analysis.parallel import Layout, LayoutPlan, layout_plan
-from planner.analysis.spec import GatedDeltaNet, ModelSpec, MoE
+from planner.analysis.spec import ModelSpec, MoE
 
 
 def check_pp_supported(spec: ModelSpec, pp: int, tp: int) -> LayoutPlan:
@@ -52,8 +52,9 @@ def check_pp_supported(spec: ModelSpec, pp: int, tp: int) -> LayoutPlan:
         raise RuntimeUnavailableError(f"verify --pp does not split Gemma 4 ({spec.label}) yet", "use --pp 1")
     plan = layout_plan(spec, Layout(tp=tp, pp=pp))
     for i, layer in enumerate(spec.layers):
-        if isinstance(layer.mixer, GatedDeltaNet):  # the stages' exact cache check counts K/V only
-            raise RuntimeUnavailableError(f"verify --pp does not run Gated DeltaNet layers yet (layer {i})",
+        m = layer.mixer
+        if m is not None and any(m.state_elements()):  # the stages' exact cache check counts K/V only
+            raise RuntimeUnavailableError(f"verify --pp does not run {m.title} layers yet (layer {i})",
                                           "use --pp 1")
     if tp > 1:
         from planner.analysis.errors import OptionError

@@ -381,12 +381,10 @@ class _Analysis:
 
 def attention_shape(spec: ModelSpec) -> tuple[int, int] | None:
     """(query heads per KV head, head_dim) of the model's first attention layer, or None (MLA, none)."""
-    from planner.analysis.spec import Attention, ParallelHybrid
-
     for layer in spec.layers:
-        m = layer.mixer.attention if isinstance(layer.mixer, ParallelHybrid) else layer.mixer
-        if isinstance(m, Attention):
-            return max(1, m.num_attention_heads // max(1, m.num_key_value_heads)), m.head_dim
+        shape = layer.mixer.attention_shape() if layer.mixer is not None else None
+        if shape is not None:
+            return shape
     return None
 
 
