@@ -111,11 +111,13 @@ MIXER_NAMES = ("Attention", "GatedAttention", "MLA", "Mamba", "GatedDeltaNet", "
 
 
 def test_no_isinstance_dispatch_on_mixers_outside_their_modules():
+    """Consumers of the spec ask the mixer (family builders, which construct one class or another, may
+    check what they built)."""
     pattern = re.compile(r"isinstance\([^)]*\b(" + "|".join(MIXER_NAMES) + r")\b")
     found = []
     for folder in ("analysis", "hardware", "runtime", "cli"):
         for path in (ROOT / folder).rglob("*.py"):
-            if "mixers" in path.parts:
+            if "mixers" in path.parts or "families" in path.parts:  # (builders make concrete mixers)
                 continue
             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if pattern.search(line):
