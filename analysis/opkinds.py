@@ -21,6 +21,18 @@ class OpKind(StrEnum):
     SAMPLING = "sampling"
 
 
+class OpCategory(StrEnum):
+    """What part of the model an op belongs to (the trace's and the plots' grouping)."""
+
+    ATTENTION = "attention"
+    FFN = "ffn"
+    LM_HEAD = "lm_head"
+    NORM = "norm"
+    EMBEDDING = "embedding"
+    SSM = "ssm"
+    OTHER = "other"
+
+
 class Parallel(StrEnum):
     """How an op splits over tensor-parallel ranks (Megatron-style, as vLLM and SGLang shard):
 

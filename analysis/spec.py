@@ -32,7 +32,7 @@ from typing import Union
 from .mixers import (MLA, Attention, GatedAttention, GatedDeltaNet, Mamba, Mixer, MixerKind,  # noqa: F401 (re-exported)
                      MixerSpec, ParallelHybrid, ShortConv)
 from .records import frozen
-from .tensors import Tensor
+from .tensors import Tensor, TensorKind  # noqa: F401  (re-exported)
 from .tensors import linear as _linear
 
 

@@ -3,16 +3,37 @@ kinds). A leaf module: the spec, the mixers (``analysis.mixers``) and the quanti
 
 from __future__ import annotations
 
+from enum import StrEnum
 from math import prod
 
 from .records import frozen
+
+
+class TensorKind(StrEnum):
+    """What a weight is, for the parameter breakdown, the quantizers and tensor-parallel sharding."""
+
+    EMBEDDING = "embedding"
+    LINEAR = "linear"
+    BIAS = "bias"
+    NORM = "norm"
+    ROUTER = "router"
+    EXPERT = "expert"
+    CONV = "conv"
+    LM_HEAD = "lm_head"
+    VISION = "vision"
+    AUDIO = "audio"
+    OTHER = "other"
 
 
 @frozen
 class Tensor:
     name: str
     shape: tuple[int, ...]
-    kind: str
+    kind: TensorKind  # a plain string is taken and checked: an unknown kind is a ValueError here
+
+    def __post_init__(self) -> None:
+        if type(self.kind) is not TensorKind:
+            object.__setattr__(self, "kind", TensorKind(self.kind))
 
     @property
     def numel(self) -> int:

@@ -37,7 +37,7 @@ from typing import Iterator
 from .records import frozen
 from .dtypes import DType
 from .mixers import attended_keys, distinct_keys  # noqa: F401  (re-exported: the attention geometry)
-from .opkinds import DEFAULT_PARALLEL, OpKind, Parallel  # noqa: F401  (re-exported)
+from .opkinds import DEFAULT_PARALLEL, OpCategory, OpKind, Parallel  # noqa: F401  (re-exported)
 from .spec import MLP, Layer, ModelSpec, MoE, Norm, Tensor
 from .weights import WeightFormat
 
@@ -46,7 +46,7 @@ from .weights import WeightFormat
 class Op:
     name: str
     kind: OpKind
-    category: str  # attention | ffn | lm_head | norm | embedding | ssm | other
+    category: OpCategory
     layer: int | None
     flops: int = 0
     weight_bytes: int = 0
@@ -58,6 +58,15 @@ class Op:
     state_write_bytes: int = 0
     kernels: int = 1
     parallel: Parallel = Parallel.REPLICATED
+
+    def __post_init__(self) -> None:
+        # plain strings are taken and checked (an unknown kind, category or role is a ValueError here)
+        if type(self.kind) is not OpKind:
+            object.__setattr__(self, "kind", OpKind(self.kind))
+        if type(self.category) is not OpCategory:
+            object.__setattr__(self, "category", OpCategory(self.category))
+        if type(self.parallel) is not Parallel:
+            object.__setattr__(self, "parallel", Parallel(self.parallel))
 
     @property
     def bytes(self) -> int:

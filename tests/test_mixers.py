@@ -123,3 +123,22 @@ def test_no_isinstance_dispatch_on_mixers_outside_their_modules():
                 if pattern.search(line):
                     found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+def test_tensor_and_op_kinds_are_enums_and_unknown_ones_are_refused():
+    from planner.analysis.opkinds import OpCategory, OpKind, Parallel
+    from planner.analysis.tensors import Tensor, TensorKind
+    from planner.analysis.trace import Op, step_ops
+    from planner.analysis.weights import weight_format
+    from planner.cli.common import load_model
+
+    spec = load_model("google/gemma-4-E2B-it", None).spec
+    assert {type(t.kind) for t in spec.tensors()} == {TensorKind}
+    fmt, _ = weight_format(spec, "bf16")
+    ops = step_ops(spec, fmt, fmt.act, batch=2, new_tokens=1, cached_tokens=16)
+    assert {(type(o.kind), type(o.category), type(o.parallel)) for o in ops} == {(OpKind, OpCategory, Parallel)}
+    assert Op("x", "matmul", "ffn", 0).category is OpCategory.FFN  # strings are taken and checked
+    with pytest.raises(ValueError):
+        Tensor("x.weight", (2, 2), "lineer")
+    with pytest.raises(ValueError):
+        Op("x", "matmul", "mlp", 0)
