@@ -20,10 +20,20 @@ figures (bench/published.yaml, collected for issues 12 and 13). No factor is fit
      scheduler per attention-DP rank).
    The memory of the layout (``hardware.deploy.layout_memory`` under the entry's memory fraction, else
    the engine's default) is checked to hold the batch; a figure per node is the per-GPU figure times the profile's GPUs per node.
+3. Request-rate entries (``arrival: poisson``: ``--request-rate R`` in vLLM's benchmark_serving or
+   SGLang's bench_serving): ``num_requests`` requests arriving as a Poisson process of ``request_rate``
+   requests/s (``hardware.simulate.poisson_arrivals``, seed ``RATE_SEED``), lengths drawn from the entry's
+   ``input_len_dist`` / ``output_len_dist`` (``hardware.simulate.draw_lengths``, seeds ``RATE_SEED`` and
+   ``RATE_SEED + 1``; a prompt is cut to ``max_input_len`` and an output to ``max_total_len`` minus its
+   prompt, as the benchmark's dataset filter drops longer pairs), simulated on the step cost of 1. under the entry's engine; the statistic the
+   source reports (``statistic: median``) of TTFT, TPOT and E2E latency over the requests. A dataset's
+   lengths given as a distribution are an approximation of its real lengths (the entry's ``length_note``).
+   ITL (the gap between streamed chunks) is listed, not predicted: the simulation records no per-token gaps.
 
 Prints predicted, published and error per point, and the median |error| per quantity.
 
-    python bench/plan_published.py
+    python bench/plan_published.py            # all of it
+    python bench/plan_published.py --rate     # only the request-rate entries (3.)
 """
 
 from __future__ import annotations
@@ -38,6 +48,8 @@ sys.path.insert(0, str(ROOT))
 
 QUANTITIES = ("output_tokens_per_s", "tpot_s", "ttft_s", "e2e_s")
 LAYOUT_QUANTITIES = ("output_tokens_per_s", "input_tokens_per_s")
+RATE_QUANTITIES = ("ttft_s", "tpot_s", "e2e_s", "itl_s")
+RATE_SEED = 0
 
 
 def _published_module():
@@ -80,6 +92,56 @@ def plan_predict(p) -> float | None:
         return float(np.nanmean(r.e2e_s)) + req
     total = float(r.output_tokens_per_s[0]) * dp
     return total / p.gpus if p.per_gpu else total
+
+
+def rate_workload(s: dict, seed: int = RATE_SEED):
+    """(arrival times (n,), input lengths (n,), output lengths (n,)) of a request-rate entry's settings ``s``
+    (module doc, 3.)."""
+    import numpy as np
+
+    from planner.hardware.simulate import draw_lengths, poisson_arrivals
+
+    n = int(s["num_requests"])
+    arrivals = poisson_arrivals(float(s["request_rate"]), n, seed=seed)[0]
+    i = draw_lengths(s.get("input_len_dist") or int(s["input_len"]), n, seed=seed, what="input length")
+    o = draw_lengths(s.get("output_len_dist") or int(s["output_len"]), n, seed=seed + 1, what="output length")
+    if s.get("max_input_len"):
+        i = np.minimum(i, int(s["max_input_len"]))
+    if s.get("max_total_len"):
+        o = np.maximum(1, np.minimum(o, int(s["max_total_len"]) - i))
+    return arrivals, i, o
+
+
+def rate_predict(e: dict, pub) -> dict:
+    """{quantity: predicted statistic} for the request-rate entry ``e`` (module doc, 3.); a quantity that
+    cannot be predicted is absent. Entries that share settings give the same simulation: call once per group."""
+    import numpy as np
+
+    from planner.analysis.parallel import Layout
+    from planner.hardware.deploy import EngineModel, layout_memory, plan_for, step_cost
+    from planner.hardware.simulate import Scheduler, simulate
+
+    s = dict(e.get("settings") or {})
+    arrivals, ilens, olens = rate_workload(s)
+    # the Point (model analysis, engine memory) for the longest request the workload holds
+    s["input_len"], s["output_len"] = int(ilens.max()), int(olens.max())
+    s.setdefault("max_model_len", int((ilens + olens).max()))
+    p = pub.Point({**e, "settings": s, "quantity": "e2e_s"})
+    dp = max(1, p.gpus // p.tp)
+    em = EngineModel(p.engine, p.base)
+    plan = plan_for(p.a, p.hw, Layout(tp=p.tp, dp=dp))
+    seqs, mnbt = p.mem.max_num_seqs, p.mem.max_num_batched_tokens
+    mem = layout_memory(p.a, p.hw, plan, em, max_num_batched_tokens=mnbt, max_num_seqs=seqs)
+    if not mem.fits:
+        return {}
+    cost = step_cost(p.a, p.hw, plan, em, ref_batch=min(seqs, 64),
+                     ref_context=int(ilens.mean() + olens.mean() / 2), ref_prompt=min(int(ilens.mean()), mnbt))
+    r = simulate([cost], [Scheduler(seqs, mnbt, max(mem.kv_capacity_tokens, int((ilens + olens).max())))],
+                 arrivals, ilens, olens)
+    req = p.base.request_overhead_s + (p.base.server_overhead_s if p.server_client else 0.0)
+    stat = {"median": np.nanmedian, "mean": np.nanmean}[e.get("statistic", "mean")]
+    return {"ttft_s": float(stat(r.ttft_s[0])) + req, "tpot_s": float(stat(r.tpot_s[0])),
+            "e2e_s": float(stat(r.e2e_s[0])) + req}
 
 
 def _overlap_note(eng, lo) -> str:
@@ -165,9 +227,14 @@ def main() -> None:
 
     pub = _published_module()
     entries = yaml.safe_load((ROOT / "bench" / "published.yaml").read_text())
+    if "--rate" in sys.argv[1:]:
+        rate_table(entries, pub)
+        return
     rows, errs_plan, errs_serve = [], {}, {}
     for e in entries:
         if int(e.get("gpus") or 1) < 2 or e.get("quantity") not in QUANTITIES or e.get("engine") not in pub.ENGINE_MAP:
+            continue
+        if (e.get("settings") or {}).get("arrival") == "poisson":  # request-rate entries: 3.
             continue
         if not e.get("model_config") or e.get("excluded") or e.get("layout"):  # excluded: see its reason
             continue
@@ -224,6 +291,7 @@ def main() -> None:
         pm = "-" if mine is None else f"{mine:,.0f}"
         print(f"| {e['id']} | {lay['phase']} | {label} | {q} | {v:,.0f} | {pm} | {pe} | {note} |", flush=True)
     ep_term_table(entries, pub.ENGINE_MAP)
+    rate_table(entries, pub)
 
 
 #: the engine profile's expert_parallel terms switched on one at a time (FP8 dispatch and BF16 combine in all)
@@ -253,6 +321,51 @@ def ep_term_table(entries, engine_map) -> None:
             mine = layout_predict(e, engine_map, terms)[0]
             cells.append("-" if mine is None else f"{mine / float(e['value']) - 1:+.0%}")
         print(f"| {e['id']} | " + " | ".join(cells) + " |", flush=True)
+
+
+def rate_table(entries: list, pub) -> None:
+    """Print the request-rate entries (module doc, 3.): one simulation per group of entries that share
+    model, GPU, engine and settings."""
+    print()
+    print("Request-rate benchmarks (Poisson arrivals at the stated rate, seed %d):" % RATE_SEED)
+    print()
+    print("| id | statistic | rate (req/s) | requests | published | predicted | error |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    cache: dict = {}
+    errs: dict = {}
+    for e in entries:
+        s = e.get("settings") or {}
+        if s.get("arrival") != "poisson" or e.get("quantity") not in RATE_QUANTITIES:
+            continue
+        v = float(e["value"])
+        head = f"| {e['id']} | {e.get('statistic', 'mean')} {e['quantity']} | {s.get('request_rate')} | {s.get('num_requests')}"
+        if e.get("excluded"):
+            print(f"{head} | {v:g} | excluded: {e['excluded']} | |")
+            continue
+        key = repr((e.get("model_config"), e.get("gpu"), e.get("gpus"), e.get("tp"), e.get("engine"),
+                    e.get("statistic"), sorted(s.items())))
+        if key not in cache:
+            try:
+                cache[key] = rate_predict(e, pub)
+            except Exception as exc:  # listed, not fatal
+                cache[key] = f"skipped: {exc}"
+        got = cache[key]
+        if isinstance(got, str):
+            print(f"{head} | {v:g} | {got} | |")
+            continue
+        m = got.get(e["quantity"])
+        if m is None:
+            why = "not predicted (no per-token gaps)" if e["quantity"] == "itl_s" else "does not fit"
+            print(f"{head} | {v:g} | {why} | - |")
+            continue
+        errs.setdefault(e["quantity"], []).append(abs(m / v - 1))
+        print(f"{head} | {v:g} | {m:.4g} | {m / v - 1:+.0%} |", flush=True)
+    print()
+    print("| quantity | points | median abs error |")
+    print("| --- | ---: | ---: |")
+    for q in RATE_QUANTITIES:
+        if errs.get(q):
+            print(f"| {q} | {len(errs[q])} | {statistics.median(errs[q]):.0%} |")
 
 
 if __name__ == "__main__":

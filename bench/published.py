@@ -25,7 +25,9 @@ an offline run; ``closed-loop``: C clients each sending the next request when th
 An entry with ``excluded: reason`` is listed with its reason and not predicted. An entry with a
 ``layout`` block (expert parallel, attention data parallel, one pool of a disaggregated deployment) is
 beyond the serve model: it is listed as skipped, nothing is fitted on it, and ``bench/plan_published.py``
-predicts it with ``planner plan``'s layout model.
+predicts it with ``planner plan``'s layout model. An entry with ``arrival: poisson`` (a request-rate
+benchmark: ``--request-rate R`` in vLLM's benchmark_serving or SGLang's bench_serving) is skipped the same
+way: ``bench/plan_published.py`` simulates it at its rate.
 """
 
 from __future__ import annotations
@@ -159,6 +161,8 @@ def load_points(path: Path, only: list[str] | None) -> tuple[list[Point], list[t
             why = f"excluded: {e['excluded']}"
         elif e.get("layout"):  # EP, attention-DP or one pool of a disaggregated deployment: not serve's
             why = "layout beyond tensor parallel: bench/plan_published.py predicts it (nothing is fitted on it)"
+        elif (e.get("settings") or {}).get("arrival") == "poisson":  # a request-rate benchmark
+            why = "request-rate (Poisson) benchmark: bench/plan_published.py simulates it (nothing is fitted on it)"
         elif not e.get("model_config"):
             why = "model not bundled"
         elif e.get("engine") not in ENGINE_MAP:
