@@ -57,7 +57,7 @@ GRID = {
     "step_overhead_s": [0.0, 0.25e-3, 0.5e-3, 1e-3, 2e-3, 4e-3],
     "launch_overhead_per_op_s": [0.0, 2e-6, 4e-6, 6e-6, 8e-6, 12e-6, 16e-6],
     "request_overhead_s": [0.0, 1e-3, 2e-3, 4e-3, 8e-3],
-    "server_overhead_s": [0.0, 5e-3, 10e-3, 20e-3, 40e-3],
+    "server_overhead_s": [0.0, 5e-3, 7.5e-3, 10e-3, 15e-3, 20e-3, 40e-3],
 }
 PER_ENGINE = ("step_overhead_s", "launch_overhead_per_op_s", "request_overhead_s", "server_overhead_s")
 

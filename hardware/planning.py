@@ -292,9 +292,10 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
 
 
 def request_overhead_s(em) -> float:
-    """What the engine adds to each request's TTFT (and e2e) once, as ``planner serve`` does: its
-    admission and first sampling (``request_overhead``) and its HTTP front end (``server_overhead``:
-    a deployment's users stream through the server)."""
+    """What the engine adds to each request's TTFT (and e2e) once: its admission and first sampling
+    (``request_overhead``) and its HTTP front end's time per request (``server_overhead``: a deployment's
+    users stream through the server). ``planner serve`` runs the front end as a serial intake (its bursts
+    queue there); here requests arrive spread over time and each pays its intake once, without the queue."""
     return em.factors.request_overhead_s + em.factors.server_overhead_s
 
 

@@ -41,9 +41,17 @@ together are prefilled in the same steps and finish together, so the run is neit
 nor the perfectly staggered steady state. Front-end jitter that pulls real clients apart is not
 modelled (``bench/published.md``).
 
-Both modes add the engine's per-request ``request overhead`` to TTFT and e2e once per request, and its
-HTTP front end's (``server_overhead``) where the client streams through the server (``server=True``,
-what a deployment's users see; ``False`` for benchmarks that call the engine in-process).
+Both modes add the engine's per-request ``request overhead`` to TTFT and e2e once per request. Where the
+client streams through the HTTP server (``server=True``, what a deployment's users see; ``False`` for
+benchmarks that call the engine in-process), the front end is a serial intake (``intake_arrivals``):
+one process takes ``server_overhead`` per request, one after another, before the request reaches the
+scheduler (vLLM's API server tokenizes, builds the request and hands it to the engine core over ZMQ
+in one asyncio process: vLLM PR #17546 added ``--api-server-count`` because that process limits
+throughput; issue #580 measured the single server at half the GPU utilisation of the in-process
+``LLM``). A burst of N requests then reaches the engine spread over N × ``server_overhead``, and
+closed-loop clients drift apart; both are simulated on the clock (``_served``: the same scheduler
+rules, each step priced as it is built). One request through the server waits ``server_overhead``
+once, as a constant would; with ``server_overhead`` 0 the step schedules above are used unchanged.
 """
 
 from __future__ import annotations
@@ -207,10 +215,11 @@ def _mean_cost(costs: list[StepCost]) -> StepCost:
     return total.scaled(1 / len(costs))
 
 
-def _request_cost(f: Factors, server: bool) -> StepCost:
-    """The engine's per-request cost (plus its HTTP front end's when ``server``) as a StepCost (not in
-    the ideal)."""
-    s = f.request_overhead_s + (f.server_overhead_s if server else 0.0)
+def _request_cost(f: Factors) -> StepCost:
+    """The engine's per-request cost (admission, input preparation, first sampling) as a StepCost (not in
+    the ideal). The HTTP front end's is not a constant added here: it delays each request's arrival
+    (``intake_arrivals``, ``_served``)."""
+    s = f.request_overhead_s
     parts = {k: 0.0 for k in FACTORS}
     parts["request overhead"] = s
     return StepCost(0.0, s, parts, 0)
@@ -229,6 +238,8 @@ def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, se
     from planner.analysis.errors import OptionError
 
     scenario.check()
+    if server and model.f.server_overhead_s > 0:
+        return _served(model, mem, scenario, replicas=replicas)
     if scenario.arrival == "closed-loop":
         return _closed_loop(model, mem, scenario, replicas=replicas, server=server)
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
@@ -297,7 +308,7 @@ def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, se
         prefill_steps += steps_b
     ttft = ttft_total.scaled(1 / per_replica)
     e2e = e2e_total.scaled(1 / per_replica)
-    ttft, e2e = ttft + _request_cost(model.f, server), e2e + _request_cost(model.f, server)
+    ttft, e2e = ttft + _request_cost(model.f), e2e + _request_cost(model.f)
     total_tokens = C * O
 
     def lat(pick) -> Latency:
@@ -459,7 +470,7 @@ def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, se
         ttft = ttft + cost.scaled(wt / requests)
         e2e = e2e + cost.scaled(we / requests)
         span = span + cost.scaled(steps)
-    over = _request_cost(model.f, server)
+    over = _request_cost(model.f)
     ttft, e2e = ttft + over, e2e + over
     span = span + over.scaled(CLOSED_LOOP_ROUNDS)  # each client waits for the front end once per request
     tokens = requests * O * replicas
@@ -474,7 +485,194 @@ def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, se
                        _explain(ttft, e2e, O), decode_step[1] if decode_step else None, tuple(notes))
 
 
-__all__ = ["ARRIVALS", "StepModel", "Scenario", "Latency", "ServeResult", "simulate"]
+# ---- the HTTP front end as a serial intake -------------------------------------------------------
+
+
+def intake_arrivals(sends_s, intake_s: float, free_s: float = 0.0) -> tuple[list[float], float]:
+    """When requests sent at ``sends_s`` (in send order) reach the engine through one front-end process
+    that takes ``intake_s`` per request, one after another (vLLM's API server tokenizes each request,
+    builds it and hands it to the engine core over ZMQ in one asyncio process): request k leaves the
+    front end at ``max(send_k, when request k − 1 left) + intake_s``. ``free_s``: when the front end is
+    next free. Returns (arrival times, when it is free again). A burst of N at t = 0 arrives at
+    intake_s, 2 × intake_s, ..., N × intake_s."""
+    out = []
+    for s in sends_s:
+        free_s = max(s, free_s) + intake_s
+        out.append(free_s)
+    return out, free_s
+
+
+def _served(model: StepModel, mem, scenario: Scenario, *, replicas: int) -> ServeResult:
+    """Requests that reach the engine through its HTTP front end (``intake_arrivals``, ``server_overhead_s``
+    per request), then run step by step under vLLM V1's scheduler rules (those of ``closed_loop_schedule``),
+    each step priced by the step model as it is built: arrivals now fall inside steps, so the schedule
+    depends on the step times. ``together``: every request is sent at t = 0; ``closed-loop``: each client
+    sends its next request when its last one ends (``CLOSED_LOOP_ROUNDS`` per client). Each replica has
+    its own front end. TTFT and e2e run from the send; the time a request spends in the front end (and
+    waiting for the step after its arrival) is the ``request overhead`` part of the explanation."""
+    from collections import Counter, deque
+
+    from planner.analysis.errors import OptionError
+
+    I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
+    closed = scenario.arrival == "closed-loop"
+    per_replica = -(-C // replicas)
+    notes = []
+    if closed:
+        notes.append(f"closed loop: {C} clients start together and each sends its next request when the last "
+                     f"ends ({CLOSED_LOOP_ROUNDS} requests per client, simulated step by step)")
+    if replicas > 1:
+        notes.append(f"{C} {'clients' if closed else 'requests'} over {replicas} replicas: {per_replica} per replica")
+    if I + O > mem.max_model_len:
+        raise OptionError(f"--input-len + --output-len ({I + O:,}) exceed --max-model-len ({mem.max_model_len:,})",
+                          "raise --max-model-len or shorten the request")
+    slots = min(per_replica, mem.max_num_seqs, mem.max_batch(I + O))
+    if slots < 1:
+        raise OptionError("not even one request fits in the KV pool", "use more GPUs or a shorter request")
+    if slots < per_replica:
+        why = "max_num_seqs" if slots == mem.max_num_seqs else "the KV pool"
+        notes.append(f"{per_replica} {'clients' if closed else 'requests'} per replica but {slots} run at once "
+                     f"({why} limits them): the rest wait")
+    c = model.f.server_overhead_s
+    notes.append(f"through the HTTP front end: {c * 1e3:.3g} ms per request, one after another "
+                 f"(a burst of {per_replica} reaches the engine over {per_replica * c:.3g} s)")
+    requests = per_replica * (CLOSED_LOOP_ROUNDS if closed else 1)
+    budget = mem.max_num_batched_tokens
+    ctx_step = max(1, (I + O) // 64)
+    sent = min(per_replica, requests)
+    arrivals, free = intake_arrivals([0.0] * sent, c)
+    send_s = [0.0] * sent
+    pending = deque(range(sent))  # requests in the front end or on their way, in arrival order
+    waiting: deque = deque()  # arrived, not yet started
+    partial = None  # (request, prompt tokens done)
+    decoding: dict = {}  # request -> first-token step
+    first_step: dict = {}
+    start_step: dict = {}
+    end_s: dict = {}
+    first_s: dict = {}
+    marks = []  # (start step, first step, end step)
+    costs: list = []
+    t = 0.0
+    s = 0
+    prefill_steps = 0
+    decode_step = None
+    finished = 0
+    running = 0
+    while finished < requests:
+        if not (waiting or pending and arrivals[pending[0]] <= t) and not running:
+            t = max(t, arrivals[pending[0]])  # the engine idles until the next request arrives
+        while pending and arrivals[pending[0]] <= t:
+            r = pending.popleft()
+            waiting.append(r)
+            start_step[r] = s
+        b = budget
+        pieces: Counter = Counter()
+        if decoding:
+            ctx = sum(I + (s - f) - 1 for f in decoding.values())
+            mean = max(1, round(ctx / len(decoding) / ctx_step) * ctx_step)
+            pieces[(1, mean)] += len(decoding)
+            b -= len(decoding)
+        completed = []
+        if partial is not None and b > 0:
+            r, done = partial
+            take = min(I - done, b)
+            pieces[(take, done)] += 1
+            b -= take
+            partial = None if done + take == I else (r, done + take)
+            if partial is None:
+                completed.append(r)
+        while b > 0 and waiting and running < slots and partial is None:
+            r = waiting.popleft()
+            take = min(I, b)
+            pieces[(take, 0)] += 1
+            b -= take
+            running += 1
+            if take == I:
+                completed.append(r)
+            else:
+                partial = (r, take)
+        if not pieces:  # nothing to run: wait for the next arrival
+            t = arrivals[pending[0]]
+            continue
+        if all(n == 1 for (n, _) in pieces) and len(pieces) == 1:
+            (_, ctx), k = next(iter(pieces.items()))
+            cost = model.decode(k, ctx)
+            if decode_step is None or k > decode_step[0]:
+                decode_step = (k, cost)
+        else:
+            cost = model.prefill(dict(pieces))
+            prefill_steps += 1
+        costs.append(cost)
+        t += cost.expected_s
+        done_now = []
+        for r in completed:
+            first_step[r], first_s[r] = s, t
+            if O == 1:
+                done_now.append(r)
+            else:
+                decoding[r] = s
+        for r, f in list(decoding.items()):
+            if s - f + 1 >= O:  # the O-th token (the first came with the prompt)
+                del decoding[r]
+                done_now.append(r)
+        for r in done_now:
+            running -= 1
+            finished += 1
+            end_s[r] = t
+            marks.append((start_step[r], first_step[r], s))
+        if closed and done_now:
+            more = min(len(done_now), requests - sent)
+            if more:
+                new, free = intake_arrivals([t] * more, c, free)
+                arrivals.extend(new)
+                send_s.extend([t] * more)
+                pending.extend(range(sent, sent + more))
+                sent += more
+        s += 1
+    S = len(costs)
+    dt, de = [0] * (S + 1), [0] * (S + 1)
+    for a0, f, e in marks:
+        dt[a0] += 1
+        dt[f + 1] -= 1
+        de[a0] += 1
+        de[e + 1] -= 1
+    ttft = e2e = span = ZERO
+    acc_t = acc_e = 0
+    for j, cost in enumerate(costs):
+        acc_t += dt[j]
+        acc_e += de[j]
+        ttft = ttft + cost.scaled(acc_t)
+        e2e = e2e + cost.scaled(acc_e)
+        span = span + cost
+    ttft, e2e = ttft.scaled(1 / requests), e2e.scaled(1 / requests)
+    # the front end and the wait for the next step: the rest of each window (not in the ideal)
+    mean_ttft = sum(first_s[r] - send_s[r] for r in end_s) / requests
+    mean_e2e = sum(end_s[r] - send_s[r] for r in end_s) / requests
+    makespan = max(end_s.values())
+
+    def queue(x: float) -> StepCost:
+        parts = {k: 0.0 for k in FACTORS}
+        parts["request overhead"] = x
+        return StepCost(0.0, x, parts, 0)
+
+    ttft = ttft + queue(mean_ttft - ttft.expected_s)
+    e2e = e2e + queue(mean_e2e - e2e.expected_s)
+    span = span + queue(makespan - span.expected_s)
+    over = _request_cost(model.f)
+    ttft, e2e = ttft + over, e2e + over
+    if closed:
+        span = span + over.scaled(CLOSED_LOOP_ROUNDS)
+    tokens = (requests * replicas if closed else C) * O
+
+    def lat(pick) -> Latency:
+        tt, ee, ms = pick(ttft), pick(e2e), pick(span)
+        return Latency(tt, (ee - tt) / (O - 1) if O > 1 else None, ee, tokens / ms if ms else 0.0)
+
+    return ServeResult(scenario, replicas, per_replica, slots, 1, prefill_steps, lat(lambda x: x.expected_s),
+                       lat(lambda x: x.ideal_s), _explain(ttft, e2e, O), decode_step[1] if decode_step else None, tuple(notes))
+
+
+__all__ = ["ARRIVALS", "StepModel", "Scenario", "Latency", "ServeResult", "simulate", "intake_arrivals"]
 
 
 # ---- one call for the CLI, the benchmark and other commands ---------------------------------------

@@ -328,6 +328,9 @@ def test_which_steps_replay_a_cuda_graph():
 
 
 def test_request_and_server_overheads_add_to_ttft_and_e2e_only():
+    """One request: the engine's request overhead and the front end's intake both add once to TTFT and
+    e2e (the request reaches the engine after its intake, then runs the same steps); TPOT is untouched.
+    In-process (server=False) only the engine's part counts."""
     from planner.hardware.serve import Scenario, StepModel, simulate
 
     spec = _model("llama-3.2-1b")
@@ -336,14 +339,115 @@ def test_request_and_server_overheads_add_to_ttft_and_e2e_only():
     plan = tp_plan(spec, 1)
     mem = engine_memory(a, hw, load_engine("ideal"), plan, max_model_len=1024)
     f = Factors(request_overhead_s=2e-3, server_overhead_s=5e-3)
-    base = simulate(StepModel(a, hw, plan, IDEAL), mem, Scenario(64, 8, 4))
-    for server, extra in ((True, 7e-3), (False, 2e-3)):
-        r = simulate(StepModel(a, hw, plan, f), mem, Scenario(64, 8, 4), server=server)
+    for C, server, extra in ((1, True, 7e-3), (4, False, 2e-3)):
+        base = simulate(StepModel(a, hw, plan, IDEAL), mem, Scenario(64, 8, C))
+        r = simulate(StepModel(a, hw, plan, f), mem, Scenario(64, 8, C), server=server)
         assert r.expected.ttft_s == pytest.approx(base.expected.ttft_s + extra)
         assert r.expected.e2e_s == pytest.approx(base.expected.e2e_s + extra)
         assert r.expected.tpot_s == pytest.approx(base.expected.tpot_s)
         assert r.explain["ttft_s"]["request overhead"] == pytest.approx(extra)
-        assert r.ideal == base.ideal
+        assert r.ideal.ttft_s == pytest.approx(base.ideal.ttft_s)
+
+
+def test_intake_arrivals_are_serial_hand_computed():
+    """One front-end process, 4 ms per request: a burst of three sent at t = 0 reaches the engine at 4, 8
+    and 12 ms; a request sent while the front end is busy waits for it, one sent later does not."""
+    from planner.hardware.serve import intake_arrivals
+
+    arr, free = intake_arrivals([0.0, 0.0, 0.0], 4e-3)
+    assert arr == pytest.approx([4e-3, 8e-3, 12e-3]) and free == pytest.approx(12e-3)
+    arr, free = intake_arrivals([0.0, 1e-3, 30e-3], 4e-3)
+    assert arr == pytest.approx([4e-3, 8e-3, 34e-3]) and free == pytest.approx(34e-3)
+    arr, _ = intake_arrivals([5e-3], 4e-3, free_s=20e-3)  # busy until 20 ms with earlier requests
+    assert arr == pytest.approx([24e-3])
+
+
+class _FlatModel:
+    """A step model whose every step takes 10 ms (5 ms ideal, 5 ms of step overhead); records the steps."""
+
+    def __init__(self, f):
+        self.f = f
+        self.steps = []
+
+    def _cost(self):
+        from planner.hardware.expected import StepCost
+
+        parts = {k: 0.0 for k in FACTORS}
+        parts["step overhead"] = 5e-3
+        return StepCost(5e-3, 10e-3, parts, 0)
+
+    def decode(self, batch, context):
+        self.steps.append({(1, context): batch})
+        return self._cost()
+
+    def prefill(self, pieces):
+        self.steps.append(dict(pieces))
+        return self._cost()
+
+
+class _Mem:
+    max_model_len, max_num_seqs, max_num_batched_tokens = 64, 16, 8
+
+    @staticmethod
+    def max_batch(tokens):
+        return 100
+
+
+def test_burst_through_the_front_end_hand_computed_schedule():
+    """Three 4-token prompts, 2 output tokens, sent at once through a 4 ms front end, an 8-token budget,
+    10 ms steps. Arrivals 4, 8, 12 ms. Step 0 (4-14 ms): prompt 0. Step 1 (14-24): prompt 0's decode at
+    context 4, prompt 1 whole, the first 3 tokens of prompt 2 (request 0 ends). Step 2 (24-34): request
+    1's decode, prompt 2's last token (request 1 ends). Step 3 (34-44): request 2's decode.
+    TTFT 14, 24, 34 ms (mean 24); e2e 24, 34, 44 (mean 34); TPOT 10 ms; 6 tokens in 44 ms.
+    Ideal: the steps inside each window at 5 ms: TTFT windows 1, 1, 2 steps; e2e windows 2, 2, 3."""
+    from planner.hardware.serve import Scenario, simulate
+
+    m = _FlatModel(Factors(server_overhead_s=4e-3))
+    r = simulate(m, _Mem(), Scenario(4, 2, 3))
+    assert m.steps == [{(4, 0): 1}, {(1, 4): 1, (4, 0): 1, (3, 0): 1}, {(1, 4): 1, (1, 3): 1}, {(1, 4): 1}]
+    assert r.expected.ttft_s == pytest.approx(24e-3)
+    assert r.expected.e2e_s == pytest.approx(34e-3)
+    assert r.expected.tpot_s == pytest.approx(10e-3)
+    assert r.expected.output_tokens_per_s == pytest.approx(6 / 44e-3)
+    assert r.ideal.ttft_s == pytest.approx(20e-3 / 3)
+    assert r.ideal.e2e_s == pytest.approx(35e-3 / 3)
+    assert r.ideal.output_tokens_per_s == pytest.approx(6 / 20e-3)
+    # steps inside the TTFT windows: 1 + 1 + 2 of 10 ms, half of it step overhead; the rest is the front end
+    assert r.explain["ttft_s"]["step overhead"] == pytest.approx(20e-3 / 3)
+    assert r.explain["ttft_s"]["request overhead"] == pytest.approx(24e-3 - 40e-3 / 3)
+
+
+def test_closed_loop_through_the_front_end_hand_computed():
+    """One closed-loop client, a 4 ms front end, 10 ms steps: each request waits 4 ms in the front end,
+    then a prompt step and a decode step: TTFT 14 ms, e2e 24 ms, and the next request is sent when the
+    last ends, so 8 requests x 2 tokens take 8 x 24 ms (the engine idles while the front end works)."""
+    from planner.hardware.serve import CLOSED_LOOP_ROUNDS, Scenario, simulate
+
+    m = _FlatModel(Factors(server_overhead_s=4e-3))
+    r = simulate(m, _Mem(), Scenario(4, 2, 1, "closed-loop"))
+    assert len(m.steps) == 2 * CLOSED_LOOP_ROUNDS
+    assert r.expected.ttft_s == pytest.approx(14e-3)
+    assert r.expected.e2e_s == pytest.approx(24e-3)
+    assert r.expected.output_tokens_per_s == pytest.approx(2 * CLOSED_LOOP_ROUNDS / (CLOSED_LOOP_ROUNDS * 24e-3))
+
+
+def test_front_end_explanation_sums_to_the_gap():
+    """Through a 5 ms front end, 16 requests of a real model: each latency's parts sum to expected − ideal."""
+    from planner.hardware.serve import Scenario, StepModel, simulate
+
+    spec = _model("llama-3.2-1b")
+    hw = load_profile("h100-sxm")
+    a = analyze(spec, Options())
+    plan = tp_plan(spec, 1)
+    mem = engine_memory(a, hw, load_engine("vllm"), plan, max_model_len=1024)
+    f = Factors(memory_bandwidth=0.8, step_overhead_s=1e-3, request_overhead_s=2e-3, server_overhead_s=5e-3)
+    for arrival in ("together", "closed-loop"):
+        r = simulate(StepModel(a, hw, plan, f), mem, Scenario(256, 16, 16, arrival))
+        for key in ("ttft_s", "e2e_s"):
+            gap = getattr(r.expected, key) - getattr(r.ideal, key)
+            assert sum(r.explain[key].values()) == pytest.approx(gap)
+        # the 16th request cannot reach the engine before 16 x 5 ms: the mean TTFT holds at least the mean intake
+        assert r.expected.ttft_s > 8.5 * 5e-3
 
 
 def test_closed_loop_schedule_lockstep_hand_computed():
