@@ -278,7 +278,7 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
             text = f"bubble costs {near.bubble:.0%} at this rate; " + text
         rejected[fam] = text
     if best is not None:
-        best.metrics["kv_occupancy_series"] = _kv_series(best, w)
+        best.metrics["kv_occupancy_series"] = _kv_series(best, w, intake_s=em.factors.server_overhead_s)
     pareto = _pareto([c for c in cands if c.metrics.get("output_tokens_per_s_per_user")])
     least = None
     if not alive and not cands:
@@ -292,11 +292,34 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
 
 
 def request_overhead_s(em) -> float:
-    """What the engine adds to each request's TTFT (and e2e) once: its admission and first sampling
-    (``request_overhead``) and its HTTP front end's time per request (``server_overhead``: a deployment's
-    users stream through the server). ``planner serve`` runs the front end as a serial intake (its bursts
-    queue there); here requests arrive spread over time and each pays its intake once, without the queue."""
+    """What a request alone adds to its TTFT (and e2e): the engine's admission and first sampling
+    (``request_overhead``) and its HTTP front end's time (``server_overhead``: a deployment's users stream
+    through the server). Under load the front end is a serial queue (``_through_front_end``), as in
+    ``planner serve``."""
     return em.factors.request_overhead_s + em.factors.server_overhead_s
+
+
+def _through_front_end(arr, em):
+    """(engine arrivals, seconds each request spends before the engine sees it plus the engine's own
+    per-request cost): each replica's requests queue at its HTTP front end (``server_overhead`` per
+    request, one after another, as ``planner serve`` runs them: ``simulate.front_end_arrivals``), then
+    pay ``request_overhead`` once."""
+    from .simulate import front_end_arrivals
+
+    eng = front_end_arrivals(arr, em.factors.server_overhead_s)
+    return eng, eng - arr + em.factors.request_overhead_s
+
+
+def _pct(x):
+    """p50, p90, p99 of each row of ``x`` (C, R), NaN (unfinished) left out; an all-NaN row gives NaN."""
+    import numpy as np
+
+    with np.errstate(all="ignore"):
+        out = np.full((x.shape[0], 3), np.nan)
+        ok = ~np.all(np.isnan(x), axis=1)
+        if ok.any():
+            out[ok] = np.nanpercentile(x[ok], (50, 90, 99), axis=1).T
+        return out
 
 
 def _by_family(cands: list[Candidate]) -> dict[str, list[Candidate]]:
@@ -334,12 +357,12 @@ def _simulate_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, n
     out = draw_lengths(w.output_len, R, seed=w.seed + 2)
     arr = np.concatenate([poisson_arrivals(w.rate_per_s / c.layout.dp, R, seed=w.seed) for c in cands])
     scheds = [Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens) for c in cands]
-    r = simulate([c.cost for c in cands], scheds, arr, inp, out)
+    eng_arr, before = _through_front_end(arr, em)
+    r = simulate([c.cost for c in cands], scheds, eng_arr, inp, out)
     notes.append(f"simulation: {len(cands)} candidates × {R} requests, {r.steps} lock-step iterations")
-    req = request_overhead_s(em)
-    ttft = r.percentiles("ttft_s") + req
+    ttft = _pct(r.ttft_s + before)
     tpot = r.percentiles("tpot_s")
-    e2e = r.percentiles("e2e_s") + req
+    e2e = _pct(r.e2e_s + before)
     for i, c in enumerate(cands):
         offered = w.rate_per_s * float(np.mean(out))
         simulated = float(r.output_tokens_per_s[i]) * c.layout.dp
@@ -435,14 +458,15 @@ def _disagg_candidates(a, hw, em, w: Workload, alive, max_gpus: int, gpus: int |
     return out
 
 
-def _disagg_streams(cands: list[Candidate], w: Workload, record_kv: bool = False):
-    """The two runs of disaggregated candidates: one prefill replica each at ``rate / x``, then one
+def _disagg_streams(cands: list[Candidate], w: Workload, record_kv: bool = False, intake_s: float = 0.0):
+    """The two runs of disaggregated candidates: one prefill replica each at ``rate / x`` (its requests
+    through its HTTP front end first, ``intake_s`` each, one after another), then one
     decode replica each fed that replica's ready times (prefill done + KV transfer) stretched by
     ``y / x`` to its ``rate / y``. Returns (prefill result, decode result, arrivals, ready, decode
     arrivals, the order of the decode run's requests)."""
     import numpy as np
 
-    from .simulate import Scheduler, draw_lengths, poisson_arrivals, simulate
+    from .simulate import Scheduler, draw_lengths, front_end_arrivals, poisson_arrivals, simulate
 
     R = w.requests
     inp = draw_lengths(w.input_len, R, seed=w.seed + 1)
@@ -451,7 +475,7 @@ def _disagg_streams(cands: list[Candidate], w: Workload, record_kv: bool = False
     p = simulate([c.disagg.prefill_cost for c in cands],
                  [Scheduler(c.disagg.prefill_max_num_seqs, c.max_num_batched_tokens,
                             c.disagg.prefill_memory.kv_capacity_tokens) for c in cands],
-                 arr, inp, np.ones(R, dtype=np.int64))
+                 front_end_arrivals(arr, intake_s), inp, np.ones(R, dtype=np.int64))
     ready = p.finish_s + np.array([c.disagg.kv_transfer_s for c in cands])[:, None]
     stretch = np.array([c.layout.dp / c.disagg.prefill.dp for c in cands])[:, None]
     ok = ~np.isnan(ready)
@@ -468,9 +492,9 @@ def _disagg_streams(cands: list[Candidate], w: Workload, record_kv: bool = False
 def _simulate_disagg_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, notes: list[str]) -> None:
     import numpy as np
 
-    p, d, arr, ready, darr, order, out = _disagg_streams(cands, w)
+    p, d, arr, ready, darr, order, out = _disagg_streams(cands, w, intake_s=em.factors.server_overhead_s)
     out_o = out[order]
-    ttft = ready - arr + request_overhead_s(em)  # (C, R) in arrival order
+    ttft = ready - arr + em.factors.request_overhead_s  # (C, R) in send order; ready includes the front end
     with np.errstate(all="ignore"):
         tpot = np.where(out_o > 1, (d.finish_s - darr) / (out_o - 1), np.nan)
         back = np.argsort(order, axis=1)
@@ -509,19 +533,20 @@ def _simulate_disagg_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Ta
                                     cached=w.input_len + w.output_len // 2).bubble
 
 
-def _kv_series(c: Candidate, w: Workload, points: int = 100) -> list[list[float]]:
-    """The KV pool's occupancy over time of one replica of ``c`` (its simulation again, recorded):
-    ``[[t_s, fraction], ...]``, at most ``points`` samples evenly spaced in time."""
+def _kv_series(c: Candidate, w: Workload, points: int = 100, intake_s: float = 0.0) -> list[list[float]]:
+    """The KV pool's occupancy over time of one replica of ``c`` (its simulation again, recorded, its
+    requests through the front end as ``_simulate_into`` sends them): ``[[t_s, fraction], ...]``, at most
+    ``points`` samples evenly spaced in time."""
     import numpy as np
 
-    from .simulate import Scheduler, draw_lengths, poisson_arrivals, simulate
+    from .simulate import Scheduler, draw_lengths, front_end_arrivals, poisson_arrivals, simulate
 
     R = w.requests
     if c.disagg is not None:  # the decode pool's
-        r = _disagg_streams([c], w, record_kv=True)[1]
+        r = _disagg_streams([c], w, record_kv=True, intake_s=intake_s)[1]
     else:
         r = simulate([c.cost], [Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens)],
-                     poisson_arrivals(w.rate_per_s / c.layout.dp, R, seed=w.seed),
+                     front_end_arrivals(poisson_arrivals(w.rate_per_s / c.layout.dp, R, seed=w.seed), intake_s),
                      draw_lengths(w.input_len, R, seed=w.seed + 1), draw_lengths(w.output_len, R, seed=w.seed + 2),
                      record_kv=True)
     t = np.array([x[0][0] for x in r.kv_series])

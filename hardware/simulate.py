@@ -109,6 +109,20 @@ class Result:
 # ---- workloads -----------------------------------------------------------------------------------
 
 
+def front_end_arrivals(sends_s, intake_s: float):
+    """When requests sent at ``sends_s`` (``(C, R)``, each row in send order) reach the engine through one
+    serial front-end process per row that takes ``intake_s`` per request (``hardware.serve.intake_arrivals``,
+    vectorised): ``L_k = max(s_k, L_{k-1}) + c`` is ``max_{j<=k}(s_j - c·j) + c·(k + 1)``. ``intake_s`` 0:
+    the sends themselves."""
+    import numpy as np
+
+    s = np.asarray(sends_s, dtype=float)
+    if intake_s <= 0:
+        return s
+    k = np.arange(s.shape[-1], dtype=float)
+    return np.maximum.accumulate(s - intake_s * k, axis=-1) + intake_s * (k + 1)
+
+
 def poisson_arrivals(rate_per_s: float, n: int, seed: int = 0, configs: int = 1):
     """Arrival times (configs, n) of a Poisson process of ``rate_per_s`` requests/s, from t=0."""
     import numpy as np

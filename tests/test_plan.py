@@ -203,3 +203,49 @@ def test_keeps_up_tells_a_finite_run_from_a_growing_queue():
     served = 0.5 + np.arange(200) * 0.125  # one finishes every 0.125 s: 8 req/s served of 10 offered
     assert not keeps_up(arr, served)
     assert not keeps_up(arr, np.where(arr > 10, np.nan, arr + 1.0))  # requests never finished
+
+
+def test_front_end_arrivals_queue_one_after_another():
+    import numpy as np
+
+    from planner.hardware.serve import intake_arrivals
+    from planner.hardware.simulate import front_end_arrivals
+
+    # hand-computed: a burst of three at 0 with 4 ms each leaves at 4, 8, 12 ms; a send at 20 ms finds the
+    # front end free and leaves at 24 ms; one at 22 ms waits for it: 28 ms
+    sends = np.array([[0.0, 0.0, 0.0, 0.020, 0.022]])
+    assert front_end_arrivals(sends, 0.004)[0] == pytest.approx([0.004, 0.008, 0.012, 0.024, 0.028])
+    assert front_end_arrivals(sends, 0.0) is not None and (front_end_arrivals(sends, 0.0) == sends).all()
+    # the same recursion as planner serve's step-by-step front end, on random rows
+    rng = np.random.default_rng(1)
+    rows = np.cumsum(rng.exponential(0.003, size=(3, 200)), axis=1)
+    for row, got in zip(rows, front_end_arrivals(rows, 0.0025)):
+        assert got == pytest.approx(intake_arrivals(list(row), 0.0025)[0])
+
+
+def test_plan_queues_requests_at_the_front_end(monkeypatch):
+    """With a per-request front-end cost the simulated TTFT includes the queue there: at a rate near the
+    front end's own limit the p90 TTFT grows by more than the cost paid once."""
+    import dataclasses
+
+    from planner.analysis.analyze import Options, analyze
+    from planner.cli.common import load_model
+    from planner.hardware import deploy, planning
+    from planner.hardware.planning import Target, Workload
+    from planner.hardware.profiles import load_profile
+
+    a = analyze(load_model("llama-3.1-8b", None).spec, Options(context=600, batch=1, dtype="bf16"))
+    hw = load_profile("h100-sxm")
+    w, tg = Workload(90.0, 100, 50, 400, 0), Target(10.0, 1.0)
+
+    def best_ttft(intake_s):
+        def em(hw_, name=None):
+            m = deploy.engine_model(hw_, name)
+            return dataclasses.replace(m, factors=dataclasses.replace(m.factors, server_overhead_s=intake_s))
+
+        monkeypatch.setattr(planning, "engine_model", em)
+        r = planning.plan(a, hw, model_id="m", workload=w, target=tg, max_gpus=1, disaggregated=False)
+        return r.best.metrics["ttft_p90_s"]
+
+    base, queued = best_ttft(0.0), best_ttft(0.010)  # 90 req/s x 10 ms: the front end is 90 % busy
+    assert queued - base > 0.010 * 1.5
