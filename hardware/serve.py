@@ -235,25 +235,13 @@ def _explain(ttft: StepCost, e2e: StepCost, O: int) -> dict:
 
 def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, server: bool = True) -> ServeResult:
     """The scenario of the module docstring on ``model`` with the engine memory ``mem`` (``EngineMemory``)."""
-    from planner.analysis.errors import OptionError
-
     scenario.check()
     if server and model.f.server_overhead_s > 0:
         return _served(model, mem, scenario, replicas=replicas)
     if scenario.arrival == "closed-loop":
         return _closed_loop(model, mem, scenario, replicas=replicas, server=server)
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
-    notes = []
-    per_replica = -(-C // replicas)
-    if replicas > 1:
-        notes.append(f"{C} requests over {replicas} replicas: {per_replica} per replica")
-    if I + O > mem.max_model_len:
-        raise OptionError(f"--input-len + --output-len ({I + O:,}) exceed --max-model-len ({mem.max_model_len:,})",
-                          "raise --max-model-len or shorten the request")
-    fit = mem.max_batch(I + O)
-    wave = min(per_replica, mem.max_num_seqs, fit)
-    if wave < 1:
-        raise OptionError("not even one request fits in the KV pool", "use more GPUs or a shorter request")
+    per_replica, wave, notes = _replica_admission(mem, scenario, replicas, closed=False, wait_note=False)
     waves = -(-per_replica // wave)
     if waves > 1:
         why = "max_num_seqs" if wave == mem.max_num_seqs else "the KV pool"
@@ -432,25 +420,38 @@ def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: in
                  for key, steps in shapes.items())
 
 
-def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, server: bool) -> ServeResult:
-    """``concurrency`` closed-loop clients that start together, step by step (``closed_loop_schedule``)."""
+def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool,
+                       wait_note: bool = True) -> tuple[int, int, list[str]]:
+    """(requests or clients per replica, how many of them run at once, notes) for ``scenario`` on
+    ``replicas`` replicas: refused when a request exceeds ``max_model_len`` or none fits in the KV pool.
+    ``wait_note``: say when the limit makes the rest wait."""
     from planner.analysis.errors import OptionError
 
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
+    who = "clients" if closed else "requests"
     per_replica = -(-C // replicas)
-    notes = [f"closed loop: {C} clients start together and each sends its next request when the last ends "
-             f"({CLOSED_LOOP_ROUNDS} requests per client, simulated step by step)"]
+    notes = []
+    if closed:
+        notes.append(f"closed loop: {C} clients start together and each sends its next request when the last "
+                     f"ends ({CLOSED_LOOP_ROUNDS} requests per client, simulated step by step)")
     if replicas > 1:
-        notes.append(f"{C} clients over {replicas} replicas: {per_replica} per replica")
+        notes.append(f"{C} {who} over {replicas} replicas: {per_replica} per replica")
     if I + O > mem.max_model_len:
         raise OptionError(f"--input-len + --output-len ({I + O:,}) exceed --max-model-len ({mem.max_model_len:,})",
                           "raise --max-model-len or shorten the request")
-    n = min(per_replica, mem.max_num_seqs, mem.max_batch(I + O))
-    if n < 1:
+    slots = min(per_replica, mem.max_num_seqs, mem.max_batch(I + O))
+    if slots < 1:
         raise OptionError("not even one request fits in the KV pool", "use more GPUs or a shorter request")
-    if n < per_replica:
-        why = "max_num_seqs" if n == mem.max_num_seqs else "the KV pool"
-        notes.append(f"{per_replica} clients per replica but {n} run at once ({why} limits them): the rest wait")
+    if wait_note and slots < per_replica:
+        why = "max_num_seqs" if slots == mem.max_num_seqs else "the KV pool"
+        notes.append(f"{per_replica} {who} per replica but {slots} run at once ({why} limits them): the rest wait")
+    return per_replica, slots, notes
+
+
+def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, server: bool) -> ServeResult:
+    """``concurrency`` closed-loop clients that start together, step by step (``closed_loop_schedule``)."""
+    I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
+    per_replica, n, notes = _replica_admission(mem, scenario, replicas, closed=True)
     requests = per_replica * CLOSED_LOOP_ROUNDS
     budget = mem.max_num_batched_tokens
     sched = closed_loop_schedule(I, O, per_replica, requests, budget, n, max(1, (I + O) // 64))
@@ -512,27 +513,9 @@ def _served(model: StepModel, mem, scenario: Scenario, *, replicas: int) -> Serv
     waiting for the step after its arrival) is the ``request overhead`` part of the explanation."""
     from collections import Counter, deque
 
-    from planner.analysis.errors import OptionError
-
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
     closed = scenario.arrival == "closed-loop"
-    per_replica = -(-C // replicas)
-    notes = []
-    if closed:
-        notes.append(f"closed loop: {C} clients start together and each sends its next request when the last "
-                     f"ends ({CLOSED_LOOP_ROUNDS} requests per client, simulated step by step)")
-    if replicas > 1:
-        notes.append(f"{C} {'clients' if closed else 'requests'} over {replicas} replicas: {per_replica} per replica")
-    if I + O > mem.max_model_len:
-        raise OptionError(f"--input-len + --output-len ({I + O:,}) exceed --max-model-len ({mem.max_model_len:,})",
-                          "raise --max-model-len or shorten the request")
-    slots = min(per_replica, mem.max_num_seqs, mem.max_batch(I + O))
-    if slots < 1:
-        raise OptionError("not even one request fits in the KV pool", "use more GPUs or a shorter request")
-    if slots < per_replica:
-        why = "max_num_seqs" if slots == mem.max_num_seqs else "the KV pool"
-        notes.append(f"{per_replica} {'clients' if closed else 'requests'} per replica but {slots} run at once "
-                     f"({why} limits them): the rest wait")
+    per_replica, slots, notes = _replica_admission(mem, scenario, replicas, closed=closed)
     c = model.f.server_overhead_s
     notes.append(f"through the HTTP front end: {c * 1e3:.3g} ms per request, one after another "
                  f"(a burst of {per_replica} reaches the engine over {per_replica * c:.3g} s)")
