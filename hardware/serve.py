@@ -420,16 +420,29 @@ def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: in
                  for key, steps in shapes.items())
 
 
-def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool,
-                       wait_note: bool = True) -> tuple[int, int, list[str]]:
+#: The most requests (or closed-loop clients) per replica the step-by-step paths (closed loop, the HTTP
+#: front end) simulate: their time grows faster than linearly (16,384 closed-loop clients of 100 + 100
+#: tokens take 0.6-2 s, 131,072 take 16 s, a million did not finish in two minutes).
+STEP_SIM_MAX_PER_REPLICA = 16_384
+
+
+def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, wait_note: bool = True,
+                       step_by_step: bool = False) -> tuple[int, int, list[str]]:
     """(requests or clients per replica, how many of them run at once, notes) for ``scenario`` on
-    ``replicas`` replicas: refused when a request exceeds ``max_model_len`` or none fits in the KV pool.
+    ``replicas`` replicas: refused when a request exceeds ``max_model_len`` or none fits in the KV pool,
+    and, for a ``step_by_step`` simulation, when a replica has more than ``STEP_SIM_MAX_PER_REPLICA``.
     ``wait_note``: say when the limit makes the rest wait."""
     from planner.analysis.errors import OptionError
 
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
     who = "clients" if closed else "requests"
     per_replica = -(-C // replicas)
+    if step_by_step and per_replica > STEP_SIM_MAX_PER_REPLICA:
+        how = "closed-loop clients" if closed else "requests through the HTTP front end"
+        raise OptionError(f"--concurrency {C:,} puts {per_replica:,} {how} on each of {replicas} replica(s); the "
+                          f"step-by-step simulation takes at most {STEP_SIM_MAX_PER_REPLICA:,} per replica",
+                          "lower --concurrency or add replicas (--gpus)" + ("" if not closed else
+                                                                            ", or use --arrival together"))
     notes = []
     if closed:
         notes.append(f"closed loop: {C} clients start together and each sends its next request when the last "
@@ -451,7 +464,7 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool,
 def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, server: bool) -> ServeResult:
     """``concurrency`` closed-loop clients that start together, step by step (``closed_loop_schedule``)."""
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
-    per_replica, n, notes = _replica_admission(mem, scenario, replicas, closed=True)
+    per_replica, n, notes = _replica_admission(mem, scenario, replicas, closed=True, step_by_step=True)
     requests = per_replica * CLOSED_LOOP_ROUNDS
     budget = mem.max_num_batched_tokens
     sched = closed_loop_schedule(I, O, per_replica, requests, budget, n, max(1, (I + O) // 64))
@@ -515,7 +528,7 @@ def _served(model: StepModel, mem, scenario: Scenario, *, replicas: int) -> Serv
 
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
     closed = scenario.arrival == "closed-loop"
-    per_replica, slots, notes = _replica_admission(mem, scenario, replicas, closed=closed)
+    per_replica, slots, notes = _replica_admission(mem, scenario, replicas, closed=closed, step_by_step=True)
     c = model.f.server_overhead_s
     notes.append(f"through the HTTP front end: {c * 1e3:.3g} ms per request, one after another "
                  f"(a burst of {per_replica} reaches the engine over {per_replica * c:.3g} s)")

@@ -194,6 +194,17 @@ def test_kv_dtype_only_what_engines_offer():
     assert run("serve", "llama-3.1-8b", "--kv-dtype", "fp8", "--json").code == 0
 
 
+def test_step_by_step_paths_refuse_more_clients_than_they_simulate():
+    """A million closed-loop clients (or requests through a front end that queues them) ran for minutes;
+    now one error line, and the closed-form burst path still answers."""
+    run("serve", "llama-3.1-8b", "--arrival", "closed-loop", "--concurrency", "1000000", "--input-len", "100",
+        "--output-len", "100").assert_error("closed-loop clients", "16,384 per replica")
+    run("serve", "llama-3.1-8b", "--engine", "trtllm", "--concurrency", "1000000", "--input-len", "100",
+        "--output-len", "100").assert_error("HTTP front end", "16,384 per replica")
+    assert run("serve", "llama-3.1-8b", "--concurrency", "1000000", "--input-len", "100", "--output-len", "100",
+               "--json").code == 0
+
+
 def test_max_model_len_capped_at_max_position_embeddings():
     run("serve", "llama-3.1-8b", "--max-model-len", "200000").assert_error("max_position_embeddings")
 
