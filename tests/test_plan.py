@@ -116,6 +116,10 @@ def test_bad_input_is_one_error_line(args, words):
     run("plan", *SMALL, *args).assert_error(words)
 
 
+def test_requests_bounded_where_the_search_stays_quick():
+    run("plan", *SMALL, "--requests", "100000").assert_error("--requests", "5000", code=2)
+
+
 def test_plan_does_not_import_torch():
     code = ("import sys\nfrom typer.testing import CliRunner\nfrom planner.cli.app import app\n"
             f"res = CliRunner().invoke(app, ['plan', *{SMALL!r}, '--json'])\n"
