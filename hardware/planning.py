@@ -159,10 +159,6 @@ def _capacity_rps(a, hw, plan, em, mem, w: Workload, seqs: int) -> float:
 def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: str | None = None,
          max_gpus: int = 64, gpus: int | None = None, price_per_hour: float | None = None,
          disaggregated: bool = True) -> PlanResult:
-    import numpy as np
-
-    from .simulate import Scheduler, draw_lengths, poisson_arrivals, simulate
-
     w, tg = workload, target
     if not (w.rate_per_s > 0 and math.isfinite(w.rate_per_s)):
         raise OptionError(f"--rate must be a positive number of requests/s, got {w.rate_per_s}")
@@ -310,18 +306,6 @@ def _through_front_end(arr, em):
     return eng, eng - arr + em.factors.request_overhead_s
 
 
-def _pct(x):
-    """p50, p90, p99 of each row of ``x`` (C, R), NaN (unfinished) left out; an all-NaN row gives NaN."""
-    import numpy as np
-
-    with np.errstate(all="ignore"):
-        out = np.full((x.shape[0], 3), np.nan)
-        ok = ~np.all(np.isnan(x), axis=1)
-        if ok.any():
-            out[ok] = np.nanpercentile(x[ok], (50, 90, 99), axis=1).T
-        return out
-
-
 def _by_family(cands: list[Candidate]) -> dict[str, list[Candidate]]:
     out: dict[str, list[Candidate]] = {}
     for c in cands:
@@ -350,7 +334,7 @@ def _simulate_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, n
     """Simulate ``cands`` in one vectorised run and fill their metrics."""
     import numpy as np
 
-    from .simulate import Scheduler, draw_lengths, poisson_arrivals, simulate
+    from .simulate import Scheduler, draw_lengths, poisson_arrivals, row_percentiles, simulate
 
     R = w.requests
     inp = draw_lengths(w.input_len, R, seed=w.seed + 1)
@@ -360,34 +344,40 @@ def _simulate_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, n
     eng_arr, before = _through_front_end(arr, em)
     r = simulate([c.cost for c in cands], scheds, eng_arr, inp, out)
     notes.append(f"simulation: {len(cands)} candidates × {R} requests, {r.steps} lock-step iterations")
-    ttft = _pct(r.ttft_s + before)
-    tpot = r.percentiles("tpot_s")
-    e2e = _pct(r.e2e_s + before)
+    pct = (row_percentiles(r.ttft_s + before), r.percentiles("tpot_s"), row_percentiles(r.e2e_s + before))
+    offered = w.rate_per_s * float(np.mean(out))
     for i, c in enumerate(cands):
-        offered = w.rate_per_s * float(np.mean(out))
-        simulated = float(r.output_tokens_per_s[i]) * c.layout.dp
-        # the offered load when the replicas keep up (ramp and drain of a finite run cost a few %); what
-        # they produced when they fall behind
-        served_tps = offered if keeps_up(arr[i], r.finish_s[i]) else simulated
-        med_tpot = float(tpot[i, 0])
-        c.metrics = {
-            "ttft_p50_s": float(ttft[i, 0]), "ttft_p90_s": float(ttft[i, 1]), "ttft_p99_s": float(ttft[i, 2]),
-            "tpot_p50_s": med_tpot, "tpot_p90_s": float(tpot[i, 1]), "tpot_p99_s": float(tpot[i, 2]),
-            "e2e_p50_s": float(e2e[i, 0]), "e2e_p90_s": float(e2e[i, 1]), "e2e_p99_s": float(e2e[i, 2]),
-            "output_tokens_per_s": served_tps,
-            "replica_output_tokens_per_s_simulated": float(r.output_tokens_per_s[i]),
-            "output_tokens_per_s_per_gpu": served_tps / c.gpus,
-            "output_tokens_per_s_per_user": 1.0 / med_tpot if med_tpot > 0 else None,
-            "kv_mean_occupancy": float(r.kv_mean_occupancy[i]), "kv_peak_occupancy": float(r.kv_peak_occupancy[i]),
-            "mean_requests_in_system": float(r.mean_in_system[i]), "preemptions": int(r.preemptions[i]),
-            "rejected_requests": int(r.rejected[i]),
-        }
-        c.meets = (c.metrics["ttft_p90_s"] <= tg.ttft_p90_s and c.metrics["tpot_p90_s"] <= tg.tpot_p90_s
-                   and c.metrics["rejected_requests"] == 0)
-        if c.layout.pp > 1:
-            busy = max(1, min(c.max_num_seqs, round(c.metrics["mean_requests_in_system"])))
-            c.bubble = replica_step(a, hw, plan_for(a, hw, c.layout), em, batch=busy, new_tokens=1,
-                                    cached=w.input_len + w.output_len // 2).bubble
+        _record(c, i, pct, r, offered, keeps_up(arr[i], r.finish_s[i]), int(r.preemptions[i]), int(r.rejected[i]),
+                a, hw, em, w, tg)
+
+
+def _record(c: Candidate, i: int, pct, r, offered_tps: float, kept_up: bool, preemptions: int, rejected: int,
+            a, hw, em, w: Workload, tg: Target) -> None:
+    """Fill ``c.metrics``, ``c.meets`` and (pipelines) ``c.bubble`` from row ``i`` of a simulation: ``pct``
+    the (TTFT, TPOT, e2e) percentile tables (C, 3), ``r`` the run that generated the tokens (the decode
+    pool's when disaggregated). Tokens/s: the offered load when the replicas keep up (ramp and drain of a
+    finite run cost a few %), what they produced when they fall behind."""
+    ttft, tpot, e2e = pct
+    served_tps = offered_tps if kept_up else float(r.output_tokens_per_s[i]) * c.layout.dp
+    med_tpot = float(tpot[i, 0])
+    c.metrics = {
+        "ttft_p50_s": float(ttft[i, 0]), "ttft_p90_s": float(ttft[i, 1]), "ttft_p99_s": float(ttft[i, 2]),
+        "tpot_p50_s": med_tpot, "tpot_p90_s": float(tpot[i, 1]), "tpot_p99_s": float(tpot[i, 2]),
+        "e2e_p50_s": float(e2e[i, 0]), "e2e_p90_s": float(e2e[i, 1]), "e2e_p99_s": float(e2e[i, 2]),
+        "output_tokens_per_s": served_tps,
+        "replica_output_tokens_per_s_simulated": float(r.output_tokens_per_s[i]),
+        "output_tokens_per_s_per_gpu": served_tps / c.gpus,
+        "output_tokens_per_s_per_user": 1.0 / med_tpot if med_tpot > 0 else None,
+        "kv_mean_occupancy": float(r.kv_mean_occupancy[i]), "kv_peak_occupancy": float(r.kv_peak_occupancy[i]),
+        "mean_requests_in_system": float(r.mean_in_system[i]), "preemptions": preemptions,
+        "rejected_requests": rejected,
+    }
+    c.meets = (c.metrics["ttft_p90_s"] <= tg.ttft_p90_s and c.metrics["tpot_p90_s"] <= tg.tpot_p90_s
+               and c.metrics["rejected_requests"] == 0)
+    if c.layout.pp > 1:
+        busy = max(1, min(c.max_num_seqs, round(c.metrics["mean_requests_in_system"])))
+        c.bubble = replica_step(a, hw, plan_for(a, hw, c.layout), em, batch=busy, new_tokens=1,
+                                cached=w.input_len + w.output_len // 2).bubble
 
 
 def kv_transfer(a, hw, em, prefill_plan, total_gpus: int, input_len: int) -> tuple[float, int, str]:
@@ -492,6 +482,8 @@ def _disagg_streams(cands: list[Candidate], w: Workload, record_kv: bool = False
 def _simulate_disagg_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, notes: list[str]) -> None:
     import numpy as np
 
+    from .simulate import row_percentiles
+
     p, d, arr, ready, darr, order, out = _disagg_streams(cands, w, intake_s=em.factors.server_overhead_s)
     out_o = out[order]
     ttft = ready - arr + em.factors.request_overhead_s  # (C, R) in send order; ready includes the front end
@@ -502,35 +494,12 @@ def _simulate_disagg_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Ta
     notes.append(f"simulation: {len(cands)} disaggregated candidates × {w.requests} requests, "
                  f"{p.steps} + {d.steps} lock-step iterations (prefill, decode pools)")
 
-    def pct(x):
-        with np.errstate(all="ignore"):
-            return np.nanpercentile(np.where(np.all(np.isnan(x), axis=1, keepdims=True), 0.0, x), (50, 90, 99), axis=1).T
-
-    tt, tp_, ee = pct(ttft), pct(tpot), pct(e2e)
+    # a candidate none of whose requests finished gets 0 s percentiles (its rejected requests fail it)
+    pct = tuple(row_percentiles(x, empty=0.0) for x in (ttft, tpot, e2e))
     offered = w.rate_per_s * float(np.mean(out))
     for i, c in enumerate(cands):
-        simulated = float(d.output_tokens_per_s[i]) * c.layout.dp
-        served_tps = offered if keeps_up(darr[i], d.finish_s[i]) else simulated
-        med_tpot = float(tp_[i, 0])
-        c.metrics = {
-            "ttft_p50_s": float(tt[i, 0]), "ttft_p90_s": float(tt[i, 1]), "ttft_p99_s": float(tt[i, 2]),
-            "tpot_p50_s": med_tpot, "tpot_p90_s": float(tp_[i, 1]), "tpot_p99_s": float(tp_[i, 2]),
-            "e2e_p50_s": float(ee[i, 0]), "e2e_p90_s": float(ee[i, 1]), "e2e_p99_s": float(ee[i, 2]),
-            "output_tokens_per_s": served_tps,
-            "replica_output_tokens_per_s_simulated": float(d.output_tokens_per_s[i]),
-            "output_tokens_per_s_per_gpu": served_tps / c.gpus,
-            "output_tokens_per_s_per_user": 1.0 / med_tpot if med_tpot > 0 else None,
-            "kv_mean_occupancy": float(d.kv_mean_occupancy[i]), "kv_peak_occupancy": float(d.kv_peak_occupancy[i]),
-            "mean_requests_in_system": float(d.mean_in_system[i]),
-            "preemptions": int(d.preemptions[i] + p.preemptions[i]),
-            "rejected_requests": int(d.rejected[i] + p.rejected[i]),
-        }
-        c.meets = (c.metrics["ttft_p90_s"] <= tg.ttft_p90_s and c.metrics["tpot_p90_s"] <= tg.tpot_p90_s
-                   and c.metrics["rejected_requests"] == 0)
-        if c.layout.pp > 1:
-            busy = max(1, min(c.max_num_seqs, round(c.metrics["mean_requests_in_system"])))
-            c.bubble = replica_step(a, hw, plan_for(a, hw, c.layout), em, batch=busy, new_tokens=1,
-                                    cached=w.input_len + w.output_len // 2).bubble
+        _record(c, i, pct, d, offered, keeps_up(darr[i], d.finish_s[i]), int(d.preemptions[i] + p.preemptions[i]),
+                int(d.rejected[i] + p.rejected[i]), a, hw, em, w, tg)
 
 
 def _kv_series(c: Candidate, w: Workload, points: int = 100, intake_s: float = 0.0) -> list[list[float]]:

@@ -95,15 +95,20 @@ class Result:
     extra: dict = field(default_factory=dict)
 
     def percentiles(self, what: str, qs: Sequence[float] = (50, 90, 99)) -> object:
-        import numpy as np
+        return row_percentiles(getattr(self, what), qs)
 
-        a = getattr(self, what)
-        with np.errstate(all="ignore"):
-            ok = ~np.all(np.isnan(a), axis=1)
-            out = np.full((a.shape[0], len(qs)), np.nan)
-            if ok.any():
-                out[ok] = np.nanpercentile(a[ok], qs, axis=1).T
-        return out
+
+def row_percentiles(a, qs: Sequence[float] = (50, 90, 99), empty: float = float("nan")) -> object:
+    """(C, len(qs)): the percentiles ``qs`` of each row of ``a`` (C, R), NaN (rejected, unfinished) left
+    out; a row with no value at all gives ``empty``."""
+    import numpy as np
+
+    with np.errstate(all="ignore"):
+        ok = ~np.all(np.isnan(a), axis=1)
+        out = np.full((a.shape[0], len(qs)), empty)
+        if ok.any():
+            out[ok] = np.nanpercentile(a[ok], qs, axis=1).T
+    return out
 
 
 # ---- workloads -----------------------------------------------------------------------------------
