@@ -24,7 +24,7 @@ gptSessionBenchmark, trtllm-bench, vLLM's benchmark_latency). ``arrival="closed-
 clients that each send their next request when the last one finishes (vLLM's ``benchmark_serving
 --max-concurrency``, genai-perf/AIPerf ``--concurrency``, LLMPerf ``--num-concurrent-requests``,
 TensorRT-LLM's gptManagerBenchmark with a concurrency), simulated step by step as vLLM V1's scheduler
-runs them (``closed_loop_schedule``):
+runs them (``run_steps``, the one scheduler loop; ``closed_loop_schedule``):
 
 - every client sends its first request at once (as those benchmarks do) and each sends
   ``CLOSED_LOOP_ROUNDS`` requests; a finished request's client sends the next one for the next step;
@@ -49,8 +49,8 @@ scheduler (vLLM's API server tokenizes, builds the request and hands it to the e
 in one asyncio process: vLLM PR #17546 added ``--api-server-count`` because that process limits
 throughput; issue #580 measured the single server at half the GPU utilisation of the in-process
 ``LLM``). A burst of N requests then reaches the engine spread over N × ``server_overhead``, and
-closed-loop clients drift apart; both are simulated on the clock (``_served``: the same scheduler
-rules, each step priced as it is built). One request through the server waits ``server_overhead``
+closed-loop clients drift apart; both are simulated on the clock (``_served``: the same loop,
+``run_steps``, each step priced as it is built). One request through the server waits ``server_overhead``
 once, as a constant would; with ``server_overhead`` 0 the step schedules above are used unchanged.
 """
 
@@ -309,6 +309,131 @@ def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, se
                        _explain(ttft, e2e, O), decode_first, tuple(notes))
 
 
+# ---- the one scheduler loop ----------------------------------------------------------------------
+
+
+def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, ctx_step: int = 1,
+              resend=None) -> tuple[list, list]:
+    """The steps one engine replica runs, as vLLM V1's scheduler builds them, on the clock.
+
+    ``sends``: the requests sent at the start, ``[(send time, count, input_len, output_len)]`` in send order.
+    They reach the scheduler through the front end (``intake_arrivals``, ``intake_s`` per request; 0: at
+    their send time, a group of requests sent together arriving as one). Each step, within ``budget``
+    tokens (``max_num_batched_tokens``), takes:
+
+    1. one token of every decoding request (their context: the mean over them, rounded to ``ctx_step``);
+    2. the rest of the one prompt cut at the end of the last step (chunked prefill), as far as the budget goes;
+    3. prompts that have arrived, first come first served, while fewer than ``slots`` requests run; the
+       last one taken is cut where the budget ends.
+
+    ``price(pieces)`` gives the step's seconds (``pieces``: ``{(new tokens, cached tokens): sequences}``
+    in the order above); the clock moves by it. A request's first token comes at the end of the step that
+    completes its prompt; it finishes at the end of the step that makes its ``output_len``-th token (the
+    first came with the prompt). When nothing runs and nothing has arrived, the engine idles until the
+    next arrival. ``resend(time, finished)``: the ``[(count, input_len, output_len)]`` sent when
+    ``finished`` requests end at ``time`` (closed-loop clients); None: nothing more is sent.
+
+    Returns ``(steps, marks)``: ``steps`` the pieces of each step in order, ``marks`` one
+    ``(start step, first-token step, end step, count, send time, first-token time, end time)`` per group of
+    requests that finished together, in finish order (``start step``: the first step it could join)."""
+    from collections import deque
+
+    pending: deque = deque()  # [arrival time, count, I, O, send time], in arrival order
+    free = 0.0
+
+    def send(t_send: float, n: int, I: int, O: int) -> None:
+        nonlocal free
+        if intake_s > 0:  # one after another through the front end
+            arrivals, free = intake_arrivals([t_send] * n, intake_s, free)
+            pending.extend([a, 1, I, O, t_send] for a in arrivals)
+        else:
+            pending.append([t_send, n, I, O, t_send])
+
+    for t_send, n, I, O in sends:
+        send(t_send, n, I, O)
+    waiting: deque = deque()  # [tag, count]: arrived, not yet started
+    groups: dict = {}  # tag -> (start step, I, O, send time)
+    partial = None  # (tag, prompt tokens done) of the one prompt cut at the end of a step
+    decoding: dict = {}  # (tag, first-token step) -> [count, tokens made]
+    first_t: dict = {}  # (tag, first-token step) -> time of the first token
+    running = 0
+    steps: list = []
+    marks: list = []
+    t = 0.0
+    s = 0
+    while pending or waiting or running:
+        if not (waiting or running) and pending[0][0] > t:
+            t = pending[0][0]  # the engine idles until the next request arrives
+        while pending and pending[0][0] <= t:
+            _, n, I, O, t_send = pending.popleft()
+            tag = len(groups)
+            groups[tag] = (s, I, O, t_send)
+            waiting.append([tag, n])
+        b = budget
+        pieces: dict = {}
+        if decoding:
+            n_dec = ctx = 0
+            for (tag, _), (k, made) in decoding.items():
+                n_dec += k
+                ctx += k * (groups[tag][1] + made - 1)
+            key = (1, max(1, round(ctx / n_dec / ctx_step) * ctx_step))
+            pieces[key] = n_dec
+            b -= n_dec
+        completed: list = []  # (tag, count) whose prompt completes this step
+        if partial is not None and b > 0:
+            tag, done = partial
+            I = groups[tag][1]
+            take = min(I - done, b)
+            pieces[(take, done)] = pieces.get((take, done), 0) + 1
+            b -= take
+            partial = None if done + take == I else (tag, done + take)
+            if partial is None:
+                completed.append((tag, 1))
+        while b > 0 and waiting and running < slots and partial is None:
+            tag, n = waiting[0]
+            I = groups[tag][1]
+            full = min(n, b // I, slots - running)
+            if full:
+                pieces[(I, 0)] = pieces.get((I, 0), 0) + full
+                b -= full * I
+                running += full
+                completed.append((tag, full))
+                n -= full
+            if n and b > 0 and running < slots:  # the next prompt starts, cut at the budget
+                pieces[(b, 0)] = pieces.get((b, 0), 0) + 1
+                partial = (tag, b)
+                running += 1
+                n -= 1
+                b = 0
+            if n:
+                waiting[0][1] = n
+                break
+            waiting.popleft()
+        if not pieces:  # nothing to run: wait for the next arrival
+            t = pending[0][0]
+            continue
+        steps.append(pieces)
+        t += price(pieces)
+        for entry in decoding.values():
+            entry[1] += 1
+        for tag, n in completed:  # (the cut prompt and whole ones of one group may complete together)
+            decoding.setdefault((tag, s), [0, 1])[0] += n
+            first_t[(tag, s)] = t
+        finished = 0
+        for (tag, f), (n, made) in list(decoding.items()):
+            if made >= groups[tag][2]:  # the O-th token
+                del decoding[(tag, f)]
+                start, _, _, t_send = groups[tag]
+                marks.append((start, f, s, n, t_send, first_t.pop((tag, f)), t))
+                running -= n
+                finished += n
+        if finished and resend is not None:
+            for n, I, O in resend(t, finished):
+                send(t, n, I, O)
+        s += 1
+    return steps, marks
+
+
 #: requests each closed-loop client sends in the simulated run (``vllm bench serve`` runs num_prompts, often
 #: a few to a few tens per client; the run includes its start, when every client sends at once)
 CLOSED_LOOP_ROUNDS = 8
@@ -317,95 +442,33 @@ CLOSED_LOOP_ROUNDS = 8
 @lru_cache(maxsize=256)
 def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: int, slots: int,
                          ctx_step: int) -> tuple[tuple[tuple, int, int, int], ...]:
-    """The steps of ``clients`` closed-loop clients on one engine replica, as vLLM V1's scheduler builds them:
-    every client sends its first request at step 0 and its next one when the last has produced its
-    ``O``-th token (it is scheduled from the next step on), until ``requests`` requests have run. Each
-    step takes, within ``budget`` tokens (``max_num_batched_tokens``): one token of every decoding
-    request, then the rest of the oldest partly prefilled prompt, then waiting prompts first come first
-    served while fewer than ``slots`` requests run (the last one taken may be cut: chunked prefill). A
-    prompt's first token comes at the end of the step that completes it.
+    """The steps of ``clients`` closed-loop clients on one engine replica (``run_steps``): every client
+    sends its first request at step 0 and its next one when the last has produced its ``O``-th token (it
+    is scheduled from the next step on), until ``requests`` requests have run.
 
     Arrivals fall on step boundaries, so the schedule does not depend on how long steps take: it is
-    computed once and priced for any factors. Returned: ``(shape, steps, ttft_weight, e2e_weight)`` per
-    distinct step shape, where ``shape`` is the step's pieces ``((new tokens, cached tokens), sequences)``
-    (decodes at their mean context, rounded to ``ctx_step``), ``steps`` how many steps have it, and the
-    weights how many (request, step) pairs fall inside a request's TTFT and e2e windows: the mean TTFT is
-    Σ ttft_weight × step time / requests."""
-    from collections import Counter, deque
-
-    waiting: deque = deque()  # [arrival step, requests]
+    computed once (on a clock where each step takes 1) and priced for any factors. Returned: ``(shape,
+    steps, ttft_weight, e2e_weight)`` per distinct step shape, where ``shape`` is the step's pieces
+    ``((new tokens, cached tokens), sequences)`` (decodes at their mean context, rounded to ``ctx_step``),
+    ``steps`` how many steps have it, and the weights how many (request, step) pairs fall inside a
+    request's TTFT and e2e windows: the mean TTFT is Σ ttft_weight × step time / requests."""
     sent = min(clients, requests)
-    waiting.append([0, sent])
-    partial = None  # (arrival step, prompt tokens done) of the one prompt cut at the end of a step
-    decoding: Counter = Counter()  # (arrival step, first-token step) -> requests
-    running = 0
-    finished = 0
-    s = 0
+
+    def resend(_t: float, finished: int) -> list:  # each finished request's client sends its next one
+        nonlocal sent
+        more = min(finished, requests - sent)
+        sent += more
+        return [(more, I, O)] if more else []
+
+    steps, marks = run_steps([(0.0, sent, I, O)], budget, slots, price=lambda _: 1.0, ctx_step=ctx_step,
+                             resend=resend)
     shapes: dict = {}
-    weight_marks: list = []  # (arrival, first, end, requests)
-    while finished < requests:
-        b = budget
-        pieces: Counter = Counter()
-        n_dec = sum(decoding.values())
-        if n_dec:
-            ctx = sum(k * (I + (s - f) - 1) for (_, f), k in decoding.items())
-            mean = max(1, round(ctx / n_dec / ctx_step) * ctx_step)
-            pieces[(1, mean)] += n_dec
-            b -= n_dec
-        completed: list = []  # (arrival step, requests) whose prompt completes this step
-        if partial is not None and b > 0:
-            arr, done = partial
-            take = min(I - done, b)
-            pieces[(take, done)] += 1
-            b -= take
-            partial = None if done + take == I else (arr, done + take)
-            if partial is None:
-                completed.append((arr, 1))
-        while b > 0 and waiting and running < slots and partial is None:
-            arr, n = waiting[0]
-            full = min(n, b // I, slots - running)
-            if full:
-                pieces[(I, 0)] += full
-                b -= full * I
-                running += full
-                completed.append((arr, full))
-                n -= full
-            if n and b > 0 and running < slots:  # the next prompt starts, cut at the budget
-                pieces[(b, 0)] += 1
-                partial = (arr, b)
-                running += 1
-                n -= 1
-                b = 0
-            if n:
-                waiting[0][1] = n
-                break
-            waiting.popleft()
-        key = tuple(sorted(pieces.items()))
-        shapes.setdefault(key, []).append(s)
-        for arr, n in completed:
-            if O == 1:
-                weight_marks.append((arr, s, s, n))
-                running -= n
-                finished += n
-            else:
-                decoding[(arr, s)] += n
-        for (arr, f), n in list(decoding.items()):
-            if s - f + 1 >= O:  # the O-th token (the first came with the prompt)
-                weight_marks.append((arr, f, s, n))
-                del decoding[(arr, f)]
-                running -= n
-                finished += n
-        # each finished request's client sends its next one
-        done_now = sum(n for (_, _, e, n) in weight_marks if e == s) if weight_marks else 0
-        more = min(done_now, requests - sent)
-        if more:
-            waiting.append([s + 1, more])
-            sent += more
-        s += 1
-    S = s
+    for s, pieces in enumerate(steps):
+        shapes.setdefault(tuple(sorted(pieces.items())), []).append(s)
+    S = len(steps)
     dt = [0] * (S + 1)
     de = [0] * (S + 1)
-    for arr, f, e, n in weight_marks:
+    for arr, f, e, n, *_ in marks:
         dt[arr] += n
         dt[f + 1] -= n
         de[arr] += n
@@ -518,14 +581,12 @@ def intake_arrivals(sends_s, intake_s: float, free_s: float = 0.0) -> tuple[list
 
 def _served(model: StepModel, mem, scenario: Scenario, *, replicas: int) -> ServeResult:
     """Requests that reach the engine through its HTTP front end (``intake_arrivals``, ``server_overhead_s``
-    per request), then run step by step under vLLM V1's scheduler rules (those of ``closed_loop_schedule``),
+    per request), then run step by step under vLLM V1's scheduler rules (``run_steps``, as ``closed_loop_schedule``),
     each step priced by the step model as it is built: arrivals now fall inside steps, so the schedule
     depends on the step times. ``together``: every request is sent at t = 0; ``closed-loop``: each client
     sends its next request when its last one ends (``CLOSED_LOOP_ROUNDS`` per client). Each replica has
     its own front end. TTFT and e2e run from the send; the time a request spends in the front end (and
     waiting for the step after its arrival) is the ``request overhead`` part of the explanation."""
-    from collections import Counter, deque
-
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
     closed = scenario.arrival == "closed-loop"
     per_replica, slots, notes = _replica_admission(mem, scenario, replicas, closed=closed, step_by_step=True)
@@ -533,63 +594,13 @@ def _served(model: StepModel, mem, scenario: Scenario, *, replicas: int) -> Serv
     notes.append(f"through the HTTP front end: {c * 1e3:.3g} ms per request, one after another "
                  f"(a burst of {per_replica} reaches the engine over {per_replica * c:.3g} s)")
     requests = per_replica * (CLOSED_LOOP_ROUNDS if closed else 1)
-    budget = mem.max_num_batched_tokens
-    ctx_step = max(1, (I + O) // 64)
     sent = min(per_replica, requests)
-    arrivals, free = intake_arrivals([0.0] * sent, c)
-    send_s = [0.0] * sent
-    pending = deque(range(sent))  # requests in the front end or on their way, in arrival order
-    waiting: deque = deque()  # arrived, not yet started
-    partial = None  # (request, prompt tokens done)
-    decoding: dict = {}  # request -> first-token step
-    first_step: dict = {}
-    start_step: dict = {}
-    end_s: dict = {}
-    first_s: dict = {}
-    marks = []  # (start step, first step, end step)
     costs: list = []
-    t = 0.0
-    s = 0
     prefill_steps = 0
     decode_step = None
-    finished = 0
-    running = 0
-    while finished < requests:
-        if not (waiting or pending and arrivals[pending[0]] <= t) and not running:
-            t = max(t, arrivals[pending[0]])  # the engine idles until the next request arrives
-        while pending and arrivals[pending[0]] <= t:
-            r = pending.popleft()
-            waiting.append(r)
-            start_step[r] = s
-        b = budget
-        pieces: Counter = Counter()
-        if decoding:
-            ctx = sum(I + (s - f) - 1 for f in decoding.values())
-            mean = max(1, round(ctx / len(decoding) / ctx_step) * ctx_step)
-            pieces[(1, mean)] += len(decoding)
-            b -= len(decoding)
-        completed = []
-        if partial is not None and b > 0:
-            r, done = partial
-            take = min(I - done, b)
-            pieces[(take, done)] += 1
-            b -= take
-            partial = None if done + take == I else (r, done + take)
-            if partial is None:
-                completed.append(r)
-        while b > 0 and waiting and running < slots and partial is None:
-            r = waiting.popleft()
-            take = min(I, b)
-            pieces[(take, 0)] += 1
-            b -= take
-            running += 1
-            if take == I:
-                completed.append(r)
-            else:
-                partial = (r, take)
-        if not pieces:  # nothing to run: wait for the next arrival
-            t = arrivals[pending[0]]
-            continue
+
+    def price(pieces: dict) -> float:
+        nonlocal prefill_steps, decode_step
         if all(n == 1 for (n, _) in pieces) and len(pieces) == 1:
             (_, ctx), k = next(iter(pieces.items()))
             cost = model.decode(k, ctx)
@@ -599,39 +610,23 @@ def _served(model: StepModel, mem, scenario: Scenario, *, replicas: int) -> Serv
             cost = model.prefill(dict(pieces))
             prefill_steps += 1
         costs.append(cost)
-        t += cost.expected_s
-        done_now = []
-        for r in completed:
-            first_step[r], first_s[r] = s, t
-            if O == 1:
-                done_now.append(r)
-            else:
-                decoding[r] = s
-        for r, f in list(decoding.items()):
-            if s - f + 1 >= O:  # the O-th token (the first came with the prompt)
-                del decoding[r]
-                done_now.append(r)
-        for r in done_now:
-            running -= 1
-            finished += 1
-            end_s[r] = t
-            marks.append((start_step[r], first_step[r], s))
-        if closed and done_now:
-            more = min(len(done_now), requests - sent)
-            if more:
-                new, free = intake_arrivals([t] * more, c, free)
-                arrivals.extend(new)
-                send_s.extend([t] * more)
-                pending.extend(range(sent, sent + more))
-                sent += more
-        s += 1
+        return cost.expected_s
+
+    def resend(_t: float, finished: int) -> list:  # closed loop: each client sends its next request
+        nonlocal sent
+        more = min(finished, requests - sent) if closed else 0
+        sent += more
+        return [(more, I, O)] if more else []
+
+    _, marks = run_steps([(0.0, sent, I, O)], mem.max_num_batched_tokens, slots, price=price, intake_s=c,
+                         ctx_step=max(1, (I + O) // 64), resend=resend)
     S = len(costs)
     dt, de = [0] * (S + 1), [0] * (S + 1)
-    for a0, f, e in marks:
-        dt[a0] += 1
-        dt[f + 1] -= 1
-        de[a0] += 1
-        de[e + 1] -= 1
+    for a0, f, e, n, *_ in marks:
+        dt[a0] += n
+        dt[f + 1] -= n
+        de[a0] += n
+        de[e + 1] -= n
     ttft = e2e = span = ZERO
     acc_t = acc_e = 0
     for j, cost in enumerate(costs):
@@ -642,9 +637,9 @@ def _served(model: StepModel, mem, scenario: Scenario, *, replicas: int) -> Serv
         span = span + cost
     ttft, e2e = ttft.scaled(1 / requests), e2e.scaled(1 / requests)
     # the front end and the wait for the next step: the rest of each window (not in the ideal)
-    mean_ttft = sum(first_s[r] - send_s[r] for r in end_s) / requests
-    mean_e2e = sum(end_s[r] - send_s[r] for r in end_s) / requests
-    makespan = max(end_s.values())
+    mean_ttft = sum(n * (first - send) for *_, n, send, first, _ in marks) / requests
+    mean_e2e = sum(n * (end - send) for *_, n, send, _, end in marks) / requests
+    makespan = max(end for *_, end in marks)
 
     def queue(x: float) -> StepCost:
         parts = {k: 0.0 for k in FACTORS}

@@ -501,6 +501,21 @@ def test_closed_loop_schedule_decodes_take_the_budget_first():
     assert sched[(((1, 0), 1), ((1, 4), 1), ((3, 1), 1))] == 1
 
 
+def test_closed_loop_schedule_a_cut_prompt_and_a_whole_one_complete_in_one_step():
+    """4 clients, 2-token prompts, 2 output tokens, a 5-token budget: step 0 prefills prompts A and B and the
+    first token of C; step 1 runs A's and B's decodes (context 2; both end), C's last token and D whole, so
+    C and D (sent together, one group) both get their first token there; step 2 decodes both at context 2.
+    TTFT windows: A, B step 0; C, D steps 0-1. e2e windows: A, B steps 0-1; C, D steps 0-2."""
+    from planner.hardware.serve import closed_loop_schedule
+
+    sched = closed_loop_schedule.__wrapped__(2, 2, 4, 4, 5, 4, 1)
+    assert sorted(sched) == sorted([
+        ((((1, 0), 1), ((2, 0), 2)), 1, 4, 4),
+        ((((1, 1), 1), ((1, 2), 2), ((2, 0), 1)), 1, 2, 4),
+        ((((1, 2), 2),), 1, 0, 2),
+    ])
+
+
 def test_closed_loop_priced_from_its_schedule():
     """simulate(closed-loop) = the schedule's steps priced by the step model: with the lockstep case above,
     TTFT is the prompt step, e2e the prompt step and both decode steps, and throughput 4 x 3 tokens over two
