@@ -29,6 +29,13 @@ figures (bench/published.yaml, collected for issues 12 and 13). No factor is fit
    source reports (``statistic: median``) of TTFT, TPOT and E2E latency over the requests. A dataset's
    lengths given as a distribution are an approximation of its real lengths (the entry's ``length_note``).
    ITL (the gap between streamed chunks) is listed, not predicted: the simulation records no per-token gaps.
+   An entry whose settings name ``num_scheduler_steps`` (vLLM V0's multi-step scheduling, which
+   ``hardware.simulate`` does not model) is simulated instead by ``planner serve``'s scheduler loop
+   (``hardware.serve.simulate_requests``: the same arrivals and lengths, each step priced by serve's step
+   model, rounds of that many decode steps, prompts in steps of their own) with V0's default token budget
+   without chunked prefill, ``max(max_model_len, 2048)``; the table says which simulation priced each row.
+   There ITL is predicted too: the gaps between a request's first token and the ends of the decode rounds
+   that hand out its tokens (what the benchmark's client measures per streamed chunk), over all requests.
 
 Prints predicted, published and error per point, and the median |error| per quantity.
 
@@ -142,6 +149,48 @@ def rate_predict(e: dict, pub) -> dict:
     stat = {"median": np.nanmedian, "mean": np.nanmean}[e.get("statistic", "mean")]
     return {"ttft_s": float(stat(r.ttft_s[0])) + req, "tpot_s": float(stat(r.tpot_s[0])),
             "e2e_s": float(stat(r.e2e_s[0])) + req}
+
+
+#: vLLM V0's max_num_batched_tokens without chunked prefill (vllm/config.py SchedulerConfig, 0.6.0):
+#: max(max_model_len, _DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048)
+V0_MIN_BATCHED_TOKENS = 2048
+
+
+def rate_predict_steps(e: dict, pub, scheduler_steps: int) -> dict:
+    """{quantity: predicted statistic} for the request-rate entry ``e`` by serve's scheduler loop
+    (``hardware.serve.simulate_requests``) with ``scheduler_steps`` decode steps per round (module doc, 3.)."""
+    import numpy as np
+
+    from planner.hardware.serve import StepModel, simulate_requests
+
+    s = dict(e.get("settings") or {})
+    arrivals, ilens, olens = rate_workload(s)
+    s["input_len"], s["output_len"] = int(ilens.max()), int(olens.max())
+    s.setdefault("max_model_len", int((ilens + olens).max()))
+    p = pub.Point({**e, "settings": s, "quantity": "e2e_s"})
+    if not p.mem.fits or p.gpus != p.tp:
+        return {}
+    model = StepModel(p.a, p.hw, p.plan, p.base, ops_cache=p.ops_cache, detail=False)
+    budget = max(p.mem.max_model_len, V0_MIN_BATCHED_TOKENS) if scheduler_steps > 1 else None
+    ends: list = []
+    done = simulate_requests(model, p.mem, arrivals, ilens, olens, scheduler_steps=scheduler_steps,
+                             intake_s=p.base.server_overhead_s if p.server_client else 0.0,
+                             max_num_batched_tokens=budget, step_ends=ends)
+    hand_t = np.array([t for t, handed in ends if handed])  # (steps are in time order)
+    hand_step = np.array([j for j, (_, handed) in enumerate(ends) if handed])
+    gaps = []
+    for m in done:  # a request's chunks: its first token, then each round end in (first step, end step]
+        lo, hi = np.searchsorted(hand_step, [m.first_step + 1, m.end_step + 1])
+        times = np.concatenate([[m.first_s], hand_t[lo:hi]])
+        gaps.extend(np.repeat(np.diff(times)[None, :], m.count, axis=0).ravel())
+    req = p.base.request_overhead_s
+    ttft = np.repeat([m.first_s - m.send_s for m in done], [m.count for m in done]) + req
+    e2e = np.repeat([m.end_s - m.send_s for m in done], [m.count for m in done]) + req
+    tpot = np.repeat([(m.end_s - m.first_s) / (m.output_len - 1) if m.output_len > 1 else np.nan for m in done],
+                     [m.count for m in done])
+    stat = {"median": np.nanmedian, "mean": np.nanmean}[e.get("statistic", "mean")]
+    return {"ttft_s": float(stat(ttft)), "tpot_s": float(stat(tpot)), "e2e_s": float(stat(e2e)),
+            "itl_s": float(stat(gaps)) if gaps else None}
 
 
 def _overlap_note(eng, lo) -> str:
@@ -329,8 +378,8 @@ def rate_table(entries: list, pub) -> None:
     print()
     print("Request-rate benchmarks (Poisson arrivals at the stated rate, seed %d):" % RATE_SEED)
     print()
-    print("| id | statistic | rate (req/s) | requests | published | predicted | error |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| id | statistic | rate (req/s) | requests | published | predicted | error | simulated by |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
     cache: dict = {}
     errs: dict = {}
     for e in entries:
@@ -340,26 +389,28 @@ def rate_table(entries: list, pub) -> None:
         v = float(e["value"])
         head = f"| {e['id']} | {e.get('statistic', 'mean')} {e['quantity']} | {s.get('request_rate')} | {s.get('num_requests')}"
         if e.get("excluded"):
-            print(f"{head} | {v:g} | excluded: {e['excluded']} | |")
+            print(f"{head} | {v:g} | excluded: {e['excluded']} | | |")
             continue
         key = repr((e.get("model_config"), e.get("gpu"), e.get("gpus"), e.get("tp"), e.get("engine"),
                     e.get("statistic"), sorted(s.items())))
+        steps = int(s.get("num_scheduler_steps") or 1)
+        how = "plan simulation" if steps == 1 else f"serve loop, {steps}-step rounds"
         if key not in cache:
             try:
-                cache[key] = rate_predict(e, pub)
+                cache[key] = rate_predict(e, pub) if steps == 1 else rate_predict_steps(e, pub, steps)
             except Exception as exc:  # listed, not fatal
                 cache[key] = f"skipped: {exc}"
         got = cache[key]
         if isinstance(got, str):
-            print(f"{head} | {v:g} | {got} | |")
+            print(f"{head} | {v:g} | {got} | | {how} |")
             continue
         m = got.get(e["quantity"])
         if m is None:
             why = "not predicted (no per-token gaps)" if e["quantity"] == "itl_s" else "does not fit"
-            print(f"{head} | {v:g} | {why} | - |")
+            print(f"{head} | {v:g} | {why} | - | {how} |")
             continue
         errs.setdefault(e["quantity"], []).append(abs(m / v - 1))
-        print(f"{head} | {v:g} | {m:.4g} | {m / v - 1:+.0%} |", flush=True)
+        print(f"{head} | {v:g} | {m:.4g} | {m / v - 1:+.0%} | {how} |", flush=True)
     print()
     print("| quantity | points | median abs error |")
     print("| --- | ---: | ---: |")

@@ -20,6 +20,7 @@ MnbtOpt = Annotated[Optional[int], typer.Option("--max-num-batched-tokens", min=
 InputOpt = Annotated[int, typer.Option("--input-len", "-i", min=1, max=1 << 24, help="Prompt tokens per request.")]
 OutputOpt = Annotated[int, typer.Option("--output-len", "-o", min=1, max=1 << 24, help="Generated tokens per request.")]
 ConcOpt = Annotated[int, typer.Option("--concurrency", "-C", min=1, max=1 << 20, help="Requests running together (count), split evenly over the replicas.")]
+StepsOpt = Annotated[Optional[int], typer.Option("--num-scheduler-steps", min=1, max=1024, help="Decode steps per scheduling round (vLLM V0's multi-step scheduling, 0.6.x; V1 has none): a request waits for the round in flight and tokens stream once per round; default: the engine's (1).")]
 ArrivalOpt = Annotated[str, typer.Option("--arrival", help="How the --concurrency requests arrive: 'together' (all at once, a static batch or an offline run) or 'closed-loop' (C clients that start together, each sending its next request when the last ends, simulated step by step with the engine's scheduler; what benchmark_serving --max-concurrency and genai-perf --concurrency measure).")]
 
 
@@ -38,6 +39,7 @@ def serve(
     output_len: OutputOpt = 128,
     concurrency: ConcOpt = DEFAULT_BATCH,
     arrival: ArrivalOpt = "together",
+    num_scheduler_steps: StepsOpt = None,
     revision: RevisionOpt = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
@@ -62,7 +64,7 @@ def serve(
     d = run_serve(lm.spec, hw, engine=engine, gpus=gpus, tp=tp, dtype=dtype, kv_dtype=kv_dtype,
                   gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
                   max_num_batched_tokens=max_num_batched_tokens, input_len=input_len, output_len=output_len,
-                  concurrency=concurrency, arrival=arrival.strip().lower())
+                  concurrency=concurrency, arrival=arrival.strip().lower(), num_scheduler_steps=num_scheduler_steps)
     data = deployment_dict(d, model_id=lm.id)
     if out_fmt == OutputFormat.json:
         print_json(data)

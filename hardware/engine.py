@@ -230,6 +230,9 @@ class EngineProfile:
     non_torch_multi_gpu_nvls_bytes: int | None = None
     nvls_platforms: tuple[str, ...] = ()
     expert_parallel: EPComm | None = None  # the EP library's all-to-all (None: flat ring, activation dtype)
+    # multi-step scheduling: decode steps per scheduling round (vLLM V0's --num-scheduler-steps; None: the
+    # engine has no such setting)
+    num_scheduler_steps: int | None = None
 
     def default_fraction(self, hw, tp: int) -> float:
         if self.fraction is not None:
@@ -326,6 +329,8 @@ def load_engine(name: str | None) -> EngineProfile:
                                         else _bytes(nt["multi_gpu_nvls"], "non_torch.multi_gpu_nvls", w)),
         nvls_platforms=_names(nt.get("nvls_platforms"), "non_torch.nvls_platforms", w),
         expert_parallel=_ep_comm(d.get("expert_parallel"), w),
+        num_scheduler_steps=(None if sched.get("num_scheduler_steps") is None else
+                             int(_number(sched["num_scheduler_steps"], "num_scheduler_steps", w, minimum=1))),
     )
 
 

@@ -49,7 +49,7 @@ scheduler (vLLM's API server tokenizes, builds the request and hands it to the e
 in one asyncio process: vLLM PR #17546 added ``--api-server-count`` because that process limits
 throughput; issue #580 measured the single server at half the GPU utilisation of the in-process
 ``LLM``). A burst of N requests then reaches the engine spread over N × ``server_overhead``, and
-closed-loop clients drift apart; both are simulated on the clock (``_served``: the same loop,
+closed-loop clients drift apart; both are simulated on the clock (``_clocked``: the same loop,
 ``run_steps``, each step priced as it is built). One request through the server waits ``server_overhead``
 once, as a constant would; with ``server_overhead`` 0 the step schedules above are used unchanged.
 """
@@ -58,7 +58,7 @@ from __future__ import annotations
 
 from dataclasses import field
 from functools import lru_cache
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 from planner.analysis.records import frozen
 
@@ -218,7 +218,7 @@ def _mean_cost(costs: list[StepCost]) -> StepCost:
 def _request_cost(f: Factors) -> StepCost:
     """The engine's per-request cost (admission, input preparation, first sampling) as a StepCost (not in
     the ideal). The HTTP front end's is not a constant added here: it delays each request's arrival
-    (``intake_arrivals``, ``_served``)."""
+    (``intake_arrivals``, ``_clocked``)."""
     s = f.request_overhead_s
     parts = {k: 0.0 for k in FACTORS}
     parts["request overhead"] = s
@@ -233,11 +233,15 @@ def _explain(ttft: StepCost, e2e: StepCost, O: int) -> dict:
     }
 
 
-def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, server: bool = True) -> ServeResult:
-    """The scenario of the module docstring on ``model`` with the engine memory ``mem`` (``EngineMemory``)."""
+def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, server: bool = True,
+             scheduler_steps: int = 1) -> ServeResult:
+    """The scenario of the module docstring on ``model`` with the engine memory ``mem`` (``EngineMemory``).
+    ``scheduler_steps``: vLLM V0's ``--num-scheduler-steps`` (``run_steps``); above 1 every arrival mode is
+    simulated step by step on the clock."""
     scenario.check()
-    if server and model.f.server_overhead_s > 0:
-        return _served(model, mem, scenario, replicas=replicas)
+    intake = model.f.server_overhead_s if server else 0.0
+    if intake > 0 or scheduler_steps > 1:
+        return _clocked(model, mem, scenario, replicas=replicas, intake_s=intake, scheduler_steps=scheduler_steps)
     if scenario.arrival == "closed-loop":
         return _closed_loop(model, mem, scenario, replicas=replicas, server=server)
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
@@ -312,31 +316,64 @@ def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, se
 # ---- the one scheduler loop ----------------------------------------------------------------------
 
 
+class Finished(NamedTuple):
+    """A group of requests that finished together in ``run_steps``."""
+
+    start_step: int  # the first step it could join (the first to start after it arrived)
+    first_step: int  # the step that made its first token
+    end_step: int  # the step that made (or, multi-step, delivered) its last token
+    count: int
+    send_s: float
+    first_s: float  # when its first token came
+    end_s: float
+    input_len: int
+    output_len: int
+
+
 def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, ctx_step: int = 1,
-              resend=None) -> tuple[list, list]:
-    """The steps one engine replica runs, as vLLM V1's scheduler builds them, on the clock.
+              resend=None, scheduler_steps: int = 1, kv_tokens: int | None = None,
+              step_ends: list | None = None) -> tuple[list, list]:
+    """The steps one engine replica runs, as vLLM's scheduler builds them, on the clock: the one scheduler
+    loop of ``planner serve``.
 
     ``sends``: the requests sent at the start, ``[(send time, count, input_len, output_len)]`` in send order.
     They reach the scheduler through the front end (``intake_arrivals``, ``intake_s`` per request; 0: at
-    their send time, a group of requests sent together arriving as one). Each step, within ``budget``
-    tokens (``max_num_batched_tokens``), takes:
+    their send time, a group of requests sent together arriving as one). Each step (vLLM V1), within
+    ``budget`` tokens (``max_num_batched_tokens``), takes:
 
     1. one token of every decoding request (their context: the mean over them, rounded to ``ctx_step``);
     2. the rest of the one prompt cut at the end of the last step (chunked prefill), as far as the budget goes;
-    3. prompts that have arrived, first come first served, while fewer than ``slots`` requests run; the
-       last one taken is cut where the budget ends.
+    3. prompts that have arrived, first come first served, while fewer than ``slots`` requests run (and,
+       with ``kv_tokens``, while the pool can hold every running request's whole sequence); the last
+       one taken is cut where the budget ends.
+
+    ``scheduler_steps`` N > 1 is vLLM V0's multi-step scheduling (``--num-scheduler-steps``, v0.6.0; PR
+    #7000, removed with V0). The scheduler runs once per round, and a round is either one step of
+    prompts alone or N decode steps. V0.6.0 refuses chunked prefill with multi-step (``ValueError: Chunked
+    prefill is not supported with multi-step``, vLLM issue #8274), and V0's default scheduler then runs
+    waiting prompts first, in a step without decodes (``_schedule_default``: decodes only when no prefill
+    was scheduled). A prefill is a single step (``init_multi_step_from_lookahead_slots``: no lookahead
+    slots for a prompt without chunking, so ``num_steps`` 1). Prompts are whole: V0 without chunked
+    prefill needs ``max_num_batched_tokens`` ≥ ``max_model_len``, and a prompt longer than ``budget`` is
+    taken alone. The N decode steps run the same batch: a request that makes its last token inside a
+    round keeps its place until the round ends, and its tokens are handed out when the round ends
+    (``llm_engine.step`` processes outputs only when no step of the round remains). So a request that
+    arrives during a round waits for its end, and tokens stream in chunks of up to N.
 
     ``price(pieces)`` gives the step's seconds (``pieces``: ``{(new tokens, cached tokens): sequences}``
     in the order above); the clock moves by it. A request's first token comes at the end of the step that
     completes its prompt; it finishes at the end of the step that makes its ``output_len``-th token (the
-    first came with the prompt). When nothing runs and nothing has arrived, the engine idles until the
-    next arrival. ``resend(time, finished)``: the ``[(count, input_len, output_len)]`` sent when
-    ``finished`` requests end at ``time`` (closed-loop clients); None: nothing more is sent.
+    first came with the prompt; multi-step: at the end of that round). When nothing runs and nothing has
+    arrived, the engine idles until the next arrival. ``resend(time, finished)``: the ``[(count,
+    input_len, output_len)]`` sent when ``finished`` requests end at ``time`` (closed-loop clients); None:
+    nothing more is sent. ``step_ends``: a list to which each step appends ``(end time, whether it handed
+    out the decoding requests' tokens)`` (every decode step; multi-step: the last of a round).
 
-    Returns ``(steps, marks)``: ``steps`` the pieces of each step in order, ``marks`` one
-    ``(start step, first-token step, end step, count, send time, first-token time, end time)`` per group of
-    requests that finished together, in finish order (``start step``: the first step it could join)."""
+    Returns ``(steps, finished)``: ``steps`` the pieces of each step in order, ``finished`` one ``Finished``
+    per group of requests that finished together, in finish order."""
     from collections import deque
+
+    from planner.analysis.errors import OptionError
 
     pending: deque = deque()  # [arrival time, count, I, O, send time], in arrival order
     free = 0.0
@@ -351,12 +388,15 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
 
     for t_send, n, I, O in sends:
         send(t_send, n, I, O)
+    multi = scheduler_steps > 1
     waiting: deque = deque()  # [tag, count]: arrived, not yet started
     groups: dict = {}  # tag -> (start step, I, O, send time)
     partial = None  # (tag, prompt tokens done) of the one prompt cut at the end of a step
     decoding: dict = {}  # (tag, first-token step) -> [count, tokens made]
     first_t: dict = {}  # (tag, first-token step) -> time of the first token
     running = 0
+    kv_held = 0  # tokens of the running requests' whole sequences (with kv_tokens)
+    round_left = 0  # multi-step: decode steps left in the round in flight
     steps: list = []
     marks: list = []
     t = 0.0
@@ -371,7 +411,14 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
             waiting.append([tag, n])
         b = budget
         pieces: dict = {}
-        if decoding:
+        completed: list = []  # (tag, count) whose prompt completes this step
+        head_fits = bool(waiting) and running < slots and (
+            kv_tokens is None or kv_tokens - kv_held >= sum(groups[waiting[0][0]][1:3]))
+        alone = multi and not round_left and head_fits  # multi-step: a round of prompts alone
+        decoded = not alone and bool(decoding)
+        if decoded:
+            if multi and not round_left:
+                round_left = scheduler_steps
             n_dec = ctx = 0
             for (tag, _), (k, made) in decoding.items():
                 n_dec += k
@@ -379,8 +426,7 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
             key = (1, max(1, round(ctx / n_dec / ctx_step) * ctx_step))
             pieces[key] = n_dec
             b -= n_dec
-        completed: list = []  # (tag, count) whose prompt completes this step
-        if partial is not None and b > 0:
+        if partial is not None and b > 0:  # (only without multi-step: there prompts are whole)
             tag, done = partial
             I = groups[tag][1]
             take = min(I - done, b)
@@ -389,20 +435,25 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
             partial = None if done + take == I else (tag, done + take)
             if partial is None:
                 completed.append((tag, 1))
-        while b > 0 and waiting and running < slots and partial is None:
+        while (alone or not multi) and b > 0 and waiting and running < slots and partial is None:
             tag, n = waiting[0]
-            I = groups[tag][1]
-            full = min(n, b // I, slots - running)
+            I, O = groups[tag][1:3]
+            # (multi-step: the first prompt of the step is taken even where it is longer than the budget)
+            full = min(n, max(b // I, 1) if alone and not pieces else b // I, slots - running)
+            fits = n if kv_tokens is None else (kv_tokens - kv_held) // (I + O)
+            full = min(full, fits)
             if full:
                 pieces[(I, 0)] = pieces.get((I, 0), 0) + full
                 b -= full * I
                 running += full
+                kv_held += full * (I + O) if kv_tokens is not None else 0
                 completed.append((tag, full))
                 n -= full
-            if n and b > 0 and running < slots:  # the next prompt starts, cut at the budget
+            if not multi and n and b > 0 and running < slots and fits > full:  # the next prompt starts, cut
                 pieces[(b, 0)] = pieces.get((b, 0), 0) + 1
                 partial = (tag, b)
                 running += 1
+                kv_held += I + O if kv_tokens is not None else 0
                 n -= 1
                 b = 0
             if n:
@@ -410,23 +461,33 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
                 break
             waiting.popleft()
         if not pieces:  # nothing to run: wait for the next arrival
-            t = pending[0][0]
+            if not pending:
+                raise OptionError("the step-by-step simulation cannot make progress: a request does not fit "
+                                  "the KV pool", "use more GPUs or shorter requests")
+            t = max(t, pending[0][0])
             continue
         steps.append(pieces)
         t += price(pieces)
-        for entry in decoding.values():
-            entry[1] += 1
+        if round_left:
+            round_left -= 1
+        if step_ends is not None:
+            step_ends.append((t, decoded and not round_left))
+        if decoded:
+            for entry in decoding.values():
+                entry[1] += 1
         for tag, n in completed:  # (the cut prompt and whole ones of one group may complete together)
             decoding.setdefault((tag, s), [0, 1])[0] += n
             first_t[(tag, s)] = t
         finished = 0
-        for (tag, f), (n, made) in list(decoding.items()):
-            if made >= groups[tag][2]:  # the O-th token
-                del decoding[(tag, f)]
-                start, _, _, t_send = groups[tag]
-                marks.append((start, f, s, n, t_send, first_t.pop((tag, f)), t))
-                running -= n
-                finished += n
+        if not round_left:  # (multi-step: a round's tokens are handed out when it ends)
+            for (tag, f), (n, made) in list(decoding.items()):
+                start, I, O, t_send = groups[tag]
+                if made >= O:  # the O-th token
+                    del decoding[(tag, f)]
+                    marks.append(Finished(start, f, s, n, t_send, first_t.pop((tag, f)), t, I, O))
+                    running -= n
+                    kv_held -= n * (I + O) if kv_tokens is not None else 0
+                    finished += n
         if finished and resend is not None:
             for n, I, O in resend(t, finished):
                 send(t, n, I, O)
@@ -468,7 +529,7 @@ def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: in
     S = len(steps)
     dt = [0] * (S + 1)
     de = [0] * (S + 1)
-    for arr, f, e, n, *_ in marks:
+    for arr, f, e, n, *_ in marks:  # (Finished: start, first and end step, count)
         dt[arr] += n
         dt[f + 1] -= n
         de[arr] += n
@@ -579,38 +640,29 @@ def intake_arrivals(sends_s, intake_s: float, free_s: float = 0.0) -> tuple[list
     return out, free_s
 
 
-def _served(model: StepModel, mem, scenario: Scenario, *, replicas: int) -> ServeResult:
-    """Requests that reach the engine through its HTTP front end (``intake_arrivals``, ``server_overhead_s``
-    per request), then run step by step under vLLM V1's scheduler rules (``run_steps``, as ``closed_loop_schedule``),
-    each step priced by the step model as it is built: arrivals now fall inside steps, so the schedule
-    depends on the step times. ``together``: every request is sent at t = 0; ``closed-loop``: each client
+def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake_s: float,
+             scheduler_steps: int = 1) -> ServeResult:
+    """Requests that reach the engine through its HTTP front end (``intake_arrivals``, ``intake_s`` per
+    request; 0: in-process), then run step by step under the engine's scheduler rules (``run_steps``, as
+    ``closed_loop_schedule``; ``scheduler_steps`` > 1: multi-step rounds), each step priced by the step
+    model as it is built: arrivals now fall inside steps, so the schedule depends on the step times. ``together``: every request is sent at t = 0; ``closed-loop``: each client
     sends its next request when its last one ends (``CLOSED_LOOP_ROUNDS`` per client). Each replica has
     its own front end. TTFT and e2e run from the send; the time a request spends in the front end (and
     waiting for the step after its arrival) is the ``request overhead`` part of the explanation."""
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
     closed = scenario.arrival == "closed-loop"
     per_replica, slots, notes = _replica_admission(mem, scenario, replicas, closed=closed, step_by_step=True)
-    c = model.f.server_overhead_s
-    notes.append(f"through the HTTP front end: {c * 1e3:.3g} ms per request, one after another "
-                 f"(a burst of {per_replica} reaches the engine over {per_replica * c:.3g} s)")
+    c = intake_s
+    if c > 0:
+        notes.append(f"through the HTTP front end: {c * 1e3:.3g} ms per request, one after another "
+                     f"(a burst of {per_replica} reaches the engine over {per_replica * c:.3g} s)")
+    if scheduler_steps > 1:
+        notes.append(f"multi-step scheduling (vLLM V0 --num-scheduler-steps {scheduler_steps}): the scheduler runs "
+                     f"once per round, a round is one step of prompts alone or {scheduler_steps} decode steps; a "
+                     f"request waits for the round in flight, and tokens stream once per round")
     requests = per_replica * (CLOSED_LOOP_ROUNDS if closed else 1)
     sent = min(per_replica, requests)
-    costs: list = []
-    prefill_steps = 0
-    decode_step = None
-
-    def price(pieces: dict) -> float:
-        nonlocal prefill_steps, decode_step
-        if all(n == 1 for (n, _) in pieces) and len(pieces) == 1:
-            (_, ctx), k = next(iter(pieces.items()))
-            cost = model.decode(k, ctx)
-            if decode_step is None or k > decode_step[0]:
-                decode_step = (k, cost)
-        else:
-            cost = model.prefill(dict(pieces))
-            prefill_steps += 1
-        costs.append(cost)
-        return cost.expected_s
+    price = StepPricer(model)
 
     def resend(_t: float, finished: int) -> list:  # closed loop: each client sends its next request
         nonlocal sent
@@ -619,7 +671,8 @@ def _served(model: StepModel, mem, scenario: Scenario, *, replicas: int) -> Serv
         return [(more, I, O)] if more else []
 
     _, marks = run_steps([(0.0, sent, I, O)], mem.max_num_batched_tokens, slots, price=price, intake_s=c,
-                         ctx_step=max(1, (I + O) // 64), resend=resend)
+                         ctx_step=max(1, (I + O) // 64), resend=resend, scheduler_steps=scheduler_steps)
+    costs = price.costs
     S = len(costs)
     dt, de = [0] * (S + 1), [0] * (S + 1)
     for a0, f, e, n, *_ in marks:
@@ -637,9 +690,9 @@ def _served(model: StepModel, mem, scenario: Scenario, *, replicas: int) -> Serv
         span = span + cost
     ttft, e2e = ttft.scaled(1 / requests), e2e.scaled(1 / requests)
     # the front end and the wait for the next step: the rest of each window (not in the ideal)
-    mean_ttft = sum(n * (first - send) for *_, n, send, first, _ in marks) / requests
-    mean_e2e = sum(n * (end - send) for *_, n, send, _, end in marks) / requests
-    makespan = max(end for *_, end in marks)
+    mean_ttft = sum(m.count * (m.first_s - m.send_s) for m in marks) / requests
+    mean_e2e = sum(m.count * (m.end_s - m.send_s) for m in marks) / requests
+    makespan = max(m.end_s for m in marks)
 
     def queue(x: float) -> StepCost:
         parts = {k: 0.0 for k in FACTORS}
@@ -659,11 +712,62 @@ def _served(model: StepModel, mem, scenario: Scenario, *, replicas: int) -> Serv
         tt, ee, ms = pick(ttft), pick(e2e), pick(span)
         return Latency(tt, (ee - tt) / (O - 1) if O > 1 else None, ee, tokens / ms if ms else 0.0)
 
-    return ServeResult(scenario, replicas, per_replica, slots, 1, prefill_steps, lat(lambda x: x.expected_s),
-                       lat(lambda x: x.ideal_s), _explain(ttft, e2e, O), decode_step[1] if decode_step else None, tuple(notes))
+    return ServeResult(scenario, replicas, per_replica, slots, 1, price.prefill_steps, lat(lambda x: x.expected_s),
+                       lat(lambda x: x.ideal_s), _explain(ttft, e2e, O),
+                       price.decode_step[1] if price.decode_step else None, tuple(notes))
 
 
-__all__ = ["ARRIVALS", "StepModel", "Scenario", "Latency", "ServeResult", "simulate", "intake_arrivals"]
+def simulate_requests(model: StepModel, mem, sends_s, input_lens, output_lens, *, intake_s: float = 0.0,
+                      scheduler_steps: int = 1, max_num_batched_tokens: int | None = None,
+                      step_ends: list | None = None) -> list:
+    """Requests of their own lengths sent at ``sends_s`` (sorted; a request-rate benchmark's arrivals) to one
+    replica, step by step (``run_steps``, each step priced by ``model``): one ``Finished`` per request, in
+    finish order (requests sent at the same time may share one). At most ``mem.max_num_seqs`` run at
+    once, and the KV pool holds each running request's whole sequence (no preemption);
+    ``max_num_batched_tokens``: the step's token budget where it is not the engine memory's; ``step_ends``:
+    as ``run_steps``'."""
+    from planner.analysis.errors import OptionError
+
+    reqs = list(zip(sends_s, input_lens, output_lens))
+    if not reqs:
+        return []
+    longest = max(int(i) + int(o) for _, i, o in reqs)
+    if longest > mem.kv_capacity_tokens:
+        raise OptionError(f"a request of {longest:,} tokens does not fit the KV pool ({mem.kv_capacity_tokens:,} tokens)",
+                          "use more GPUs or shorter requests")
+    sends = [(float(t), 1, int(i), int(o)) for t, i, o in reqs]
+    mean_len = sum(i + o for _, _, i, o in sends) / len(sends)
+    _, marks = run_steps(sends, max_num_batched_tokens or mem.max_num_batched_tokens, mem.max_num_seqs,
+                         price=StepPricer(model), intake_s=intake_s, ctx_step=max(1, int(mean_len) // 64),
+                         scheduler_steps=scheduler_steps, kv_tokens=mem.kv_capacity_tokens, step_ends=step_ends)
+    return marks
+
+
+class StepPricer:
+    """``run_steps``' ``price``: each step's cost from the step model (a decode step where every piece is
+    one decode token, else a prefill step of the pieces), kept in ``costs``, its expected seconds returned."""
+
+    def __init__(self, model: StepModel):
+        self.model = model
+        self.costs: list = []
+        self.prefill_steps = 0
+        self.decode_step = None  # (sequences, cost) of the widest decode step
+
+    def __call__(self, pieces: dict) -> float:
+        if all(n == 1 for (n, _) in pieces) and len(pieces) == 1:
+            (_, ctx), k = next(iter(pieces.items()))
+            cost = self.model.decode(k, ctx)
+            if self.decode_step is None or k > self.decode_step[0]:
+                self.decode_step = (k, cost)
+        else:
+            cost = self.model.prefill(dict(pieces))
+            self.prefill_steps += 1
+        self.costs.append(cost)
+        return cost.expected_s
+
+
+__all__ = ["ARRIVALS", "StepModel", "Scenario", "Latency", "ServeResult", "simulate", "intake_arrivals", "run_steps",
+           "Finished", "simulate_requests", "StepPricer"]
 
 
 # ---- one call for the CLI, the benchmark and other commands ---------------------------------------
@@ -684,13 +788,16 @@ class Deployment:
     result: ServeResult | None
     fewest_gpus: int | None
     notes: tuple[str, ...]
+    num_scheduler_steps: int = 1
 
 
 def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None = None, dtype: str | None = None,
           kv_dtype: str | None = None, gpu_memory_utilization: float | None = None, max_model_len: int | None = None,
           max_num_batched_tokens: int | None = None, input_len: int = 1024, output_len: int = 128,
-          concurrency: int = 1, arrival: str = "together", factors: Factors | None = None) -> Deployment:
-    """Plan one deployment of ``spec`` on ``gpus`` × ``hw`` under ``engine`` (see the module docstring)."""
+          concurrency: int = 1, arrival: str = "together", factors: Factors | None = None,
+          num_scheduler_steps: int | None = None) -> Deployment:
+    """Plan one deployment of ``spec`` on ``gpus`` × ``hw`` under ``engine`` (see the module docstring).
+    ``num_scheduler_steps``: multi-step scheduling (``run_steps``); default: the engine's."""
     from planner.analysis.analyze import Options, analyze
     from planner.analysis.errors import OptionError
     from planner.analysis.parallel import tp_plan
@@ -701,6 +808,14 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
     eng = load_engine(engine)
     check_kv_dtype(eng, kv_dtype)
     notes: list[str] = []
+    steps = num_scheduler_steps
+    if steps is None:
+        steps = eng.num_scheduler_steps or 1
+    elif steps < 1:
+        raise OptionError(f"--num-scheduler-steps must be >= 1, got {steps}")
+    elif steps > 1 and eng.num_scheduler_steps is None:
+        raise OptionError(f"--num-scheduler-steps: {eng.display_name} has no multi-step scheduling",
+                          "it is vLLM V0's (--engine vllm)")
     if tp is None:  # the widest tensor-parallel degree the model's heads allow; the rest are replicas
         tp = gpus
         for cand in sorted((t for t in range(1, gpus + 1) if gpus % t == 0), reverse=True):
@@ -742,10 +857,10 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
             notes.append(f"no tensor-parallel degree up to 64 holds it on {hw.name}")
     else:
         result = simulate(StepModel(a, hw, plan, f), mem, Scenario(input_len, output_len, concurrency, arrival),
-                          replicas=replicas)
+                          replicas=replicas, scheduler_steps=steps)
         notes.extend(result.notes)
     notes.extend(mem.notes)
-    return Deployment(a, eng, hw, tp, replicas, mem, f, result, fewest, tuple(dict.fromkeys(notes)))
+    return Deployment(a, eng, hw, tp, replicas, mem, f, result, fewest, tuple(dict.fromkeys(notes)), steps)
 
 
 def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
@@ -763,6 +878,7 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
             "weights_dtype": d.analysis.fmt.describe(), "kv_dtype": d.analysis.kv.dtype.name,
             "gpu_memory_utilization": d.memory.fraction, "max_model_len": d.memory.max_model_len,
             "max_num_batched_tokens": d.memory.max_num_batched_tokens, "max_num_seqs": d.memory.max_num_seqs,
+            "num_scheduler_steps": d.num_scheduler_steps,
             "input_len": r.scenario.input_len if r else None, "output_len": r.scenario.output_len if r else None,
             "concurrency": r.scenario.concurrency if r else None,
             "arrival": r.scenario.arrival if r else None,

@@ -744,3 +744,69 @@ def test_compare_ttft_of_a_long_prompt_is_the_sum_of_its_chunks():
     starts = range(0, 20000, chunk)
     want = sum(m.prefill({(min(chunk, 20000 - s), s): 1}).expected_s for s in starts)
     assert len(starts) >= 2 and d["models"][0]["serving"]["ttft_s"] == pytest.approx(want, rel=1e-9)
+
+
+def _flat_price(pieces) -> float:  # every step 10 ms
+    return 10e-3
+
+
+def test_multi_step_round_boundary_admission_hand_computed():
+    """vLLM V0 multi-step, 3 decode steps per round, 10 ms steps, an 8-token budget. A (4-token prompt, 5
+    tokens) is sent at 0, B (5-token prompt, 2 tokens) at 15 ms. Step 0 (0-10 ms): A's prompt alone (first
+    token at 10 ms). Steps 1-3 (10-40 ms): a round of A's decodes at contexts 4, 5, 6; B arrives at 15 ms
+    but waits for the round's end. Step 4 (40-50): B's prompt in a step of its own (A does not decode):
+    TTFT 35 ms. Steps 5-7 (50-80): a round of both, mean contexts (7+5)/2, (8+6)/2, (9+7)/2. A makes its
+    5th token in step 5 and B its 2nd, but both keep their places until the round ends and get their
+    tokens at 80 ms. Under V1 rules (one step per round) B joins step 2 beside A's decode: TTFT 15 ms."""
+    from planner.hardware.serve import run_steps
+
+    sends = [(0.0, 1, 4, 5), (15e-3, 1, 5, 2)]
+    steps, done = run_steps(sends, 8, 4, price=_flat_price, scheduler_steps=3)
+    assert steps == [{(4, 0): 1}, {(1, 4): 1}, {(1, 5): 1}, {(1, 6): 1}, {(5, 0): 1},
+                     {(1, 6): 2}, {(1, 7): 2}, {(1, 8): 2}]
+    a, b = sorted(done, key=lambda m: m.send_s)
+    assert (a.start_step, a.first_step, a.end_step) == (0, 0, 7)
+    assert (b.start_step, b.first_step, b.end_step) == (2, 4, 7)  # (step 2 is the first to start after 15 ms)
+    assert a.first_s == pytest.approx(10e-3) and a.end_s == pytest.approx(80e-3)
+    assert b.first_s - b.send_s == pytest.approx(35e-3) and b.end_s == pytest.approx(80e-3)
+    steps1, done1 = run_steps(sends, 8, 4, price=_flat_price)
+    assert steps1[2] == {(1, 5): 1, (5, 0): 1}
+    b1 = max(done1, key=lambda m: m.send_s)
+    assert b1.first_s - b1.send_s == pytest.approx(15e-3)
+
+
+def test_multi_step_prompts_run_whole_and_alone():
+    """Multi-step rounds take prompts whole (V0 0.6.0 has no chunked prefill with multi-step): with a
+    6-token budget, three 4-token prompts sent together run one per prompt step (a prompt over what is
+    left of the budget waits for the next round), and a 9-token prompt, longer than the budget, runs
+    alone; one-token requests end with their prompt step."""
+    from planner.hardware.serve import run_steps
+
+    steps, done = run_steps([(0.0, 3, 4, 1), (0.0, 1, 9, 1)], 6, 8, price=_flat_price, scheduler_steps=4)
+    assert steps == [{(4, 0): 1}, {(4, 0): 1}, {(4, 0): 1}, {(9, 0): 1}]
+    assert sorted(m.end_step for m in done) == [0, 1, 2, 3]
+
+
+def test_num_scheduler_steps_only_where_the_engine_has_it():
+    from planner.analysis.errors import OptionError
+    from planner.hardware.serve import serve
+
+    spec = _model("llama-3.2-1b")
+    hw = load_profile("h100-sxm")
+    assert load_engine("vllm").num_scheduler_steps == 1
+    d = serve(spec, hw, engine="vllm", input_len=64, output_len=8, concurrency=2, num_scheduler_steps=4)
+    assert d.num_scheduler_steps == 4 and any("multi-step" in n for n in d.notes)
+    with pytest.raises(OptionError, match="no multi-step"):
+        serve(spec, hw, engine="sglang", input_len=64, output_len=8, num_scheduler_steps=4)
+
+
+def test_step_loop_admits_only_what_the_kv_pool_holds():
+    """With a 10-token pool, two requests of 4 + 2 tokens sent together cannot run at once (each reserves
+    its whole 6-token sequence): the second starts the step after the first ends. 10 ms steps: the first
+    runs steps 0-1 (prompt, decode), the second steps 2-3."""
+    from planner.hardware.serve import run_steps
+
+    steps, done = run_steps([(0.0, 2, 4, 2)], 16, 4, price=_flat_price, kv_tokens=10)
+    assert steps == [{(4, 0): 1}, {(1, 4): 1}, {(4, 0): 1}, {(1, 4): 1}]
+    assert [(m.start_step, m.first_step, m.end_step, m.count) for m in done] == [(0, 0, 1, 1), (0, 2, 3, 1)]
+    assert done[1].end_s == pytest.approx(40e-3)
