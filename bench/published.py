@@ -22,6 +22,9 @@ Each timing entry says how its benchmark ran (``settings``): ``arrival`` (``toge
 an offline run; ``closed-loop``: C clients each sending the next request when the last ends),
 ``client`` (``server``: a streaming HTTP client, which sees the engine's per-request front-end cost;
 ``in-process``: it does not) and ``cuda_graphs: false`` where the benchmark ran without CUDA graphs.
+A closed-loop entry may give ``num_prompts`` (the requests of the whole run, ``vllm bench serve
+--num-prompts``), and an entry whose requests stopped at end-of-sequence (no ``--ignore-eos``) its
+``mean_output_len`` (generated tokens per request in that run: its output tokens over its requests).
 An entry with ``excluded: reason`` is listed with its reason and not predicted. An entry with a
 ``layout`` block (expert parallel, attention data parallel, one pool of a disaggregated deployment) is
 beyond the serve model: it is listed as skipped, nothing is fitted on it, and ``bench/plan_published.py``
@@ -60,6 +63,10 @@ GRID = {
     "server_overhead_s": [0.0, 5e-3, 7.5e-3, 10e-3, 15e-3, 20e-3, 40e-3],
 }
 PER_ENGINE = ("step_overhead_s", "launch_overhead_per_op_s", "request_overhead_s", "server_overhead_s")
+
+# one simulation per deployment, scenario and factor set: the TTFT, TPOT, e2e and throughput entries of one
+# benchmark row share it
+_SIMS: dict = {}
 
 
 class Point:
@@ -109,7 +116,13 @@ class Point:
         self.mem = engine_memory(self.a, self.hw, self.engine, self.plan,
                                  gpu_memory_utilization=s.get("gpu_memory_utilization"), max_model_len=mml,
                                  max_num_batched_tokens=s.get("max_num_batched_tokens"))
-        self.scenario = Scenario(i, o, c, str(s.get("arrival") or "together"))
+        arrival = str(s.get("arrival") or "together")
+        # a closed loop's run length (vllm bench serve --num-prompts) and, where the benchmark let requests
+        # stop at end-of-sequence, their mean output tokens
+        n = s.get("num_prompts") if arrival == "closed-loop" else None
+        mean_o = s.get("mean_output_len")
+        self.scenario = Scenario(i, o, c, arrival, requests=None if n is None else int(n),
+                                 mean_output_len=None if mean_o is None else float(mean_o))
         self.server_client = s.get("client", "server") == "server"
         self.training_for = tuple(entry.get("training_for") or ())
         self.base = factors_for(self.hw, self.engine)
@@ -117,6 +130,10 @@ class Point:
             self.base = replace(self.base, cuda_graph_max_tokens=0)
         self.per_gpu = s.get("throughput_unit") == "per_gpu"
         self.ops_cache: dict = {}
+        import json
+
+        self.sim_key = json.dumps([entry["model_config"], entry["gpu"], self.engine_name, self.gpus, self.tp, s],
+                                  sort_keys=True, default=str)
 
     def predict(self, overrides: dict | None = None) -> float | None:
         from planner.hardware.serve import StepModel, simulate
@@ -137,9 +154,12 @@ class Point:
                 key = f"{name}@{self.engine_name}"
                 if key in overrides:
                     f = replace(f, **{name: overrides[key]})
-        model = StepModel(self.a, self.hw, self.plan, f, ops_cache=self.ops_cache, detail=False)
-        r = simulate(model, self.mem, self.scenario, replicas=self.gpus // self.tp,
-                     server=self.server_client)
+        key = (self.sim_key, f)
+        r = _SIMS.get(key)
+        if r is None:
+            model = StepModel(self.a, self.hw, self.plan, f, ops_cache=self.ops_cache, detail=False)
+            r = _SIMS[key] = simulate(model, self.mem, self.scenario, replicas=self.gpus // self.tp,
+                                      server=self.server_client)
         e = r.expected
         if q == "output_tokens_per_s":
             return e.output_tokens_per_s / self.gpus if self.per_gpu else e.output_tokens_per_s

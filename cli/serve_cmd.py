@@ -21,6 +21,8 @@ InputOpt = Annotated[int, typer.Option("--input-len", "-i", min=1, max=1 << 24, 
 OutputOpt = Annotated[int, typer.Option("--output-len", "-o", min=1, max=1 << 24, help="Generated tokens per request.")]
 ConcOpt = Annotated[int, typer.Option("--concurrency", "-C", min=1, max=1 << 20, help="Requests running together (count), split evenly over the replicas.")]
 StepsOpt = Annotated[Optional[int], typer.Option("--num-scheduler-steps", min=1, max=1024, help="Decode steps per scheduling round (vLLM V0's multi-step scheduling, 0.6.x; V1 has none): a request waits for the round in flight and tokens stream once per round; default: the engine's (1).")]
+RequestsOpt = Annotated[Optional[int], typer.Option("--requests", min=1, max=1 << 40, help="Closed loop: requests the clients send in all (vllm bench serve --num-prompts); the means are over all of them, the start-up burst included. Default: 8 per client.")]
+MeanOutOpt = Annotated[Optional[float], typer.Option("--mean-output-len", help="Requests stop at end-of-sequence with this mean output length (a benchmark without --ignore-eos): output lengths spread evenly up to --output-len around it, so closed-loop clients drift apart. Default: every request generates --output-len tokens.")]
 ArrivalOpt = Annotated[str, typer.Option("--arrival", help="How the --concurrency requests arrive: 'together' (all at once, a static batch or an offline run) or 'closed-loop' (C clients that start together, each sending its next request when the last ends, simulated step by step with the engine's scheduler; what benchmark_serving --max-concurrency and genai-perf --concurrency measure).")]
 
 
@@ -40,6 +42,8 @@ def serve(
     concurrency: ConcOpt = DEFAULT_BATCH,
     arrival: ArrivalOpt = "together",
     num_scheduler_steps: StepsOpt = None,
+    requests: RequestsOpt = None,
+    mean_output_len: MeanOutOpt = None,
     revision: RevisionOpt = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
@@ -64,7 +68,8 @@ def serve(
     d = run_serve(lm.spec, hw, engine=engine, gpus=gpus, tp=tp, dtype=dtype, kv_dtype=kv_dtype,
                   gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
                   max_num_batched_tokens=max_num_batched_tokens, input_len=input_len, output_len=output_len,
-                  concurrency=concurrency, arrival=arrival.strip().lower(), num_scheduler_steps=num_scheduler_steps)
+                  concurrency=concurrency, arrival=arrival.strip().lower(), num_scheduler_steps=num_scheduler_steps,
+                  requests=requests, mean_output_len=mean_output_len)
     data = deployment_dict(d, model_id=lm.id)
     if out_fmt == OutputFormat.json:
         print_json(data)

@@ -26,8 +26,11 @@ clients that each send their next request when the last one finishes (vLLM's ``b
 TensorRT-LLM's gptManagerBenchmark with a concurrency), simulated step by step as vLLM V1's scheduler
 runs them (``run_steps``, the one scheduler loop; ``closed_loop_schedule``):
 
-- every client sends its first request at once (as those benchmarks do) and each sends
-  ``CLOSED_LOOP_ROUNDS`` requests; a finished request's client sends the next one for the next step;
+- every client sends its first request at once (as those benchmarks do: ``vllm bench serve`` creates one
+  task per prompt at ``--request-rate inf`` and an ``asyncio.Semaphore(max_concurrency)`` lets
+  ``max_concurrency`` of them send, the next one when one ends) and a finished request's client sends the
+  next one for the next step, until ``requests`` have been sent (``--num-prompts``; default
+  ``CLOSED_LOOP_ROUNDS`` per client): the start-up burst weighs in the means as it does in the run's;
 - each step takes one token of every decoding request first, then the rest of the oldest partly
   prefilled prompt, then waiting prompts in arrival order while ``max_num_batched_tokens`` tokens and
   ``n = min(clients per replica, max_num_seqs, what the KV pool holds)`` running requests allow (a
@@ -36,10 +39,15 @@ runs them (``run_steps``, the one scheduler loop; ``closed_loop_schedule``):
   step model; TTFT and e2e are means over the requests of the steps inside each one's window;
   throughput is every output token over the time the run takes.
 
-With fixed request lengths the clients stay in step with how they started: prompts that arrived
-together are prefilled in the same steps and finish together, so the run is neither one static batch
-nor the perfectly staggered steady state. Front-end jitter that pulls real clients apart is not
-modelled (``bench/published.md``).
+With fixed request lengths (a benchmark with ``--ignore-eos``) the clients stay in step with how they
+started: prompts that arrived together are prefilled in the same steps and finish together, so the run
+is neither one static batch nor the perfectly staggered steady state. Requests that stop at the model's
+end-of-sequence token (``mean_output_len``: ``vllm bench serve`` without ``--ignore-eos`` sends
+``max_tokens = output_len``) end at different steps, so their clients drift apart after the first
+request: then every request's output length is spread evenly between ``2 × mean_output_len −
+output_len`` and ``output_len`` (``output_lengths``: a uniform spread with the run's mean, the shape
+assumed), and the run is simulated request by request (``_clocked``). Front-end jitter that pulls
+real clients apart is not modelled (``bench/published.md``).
 
 Both modes add the engine's per-request ``request overhead`` to TTFT and e2e once per request. Where the
 client streams through the HTTP server (``server=True``, what a deployment's users see; ``False`` for
@@ -51,7 +59,8 @@ throughput; issue #580 measured the single server at half the GPU utilisation of
 ``LLM``). A burst of N requests then reaches the engine spread over N × ``server_overhead``, and
 closed-loop clients drift apart; both are simulated on the clock (``_clocked``: the same loop,
 ``run_steps``, each step priced as it is built). One request through the server waits ``server_overhead``
-once, as a constant would; with ``server_overhead`` 0 the step schedules above are used unchanged.
+once, as a constant would; with ``server_overhead`` 0 the step schedules above are used unchanged
+(requests that stop at end-of-sequence are simulated the same way, without a front end).
 """
 
 from __future__ import annotations
@@ -167,6 +176,11 @@ class Scenario:
     output_len: int
     concurrency: int
     arrival: str = "together"  # ARRIVALS
+    # closed loop: requests the clients send in all (``vllm bench serve --num-prompts``); None:
+    # CLOSED_LOOP_ROUNDS per client
+    requests: int | None = None
+    # requests stop at end-of-sequence: their mean output tokens (None: every one runs to output_len)
+    mean_output_len: float | None = None
 
     def check(self) -> None:
         from planner.analysis.errors import OptionError
@@ -179,6 +193,29 @@ class Scenario:
             raise OptionError(f"--output-len must be >= 1, got {self.output_len}")
         if self.concurrency < 1:
             raise OptionError(f"--concurrency must be >= 1, got {self.concurrency}")
+        if self.requests is not None and self.requests < 1:
+            raise OptionError(f"--requests must be >= 1, got {self.requests}")
+        m = self.mean_output_len
+        if m is not None and not (isinstance(m, (int, float)) and (1 + self.output_len) / 2 <= m <= self.output_len):
+            raise OptionError(f"--mean-output-len must lie between (1 + --output-len) / 2 = "
+                              f"{(1 + self.output_len) / 2:g} and --output-len = {self.output_len}, got {m}",
+                              "the output lengths are spread evenly up to --output-len around this mean")
+
+
+#: the golden ratio's fractional part: k × GOLDEN mod 1 spreads any run of consecutive k evenly over [0, 1)
+GOLDEN = (5 ** 0.5 - 1) / 2
+
+
+def output_lengths(output_len: int, mean_output_len: float | None, n: int) -> list[int]:
+    """Output tokens of requests 0 .. n − 1 (in send order): ``output_len`` each, or, for requests that stop
+    at end-of-sequence with mean ``mean_output_len``, spread evenly over ``[lo, output_len]`` with ``lo = 2
+    × mean_output_len − output_len`` (a uniform spread with that mean): request k gets ``round(lo + u_k ×
+    (output_len − lo))`` with ``u_k = k × GOLDEN mod 1``, so consecutive requests differ and any run of them
+    covers the range evenly (deterministic)."""
+    if mean_output_len is None or mean_output_len >= output_len:
+        return [output_len] * n
+    lo = 2 * mean_output_len - output_len
+    return [max(1, round(lo + (k * GOLDEN % 1.0) * (output_len - lo))) for k in range(n)]
 
 
 @frozen
@@ -225,7 +262,7 @@ def _request_cost(f: Factors) -> StepCost:
     return StepCost(0.0, s, parts, 0)
 
 
-def _explain(ttft: StepCost, e2e: StepCost, O: int) -> dict:
+def _explain(ttft: StepCost, e2e: StepCost, O: float) -> dict:
     return {
         "ttft_s": dict(ttft.parts),
         "tpot_s": {k: (e2e.parts[k] - ttft.parts[k]) / (O - 1) for k in FACTORS} if O > 1 else None,
@@ -240,7 +277,7 @@ def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, se
     simulated step by step on the clock."""
     scenario.check()
     intake = model.f.server_overhead_s if server else 0.0
-    if intake > 0 or scheduler_steps > 1:
+    if intake > 0 or scheduler_steps > 1 or scenario.mean_output_len is not None:
         return _clocked(model, mem, scenario, replicas=replicas, intake_s=intake, scheduler_steps=scheduler_steps)
     if scenario.arrival == "closed-loop":
         return _closed_loop(model, mem, scenario, replicas=replicas, server=server)
@@ -495,9 +532,26 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     return steps, marks
 
 
-#: requests each closed-loop client sends in the simulated run (``vllm bench serve`` runs num_prompts, often
-#: a few to a few tens per client; the run includes its start, when every client sends at once)
+#: requests each closed-loop client sends in the simulated run where the scenario does not say how many
+#: (``vllm bench serve`` runs num_prompts, often a few to a few tens per client; the run includes its start,
+#: when every client sends at once)
 CLOSED_LOOP_ROUNDS = 8
+
+
+def closed_loop_requests(scenario: Scenario, per_replica: int, replicas: int) -> int:
+    """Requests one replica serves in a closed-loop run: the scenario's ``requests`` shared evenly over the
+    replicas (rounded up), else ``CLOSED_LOOP_ROUNDS`` per client. Refused beyond what the default allows
+    the most clients (``STEP_SIM_MAX_PER_REPLICA × CLOSED_LOOP_ROUNDS`` per replica)."""
+    if scenario.requests is None:
+        return per_replica * CLOSED_LOOP_ROUNDS
+    n = -(-scenario.requests // replicas)
+    most = STEP_SIM_MAX_PER_REPLICA * CLOSED_LOOP_ROUNDS
+    if n > most:
+        from planner.analysis.errors import OptionError
+
+        raise OptionError(f"--requests {scenario.requests:,} puts {n:,} on each of {replicas} replica(s); the "
+                          f"step-by-step simulation takes at most {most:,} per replica", "lower --requests")
+    return n
 
 
 @lru_cache(maxsize=256)
@@ -569,8 +623,13 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, 
                                                                             ", or use --arrival together"))
     notes = []
     if closed:
+        n = scenario.requests if scenario.requests is not None else C * CLOSED_LOOP_ROUNDS
         notes.append(f"closed loop: {C} clients start together and each sends its next request when the last "
-                     f"ends ({CLOSED_LOOP_ROUNDS} requests per client, simulated step by step)")
+                     f"ends ({n:,} requests in all, simulated step by step)")
+    if scenario.mean_output_len is not None:
+        lo = 2 * scenario.mean_output_len - O
+        notes.append(f"requests stop at end-of-sequence: output lengths spread evenly from {max(1, round(lo))} to "
+                     f"{O} tokens (mean {scenario.mean_output_len:g}, a uniform spread assumed)")
     if replicas > 1:
         notes.append(f"{C} {who} over {replicas} replicas: {per_replica} per replica")
     if I + O > mem.max_model_len:
@@ -589,7 +648,7 @@ def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, se
     """``concurrency`` closed-loop clients that start together, step by step (``closed_loop_schedule``)."""
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
     per_replica, n, notes = _replica_admission(mem, scenario, replicas, closed=True, step_by_step=True)
-    requests = per_replica * CLOSED_LOOP_ROUNDS
+    requests = closed_loop_requests(scenario, per_replica, replicas)
     budget = mem.max_num_batched_tokens
     sched = closed_loop_schedule(I, O, per_replica, requests, budget, n, max(1, (I + O) // 64))
     ttft = e2e = span = ZERO
@@ -610,7 +669,7 @@ def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, se
         span = span + cost.scaled(steps)
     over = _request_cost(model.f)
     ttft, e2e = ttft + over, e2e + over
-    span = span + over.scaled(CLOSED_LOOP_ROUNDS)  # each client waits for the front end once per request
+    span = span + over.scaled(requests / min(per_replica, requests))  # each client pays it once per request
     tokens = requests * O * replicas
 
     def lat(pick) -> Latency:
@@ -646,9 +705,12 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
     request; 0: in-process), then run step by step under the engine's scheduler rules (``run_steps``, as
     ``closed_loop_schedule``; ``scheduler_steps`` > 1: multi-step rounds), each step priced by the step
     model as it is built: arrivals now fall inside steps, so the schedule depends on the step times. ``together``: every request is sent at t = 0; ``closed-loop``: each client
-    sends its next request when its last one ends (``CLOSED_LOOP_ROUNDS`` per client). Each replica has
+    sends its next request when its last one ends (``closed_loop_requests`` in all). Each replica has
     its own front end. TTFT and e2e run from the send; the time a request spends in the front end (and
-    waiting for the step after its arrival) is the ``request overhead`` part of the explanation."""
+    waiting for the step after its arrival) is the ``request overhead`` part of the explanation. Request
+    k produces ``output_lengths(...)[k]`` tokens (all ``output_len`` unless the scenario's requests stop
+    at end-of-sequence; then each is sent as its own group); TPOT is then ``(e2e − ttft) / (mean output −
+    1)``. ``intake_s`` 0: requests reach the scheduler when they are sent."""
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
     closed = scenario.arrival == "closed-loop"
     per_replica, slots, notes = _replica_admission(mem, scenario, replicas, closed=closed, step_by_step=True)
@@ -660,18 +722,24 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
         notes.append(f"multi-step scheduling (vLLM V0 --num-scheduler-steps {scheduler_steps}): the scheduler runs "
                      f"once per round, a round is one step of prompts alone or {scheduler_steps} decode steps; a "
                      f"request waits for the round in flight, and tokens stream once per round")
-    requests = per_replica * (CLOSED_LOOP_ROUNDS if closed else 1)
+    requests = closed_loop_requests(scenario, per_replica, replicas) if closed else per_replica
     sent = min(per_replica, requests)
+    spread = scenario.mean_output_len is not None
+    out_len = output_lengths(O, scenario.mean_output_len, requests)
     price = StepPricer(model)
+
+    def batch(first: int, n: int) -> list:
+        """Requests first .. first + n − 1 as sends: one group, or one each where their lengths differ."""
+        return [(1, I, out_len[k]) for k in range(first, first + n)] if spread else [(n, I, O)]
 
     def resend(_t: float, finished: int) -> list:  # closed loop: each client sends its next request
         nonlocal sent
         more = min(finished, requests - sent) if closed else 0
         sent += more
-        return [(more, I, O)] if more else []
+        return batch(sent - more, more) if more else []
 
-    _, marks = run_steps([(0.0, sent, I, O)], mem.max_num_batched_tokens, slots, price=price, intake_s=c,
-                         ctx_step=max(1, (I + O) // 64), resend=resend, scheduler_steps=scheduler_steps)
+    _, marks = run_steps([(0.0, *g) for g in batch(0, sent)], mem.max_num_batched_tokens, slots, price=price,
+                         intake_s=c, ctx_step=max(1, (I + O) // 64), resend=resend, scheduler_steps=scheduler_steps)
     costs = price.costs
     S = len(costs)
     dt, de = [0] * (S + 1), [0] * (S + 1)
@@ -680,14 +748,25 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
         dt[f + 1] -= n
         de[a0] += n
         de[e + 1] -= n
-    ttft = e2e = span = ZERO
+    # each distinct step (the step model returns one object per shape) weighted by the requests whose TTFT
+    # and e2e windows hold it, and by how often it ran
+    weights: dict = {}  # id(cost) -> [cost, TTFT weight, e2e weight, steps]
     acc_t = acc_e = 0
     for j, cost in enumerate(costs):
         acc_t += dt[j]
         acc_e += de[j]
-        ttft = ttft + cost.scaled(acc_t)
-        e2e = e2e + cost.scaled(acc_e)
-        span = span + cost
+        w = weights.get(id(cost))
+        if w is None:
+            weights[id(cost)] = [cost, acc_t, acc_e, 1]
+        else:
+            w[1] += acc_t
+            w[2] += acc_e
+            w[3] += 1
+    ttft = e2e = span = ZERO
+    for cost, w_t, w_e, n in weights.values():
+        ttft = ttft + cost.scaled(w_t)
+        e2e = e2e + cost.scaled(w_e)
+        span = span + cost.scaled(n)
     ttft, e2e = ttft.scaled(1 / requests), e2e.scaled(1 / requests)
     # the front end and the wait for the next step: the rest of each window (not in the ideal)
     mean_ttft = sum(m.count * (m.first_s - m.send_s) for m in marks) / requests
@@ -695,6 +774,7 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
     makespan = max(m.end_s for m in marks)
 
     def queue(x: float) -> StepCost:
+        x = 0.0 if abs(x) < 1e-12 else x  # rounding left by Σ steps − the clock (no front end, no wait)
         parts = {k: 0.0 for k in FACTORS}
         parts["request overhead"] = x
         return StepCost(0.0, x, parts, 0)
@@ -705,15 +785,16 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
     over = _request_cost(model.f)
     ttft, e2e = ttft + over, e2e + over
     if closed:
-        span = span + over.scaled(CLOSED_LOOP_ROUNDS)
-    tokens = (requests * replicas if closed else C) * O
+        span = span + over.scaled(requests / min(per_replica, requests))
+    mean_o = sum(out_len) / requests if spread else O
+    tokens = (requests * replicas if closed else C) * mean_o
 
     def lat(pick) -> Latency:
         tt, ee, ms = pick(ttft), pick(e2e), pick(span)
-        return Latency(tt, (ee - tt) / (O - 1) if O > 1 else None, ee, tokens / ms if ms else 0.0)
+        return Latency(tt, (ee - tt) / (mean_o - 1) if mean_o > 1 else None, ee, tokens / ms if ms else 0.0)
 
     return ServeResult(scenario, replicas, per_replica, slots, 1, price.prefill_steps, lat(lambda x: x.expected_s),
-                       lat(lambda x: x.ideal_s), _explain(ttft, e2e, O),
+                       lat(lambda x: x.ideal_s), _explain(ttft, e2e, mean_o),
                        price.decode_step[1] if price.decode_step else None, tuple(notes))
 
 
@@ -794,7 +875,8 @@ class Deployment:
 def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None = None, dtype: str | None = None,
           kv_dtype: str | None = None, gpu_memory_utilization: float | None = None, max_model_len: int | None = None,
           max_num_batched_tokens: int | None = None, input_len: int = 1024, output_len: int = 128,
-          concurrency: int = 1, arrival: str = "together", factors: Factors | None = None,
+          concurrency: int = 1, arrival: str = "together", requests: int | None = None,
+          mean_output_len: float | None = None, factors: Factors | None = None,
           num_scheduler_steps: int | None = None) -> Deployment:
     """Plan one deployment of ``spec`` on ``gpus`` × ``hw`` under ``engine`` (see the module docstring).
     ``num_scheduler_steps``: multi-step scheduling (``run_steps``); default: the engine's."""
@@ -856,8 +938,9 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
         else:
             notes.append(f"no tensor-parallel degree up to 64 holds it on {hw.name}")
     else:
-        result = simulate(StepModel(a, hw, plan, f), mem, Scenario(input_len, output_len, concurrency, arrival),
-                          replicas=replicas, scheduler_steps=steps)
+        scenario = Scenario(input_len, output_len, concurrency, arrival, requests=requests,
+                            mean_output_len=mean_output_len)
+        result = simulate(StepModel(a, hw, plan, f), mem, scenario, replicas=replicas, scheduler_steps=steps)
         notes.extend(result.notes)
     notes.extend(mem.notes)
     return Deployment(a, eng, hw, tp, replicas, mem, f, result, fewest, tuple(dict.fromkeys(notes)), steps)
@@ -882,6 +965,8 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
             "input_len": r.scenario.input_len if r else None, "output_len": r.scenario.output_len if r else None,
             "concurrency": r.scenario.concurrency if r else None,
             "arrival": r.scenario.arrival if r else None,
+            "requests": r.scenario.requests if r else None,
+            "mean_output_len": r.scenario.mean_output_len if r else None,
         },
         "fits": d.memory.fits,
         "fewest_gpus": d.fewest_gpus,

@@ -810,3 +810,76 @@ def test_step_loop_admits_only_what_the_kv_pool_holds():
     assert steps == [{(4, 0): 1}, {(1, 4): 1}, {(4, 0): 1}, {(1, 4): 1}]
     assert [(m.start_step, m.first_step, m.end_step, m.count) for m in done] == [(0, 0, 1, 1), (0, 2, 3, 1)]
     assert done[1].end_s == pytest.approx(40e-3)
+
+
+def test_output_lengths_spread_evenly_around_the_mean_hand_computed():
+    """Output 10, mean 8: lengths spread over [2 × 8 − 10, 10] = [6, 10]; request k takes 6 + 4 × (k × 0.618...
+    mod 1), rounded: 6, 8.47 -> 8, 6.94 -> 7, 9.42 -> 9, 7.89 -> 8. Without a mean (or at the maximum) every
+    request runs to the output length."""
+    from planner.hardware.serve import output_lengths
+
+    assert output_lengths(10, 8.0, 5) == [6, 8, 7, 9, 8]
+    assert output_lengths(10, None, 3) == [10, 10, 10]
+    assert output_lengths(10, 10.0, 2) == [10, 10]
+    many = output_lengths(128, 100.0, 3000)
+    assert min(many) == 72 and max(many) == 128 and sum(many) / 3000 == pytest.approx(100, abs=0.1)
+
+
+def test_mean_output_len_outside_the_spread_is_refused():
+    from planner.analysis.errors import OptionError
+    from planner.hardware.serve import Scenario
+
+    Scenario(4, 10, 2, "closed-loop", mean_output_len=5.5).check()  # (1 + 10) / 2: lengths 1 .. 10
+    for bad in (5.0, 10.5, float("nan")):
+        with pytest.raises(OptionError, match="--mean-output-len"):
+            Scenario(4, 10, 2, "closed-loop", mean_output_len=bad).check()
+    with pytest.raises(OptionError, match="--requests"):
+        Scenario(4, 10, 2, "closed-loop", requests=0).check()
+
+
+def test_closed_loop_run_length_hand_computed():
+    """2 clients, 4-token prompts, 3 output tokens, an 8-token budget, 10 ms steps, 3 requests in all
+    (``--requests``, vLLM's --num-prompts): steps 0-2 run both first requests (prompts together, then decodes
+    at contexts 4 and 5); both end at 30 ms, but only one more request is left, so steps 3-5 run it alone.
+    TTFT 10 ms each, e2e 30 ms each, 9 tokens in 60 ms; the default would run 8 per client."""
+    from planner.hardware.serve import Scenario, simulate
+
+    m = _FlatModel(Factors())
+    r = simulate(m, _Mem(), Scenario(4, 3, 2, "closed-loop", requests=3))
+    assert m.steps == [{(4, 0): 2}, {(1, 4): 2}, {(1, 5): 2}, {(4, 0): 1}, {(1, 4): 1}, {(1, 5): 1}]
+    assert r.expected.ttft_s == pytest.approx(10e-3)
+    assert r.expected.e2e_s == pytest.approx(30e-3)
+    assert r.expected.output_tokens_per_s == pytest.approx(9 / 60e-3)
+    assert "3 requests in all" in " ".join(r.notes)
+
+
+def test_closed_loop_clients_drift_apart_when_requests_stop_at_eos_hand_computed():
+    """2 clients, 4-token prompts, output 3 with mean 2.5 (lengths [2, 3]: requests 0-3 get 2, 3, 2, 3),
+    4 requests, an 8-token budget, 10 ms steps, no front end. Step 0 (0-10 ms): both prompts. Step 1: both
+    decodes at context 4; request 0 ends (2 tokens) at 20 ms and its client sends request 2. Step 2: request
+    1's decode at context 5 and request 2's prompt; request 1 ends at 30 ms, its client sends request 3.
+    Step 3: request 2's decode, request 3's prompt; request 2 ends at 40. Steps 4-5: request 3's decodes,
+    it ends at 60 ms. The clients no longer send together: each later prompt shares its step with the other
+    client's decode. TTFT 10 ms each; e2e 20, 30, 20, 30 (mean 25); 10 tokens in 60 ms; TPOT (25 − 10) /
+    (2.5 − 1) = 10 ms."""
+    from planner.hardware.serve import Scenario, simulate
+
+    m = _FlatModel(Factors())
+    r = simulate(m, _Mem(), Scenario(4, 3, 2, "closed-loop", requests=4, mean_output_len=2.5))
+    assert m.steps == [{(4, 0): 2}, {(1, 4): 2}, {(1, 5): 1, (4, 0): 1}, {(1, 4): 1, (4, 0): 1}, {(1, 4): 1},
+                       {(1, 5): 1}]
+    assert r.expected.ttft_s == pytest.approx(10e-3)
+    assert r.expected.e2e_s == pytest.approx(25e-3)
+    assert r.expected.tpot_s == pytest.approx(10e-3)
+    assert r.expected.output_tokens_per_s == pytest.approx(10 / 60e-3)
+    assert r.explain["ttft_s"]["request overhead"] == 0.0  # no front end: nothing waits outside the steps
+
+
+def test_serve_cli_run_length_and_eos_lengths():
+    r = run("serve", "llama-3.2-1b", "--arrival", "closed-loop", "--concurrency", "4", "--input-len", "64",
+            "--output-len", "16", "--requests", "12", "--mean-output-len", "12", "--max-model-len", "1024", "--json")
+    s = r.json["settings"]
+    assert (s["requests"], s["mean_output_len"]) == (12, 12.0)
+    assert any("12 requests in all" in n for n in r.json["notes"])
+    bad = run("serve", "llama-3.2-1b", "--output-len", "16", "--mean-output-len", "4")
+    assert bad.code != 0 and bad.err.count("Error:") == 1 and "--mean-output-len" in bad.err
