@@ -1,0 +1,128 @@
+"""bench/published.py's k-fold machinery on small hand-made cases: the objective, the coordinate search
+(several sweeps until nothing changes), the source of an entry and the grouping of whole sources into
+folds. No published figure or prediction is asserted here: those are the script's output."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("bench_published", ROOT / "bench" / "published.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+pub = _load()
+
+
+def test_objective_l1_and_median_by_hand():
+    errs = [[0.1, 0.2, 0.9], [0.4]]  # quantity A: three points, quantity B: one
+    # l1: mean of (0.4, 0.4) -- each quantity weighs the same whatever its count
+    assert pub.objective_value(errs, "l1") == pytest.approx(0.4)
+    # median: A's median is its middle point 0.2, so (0.2 + 0.4) / 2
+    assert pub.objective_value(errs, "median") == pytest.approx(0.3)
+
+
+class Toy:
+    """A stand-in for Point: prediction = published x (a / a*) x (b / b*) with the truth a*, b*."""
+
+    def __init__(self, pid, quantity, a_true, b_true, engine="e"):
+        self.id, self.quantity, self.value, self.engine_name = pid, quantity, 1.0, engine
+        self.a_true, self.b_true = a_true, b_true
+
+    def predict(self, params=None):
+        return (params["memory_bandwidth"] / self.a_true) * (params["compute"] / self.b_true)
+
+
+GRID = {"memory_bandwidth": [0.5, 0.6, 0.7, 0.8], "compute": [0.5, 0.6, 0.7, 0.8],
+        "allreduce_latency_s": [0.0]}
+START = {"memory_bandwidth": 0.5, "compute": 0.5, "allreduce_latency_s": 0.0}
+
+
+def _power(pid, quantity, ea, eb, a_true=0.7, b_true=0.6):
+    p = Toy(pid, quantity, a_true, b_true)
+    p.predict = lambda params: (params["memory_bandwidth"] / a_true) ** ea * (params["compute"] / b_true) ** eb
+    return p
+
+
+def test_fit_sweeps_until_nothing_changes():
+    # truth a = 0.7, b = 0.6; TTFT = (a/0.7)(b/0.6), e2e = (a/0.7)(b/0.6)^2; in logs x = ln(a/0.7), y = ln(b/0.6).
+    # From a = b = 0.5 (y = -0.182), sweep 1 sets a: |x - 0.182| + |x - 0.365| falls as x rises to the grid's
+    # end, a = 0.8 (x = 0.134): 0.279. Then b with x = 0.134: b = 0.6 gives 0.268, b = 0.5 0.279: b = 0.6.
+    # One sweep stops at (0.8, 0.6); sweep 2 moves a to 0.7 (both errors 0) and sweep 3 changes nothing.
+    pts = [_power("t", "ttft_s", 1, 1), _power("e", "e2e_s", 1, 2)]
+    one = pub.fit(pts, START, objective="l1", max_sweeps=1, grid=GRID)
+    assert (one["memory_bandwidth"], one["compute"]) == (0.8, 0.6)
+    many = pub.fit(pts, START, objective="l1", max_sweeps=20, grid=GRID)
+    assert (many["memory_bandwidth"], many["compute"]) == (0.7, 0.6)
+
+
+def test_fit_l1_lands_on_the_middle_point_where_the_median_lands_between():
+    # TPOT sees a only; truths a* = 0.5, 0.6, 0.8; |log errors| |ln(a / a*)| on the grid:
+    #   a = 0.5: 0, 0.182, 0.470 (median 0.182, mean 0.217)
+    #   a = 0.6: 0.182, 0, 0.288 (median 0.182, mean 0.157)
+    #   a = 0.7: 0.336, 0.154, 0.134 (median 0.154, mean 0.208)
+    #   a = 0.8: 0.470, 0.288, 0 (median 0.288, mean 0.253)
+    # the median of |errors| is least at 0.7, which fits none of the three; the L1 mean at 0.6, the median
+    # of the truths (a single factor's L1 minimiser is the median of the signed log ratios)
+    def tpot(pid, a_true):
+        p = Toy(pid, "tpot_s", a_true, 1.0)
+        p.predict = lambda params: params["memory_bandwidth"] / a_true
+        return p
+
+    pts = [tpot(f"p{i}", a) for i, a in enumerate((0.5, 0.6, 0.8))]
+    assert pub.fit(pts, START, objective="median", grid=GRID)["memory_bandwidth"] == 0.7
+    assert pub.fit(pts, START, objective="l1", grid=GRID)["memory_bandwidth"] == 0.6
+
+
+def test_fit_leaves_a_factor_no_training_point_of_its_engine_sees():
+    p = Toy("t", "tpot_s", 0.7, 1.0)
+    p.predict = lambda params: params["memory_bandwidth"] / 0.7
+    start = {**START, "step_overhead_s@vllm": 0.003}
+    grid = {**GRID, "step_overhead_s": [0.0, 0.001]}
+    got = pub.fit([p], start, grid=grid)
+    assert got["step_overhead_s@vllm"] == 0.003 and got["memory_bandwidth"] == 0.7
+
+
+def test_source_key():
+    repo = {"id": "a", "source": {"repo": "o/r", "commit": "c" * 40, "path": "README.md", "url": "https://x/y"}}
+    assert pub.source_key(repo) == "o/r@" + "c" * 40
+    other_file = {"id": "b", "source": {"repo": "o/r", "commit": "c" * 40, "path": "sub/README.md"}}
+    assert pub.source_key(other_file) == pub.source_key(repo)  # one repository at one commit is one source
+    assert pub.source_key({"id": "c", "source": {"url": "https://h/p#table-2"}}) == "https://h/p"
+    assert pub.source_key({"id": "d", "source": {"title": "T"}}) == "T"
+    assert pub.source_key({"id": "e"}) == "e"
+
+
+def test_assign_groups_by_hand():
+    # 5 -> fold 0; 3 -> fold 1; 3 -> fold 1 (3 < 5); 1 -> fold 0 (5 < 6): totals 6 and 6
+    got = pub.assign_groups({"a": (5,), "b": (3,), "c": (3,), "d": (1,)}, 2)
+    assert got == {"a": 0, "b": 1, "c": 1, "d": 0}
+    # the second element breaks ties of the first: x and y both have 2 timing points, y more in all
+    got = pub.assign_groups({"x": (2, 2), "y": (2, 9), "z": (0, 4)}, 2)
+    assert got == {"y": 0, "x": 1, "z": 1}
+    # more folds than groups: the extra folds stay empty
+    assert pub.assign_groups({"a": (1,)}, 3) == {"a": 0}
+
+
+class P:
+    def __init__(self, pid, quantity, src):
+        self.id, self.quantity, self.entry = pid, quantity, {"id": pid, "source": {"url": src}}
+
+
+def test_split_folds_keeps_each_source_whole():
+    order = [P("a1", "tpot_s", "A"), P("a2", "ttft_s", "A"), P("a3", "kv_capacity_tokens", "A"),
+             P("b1", "tpot_s", "B"), P("c1", "weights_gib", "C"), P("c2", "weights_gib", "C"),
+             P("d1", "e2e_s", "D")]
+    folds = pub.split_folds(order, 2, "source")
+    # sizes (timing, all): A (2, 3), B (1, 1), D (1, 1), C (0, 2), taken in that order. A -> fold 0; B -> fold 1
+    # ((0, 0) < (2, 3)); D -> fold 1 ((1, 1) < (2, 3)), now (2, 2); C -> fold 1 ((2, 2) < (2, 3))
+    assert folds == [0, 0, 0, 1, 1, 1, 1]
+    assert pub.split_folds(order, 3, "id") == [0, 1, 2, 0, 1, 2, 0]
