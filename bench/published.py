@@ -52,7 +52,9 @@ come from the engines' code (profiles/engines/*.yaml). An entry whose log a memo
 Each timing entry says how its benchmark ran (``settings``): ``arrival`` (``together``: a static batch or
 an offline run; ``closed-loop``: C clients each sending the next request when the last ends),
 ``client`` (``server``: a streaming HTTP client, which sees the engine's per-request front-end cost;
-``in-process``: it does not) and ``cuda_graphs: false`` where the benchmark ran without CUDA graphs.
+``in-process``: it does not), ``cuda_graphs: false`` where the benchmark ran without CUDA graphs, and
+``decode_kv_reads: per_query_head`` where the engine's decode attention kernel read each KV head's cache
+once per query head (TensorRT-LLM before v0.7: no GQA sharing in its masked MHA).
 A closed-loop entry may give ``num_prompts`` (the requests of the whole run, ``vllm bench serve
 --num-prompts``), and an entry whose requests stopped at end-of-sequence (no ``--ignore-eos``) its
 ``mean_output_len`` (generated tokens per request in that run: its output tokens over its requests).
@@ -170,6 +172,10 @@ class Point:
         self.base = factors_for(self.hw, self.engine)
         if s.get("cuda_graphs") is False:  # the benchmark ran every step op by op
             self.base = replace(self.base, cuda_graph_max_tokens=0)
+        if s.get("decode_kv_reads") == "per_query_head":
+            # the engine's decode attention reads a KV head's cache once for each of its query heads
+            # (TensorRT-LLM's masked MHA before v0.7: bench/published.md)
+            self.base = replace(self.base, attention_decode_kv_reads=kv_reads_per_query_head(spec))
         self.per_gpu = s.get("throughput_unit") == "per_gpu"
         self.ops_cache: dict = {}
         import json
@@ -206,6 +212,16 @@ class Point:
         if q == "output_tokens_per_s":
             return e.output_tokens_per_s / self.gpus if self.per_gpu else e.output_tokens_per_s
         return getattr(e, q)
+
+
+def kv_reads_per_query_head(spec) -> float:
+    """Times a decode kernel that reads a KV head's cache once per query head reads each KV byte: the
+    query heads per KV head (1 for multi-head attention)."""
+    groups = {m.num_attention_heads / m.num_key_value_heads for m in (layer.mixer for layer in spec.layers)
+              if getattr(m, "num_key_value_heads", 0)}
+    if len(groups) != 1:
+        raise ValueError("decode_kv_reads: per_query_head needs one attention shape in every layer")
+    return groups.pop()
 
 
 def load_points(path: Path, only: list[str] | None) -> tuple[list[Point], list[tuple[str, str]]]:

@@ -10,7 +10,9 @@ and ``m = bytes / bandwidth`` at the datasheet peaks:
               max(c', m')                                       other ops (norms, rope, elementwise, ...)
     with      m' = weight_bytes / (bw · e_mem · e_wq) + other_bytes / (bw · e_mem)
               c' = flops / (peak · e_gemm)                       (attention prefill: · e_attn_prefill)
-              attention decode: m' = bytes / (bw · e_mem · e_attn_decode)
+              attention decode: m' = (bytes + (n_kv − 1) · kv_read_bytes) / (bw · e_mem · e_attn_decode),
+                                n_kv the times the kernel reads each KV byte (1 unless the engine's
+                                decode kernel reads a KV head once per query head)
 
 GEMM efficiency by shape is decided here only (``gemm_time_s``): when the hardware profile has a
 calibrated ``matmul_efficiency_by_rows`` table (``planner calibrate``: the fraction of the square-GEMM
@@ -90,6 +92,11 @@ class Factors:
     step_overhead_per_sequence_s: float = 0.0
     attention_decode: float = 1.0
     attention_prefill: float = 1.0
+    # times the decode attention kernel reads each byte of the KV cache from memory: 1 where the kernel
+    # shares one load of a KV head among its query heads (XQA, FlashAttention/FlashInfer decode); the
+    # query heads per KV head where one thread block per query head reads its KV head's cache on its own
+    # (TensorRT-LLM's masked MHA before v0.7, whose CHANGELOG lists "MMHA optimization for MQA and GQA")
+    attention_decode_kv_reads: float = 1.0
     weight_only: Mapping[str, float] = field(default_factory=dict, hash=False)
     # calibrated skinny-matmul table (rows -> fraction of the peak), the square-GEMM point included
     matmul_efficiency_by_rows: Mapping[int, float] = field(default_factory=dict, hash=False)
@@ -120,6 +127,7 @@ class Factors:
             "interconnect": self.interconnect, "allreduce_latency_s": self.allreduce_latency_s,
             "step_overhead_s": self.step_overhead_s, "step_overhead_per_sequence_s": self.step_overhead_per_sequence_s,
             "attention_decode": self.attention_decode, "attention_prefill": self.attention_prefill,
+            "attention_decode_kv_reads": self.attention_decode_kv_reads,
             "weight_only": dict(self.weight_only),
             "matmul_efficiency_by_rows": {str(r): v for r, v in self.matmul_efficiency_by_rows.items()} or None,
             "matmul_efficiency_by_shape": {str(r): {str(k): v for k, v in row.items()}
@@ -221,7 +229,8 @@ def _stage(f: Factors, n: int) -> Factors:
                       matmul_efficiency_by_shape=f.matmul_efficiency_by_shape,
                       matmul_efficiency_by_out=f.matmul_efficiency_by_out)
     if n >= 3:
-        out = replace(out, attention_decode=f.attention_decode, attention_prefill=f.attention_prefill)
+        out = replace(out, attention_decode=f.attention_decode, attention_prefill=f.attention_prefill,
+                      attention_decode_kv_reads=f.attention_decode_kv_reads)
     if n >= 4:
         out = replace(out, weight_only=f.weight_only)
     return out
@@ -365,7 +374,7 @@ def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: flo
     if kind == "attention":
         if decode:
             c = o.flops / (flops_per_s * f.compute)
-            m = o.bytes / (bw * f.attention_decode)
+            m = (o.bytes + (f.attention_decode_kv_reads - 1) * o.kv_read_bytes) / (bw * f.attention_decode)
         else:
             c = o.flops / (flops_per_s * f.compute * f.attention_prefill)
             m = o.bytes / bw

@@ -307,6 +307,35 @@ def test_weight_only_and_attention_factors():
     assert c.parts["attention kernels"] == pytest.approx(1e9 / 0.8e12, rel=1e-6)
 
 
+def test_decode_attention_that_reads_the_kv_cache_once_per_query_head():
+    # 1 GB of KV read, 1 MB of query/output, 8 query heads per KV head: the KV is read 8 times
+    attn = Op("attention", "attention", "attention", 0, flops=10**6, kv_read_bytes=10**9, act_read_bytes=10**6)
+    f = Factors(memory_bandwidth=0.5, attention_decode=0.8, attention_decode_kv_reads=8.0)
+    c = step_cost([attn], HW(), "bf16", f, decode=True, sequences=1)
+    assert c.ideal_s == pytest.approx((1e9 + 1e6) / 1e12)
+    assert c.expected_s == pytest.approx((8e9 + 1e6) / (1e12 * 0.5 * 0.8), rel=1e-9)
+    assert c.parts["attention kernels"] == pytest.approx((8e9 + 1e6) / 0.4e12 - (1e9 + 1e6) / 0.5e12, rel=1e-9)
+    # the prefill (context) kernel is not affected: it is priced by FLOPs and bytes read once
+    p = step_cost([attn], HW(), "bf16", f, decode=False, sequences=1)
+    assert p.expected_s == pytest.approx((1e9 + 1e6) / 0.5e12, rel=1e-9)
+
+
+def test_kv_reads_per_query_head_is_the_query_heads_per_kv_head():
+    import importlib.util
+    from pathlib import Path
+
+    from planner.cli.common import load_model
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "published.py"
+    spec = importlib.util.spec_from_file_location("bench_published", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    kv_reads_per_query_head = mod.kv_reads_per_query_head
+
+    assert kv_reads_per_query_head(load_model("meta-llama/Llama-2-70b-hf").spec) == 64 / 8
+    assert kv_reads_per_query_head(load_model("meta-llama/Llama-2-7b-hf").spec) == 1.0
+
+
 def test_expert_rows_are_routed_rows_over_experts_touched_hand_computed():
     from planner.hardware.expected import expert_rows
 
