@@ -554,6 +554,25 @@ def closed_loop_requests(scenario: Scenario, per_replica: int, replicas: int) ->
     return n
 
 
+def window_counts(marks, steps: int) -> tuple[list[int], list[int]]:
+    """For each of ``steps`` steps of ``run_steps``, how many requests have it inside their TTFT window (from
+    the step they could join to the one that made their first token) and inside their e2e window (to the
+    one that made their last): ``marks`` are its ``Finished`` groups (a difference array over the steps)."""
+    dt, de = [0] * (steps + 1), [0] * (steps + 1)
+    for m in marks:
+        dt[m.start_step] += m.count
+        dt[m.first_step + 1] -= m.count
+        de[m.start_step] += m.count
+        de[m.end_step + 1] -= m.count
+    ct, ce = [0] * steps, [0] * steps
+    acc_t = acc_e = 0
+    for j in range(steps):
+        acc_t += dt[j]
+        acc_e += de[j]
+        ct[j], ce[j] = acc_t, acc_e
+    return ct, ce
+
+
 @lru_cache(maxsize=256)
 def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: int, slots: int,
                          ctx_step: int) -> tuple[tuple[tuple, int, int, int], ...]:
@@ -580,20 +599,7 @@ def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: in
     shapes: dict = {}
     for s, pieces in enumerate(steps):
         shapes.setdefault(tuple(sorted(pieces.items())), []).append(s)
-    S = len(steps)
-    dt = [0] * (S + 1)
-    de = [0] * (S + 1)
-    for arr, f, e, n, *_ in marks:  # (Finished: start, first and end step, count)
-        dt[arr] += n
-        dt[f + 1] -= n
-        de[arr] += n
-        de[e + 1] -= n
-    ct, ce = [0] * S, [0] * S
-    acc_t = acc_e = 0
-    for j in range(S):
-        acc_t += dt[j]
-        acc_e += de[j]
-        ct[j], ce[j] = acc_t, acc_e
+    ct, ce = window_counts(marks, len(steps))
     return tuple((key, len(steps), sum(ct[j] for j in steps), sum(ce[j] for j in steps))
                  for key, steps in shapes.items())
 
@@ -741,20 +747,11 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
     _, marks = run_steps([(0.0, *g) for g in batch(0, sent)], mem.max_num_batched_tokens, slots, price=price,
                          intake_s=c, ctx_step=max(1, (I + O) // 64), resend=resend, scheduler_steps=scheduler_steps)
     costs = price.costs
-    S = len(costs)
-    dt, de = [0] * (S + 1), [0] * (S + 1)
-    for a0, f, e, n, *_ in marks:
-        dt[a0] += n
-        dt[f + 1] -= n
-        de[a0] += n
-        de[e + 1] -= n
+    ct, ce = window_counts(marks, len(costs))
     # each distinct step (the step model returns one object per shape) weighted by the requests whose TTFT
     # and e2e windows hold it, and by how often it ran
     weights: dict = {}  # id(cost) -> [cost, TTFT weight, e2e weight, steps]
-    acc_t = acc_e = 0
-    for j, cost in enumerate(costs):
-        acc_t += dt[j]
-        acc_e += de[j]
+    for cost, acc_t, acc_e in zip(costs, ct, ce):
         w = weights.get(id(cost))
         if w is None:
             weights[id(cost)] = [cost, acc_t, acc_e, 1]
