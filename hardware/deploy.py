@@ -64,16 +64,16 @@ def _device_s(groups, hw, a, em: EngineModel, *, decode: bool, rows: int | None 
     ``planner plan`` goes through here; the engine's per-step overhead is added once per iteration
     (``replica_step``). ``rows``: the tokens each matmul multiplies, and ``expert_rows`` the rows each
     touched expert multiplies (``hardware.expected.expert_rows``), for a calibrated rows table;
-    ``graph=False``: the step is not a CUDA-graph replay, so each op takes at least the engine's host
-    launch time (``launch_overhead_per_op``); plus the host's kernel launches where the engine profile
+    each op takes at least the engine's least op time (``min_op_time``) and, where ``graph=False`` (the
+    step is not a CUDA-graph replay), its host launch time (``launch_overhead_per_op``); plus the host's kernel launches where the engine profile
     says how it launches them (``hardware.expected.launch_time_s``)."""
-    from .expected import launch_time_s, ops_time_s
+    from .expected import launch_time_s, op_floor_s, ops_time_s
 
     if not groups:
         return 0.0
     f = em.factors
     peak, bw, wob = hw.peak_flops_for(a.fmt.compute.compute), hw.memory_bandwidth_bytes_per_s, _weight_only_bits(a)
-    floor = f.launch_overhead_per_op_s if not graph else 0.0
+    floor = op_floor_s(f, graph=graph)
     dev = ops_time_s(groups, peak, bw, f, decode=decode, weight_only_bits=wob, rows=rows, floor_s=floor,
                      expert_rows=expert_rows)
     return dev + launch_time_s(f, groups, None, dev)

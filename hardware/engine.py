@@ -221,6 +221,7 @@ class EngineProfile:
     kernel_launches: str = "none"  # hardware.expected.KERNEL_LAUNCHES: how the host launches kernels
     # optional timing terms (0 / always graphed when a profile leaves them out)
     launch_overhead_per_op_s: float = 0.0
+    min_op_time_s: float = 0.0
     cuda_graph_max_tokens: int = 1 << 30
     cuda_graph_prefill: bool = True
     request_overhead_s: float = 0.0
@@ -321,6 +322,7 @@ def load_engine(name: str | None) -> EngineProfile:
         weight_only_efficiency={str(k): _frac(v, "weight_only_efficiency", w) for k, v in wo.items()},
         kernel_launches=launches,
         launch_overhead_per_op_s=_time(tim.get("launch_overhead_per_op", "0 s"), "launch_overhead_per_op", w),
+        min_op_time_s=_time(tim.get("min_op_time", "0 s"), "min_op_time", w),
         cuda_graph_max_tokens=int(_number(graphs.get("max_tokens", 1 << 30), "cuda_graphs.max_tokens", w, minimum=0)),
         cuda_graph_prefill=bool(graphs.get("prefill", True)),
         request_overhead_s=_time(tim.get("request_overhead", "0 s"), "request_overhead", w),

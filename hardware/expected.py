@@ -43,7 +43,10 @@ A serving engine's step that it does not replay as a CUDA graph (``graphed``: pr
 engine captures them, steps of more tokens than its largest captured size) is launched op by op from
 the host: each op of each layer (a fused engine runs an op as one kernel) takes at least the host's
 launch time, ``max(t_op, launch overhead per op)`` -- short kernels (norms, rope, activations of a
-small step) wait for the host, long ones hide it; ``kernel launches`` is what that floor adds. Per
+small step) wait for the host, long ones hide it. In every step, graphed or not, each op also takes at
+least the engine's ``min_op_time`` on the device (a graph node's launch latency, a short kernel's ramp
+and tail; a decode step of a large model at TP8 is a few thousand such ops); ``op_floor_s`` is the
+longer of the two, and ``kernel launches`` is what that floor adds. Per
 request, not per step, ``request overhead`` (the engine's admission, input preparation and first
 sampling; plus, for a client that streams through the engine's HTTP server, its front end:
 tokenisation, detokenisation, streaming) is added to a request's TTFT by ``hardware.serve``.
@@ -110,6 +113,9 @@ class Factors:
     # host time to launch one kernel: the least an op (of each layer) takes in a step that is not a
     # CUDA-graph replay
     launch_overhead_per_op_s: float = 0.0
+    # the least one op (of each layer) takes on the device in any step, CUDA-graph replays included: a
+    # graph node's launch latency and a short kernel's ramp and tail (``op_floor_s``)
+    min_op_time_s: float = 0.0
     # which steps replay a captured CUDA graph: steps of at most this many tokens (batch × new tokens),
     # prompt steps only when the engine captures them
     cuda_graph_max_tokens: int = 1 << 30
@@ -135,7 +141,7 @@ class Factors:
             "matmul_efficiency_by_out": {str(r): {str(n): v for n, v in row.items()}
                                          for r, row in self.matmul_efficiency_by_out.items()} or None,
             "kernel_launches": self.kernel_launches, "kernel_launch_s": self.kernel_launch_s,
-            "launch_overhead_per_op_s": self.launch_overhead_per_op_s,
+            "launch_overhead_per_op_s": self.launch_overhead_per_op_s, "min_op_time_s": self.min_op_time_s,
             "cuda_graph_max_tokens": self.cuda_graph_max_tokens, "cuda_graph_prefill": self.cuda_graph_prefill,
             "request_overhead_s": self.request_overhead_s, "server_overhead_s": self.server_overhead_s,
             "sources": dict(self.sources),
@@ -143,6 +149,13 @@ class Factors:
 
 
 IDEAL = Factors()
+
+
+def op_floor_s(f: Factors, *, graph: bool) -> float:
+    """The least each op (of each layer) of a step takes under ``f``: the device's least op time
+    (``min_op_time``, every step) and, in a step launched op by op (``graph=False``), the host's launch
+    time per op (``launch_overhead_per_op``), whichever is longer."""
+    return max(f.min_op_time_s, 0.0 if graph else f.launch_overhead_per_op_s)
 
 
 def graphed(f: Factors, *, tokens: int, prefill: bool) -> bool:
@@ -208,6 +221,7 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         kernel_launches=engine.kernel_launches,
         kernel_launch_s=hw.kernel_launch_s if engine.kernel_launches != "none" else 0.0,
         launch_overhead_per_op_s=engine.launch_overhead_per_op_s,
+        min_op_time_s=engine.min_op_time_s,
         cuda_graph_max_tokens=engine.cuda_graph_max_tokens,
         cuda_graph_prefill=engine.cuda_graph_prefill,
         request_overhead_s=engine.request_overhead_s,
@@ -457,9 +471,10 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     parts["step overhead"] = (f.step_overhead_s + f.step_overhead_per_sequence_s * sequences
                               + launch_time_s(f, ops, kernels, stage[4] + ar_bw + parts["all-reduce latency"]))
     parts["kernel launches"] = 0.0
-    if not graph and f.launch_overhead_per_op_s > 0:
+    floor = op_floor_s(f, graph=graph)
+    if floor > 0:
         floored = ops_time_s(ops, flops_per_s, bytes_per_s, f, decode=decode, weight_only_bits=weight_only_bits,
-                             rows=rows, floor_s=f.launch_overhead_per_op_s, expert_rows=expert_rows)
+                             rows=rows, floor_s=floor, expert_rows=expert_rows)
         parts["kernel launches"] = floored - stage[4]
     parts["request overhead"] = 0.0
     ideal = stages[0] + ar_ideal
@@ -467,7 +482,7 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     return StepCost(ideal, expected, parts, allreduce_calls if allreduce_bytes else 0)
 
 
-__all__ = ["FACTORS", "KERNEL_LAUNCHES", "Factors", "IDEAL", "launch_time_s", "step_kernels",
+__all__ = ["FACTORS", "KERNEL_LAUNCHES", "Factors", "IDEAL", "launch_time_s", "op_floor_s", "step_kernels",
            "StepCost", "ZERO", "device_defaults", "expert_rows", "factors_for", "gemm_time_s", "graphed",
            "inner_dim", "outer_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "rows_efficiency", "step_cost"]
