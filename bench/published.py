@@ -16,10 +16,10 @@ it runs the serve model in-process (``planner.hardware.serve``: the same engine 
 How the factors are fitted, and why. Since 2026-12-01 10:00 UTC the default is ``--objective l1 --sweeps 20
 --grid coarse --split id`` (the shipped profiles were fitted with it): the mean |log error| of each quantity,
 coordinate sweeps from the shipped values on GRID until one changes nothing, folds of every k-th point by id.
-Before, it was ``--objective median --sweeps 1``; on the same 182 points (bench/published.md, "Dec 1, second
-round") the old estimator's GEMM fraction ran from 0.5 to 0.9 over the folds and the new one's is 0.7 in all
-five, and held out the new one gives TTFT 14.5 % (old 30.7 %), TPOT 12.6 % (11.1 %), e2e 6.8 % (9.6 %) and
-output tokens/s 8.0 % (16.3 %) median |error|. The options:
+Before, it was ``--objective median --sweeps 1``; on the same 188 points and grids (bench/published.md, "Dec
+1, second round") the old estimator's GEMM fraction ran from 0.5 to 0.9 over the folds and the new one's is 0.7
+in all five, and held out the new one gives TTFT 14.5 % (old 21.5 %), TPOT 12.6 % (11.1 %; largest 523 %
+against 468 %), e2e 6.8 % (9.7 %) and output tokens/s 7.8 % (16.3 %) median |error|. The options:
 
 - ``--split source``: folds hold whole sources (``source_key``: a repository at one commit, else
   the page's address), balanced on their timing points. Entries of one source share a host, a harness and
