@@ -91,6 +91,19 @@ def test_fit_leaves_a_factor_no_training_point_of_its_engine_sees():
     assert got["step_overhead_s@vllm"] == 0.003 and got["memory_bandwidth"] == 0.7
 
 
+def test_fit_leaves_a_not_fitted_factor_at_its_start_though_a_point_moves_with_it():
+    """gpt-fast's launch floor (``NOT_FITTED``) keeps the shipped value even where its points would pull it."""
+    key = "launch_overhead_per_op_s@gptfast"
+    assert key in pub.NOT_FITTED
+    p = Toy("t", "tpot_s", 0.7, 1.0, engine="gptfast")
+    p.predict = lambda params: params["memory_bandwidth"] / 0.7 * (1 + params[key] / 1e-6)  # best at 0
+    start = {**START, key: 2e-6}
+    grid = {**GRID, "launch_overhead_per_op_s": [0.0, 2e-6]}
+    got = pub.fit([p], start, objective="l1", max_sweeps=20, grid=grid)
+    assert got[key] == 2e-6  # 0 would fit better; it is not searched
+    assert got["memory_bandwidth"] == 0.5  # the other factors compensate as far as the grid goes
+
+
 def test_source_key():
     repo = {"id": "a", "source": {"repo": "o/r", "commit": "c" * 40, "path": "README.md", "url": "https://x/y"}}
     assert pub.source_key(repo) == "o/r@" + "c" * 40
