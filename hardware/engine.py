@@ -115,6 +115,13 @@ def _rules(rows: Any, f: str, where: str) -> tuple[Rule, ...]:
     return tuple(out)
 
 
+def _graph_rules(v: Any, where: str) -> tuple[Rule, ...]:
+    """``cuda_graphs.max_tokens``: a number (0: no graphs), or rules by device memory like the scheduler's."""
+    if isinstance(v, list):  # each rule's value at least 1 (_rules)
+        return _rules(v, "cuda_graphs.max_tokens", where)
+    return (Rule(_number(v, "cuda_graphs.max_tokens", where, minimum=0)),)
+
+
 def _pick(rules: tuple[Rule, ...], hw) -> int:
     for r in rules:
         if r.matches(hw):
@@ -222,7 +229,8 @@ class EngineProfile:
     # optional timing terms (0 / always graphed when a profile leaves them out)
     launch_overhead_per_op_s: float = 0.0
     min_op_time_s: float = 0.0
-    cuda_graph_max_tokens: int = 1 << 30
+    # the largest step (tokens) the engine replays as a CUDA graph: one value, or rules by device memory
+    cuda_graph_max_tokens_rules: tuple[Rule, ...] = (Rule(1 << 30),)
     cuda_graph_prefill: bool = True
     request_overhead_s: float = 0.0
     server_overhead_s: float = 0.0
@@ -250,6 +258,10 @@ class EngineProfile:
 
     def max_num_seqs(self, hw) -> int:
         return _pick(self.max_num_seqs_rules, hw)
+
+    def cuda_graph_max_tokens(self, hw) -> int:
+        """The largest step (batch × new tokens) this engine replays as a CUDA graph on ``hw``."""
+        return _pick(self.cuda_graph_max_tokens_rules, hw)
 
     def non_torch_bytes(self, tp: int, hw=None) -> int:
         """Memory outside PyTorch's allocator that the engine counts (CUDA/cuBLAS workspaces; at tp > 1 the
@@ -323,7 +335,7 @@ def load_engine(name: str | None) -> EngineProfile:
         kernel_launches=launches,
         launch_overhead_per_op_s=_time(tim.get("launch_overhead_per_op", "0 s"), "launch_overhead_per_op", w),
         min_op_time_s=_time(tim.get("min_op_time", "0 s"), "min_op_time", w),
-        cuda_graph_max_tokens=int(_number(graphs.get("max_tokens", 1 << 30), "cuda_graphs.max_tokens", w, minimum=0)),
+        cuda_graph_max_tokens_rules=_graph_rules(graphs.get("max_tokens", 1 << 30), w),
         cuda_graph_prefill=bool(graphs.get("prefill", True)),
         request_overhead_s=_time(tim.get("request_overhead", "0 s"), "request_overhead", w),
         server_overhead_s=_time(tim.get("server_overhead", "0 s"), "server_overhead", w),

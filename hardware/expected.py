@@ -222,7 +222,7 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         kernel_launch_s=hw.kernel_launch_s if engine.kernel_launches != "none" else 0.0,
         launch_overhead_per_op_s=engine.launch_overhead_per_op_s,
         min_op_time_s=engine.min_op_time_s,
-        cuda_graph_max_tokens=engine.cuda_graph_max_tokens,
+        cuda_graph_max_tokens=engine.cuda_graph_max_tokens(hw),
         cuda_graph_prefill=engine.cuda_graph_prefill,
         request_overhead_s=engine.request_overhead_s,
         server_overhead_s=engine.server_overhead_s,

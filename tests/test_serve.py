@@ -380,6 +380,22 @@ def test_least_op_time_floors_every_step_and_the_longer_floor_wins():
     assert sum(graph.parts.values()) == pytest.approx(graph.expected_s - graph.ideal_s)
 
 
+def test_sglang_graph_sizes_follow_the_device_memory_rules():
+    """SGLang's cuda_graph_max_bs default by memory class (sglang.yaml's rules, from server_args.py): a
+    24 GB card captures up to 24, an 80 GB H100 256, a 180 GB B200 512; the factors carry the device's."""
+    from planner.analysis.errors import HardwareError
+    from planner.hardware.engine import _graph_rules
+    from planner.hardware.expected import factors_for
+
+    eng = load_engine("sglang")
+    got = {name: eng.cuda_graph_max_tokens(load_profile(name)) for name in ("rtx-4090", "h100-sxm", "b200")}
+    assert got == {"rtx-4090": 24, "h100-sxm": 256, "b200": 512}
+    assert factors_for(load_profile("h100-sxm"), eng).cuda_graph_max_tokens == 256
+    assert load_engine("trtllm").cuda_graph_max_tokens(load_profile("b200")) == 128  # one value for every device
+    with pytest.raises(HardwareError, match="cuda_graphs.max_tokens"):
+        _graph_rules([{"max_memory": "20 GiB", "value": 0}], "test profile")
+
+
 def test_which_steps_replay_a_cuda_graph():
     from planner.hardware.expected import graphed
 
