@@ -65,8 +65,9 @@ def _device_s(groups, hw, a, em: EngineModel, *, decode: bool, rows: int | None 
     (``replica_step``). ``rows``: the tokens each matmul multiplies, and ``expert_rows`` the rows each
     touched expert multiplies (``hardware.expected.expert_rows``), for a calibrated rows table;
     each op takes at least the engine's least op time (``min_op_time``) and, where ``graph=False`` (the
-    step is not a CUDA-graph replay), its host launch time (``launch_overhead_per_op``); plus the host's kernel launches where the engine profile
-    says how it launches them (``hardware.expected.launch_time_s``)."""
+    step is not a CUDA-graph replay), its host launch time (``launch_overhead_per_op``; ``op_floor_s``);
+    plus the host's kernel launches where the engine profile says how it launches them
+    (``hardware.expected.launch_time_s``)."""
     from .expected import launch_time_s, op_floor_s, ops_time_s
 
     if not groups:
