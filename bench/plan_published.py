@@ -119,9 +119,10 @@ def rate_workload(s: dict, seed: int = RATE_SEED):
     return arrivals, i, o
 
 
-def rate_predict(e: dict, pub) -> dict:
+def rate_predict(e: dict, pub, overrides: dict | None = None) -> dict:
     """{quantity: predicted statistic} for the request-rate entry ``e`` (module doc, 3.); a quantity that
-    cannot be predicted is absent. Entries that share settings give the same simulation: call once per group."""
+    cannot be predicted is absent. Entries that share settings give the same simulation: call once per group.
+    ``overrides``: factor fields (``hardware.expected.Factors``) replacing the shipped profile's."""
     import numpy as np
 
     from planner.analysis.parallel import Layout
@@ -133,7 +134,7 @@ def rate_predict(e: dict, pub) -> dict:
     # the Point (model analysis, engine memory) for the longest request the workload holds
     s["input_len"], s["output_len"] = int(ilens.max()), int(olens.max())
     s.setdefault("max_model_len", int((ilens + olens).max()))
-    p = pub.Point({**e, "settings": s, "quantity": "e2e_s"})
+    p = _point(e, s, pub, overrides)
     dp = max(1, p.gpus // p.tp)
     em = EngineModel(p.engine, p.base)
     plan = plan_for(p.a, p.hw, Layout(tp=p.tp, dp=dp))
@@ -151,12 +152,45 @@ def rate_predict(e: dict, pub) -> dict:
             "e2e_s": float(stat(r.e2e_s[0])) + req}
 
 
+def _point(e: dict, s: dict, pub, overrides: dict | None):
+    """published.py's Point of entry ``e`` with settings ``s``, its factors replaced by ``overrides``."""
+    from dataclasses import replace
+
+    p = pub.Point({**e, "settings": s, "quantity": "e2e_s"})
+    if overrides:
+        p.base = replace(p.base, **overrides)
+    return p
+
+
+def rate_entries(entries: list) -> list:
+    """The request-rate entries of a quantity this script predicts (module doc, 3.), excluded ones too."""
+    return [e for e in entries if (e.get("settings") or {}).get("arrival") == "poisson"
+            and e.get("quantity") in RATE_QUANTITIES]
+
+
+def rate_prediction(e: dict, pub, cache: dict, overrides: dict | None = None) -> tuple[dict | str, str]:
+    """(``{quantity: statistic}`` or ``"skipped: why"``, how it was simulated) for the request-rate entry
+    ``e``, computed once per group of entries that share model, GPU, engine and settings (``cache``)."""
+    s = e.get("settings") or {}
+    steps = int(s.get("num_scheduler_steps") or 1)
+    how = "plan simulation" if steps == 1 else f"serve loop, {steps}-step rounds"
+    key = repr((e.get("model_config"), e.get("gpu"), e.get("gpus"), e.get("tp"), e.get("engine"),
+                e.get("statistic"), sorted(s.items())))
+    if key not in cache:
+        try:
+            cache[key] = (rate_predict(e, pub, overrides) if steps == 1
+                          else rate_predict_steps(e, pub, steps, overrides))
+        except Exception as exc:  # listed, not fatal
+            cache[key] = f"skipped: {exc}"
+    return cache[key], how
+
+
 #: vLLM V0's max_num_batched_tokens without chunked prefill (vllm/config.py SchedulerConfig, 0.6.0):
 #: max(max_model_len, _DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048)
 V0_MIN_BATCHED_TOKENS = 2048
 
 
-def rate_predict_steps(e: dict, pub, scheduler_steps: int) -> dict:
+def rate_predict_steps(e: dict, pub, scheduler_steps: int, overrides: dict | None = None) -> dict:
     """{quantity: predicted statistic} for the request-rate entry ``e`` by serve's scheduler loop
     (``hardware.serve.simulate_requests``) with ``scheduler_steps`` decode steps per round (module doc, 3.)."""
     import numpy as np
@@ -167,7 +201,7 @@ def rate_predict_steps(e: dict, pub, scheduler_steps: int) -> dict:
     arrivals, ilens, olens = rate_workload(s)
     s["input_len"], s["output_len"] = int(ilens.max()), int(olens.max())
     s.setdefault("max_model_len", int((ilens + olens).max()))
-    p = pub.Point({**e, "settings": s, "quantity": "e2e_s"})
+    p = _point(e, s, pub, overrides)
     if not p.mem.fits or p.gpus != p.tp:
         return {}
     model = StepModel(p.a, p.hw, p.plan, p.base, ops_cache=p.ops_cache, detail=False)
@@ -382,25 +416,14 @@ def rate_table(entries: list, pub) -> None:
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
     cache: dict = {}
     errs: dict = {}
-    for e in entries:
+    for e in rate_entries(entries):
         s = e.get("settings") or {}
-        if s.get("arrival") != "poisson" or e.get("quantity") not in RATE_QUANTITIES:
-            continue
         v = float(e["value"])
         head = f"| {e['id']} | {e.get('statistic', 'mean')} {e['quantity']} | {s.get('request_rate')} | {s.get('num_requests')}"
         if e.get("excluded"):
             print(f"{head} | {v:g} | excluded: {e['excluded']} | | |")
             continue
-        key = repr((e.get("model_config"), e.get("gpu"), e.get("gpus"), e.get("tp"), e.get("engine"),
-                    e.get("statistic"), sorted(s.items())))
-        steps = int(s.get("num_scheduler_steps") or 1)
-        how = "plan simulation" if steps == 1 else f"serve loop, {steps}-step rounds"
-        if key not in cache:
-            try:
-                cache[key] = rate_predict(e, pub) if steps == 1 else rate_predict_steps(e, pub, steps)
-            except Exception as exc:  # listed, not fatal
-                cache[key] = f"skipped: {exc}"
-        got = cache[key]
+        got, how = rate_prediction(e, pub, cache)
         if isinstance(got, str):
             print(f"{head} | {v:g} | {got} | | {how} |")
             continue

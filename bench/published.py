@@ -279,14 +279,14 @@ def objective_value(errors_by_quantity: list[list[float]], objective: str = "l1"
     return statistics.fmean(agg(es) for es in errors_by_quantity)
 
 
-def fit(points: list[Point], start: dict, *, objective: str = "median", max_sweeps: int = 1,
+def fit(points: list[Point], start: dict, *, objective: str = "l1", max_sweeps: int = 20,
         grid: dict | None = None) -> dict:
     """Coordinate search of the timing factors on ``grid`` (GRID unless given), minimising
     ``objective_value``: sweeps over the factors (globals first, then per engine), each trying every grid
     value of one factor with the others held, until a sweep changes nothing or ``max_sweeps`` have run. A
     factor that moves no training point of its engine keeps its starting value, and so does one in
-    ``NOT_FITTED``. A trial replaces the
-    current value only if it lowers the objective by more than 1e-9, so ties keep the earlier value."""
+    ``NOT_FITTED``. A trial replaces the current value only if it lowers the objective by more than 1e-9, so
+    ties keep the earlier value. The defaults are the script's (``--objective l1 --sweeps 20``)."""
     grid = GRID if grid is None else grid
     timing = [p for p in points if p.quantity in TIMING]
     if not timing:
