@@ -103,9 +103,15 @@ def fmt_si(value: float | int | None, unit: str, digits: int = 3) -> str:
 
 
 def fmt_time(seconds: float | None) -> str:
+    """Seconds in s/ms/µs/ns at 3 significant digits; a negative time (a factor that saves time: the
+    explain table's parts) carries its sign; below a picosecond in size it is 0 (float residue)."""
     if seconds is None:
         return "-"
     s = float(seconds)
+    if abs(s) < 1e-12:
+        return "0 ns"
+    if s < 0:
+        return "-" + fmt_time(-s)
     if s >= 1:
         return f"{s:.3g} s"
     if s >= 1e-3:

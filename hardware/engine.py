@@ -78,6 +78,19 @@ def _frac(v: Any, f: str, where: str) -> float:
     return units.parse_fraction(v, field=f, where=where)
 
 
+# the decode attention kernel's fraction of the device's achieved memory-bound bandwidth (hardware/expected.py)
+# may pass 1: a long streaming KV read outruns the weight GEMVs that fraction describes; 1.25 of the fitted 0.8
+# is the peak (expected.py also caps the product at 1)
+ATTENTION_DECODE_MAX = 1.25
+
+
+def _ratio(v: Any, f: str, where: str, *, maximum: float) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 < v <= maximum:
+        raise HardwareError(f"{where}: field '{f}' = {v!r} is not a number in (0, {maximum:g}]",
+                            "fix the engine profile")
+    return float(v)
+
+
 def _number(v: Any, f: str, where: str, *, minimum: float = 0.0) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < minimum:
         raise HardwareError(f"{where}: field '{f}' = {v!r} is not a number >= {minimum}", "fix the engine profile")
@@ -329,7 +342,8 @@ def load_engine(name: str | None) -> EngineProfile:
         max_num_seqs_rules=_rules(_get(sched, "max_num_seqs", w), "max_num_seqs", w),
         step_overhead_s=_time(_get(tim, "step_overhead", w), "step_overhead", w),
         step_overhead_per_sequence_s=_time(_get(tim, "step_overhead_per_sequence", w), "step_overhead_per_sequence", w),
-        attention_decode_efficiency=_frac(_get(tim, "attention_decode_efficiency", w), "attention_decode_efficiency", w),
+        attention_decode_efficiency=_ratio(_get(tim, "attention_decode_efficiency", w), "attention_decode_efficiency",
+                                           w, maximum=ATTENTION_DECODE_MAX),
         attention_prefill_efficiency=_frac(_get(tim, "attention_prefill_efficiency", w), "attention_prefill_efficiency", w),
         weight_only_efficiency={str(k): _frac(v, "weight_only_efficiency", w) for k, v in wo.items()},
         kernel_launches=launches,

@@ -12,7 +12,9 @@ and ``m = bytes / bandwidth`` at the datasheet peaks:
               c' = flops / (peak · e_gemm)                       (attention prefill: · e_attn_prefill)
               attention decode: m' = (bytes + (n_kv − 1) · kv_read_bytes) / (bw · e_mem · e_attn_decode),
                                 n_kv the times the kernel reads each KV byte (1 unless the engine's
-                                decode kernel reads a KV head once per query head)
+                                decode kernel reads a KV head once per query head); e_attn_decode is a
+                                fraction of the achieved bandwidth and may pass 1 (a long streaming
+                                read outruns a weight GEMV), capped so that e_mem · e_attn_decode ≤ 1
 
 GEMM efficiency by shape is decided here only (``gemm_time_s``): when the hardware profile has a
 calibrated ``matmul_efficiency_by_rows`` table (``planner calibrate``: the fraction of the square-GEMM
@@ -88,6 +90,9 @@ KERNEL_LAUNCHES = ("none", "serial", "overlapped", "graph")
 class Factors:
     memory_bandwidth: float = 1.0
     compute: float = 1.0
+    # the fraction of a peak column's FLOP/s (fp4, fp8, ...) that GEMMs reach where it differs from ``compute``
+    # (the fraction of every other column's): replaces ``compute`` in a step whose matmuls run in that column
+    compute_by_dtype: Mapping[str, float] = field(default_factory=dict, hash=False)
     gemm_ridge_exponent: float = math.inf
     interconnect: float = 1.0
     allreduce_latency_s: float = 0.0
@@ -129,6 +134,7 @@ class Factors:
     def to_dict(self) -> dict:
         return {
             "memory_bandwidth": self.memory_bandwidth, "compute": self.compute,
+            "compute_by_dtype": dict(self.compute_by_dtype),
             "gemm_ridge_exponent": None if math.isinf(self.gemm_ridge_exponent) else self.gemm_ridge_exponent,
             "interconnect": self.interconnect, "allreduce_latency_s": self.allreduce_latency_s,
             "step_overhead_s": self.step_overhead_s, "step_overhead_per_sequence_s": self.step_overhead_per_sequence_s,
@@ -176,6 +182,8 @@ def device_defaults() -> dict:
     return {
         "memory_bandwidth": units.parse_fraction(d["memory_bandwidth"], field="memory_bandwidth", where=w),
         "compute": units.parse_fraction(d["compute"], field="compute", where=w),
+        "compute_by_dtype": {str(k): units.parse_fraction(v, field=f"compute_by_dtype.{k}", where=w)
+                             for k, v in (d.get("compute_by_dtype") or {}).items()},
         "gemm_ridge_exponent": float(d["gemm_ridge_exponent"]),
         "interconnect": units.parse_fraction(d["interconnect"], field="interconnect", where=w),
         "allreduce_latency_s": units.parse_time(d["allreduce_latency"], field="allreduce_latency", where=w, allow_zero=True),
@@ -210,6 +218,9 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         matmul_efficiency_by_out=by_out,
         memory_bandwidth=dev("memory_efficiency", "memory_bandwidth"),
         compute=dev("compute_efficiency", "compute"),
+        # per peak column: the fitted defaults; a profile whose compute fraction is its own (calibrated or
+        # written) keeps that one for every column
+        compute_by_dtype={} if hw.compute_efficiency is not None else dict(dd.get("compute_by_dtype") or {}),
         gemm_ridge_exponent=dev("gemm_ridge_exponent", "gemm_ridge_exponent"),
         interconnect=dev("interconnect_efficiency", "interconnect"),
         allreduce_latency_s=dev("allreduce_latency_s", "allreduce_latency_s"),
@@ -230,6 +241,16 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
                  **({"kernel_launch_s": f"{hw.name} profile (kernel_launch_overhead)"}
                     if engine.kernel_launches != "none" else {})},
     )
+
+
+def for_column(f: Factors, hw, compute_key: str) -> Factors:
+    """``f`` for a step whose matmuls run in ``compute_key`` on ``hw``: ``compute`` is the fraction of that peak
+    column (fp4, fp8, ...) from ``compute_by_dtype`` where it has one. Every op time goes through here."""
+    if f.compute_by_dtype:
+        column = hw.peak_flops_key_for(compute_key)
+        if column in f.compute_by_dtype:
+            return replace(f, compute=f.compute_by_dtype[column])
+    return f
 
 
 def _stage(f: Factors, n: int) -> Factors:
@@ -388,7 +409,9 @@ def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: flo
     if kind == "attention":
         if decode:
             c = o.flops / (flops_per_s * f.compute)
-            m = (o.bytes + (f.attention_decode_kv_reads - 1) * o.kv_read_bytes) / (bw * f.attention_decode)
+            # the decode kernel's fraction is of the achieved bandwidth ``bw``; together never above the peak
+            e_attn = min(f.attention_decode, 1.0 / f.memory_bandwidth)
+            m = (o.bytes + (f.attention_decode_kv_reads - 1) * o.kv_read_bytes) / (bw * e_attn)
         else:
             c = o.flops / (flops_per_s * f.compute * f.attention_prefill)
             m = o.bytes / bw
@@ -448,6 +471,7 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     ``kernel_launches`` (None: Σ of the ops' ``kernels``)."""
     flops_per_s = hw.peak_flops_for(compute_key)
     bytes_per_s = hw.memory_bandwidth_bytes_per_s
+    f = for_column(f, hw, compute_key)
     wanted = range(5) if detail else (0, 4)
     stage = {n: ops_time_s(ops, flops_per_s, bytes_per_s, _stage(f, n), decode=decode,
                            weight_only_bits=weight_only_bits if n >= 4 else None, rows=rows,
@@ -483,6 +507,6 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
 
 
 __all__ = ["FACTORS", "KERNEL_LAUNCHES", "Factors", "IDEAL", "launch_time_s", "op_floor_s", "step_kernels",
-           "StepCost", "ZERO", "device_defaults", "expert_rows", "factors_for", "gemm_time_s", "graphed",
+           "StepCost", "ZERO", "device_defaults", "expert_rows", "factors_for", "for_column", "gemm_time_s", "graphed",
            "inner_dim", "outer_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "rows_efficiency", "step_cost"]

@@ -178,7 +178,10 @@ def estimate(a: Analysis, hw, *, tp: int = 1, price_per_hour: float | None = Non
             cost = price * plan.tp / (tps * 3600) * 1e6
     if mem.weights_bytes <= mem.usable_bytes and a.options.context > 0:
         first = _prefill(model, a.options.context, eng.max_num_batched_tokens(hw))
-        ttft, ideal_ttft = first.expected_s, first.ideal_s
+        # one request as ``serve`` prices it: its prefill, the engine's per-request overhead and, through the
+        # HTTP server, the front end's time for it (it waits for no other request)
+        ttft = first.expected_s + model.f.request_overhead_s + model.f.server_overhead_s
+        ideal_ttft = first.ideal_s
     return Estimate(plan.tp, plan, mem, req, max(batch, 0), fits, mb, step_s, ar_s, bound, tps, per_gpu, ttft,
                     price, cost, tuple(notes), ideal_step, ideal_ttft, gap)
 

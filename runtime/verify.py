@@ -438,7 +438,7 @@ def predict_step(spec: ModelSpec, fmt, kvc, hw, *, batch: int, context: int, dev
     efficiency, and ``kernels`` launches at its ``kernel_launch_overhead`` (None: the trace's count)."""
     from planner.analysis.parallel import tp_plan
     from planner.hardware.engine import load_engine
-    from planner.hardware.expected import launch_time_s, ops_time_s, step_kernels
+    from planner.hardware.expected import for_column, launch_time_s, ops_time_s, step_kernels
     from planner.hardware.serve import StepModel
 
     engine = load_engine(verify_engine_name(device_type, graphs))
@@ -453,7 +453,8 @@ def predict_step(spec: ModelSpec, fmt, kvc, hw, *, batch: int, context: int, dev
     launches = launch_time_s(f, groups, n, cost.expected_s - cost.parts.get("step overhead", 0.0))
     for kind in dict.fromkeys(g.op.kind for g in groups):
         sub = [g for g in groups if g.op.kind == kind]
-        dev = ops_time_s(sub, flops_per_s, hw.memory_bandwidth_bytes_per_s, f, decode=True, rows=batch)
+        dev = ops_time_s(sub, flops_per_s, hw.memory_bandwidth_bytes_per_s, for_column(f, hw, model.compute_key),
+                         decode=True, rows=batch)
         share = step_kernels(sub) / trace_kernels if trace_kernels else 0.0  # launches split as the trace's kernels
         by_kind[str(kind)] = dev + launches * share
     return Prediction(cost, f, engine, n, trace_kernels, by_kind)

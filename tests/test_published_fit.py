@@ -104,6 +104,22 @@ def test_fit_leaves_a_not_fitted_factor_at_its_start_though_a_point_moves_with_i
     assert got["memory_bandwidth"] == 0.5  # the other factors compensate as far as the grid goes
 
 
+def test_fits_in_forked_processes_equal_the_fits_in_one():
+    """``run_fits`` with two processes returns, in order, what each training set's fit gives in this one:
+    here the truths differ by point, so the two training sets land on different values."""
+    def tpot(pid, a_true):
+        p = Toy(pid, "tpot_s", a_true, 1.0)
+        p.predict = lambda params: params["memory_bandwidth"] / a_true
+        return p
+
+    pts = [tpot(f"p{i}", a) for i, a in enumerate((0.5, 0.6, 0.8, 0.8))]
+    trains = [[0, 1], [2, 3], [0, 1, 2, 3]]
+    how = dict(objective="l1", max_sweeps=20, grid=GRID)
+    one = pub.run_fits(pts, trains, how, jobs=1, start=lambda train: START)
+    assert [r["memory_bandwidth"] for r in one] == [0.5, 0.8, 0.6]  # ties keep the earlier grid value
+    assert pub.run_fits(pts, trains, how, jobs=2, start=lambda train: START) == one
+
+
 def test_source_key():
     repo = {"id": "a", "source": {"repo": "o/r", "commit": "c" * 40, "path": "README.md", "url": "https://x/y"}}
     assert pub.source_key(repo) == "o/r@" + "c" * 40

@@ -199,15 +199,17 @@ def test_step_by_step_paths_refuse_more_clients_than_they_simulate():
     now one error line, and the closed-form burst path still answers."""
     run("serve", "llama-3.1-8b", "--arrival", "closed-loop", "--concurrency", "1000000", "--input-len", "100",
         "--output-len", "100").assert_error("closed-loop clients", "16,384 per replica")
-    # no shipped profile has a front-end cost now (bench/published.py fits 0 for SGLang and TensorRT-LLM;
-    # vLLM's is not written): the refusal is checked on the simulation with one
+    # vLLM's front end queues requests one after another (server_overhead): a million of them are refused with
+    # one line; TensorRT-LLM's front-end cost is 0, so its burst takes the closed-form path and answers
     from planner.analysis.errors import OptionError
     from planner.hardware.serve import Scenario, simulate
 
     with pytest.raises(OptionError, match="HTTP front end.*16,384 per replica"):
         simulate(_FlatModel(Factors(server_overhead_s=1e-3)), _Mem(), Scenario(100, 100, 1_000_000))
-    assert run("serve", "llama-3.1-8b", "--concurrency", "1000000", "--input-len", "100", "--output-len", "100",
-               "--json").code == 0
+    run("serve", "llama-3.1-8b", "--concurrency", "1000000", "--input-len", "100", "--output-len",
+        "100").assert_error("HTTP front end", "16,384 per replica")
+    assert run("serve", "llama-3.1-8b", "--engine", "trtllm", "--concurrency", "1000000", "--input-len", "100",
+               "--output-len", "100", "--json").code == 0
 
 
 def test_max_model_len_capped_at_max_position_embeddings():
@@ -244,6 +246,34 @@ def test_gemm_p_norm_and_factor_parts_hand_computed():
     assert c.parts["bandwidth efficiency"] == pytest.approx(0.0)  # still compute-bound at 2 ms
     assert c.parts["GEMM efficiency"] == pytest.approx(math.sqrt(20) * 1e-3 - 2e-3)
     assert sum(c.parts.values()) == pytest.approx(c.expected_s - c.ideal_s)
+
+
+def test_compute_fraction_of_one_peak_column_replaces_the_general_one():
+    """``compute_by_dtype``: matmuls that run in the fp4 column reach 0.4 of its peak where the others reach
+    0.8; a step in another column keeps 0.8. A compute-bound GEMM of 2 TFLOP at a 1 PFLOP/s peak: 2 ms ideal,
+    5 ms at 0.4, 2.5 ms at 0.8 (infinite ridge exponent: the longer of compute and memory)."""
+    class Columns(HW):
+        def peak_flops_key_for(self, key):
+            return {"fp4": "fp4", "nvfp4": "fp4"}.get(key, "bf16")
+
+    op = Op("gate_proj", "matmul", "ffn", 0, flops=2 * 10**12, weight_bytes=10**6)
+    f = Factors(compute=0.8, compute_by_dtype={"fp4": 0.4})
+    fp4 = step_cost([op], Columns(), "fp4", f, decode=False, sequences=1)
+    assert fp4.ideal_s == pytest.approx(2e-3) and fp4.expected_s == pytest.approx(5e-3)
+    assert fp4.parts["GEMM efficiency"] == pytest.approx(3e-3)
+    assert step_cost([op], Columns(), "bf16", f, decode=False, sequences=1).expected_s == pytest.approx(2.5e-3)
+
+
+def test_device_defaults_carry_the_fp4_fraction_unless_the_profile_has_its_own():
+    from dataclasses import replace as dc_replace
+
+    from planner.hardware.expected import device_defaults, factors_for
+
+    dd = {**device_defaults(), "compute_by_dtype": {"fp4": 0.45}}
+    hw = load_profile("b200")
+    assert factors_for(hw, load_engine("trtllm"), defaults=dd).compute_by_dtype == {"fp4": 0.45}
+    own = dc_replace(hw, compute_efficiency=0.6)  # a calibrated or written fraction applies to every column
+    assert factors_for(own, load_engine("trtllm"), defaults=dd).compute_by_dtype == {}
 
 
 def test_rows_efficiency_log_linear_between_points_hand_computed():
@@ -323,6 +353,39 @@ def test_decode_attention_that_reads_the_kv_cache_once_per_query_head():
     # the prefill (context) kernel is not affected: it is priced by FLOPs and bytes read once
     p = step_cost([attn], HW(), "bf16", f, decode=False, sequences=1)
     assert p.expected_s == pytest.approx((1e9 + 1e6) / 0.5e12, rel=1e-9)
+
+
+def test_decode_attention_fraction_above_one_is_capped_at_the_peak():
+    """The decode attention fraction is of the achieved bandwidth: 1.1 at e_mem 0.8 reads at 0.88 of the peak;
+    2.0 would pass the peak (1.6), so the product is held at 1."""
+    attn = Op("attention", "attention", "attention", 0, flops=10**6, kv_read_bytes=10**9)
+    fast = step_cost([attn], HW(), "bf16", Factors(memory_bandwidth=0.8, attention_decode=1.1), decode=True,
+                     sequences=1)
+    assert fast.expected_s == pytest.approx(1e9 / (1e12 * 0.88), rel=1e-9)
+    assert fast.parts["attention kernels"] == pytest.approx(1e9 / 0.88e12 - 1e9 / 0.8e12, rel=1e-9)  # negative
+    over = step_cost([attn], HW(), "bf16", Factors(memory_bandwidth=0.8, attention_decode=2.0), decode=True,
+                     sequences=1)
+    assert over.expected_s == pytest.approx(fast.ideal_s, rel=1e-9)
+
+
+def test_engine_profile_bounds_the_decode_attention_fraction(monkeypatch):
+    import copy
+
+    import planner.hardware.engine as engine_mod
+    from planner.analysis.errors import HardwareError
+
+    real = engine_mod._read_yaml("vllm")
+
+    def with_value(v):
+        d = copy.deepcopy(real)
+        d["timing"]["attention_decode_efficiency"] = v
+        monkeypatch.setattr(engine_mod, "_read_yaml", lambda name: d)
+        return engine_mod.load_engine("vllm")
+
+    for bad in (1.3, 0, "fast", True):
+        with pytest.raises(HardwareError, match="attention_decode_efficiency"):
+            with_value(bad)
+    assert with_value(1.2).attention_decode_efficiency == 1.2
 
 
 def test_kv_reads_per_query_head_is_the_query_heads_per_kv_head():
@@ -744,10 +807,21 @@ def test_prefill_chunks_hand_computed():
 # ---- trace: the one step model, the one fit test, --gpus/--tp ------------------------------------
 
 
+def _burst(hw):
+    """vLLM's factors on ``hw`` without its HTTP front end: the requests reach the scheduler together (with
+    the front end they arrive one ``server_overhead`` apart, and the first decode step holds fewer)."""
+    from dataclasses import replace as dc_replace
+
+    from planner.hardware.expected import factors_for
+
+    return dc_replace(factors_for(hw, load_engine("vllm")), server_overhead_s=0.0)
+
+
 def test_trace_expected_step_is_serves_decode_step_beside_the_roofline():
     d = run("trace", "llama-3.1-8b", "--hardware", "h100-sxm", "--context", "4096", "--batch", "4", "--json").json
     tt = d["totals"]
-    s = serve(_model("llama-3.1-8b"), load_profile("h100-sxm"), input_len=4096, output_len=2, concurrency=4)
+    hw = load_profile("h100-sxm")
+    s = serve(_model("llama-3.1-8b"), hw, input_len=4096, output_len=2, concurrency=4, factors=_burst(hw))
     step = s.result.decode_step  # serve's first decode step of the wave: 4 sequences at 4,096 tokens
     assert tt["expected_step_s"] == pytest.approx(step.expected_s, rel=1e-9)
     assert tt["ideal_step_s"] == pytest.approx(step.ideal_s, rel=1e-9)
@@ -791,7 +865,7 @@ def test_compare_times_are_serves_expected_beside_the_ideal():
     d = run("compare", "llama-3.1-8b", "--hardware", "h100-sxm", "--context", "4096", "--batch", "4", "--json").json
     sv = d["models"][0]["serving"]
     spec, hw = _model("llama-3.1-8b"), load_profile("h100-sxm")
-    step = serve(spec, hw, input_len=4096, output_len=2, concurrency=4).result.decode_step
+    step = serve(spec, hw, input_len=4096, output_len=2, concurrency=4, factors=_burst(hw)).result.decode_step
     assert sv["step_s"] == pytest.approx(step.expected_s, rel=1e-9)
     assert sv["ideal"]["step_s"] == pytest.approx(step.ideal_s, rel=1e-9)
     assert sum(sv["gap_by_factor"].values()) == pytest.approx(sv["step_s"] - sv["ideal"]["step_s"])
@@ -812,9 +886,12 @@ def test_compare_ttft_of_a_long_prompt_is_the_sum_of_its_chunks():
     d = run("compare", "llama-3.1-8b", "--hardware", "h100-sxm", "--context", "20000", "--json").json
     chunk = load_engine("vllm").max_num_batched_tokens(hw)
     a = analyze(spec, Options(context=20000, batch=1))
-    m = StepModel(a, hw, tp_plan(spec, 1), factors_for(hw, load_engine("vllm")))
+    f = factors_for(hw, load_engine("vllm"))
+    m = StepModel(a, hw, tp_plan(spec, 1), f)
     starts = range(0, 20000, chunk)
     want = sum(m.prefill({(min(chunk, 20000 - s), s): 1}).expected_s for s in starts)
+    # plus, once, the engine's per-request overhead and its HTTP front end's time for this one request
+    want += f.request_overhead_s + f.server_overhead_s
     assert len(starts) >= 2 and d["models"][0]["serving"]["ttft_s"] == pytest.approx(want, rel=1e-9)
 
 
@@ -955,3 +1032,14 @@ def test_serve_cli_run_length_and_eos_lengths():
     assert any("12 requests in all" in n for n in r.json["notes"])
     bad = run("serve", "llama-3.2-1b", "--output-len", "16", "--mean-output-len", "4")
     assert bad.code != 0 and bad.err.count("Error:") == 1 and "--mean-output-len" in bad.err
+
+
+def test_time_cells_carry_a_sign_and_drop_float_residue():
+    """The explain table's parts may be negative (a factor that saves time: the decode attention fraction
+    above 1) or float residue of a difference; both print as times, not as 1e+04 ns."""
+    from planner.cli.render import fmt_time
+
+    assert fmt_time(-6.04e-5) == "-60.4 µs"
+    assert fmt_time(-0.0153) == "-15.3 ms"
+    assert fmt_time(-3.67e-17) == "0 ns" and fmt_time(0.0) == "0 ns"
+    assert fmt_time(0.0123) == "12.3 ms" and fmt_time(2.5) == "2.5 s"
