@@ -103,7 +103,8 @@ GRID = {
     "compute@fp4": [0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7],
     "request_overhead_s": [0.0, 1e-3, 2e-3, 4e-3, 8e-3, 16e-3, 32e-3, 64e-3],
     "server_overhead_s": [0.0, 5e-3, 7.5e-3, 10e-3, 15e-3, 20e-3, 40e-3],
-    # up to 1.2: with the device's memory_bandwidth 0.8 that is 0.96 of the peak
+    # a fraction of the achieved bandwidth, up to 1.2: hardware/expected.py holds its product with
+    # memory_bandwidth at the peak
     "attention_decode": [0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2],
     "step_overhead_per_sequence_s": [0.0, 2e-6, 4e-6, 6e-6, 8e-6, 12e-6, 16e-6],
 }

@@ -84,17 +84,18 @@ def _frac(v: Any, f: str, where: str) -> float:
 ATTENTION_DECODE_MAX = 1.25
 
 
-def _ratio(v: Any, f: str, where: str, *, maximum: float) -> float:
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or not 0 < v <= maximum:
-        raise HardwareError(f"{where}: field '{f}' = {v!r} is not a number in (0, {maximum:g}]",
-                            "fix the engine profile")
-    return float(v)
-
-
 def _number(v: Any, f: str, where: str, *, minimum: float = 0.0) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < minimum:
         raise HardwareError(f"{where}: field '{f}' = {v!r} is not a number >= {minimum}", "fix the engine profile")
     return float(v)
+
+
+def _ratio(v: Any, f: str, where: str, *, maximum: float) -> float:
+    """A number in (0, maximum]: ``_number``'s checks, then the bounds."""
+    x = _number(v, f, where)
+    if not 0 < x <= maximum:
+        raise HardwareError(f"{where}: field '{f}' = {v!r} is not in (0, {maximum:g}]", "fix the engine profile")
+    return x
 
 
 @frozen

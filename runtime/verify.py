@@ -451,10 +451,10 @@ def predict_step(spec: ModelSpec, fmt, kvc, hw, *, batch: int, context: int, dev
     flops_per_s = hw.peak_flops_for(model.compute_key)
     by_kind: dict[str, float] = {}
     launches = launch_time_s(f, groups, n, cost.expected_s - cost.parts.get("step overhead", 0.0))
+    fc = for_column(f, hw, model.compute_key)  # the step's GEMM fraction, as step_cost takes it
     for kind in dict.fromkeys(g.op.kind for g in groups):
         sub = [g for g in groups if g.op.kind == kind]
-        dev = ops_time_s(sub, flops_per_s, hw.memory_bandwidth_bytes_per_s, for_column(f, hw, model.compute_key),
-                         decode=True, rows=batch)
+        dev = ops_time_s(sub, flops_per_s, hw.memory_bandwidth_bytes_per_s, fc, decode=True, rows=batch)
         share = step_kernels(sub) / trace_kernels if trace_kernels else 0.0  # launches split as the trace's kernels
         by_kind[str(kind)] = dev + launches * share
     return Prediction(cost, f, engine, n, trace_kernels, by_kind)
