@@ -79,8 +79,8 @@ def _frac(v: Any, f: str, where: str) -> float:
 
 
 # the decode attention kernel's fraction of the device's achieved memory-bound bandwidth (hardware/expected.py)
-# may pass 1: a long streaming KV read outruns the weight GEMVs that fraction describes; 1.25 of the fitted 0.8
-# is the peak (expected.py also caps the product at 1)
+# may pass 1: a long streaming KV read outruns the weight GEMVs that fraction describes. 1.25 bounds the field
+# (the peak at a device fraction of 0.8); expected.py holds the product with the device's fraction at 1
 ATTENTION_DECODE_MAX = 1.25
 
 
