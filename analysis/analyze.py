@@ -96,6 +96,24 @@ def with_sliding_window(spec: ModelSpec, window: int) -> tuple[ModelSpec, int, t
     return replace(spec, layers=tuple(layers)), changed, tuple(skipped)
 
 
+def without_sliding_windows(spec: ModelSpec) -> tuple[ModelSpec, tuple[int, ...]]:
+    """The spec with every sliding-window attention layer made full attention (an engine that does
+    not apply the config's window: it caches and attends to every token); chunked layers stay.
+    (spec, the distinct windows removed, ascending; () and ``spec`` itself where there were none)."""
+    layers = []
+    removed: set[int] = set()
+    for layer in spec.layers:
+        m = layer.mixer
+        w = getattr(m, "window", None)
+        if w:
+            removed.add(w)
+            layer = replace(layer, mixer=replace(m, window=None))
+        layers.append(layer)
+    if not removed:
+        return spec, ()
+    return replace(spec, layers=tuple(layers)), tuple(sorted(removed))
+
+
 def kv_dtype_for(fmt: WeightFormat, kv_dtype: str | None) -> DType:
     if kv_dtype is not None:
         return get_dtype(kv_dtype, what="--kv-dtype")

@@ -242,7 +242,7 @@ def layout_predict(e: dict, engine_map: dict, ep_terms: dict | None = None) -> t
     from planner.cli.common import load_model
     from planner.hardware.comm import links
     from planner.hardware.deploy import EngineModel, layout_memory, plan_for, replica_step, step_cost
-    from planner.hardware.engine import load_engine
+    from planner.hardware.engine import engine_analysis, load_engine
     from planner.hardware.expected import factors_for
     from planner.hardware.profiles import load_profile
     from planner.hardware.simulate import Scheduler, simulate
@@ -262,7 +262,8 @@ def layout_predict(e: dict, engine_map: dict, ep_terms: dict | None = None) -> t
     o = int(s.get("output_len") or 1)
     ctx = int(s.get("context") or i)
     dtype = None if spec.quant is not None else s.get("dtype")
-    a = analyze(spec, Options(context=max(i + o, ctx + 1), dtype=dtype, kv_dtype=s.get("kv_dtype")))
+    a, _ = engine_analysis(analyze(spec, Options(context=max(i + o, ctx + 1), dtype=dtype, kv_dtype=s.get("kv_dtype"))),
+                           eng)
     plan = plan_for(a, hw, lo)
     ranks = lo.attn_dp
     frac = s.get("gpu_memory_utilization", s.get("kv_cache_free_gpu_mem_fraction"))

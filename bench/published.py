@@ -156,7 +156,7 @@ class Point:
         from planner.analysis.analyze import Options, analyze
         from planner.analysis.parallel import tp_plan
         from planner.cli.common import load_model
-        from planner.hardware.engine import engine_memory, load_engine
+        from planner.hardware.engine import engine_analysis, engine_memory, load_engine
         from planner.hardware.expected import factors_for
         from planner.hardware.profiles import load_profile
         from planner.hardware.serve import Scenario
@@ -188,7 +188,8 @@ class Point:
             # NVIDIA's ModelOpt FP8 checkpoints carry kv_cache_quant_algo FP8 (hf_quant_config.json), and
             # TensorRT-LLM then keeps the KV cache in FP8
             kv = "fp8"
-        self.a = analyze(spec, Options(context=i + o, dtype=dtype, kv_dtype=kv))
+        # the model as the engine runs it (full attention where it does not apply the config's window)
+        self.a, _ = engine_analysis(analyze(spec, Options(context=i + o, dtype=dtype, kv_dtype=kv)), self.engine)
         self.plan = tp_plan(spec, self.tp)
         mml = s.get("max_model_len")
         if mml is None and self.quantity in TIMING:

@@ -99,12 +99,13 @@ def trace(
     loaded = load_model(model, revision, refresh)
     dep = deployment(loaded.spec, hw, batch=batch, context=context, dtype=dtype, kv_dtype=kv_dtype, engine=engine,
                      gpus=gpus, tp=tp)
-    t = build_trace(loaded.spec, hw, batch=batch, context=context, dtype=dtype, kv_dtype=kv_dtype,
+    spec = dep.a.spec  # as the engine runs it
+    t = build_trace(spec, hw, batch=batch, context=context, dtype=dtype, kv_dtype=kv_dtype,
                     all_layers=all_layers, graphs=graphs, dep=dep)
-    rows = sweep_rows(loaded.spec, hw, grid, dtype=dtype, kv_dtype=kv_dtype, graphs=graphs, dep=dep) if grid else None
+    rows = sweep_rows(spec, hw, grid, dtype=dtype, kv_dtype=kv_dtype, graphs=graphs, dep=dep) if grid else None
     flips = None
     if grid:
-        flips = [{"context": c, "batch": flip_batch(loaded.spec, hw, c, dtype=dtype, kv_dtype=kv_dtype, plan=dep.plan)}
+        flips = [{"context": c, "batch": flip_batch(spec, hw, c, dtype=dtype, kv_dtype=kv_dtype, plan=dep.plan)}
                  for c in grid[1]]
     if plot is not None:
         from .plots import plot_roofline
@@ -137,6 +138,7 @@ class Deployment:
         self.a, self.hw, self.engine, self.plan, self.mem, self.model = a, hw, engine, plan, mem, model
         self._fewest: list = []
         self.gpus = plan.tp
+        self.notes: tuple[str, ...] = ()  # how the engine runs the model differently from its config
 
     def fits(self, batch: int, context: int) -> bool:
         return self.mem.fits_batch(batch, context + 1)  # the step's new token is stored too
@@ -160,7 +162,7 @@ def deployment(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dtyp
                engine: str | None = None, gpus: int = 1, tp: int | None = None) -> Deployment:
     from planner.analysis.analyze import Options, analyze
     from planner.analysis.parallel import tp_plan
-    from planner.hardware.engine import check_kv_dtype, engine_memory, load_engine
+    from planner.hardware.engine import check_kv_dtype, engine_analysis, engine_memory, load_engine
     from planner.hardware.expected import factors_for
     from planner.hardware.serve import StepModel
 
@@ -169,13 +171,16 @@ def deployment(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dtyp
         raise OptionError(f"--gpus {gpus} is not a multiple of --tp {tp}")
     eng = load_engine(engine)
     check_kv_dtype(eng, kv_dtype)
-    a = analyze(spec, Options(context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype))
+    # the model as the engine runs it (full attention where it does not apply the config's window)
+    a, engine_notes = engine_analysis(analyze(spec, Options(context=context, batch=batch, dtype=dtype, kv_dtype=kv_dtype)),
+                                      eng)
     plan = tp_plan(spec, tp)
     mpe = spec.max_position_embeddings
     mml = max(1, min(context + 1, mpe) if mpe else context + 1)
     mem = engine_memory(a, hw, eng, plan, max_model_len=mml)
     dep = Deployment(a, hw, eng, plan, mem, StepModel(a, hw, plan, factors_for(hw, eng)))
     dep.gpus = gpus
+    dep.notes = engine_notes
     return dep
 
 
@@ -243,7 +248,7 @@ def build_trace(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dty
         dep = deployment(spec, hw, batch=batch, context=context, dtype=dtype, kv_dtype=kv_dtype)
     fmt, kvd, notes, groups, st, times = _step(spec, hw, batch=batch, context=context, dtype=dtype, kv_dtype=kv_dtype,
                                                plan=dep.plan)
-    notes = list(notes) + list(dep.plan.notes)
+    notes = list(dep.notes) + list(notes) + list(dep.plan.notes)
     compute_key = fmt.compute.compute
     rows = []
     if all_layers:

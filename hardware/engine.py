@@ -178,6 +178,8 @@ class EPComm:
 
 
 EP_OVERLAPS = ("none", "two_batch")
+# ``sliding_window.default`` of an engine profile: whether it applies a model config's sliding window
+SLIDING_WINDOW = ("applied", "ignored")
 
 
 def _ep_comm(d: Any, where: str) -> EPComm | None:
@@ -256,6 +258,15 @@ class EngineProfile:
     # multi-step scheduling: decode steps per scheduling round (vLLM V0's --num-scheduler-steps; None: the
     # engine has no such setting)
     num_scheduler_steps: int | None = None
+    # whether the engine applies a model config's sliding window (``sliding_window.default``: applied or
+    # ignored), and the model types whose window it applies where it ignores the others' (``applied_for``)
+    sliding_window: str = "applied"
+    sliding_window_applied_for: tuple[str, ...] = ()
+    sliding_window_setting: str = ""  # the engine setting that would apply the window where it is ignored
+
+    def applies_sliding_window(self, model_type: str) -> bool:
+        """Whether this engine caches and attends to only a sliding-window layer's window for ``model_type``."""
+        return self.sliding_window == "applied" or model_type in self.sliding_window_applied_for
 
     def default_fraction(self, hw, tp: int) -> float:
         if self.fraction is not None:
@@ -321,6 +332,10 @@ def load_engine(name: str | None) -> EngineProfile:
     graphs = tim.get("cuda_graphs") or {}
     if not isinstance(graphs, Mapping):
         raise HardwareError(f"{w}: timing.cuda_graphs must be a mapping", "e.g. {max_tokens: 512, prefill: false}")
+    swa = d.get("sliding_window") or {}
+    if not isinstance(swa, Mapping) or swa.get("default", "applied") not in SLIDING_WINDOW:
+        raise HardwareError(f"{w}: sliding_window.default must be one of {', '.join(SLIDING_WINDOW)}",
+                            "e.g. sliding_window: {default: ignored, applied_for: [gpt_oss]}")
     return EngineProfile(
         name=key, display_name=str(d.get("display_name", key)), version=str(d.get("version", "")),
         budget=budget, fraction=None if fraction is None else _frac(fraction, "memory.fraction", w),
@@ -360,7 +375,38 @@ def load_engine(name: str | None) -> EngineProfile:
         expert_parallel=_ep_comm(d.get("expert_parallel"), w),
         num_scheduler_steps=(None if sched.get("num_scheduler_steps") is None else
                              int(_number(sched["num_scheduler_steps"], "num_scheduler_steps", w, minimum=1))),
+        sliding_window=str(swa.get("default", "applied")),
+        sliding_window_applied_for=_model_types(swa.get("applied_for"), "sliding_window.applied_for", w),
+        sliding_window_setting=str(swa.get("setting", "")),
     )
+
+
+def _model_types(v: Any, f: str, where: str) -> tuple[str, ...]:
+    if v is None:
+        return ()
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise HardwareError(f"{where}: field '{f}' must be a list of config.json model_type values", "e.g. [gpt_oss]")
+    return tuple(v)
+
+
+def engine_analysis(a, engine: EngineProfile):
+    """``a`` as ``engine`` runs the model: where the engine does not apply the config's sliding window
+    (``EngineProfile.applies_sliding_window``) the model is analysed again with full attention on those
+    layers (a full-context KV cache per sequence, every cached token attended), with a note saying so;
+    else ``a`` itself. (analysis, notes)."""
+    spec = a.spec
+    if engine.applies_sliding_window(spec.model_type):
+        return a, ()
+    from planner.analysis.analyze import analyze, without_sliding_windows
+
+    full, windows = without_sliding_windows(spec)
+    if not windows:
+        return a, ()
+    shown = ", ".join(f"{x:,}" for x in windows)
+    asked = f" unless asked ({engine.sliding_window_setting})" if engine.sliding_window_setting else ""
+    note = (f"{engine.display_name} does not apply this model's sliding window ({shown} tokens){asked}: priced "
+            f"with full attention and a full-context KV cache (profiles/engines/{engine.name}.yaml sliding_window)")
+    return analyze(full, a.options), (note,)
 
 
 def _names(v: Any, f: str, where: str) -> tuple[str, ...]:
@@ -709,5 +755,5 @@ def memory_dict(m: EngineMemory) -> dict:
 
 
 __all__ = ["ENGINES", "DEFAULT_ENGINE", "EPComm", "EngineProfile", "EngineMemory", "LoadedWeights", "load_engine",
-           "check_kv_dtype", "loaded_weights", "engine_memory", "fewest_gpus", "memory_dict",
+           "check_kv_dtype", "loaded_weights", "engine_memory", "engine_analysis", "fewest_gpus", "memory_dict",
            "kv_bytes_per_token_per_gpu", "activation_peak_bytes", "rope_cache_bytes"]

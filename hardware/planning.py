@@ -38,6 +38,7 @@ from planner.analysis.parallel import Layout
 
 from .comm import collective_s, links
 from .deploy import engine_model, layout_memory, plan_for, replica_step, step_cost
+from .engine import engine_analysis
 
 GiB = 2**30
 
@@ -174,6 +175,8 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
     per_seq = w.input_len + w.output_len
     rejected: dict[str, str] = {}
     notes: list[str] = []
+    a, engine_notes = engine_analysis(a, eng)  # the model as the engine runs it
+    notes.extend(engine_notes)
     alive: list[tuple[Layout, object, object, object]] = []
     for lo in families(a.spec, max_gpus):
         fam = lo.family

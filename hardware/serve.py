@@ -881,7 +881,7 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
     from planner.analysis.errors import OptionError
     from planner.analysis.parallel import tp_plan
 
-    from .engine import check_kv_dtype, engine_memory, fewest_gpus, load_engine
+    from .engine import check_kv_dtype, engine_analysis, engine_memory, fewest_gpus, load_engine
     from .expected import factors_for
 
     eng = load_engine(engine)
@@ -914,6 +914,8 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
         dtype = eng.fp32_served_as
         notes.append(f"{eng.display_name} serves this fp32 checkpoint in {dtype} (dtype auto)")
     a = analyze(spec, Options(context=input_len + output_len, batch=1, dtype=dtype, kv_dtype=kv_dtype))
+    a, swa_notes = engine_analysis(a, eng)
+    notes.extend(swa_notes)
     notes.extend(n for n in a.notes if not n.startswith("--context"))
     plan = tp_plan(spec, tp)
     notes.extend(plan.notes)

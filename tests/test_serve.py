@@ -1043,3 +1043,77 @@ def test_time_cells_carry_a_sign_and_drop_float_residue():
     assert fmt_time(-0.0153) == "-15.3 ms"
     assert fmt_time(-3.67e-17) == "0 ns" and fmt_time(0.0) == "0 ns"
     assert fmt_time(0.0123) == "12.3 ms" and fmt_time(2.5) == "2.5 s"
+
+
+# ---- sliding windows the engine does not apply ----------------------------------------------------
+
+
+def test_trtllm_keeps_mistral_full_context_where_vllm_keeps_its_window():
+    """Mistral-7B-v0.1's config has sliding_window 4096 on all 32 layers. TensorRT-LLM (v0.17 TensorRT
+    engines and the 1.0 PyTorch backend) does not apply it unless KvCacheConfig.max_attention_window is
+    set (profiles/engines/trtllm.yaml sliding_window): a 22,000-token sequence keeps and attends to all
+    22,000 tokens of every layer. vLLM applies the window (its KV manager and kernels): 4,096."""
+    from planner.hardware.engine import engine_analysis
+
+    spec = _model("mistralai/Mistral-7B-v0.1")
+    ctx = 22000
+    a = analyze(spec, Options(context=ctx))
+    per_token = 32 * 2 * 8 * 128 * 2  # layers × (K, V) × KV heads × head_dim × bf16 bytes
+    assert a.kv.bytes_per_token == per_token
+    assert a.kv_bytes_per_sequence == 4096 * per_token  # the config's window, as vLLM runs it
+    same, notes = engine_analysis(a, load_engine("vllm"))
+    assert same is a and notes == ()
+    full, notes = engine_analysis(a, load_engine("trtllm"))
+    assert full.kv_bytes_per_sequence == ctx * per_token
+    assert all(lk.window is None for lk in full.kv.layers)
+    assert len(notes) == 1 and "4,096" in notes[0] and "full attention" in notes[0]
+    # a decode step at 22,000 cached tokens attends to 22,001 keys (the new token's own included) where the
+    # window holds 4,096 of them, the new one included: it reads 17,905 tokens' K and V more
+    assert full.decode_totals.kv_bytes - a.decode_totals.kv_bytes == (ctx + 1 - 4096) * per_token
+
+
+def test_trtllm_applies_the_window_of_the_models_whose_kernels_take_it():
+    """gpt-oss passes its window to TensorRT-LLM's attention kernel (PyTorch backend; PR #12597's
+    description): its windowed layers stay windowed."""
+    from planner.hardware.engine import engine_analysis
+
+    a = analyze(_model("openai/gpt-oss-20b"), Options(context=8192))
+    assert any(lk.window for lk in a.kv.layers)
+    same, notes = engine_analysis(a, load_engine("trtllm"))
+    assert same is a and notes == ()
+
+
+def test_serve_on_trtllm_says_it_prices_mistral_with_full_attention():
+    hw = load_profile("h200-sxm")
+    spec = _model("mistralai/Mistral-7B-v0.1")
+    kw = dict(input_len=20000, output_len=4, concurrency=1)
+    trt = serve(spec, hw, engine="trtllm", **kw)
+    vllm = serve(spec, hw, engine="vllm", **kw)
+    assert any("does not apply this model's sliding window" in n for n in trt.notes)
+    assert not any("sliding window (" in n for n in vllm.notes)
+    assert trt.analysis.kv_bytes_per_sequence == 20004 * trt.analysis.kv.bytes_per_token
+    assert vllm.analysis.kv_bytes_per_sequence == 4096 * vllm.analysis.kv.bytes_per_token
+    # the prompt's attention over 20,000 tokens is quadratic without the window: more FLOPs than with it
+    assert trt.analysis.prefill_flops > vllm.analysis.prefill_flops
+
+
+def test_engine_profile_checks_its_sliding_window_fact(monkeypatch):
+    import copy
+
+    import planner.hardware.engine as engine_mod
+    from planner.analysis.errors import HardwareError
+
+    real = engine_mod._read_yaml("trtllm")
+
+    def with_value(v):
+        d = copy.deepcopy(real)
+        d["sliding_window"] = v
+        monkeypatch.setattr(engine_mod, "_read_yaml", lambda name: d)
+        return engine_mod.load_engine("trtllm")
+
+    for bad in ({"default": "sometimes"}, "ignored", {"default": "ignored", "applied_for": "gpt_oss"}):
+        with pytest.raises(HardwareError, match="sliding_window"):
+            with_value(bad)
+    assert with_value(None).applies_sliding_window("mistral")  # no fact: the window is applied
+    e = with_value({"default": "ignored", "applied_for": ["gpt_oss"]})
+    assert not e.applies_sliding_window("mistral") and e.applies_sliding_window("gpt_oss")
