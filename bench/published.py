@@ -95,6 +95,8 @@ MEMORY = ("kv_capacity_tokens", "weights_gib", "max_concurrency")
 GRID = {
     "memory_bandwidth": [0.6, 0.7, 0.75, 0.8, 0.85, 0.9],
     "compute": [0.5, 0.6, 0.7, 0.8, 0.9],
+    # K (elements) at which a GEMM reaches half its large-K compute fraction (hardware/expected.py k_scale)
+    "gemm_k_half": [0.0, 256.0, 512.0, 1024.0, 2048.0],
     "allreduce_latency_s": [0.0, 10e-6, 20e-6, 30e-6, 50e-6],
     "step_overhead_s": [0.0, 0.25e-3, 0.5e-3, 1e-3, 2e-3, 4e-3],
     "launch_overhead_per_op_s": [0.0, 2e-6, 4e-6, 6e-6, 8e-6, 12e-6, 16e-6, 24e-6, 32e-6, 48e-6, 64e-6, 96e-6, 128e-6],
@@ -112,6 +114,7 @@ GRID = {
 GRID_FINE = {
     "memory_bandwidth": [round(0.6 + 0.025 * i, 3) for i in range(13)],  # 0.6 .. 0.9
     "compute": [round(0.5 + 0.05 * i, 2) for i in range(9)],  # 0.5 .. 0.9
+    "gemm_k_half": [128.0 * i for i in range(17)],  # 0 .. 2048
     "allreduce_latency_s": [round(5e-6 * i, 9) for i in range(11)],  # 0 .. 50 us
     "step_overhead_s": [round(0.25e-3 * i, 9) for i in range(17)],  # 0 .. 4 ms
     "launch_overhead_per_op_s": [round(1e-6 * i, 9) for i in range(17)] + [round(4e-6 * i, 9) for i in range(5, 33)],  # 0 .. 128 us
@@ -140,6 +143,7 @@ NOT_FITTED = {"attention_decode@trtllm": "fitted, it absorbs the FP4 MoE rows' e
               "step_overhead_per_sequence_s@sglang": "its points decode one sequence"}
 # global factors of one peak column (``Factors.compute_by_dtype``): they move only the points whose matmuls
 # run in it
+GLOBAL = ("memory_bandwidth", "compute", "gemm_k_half", "allreduce_latency_s")  # device factors, fitted first
 PER_DTYPE = ("compute@fp4",)
 PER_ENGINE = ("step_overhead_s", "launch_overhead_per_op_s", "min_op_time_s", "request_overhead_s",
               "server_overhead_s", "attention_decode", "step_overhead_per_sequence_s")
@@ -334,7 +338,7 @@ def fit(points: list[Point], start: dict, *, objective: str = "l1", max_sweeps: 
         return objective_value([[log_err(p.predict(params), p.value) for p in ps] for ps in by_q], objective)
 
     cur = score(best)
-    keys = ["memory_bandwidth", "compute", "allreduce_latency_s"] + sorted(k for k in best if "@" in k
+    keys = [k for k in GLOBAL if k in best] + sorted(k for k in best if "@" in k
                                                                           and k not in NOT_FITTED)
     for _ in range(max_sweeps):
         before = dict(best)
@@ -400,6 +404,7 @@ def split_folds(order: list, k: int, by: str = "source") -> list[int]:
 def start_params(points: list[Point]) -> dict:
     p0 = points[0].base if points else None
     out = {"memory_bandwidth": p0.memory_bandwidth if p0 else 0.8, "compute": p0.compute if p0 else 0.8,
+           "gemm_k_half": p0.gemm_k_half if p0 else 0.0,
            "allreduce_latency_s": p0.allreduce_latency_s if p0 else 20e-6}
     for p in points:
         for name in PER_ENGINE:

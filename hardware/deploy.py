@@ -57,13 +57,14 @@ def engine_model(hw, name: str | None = None) -> EngineModel:
 
 
 def _device_s(groups, hw, a, em: EngineModel, *, decode: bool, rows: int | None = None,
-              expert_rows: float | None = None, graph: bool = True) -> float:
+              expert_rows: float | None = None, expert_inner: tuple | None = None, graph: bool = True) -> float:
     """Seconds one GPU spends on its share of a step (``groups``, already sharded), by the project's
     step model (``hardware.expected.ops_time_s``: the roofline with the engine's and the device's
     factors, as ``planner serve``'s ``StepModel`` prices a step). Every op time in this module and in
     ``planner plan`` goes through here; the engine's per-step overhead is added once per iteration
     (``replica_step``). ``rows``: the tokens each matmul multiplies, and ``expert_rows`` the rows each
-    touched expert multiplies (``hardware.expected.expert_rows``), for a calibrated rows table;
+    touched expert multiplies (``hardware.expected.expert_rows``), for a calibrated rows table, and
+    ``expert_inner`` their GEMMs' inner dimensions (``hardware.expected.expert_inner``);
     each op takes at least the engine's least op time (``min_op_time``) and, where ``graph=False`` (the
     step is not a CUDA-graph replay), its host launch time (``launch_overhead_per_op``; ``op_floor_s``);
     plus the host's kernel launches where the engine profile says how it launches them
@@ -76,7 +77,7 @@ def _device_s(groups, hw, a, em: EngineModel, *, decode: bool, rows: int | None 
     peak, bw, wob = hw.peak_flops_for(a.fmt.compute.compute), hw.memory_bandwidth_bytes_per_s, _weight_only_bits(a)
     floor = op_floor_s(f, graph=graph)
     dev = ops_time_s(groups, peak, bw, f, decode=decode, weight_only_bits=wob, rows=rows, floor_s=floor,
-                     expert_rows=expert_rows)
+                     expert_rows=expert_rows, expert_inner=expert_inner)
     return dev + launch_time_s(f, groups, None, dev)
 
 
@@ -220,11 +221,12 @@ def replica_step(a, hw, plan: LayoutPlan, em: EngineModel, *, batch: int, new_to
     full = _groups(a, mb, new_tokens, cached) if lo.attn_dp > 1 else groups
     act = a.fmt.act.bits // 8 if a.fmt.act.bits >= 8 else 2
     f = em.factors
-    from .expected import expert_rows, graphed
+    from .expected import expert_inner, expert_rows, graphed
 
     shape = _moe_shape(a)
     # every attention-DP rank's tokens meet in the experts: rows per touched expert of the micro-batch
     e_rows = expert_rows(mb * new_tokens, *shape) if shape else None
+    e_inner = expert_inner(a.spec, lo.tp)  # the routed experts split tp ways (layout_groups)
     # a rank replays a captured graph when its own step is small enough (each rank captures its own)
     graph = graphed(f, tokens=rank_b * new_tokens, prefill=new_tokens > 1)
     ep = em.profile.expert_parallel if lo.ep > 1 and shape else None
@@ -232,7 +234,8 @@ def replica_step(a, hw, plan: LayoutPlan, em: EngineModel, *, batch: int, new_to
     stage_s, comp, comm = [], [], []
     for s in range(lo.pp):
         lg = layout_groups(groups, plan, s, full)
-        kw = dict(decode=new_tokens == 1, rows=rank_b * new_tokens, expert_rows=e_rows, graph=graph)
+        kw = dict(decode=new_tokens == 1, rows=rank_b * new_tokens, expert_rows=e_rows, graph=graph,
+                  expert_inner=e_inner)
         dev = _device_s(lg, hw, a, em, **kw)
         parts = {"dispatch": 0.0, "combine": 0.0, "other": 0.0}
         for c in stage_collectives(a.spec, plan, s, mb * new_tokens, act):

@@ -93,6 +93,9 @@ class Factors:
     # the fraction of a peak column's FLOP/s (fp4, fp8, ...) that GEMMs reach where it differs from ``compute``
     # (the fraction of every other column's): replaces ``compute`` in a step whose matmuls run in that column
     compute_by_dtype: Mapping[str, float] = field(default_factory=dict, hash=False)
+    # the inner dimension K at which a GEMM reaches half its large-K compute fraction: its compute time is
+    # scaled by (K + gemm_k_half) / K (0: not applied); see ``k_scale``
+    gemm_k_half: float = 0.0
     gemm_ridge_exponent: float = math.inf
     interconnect: float = 1.0
     allreduce_latency_s: float = 0.0
@@ -135,6 +138,7 @@ class Factors:
         return {
             "memory_bandwidth": self.memory_bandwidth, "compute": self.compute,
             "compute_by_dtype": dict(self.compute_by_dtype),
+            "gemm_k_half": self.gemm_k_half,
             "gemm_ridge_exponent": None if math.isinf(self.gemm_ridge_exponent) else self.gemm_ridge_exponent,
             "interconnect": self.interconnect, "allreduce_latency_s": self.allreduce_latency_s,
             "step_overhead_s": self.step_overhead_s, "step_overhead_per_sequence_s": self.step_overhead_per_sequence_s,
@@ -185,9 +189,20 @@ def device_defaults() -> dict:
         "compute_by_dtype": {str(k): units.parse_fraction(v, field=f"compute_by_dtype.{k}", where=w)
                              for k, v in (d.get("compute_by_dtype") or {}).items()},
         "gemm_ridge_exponent": float(d["gemm_ridge_exponent"]),
+        "gemm_k_half": _k_half(d.get("gemm_k_half", 0), w),
         "interconnect": units.parse_fraction(d["interconnect"], field="interconnect", where=w),
         "allreduce_latency_s": units.parse_time(d["allreduce_latency"], field="allreduce_latency", where=w, allow_zero=True),
     }
+
+
+def _k_half(value, where: str) -> float:
+    """``gemm_k_half`` of ``_device.yaml``: a number of elements, 0 or more (0: not applied)."""
+    from . import units
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise units._fail(value, "gemm_k_half", where, "is not a number of elements (0 or more)",
+                          "expected an inner dimension such as 1024, or 0 to leave it out")
+    return float(value)
 
 
 def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
@@ -221,6 +236,8 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         # per peak column: the fitted defaults; a profile whose compute fraction is its own (calibrated or
         # written) keeps that one for every column
         compute_by_dtype={} if hw.compute_efficiency is not None else dict(dd.get("compute_by_dtype") or {}),
+        # like the per-dtype fractions, a device default: a profile with its own compute figure uses it alone
+        gemm_k_half=0.0 if hw.compute_efficiency is not None else float(dd.get("gemm_k_half") or 0.0),
         gemm_ridge_exponent=dev("gemm_ridge_exponent", "gemm_ridge_exponent"),
         interconnect=dev("interconnect_efficiency", "interconnect"),
         allreduce_latency_s=dev("allreduce_latency_s", "allreduce_latency_s"),
@@ -259,7 +276,7 @@ def _stage(f: Factors, n: int) -> Factors:
     if n >= 1:
         out = replace(out, memory_bandwidth=f.memory_bandwidth)
     if n >= 2:
-        out = replace(out, compute=f.compute, gemm_ridge_exponent=f.gemm_ridge_exponent,
+        out = replace(out, compute=f.compute, gemm_ridge_exponent=f.gemm_ridge_exponent, gemm_k_half=f.gemm_k_half,
                       matmul_efficiency_by_rows=f.matmul_efficiency_by_rows,
                       matmul_efficiency_by_shape=f.matmul_efficiency_by_shape,
                       matmul_efficiency_by_out=f.matmul_efficiency_by_out)
@@ -358,18 +375,47 @@ def outer_dim(o, rows: int | None) -> int | None:
 
 
 def gemm_time_s(kind: str, c_s: float, m_s: float, f: Factors, rows: float | None, inner: int | None = None,
-                outer: int | None = None) -> float:
+                outer: int | None = None, expert_inner: tuple | None = None) -> float:
     """The one decision of a GEMM's time by shape: ``c_s`` (FLOPs over the peak × ``f.compute``) and
     ``m_s`` (bytes over the achieved bandwidth) joined by the calibrated rows × K table for a ``matmul``
     when the factors carry one and the step's ``rows`` and the matmul's ``inner`` K are known, else by
     the calibrated rows table when the rows are known (a ``matmul``: the step's tokens; ``experts``: the
-    rows each touched expert multiplies, tokens × top-k / experts touched), else by the ridge curve."""
+    rows each touched expert multiplies, tokens × top-k / experts touched), else by the ridge curve, the
+    compute time first scaled by the inner dimension (``k_scale``: a matmul's ``inner`` K; routed experts'
+    ``expert_inner``, each GEMM's K and share of the FLOPs)."""
     if kind == "matmul" and f.matmul_efficiency_by_shape and rows and inner:
         return max(c_s / shape_efficiency(f.matmul_efficiency_by_shape, f.matmul_efficiency_by_rows, rows, inner,
                                           outer=outer, by_out=f.matmul_efficiency_by_out), m_s)
     if kind in GEMM_KINDS and f.matmul_efficiency_by_rows and rows:
         return max(c_s / rows_efficiency(f.matmul_efficiency_by_rows, max(1, round(rows))), m_s)
+    if f.gemm_k_half:
+        dims = ((inner, 1.0),) if kind == "matmul" and inner else expert_inner if kind == "experts" else None
+        c_s *= k_scale(f.gemm_k_half, dims)
     return _join(c_s, m_s, f.gemm_ridge_exponent)
+
+
+def k_scale(k_half: float, dims: Iterable | None) -> float:
+    """How much longer a GEMM's compute takes than at an unbounded inner dimension K: Σ share × (K +
+    ``k_half``) / K over ``dims`` (each GEMM's K and its share of the op's FLOPs; 1 without them). A
+    GEMM tile's main loop runs K / k_tile iterations after a fixed prologue (the pipeline fill) and before
+    a fixed epilogue (the output tile's write), so its time is ``a + b·K`` and its fraction of the
+    large-K rate ``K / (K + a/b)``: half at K = ``k_half``."""
+    if not k_half or not dims:
+        return 1.0
+    return sum(share * (k + k_half) / k for k, share in dims if k > 0)
+
+
+def expert_inner(spec, tp: int = 1) -> tuple | None:
+    """The routed experts' GEMMs as ``((K, share of the FLOPs), ...)`` on one rank of a ``tp``-way split:
+    gate and up projections multiply over the hidden size, the down projection over the expert's
+    intermediate size, split ``tp`` ways (the first MoE layer's shape; None without one)."""
+    from planner.analysis.spec import MoE
+
+    moe = next((layer.ffn for layer in spec.layers if isinstance(layer.ffn, MoE)), None)
+    if moe is None:
+        return None
+    first = 2 if moe.gated else 1
+    return ((moe.hidden_size, first / (first + 1)), (moe.moe_intermediate_size / tp, 1 / (first + 1)))
 
 
 def expert_rows(tokens: int, num_experts: int, top_k: int) -> float:
@@ -382,30 +428,32 @@ def expert_rows(tokens: int, num_experts: int, top_k: int) -> float:
 
 def ops_time_s(ops: Iterable, flops_per_s: float, bytes_per_s: float, f: Factors, *, decode: bool,
                weight_only_bits: int | None = None, rows: int | None = None, floor_s: float = 0.0,
-               expert_rows: float | None = None) -> float:
+               expert_rows: float | None = None, expert_inner: tuple | None = None) -> float:
     """Σ over ops of the time under factors ``f`` (see the module docstring). ``ops`` are ``Op``s or
     collapsed ``OpGroup``s (an op and how many identical layers run it). ``rows``: the tokens each
     matmul of the step multiplies (batch × new tokens), for a calibrated rows table. ``floor_s``: the
     least each op takes (the host's launch time of a step launched op by op). ``expert_rows``: the rows
-    each touched expert multiplies (``expert_rows``), for the rows table on expert GEMMs."""
+    each touched expert multiplies (``expert_rows``), for the rows table on expert GEMMs; ``expert_inner``:
+    their GEMMs' inner dimensions (``expert_inner``), for ``k_scale``."""
     bw = bytes_per_s * f.memory_bandwidth
     wq = f.weight_only.get(f"int{weight_only_bits}", 1.0) if weight_only_bits else 1.0
     total = 0.0
     for item in ops:
         o, n = (item.op, item.count) if hasattr(item, "op") else (item, 1)
         r = expert_rows if o.kind == "experts" else rows
-        total += n * max(_op_time(o, flops_per_s, bw, f, decode, wq, r), floor_s)
+        total += n * max(_op_time(o, flops_per_s, bw, f, decode, wq, r, expert_inner), floor_s)
     return total
 
 
-def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: float, rows: float | None) -> float:
+def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: float, rows: float | None,
+             expert_inner: tuple | None = None) -> float:
     kind = o.kind
     if kind in GEMM_KINDS:
         c = o.flops / (flops_per_s * f.compute)
         m = o.weight_bytes / (bw * wq) + (o.bytes - o.weight_bytes) / bw
-        inner = inner_dim(o, rows) if kind == "matmul" and f.matmul_efficiency_by_shape else None
+        inner = inner_dim(o, rows) if kind == "matmul" and (f.matmul_efficiency_by_shape or f.gemm_k_half) else None
         outer = outer_dim(o, rows) if inner and f.matmul_efficiency_by_out else None
-        return gemm_time_s(kind, c, m, f, rows, inner, outer)
+        return gemm_time_s(kind, c, m, f, rows, inner, outer, expert_inner)
     if kind == "attention":
         if decode:
             c = o.flops / (flops_per_s * f.compute)
@@ -463,7 +511,7 @@ ZERO = StepCost(0.0, 0.0, {k: 0.0 for k in FACTORS}, 0)
 def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequences: int,
               allreduce_bytes: int = 0, allreduce_calls: int = 0, weight_only_bits: int | None = None,
               detail: bool = True, rows: int | None = None, kernels: int | None = None, graph: bool = True,
-              expert_rows: float | None = None) -> StepCost:
+              expert_rows: float | None = None, expert_inner: tuple | None = None) -> StepCost:
     """Ideal and expected seconds of one rank's step (``ops`` already sharded), and each factor's share.
     ``graph=False``: the step is launched op by op (not a CUDA-graph replay) and pays the launches.
     ``detail=False`` skips the intermediate stages (the op-level parts are then lumped into the first
@@ -475,7 +523,7 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     wanted = range(5) if detail else (0, 4)
     stage = {n: ops_time_s(ops, flops_per_s, bytes_per_s, _stage(f, n), decode=decode,
                            weight_only_bits=weight_only_bits if n >= 4 else None, rows=rows,
-                           expert_rows=expert_rows) for n in wanted}
+                           expert_rows=expert_rows, expert_inner=expert_inner) for n in wanted}
     if detail:
         parts = {FACTORS[i]: stage[i + 1] - stage[i] for i in range(4)}
     else:
@@ -498,7 +546,7 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     floor = op_floor_s(f, graph=graph)
     if floor > 0:
         floored = ops_time_s(ops, flops_per_s, bytes_per_s, f, decode=decode, weight_only_bits=weight_only_bits,
-                             rows=rows, floor_s=floor, expert_rows=expert_rows)
+                             rows=rows, floor_s=floor, expert_rows=expert_rows, expert_inner=expert_inner)
         parts["kernel launches"] = floored - stage[4]
     parts["request overhead"] = 0.0
     ideal = stages[0] + ar_ideal
@@ -507,6 +555,6 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
 
 
 __all__ = ["FACTORS", "KERNEL_LAUNCHES", "Factors", "IDEAL", "launch_time_s", "op_floor_s", "step_kernels",
-           "StepCost", "ZERO", "device_defaults", "expert_rows", "factors_for", "for_column", "gemm_time_s", "graphed",
-           "inner_dim", "outer_dim", "attention_efficiency_at", "shape_efficiency",
+           "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "factors_for", "for_column", "gemm_time_s", "graphed",
+           "inner_dim", "k_scale", "outer_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "rows_efficiency", "step_cost"]

@@ -89,6 +89,9 @@ class StepModel:
 
         moe = next((layer.ffn for layer in a.spec.layers if isinstance(layer.ffn, MoE)), None)
         self.moe_shape = (moe.num_experts, moe.num_experts_per_tok) if moe is not None else None
+        from .expected import expert_inner
+
+        self.expert_inner = expert_inner(a.spec, plan.tp)
         self._cache: dict = {}
         self._ops_cache = ops_cache if ops_cache is not None else {}  # shareable between factor sets
         self.detail = detail
@@ -131,7 +134,7 @@ class StepModel:
                                          allreduce_bytes=self._ar_bytes(batch), allreduce_calls=self.allreduce_calls,
                                          weight_only_bits=self.weight_only_bits, detail=self.detail, rows=batch,
                                          kernels=kernels, graph=graphed(self.f, tokens=batch, prefill=False),
-                                         expert_rows=self._expert_rows(batch))
+                                         expert_rows=self._expert_rows(batch), expert_inner=self.expert_inner)
         return self._cache[key]
 
     def prefill(self, pieces: Mapping[tuple[int, int], int]) -> StepCost:
@@ -150,7 +153,7 @@ class StepModel:
                          allreduce_bytes=self._ar_bytes(tokens), allreduce_calls=self.allreduce_calls,
                          weight_only_bits=self.weight_only_bits, detail=self.detail, rows=tokens,
                          graph=graphed(self.f, tokens=tokens, prefill=prompt),
-                         expert_rows=self._expert_rows(tokens))
+                         expert_rows=self._expert_rows(tokens), expert_inner=self.expert_inner)
         self._cache[key] = cost
         return cost
 

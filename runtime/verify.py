@@ -414,20 +414,21 @@ def verify_factors(hw, spec: ModelSpec, device_type: str, graphs: bool = False):
 
 
 def expected_ops_cost(groups, spec: ModelSpec, fmt, hw, *, rows: int, device_type: str, graphs: bool = False,
-                      kernels: int | None = None, factors=None):
+                      kernels: int | None = None, factors=None, tp: int = 1):
     """``hardware.expected.step_cost`` (the step model's price, which ``StepModel`` takes) of one
     rank's or stage's decode ops (``Op``s or ``OpGroup``s, already sharded) on the torch runtime's
     engine profile, without collectives (``verify --tp``/``--pp`` time and price those apart).
     ``kernels``: the dispatched ops the rank counted (None: the trace's). ``factors``: the
     ``verify_factors`` already held (None: read them). Routed experts are priced at the rows each
-    touched expert multiplies, as ``StepModel.decode`` prices them."""
-    from planner.hardware.expected import expert_rows, step_cost
+    touched expert multiplies, as ``StepModel.decode`` prices them (their GEMMs' inner dimensions on one
+    rank of ``tp``)."""
+    from planner.hardware.expected import expert_inner, expert_rows, step_cost
 
     f = factors if factors is not None else verify_factors(hw, spec, device_type, graphs)
     moe = next((layer.ffn for layer in spec.layers if isinstance(layer.ffn, MoE)), None)
     e_rows = expert_rows(rows, moe.num_experts, moe.num_experts_per_tok) if moe is not None else None
     return step_cost(list(groups), hw, fmt.compute.compute, f, decode=True, sequences=rows, rows=rows, kernels=kernels,
-                     expert_rows=e_rows)
+                     expert_rows=e_rows, expert_inner=expert_inner(spec, tp))
 
 
 def predict_step(spec: ModelSpec, fmt, kvc, hw, *, batch: int, context: int, device_type: str, graphs: bool,

@@ -177,7 +177,7 @@ def predict_pipeline(spec: ModelSpec, fmt, hw, plan, *, batch: int, context: int
     stages = []
     for s in range(pp):
         cost = expected_ops_cost(layout_groups(groups, plan, s), spec, fmt, hw, rows=mb, device_type=device_type,
-                                 kernels=kernels[s], factors=f)
+                                 kernels=kernels[s], factors=f, tp=plan.layout.tp)
         compute = cost.expected_s - (f.step_overhead_s + f.step_overhead_per_sequence_s * mb)
         colls = stage_collectives(spec, plan, s, mb, act_bytes)
         # without a link (a CPU profile) an all-reduce is its calls × latency, as verify --tp predicts it

@@ -168,7 +168,7 @@ def run_verify_tp(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "", w
                                   pred_ar if layer else None, layer))
     # the shard's step on planner's step model (torch engine profile), at the busiest rank's dispatched ops
     pred_compute_s = expected_ops_cost(ops, spec, fmt, hw, rows=B, device_type=dev_type,
-                                       kernels=max(r.kernels for r in gathered) or None, factors=f).expected_s
+                                       kernels=max(r.kernels for r in gathered) or None, factors=f, tp=tp).expected_s
     notes.append("the embedding all-reduce and the logits all-gather run once per step and are not in the "
                  "analysis' collective term (two all-reduces per layer)")
     notes.append("random weights: each rank draws the single-process decoder's weights (same seed) and keeps its slices")
