@@ -10,6 +10,9 @@ and ``m = bytes / bandwidth`` at the datasheet peaks:
               max(c', m')                                       other ops (norms, rope, elementwise, ...)
     with      m' = weight_bytes / (bw · e_mem · e_wq) + other_bytes / (bw · e_mem)
               c' = flops / (peak · e_gemm)                       (attention prefill: · e_attn_prefill)
+                   GEMMs without a calibrated table: × (K + K_half) / K, K the GEMM's inner dimension
+                   (``k_scale``: a matmul's from its counts, ``inner_dim``; routed experts' gate/up over the
+                   hidden size and down over the expert's intermediate size / tp, by their FLOP shares)
               attention decode: m' = (bytes + (n_kv − 1) · kv_read_bytes) / (bw · e_mem · e_attn_decode),
                                 n_kv the times the kernel reads each KV byte (1 unless the engine's
                                 decode kernel reads a KV head once per query head); e_attn_decode is a
@@ -53,9 +56,10 @@ request, not per step, ``request overhead`` (the engine's admission, input prepa
 sampling; plus, for a client that streams through the engine's HTTP server, its front end:
 tokenisation, detokenisation, streaming) is added to a request's TTFT by ``hardware.serve``.
 
-Device factors (``e_mem``, ``e_gemm``, ``p``, ``e_ic``, latency) come from the hardware profile's
+Device factors (``e_mem``, ``e_gemm``, ``p``, ``K_half``, ``e_ic``, latency) come from the hardware profile's
 ``efficiency`` and ``allreduce_latency`` fields, or the fitted defaults in
-``profiles/engines/_device.yaml`` where the profile leaves them null. Engine factors (``e_attn_*``,
+``profiles/engines/_device.yaml`` where the profile leaves them null (``K_half`` and the per-dtype compute
+fractions only from there, and not where the profile has its own compute fraction). Engine factors (``e_attn_*``,
 ``e_wq`` by weight bits, overheads) come from ``profiles/engines/<engine>.yaml``.
 
 ``explain`` splits ``expected − ideal`` into the factors by adding them one at a time in a fixed

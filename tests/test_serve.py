@@ -276,6 +276,72 @@ def test_device_defaults_carry_the_fp4_fraction_unless_the_profile_has_its_own()
     assert factors_for(own, load_engine("trtllm"), defaults=dd).compute_by_dtype == {}
 
 
+class SlowHW(HW):
+    def peak_flops_for(self, key):
+        return 1e14
+
+
+def _matmul(n: int, k: int, out: int) -> Op:
+    """A bf16 matmul of ``n`` rows, inner dimension ``k`` and ``out`` columns, counted as the trace counts one."""
+    return Op("gate_proj", "matmul", "ffn", 0, flops=2 * n * k * out, weight_bytes=2 * k * out,
+              act_read_bytes=2 * n * k, act_write_bytes=2 * n * out)
+
+
+def test_gemm_k_half_scales_a_matmuls_compute_by_its_inner_dimension_hand_computed():
+    """K = 1024 and gemm_k_half 512: compute takes (1024 + 512) / 1024 = 1.5x. 16,384 rows x 1024 x 4096 is
+    137.4 GFLOP, 1.374 ms at 100 TFLOP/s, against 176 MB of traffic (0.18 ms at 1 TB/s): compute-bound, so
+    the expected step is 1.5x the ideal and the whole difference is the GEMM-efficiency part."""
+    op = _matmul(16384, 1024, 4096)
+    f = Factors(gemm_k_half=512.0)
+    c = step_cost([op], SlowHW(), "bf16", f, decode=False, sequences=1, rows=16384)
+    assert c.ideal_s == pytest.approx(2 * 16384 * 1024 * 4096 / 1e14)
+    assert c.expected_s == pytest.approx(1.5 * c.ideal_s)
+    assert c.parts["GEMM efficiency"] == pytest.approx(0.5 * c.ideal_s)
+    assert step_cost([op], SlowHW(), "bf16", replace(f, gemm_k_half=0.0), decode=False, sequences=1,
+                     rows=16384).expected_s == pytest.approx(c.ideal_s)
+    # without the step's rows the matmul's K is unknown (hardware.expected.inner_dim): not scaled
+    assert step_cost([op], SlowHW(), "bf16", f, decode=False, sequences=1).expected_s == pytest.approx(c.ideal_s)
+    # a calibrated rows table measured the GEMM's whole time: it is used alone
+    table = replace(f, matmul_efficiency_by_rows={16384: 1.0})
+    assert step_cost([op], SlowHW(), "bf16", table, decode=False, sequences=1,
+                     rows=16384).expected_s == pytest.approx(c.ideal_s)
+
+
+def test_gemm_k_half_on_routed_experts_weighs_each_gemms_k_by_its_flops():
+    """Qwen3-30B-A3B's experts: gate and up over the hidden size 2048 (2/3 of the FLOPs), down over the
+    intermediate 768 (1/3); at gemm_k_half 512: 2/3 x 2560/2048 + 1/3 x 1280/768 = 0.8333 + 0.5556 = 1.3889."""
+    from planner.cli.common import load_model
+    from planner.hardware.expected import expert_inner, k_scale
+
+    spec = load_model("Qwen/Qwen3-30B-A3B").spec
+    dims = expert_inner(spec)
+    assert dims == ((2048, pytest.approx(2 / 3)), (768, pytest.approx(1 / 3)))
+    assert expert_inner(spec, 4)[1][0] == 192  # the down projection's K splits tp ways
+    assert expert_inner(load_model("llama-3.1-8b").spec) is None
+    assert k_scale(512.0, dims) == pytest.approx(2 / 3 * 2560 / 2048 + 1 / 3 * 1280 / 768)
+    assert k_scale(0.0, dims) == 1.0 and k_scale(512.0, None) == 1.0
+    ex = Op("experts (top-8 of 128)", "experts", "ffn", 0, flops=2 * 10**12, weight_bytes=10**6)
+    c = step_cost([ex], SlowHW(), "bf16", Factors(gemm_k_half=512.0), decode=False, sequences=1, rows=4096,
+                  expert_rows=256.0, expert_inner=dims)
+    assert c.expected_s == pytest.approx(20e-3 * (2 / 3 * 2560 / 2048 + 1 / 3 * 1280 / 768))
+
+
+def test_device_defaults_carry_gemm_k_half_unless_the_profile_has_its_own_compute():
+    from dataclasses import replace as dc_replace
+
+    from planner.analysis.errors import HardwareError
+    from planner.hardware.expected import _k_half, device_defaults, factors_for
+
+    dd = {**device_defaults(), "gemm_k_half": 1024.0}
+    hw = load_profile("h100-sxm")
+    assert factors_for(hw, load_engine("vllm"), defaults=dd).gemm_k_half == 1024.0
+    assert factors_for(dc_replace(hw, compute_efficiency=0.6), load_engine("vllm"), defaults=dd).gemm_k_half == 0.0
+    assert factors_for(hw, load_engine("ideal"), defaults=dd).gemm_k_half == 0.0
+    for bad in (-1, True, "big", float("nan")):
+        with pytest.raises(HardwareError, match="gemm_k_half"):
+            _k_half(bad, "profiles/engines/_device.yaml")
+
+
 def test_rows_efficiency_log_linear_between_points_hand_computed():
     from planner.hardware.expected import rows_efficiency
 
