@@ -376,17 +376,10 @@ def load_engine(name: str | None) -> EngineProfile:
         num_scheduler_steps=(None if sched.get("num_scheduler_steps") is None else
                              int(_number(sched["num_scheduler_steps"], "num_scheduler_steps", w, minimum=1))),
         sliding_window=str(swa.get("default", "applied")),
-        sliding_window_applied_for=_model_types(swa.get("applied_for"), "sliding_window.applied_for", w),
+        sliding_window_applied_for=_names(swa.get("applied_for"), "sliding_window.applied_for", w,
+                                          "config.json model_type values", "[gpt_oss]"),
         sliding_window_setting=str(swa.get("setting", "")),
     )
-
-
-def _model_types(v: Any, f: str, where: str) -> tuple[str, ...]:
-    if v is None:
-        return ()
-    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise HardwareError(f"{where}: field '{f}' must be a list of config.json model_type values", "e.g. [gpt_oss]")
-    return tuple(v)
 
 
 def engine_analysis(a, engine: EngineProfile):
@@ -409,11 +402,13 @@ def engine_analysis(a, engine: EngineProfile):
     return analyze(full, a.options), (note,)
 
 
-def _names(v: Any, f: str, where: str) -> tuple[str, ...]:
+def _names(v: Any, f: str, where: str, what: str = "hardware profile names",
+           example: str = "[h100-sxm, h200-sxm]") -> tuple[str, ...]:
+    """A profile field that lists names (``what``); absent: none."""
     if v is None:
         return ()
     if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-        raise HardwareError(f"{where}: field '{f}' must be a list of hardware profile names", "e.g. [h100-sxm, h200-sxm]")
+        raise HardwareError(f"{where}: field '{f}' must be a list of {what}", f"e.g. {example}")
     return tuple(v)
 
 
