@@ -437,6 +437,11 @@ class ModelSpec:
         return len(self.layers)
 
     @property
+    def first_moe(self) -> "MoE | None":
+        """The first mixture-of-experts FFN (the shape the step model prices every MoE layer by), else None."""
+        return next((layer.ffn for layer in self.layers if isinstance(layer.ffn, MoE)), None)
+
+    @property
     def label(self) -> str:
         """The model's name, else its family: what messages call it."""
         return self.name or self.model_type

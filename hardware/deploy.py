@@ -82,9 +82,7 @@ def _device_s(groups, hw, a, em: EngineModel, *, decode: bool, rows: int | None 
 
 
 def _moe_shape(a) -> tuple[int, int] | None:
-    from planner.analysis.spec import MoE
-
-    moe = next((layer.ffn for layer in a.spec.layers if isinstance(layer.ffn, MoE)), None)
+    moe = a.spec.first_moe
     return (moe.num_experts, moe.num_experts_per_tok) if moe is not None else None
 
 

@@ -413,9 +413,7 @@ def expert_inner(spec, tp: int = 1) -> tuple | None:
     """The routed experts' GEMMs as ``((K, share of the FLOPs), ...)`` on one rank of a ``tp``-way split:
     gate and up projections multiply over the hidden size, the down projection over the expert's
     intermediate size, split ``tp`` ways (the first MoE layer's shape; None without one)."""
-    from planner.analysis.spec import MoE
-
-    moe = next((layer.ffn for layer in spec.layers if isinstance(layer.ffn, MoE)), None)
+    moe = spec.first_moe
     if moe is None:
         return None
     first = 2 if moe.gated else 1

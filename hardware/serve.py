@@ -85,9 +85,7 @@ class StepModel:
         self.compute_key = a.fmt.compute.compute
         self.weight_only_bits = self.weight_only_bits_of(a)
         self.allreduce_calls = 2 * a.spec.num_layers + 2 if plan.tp > 1 else 0  # two per layer, embedding, logits
-        from planner.analysis.spec import MoE
-
-        moe = next((layer.ffn for layer in a.spec.layers if isinstance(layer.ffn, MoE)), None)
+        moe = a.spec.first_moe
         self.moe_shape = (moe.num_experts, moe.num_experts_per_tok) if moe is not None else None
         from .expected import expert_inner
 

@@ -425,7 +425,7 @@ def expected_ops_cost(groups, spec: ModelSpec, fmt, hw, *, rows: int, device_typ
     from planner.hardware.expected import expert_inner, expert_rows, step_cost
 
     f = factors if factors is not None else verify_factors(hw, spec, device_type, graphs)
-    moe = next((layer.ffn for layer in spec.layers if isinstance(layer.ffn, MoE)), None)
+    moe = spec.first_moe
     e_rows = expert_rows(rows, moe.num_experts, moe.num_experts_per_tok) if moe is not None else None
     return step_cost(list(groups), hw, fmt.compute.compute, f, decode=True, sequences=rows, rows=rows, kernels=kernels,
                      expert_rows=e_rows, expert_inner=expert_inner(spec, tp))
