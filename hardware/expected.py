@@ -181,7 +181,7 @@ def graphed(f: Factors, *, tokens: int, prefill: bool) -> bool:
 
 
 def device_defaults() -> dict:
-    from .engine import _read_yaml
+    from .engine import _number, _read_yaml
 
     from . import units
 
@@ -193,20 +193,10 @@ def device_defaults() -> dict:
         "compute_by_dtype": {str(k): units.parse_fraction(v, field=f"compute_by_dtype.{k}", where=w)
                              for k, v in (d.get("compute_by_dtype") or {}).items()},
         "gemm_ridge_exponent": float(d["gemm_ridge_exponent"]),
-        "gemm_k_half": _k_half(d.get("gemm_k_half", 0), w),
+        "gemm_k_half": _number(d.get("gemm_k_half", 0), "gemm_k_half", w),  # elements; 0: not applied
         "interconnect": units.parse_fraction(d["interconnect"], field="interconnect", where=w),
         "allreduce_latency_s": units.parse_time(d["allreduce_latency"], field="allreduce_latency", where=w, allow_zero=True),
     }
-
-
-def _k_half(value, where: str) -> float:
-    """``gemm_k_half`` of ``_device.yaml``: a number of elements, 0 or more (0: not applied)."""
-    from . import units
-
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
-        raise units._fail(value, "gemm_k_half", where, "is not a number of elements (0 or more)",
-                          "expected an inner dimension such as 1024, or 0 to leave it out")
-    return float(value)
 
 
 def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:

@@ -71,7 +71,7 @@ from typing import Mapping, NamedTuple
 
 from planner.analysis.records import frozen
 
-from .expected import FACTORS, ZERO, Factors, StepCost, graphed, step_cost
+from .expected import FACTORS, ZERO, Factors, StepCost, expert_inner, graphed, step_cost
 
 DECODE_SEGMENTS = 16
 ARRIVALS = ("together", "closed-loop")
@@ -87,8 +87,6 @@ class StepModel:
         self.allreduce_calls = 2 * a.spec.num_layers + 2 if plan.tp > 1 else 0  # two per layer, embedding, logits
         moe = a.spec.first_moe
         self.moe_shape = (moe.num_experts, moe.num_experts_per_tok) if moe is not None else None
-        from .expected import expert_inner
-
         self.expert_inner = expert_inner(a.spec, plan.tp)
         self._cache: dict = {}
         self._ops_cache = ops_cache if ops_cache is not None else {}  # shareable between factor sets

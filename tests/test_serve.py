@@ -326,20 +326,23 @@ def test_gemm_k_half_on_routed_experts_weighs_each_gemms_k_by_its_flops():
     assert c.expected_s == pytest.approx(20e-3 * (2 / 3 * 2560 / 2048 + 1 / 3 * 1280 / 768))
 
 
-def test_device_defaults_carry_gemm_k_half_unless_the_profile_has_its_own_compute():
+def test_device_defaults_carry_gemm_k_half_unless_the_profile_has_its_own_compute(monkeypatch):
     from dataclasses import replace as dc_replace
 
     from planner.analysis.errors import HardwareError
-    from planner.hardware.expected import _k_half, device_defaults, factors_for
+    from planner.hardware import engine as engine_mod
+    from planner.hardware.expected import device_defaults, factors_for
 
     dd = {**device_defaults(), "gemm_k_half": 1024.0}
     hw = load_profile("h100-sxm")
     assert factors_for(hw, load_engine("vllm"), defaults=dd).gemm_k_half == 1024.0
     assert factors_for(dc_replace(hw, compute_efficiency=0.6), load_engine("vllm"), defaults=dd).gemm_k_half == 0.0
     assert factors_for(hw, load_engine("ideal"), defaults=dd).gemm_k_half == 0.0
-    for bad in (-1, True, "big", float("nan")):
+    device = engine_mod._read_yaml("_device")
+    for bad in (-1, True, "big", float("nan")):  # a bad _device.yaml value: one HardwareError naming the field
+        monkeypatch.setattr(engine_mod, "_read_yaml", lambda name, bad=bad: {**device, "gemm_k_half": bad})
         with pytest.raises(HardwareError, match="gemm_k_half"):
-            _k_half(bad, "profiles/engines/_device.yaml")
+            device_defaults()
 
 
 def test_rows_efficiency_log_linear_between_points_hand_computed():
