@@ -95,6 +95,8 @@ MEMORY = ("kv_capacity_tokens", "weights_gib", "max_concurrency")
 GRID = {
     "memory_bandwidth": [0.6, 0.7, 0.75, 0.8, 0.85, 0.9],
     "compute": [0.5, 0.6, 0.7, 0.8, 0.9],
+    # the fraction of a device's measured MAMF (16-bit columns) that GEMMs reach (hardware/expected.py for_column)
+    "compute_of_mamf": [0.7, 0.8, 0.85, 0.9, 0.95, 1.0],
     # K (elements) at which a GEMM reaches half its large-K compute fraction (hardware/expected.py k_scale)
     "gemm_k_half": [0.0, 256.0, 512.0, 1024.0, 2048.0],
     "allreduce_latency_s": [0.0, 10e-6, 20e-6, 30e-6, 50e-6],
@@ -114,6 +116,7 @@ GRID = {
 GRID_FINE = {
     "memory_bandwidth": [round(0.6 + 0.025 * i, 3) for i in range(13)],  # 0.6 .. 0.9
     "compute": [round(0.5 + 0.05 * i, 2) for i in range(9)],  # 0.5 .. 0.9
+    "compute_of_mamf": [round(0.7 + 0.025 * i, 3) for i in range(13)],  # 0.7 .. 1.0
     "gemm_k_half": [128.0 * i for i in range(17)],  # 0 .. 2048
     "allreduce_latency_s": [round(5e-6 * i, 9) for i in range(11)],  # 0 .. 50 us
     "step_overhead_s": [round(0.25e-3 * i, 9) for i in range(17)],  # 0 .. 4 ms
@@ -143,7 +146,7 @@ NOT_FITTED = {"attention_decode@trtllm": "fitted, it absorbs the FP4 MoE rows' e
               "step_overhead_per_sequence_s@sglang": "its points decode one sequence"}
 # global factors of one peak column (``Factors.compute_by_dtype``): they move only the points whose matmuls
 # run in it
-GLOBAL = ("memory_bandwidth", "compute", "gemm_k_half", "allreduce_latency_s")  # device factors, fitted first
+GLOBAL = ("memory_bandwidth", "compute", "compute_of_mamf", "gemm_k_half", "allreduce_latency_s")  # device factors, fitted first
 PER_DTYPE = ("compute@fp4",)
 PER_ENGINE = ("step_overhead_s", "launch_overhead_per_op_s", "min_op_time_s", "request_overhead_s",
               "server_overhead_s", "attention_decode", "step_overhead_per_sequence_s")
@@ -404,6 +407,7 @@ def split_folds(order: list, k: int, by: str = "source") -> list[int]:
 def start_params(points: list[Point]) -> dict:
     p0 = points[0].base if points else None
     out = {"memory_bandwidth": p0.memory_bandwidth if p0 else 0.8, "compute": p0.compute if p0 else 0.8,
+           "compute_of_mamf": max((p.base.compute_of_mamf for p in points), default=0.0),
            "gemm_k_half": p0.gemm_k_half if p0 else 0.0,
            "allreduce_latency_s": p0.allreduce_latency_s if p0 else 20e-6}
     for p in points:

@@ -97,6 +97,11 @@ class Factors:
     # the fraction of a peak column's FLOP/s (fp4, fp8, ...) that GEMMs reach where it differs from ``compute``
     # (the fraction of every other column's): replaces ``compute`` in a step whose matmuls run in that column
     compute_by_dtype: Mapping[str, float] = field(default_factory=dict, hash=False)
+    # the device's measured MAMF over its dense peak per column (``HardwareProfile.mamf_fractions``) and the
+    # fraction of it serving GEMMs reach: a column with a MAMF takes compute = compute_of_mamf × that fraction
+    # (before ``compute_by_dtype`` and ``compute``); 0: not applied
+    mamf_fraction: Mapping[str, float] = field(default_factory=dict, hash=False)
+    compute_of_mamf: float = 0.0
     # the inner dimension K at which a GEMM reaches half its large-K compute fraction: its compute time is
     # scaled by (K + gemm_k_half) / K (0: not applied); see ``k_scale``
     gemm_k_half: float = 0.0
@@ -142,6 +147,7 @@ class Factors:
         return {
             "memory_bandwidth": self.memory_bandwidth, "compute": self.compute,
             "compute_by_dtype": dict(self.compute_by_dtype),
+            "mamf_fraction": dict(self.mamf_fraction), "compute_of_mamf": self.compute_of_mamf,
             "gemm_k_half": self.gemm_k_half,
             "gemm_ridge_exponent": None if math.isinf(self.gemm_ridge_exponent) else self.gemm_ridge_exponent,
             "interconnect": self.interconnect, "allreduce_latency_s": self.allreduce_latency_s,
@@ -193,6 +199,9 @@ def device_defaults() -> dict:
         "compute_by_dtype": {str(k): units.parse_fraction(v, field=f"compute_by_dtype.{k}", where=w)
                              for k, v in (d.get("compute_by_dtype") or {}).items()},
         "gemm_ridge_exponent": float(d["gemm_ridge_exponent"]),
+        # 0 or absent: a device's MAMF is not used
+        "compute_of_mamf": 0.0 if not d.get("compute_of_mamf") else
+        units.parse_fraction(d["compute_of_mamf"], field="compute_of_mamf", where=w),
         "gemm_k_half": _number(d.get("gemm_k_half", 0), "gemm_k_half", w),  # elements; 0: not applied
         "interconnect": units.parse_fraction(d["interconnect"], field="interconnect", where=w),
         "allreduce_latency_s": units.parse_time(d["allreduce_latency"], field="allreduce_latency", where=w, allow_zero=True),
@@ -221,6 +230,12 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
     by_out = dict(getattr(hw, "matmul_efficiency_by_out", None) or {})
     if by_out:
         src["matmul_efficiency_by_out"] = f"{hw.name} profile (calibrated)"
+    # a device's measured MAMF scales the GEMM fraction of its columns, unless the profile's own compute
+    # fraction (calibrated or written) decides alone
+    mamf = {} if hw.compute_efficiency is not None or not dd.get("compute_of_mamf") else hw.mamf_fractions()
+    if mamf:
+        src["mamf_fraction"] = f"{hw.name} profile (max_achievable_matmul_flops)"
+        src["compute_of_mamf"] = "_device.yaml default"
     return Factors(
         matmul_efficiency_by_rows=table,
         matmul_efficiency_by_shape=by_shape,
@@ -230,6 +245,8 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         # per peak column: the fitted defaults; a profile whose compute fraction is its own (calibrated or
         # written) keeps that one for every column
         compute_by_dtype={} if hw.compute_efficiency is not None else dict(dd.get("compute_by_dtype") or {}),
+        mamf_fraction=mamf,
+        compute_of_mamf=float(dd.get("compute_of_mamf") or 0.0) if mamf else 0.0,
         # like the per-dtype fractions, a device default: a profile with its own compute figure uses it alone
         gemm_k_half=0.0 if hw.compute_efficiency is not None else float(dd.get("gemm_k_half") or 0.0),
         gemm_ridge_exponent=dev("gemm_ridge_exponent", "gemm_ridge_exponent"),
@@ -256,7 +273,13 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
 
 def for_column(f: Factors, hw, compute_key: str) -> Factors:
     """``f`` for a step whose matmuls run in ``compute_key`` on ``hw``: ``compute`` is the fraction of that peak
-    column (fp4, fp8, ...) from ``compute_by_dtype`` where it has one. Every op time goes through here."""
+    column (fp4, fp8, ...) that GEMMs reach: ``compute_of_mamf`` × the device's MAMF fraction where the
+    column has a measured MAMF, else ``compute_by_dtype``'s where it has one, else ``compute``. Every op
+    time goes through here."""
+    if f.compute_of_mamf and f.mamf_fraction:
+        column = hw.peak_flops_key_for(compute_key)
+        if column in f.mamf_fraction:
+            return replace(f, compute=min(1.0, f.compute_of_mamf * f.mamf_fraction[column]))
     if f.compute_by_dtype:
         column = hw.peak_flops_key_for(compute_key)
         if column in f.compute_by_dtype:

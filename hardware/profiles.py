@@ -148,6 +148,7 @@ _FIELDS = (
     "kernel_launch_overhead",
     "runtime_reserve",
     "price_per_hour",
+    "max_achievable_matmul_flops",
     "efficiency",
     "allreduce_latency",
     "node",
@@ -275,6 +276,10 @@ class HardwareProfile:
     # calibrated: rows -> {output width N -> fraction of the peak} at K = 1024 (see the module docstring)
     matmul_efficiency_by_out: Mapping[int, Mapping[int, float]] | None = field(default=None, hash=False)
     attention_decode_efficiency: Mapping[int, Mapping[int, float]] | None = field(default=None, hash=False)
+    # measured: the FLOP/s the best-shaped large matmul reaches per peak column (MAMF, a published
+    # mamf-finder run), where the device has one; the expected time scales it by the fitted fraction of it
+    # that serving GEMMs reach (profiles/engines/_device.yaml compute_of_mamf)
+    max_achievable_matmul_flops_per_s: Mapping[str, float] | None = field(default=None, hash=False)
 
     def __post_init__(self) -> None:
         where = f"hardware profile {short(self.name, 80)}" + (f" ({self.path})" if self.path else "")
@@ -364,6 +369,18 @@ class HardwareProfile:
                 raise bad(f"matmul_efficiency_by_out[{r}] has no entry at N = {MATMUL_SHAPE_OUT}, the width "
                           "matmul_efficiency_by_shape is measured at (the table scales it by the ratio to that entry)",
                           f"add {MATMUL_SHAPE_OUT}: <fraction> to each row, or rerun 'planner calibrate'")
+        if self.max_achievable_matmul_flops_per_s is not None:
+            mamf = {}
+            for key, value in dict(self.max_achievable_matmul_flops_per_s).items():
+                if key not in self.peak_flops_per_s:
+                    raise bad(f"max_achievable_matmul_flops has a column {short(key, 80)} without a peak",
+                              f"use columns of peak_flops ({', '.join(self.peak_flops_per_s)})")
+                positive(value, f"max_achievable_matmul_flops[{short(key, 80)}]")
+                if value > self.peak_flops_per_s[key]:
+                    raise bad(f"max_achievable_matmul_flops[{key}] = {value:.4g} FLOP/s is above the peak "
+                              f"({self.peak_flops_per_s[key]:.4g} FLOP/s)", "a measured rate cannot beat the dense peak")
+                mamf[key] = float(value)
+            object.__setattr__(self, "max_achievable_matmul_flops_per_s", MappingProxyType(mamf))
         object.__setattr__(self, "source", tuple(self.source))
         object.__setattr__(self, "notes", tuple(self.notes))
         object.__setattr__(self, "aliases", tuple(self.aliases))
@@ -394,6 +411,10 @@ class HardwareProfile:
         Raises ``HardwareError`` when nothing usable is present.
         """
         return self.peak_flops_per_s[self.peak_flops_key_for(dtype_key)]
+
+    def mamf_fractions(self) -> dict[str, float]:
+        """Measured MAMF over the dense peak, per peak column that has one (empty without the field)."""
+        return {k: v / self.peak_flops_per_s[k] for k, v in (self.max_achievable_matmul_flops_per_s or {}).items()}
 
     def matmul_rows_table(self) -> dict[int, float]:
         """The calibrated skinny-matmul table (``matmul_efficiency_by_rows``) with the square-GEMM point
@@ -443,6 +464,8 @@ class HardwareProfile:
             "matmul_efficiency_by_rows": None if self.matmul_efficiency_by_rows is None
             else {str(r): v for r, v in self.matmul_efficiency_by_rows.items()},
             "matmul_efficiency_square_rows": self.matmul_efficiency_square_rows,
+            "max_achievable_matmul_flops_per_s": None if self.max_achievable_matmul_flops_per_s is None
+            else dict(self.max_achievable_matmul_flops_per_s),
             **{attr: None if getattr(self, attr) is None else
                {str(k): {str(j): v for j, v in row.items()} for k, row in getattr(self, attr).items()}
                for attr in ("matmul_efficiency_by_shape", "matmul_efficiency_by_out", "attention_decode_efficiency")},
@@ -472,6 +495,9 @@ class HardwareProfile:
         }
         if data["interconnect_name"] is None:
             del data["interconnect_name"]
+        if self.max_achievable_matmul_flops_per_s is not None:
+            data["max_achievable_matmul_flops"] = {k: units.format_flops(v)
+                                                   for k, v in self.max_achievable_matmul_flops_per_s.items()}
         if self.node is not None:
             data["node"] = self.node.to_yaml_data()
         if self.matmul_efficiency_by_rows is not None:
@@ -723,6 +749,23 @@ def profile_from_data(
         raise HardwareError(f"{where}: field 'matmul_efficiency_square_rows' must be a whole number >= 1, got {short(square, 80)}",
                             "the n of the n x n x n GEMM the peak was measured with, e.g. 2048")
 
+    mamf_raw = data.get("max_achievable_matmul_flops")
+    mamf = None
+    if mamf_raw is not None:
+        if not isinstance(mamf_raw, Mapping) or not mamf_raw:
+            raise HardwareError(f"{where}: field 'max_achievable_matmul_flops' must be a non-empty mapping of dtype to rate",
+                                "e.g. max_achievable_matmul_flops: {bf16: 794.5 TFLOP/s}")
+        mamf = {}
+        for key, value in mamf_raw.items():
+            k = str(key).lower()
+            if k not in peaks:
+                raise HardwareError(f"{where}: field 'max_achievable_matmul_flops' has a dtype {short(key, 80)} without a peak",
+                                    f"use columns of peak_flops ({', '.join(peaks)})")
+            mamf[k] = units.parse_flops(value, field=f"max_achievable_matmul_flops.{k}", where=where)
+            if mamf[k] > peaks[k]:
+                raise HardwareError(f"{where}: field 'max_achievable_matmul_flops.{k}' ({short(value, 80)}) is above the dense peak",
+                                    "a measured matmul rate cannot beat the peak; check the units")
+
     tables = {attr: _table2(data.get(attr), attr, where)
               for attr in ("matmul_efficiency_by_shape", "matmul_efficiency_by_out", "attention_decode_efficiency")}
 
@@ -751,6 +794,7 @@ def profile_from_data(
         node=_node_from_data(data.get("node"), where),
         matmul_efficiency_by_rows=skinny_eff,
         matmul_efficiency_square_rows=square,
+        max_achievable_matmul_flops_per_s=mamf,
         **tables,
     )
 
