@@ -143,6 +143,9 @@ def _show_rows(p: Any) -> list[list[str]]:
     ]
     for key in DTYPE_KEYS:
         rows.append([f"peak {key} (dense)", _peak_text(p, key)])
+    for key, frac in p.mamf_fractions().items():  # measured: the best large matmul
+        rows.append([f"max achievable matmul {key}",
+                     f"{_tflops_text(p.max_achievable_matmul_flops_per_s[key])} ({frac:.1%} of the peak)"])
     rows += [
         ["ridge intensity (bf16)", f"{ridge_intensity(p, 'bf16', use_efficiency=False):.4g} FLOP/byte"],
         [

@@ -401,6 +401,18 @@ def test_profile_validates_on_construction(overrides):
         _profile(**overrides)
 
 
+def test_mamf_over_the_peak_per_column_from_the_published_table():
+    """stas00/ml-engineering's MAMF table: H100 SXM bf16 794.5 of 989.4 TFLOP/s, MI300X 668.4 of 1307.4, A100
+    SXM 271.2 of 312. Only the columns given have a fraction (fp8 GEMMs keep the general one)."""
+    h100, mi300x, a100 = load_profile("h100-sxm"), load_profile("mi300x"), load_profile("a100-80gb")
+    assert h100.mamf_fractions() == pytest.approx({"bf16": 794.5 / 989.4, "fp16": 794.5 / 989.4})
+    assert mi300x.mamf_fractions()["bf16"] == pytest.approx(668.4 / 1307.4)
+    assert a100.mamf_fractions()["bf16"] == pytest.approx(271.2 / 312)
+    assert _profile().mamf_fractions() == {}  # a profile without the field
+    with pytest.raises(HardwareError, match="above the peak"):
+        _profile(max_achievable_matmul_flops_per_s={"bf16": 2e15})
+
+
 def test_yaml_data_round_trip_for_every_bundled_profile():
     for p in list_profiles():
         again = hp.profile_from_data(p.to_yaml_data(), where="round-trip", origin=p.origin, path=p.path)
@@ -424,6 +436,10 @@ def test_yaml_data_round_trip_for_every_bundled_profile():
         (MINIMAL + "runtime_reserve: 30 GiB\n", ["'runtime_reserve'"]),
         (MINIMAL + "efficiency: {memory_bandwidth: 1.3}\n", ["'efficiency.memory_bandwidth'"]),
         (MINIMAL + "source: {a: 1}\n", ["'source'"]),
+        (MINIMAL + "max_achievable_matmul_flops: {bf16: 120 TFLOP/s}\n", ["'max_achievable_matmul_flops.bf16'", "above the dense peak"]),
+        (MINIMAL + "max_achievable_matmul_flops: {fp8: 80 TFLOP/s}\n", ["'max_achievable_matmul_flops'", "fp8", "without a peak"]),
+        (MINIMAL + "max_achievable_matmul_flops: {bf16: 80}\n", ["'max_achievable_matmul_flops.bf16'", "no unit"]),
+        (MINIMAL + "max_achievable_matmul_flops: 80 TFLOP/s\n", ["'max_achievable_matmul_flops'", "mapping"]),
         (MINIMAL.replace("name: my-gpu", "name: [1, 2]"), ["'name'"]),
         (MINIMAL.replace("name: my-gpu", "name: My GPU"), ["'name'", "lowercase"]),
         ("- just\n- a list\n", ["mapping"]),

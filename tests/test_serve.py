@@ -276,6 +276,46 @@ def test_device_defaults_carry_the_fp4_fraction_unless_the_profile_has_its_own()
     assert factors_for(own, load_engine("trtllm"), defaults=dd).compute_by_dtype == {}
 
 
+def test_a_devices_mamf_sets_the_gemm_fraction_of_its_16_bit_columns_hand_computed():
+    """H100 SXM's MAMF is 794.5 of 989.4 TFLOP/s in bf16, none in fp8. With compute_of_mamf 0.9 a bf16 step's
+    GEMMs reach 0.9 x 794.5 / 989.4 = 0.7227 of the peak; an fp8 step keeps ``compute`` (0.7). A
+    compute-bound 2 TFLOP GEMM at bf16 then takes 2e12 / (989.4e12 x 0.7227) = 2.797 ms. A profile with its
+    own compute fraction, and the ideal engine, take no MAMF."""
+    from dataclasses import replace as dc_replace
+
+    from planner.hardware.expected import device_defaults, factors_for, for_column
+
+    hw = load_profile("h100-sxm")
+    dd = {**device_defaults(), "compute": 0.7, "compute_of_mamf": 0.9}
+    f = factors_for(hw, load_engine("vllm"), defaults=dd)
+    assert f.compute_of_mamf == 0.9 and f.mamf_fraction["bf16"] == pytest.approx(794.5 / 989.4)
+    assert for_column(f, hw, "bf16").compute == pytest.approx(0.9 * 794.5 / 989.4)
+    assert for_column(f, hw, "fp8").compute == pytest.approx(0.7)
+    op = Op("gate_proj", "matmul", "ffn", 0, flops=2 * 10**12, weight_bytes=10**6)
+    flat = Factors(compute=f.compute, mamf_fraction=f.mamf_fraction, compute_of_mamf=f.compute_of_mamf)  # GEMMs only
+    assert step_cost([op], hw, "bf16", flat, decode=False, sequences=1).expected_s == pytest.approx(
+        2e12 / (989.4e12 * 0.9 * 794.5 / 989.4))
+    own = factors_for(dc_replace(hw, compute_efficiency=0.6), load_engine("vllm"), defaults=dd)
+    assert own.mamf_fraction == {} and for_column(own, hw, "bf16").compute == 0.6
+    assert factors_for(hw, load_engine("vllm"), defaults={**dd, "compute_of_mamf": 0.0}).mamf_fraction == {}
+    assert factors_for(hw, load_engine("ideal"), defaults=dd).compute == 1.0
+
+
+def test_mi300x_bf16_gemms_run_slower_than_h100s_at_one_fraction_of_its_mamf():
+    """The same compute-bound prefill GEMM, expected on MI300X and H100 SXM (vLLM, device defaults): MI300X's
+    peak is 1.32x H100's, but its MAMF 668.4 against 794.5 TFLOP/s, so it takes 794.5 / 668.4 = 1.19x as long."""
+    from planner.hardware.expected import factors_for
+
+    op = Op("gate_proj", "matmul", "ffn", 0, flops=2 * 10**13, weight_bytes=10**6)
+    t = {}
+    for name in ("h100-sxm", "mi300x"):
+        hw = load_profile(name)
+        f = factors_for(hw, load_engine("vllm"))
+        f = Factors(compute=f.compute, mamf_fraction=f.mamf_fraction, compute_of_mamf=f.compute_of_mamf)  # GEMMs only
+        t[name] = step_cost([op], hw, "bf16", f, decode=False, sequences=1).expected_s
+    assert t["mi300x"] / t["h100-sxm"] == pytest.approx(794.5 / 668.4)
+
+
 class SlowHW(HW):
     def peak_flops_for(self, key):
         return 1e14
