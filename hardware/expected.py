@@ -276,14 +276,14 @@ def for_column(f: Factors, hw, compute_key: str) -> Factors:
     column (fp4, fp8, ...) that GEMMs reach: ``compute_of_mamf`` × the device's MAMF fraction where the
     column has a measured MAMF, else ``compute_by_dtype``'s where it has one, else ``compute``. Every op
     time goes through here."""
-    if f.compute_of_mamf and f.mamf_fraction:
-        column = hw.peak_flops_key_for(compute_key)
-        if column in f.mamf_fraction:
-            return replace(f, compute=min(1.0, f.compute_of_mamf * f.mamf_fraction[column]))
-    if f.compute_by_dtype:
-        column = hw.peak_flops_key_for(compute_key)
-        if column in f.compute_by_dtype:
-            return replace(f, compute=f.compute_by_dtype[column])
+    mamf = f.mamf_fraction if f.compute_of_mamf else {}
+    if not (mamf or f.compute_by_dtype):
+        return f
+    column = hw.peak_flops_key_for(compute_key)
+    if column in mamf:
+        return replace(f, compute=min(1.0, f.compute_of_mamf * mamf[column]))
+    if column in f.compute_by_dtype:
+        return replace(f, compute=f.compute_by_dtype[column])
     return f
 
 
