@@ -44,9 +44,9 @@ started: prompts that arrived together are prefilled in the same steps and finis
 is neither one static batch nor the perfectly staggered steady state. Requests that stop at the model's
 end-of-sequence token (``mean_output_len``: ``vllm bench serve`` without ``--ignore-eos`` sends
 ``max_tokens = output_len``) end at different steps, so their clients drift apart after the first
-request: then every request's output length is spread evenly between ``2 × mean_output_len −
-output_len`` and ``output_len`` (``output_lengths``: a uniform spread with the run's mean, the shape
-assumed), and the run is simulated request by request (``_clocked``). Front-end jitter that pulls
+request: then each request stops with the same chance after every token, cut at ``output_len``
+(``output_lengths``: geometric lengths with the run's mean, the requests that reach ``max_tokens`` all
+ending there), and the run is simulated request by request (``_clocked``). Front-end jitter that pulls
 real clients apart is not modelled (``bench/published.md``).
 
 Both modes add the engine's per-request ``request overhead`` to TTFT and e2e once per request. Where the
@@ -65,6 +65,7 @@ once, as a constant would; with ``server_overhead`` 0 the step schedules above a
 
 from __future__ import annotations
 
+import math
 from dataclasses import field
 from functools import lru_cache
 from typing import Mapping, NamedTuple
@@ -195,26 +196,47 @@ class Scenario:
         if self.requests is not None and self.requests < 1:
             raise OptionError(f"--requests must be >= 1, got {self.requests}")
         m = self.mean_output_len
-        if m is not None and not (isinstance(m, (int, float)) and (1 + self.output_len) / 2 <= m <= self.output_len):
-            raise OptionError(f"--mean-output-len must lie between (1 + --output-len) / 2 = "
-                              f"{(1 + self.output_len) / 2:g} and --output-len = {self.output_len}, got {m}",
-                              "the output lengths are spread evenly up to --output-len around this mean")
+        if m is not None and not (isinstance(m, (int, float)) and 1 <= m <= self.output_len):
+            raise OptionError(f"--mean-output-len must lie between 1 and --output-len = {self.output_len}, got {m}",
+                              "it is the mean of output lengths cut at --output-len")
 
 
 #: the golden ratio's fractional part: k × GOLDEN mod 1 spreads any run of consecutive k evenly over [0, 1)
 GOLDEN = (5 ** 0.5 - 1) / 2
 
 
+def eos_continue_probability(output_len: int, mean_output_len: float) -> float:
+    """The probability ``r`` that a request goes on after each generated token when it stops at
+    end-of-sequence with a constant chance ``1 − r`` per token and is cut at ``max_tokens = output_len``:
+    its length ``L`` has ``P(L ≥ j) = r^(j−1)`` for ``j ≤ output_len``, so ``E[L] = (1 − r^output_len) / (1 −
+    r)``, which rises from 1 (``r = 0``) to ``output_len`` (``r → 1``); ``r`` is found by bisection."""
+    if mean_output_len <= 1:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    for _ in range(200):
+        r = (lo + hi) / 2
+        mean = (1 - r ** output_len) / (1 - r)
+        if mean < mean_output_len:
+            lo = r
+        else:
+            hi = r
+    return (lo + hi) / 2
+
+
 def output_lengths(output_len: int, mean_output_len: float | None, n: int) -> list[int]:
     """Output tokens of requests 0 .. n − 1 (in send order): ``output_len`` each, or, for requests that stop
-    at end-of-sequence with mean ``mean_output_len``, spread evenly over ``[lo, output_len]`` with ``lo = 2
-    × mean_output_len − output_len`` (a uniform spread with that mean): request k gets ``round(lo + u_k ×
-    (output_len − lo))`` with ``u_k = k × GOLDEN mod 1``, so consecutive requests differ and any run of them
-    covers the range evenly (deterministic)."""
+    at end-of-sequence with mean ``mean_output_len``, lengths of a geometric distribution cut at
+    ``output_len`` (a constant end-of-sequence chance per token, ``eos_continue_probability``; the requests
+    that reach ``output_len`` are those ``max_tokens`` cut): request k takes the quantile ``u_k = k × GOLDEN
+    mod 1``, ``min(output_len, 1 + ⌊ln(1 − u_k) / ln r⌋)``, so consecutive requests differ and any run of
+    them follows the distribution (deterministic)."""
     if mean_output_len is None or mean_output_len >= output_len:
         return [output_len] * n
-    lo = 2 * mean_output_len - output_len
-    return [max(1, round(lo + (k * GOLDEN % 1.0) * (output_len - lo))) for k in range(n)]
+    r = eos_continue_probability(output_len, mean_output_len)
+    if r <= 0.0:
+        return [1] * n
+    log_r = math.log(r)
+    return [min(output_len, 1 + math.floor(math.log1p(-(k * GOLDEN % 1.0)) / log_r)) for k in range(n)]
 
 
 @frozen
@@ -631,10 +653,10 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, 
         n = scenario.requests if scenario.requests is not None else C * CLOSED_LOOP_ROUNDS
         notes.append(f"closed loop: {C} clients start together and each sends its next request when the last "
                      f"ends ({n:,} requests in all, simulated step by step)")
-    if scenario.mean_output_len is not None:
-        lo = 2 * scenario.mean_output_len - O
-        notes.append(f"requests stop at end-of-sequence: output lengths spread evenly from {max(1, round(lo))} to "
-                     f"{O} tokens (mean {scenario.mean_output_len:g}, a uniform spread assumed)")
+    if scenario.mean_output_len is not None and scenario.mean_output_len < O:
+        r = eos_continue_probability(O, scenario.mean_output_len)
+        notes.append(f"requests stop at end-of-sequence: a {1 - r:.3g} chance per token (geometric lengths, mean "
+                     f"{scenario.mean_output_len:g}); {r ** (O - 1):.0%} run to the {O}-token cap")
     if replicas > 1:
         notes.append(f"{C} {who} over {replicas} replicas: {per_replica} per replica")
     if I + O > mem.max_model_len:

@@ -1070,25 +1070,34 @@ def test_step_loop_admits_only_what_the_kv_pool_holds():
     assert done[1].end_s == pytest.approx(40e-3)
 
 
-def test_output_lengths_spread_evenly_around_the_mean_hand_computed():
-    """Output 10, mean 8: lengths spread over [2 × 8 − 10, 10] = [6, 10]; request k takes 6 + 4 × (k × 0.618...
-    mod 1), rounded: 6, 8.47 -> 8, 6.94 -> 7, 9.42 -> 9, 7.89 -> 8. Without a mean (or at the maximum) every
-    request runs to the output length."""
-    from planner.hardware.serve import output_lengths
+def test_output_lengths_geometric_cut_at_the_cap_hand_computed():
+    """Output 10, mean 8: a request goes on after each token with chance r where (1 − r^10) / (1 − r) = 8:
+    r = 0.94927 (1 − 0.94927^10 = 0.4058, / 0.05073 = 8.00). Request k takes u = k × 0.618... mod 1 and
+    length 1 + ⌊ln(1 − u) / ln r⌋ (ln r = −0.052064), at most 10: u 0 -> 1; 0.618 -> 1 + ⌊18.48⌋ -> 10;
+    0.236 -> 1 + ⌊5.17⌋ = 6; 0.854 -> 10; 0.472 -> 1 + ⌊12.27⌋ -> 10; 0.0902 -> 1 + ⌊1.82⌋ = 2; 0.708 -> 10;
+    0.326 -> 1 + ⌊7.59⌋ = 8. Without a mean (or at the cap) every request runs to the output length; a mean
+    of 1 stops every request after its first token."""
+    from planner.hardware.serve import eos_continue_probability, output_lengths
 
-    assert output_lengths(10, 8.0, 5) == [6, 8, 7, 9, 8]
+    assert eos_continue_probability(10, 8.0) == pytest.approx(0.94927, abs=1e-5)
+    assert output_lengths(10, 8.0, 8) == [1, 10, 6, 10, 10, 2, 10, 8]
     assert output_lengths(10, None, 3) == [10, 10, 10]
     assert output_lengths(10, 10.0, 2) == [10, 10]
-    many = output_lengths(128, 100.0, 3000)
-    assert min(many) == 72 and max(many) == 128 and sum(many) / 3000 == pytest.approx(100, abs=0.1)
+    assert output_lengths(10, 1.0, 3) == [1, 1, 1]
+    # many requests: the mean is the one asked for, and the share cut at the cap is r^(cap − 1)
+    many = output_lengths(128, 100.0, 30000)
+    r = eos_continue_probability(128, 100.0)
+    assert sum(many) / 30000 == pytest.approx(100, abs=0.1)
+    assert sum(x == 128 for x in many) / 30000 == pytest.approx(r ** 127, abs=0.002)
+    assert min(many) == 1
 
 
-def test_mean_output_len_outside_the_spread_is_refused():
+def test_mean_output_len_outside_the_lengths_is_refused():
     from planner.analysis.errors import OptionError
     from planner.hardware.serve import Scenario
 
-    Scenario(4, 10, 2, "closed-loop", mean_output_len=5.5).check()  # (1 + 10) / 2: lengths 1 .. 10
-    for bad in (5.0, 10.5, float("nan")):
+    Scenario(4, 10, 2, "closed-loop", mean_output_len=1.0).check()  # every request stops after one token
+    for bad in (0.5, 10.5, float("nan")):
         with pytest.raises(OptionError, match="--mean-output-len"):
             Scenario(4, 10, 2, "closed-loop", mean_output_len=bad).check()
     with pytest.raises(OptionError, match="--requests"):
@@ -1112,24 +1121,23 @@ def test_closed_loop_run_length_hand_computed():
 
 
 def test_closed_loop_clients_drift_apart_when_requests_stop_at_eos_hand_computed():
-    """2 clients, 4-token prompts, output 3 with mean 2.5 (lengths [2, 3]: requests 0-3 get 2, 3, 2, 3),
-    4 requests, an 8-token budget, 10 ms steps, no front end. Step 0 (0-10 ms): both prompts. Step 1: both
-    decodes at context 4; request 0 ends (2 tokens) at 20 ms and its client sends request 2. Step 2: request
-    1's decode at context 5 and request 2's prompt; request 1 ends at 30 ms, its client sends request 3.
-    Step 3: request 2's decode, request 3's prompt; request 2 ends at 40. Steps 4-5: request 3's decodes,
-    it ends at 60 ms. The clients no longer send together: each later prompt shares its step with the other
-    client's decode. TTFT 10 ms each; e2e 20, 30, 20, 30 (mean 25); 10 tokens in 60 ms; TPOT (25 − 10) /
-    (2.5 − 1) = 10 ms."""
+    """2 clients, 4-token prompts, output 3 with mean 2.5 (r = 0.8229; requests 0-3 get 1, 3, 2, 3 tokens,
+    ``output_lengths``), 4 requests, an 8-token budget, 10 ms steps, no front end. Step 0 (0-10 ms): both
+    prompts; request 0 ends with its first token at 10 ms and its client sends request 2. Step 1: request
+    1's decode at context 4 and request 2's prompt. Step 2: request 1's decode at context 5 (it ends at 30
+    ms, its third token) and request 2's at context 4 (it ends at 30 ms, its second), priced together at
+    their mean context 4.5, rounded as Python rounds to 4 (``run_steps``); one request is left,
+    request 3, sent at 30 ms. Steps 3-5: its prompt and two decodes; it ends at 60 ms. TTFT 10 ms each; e2e
+    10, 30, 20, 30 (mean 22.5); 9 tokens in 60 ms; TPOT (22.5 − 10) / (2.25 − 1) = 10 ms."""
     from planner.hardware.serve import Scenario, simulate
 
     m = _FlatModel(Factors())
     r = simulate(m, _Mem(), Scenario(4, 3, 2, "closed-loop", requests=4, mean_output_len=2.5))
-    assert m.steps == [{(4, 0): 2}, {(1, 4): 2}, {(1, 5): 1, (4, 0): 1}, {(1, 4): 1, (4, 0): 1}, {(1, 4): 1},
-                       {(1, 5): 1}]
+    assert m.steps == [{(4, 0): 2}, {(1, 4): 1, (4, 0): 1}, {(1, 4): 2}, {(4, 0): 1}, {(1, 4): 1}, {(1, 5): 1}]
     assert r.expected.ttft_s == pytest.approx(10e-3)
-    assert r.expected.e2e_s == pytest.approx(25e-3)
+    assert r.expected.e2e_s == pytest.approx(22.5e-3)
     assert r.expected.tpot_s == pytest.approx(10e-3)
-    assert r.expected.output_tokens_per_s == pytest.approx(10 / 60e-3)
+    assert r.expected.output_tokens_per_s == pytest.approx(9 / 60e-3)
     assert r.explain["ttft_s"]["request overhead"] == 0.0  # no front end: nothing waits outside the steps
 
 
@@ -1139,7 +1147,8 @@ def test_serve_cli_run_length_and_eos_lengths():
     s = r.json["settings"]
     assert (s["requests"], s["mean_output_len"]) == (12, 12.0)
     assert any("12 requests in all" in n for n in r.json["notes"])
-    bad = run("serve", "llama-3.2-1b", "--output-len", "16", "--mean-output-len", "4")
+    assert any("geometric lengths" in n for n in r.json["notes"])
+    bad = run("serve", "llama-3.2-1b", "--output-len", "16", "--mean-output-len", "17")
     assert bad.code != 0 and bad.err.count("Error:") == 1 and "--mean-output-len" in bad.err
 
 
