@@ -157,6 +157,8 @@ def _show_rows(p: Any) -> list[list[str]]:
         ["price per hour", "-" if p.price_per_hour is None else f"{p.price_per_hour:.4g} USD per GPU-hour"],
         ["memory efficiency", "- (peak used)" if p.memory_efficiency is None else f"{p.memory_efficiency:.3g}"],
         ["compute efficiency", "- (peak used)" if p.compute_efficiency is None else f"{p.compute_efficiency:.3g}"],
+        ["interconnect efficiency", "- (_device.yaml default)" if p.interconnect_efficiency is None
+         else f"{p.interconnect_efficiency:.3g} of the interconnect in all-reduce"],
     ]
     return rows
 

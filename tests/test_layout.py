@@ -143,9 +143,10 @@ def test_layouts_that_do_not_split(layout, words):
 def test_a_profile_without_a_network_cannot_span_nodes():
     spec = spec_of(LLAMA8)
     a = analyze(spec, Options(context=1024, dtype="bf16"))
-    hw = load_profile("l4")  # no node block, no interconnect: one GPU per node
+    hw = load_profile("l4")  # no node block: one server of 8 cards on PCIe, no network to a second one
+    plan_for(a, hw, Layout(tp=8))  # inside the server
     with pytest.raises(OptionError, match="no network between them"):
-        plan_for(a, hw, Layout(tp=2))
+        plan_for(a, hw, Layout(tp=16))
 
 
 def test_layout_labels():

@@ -12,7 +12,7 @@ from planner.analysis.spec import QuantSpec, Tensor
 from planner.analysis.trace import Op
 from planner.hardware.engine import (engine_memory, fewest_gpus, kv_bytes_per_token_per_gpu, load_engine,
                                      mxfp4_padded_bytes)
-from planner.hardware.expected import FACTORS, IDEAL, Factors, step_cost
+from planner.hardware.expected import FACTORS, IDEAL, Factors, factors_for, step_cost
 from planner.hardware.profiles import load_profile
 from planner.hardware.serve import serve
 from tests.clirun import run
@@ -437,6 +437,23 @@ def test_allreduce_latency_times_count_plus_bytes_over_bandwidth():
     assert c.parts["all-reduce latency"] == pytest.approx(160 * 20e-6)
     assert c.parts["step overhead"] == pytest.approx(2e-3 + 4e-5)
     assert c.expected_s == pytest.approx(1e-3 + 1e-3 + 3.2e-3 + 2.04e-3)
+
+
+def test_tensor_parallel_over_pcie_takes_the_host_link_at_half_its_rate():
+    """PCIe-only cards (L40S, RTX 4090, L4 ...) cross the PCIe Gen4 x16 host link, 31.5 GB/s per direction,
+    at the profile's measured all-reduce fraction 0.5 (NVIDIA/nccl #1639), where NVLink takes _device.yaml's
+    0.8: 100 MB take 100e6 / 31.5e9 = 3.17 ms ideal and twice that expected; on H100 SXM 100e6 / 450e9 / 0.8."""
+    l40s, h100 = load_profile("l40s"), load_profile("h100-sxm")
+    f = factors_for(l40s, load_engine("vllm"))
+    assert f.interconnect == 0.5 and factors_for(h100, load_engine("vllm")).interconnect == 0.8
+    c = step_cost([], l40s, "bf16", f, decode=True, sequences=1, allreduce_bytes=10**8, allreduce_calls=1)
+    assert c.ideal_s == pytest.approx(1e8 / 31.5e9)
+    assert c.parts["all-reduce bandwidth"] == pytest.approx(1e8 / 31.5e9)  # at half the link: twice the time
+    fh = factors_for(h100, load_engine("vllm"))
+    ch = step_cost([], h100, "bf16", fh, decode=True, sequences=1, allreduce_bytes=10**8, allreduce_calls=1)
+    assert ch.parts["all-reduce bandwidth"] == pytest.approx(1e8 / (450e9 * 0.8) - 1e8 / 450e9)
+    r = run("serve", "llama-3.1-70b", "-H", "l40s", "--gpus", "4", "--dtype", "fp8", "--json")
+    assert r.code == 0 and r.json["explain"]["tpot_s"]["all-reduce bandwidth"] > 0
 
 
 def test_weight_only_and_attention_factors():
