@@ -215,7 +215,7 @@ def eos_continue_probability(output_len: int, mean_output_len: float) -> float:
     lo, hi = 0.0, 1.0
     for _ in range(200):
         r = (lo + hi) / 2
-        mean = (1 - r ** output_len) / (1 - r)
+        mean = (1 - r ** output_len) / (1 - r) if r < 1.0 else float(output_len)
         if mean < mean_output_len:
             lo = r
         else:
@@ -235,6 +235,8 @@ def output_lengths(output_len: int, mean_output_len: float | None, n: int) -> li
     r = eos_continue_probability(output_len, mean_output_len)
     if r <= 0.0:
         return [1] * n
+    if r >= 1.0:  # a mean within float resolution of the cap
+        return [output_len] * n
     log_r = math.log(r)
     return [min(output_len, 1 + math.floor(math.log1p(-(k * GOLDEN % 1.0)) / log_r)) for k in range(n)]
 
