@@ -1101,6 +1101,8 @@ def test_output_lengths_geometric_cut_at_the_cap_hand_computed():
     assert output_lengths(10, None, 3) == [10, 10, 10]
     assert output_lengths(10, 10.0, 2) == [10, 10]
     assert output_lengths(10, 1.0, 3) == [1, 1, 1]
+    # a mean a few float steps under a 2^24-token cap: r within 1e-15 of 1, the lengths at the cap
+    assert output_lengths(2**24, 2**24 - 4e-9, 3)[1:] == [2**24, 2**24]
     # many requests: the mean is the one asked for, and the share cut at the cap is r^(cap − 1)
     many = output_lengths(128, 100.0, 30000)
     r = eos_continue_probability(128, 100.0)
