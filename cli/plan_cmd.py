@@ -122,8 +122,12 @@ def headline(d: dict, hw) -> str:
            f"{t['ttft_p90_s']:g} s and TPOT p90 <= {t['tpot_p90_s'] * 1e3:g} ms on {hw.display_name} ({d['engine']})")
     c = d["cheapest"]
     if c is None:
-        if d["needs_at_least_gpus"]:
-            return f"No layout meets {ask}: the model needs at least {d['needs_at_least_gpus']} GPUs to fit."
+        n, bound = d["needs_at_least_gpus"], d["search"]["gpus"] or d["search"]["max_gpus"]
+        if n and n <= bound:  # layouts that hold it were searched: they miss a target instead
+            return (f"No layout meets {ask}: the model fits from {n} GPUs, but every layout that holds it misses "
+                    f"a target; see the rejected families for why.")
+        if n:
+            return f"No layout meets {ask}: the model needs at least {n} GPUs to fit."
         within = f"exactly {d['search']['gpus']}" if d["search"]["gpus"] else f"at most {d['search']['max_gpus']}"
         return f"No layout on {within} GPUs meets {ask}; see the rejected families for why."
     cost = (f", ${c['cost_per_million_tokens']:.3f} per million output tokens" if c["cost_per_million_tokens"] is not None

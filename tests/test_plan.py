@@ -96,6 +96,15 @@ def test_needs_at_least_n_gpus():
     assert f"needs at least {d['needs_at_least_gpus']} GPUs" in table.out
 
 
+def test_when_layouts_that_fit_miss_the_targets_the_headline_says_so():
+    """Llama-3.1-70B on L40S (PCIe): TP1/TP2 do not hold it, TP4 and TP8 do, but no 3,000-token prompt is
+    prefilled in 10 ms; the headline names the targets, not the fit, as the reason."""
+    r = run("plan", "llama-3.1-70b", "-H", "l40s", "--rate", "2", "--ttft-p90", "0.01")
+    assert r.code == 0, r.err
+    assert "fits from 4 GPUs, but every layout that holds it misses a target" in " ".join(r.out.split())
+    assert "needs at least" not in r.out
+
+
 def test_fixed_gpus_uses_exactly_n():
     d = run("plan", *SMALL, "--gpus", "4", "--json").json
     assert d["search"]["gpus"] == 4
