@@ -411,6 +411,8 @@ def test_mamf_over_the_peak_per_column_from_the_published_table():
     # RTX 4090: torch square-matmul sweeps on two hosts (zzc0721/torch-performance-test-data #78, #20), the
     # lower BF16 best, 163.1 of the 165.2 dense FP32-accumulate peak
     assert load_profile("rtx-4090").mamf_fractions() == pytest.approx({"bf16": 163.1 / 165.2, "fp16": 163.1 / 165.2})
+    # RTX 5090: the median BF16 best of five hosts' sweeps, 236.0 of 419
+    assert load_profile("rtx-5090").mamf_fractions()["bf16"] == pytest.approx(236.0 / 419)
     assert _profile().mamf_fractions() == {}  # a profile without the field
     with pytest.raises(HardwareError, match="above the peak"):
         _profile(max_achievable_matmul_flops_per_s={"bf16": 2e15})
