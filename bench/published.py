@@ -467,6 +467,32 @@ def err(pred, pub) -> float | None:
     return None if pred is None else pred / pub - 1
 
 
+def nearest_rank(xs: list[float], q: float) -> float:
+    """The ``q``-quantile (0 < q <= 1) of ``xs`` by nearest rank: the smallest value with at least a
+    fraction ``q`` of ``xs`` at or below it."""
+    s = sorted(xs)
+    return s[max(0, math.ceil(q * len(s)) - 1)]
+
+
+def accuracy_summary(rows, *, command: str, date: str, points: int) -> dict:
+    """What ``--write-accuracy`` writes (``profiles/engines/_accuracy.yaml``, which ``planner serve``
+    prints): ``rows`` are ``(engine, quantity, held-out |error|)`` of the timing points; per quantity, over
+    all engines and per engine, the points (n), the median and the 90th percentile (nearest rank) of
+    |predicted / published − 1|, rounded to 0.1 %."""
+    def stats(errs: list[float]) -> dict:
+        return {"n": len(errs), "median": round(statistics.median(errs), 3), "p90": round(nearest_rank(errs, 0.9), 3)}
+
+    out: dict = {"command": command, "date": date, "points": points, "all": {}, "engines": {}}
+    for q in TIMING:
+        errs = [e for _, qq, e in rows if qq == q]
+        if errs:
+            out["all"][q] = stats(errs)
+    for eng in sorted({e for e, _, _ in rows}):
+        per = {q: stats(errs) for q in TIMING if (errs := [e for ee, qq, e in rows if ee == eng and qq == q])}
+        out["engines"][eng] = per
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, default=ROOT / "bench" / "published.yaml")
@@ -482,7 +508,12 @@ def main(argv=None) -> int:
                     help="predict with the profiles as shipped only: no fit, no held-out column (seconds)")
     ap.add_argument("--jobs", type=int, default=1,
                     help="processes for the k + 1 fits (forked; each fit is the same as in one process)")
+    ap.add_argument("--write-accuracy", type=Path, metavar="PATH",
+                    help="write the held-out |error| per quantity and engine as YAML (profiles/engines/"
+                         "_accuracy.yaml: what planner serve prints); needs the k-fold (not --shipped)")
     args = ap.parse_args(argv)
+    if args.write_accuracy and (args.shipped or args.only):
+        ap.error("--write-accuracy needs the k-fold on every point (no --shipped, no --only)")
     t0 = time.perf_counter()
     how = dict(objective=args.objective, max_sweeps=args.sweeps, grid=GRID_FINE if args.grid == "fine" else GRID)
     points, skipped = load_points(args.data, args.only)
@@ -550,6 +581,20 @@ def main(argv=None) -> int:
         mine = [p for p, f in zip(order, fold_of) if f == i]
         print(f"  fold {i} holds out {sum(p.quantity in TIMING for p in mine)} timing points of {len(mine)}, "
               f"from {len({source_key(p.entry) for p in mine})} sources")
+    if args.write_accuracy:
+        import datetime
+
+        import yaml
+
+        rows = [(p.engine_name, p.quantity, abs(err(held[p.id], p.value))) for p in order
+                if p.quantity in TIMING and held[p.id] is not None]
+        cmd = "python bench/published.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        acc = accuracy_summary(rows, command=cmd, date=datetime.date.today().isoformat(), points=len(points))
+        head = ("# Held-out error of planner serve against published measurements: written by bench/published.py\n"
+                "# --write-accuracy after its k-fold (each point predicted by factors fitted without its fold); not\n"
+                "# edited by hand. planner serve prints the engine's line. median / p90: of |predicted / published - 1|.\n")
+        args.write_accuracy.write_text(head + yaml.safe_dump(acc, sort_keys=False, width=1000))
+        print(f"wrote {args.write_accuracy}")
     print(f"wall time: {time.perf_counter() - t0:.0f} s")
     return 0
 
