@@ -203,7 +203,8 @@ class Point:
             mml = min(i + o, spec.max_position_embeddings or i + o)
         self.mem = engine_memory(self.a, self.hw, self.engine, self.plan,
                                  gpu_memory_utilization=s.get("gpu_memory_utilization"), max_model_len=mml,
-                                 max_num_batched_tokens=s.get("max_num_batched_tokens"))
+                                 max_num_batched_tokens=s.get("max_num_batched_tokens"),
+                                 max_num_seqs=s.get("max_num_seqs"))
         arrival = str(s.get("arrival") or "together")
         # a closed loop's run length (vllm bench serve --num-prompts) and, where the benchmark let requests
         # stop at end-of-sequence, their mean output tokens

@@ -101,6 +101,9 @@ def explain_words(d, key: str = "tpot_s", top: int = 4) -> str:
 
 
 def summary_lines(d) -> list[str]:
+    from planner.hardware.accuracy import accuracy_line
+    from planner.hardware.accuracy import load as load_accuracy
+
     m, r = d.memory, d.result
     eng = d.engine.display_name
     lines = []
@@ -114,6 +117,9 @@ def summary_lines(d) -> list[str]:
                  + explain_words(d, "ttft_s"))
     lines.append(f"KV pool: {m.kv_capacity_tokens:,} tokens per replica; {m.max_concurrency:.2f} sequences of "
                  f"{m.max_model_len:,} tokens (--max-model-len)")
+    acc = accuracy_line(load_accuracy(), d.engine.name, eng)
+    if acc:
+        lines.append(acc)
     lines.extend(f"note: {n}" for n in d.notes)
     return lines
 

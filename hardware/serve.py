@@ -969,6 +969,8 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
 
 
 def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
+    from .accuracy import accuracy_dict
+    from .accuracy import load as load_accuracy
     from .engine import memory_dict
 
     r = d.result
@@ -1001,6 +1003,7 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
         "wave_sequences": r.wave if r else None,
         "prefill_steps": r.prefill_steps if r else None,
         "factors": d.factors.to_dict(),
+        "accuracy": accuracy_dict(load_accuracy(), d.engine.name) if r else None,
         "notes": list(d.notes),
     }
 
