@@ -4,7 +4,6 @@ benchmark's output and are not asserted here, only that the shipped file reads."
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 
@@ -13,15 +12,9 @@ import pytest
 from planner.analysis.errors import HardwareError
 from planner.hardware import accuracy as A
 from tests.clirun import run
+from tests.test_published_fit import pub  # bench/published.py, loaded once
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _bench():
-    spec = importlib.util.spec_from_file_location("bench_published_acc", ROOT / "bench" / "published.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _record(**over):
@@ -76,7 +69,6 @@ def test_malformed_record_is_one_error(bad, words):
 
 
 def test_write_accuracy_summary_by_hand():
-    pub = _bench()
     # nearest rank: the smallest value with at least 90 % of the values at or below it
     assert pub.nearest_rank([0.5, 0.1, 0.3, 0.2, 0.4], 0.9) == 0.5  # ceil(4.5) = 5th of 5
     assert pub.nearest_rank([i / 10 for i in range(1, 11)], 0.9) == pytest.approx(0.9)  # 9th of 10
