@@ -77,7 +77,7 @@ def serve(
     if out_fmt == OutputFormat.csv:
         print_csv([data])
         return
-    emit(sections(d, lm.id), out_fmt, lines=summary_lines(d))
+    emit(sections(d, lm.id), out_fmt, lines=summary_lines(d, data["accuracy"]))
 
 
 def _ms(s: float) -> str:
@@ -100,9 +100,9 @@ def explain_words(d, key: str = "tpot_s", top: int = 4) -> str:
     return ", ".join(words)
 
 
-def summary_lines(d) -> list[str]:
+def summary_lines(d, accuracy: dict | None = None) -> list[str]:
+    """The lines under the tables; ``accuracy``: ``deployment_dict``'s record of the held-out error."""
     from planner.hardware.accuracy import accuracy_line
-    from planner.hardware.accuracy import load as load_accuracy
 
     m, r = d.memory, d.result
     eng = d.engine.display_name
@@ -117,7 +117,7 @@ def summary_lines(d) -> list[str]:
                  + explain_words(d, "ttft_s"))
     lines.append(f"KV pool: {m.kv_capacity_tokens:,} tokens per replica; {m.max_concurrency:.2f} sequences of "
                  f"{m.max_model_len:,} tokens (--max-model-len)")
-    acc = accuracy_line(load_accuracy(), d.engine.name, eng)
+    acc = accuracy_line(accuracy, eng)
     if acc:
         lines.append(acc)
     lines.extend(f"note: {n}" for n in d.notes)

@@ -108,19 +108,17 @@ def accuracy_dict(acc: Accuracy | None, engine: str) -> dict | None:
                             for q, (e, scope) in acc.for_engine(engine).items()}}
 
 
-def accuracy_line(acc: Accuracy | None, engine: str, display: str) -> str | None:
-    """The table's line: 'held-out error against published runs on vLLM, median / 90th percentile of
-    |predicted / published - 1| (...): TTFT 37% / 157% (10 points); ...'."""
-    if acc is None or engine == "ideal":
+def accuracy_line(acc: dict | None, display: str) -> str | None:
+    """The table's line from ``accuracy_dict``'s record: 'held-out error against published runs on vLLM,
+    median / 90th percentile of |predicted / published - 1| (...): TTFT 31% / 59% (21 points); ...'."""
+    if not acc or not acc["by_quantity"]:
         return None
     parts = []
-    for q, (e, scope) in acc.for_engine(engine).items():
-        where = "" if scope == engine else ", all engines"
-        parts.append(f"{LABELS[q]} {e.median:.0%} / {e.p90:.0%} ({e.n} points{where})")
-    if not parts:
-        return None
+    for q, e in acc["by_quantity"].items():
+        where = ", all engines" if e["scope"] == "all" else ""
+        parts.append(f"{LABELS[q]} {e['median_abs_error']:.0%} / {e['p90_abs_error']:.0%} ({e['points']} points{where})")
     return (f"held-out error against published runs on {display}, median / 90th percentile of |predicted / "
-            f"published - 1| (bench/published.py k-fold of {acc.date}): " + "; ".join(parts))
+            f"published - 1| (bench/published.py k-fold of {acc['date']}): " + "; ".join(parts))
 
 
 __all__ = ["Accuracy", "Error", "load", "parse", "accuracy_dict", "accuracy_line", "QUANTITIES", "MIN_POINTS"]

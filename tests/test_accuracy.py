@@ -40,7 +40,7 @@ def test_engine_figure_where_it_has_enough_points_else_all_engines():
 
 def test_line_and_json_name_scope_points_and_percentages():
     acc = A.parse(_record())
-    line = A.accuracy_line(acc, "vllm", "vLLM")
+    line = A.accuracy_line(A.accuracy_dict(acc, "vllm"), "vLLM")
     assert "on vLLM" in line and "k-fold of 2026-12-01" in line
     assert "TTFT 35% / 150% (12 points)" in line
     assert "TPOT 8% / 30% (20 points, all engines)" in line
@@ -48,8 +48,8 @@ def test_line_and_json_name_scope_points_and_percentages():
     assert d["by_quantity"]["ttft_s"] == {"scope": "vllm", "points": 12, "median_abs_error": 0.35, "p90_abs_error": 1.5}
     assert d["by_quantity"]["tpot_s"]["scope"] == "all"
     # the ideal roofline is no engine's prediction: no error is claimed for it
-    assert A.accuracy_dict(acc, "ideal") is None and A.accuracy_line(acc, "ideal", "ideal") is None
-    assert A.accuracy_dict(None, "vllm") is None and A.accuracy_line(None, "vllm", "vLLM") is None
+    assert A.accuracy_dict(acc, "ideal") is None and A.accuracy_line(None, "ideal") is None
+    assert A.accuracy_dict(None, "vllm") is None
 
 
 @pytest.mark.parametrize("bad, words", [
