@@ -74,7 +74,7 @@ def _device_s(groups, hw, a, em: EngineModel, *, decode: bool, rows: int | None 
     if not groups:
         return 0.0
     f = for_column(em.factors, hw, a.fmt.compute.compute)
-    peak, bw, wob = hw.peak_flops_for(a.fmt.compute.compute), hw.memory_bandwidth_bytes_per_s, _weight_only_bits(a)
+    peak, bw, wob = hw.peak_flops_for(a.fmt.compute.compute), hw.memory_bandwidth_bytes_per_s, _weight_only_bits(a, hw)
     floor = op_floor_s(f, graph=graph)
     dev = ops_time_s(groups, peak, bw, f, decode=decode, weight_only_bits=wob, rows=rows, floor_s=floor,
                      expert_rows=expert_rows, expert_inner=expert_inner)
@@ -86,10 +86,10 @@ def _moe_shape(a) -> tuple[int, int] | None:
     return (moe.num_experts, moe.num_experts_per_tok) if moe is not None else None
 
 
-def _weight_only_bits(a) -> int | None:
+def _weight_only_bits(a, hw) -> int | None:
     from .serve import StepModel
 
-    return StepModel.weight_only_bits_of(a)
+    return StepModel.weight_only_bits_of(a, hw)
 
 
 # ---- memory ---------------------------------------------------------------------------------------

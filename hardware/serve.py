@@ -84,7 +84,7 @@ class StepModel:
     def __init__(self, a, hw, plan, factors: Factors, *, ops_cache: dict | None = None, detail: bool = True):
         self.a, self.hw, self.plan, self.f = a, hw, plan, factors
         self.compute_key = a.fmt.compute.compute
-        self.weight_only_bits = self.weight_only_bits_of(a)
+        self.weight_only_bits = self.weight_only_bits_of(a, hw)
         self.allreduce_calls = 2 * a.spec.num_layers + 2 if plan.tp > 1 else 0  # two per layer, embedding, logits
         moe = a.spec.first_moe
         self.moe_shape = (moe.num_experts, moe.num_experts_per_tok) if moe is not None else None
@@ -94,10 +94,23 @@ class StepModel:
         self.detail = detail
 
     @staticmethod
-    def weight_only_bits_of(a) -> int | None:
-        """The weight bits of a weight-only quantized model (int4/int8 weights, 16-bit compute), else None."""
+    def weight_only_bits_of(a, hw=None) -> int | None:
+        """The weight bits of a weight-only quantized model (int4/int8 weights, 16-bit compute), else None.
+
+        MXFP4 weights (gpt-oss's experts) are weight-only only where the device has no FP4 tensor cores:
+        Ampere and Hopper dequantize them in the GEMM's main loop (vLLM: Marlin on Ampere, Triton's
+        ``matmul_ogs`` on Hopper; SGLang and TensorRT-LLM likewise), the path the engine profiles'
+        ``weight_only_efficiency`` prices. Blackwell's tensor cores take the OCP MX block-scaled formats as
+        they are stored (``tcgen05.mma`` kinds ``mxf4`` / ``mxf8f6f4``; NVIDIA Blackwell architecture
+        technical brief), and the engines run gpt-oss there through FP4 MoE kernels that read the 4-bit
+        weights at the full byte rate (vLLM's gpt-oss recipe: FlashInfer's TRT-LLM-gen MXFP4 MoE on
+        Blackwell). A device has them where its profile gives an ``fp4`` peak."""
         q = a.fmt.quant
-        return q.bits if q is not None and q.bits <= 8 and a.fmt.compute.name in ("bf16", "fp16", "fp32") else None
+        if q is None or q.bits > 8 or a.fmt.compute.name not in ("bf16", "fp16", "fp32"):
+            return None
+        if q.method == "mxfp4" and hw is not None and "fp4" in hw.peak_flops_per_s:
+            return None
+        return q.bits
 
     def _ops(self, batch: int, new: int, cached: int) -> list:
         from planner.analysis.parallel import shard_groups
@@ -969,7 +982,7 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
 
 
 def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
-    from .accuracy import accuracy_dict
+    from .accuracy import accuracy_dict, regime_of
     from .accuracy import load as load_accuracy
     from .engine import memory_dict
 
@@ -1003,7 +1016,9 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
         "wave_sequences": r.wave if r else None,
         "prefill_steps": r.prefill_steps if r else None,
         "factors": d.factors.to_dict(),
-        "accuracy": accuracy_dict(load_accuracy(), d.engine.name) if r else None,
+        # serve's clients always stream through the engine's HTTP server
+        "accuracy": accuracy_dict(load_accuracy(), d.engine.name,
+                                  regime_of(True, -(-r.scenario.concurrency // d.replicas))) if r else None,
         "notes": list(d.notes),
     }
 

@@ -1254,3 +1254,23 @@ def test_engine_profile_checks_its_sliding_window_fact(monkeypatch):
     assert with_value(None).applies_sliding_window("mistral")  # no fact: the window is applied
     e = with_value({"default": "ignored", "applied_for": ["gpt_oss"]})
     assert not e.applies_sliding_window("mistral") and e.applies_sliding_window("gpt_oss")
+
+
+def test_mxfp4_experts_are_weight_only_only_without_fp4_tensor_cores():
+    """gpt-oss's MXFP4 experts: dequantized in the GEMM (weight-only, priced by the engine's
+    weight_only_efficiency) on Ampere and Hopper; read as FP4 by Blackwell's tensor cores (a profile
+    with an fp4 peak), where no weight-only term applies. An int4 what-if stays weight-only everywhere."""
+    from planner.cli.common import load_model
+    from planner.hardware.serve import StepModel
+
+    a = analyze(load_model("openai/gpt-oss-20b").spec, Options())
+    assert a.fmt.quant.method == "mxfp4"
+    assert StepModel.weight_only_bits_of(a, load_profile("a100-80gb")) == 4
+    assert StepModel.weight_only_bits_of(a, load_profile("h100-sxm")) == 4
+    assert StepModel.weight_only_bits_of(a, load_profile("b200")) is None
+    int4 = analyze(load_model("llama-3.1-8b").spec, Options(dtype="int4"))
+    assert StepModel.weight_only_bits_of(int4, load_profile("b200")) == 4
+    # through serve: the weight-only term is there on H100 and absent on B200
+    on = {hw: run("serve", "openai/gpt-oss-20b", "-H", hw, "--json").json["explain"]["tpot_s"]["weight-only kernels"]
+          for hw in ("h100-sxm", "b200")}
+    assert on["h100-sxm"] > 0 and on["b200"] == 0
