@@ -54,6 +54,19 @@ Memory quantities (kv_capacity_tokens, weights_gib, max_concurrency) are not fit
 come from the engines' code (profiles/engines/*.yaml). An entry whose log a memory term was read from
 (``training_for: [term, ...]``) is shown but left out of the held-out column and its medians.
 
+Regimes. A timing entry that went through the engine's HTTP server with more than 64 requests per replica
+in flight is a ``server_burst`` (``planner.hardware.accuracy.regime_of``: the 100-1,000-prompt bursts that
+``vllm bench serve`` sends without ``--max-concurrency``, and 100-500-client runs); every other one is
+``steady`` (1-64 clients through the server, in-process and offline runs of any size). The two are scored
+apart (the table after the per-point list; ``--write-accuracy`` writes both, and ``planner serve`` prints the
+figures of its scenario's regime). The bursts are predicted and scored but not fitted (``--fit-bursts`` fits
+them too): the serve model prices the front end as a serial per-request intake and nothing else, and with
+hundreds of requests streaming at once the front end's work sets the pace (detokenising and streaming every
+token; on GPUStack's 8x H100 host each 1,000-prompt burst completed 984 requests, and SGLang's gpt-oss-20b
+bursts ran 3x (H100) and 17x (A100) slower than vLLM's on the same GPU and prompts). The published runs hold no server run between 65 and
+99 requests per replica. Fitted on the bursts as well, the factors bend to stand in for the missing term
+(bench/published.md, "Dec 1, eighth round").
+
 Each timing entry says how its benchmark ran (``settings``): ``arrival`` (``together``: a static batch or
 an offline run; ``closed-loop``: C clients each sending the next request when the last ends),
 ``client`` (``server``: a streaming HTTP client, which sees the engine's per-request front-end cost;
@@ -166,6 +179,7 @@ class Point:
         from planner.hardware.engine import engine_analysis, engine_memory, load_engine
         from planner.hardware.expected import factors_for
         from planner.hardware.profiles import load_profile
+        from planner.hardware.accuracy import regime_of
         from planner.hardware.serve import Scenario
 
         self.entry = entry
@@ -213,6 +227,8 @@ class Point:
         self.scenario = Scenario(i, o, c, arrival, requests=None if n is None else int(n),
                                  mean_output_len=None if mean_o is None else float(mean_o))
         self.server_client = s.get("client", "server") == "server"
+        # steady or server_burst (planner.hardware.accuracy.regime_of): the regime serve reports its error by
+        self.regime = regime_of(self.server_client, -(-c // max(1, self.gpus // self.tp)))
         self.training_for = tuple(entry.get("training_for") or ())
         self.base = factors_for(self.hw, self.engine)
         if s.get("cuda_graphs") is False:  # the benchmark ran every step op by op
@@ -477,20 +493,25 @@ def nearest_rank(xs: list[float], q: float) -> float:
 
 def accuracy_summary(rows, *, command: str, date: str, points: int) -> dict:
     """What ``--write-accuracy`` writes (``profiles/engines/_accuracy.yaml``, which ``planner serve``
-    prints): ``rows`` are ``(engine, quantity, held-out |error|)`` of the timing points; per quantity, over
-    all engines and per engine, the points (n), the median and the 90th percentile (nearest rank) of
+    prints): ``rows`` are ``(engine, quantity, regime, held-out |error|)`` of the timing points; per regime
+    (``steady``, ``server_burst``: ``planner.hardware.accuracy.regime_of``) and quantity, over all engines
+    and per engine, the points (n), the median and the 90th percentile (nearest rank) of
     |predicted / published − 1|, rounded to 0.1 %."""
     def stats(errs: list[float]) -> dict:
         return {"n": len(errs), "median": round(statistics.median(errs), 3), "p90": round(nearest_rank(errs, 0.9), 3)}
 
-    out: dict = {"command": command, "date": date, "points": points, "all": {}, "engines": {}}
-    for q in TIMING:
-        errs = [e for _, qq, e in rows if qq == q]
-        if errs:
-            out["all"][q] = stats(errs)
-    for eng in sorted({e for e, _, _ in rows}):
-        per = {q: stats(errs) for q in TIMING if (errs := [e for ee, qq, e in rows if ee == eng and qq == q])}
-        out["engines"][eng] = per
+    out: dict = {"command": command, "date": date, "points": points}
+    for regime in ("steady", "server_burst"):
+        mine = [(e, q, x) for e, q, r, x in rows if r == regime]
+        block: dict = {"all": {}, "engines": {}}
+        for q in TIMING:
+            errs = [x for _, qq, x in mine if qq == q]
+            if errs:
+                block["all"][q] = stats(errs)
+        for eng in sorted({e for e, _, _ in mine}):
+            block["engines"][eng] = {q: stats(errs) for q in TIMING
+                                     if (errs := [x for ee, qq, x in mine if ee == eng and qq == q])}
+        out[regime] = block
     return out
 
 
@@ -509,6 +530,9 @@ def main(argv=None) -> int:
                     help="predict with the profiles as shipped only: no fit, no held-out column (seconds)")
     ap.add_argument("--jobs", type=int, default=1,
                     help="processes for the k + 1 fits (forked; each fit is the same as in one process)")
+    ap.add_argument("--fit-bursts", action="store_true",
+                    help="fit the timing factors on the server_burst points too (by default they are predicted "
+                         "and scored, not fitted)")
     ap.add_argument("--write-accuracy", type=Path, metavar="PATH",
                     help="write the held-out |error| per quantity and engine as YAML (profiles/engines/"
                          "_accuracy.yaml: what planner serve prints); needs the k-fold (not --shipped)")
@@ -527,7 +551,10 @@ def main(argv=None) -> int:
     k = max(2, min(args.folds, len(order)))
     fold_of = split_folds(order, k, args.split)
     held: dict[str, float | None] = {p.id: None for p in order}
-    trains = [[i for i, f in enumerate(fold_of) if f != fold] for fold in range(k)] + [list(range(len(order)))]
+    # the server bursts are predicted and scored, never fitted (unless --fit-bursts): see the docstring
+    fitted = [args.fit_bursts or p.regime != "server_burst" for p in order]
+    trains = ([[i for i, f in enumerate(fold_of) if f != fold and fitted[i]] for fold in range(k)]
+              + [[i for i in range(len(order)) if fitted[i]]])
     *fits, allfit = [None] if args.shipped else run_fits(order, trains, how, args.jobs)
     for fold, params in enumerate(fits):
         test = [p for p, f in zip(order, fold_of) if f == fold]
@@ -566,6 +593,22 @@ def main(argv=None) -> int:
 
         print(f"{q:22} {len(ps):>3} {pc(a, statistics.median):>21} {pc(a, max):>18} {len(b):>10} "
               f"{pc(b, statistics.median):>22} {pc(b, max):>19}")
+    print()
+    print("timing points by regime (planner.hardware.accuracy.regime_of: server_burst = through the HTTP server with more "
+          "than 64 requests per replica):")
+    print(f"{'regime':13} {'quantity':22} {'n':>3} {'median |err| shipped':>21} {'> 30 % shipped':>15} "
+          f"{'median |err| held-out':>22} {'> 30 % held-out':>16}")
+    for regime in ("steady", "server_burst"):
+        for q in TIMING:
+            ps = [p for p in order if p.quantity == q and p.regime == regime]
+            a = [abs(err(shipped[p.id], p.value)) for p in ps if shipped[p.id] is not None]
+            b = [abs(err(held[p.id], p.value)) for p in ps if held[p.id] is not None]
+            if not a:
+                continue
+            med_b = f"{statistics.median(b):.1%}" if b else "-"
+            over_b = str(sum(x > 0.3 for x in b)) if b else "-"
+            print(f"{regime:13} {q:22} {len(ps):>3} {statistics.median(a):>20.1%} {sum(x > 0.3 for x in a):>15} "
+                  f"{med_b:>22} {over_b:>16}")
     if args.shipped:
         print(f"as shipped only (--shipped): no fit; wall time: {time.perf_counter() - t0:.0f} s")
         return 0
@@ -587,7 +630,7 @@ def main(argv=None) -> int:
 
         import yaml
 
-        rows = [(p.engine_name, p.quantity, abs(err(held[p.id], p.value))) for p in order
+        rows = [(p.engine_name, p.quantity, p.regime, abs(err(held[p.id], p.value))) for p in order
                 if p.quantity in TIMING and held[p.id] is not None]
         cmd = "python bench/published.py " + " ".join(argv if argv is not None else sys.argv[1:])
         acc = accuracy_summary(rows, command=cmd, date=datetime.date.today().isoformat(), points=len(points))
