@@ -41,7 +41,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     entries = yaml.safe_load((ROOT / "bench" / "published.yaml").read_text())
     points, _ = P.load_points(ROOT / "bench" / "published.yaml", None)
-    mine = [p for p in points if p.engine_name == args.engine and p.quantity in P.TIMING]
+    # as in bench/published.py, the server bursts (HTTP server, > 64 requests per replica) are scored apart
+    # and not fitted
+    mine = [p for p in points if p.engine_name == args.engine and p.quantity in P.TIMING and p.regime == "steady"]
     rate = [e for e in R.rate_entries(entries) if not e.get("excluded")
             and P.ENGINE_MAP.get(e.get("engine")) == args.engine]
     start = P.start_params(points)
