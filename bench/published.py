@@ -228,7 +228,7 @@ class Point:
                                  mean_output_len=None if mean_o is None else float(mean_o))
         self.server_client = s.get("client", "server") == "server"
         # steady or server_burst (planner.hardware.accuracy.regime_of): the regime serve reports its error by
-        self.regime = regime_of(self.server_client, -(-c // max(1, self.gpus // self.tp)))
+        self.regime = regime_of(self.server_client, c, self.gpus // self.tp)
         self.training_for = tuple(entry.get("training_for") or ())
         self.base = factors_for(self.hw, self.engine)
         if s.get("cuda_graphs") is False:  # the benchmark ran every step op by op
@@ -593,9 +593,11 @@ def main(argv=None) -> int:
 
         print(f"{q:22} {len(ps):>3} {pc(a, statistics.median):>21} {pc(a, max):>18} {len(b):>10} "
               f"{pc(b, statistics.median):>22} {pc(b, max):>19}")
+    from planner.hardware import accuracy
+
     print()
     print("timing points by regime (planner.hardware.accuracy.regime_of: server_burst = through the HTTP server with more "
-          "than 64 requests per replica):")
+          f"than {accuracy.BURST_PER_REPLICA} requests per replica):")
     print(f"{'regime':13} {'quantity':22} {'n':>3} {'median |err| shipped':>21} {'> 30 % shipped':>15} "
           f"{'median |err| held-out':>22} {'> 30 % held-out':>16}")
     for regime in ("steady", "server_burst"):

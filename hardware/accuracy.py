@@ -35,10 +35,11 @@ REGIMES = {
 }
 
 
-def regime_of(server: bool, per_replica: int) -> str:
+def regime_of(server: bool, concurrency: int, replicas: int = 1) -> str:
     """``server_burst`` where requests reach the engine through its HTTP server (``server``) and more than
-    ``BURST_PER_REPLICA`` of them are in flight on one replica (``per_replica``), else ``steady``."""
-    return "server_burst" if server and per_replica > BURST_PER_REPLICA else "steady"
+    ``BURST_PER_REPLICA`` of the ``concurrency`` in flight fall on one of the ``replicas`` (split evenly,
+    the larger share rounded up), else ``steady``."""
+    return "server_burst" if server and -(-concurrency // max(1, replicas)) > BURST_PER_REPLICA else "steady"
 
 
 @frozen

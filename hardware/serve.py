@@ -94,7 +94,7 @@ class StepModel:
         self.detail = detail
 
     @staticmethod
-    def weight_only_bits_of(a, hw=None) -> int | None:
+    def weight_only_bits_of(a, hw) -> int | None:
         """The weight bits of a weight-only quantized model (int4/int8 weights, 16-bit compute), else None.
 
         MXFP4 weights (gpt-oss's experts) are weight-only only where the device has no FP4 tensor cores:
@@ -108,7 +108,7 @@ class StepModel:
         q = a.fmt.quant
         if q is None or q.bits > 8 or a.fmt.compute.name not in ("bf16", "fp16", "fp32"):
             return None
-        if q.method == "mxfp4" and hw is not None and "fp4" in hw.peak_flops_per_s:
+        if q.method == "mxfp4" and "fp4" in hw.peak_flops_per_s:
             return None
         return q.bits
 
@@ -1018,7 +1018,7 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
         "factors": d.factors.to_dict(),
         # serve's clients always stream through the engine's HTTP server
         "accuracy": accuracy_dict(load_accuracy(), d.engine.name,
-                                  regime_of(True, -(-r.scenario.concurrency // d.replicas))) if r else None,
+                                  regime_of(True, r.scenario.concurrency, d.replicas)) if r else None,
         "notes": list(d.notes),
     }
 

@@ -101,6 +101,8 @@ def test_write_accuracy_summary_by_hand():
 def test_regime_boundary_and_burst_figures():
     assert A.regime_of(True, A.BURST_PER_REPLICA) == "steady"
     assert A.regime_of(True, A.BURST_PER_REPLICA + 1) == "server_burst"
+    assert A.regime_of(True, 2 * A.BURST_PER_REPLICA, 2) == "steady"  # 64 on each of two replicas
+    assert A.regime_of(True, 2 * A.BURST_PER_REPLICA + 1, 2) == "server_burst"  # 65 on one of them
     assert A.regime_of(False, 10_000) == "steady"  # an offline or in-process run is never a server burst
     acc = A.parse(_record())
     assert acc.for_engine("vllm", "server_burst") == {"ttft_s": (A.Error(6, 0.55, 1.2), "vllm")}
