@@ -579,6 +579,15 @@ def main(argv=None) -> int:
         h = "train" if p.training_for and p.quantity not in TIMING else f(held[p.id])
         print(f"{p.id[:58]:58} {p.quantity:20} {f(p.value):>12} {f(shipped[p.id]):>12} {pct(e1):>7} "
               f"{h:>12} {pct(e2):>7}")
+    def abs_errs(ps, pred: dict) -> list[float]:  # |predicted / published - 1| of the points predicted
+        return [abs(err(pred[p.id], p.value)) for p in ps if pred[p.id] is not None]
+
+    def pc(xs, agg):  # "-" where no point is left to score (all are training points)
+        return f"{agg(xs):.1%}" if xs else "-"
+
+    def over(xs):  # points beyond 30 %
+        return str(sum(x > 0.3 for x in xs)) if xs else "-"
+
     print()
     print(f"{'quantity':22} {'n':>3} {'median |err| shipped':>21} {'max |err| shipped':>18} {'n held-out':>10} "
           f"{'median |err| held-out':>22} {'max |err| held-out':>19}")
@@ -586,11 +595,7 @@ def main(argv=None) -> int:
         ps = [p for p in order if p.quantity == q]
         if not ps:
             continue
-        a = [abs(err(shipped[p.id], p.value)) for p in ps if shipped[p.id] is not None]
-        b = [abs(err(held[p.id], p.value)) for p in ps if held[p.id] is not None]
-        def pc(xs, agg):  # "-" where no point is left to score (all are training points)
-            return f"{agg(xs):.1%}" if xs else "-"
-
+        a, b = abs_errs(ps, shipped), abs_errs(ps, held)
         print(f"{q:22} {len(ps):>3} {pc(a, statistics.median):>21} {pc(a, max):>18} {len(b):>10} "
               f"{pc(b, statistics.median):>22} {pc(b, max):>19}")
     from planner.hardware import accuracy
@@ -603,14 +608,11 @@ def main(argv=None) -> int:
     for regime in ("steady", "server_burst"):
         for q in TIMING:
             ps = [p for p in order if p.quantity == q and p.regime == regime]
-            a = [abs(err(shipped[p.id], p.value)) for p in ps if shipped[p.id] is not None]
-            b = [abs(err(held[p.id], p.value)) for p in ps if held[p.id] is not None]
+            a, b = abs_errs(ps, shipped), abs_errs(ps, held)
             if not a:
                 continue
-            med_b = f"{statistics.median(b):.1%}" if b else "-"
-            over_b = str(sum(x > 0.3 for x in b)) if b else "-"
-            print(f"{regime:13} {q:22} {len(ps):>3} {statistics.median(a):>20.1%} {sum(x > 0.3 for x in a):>15} "
-                  f"{med_b:>22} {over_b:>16}")
+            print(f"{regime:13} {q:22} {len(ps):>3} {pc(a, statistics.median):>20} {over(a):>15} "
+                  f"{pc(b, statistics.median):>22} {over(b):>16}")
     if args.shipped:
         print(f"as shipped only (--shipped): no fit; wall time: {time.perf_counter() - t0:.0f} s")
         return 0
