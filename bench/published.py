@@ -101,6 +101,20 @@ if str(ROOT) not in sys.path:
 # NIM for LLMs serves its optimized profiles with TensorRT-LLM: its figures are predicted with that profile.
 ENGINE_MAP = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nim": "trtllm", "gpt-fast": "gptfast",
               "ideal": "ideal"}
+
+
+def engine_profile_of(entry: dict) -> str:
+    """The engine profile an entry is predicted with: ENGINE_MAP's, except that vLLM before 0.8 ran its V0
+    engine (V1 became the default in 0.8), which profiles/engines/vllm-v0.yaml describes. The version is the
+    entry's ``engine_version`` ("0.7.3", "0.2.6 (main, Dec 2023)"); one that does not start with a release
+    number (a commit, "None") keeps the V1 profile."""
+    import re
+
+    name = ENGINE_MAP[entry["engine"]]
+    m = re.match(r"\s*(\d+)\.(\d+)", str(entry.get("engine_version") or ""))
+    if name == "vllm" and m and (int(m.group(1)), int(m.group(2))) < (0, 8):
+        return "vllm-v0"
+    return name
 TIMING = ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s")
 MEMORY = ("kv_capacity_tokens", "weights_gib", "max_concurrency")
 
@@ -187,7 +201,7 @@ class Point:
         self.quantity = entry["quantity"]
         self.value = float(entry["value"])
         s = entry.get("settings") or {}
-        self.engine_name = ENGINE_MAP[entry["engine"]]
+        self.engine_name = engine_profile_of(entry)
         self.engine = load_engine(self.engine_name)
         self.hw = load_profile(entry["gpu"])
         spec = load_model(entry["model_config"]).spec

@@ -155,3 +155,33 @@ def test_split_folds_keeps_each_source_whole():
     # ((0, 0) < (2, 3)); D -> fold 1 ((1, 1) < (2, 3)), now (2, 2); C -> fold 1 ((2, 2) < (2, 3))
     assert folds == [0, 0, 0, 1, 1, 1, 1]
     assert pub.split_folds(order, 3, "id") == [0, 1, 2, 0, 1, 2, 0]
+
+
+@pytest.mark.parametrize("engine, version, profile", [
+    ("vllm", "0.7.3", "vllm-v0"),  # V0 was the default before 0.8
+    ("vllm", "0.2.6 (main, Dec 2023)", "vllm-v0"),
+    ("vllm", "0.6.4.post2.dev (main, Dec 2024)", "vllm-v0"),
+    ("vllm", "0.8.5", "vllm"),  # V1 by default from 0.8
+    ("vllm", "0.11.0", "vllm"),  # two-digit minor: compared as a number, not as text
+    ("vllm", "1.0.0", "vllm"),
+    ("vllm", "main @ a89015c6df (July 2026)", "vllm"),  # no release number: the V1 profile
+    ("vllm", None, "vllm"),
+    ("sglang", "0.3.0", "sglang"),  # only vLLM has a V0 profile
+    ("nim", "1.8.0", "trtllm"),
+])
+def test_engine_profile_of_maps_vllm_before_0_8_to_the_v0_profile(engine, version, profile):
+    assert pub.engine_profile_of({"engine": engine, "engine_version": version}) == profile
+
+
+def test_the_v0_profile_loads_and_differs_from_v1_where_its_header_says():
+    from planner.hardware.engine import load_engine
+
+    v0, v1 = load_engine("vllm-v0"), load_engine("vllm")
+    assert (v0.name, v1.name) == ("vllm-v0", "vllm")
+    # V0 replays CUDA graphs for decode batches of up to 256 sequences and never for prompts
+    assert [r.value for r in v0.cuda_graph_max_tokens_rules] == [256]
+    assert v0.cuda_graph_prefill is False and v1.cuda_graph_prefill is True
+    assert [r.value for r in v0.max_num_seqs_rules] == [256]
+    # the memory accounting is V1's
+    assert (v0.fraction, v0.block_size, v0.non_torch_single_bytes) == (v1.fraction, v1.block_size,
+                                                                       v1.non_torch_single_bytes)
