@@ -115,6 +115,8 @@ def engine_profile_of(entry: dict) -> str:
     if name == "vllm" and m and (int(m.group(1)), int(m.group(2))) < (0, 8):
         return "vllm-v0"
     return name
+
+
 TIMING = ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s")
 MEMORY = ("kv_capacity_tokens", "weights_gib", "max_concurrency")
 
