@@ -180,6 +180,13 @@ PER_DTYPE = ("compute@fp4",)
 PER_ENGINE = ("step_overhead_s", "launch_overhead_per_op_s", "min_op_time_s", "request_overhead_s",
               "server_overhead_s", "attention_decode", "step_overhead_per_sequence_s")
 
+# requests per client beyond which a closed loop is simulated for this many only: a fit predicts each point
+# hundreds of times, and AccelMark's 28-minute loops ran 150-10,902 requests (up to 1,363 per client), half of
+# a pass's time. Its effect, measured against the whole run (as shipped, all 88 points whose loops are longer
+# than 16 per client): at most 1.3 % (an 8-client tokens/s; 64 per client), against 0.5 % at 128 and 2.0 % at
+# 32 (bench/published.md, "Dec 2, tenth round")
+CLOSED_LOOP_ROUNDS_MAX = 64
+
 # one simulation per deployment, scenario and factor set: the TTFT, TPOT, e2e and throughput entries of one
 # benchmark row share it
 _SIMS: dict = {}
@@ -239,6 +246,8 @@ class Point:
         # a closed loop's run length (vllm bench serve --num-prompts) and, where the benchmark let requests
         # stop at end-of-sequence, their mean output tokens
         n = s.get("num_prompts") if arrival == "closed-loop" else None
+        if n is not None:  # a long run is simulated for its first CLOSED_LOOP_ROUNDS_MAX requests per client
+            n = min(int(n), CLOSED_LOOP_ROUNDS_MAX * c)
         mean_o = s.get("mean_output_len")
         self.scenario = Scenario(i, o, c, arrival, requests=None if n is None else int(n),
                                  mean_output_len=None if mean_o is None else float(mean_o))

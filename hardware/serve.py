@@ -444,6 +444,7 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
 
     Returns ``(steps, finished)``: ``steps`` the pieces of each step in order, ``finished`` one ``Finished``
     per group of requests that finished together, in finish order."""
+    import heapq
     from collections import deque
 
     from planner.analysis.errors import OptionError
@@ -465,7 +466,14 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     waiting: deque = deque()  # [tag, count]: arrived, not yet started
     groups: dict = {}  # tag -> (start step, I, O, send time)
     partial = None  # (tag, prompt tokens done) of the one prompt cut at the end of a step
-    decoding: dict = {}  # (tag, first-token step) -> [count, tokens made]
+    # (tag, first-token step) -> [count, decode steps run before its first token, order of insertion]: a
+    # request has made 1 + (decode steps run) − that tokens; the sums over them are kept as they change
+    decoding: dict = {}
+    n_dec = 0  # requests decoding
+    ctx_sum = 0  # Σ count × (I + tokens made − 1) over them: their contexts
+    decode_steps = 0  # decode steps run
+    due: list = []  # heap of (decode steps after which the entry has made its O-th token, insertion order, key)
+    inserted = 0
     first_t: dict = {}  # (tag, first-token step) -> time of the first token
     running = 0
     kv_held = 0  # tokens of the running requests' whole sequences (with kv_tokens)
@@ -492,11 +500,7 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
         if decoded:
             if multi and not round_left:
                 round_left = scheduler_steps
-            n_dec = ctx = 0
-            for (tag, _), (k, made) in decoding.items():
-                n_dec += k
-                ctx += k * (groups[tag][1] + made - 1)
-            key = (1, max(1, round(ctx / n_dec / ctx_step) * ctx_step))
+            key = (1, max(1, round(ctx_sum / n_dec / ctx_step) * ctx_step))
             pieces[key] = n_dec
             b -= n_dec
         if partial is not None and b > 0:  # (only without multi-step: there prompts are whole)
@@ -545,22 +549,33 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
             round_left -= 1
         if step_ends is not None:
             step_ends.append((t, decoded and not round_left))
-        if decoded:
-            for entry in decoding.values():
-                entry[1] += 1
+        if decoded:  # every decoding request made a token
+            decode_steps += 1
+            ctx_sum += n_dec
         for tag, n in completed:  # (the cut prompt and whole ones of one group may complete together)
-            decoding.setdefault((tag, s), [0, 1])[0] += n
+            entry = decoding.get((tag, s))
+            if entry is None:
+                entry = decoding[(tag, s)] = [0, decode_steps, inserted]
+                heapq.heappush(due, (decode_steps + groups[tag][2] - 1, inserted, (tag, s)))
+                inserted += 1
+            entry[0] += n
+            n_dec += n
+            ctx_sum += n * groups[tag][1]  # its first token: context I
             first_t[(tag, s)] = t
         finished = 0
-        if not round_left:  # (multi-step: a round's tokens are handed out when it ends)
-            for (tag, f), (n, made) in list(decoding.items()):
+        if not round_left and due and due[0][0] <= decode_steps:  # (multi-step: a round's tokens are
+            done = []  # handed out when it ends) the requests that made their O-th token, in insertion order
+            while due and due[0][0] <= decode_steps:
+                done.append(heapq.heappop(due))
+            for _, _, (tag, f) in sorted(done, key=lambda d: d[1]):
+                n, d0, _ = decoding.pop((tag, f))
                 start, I, O, t_send = groups[tag]
-                if made >= O:  # the O-th token
-                    del decoding[(tag, f)]
-                    marks.append(Finished(start, f, s, n, t_send, first_t.pop((tag, f)), t, I, O))
-                    running -= n
-                    kv_held -= n * (I + O) if kv_tokens is not None else 0
-                    finished += n
+                marks.append(Finished(start, f, s, n, t_send, first_t.pop((tag, f)), t, I, O))
+                n_dec -= n
+                ctx_sum -= n * (I + decode_steps - d0)  # I + tokens made − 1
+                running -= n
+                kv_held -= n * (I + O) if kv_tokens is not None else 0
+                finished += n
         if finished and resend is not None:
             for n, I, O in resend(t, finished):
                 send(t, n, I, O)
@@ -868,14 +883,16 @@ class StepPricer:
         self.decode_step = None  # (sequences, cost) of the widest decode step
 
     def __call__(self, pieces: dict) -> float:
-        if all(n == 1 for (n, _) in pieces) and len(pieces) == 1:
-            (_, ctx), k = next(iter(pieces.items()))
-            cost = self.model.decode(k, ctx)
-            if self.decode_step is None or k > self.decode_step[0]:
-                self.decode_step = (k, cost)
-        else:
-            cost = self.model.prefill(dict(pieces))
-            self.prefill_steps += 1
+        if len(pieces) == 1:
+            for (n, ctx), k in pieces.items():
+                if n == 1:  # a decode step (a loop of one: the cheapest way to read the one item)
+                    cost = self.model.decode(k, ctx)
+                    if self.decode_step is None or k > self.decode_step[0]:
+                        self.decode_step = (k, cost)
+                    self.costs.append(cost)
+                    return cost.expected_s
+        cost = self.model.prefill(dict(pieces))
+        self.prefill_steps += 1
         self.costs.append(cost)
         return cost.expected_s
 
