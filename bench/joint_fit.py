@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     # and not fitted
     mine = [p for p in points if p.engine_name == args.engine and p.quantity in P.TIMING and p.regime == "steady"]
     rate = [e for e in R.rate_entries(entries) if not e.get("excluded")
-            and P.ENGINE_MAP.get(e.get("engine")) == args.engine]
+            and e.get("engine") in P.ENGINE_MAP and P.engine_profile_of(e) == args.engine]
     start = P.start_params(points)
     rows = []
     for req, launch in itertools.product(REQUEST_MS, LAUNCH_US):

@@ -50,14 +50,35 @@ def _engines_folder():
     return data_dir("engines")
 
 
-def _read_yaml(name: str) -> Any:
+def _read_yaml(name: str, _children: tuple = ()) -> Any:
+    """The profile's data. ``inherits: OTHER`` (another shipped engine profile) takes OTHER's data and
+    replaces what this file gives: mappings key by key, at every depth; anything else (a number, a list
+    of rules) whole. ``name`` is the file's, never inherited."""
     from .profiles import _read_text, _safe_load
 
     entry = _engines_folder().joinpath(f"{name}.yaml")
     where = f"engine profile {name}.yaml"
     if not entry.is_file():
         raise HardwareError(f"{where} not found", "reinstall planner; the engine profiles ship with it")
-    return _safe_load(_read_text(entry.read_bytes, where), where)
+    d = _safe_load(_read_text(entry.read_bytes, where), where)
+    if not isinstance(d, Mapping) or "inherits" not in d:
+        return d
+    parent = d["inherits"]
+    if parent not in ENGINES + BENCH_ENGINES + VERIFY_ENGINES or parent == name or parent in _children:
+        raise HardwareError(f"{where}: inherits {parent!r} is not another engine profile (or it comes back to "
+                            f"{name})", f"name one of: {', '.join(e for e in ENGINES + BENCH_ENGINES if e != name)}")
+    own = {k: v for k, v in d.items() if k != "inherits"}
+    return _overlay(_read_yaml(parent, _children + (name,)), own)
+
+
+def _overlay(base: Any, over: Any) -> Any:
+    """``over`` on top of ``base``: two mappings merge key by key (recursively); otherwise ``over``."""
+    if isinstance(base, Mapping) and isinstance(over, Mapping):
+        out = dict(base)
+        for k, v in over.items():
+            out[k] = _overlay(base[k], v) if k in base else v
+        return out
+    return over
 
 
 def _get(data: Mapping, key: str, where: str) -> Any:

@@ -185,3 +185,55 @@ def test_the_v0_profile_loads_and_differs_from_v1_where_its_header_says():
     # the memory accounting is V1's
     assert (v0.fraction, v0.block_size, v0.non_torch_single_bytes) == (v1.fraction, v1.block_size,
                                                                        v1.non_torch_single_bytes)
+
+
+def _engines_copy(tmp_path, monkeypatch, **files):
+    """The shipped engine profiles in a folder of their own, with ``files`` (name -> YAML text) written over."""
+    import shutil
+
+    import planner.hardware.engine as E
+
+    folder = tmp_path / "engines"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "profiles" / "engines", folder)
+    for name, text in files.items():
+        (folder / f"{name}.yaml").write_text(text)
+    monkeypatch.setattr(E, "_engines_folder", lambda: folder)
+
+
+def test_inherits_replaces_only_what_the_child_gives(tmp_path, monkeypatch):
+    """A nested key replaced keeps its siblings; a list of rules is replaced whole; the rest is the parent's."""
+    from planner.hardware.engine import load_engine
+
+    _engines_copy(tmp_path, monkeypatch, **{"vllm-v0": "inherits: vllm\ntiming: {step_overhead: 3 ms}\n"
+                                                      "scheduler: {max_num_seqs: [{value: 64}]}\n"})
+    child, parent = load_engine("vllm-v0"), load_engine("vllm")
+    assert child.step_overhead_s == pytest.approx(3e-3) and parent.step_overhead_s != child.step_overhead_s
+    assert [r.value for r in child.max_num_seqs_rules] == [64]  # vllm's two rules gone
+    assert len(parent.max_num_seqs_rules) == 2
+    # siblings of the replaced keys, and whole sections the child does not name, are vllm's
+    assert child.launch_overhead_per_op_s == parent.launch_overhead_per_op_s
+    assert child.max_num_batched_tokens_rules == parent.max_num_batched_tokens_rules
+    assert (child.fraction, child.block_size) == (parent.fraction, parent.block_size)
+    assert child.name == "vllm-v0"
+
+
+@pytest.mark.parametrize("files", [
+    {"vllm-v0": "inherits: vllm-v0\n"},  # itself
+    {"vllm-v0": "inherits: gptfast\n", "gptfast": "inherits: vllm-v0\n"},  # a loop
+    {"vllm-v0": "inherits: nosuch\n"},
+    {"vllm-v0": "inherits: ../vllm\n"},
+])
+def test_inherits_other_than_another_profile_is_one_error(tmp_path, monkeypatch, files):
+    from planner.analysis.errors import HardwareError
+    from planner.hardware.engine import load_engine
+
+    _engines_copy(tmp_path, monkeypatch, **files)
+    with pytest.raises(HardwareError, match="inherits"):
+        load_engine("vllm-v0")
+
+
+def test_a_broken_inherits_through_the_cli_is_one_error_line(tmp_path, monkeypatch):
+    from tests.clirun import run
+
+    _engines_copy(tmp_path, monkeypatch, sglang="inherits: sglang\n")
+    run("serve", "llama-3.1-8b", "--engine", "sglang").assert_error("inherits")
