@@ -364,13 +364,14 @@ def objective_value(errors_by_quantity: list[list[float]], objective: str = "l1"
 
 
 def fit(points: list[Point], start: dict, *, objective: str = "l1", max_sweeps: int = 20,
-        grid: dict | None = None) -> dict:
+        grid: dict | None = None, progress: bool = False) -> dict:
     """Coordinate search of the timing factors on ``grid`` (GRID unless given), minimising
     ``objective_value``: sweeps over the factors (globals first, then per engine), each trying every grid
     value of one factor with the others held, until a sweep changes nothing or ``max_sweeps`` have run. A
     factor that moves no training point of its engine keeps its starting value, and so does one in
     ``NOT_FITTED``. A trial replaces the current value only if it lowers the objective by more than 1e-9, so
-    ties keep the earlier value. The defaults are the script's (``--objective l1 --sweeps 20``)."""
+    ties keep the earlier value. The defaults are the script's (``--objective l1 --sweeps 20``). ``progress``:
+    a line on stderr after each sweep (``--progress``)."""
     grid = GRID if grid is None else grid
     timing = [p for p in points if p.quantity in TIMING]
     if not timing:
@@ -385,7 +386,8 @@ def fit(points: list[Point], start: dict, *, objective: str = "l1", max_sweeps: 
     cur = score(best)
     keys = [k for k in GLOBAL if k in best] + sorted(k for k in best if "@" in k
                                                                           and k not in NOT_FITTED)
-    for _ in range(max_sweeps):
+    t0 = time.perf_counter()
+    for sweep in range(max_sweeps):
         before = dict(best)
         for k in keys:
             values = grid[k.split("@")[0]]
@@ -400,6 +402,10 @@ def fit(points: list[Point], start: dict, *, objective: str = "l1", max_sweeps: 
                 s = score(trial)
                 if s < cur - 1e-9:
                     best, cur = trial, s
+        if progress:
+            moved = ", ".join(f"{k} {before[k]:g} -> {best[k]:g}" for k in best if best[k] != before[k]) or "nothing moved"
+            print(f"fit on {len(timing)} timing points: sweep {sweep + 1}, objective {cur:.4f}, "
+                  f"{time.perf_counter() - t0:.0f} s: {moved}", file=sys.stderr, flush=True)
         if best == before:
             break
     return best
@@ -555,6 +561,8 @@ def main(argv=None) -> int:
                     help="predict with the profiles as shipped only: no fit, no held-out column (seconds)")
     ap.add_argument("--jobs", type=int, default=1,
                     help="processes for the k + 1 fits (forked; each fit is the same as in one process)")
+    ap.add_argument("--progress", action="store_true",
+                    help="a line on stderr after each sweep of each fit (the k-fold takes tens of minutes)")
     ap.add_argument("--fit-bursts", action="store_true",
                     help="fit the timing factors on the server_burst points too (by default they are predicted "
                          "and scored, not fitted)")
@@ -565,7 +573,8 @@ def main(argv=None) -> int:
     if args.write_accuracy and (args.shipped or args.only):
         ap.error("--write-accuracy needs the k-fold on every point (no --shipped, no --only)")
     t0 = time.perf_counter()
-    how = dict(objective=args.objective, max_sweeps=args.sweeps, grid=GRID_FINE if args.grid == "fine" else GRID)
+    how = dict(objective=args.objective, max_sweeps=args.sweeps, grid=GRID_FINE if args.grid == "fine" else GRID,
+               progress=args.progress)
     points, skipped = load_points(args.data, args.only)
     print(f"{len(points)} published points predicted, {len(skipped)} skipped")
     for sid, why in skipped:
