@@ -200,7 +200,8 @@ def test_step_by_step_paths_refuse_more_clients_than_they_simulate():
     run("serve", "llama-3.1-8b", "--arrival", "closed-loop", "--concurrency", "1000000", "--input-len", "100",
         "--output-len", "100").assert_error("closed-loop clients", "16,384 per replica")
     # vLLM's front end queues requests one after another (server_overhead): a million of them are refused with
-    # one line; TensorRT-LLM's front-end cost is 0, so its burst takes the closed-form path and answers
+    # one line; SGLang's front-end cost is 0 (profiles/engines/sglang.yaml), so its burst takes the closed-form path
+    # and answers
     from planner.analysis.errors import OptionError
     from planner.hardware.serve import Scenario, simulate
 
@@ -208,7 +209,7 @@ def test_step_by_step_paths_refuse_more_clients_than_they_simulate():
         simulate(_FlatModel(Factors(server_overhead_s=1e-3)), _Mem(), Scenario(100, 100, 1_000_000))
     run("serve", "llama-3.1-8b", "--concurrency", "1000000", "--input-len", "100", "--output-len",
         "100").assert_error("HTTP front end", "16,384 per replica")
-    assert run("serve", "llama-3.1-8b", "--engine", "trtllm", "--concurrency", "1000000", "--input-len", "100",
+    assert run("serve", "llama-3.1-8b", "--engine", "sglang", "--concurrency", "1000000", "--input-len", "100",
                "--output-len", "100", "--json").code == 0
 
 
