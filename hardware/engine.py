@@ -53,7 +53,7 @@ def _engines_folder():
 def _read_yaml(name: str, _children: tuple = ()) -> Any:
     """The profile's data. ``inherits: OTHER`` (another shipped engine profile) takes OTHER's data and
     replaces what this file gives: mappings key by key, at every depth; anything else (a number, a list
-    of rules) whole. ``name`` is the file's, never inherited."""
+    of rules) whole. (``load_engine`` names a profile after its file, whatever the data says.)"""
     from .profiles import _read_text, _safe_load
 
     entry = _engines_folder().joinpath(f"{name}.yaml")
@@ -64,9 +64,10 @@ def _read_yaml(name: str, _children: tuple = ()) -> Any:
     if not isinstance(d, Mapping) or "inherits" not in d:
         return d
     parent = d["inherits"]
-    if parent not in ENGINES + BENCH_ENGINES + VERIFY_ENGINES or parent == name or parent in _children:
+    shipped = ENGINES + BENCH_ENGINES + VERIFY_ENGINES
+    if parent not in shipped or parent == name or parent in _children:
         raise HardwareError(f"{where}: inherits {parent!r} is not another engine profile (or it comes back to "
-                            f"{name})", f"name one of: {', '.join(e for e in ENGINES + BENCH_ENGINES if e != name)}")
+                            f"{name})", f"name one of: {', '.join(e for e in shipped if e != name)}")
     own = {k: v for k, v in d.items() if k != "inherits"}
     return _overlay(_read_yaml(parent, _children + (name,)), own)
 

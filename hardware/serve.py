@@ -466,7 +466,7 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     waiting: deque = deque()  # [tag, count]: arrived, not yet started
     groups: dict = {}  # tag -> (start step, I, O, send time)
     partial = None  # (tag, prompt tokens done) of the one prompt cut at the end of a step
-    # (tag, first-token step) -> [count, decode steps run before its first token, order of insertion]: a
+    # (tag, first-token step) -> [count, decode steps run by the end of the step that made its first token]: a
     # request has made 1 + (decode steps run) − that tokens; the sums over them are kept as they change
     decoding: dict = {}
     n_dec = 0  # requests decoding
@@ -555,7 +555,7 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
         for tag, n in completed:  # (the cut prompt and whole ones of one group may complete together)
             entry = decoding.get((tag, s))
             if entry is None:
-                entry = decoding[(tag, s)] = [0, decode_steps, inserted]
+                entry = decoding[(tag, s)] = [0, decode_steps]
                 heapq.heappush(due, (decode_steps + groups[tag][2] - 1, inserted, (tag, s)))
                 inserted += 1
             entry[0] += n
@@ -568,7 +568,7 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
             while due and due[0][0] <= decode_steps:
                 done.append(heapq.heappop(due))
             for _, _, (tag, f) in sorted(done, key=lambda d: d[1]):
-                n, d0, _ = decoding.pop((tag, f))
+                n, d0 = decoding.pop((tag, f))
                 start, I, O, t_send = groups[tag]
                 marks.append(Finished(start, f, s, n, t_send, first_t.pop((tag, f)), t, I, O))
                 n_dec -= n
