@@ -249,7 +249,7 @@ class Point:
         if n is not None:  # a long run is simulated for its first CLOSED_LOOP_ROUNDS_MAX requests per client
             n = min(int(n), CLOSED_LOOP_ROUNDS_MAX * c)
         mean_o = s.get("mean_output_len")
-        self.scenario = Scenario(i, o, c, arrival, requests=None if n is None else int(n),
+        self.scenario = Scenario(i, o, c, arrival, requests=n,
                                  mean_output_len=None if mean_o is None else float(mean_o))
         self.server_client = s.get("client", "server") == "server"
         # steady or server_burst (planner.hardware.accuracy.regime_of): the regime serve reports its error by

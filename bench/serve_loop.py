@@ -29,22 +29,15 @@ SCENARIOS = (  # (label, hardware, input, output, clients, arrival, requests, me
 
 
 def run(hw_name: str, I: int, O: int, C: int, arrival: str, requests, mean_o, server: bool, rounds: int):
-    from planner.analysis.analyze import Options, analyze
     from planner.analysis.parallel import tp_plan
     from planner.cli.common import load_model
-    from planner.hardware.engine import engine_analysis, engine_memory, load_engine
-    from planner.hardware.expected import factors_for
     from planner.hardware.profiles import load_profile
-    from planner.hardware.serve import Scenario, StepModel, StepPricer, simulate
+    from planner.hardware.serve import Scenario, StepModel, StepPricer, serve, simulate
 
-    spec = load_model("meta-llama/Llama-3.1-8B").spec
-    eng, hw = load_engine("vllm"), load_profile(hw_name)
-    a, _ = engine_analysis(analyze(spec, Options(context=I + O)), eng)
-    plan = tp_plan(spec, 1)
-    mem = engine_memory(a, hw, eng, plan, max_model_len=4096)
-    scenario = Scenario(I, O, C, arrival, requests=requests, mean_output_len=mean_o)
-    ops: dict = {}
-    model = StepModel(a, hw, plan, factors_for(hw, eng), ops_cache=ops, detail=False)
+    spec, hw = load_model("meta-llama/Llama-3.1-8B").spec, load_profile(hw_name)
+    d = serve(spec, hw, engine="vllm", max_model_len=4096, input_len=I, output_len=O)  # the analysis and memory
+    mem, scenario = d.memory, Scenario(I, O, C, arrival, requests=requests, mean_output_len=mean_o)
+    model = StepModel(d.analysis, hw, tp_plan(spec, d.tp), d.factors, detail=False)
     simulate(model, mem, scenario, server=server)  # every step shape priced once: the rounds time the loop
     steps = []
     original = StepPricer.__call__

@@ -4,17 +4,12 @@ benchmark's output and are not asserted here, only that the shipped file reads."
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pytest
 
 from planner.analysis.errors import HardwareError
 from planner.hardware import accuracy as A
 from tests.clirun import run
 from tests.test_published_fit import pub  # bench/published.py, loaded once
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _record(**over):
@@ -147,11 +142,8 @@ def test_serve_prints_the_engines_figures(monkeypatch):
 
 
 def test_broken_shipped_file_is_one_error_line(tmp_path, monkeypatch):
-    folder = tmp_path / "engines"
-    shutil.copytree(ROOT / "profiles" / "engines", folder)
-    (folder / "_accuracy.yaml").write_text("points: 3\nsteady: {all: {ttft_s: {n: 2, median: 0.5, p90: 0.1}}}\n")
-    import planner.hardware.engine as E
+    from tests.test_published_fit import _engines_copy
 
-    monkeypatch.setattr(E, "_engines_folder", lambda: folder)
+    _engines_copy(tmp_path, monkeypatch, _accuracy="points: 3\nsteady: {all: {ttft_s: {n: 2, median: 0.5, p90: 0.1}}}\n")
     r = run("serve", "llama-3.1-8b")
     r.assert_error("_accuracy.yaml", "below its median")
