@@ -187,6 +187,13 @@ PER_ENGINE = ("step_overhead_s", "launch_overhead_per_op_s", "min_op_time_s", "r
 # 32 (bench/published.md, "Dec 2, tenth round")
 CLOSED_LOOP_ROUNDS_MAX = 64
 
+# ShareGPT as vLLM's and SGLang's benchmarks sample it: pairs with a prompt over 1,024 tokens or prompt + output over
+# 2,048 are dropped (vllm/benchmarks/datasets.py is_valid_sequence: max_prompt_len 1024, max_total_len 2048;
+# sglang/bench_serving.py sample_sharegpt_requests: the same bounds), so a request's output is at most 2,048 − its
+# prompt. A ``dataset: sharegpt`` entry gives the run's mean lengths; its outputs are simulated as geometric
+# lengths with that mean cut there (``Point``)
+SHAREGPT_MAX_TOTAL_LEN = 2048
+
 # one simulation per deployment, scenario and factor set: the TTFT, TPOT, e2e and throughput entries of one
 # benchmark row share it
 _SIMS: dict = {}
@@ -221,6 +228,13 @@ class Point:
         if c is None and str(s.get("request_rate")) == "inf" and s.get("num_requests"):
             c = s["num_requests"]  # every request arrives at once: the engine runs as many as fit
         i, o, c = int(s.get("input_len") or 1024), int(s.get("output_len") or 128), int(c or 1)
+        mean_o = s.get("mean_output_len")
+        if s.get("dataset") == "sharegpt" and mean_o is None:
+            # ShareGPT runs (``--dataset-name sharegpt``): each request asks for its own reference length, so
+            # the entry's output_len is the run's mean and the lengths spread; entered as geometric lengths with
+            # that mean (a coefficient of variation near 1, as the lognormal with SD = mean of the request-rate
+            # entries), cut where the benchmark's dataset filter drops pairs (SHAREGPT_MAX_TOTAL_LEN)
+            mean_o, o = float(o), max(o, SHAREGPT_MAX_TOTAL_LEN - i)
         dtype = s.get("dtype")
         if dtype is not None:
             dtype = str(dtype).split()[0]  # "fp8 (vLLM online dynamic FP8 ...)" -> "fp8"
@@ -248,7 +262,6 @@ class Point:
         n = s.get("num_prompts") if arrival == "closed-loop" else None
         if n is not None:  # a long run is simulated for its first CLOSED_LOOP_ROUNDS_MAX requests per client
             n = min(int(n), CLOSED_LOOP_ROUNDS_MAX * c)
-        mean_o = s.get("mean_output_len")
         self.scenario = Scenario(i, o, c, arrival, requests=n,
                                  mean_output_len=None if mean_o is None else float(mean_o))
         self.server_client = s.get("client", "server") == "server"

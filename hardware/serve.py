@@ -298,10 +298,13 @@ def _request_cost(f: Factors) -> StepCost:
     return StepCost(0.0, s, parts, 0)
 
 
-def _explain(ttft: StepCost, e2e: StepCost, O: float) -> dict:
+def _explain(ttft: StepCost, e2e: StepCost, O: float, tpot: StepCost | None = None) -> dict:
+    """The seconds each factor adds to TTFT, TPOT and e2e; TPOT's from ``tpot`` where it is priced apart
+    (requests of different lengths), else ``(e2e − ttft) / (O − 1)``."""
     return {
         "ttft_s": dict(ttft.parts),
-        "tpot_s": {k: (e2e.parts[k] - ttft.parts[k]) / (O - 1) for k in FACTORS} if O > 1 else None,
+        "tpot_s": dict(tpot.parts) if tpot is not None else
+        ({k: (e2e.parts[k] - ttft.parts[k]) / (O - 1) for k in FACTORS} if O > 1 else None),
         "e2e_s": dict(e2e.parts),
     }
 
@@ -692,7 +695,13 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, 
     if I + O > mem.max_model_len:
         raise OptionError(f"--input-len + --output-len ({I + O:,}) exceed --max-model-len ({mem.max_model_len:,})",
                           "raise --max-model-len or shorten the request")
-    slots = min(per_replica, mem.max_num_seqs, mem.max_batch(I + O))
+    # requests that stop at end-of-sequence hold their own length, not the cap: the KV pool is shared as the
+    # engines admit, by the blocks a request holds (vLLM V1's scheduler allocates a request's blocks as its
+    # tokens come, kv_cache_manager.allocate_slots, and preempts when none is left), so it holds the mean
+    # sequence (I + mean output) times the running requests; preemption itself is not simulated
+    m = scenario.mean_output_len
+    held = I + (math.ceil(m) if m is not None and m < O else O)
+    slots = min(per_replica, mem.max_num_seqs, mem.max_batch(held))
     if slots < 1:
         raise OptionError("not even one request fits in the KV pool", "use more GPUs or a shorter request")
     if wait_note and slots < per_replica:
@@ -836,14 +845,49 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
         span = span + over.scaled(requests / min(per_replica, requests))
     mean_o = sum(out_len) / requests if spread else O
     tokens = (requests * replicas if closed else C) * mean_o
+    tpot = _tpot_of_requests(marks, costs, queue) if spread else None
 
     def lat(pick) -> Latency:
         tt, ee, ms = pick(ttft), pick(e2e), pick(span)
-        return Latency(tt, (ee - tt) / (mean_o - 1) if mean_o > 1 else None, ee, tokens / ms if ms else 0.0)
+        tp = (pick(tpot) if tpot is not None else None) if spread else \
+            ((ee - tt) / (mean_o - 1) if mean_o > 1 else None)
+        return Latency(tt, tp, ee, tokens / ms if ms else 0.0)
 
     return ServeResult(scenario, replicas, per_replica, slots, 1, price.prefill_steps, lat(lambda x: x.expected_s),
-                       lat(lambda x: x.ideal_s), _explain(ttft, e2e, mean_o),
+                       lat(lambda x: x.ideal_s), _explain(ttft, e2e, mean_o, tpot),
                        price.decode_step[1] if price.decode_step else None, tuple(notes))
+
+
+def _tpot_of_requests(marks, costs: list, queue) -> StepCost | None:
+    """TPOT as the benchmarks report it where requests differ in length: the mean over the requests that made
+    more than one token of each one's ``(e2e − TTFT) / (its output tokens − 1)`` (``vllm bench serve``
+    ``calculate_metrics``; ``sglang.bench_serving`` the same), not the ratio of the means: a short request
+    decodes while the batch is full, a long one also through the run's thinning tail, and each counts once.
+    Priced as the steps in each request's decode window (after the step of its first token, to the step of
+    its last), each weighted by count / (output − 1), over those requests (a difference array over the
+    steps); the clock's rest (``queue``) is the request-overhead part. None where no request made two tokens."""
+    n = sum(m.count for m in marks if m.output_len > 1)
+    if not n:
+        return None
+    diff = [0.0] * (len(costs) + 1)
+    clock = 0.0
+    for m in marks:
+        if m.output_len > 1:
+            w = m.count / (m.output_len - 1)
+            diff[m.first_step + 1] += w
+            diff[m.end_step + 1] -= w
+            clock += w * (m.end_s - m.first_s)
+    weights: dict = {}  # id(cost) -> [cost, weight]: each distinct step priced once
+    acc = 0.0
+    for cost, d in zip(costs, diff):
+        acc += d
+        if acc:
+            w = weights.setdefault(id(cost), [cost, 0.0])
+            w[1] += acc
+    tpot = ZERO
+    for cost, w in weights.values():
+        tpot = tpot + cost.scaled(w / n)
+    return tpot + queue(clock / n - tpot.expected_s)
 
 
 def simulate_requests(model: StepModel, mem, sends_s, input_lens, output_lens, *, intake_s: float = 0.0,

@@ -237,3 +237,23 @@ def test_a_broken_inherits_through_the_cli_is_one_error_line(tmp_path, monkeypat
 
     _engines_copy(tmp_path, monkeypatch, sglang="inherits: sglang\n")
     run("serve", "llama-3.1-8b", "--engine", "sglang").assert_error("inherits")
+
+
+def test_sharegpt_entry_runs_geometric_lengths_cut_at_the_dataset_filter():
+    """A ``dataset: sharegpt`` entry gives the run's mean lengths; its outputs are simulated with that mean,
+    cut where vLLM's and SGLang's ShareGPT filter drops pairs (prompt + output over 2,048 tokens): a 215-token
+    prompt with mean output 194 runs as --output-len 1833 --mean-output-len 194. An entry that gives its own
+    mean_output_len keeps its lengths, and one without the dataset key runs its fixed lengths."""
+    entry = {"id": "t", "quantity": "output_tokens_per_s", "value": 1.0, "engine": "vllm",
+             "model_config": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm", "gpus": 1, "tp": 1,
+             "settings": {"arrival": "closed-loop", "client": "server", "input_len": 215, "output_len": 194,
+                          "concurrency": 8, "num_prompts": 16, "dataset": "sharegpt"}}
+    sc = pub.Point(entry).scenario
+    assert pub.SHAREGPT_MAX_TOTAL_LEN == 2048
+    assert (sc.input_len, sc.output_len, sc.mean_output_len) == (215, 2048 - 215, 194.0)
+    own = {**entry, "settings": {**entry["settings"], "output_len": 512, "mean_output_len": 300}}
+    sc = pub.Point(own).scenario
+    assert (sc.output_len, sc.mean_output_len) == (512, 300)
+    plain = {**entry, "settings": {k: v for k, v in entry["settings"].items() if k != "dataset"}}
+    sc = pub.Point(plain).scenario
+    assert (sc.output_len, sc.mean_output_len) == (194, None)

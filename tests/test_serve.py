@@ -1112,6 +1112,25 @@ def test_output_lengths_geometric_cut_at_the_cap_hand_computed():
     assert min(many) == 1
 
 
+def test_kv_pool_admission_holds_the_mean_length_of_requests_that_stop_at_eos():
+    """A pool that holds 60 tokens, 4-token prompts, output cap 10, 8 clients. Every request running to 10
+    tokens holds 14: 60 // 14 = 4 run at once. Requests that stop at end-of-sequence with mean 2 hold 4 + 2 =
+    6 on average (the engine admits by the blocks a request holds, not by its cap): 60 // 6 = 10, so all 8
+    run; mean 2.5 rounds up to 3 held tokens: 60 // 7 = 8."""
+    from planner.hardware.serve import Scenario, _replica_admission
+
+    class Pool(_Mem):
+        @staticmethod
+        def max_batch(tokens):
+            return 60 // tokens
+
+    assert _replica_admission(Pool(), Scenario(4, 10, 8), 1, closed=False)[1] == 4
+    assert _replica_admission(Pool(), Scenario(4, 10, 8, mean_output_len=2.0), 1, closed=False)[1] == 8
+    assert _replica_admission(Pool(), Scenario(4, 10, 9, mean_output_len=2.5), 1, closed=False)[1] == 8
+    # a mean at the cap is the cap
+    assert _replica_admission(Pool(), Scenario(4, 10, 8, mean_output_len=10.0), 1, closed=False)[1] == 4
+
+
 def test_mean_output_len_outside_the_lengths_is_refused():
     from planner.analysis.errors import OptionError
     from planner.hardware.serve import Scenario
@@ -1159,6 +1178,36 @@ def test_closed_loop_clients_drift_apart_when_requests_stop_at_eos_hand_computed
     assert r.expected.tpot_s == pytest.approx(10e-3)
     assert r.expected.output_tokens_per_s == pytest.approx(9 / 60e-3)
     assert r.explain["ttft_s"]["request overhead"] == 0.0  # no front end: nothing waits outside the steps
+
+
+def test_tpot_of_requests_of_different_lengths_is_the_mean_of_each_ones_hand_computed():
+    """TPOT as vllm bench serve reports it: the mean over requests (more than one token) of each one's
+    (e2e − TTFT) / (tokens − 1), not the ratio of the means. Three 4-token prompts together, output cap 10
+    with mean 8 (lengths 1, 10, 6: ``output_lengths``), an 8-token budget, no front end; a decode step takes
+    10 ms per sequence, a step with a prompt 10 ms (half of each is ideal). Step 0 (0-10): prompts 0 and 1;
+    request 0 ends with its one token. Step 1 (10-20): request 1's decode and prompt 2. Steps 2-6: two
+    decodes, 20 ms each (to 120 ms; request 2 makes its sixth token). Steps 7-9: request 1 alone, 10 ms each
+    (to 150 ms). Request 1: (150 − 10) / 9 = 15.56 ms; request 2: (120 − 20) / 5 = 20 ms; TPOT 17.78 ms,
+    where (mean e2e − mean TTFT) / (mean tokens − 1) = (93.33 − 13.33) / 4.667 = 17.14 ms."""
+    from planner.hardware.expected import StepCost
+    from planner.hardware.serve import Scenario, simulate
+
+    class PerSequence(_FlatModel):
+        def decode(self, batch, context):
+            self.steps.append({(1, context): batch})
+            parts = {k: 0.0 for k in FACTORS}
+            parts["step overhead"] = 5e-3 * batch
+            return StepCost(5e-3 * batch, 10e-3 * batch, parts, 0)
+
+    m = PerSequence(Factors())
+    r = simulate(m, _Mem(), Scenario(4, 10, 3, mean_output_len=8.0), server=False)
+    assert len(m.steps) == 10
+    assert r.expected.tpot_s == pytest.approx((140 / 9 + 20) / 2 * 1e-3)
+    assert r.ideal.tpot_s == pytest.approx((140 / 9 + 20) / 4 * 1e-3)
+    assert r.explain["tpot_s"]["step overhead"] == pytest.approx((140 / 9 + 20) / 4 * 1e-3)
+    assert r.explain["tpot_s"]["request overhead"] == pytest.approx(0.0, abs=1e-12)
+    assert r.expected.e2e_s == pytest.approx(280e-3 / 3)
+    assert r.expected.ttft_s == pytest.approx(40e-3 / 3)
 
 
 def test_serve_cli_run_length_and_eos_lengths():
