@@ -775,8 +775,9 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
     its own front end. TTFT and e2e run from the send; the time a request spends in the front end (and
     waiting for the step after its arrival) is the ``request overhead`` part of the explanation. Request
     k produces ``output_lengths(...)[k]`` tokens (all ``output_len`` unless the scenario's requests stop
-    at end-of-sequence; then each is sent as its own group); TPOT is then ``(e2e − ttft) / (mean output −
-    1)``. ``intake_s`` 0: requests reach the scheduler when they are sent."""
+    at end-of-sequence; then each is sent as its own group); TPOT is then the mean of each request's
+    ``(e2e − ttft) / (its output − 1)``, as the benchmarks report it (``_tpot_of_requests``). ``intake_s`` 0:
+    requests reach the scheduler when they are sent."""
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
     closed = scenario.arrival == "closed-loop"
     per_replica, slots, notes = _replica_admission(mem, scenario, replicas, closed=closed, step_by_step=True)
