@@ -627,6 +627,32 @@ def window_counts(marks, steps: int) -> tuple[list[int], list[int]]:
     return ct, ce
 
 
+def tpot_weights(marks, steps: int) -> tuple[list[float], int, float]:
+    """TPOT as the benchmarks report it where requests differ in length: the mean over the requests that made
+    more than one token of each one's ``(e2e − TTFT) / (its output tokens − 1)`` (``vllm bench serve``
+    ``calculate_metrics``; ``sglang.bench_serving`` the same), not the ratio of the means: a short request
+    decodes while the batch is full, a long one also through the run's thinning tail, and each counts once.
+    Returns, for each of ``steps`` steps of ``run_steps``, Σ count / (output − 1) over the ``marks`` whose
+    decode window (after the step of their first token, to the step of their last) holds it (a difference
+    array, as ``window_counts``); the number of those requests; and their mean TPOT on the clock."""
+    diff = [0.0] * (steps + 1)
+    n = 0
+    clock = 0.0
+    for m in marks:
+        if m.output_len > 1:
+            w = m.count / (m.output_len - 1)
+            diff[m.first_step + 1] += w
+            diff[m.end_step + 1] -= w
+            n += m.count
+            clock += w * (m.end_s - m.first_s)
+    out = [0.0] * steps
+    acc = 0.0
+    for j in range(steps):
+        acc += diff[j]
+        out[j] = acc
+    return out, n, clock / n if n else 0.0
+
+
 @lru_cache(maxsize=256)
 def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: int, slots: int,
                          ctx_step: int) -> tuple[tuple[tuple, int, int, int], ...]:
@@ -776,7 +802,7 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
     waiting for the step after its arrival) is the ``request overhead`` part of the explanation. Request
     k produces ``output_lengths(...)[k]`` tokens (all ``output_len`` unless the scenario's requests stop
     at end-of-sequence; then each is sent as its own group); TPOT is then the mean of each request's
-    ``(e2e − ttft) / (its output − 1)``, as the benchmarks report it (``_tpot_of_requests``). ``intake_s`` 0:
+    ``(e2e − ttft) / (its output − 1)``, as the benchmarks report it (``tpot_weights``). ``intake_s`` 0:
     requests reach the scheduler when they are sent."""
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
     closed = scenario.arrival == "closed-loop"
@@ -809,21 +835,25 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
                          intake_s=c, ctx_step=max(1, (I + O) // 64), resend=resend, scheduler_steps=scheduler_steps)
     costs = price.costs
     ct, ce = window_counts(marks, len(costs))
-    # each distinct step (the step model returns one object per shape) weighted by the requests whose TTFT
-    # and e2e windows hold it, and by how often it ran
-    weights: dict = {}  # id(cost) -> [cost, TTFT weight, e2e weight, steps]
-    for cost, acc_t, acc_e in zip(costs, ct, ce):
+    # requests of different lengths: TPOT is the mean of each one's (``tpot_weights``)
+    cp, n_tpot, clock_tpot = tpot_weights(marks, len(costs)) if spread else ([0.0] * len(costs), 0, 0.0)
+    # each distinct step (the step model returns one object per shape) weighted by the requests whose TTFT,
+    # e2e and TPOT windows hold it, and by how often it ran
+    weights: dict = {}  # id(cost) -> [cost, TTFT weight, e2e weight, TPOT weight, steps]
+    for cost, acc_t, acc_e, acc_p in zip(costs, ct, ce, cp):
         w = weights.get(id(cost))
         if w is None:
-            weights[id(cost)] = [cost, acc_t, acc_e, 1]
+            weights[id(cost)] = [cost, acc_t, acc_e, acc_p, 1]
         else:
             w[1] += acc_t
             w[2] += acc_e
-            w[3] += 1
-    ttft = e2e = span = ZERO
-    for cost, w_t, w_e, n in weights.values():
+            w[3] += acc_p
+            w[4] += 1
+    ttft = e2e = span = tpot = ZERO
+    for cost, w_t, w_e, w_p, n in weights.values():
         ttft = ttft + cost.scaled(w_t)
         e2e = e2e + cost.scaled(w_e)
+        tpot = tpot + cost.scaled(w_p)
         span = span + cost.scaled(n)
     ttft, e2e = ttft.scaled(1 / requests), e2e.scaled(1 / requests)
     # the front end and the wait for the next step: the rest of each window (not in the ideal)
@@ -846,49 +876,23 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
         span = span + over.scaled(requests / min(per_replica, requests))
     mean_o = sum(out_len) / requests if spread else O
     tokens = (requests * replicas if closed else C) * mean_o
-    tpot = _tpot_of_requests(marks, costs, queue) if spread else None
+    if n_tpot:
+        tpot = tpot.scaled(1 / n_tpot)
+        tpot = tpot + queue(clock_tpot - tpot.expected_s)
+    else:
+        tpot = None
 
     def lat(pick) -> Latency:
         tt, ee, ms = pick(ttft), pick(e2e), pick(span)
-        tp = (pick(tpot) if tpot is not None else None) if spread else \
-            ((ee - tt) / (mean_o - 1) if mean_o > 1 else None)
+        if spread:  # the mean of each request's TPOT (None: no request made two tokens)
+            tp = pick(tpot) if tpot is not None else None
+        else:
+            tp = (ee - tt) / (mean_o - 1) if mean_o > 1 else None
         return Latency(tt, tp, ee, tokens / ms if ms else 0.0)
 
     return ServeResult(scenario, replicas, per_replica, slots, 1, price.prefill_steps, lat(lambda x: x.expected_s),
                        lat(lambda x: x.ideal_s), _explain(ttft, e2e, mean_o, tpot),
                        price.decode_step[1] if price.decode_step else None, tuple(notes))
-
-
-def _tpot_of_requests(marks, costs: list, queue) -> StepCost | None:
-    """TPOT as the benchmarks report it where requests differ in length: the mean over the requests that made
-    more than one token of each one's ``(e2e − TTFT) / (its output tokens − 1)`` (``vllm bench serve``
-    ``calculate_metrics``; ``sglang.bench_serving`` the same), not the ratio of the means: a short request
-    decodes while the batch is full, a long one also through the run's thinning tail, and each counts once.
-    Priced as the steps in each request's decode window (after the step of its first token, to the step of
-    its last), each weighted by count / (output − 1), over those requests (a difference array over the
-    steps); the clock's rest (``queue``) is the request-overhead part. None where no request made two tokens."""
-    n = sum(m.count for m in marks if m.output_len > 1)
-    if not n:
-        return None
-    diff = [0.0] * (len(costs) + 1)
-    clock = 0.0
-    for m in marks:
-        if m.output_len > 1:
-            w = m.count / (m.output_len - 1)
-            diff[m.first_step + 1] += w
-            diff[m.end_step + 1] -= w
-            clock += w * (m.end_s - m.first_s)
-    weights: dict = {}  # id(cost) -> [cost, weight]: each distinct step priced once
-    acc = 0.0
-    for cost, d in zip(costs, diff):
-        acc += d
-        if acc:
-            w = weights.setdefault(id(cost), [cost, 0.0])
-            w[1] += acc
-    tpot = ZERO
-    for cost, w in weights.values():
-        tpot = tpot + cost.scaled(w / n)
-    return tpot + queue(clock / n - tpot.expected_s)
 
 
 def simulate_requests(model: StepModel, mem, sends_s, input_lens, output_lens, *, intake_s: float = 0.0,
