@@ -68,6 +68,7 @@ from __future__ import annotations
 import math
 from dataclasses import field
 from functools import lru_cache
+from itertools import repeat
 from typing import Mapping, NamedTuple
 
 from planner.analysis.records import frozen
@@ -836,7 +837,7 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
     costs = price.costs
     ct, ce = window_counts(marks, len(costs))
     # requests of different lengths: TPOT is the mean of each one's (``tpot_weights``)
-    cp, n_tpot, clock_tpot = tpot_weights(marks, len(costs)) if spread else ([0.0] * len(costs), 0, 0.0)
+    cp, n_tpot, clock_tpot = tpot_weights(marks, len(costs)) if spread else (repeat(0.0), 0, 0.0)
     # each distinct step (the step model returns one object per shape) weighted by the requests whose TTFT,
     # e2e and TPOT windows hold it, and by how often it ran
     weights: dict = {}  # id(cost) -> [cost, TTFT weight, e2e weight, TPOT weight, steps]
@@ -853,7 +854,8 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
     for cost, w_t, w_e, w_p, n in weights.values():
         ttft = ttft + cost.scaled(w_t)
         e2e = e2e + cost.scaled(w_e)
-        tpot = tpot + cost.scaled(w_p)
+        if n_tpot:
+            tpot = tpot + cost.scaled(w_p)
         span = span + cost.scaled(n)
     ttft, e2e = ttft.scaled(1 / requests), e2e.scaled(1 / requests)
     # the front end and the wait for the next step: the rest of each window (not in the ideal)
