@@ -70,7 +70,9 @@ bursts ran 3x (H100) and 17x (A100) slower than vLLM's on the same GPU and promp
 Each timing entry says how its benchmark ran (``settings``): ``arrival`` (``together``: a static batch or
 an offline run; ``closed-loop``: C clients each sending the next request when the last ends),
 ``client`` (``server``: a streaming HTTP client, which sees the engine's per-request front-end cost;
-``in-process``: it does not), ``cuda_graphs: false`` where the benchmark ran without CUDA graphs, and
+``in-process``: it does not), ``cuda_graphs: false`` where the benchmark ran without CUDA graphs,
+``cuda_graph_max_tokens: N`` where it captured graphs for larger steps than the engine's default (the
+largest captured batch, e.g. TensorRT-LLM's perf-overview ``cuda_graph_config.batch_sizes`` up to 8192), and
 ``decode_kv_reads: per_query_head`` where the engine's decode attention kernel read each KV head's cache
 once per query head (TensorRT-LLM before v0.7: no GQA sharing in its masked MHA).
 A closed-loop entry may give ``num_prompts`` (the requests of the whole run, ``vllm bench serve
@@ -271,6 +273,8 @@ class Point:
         self.base = factors_for(self.hw, self.engine)
         if s.get("cuda_graphs") is False:  # the benchmark ran every step op by op
             self.base = replace(self.base, cuda_graph_max_tokens=0)
+        elif s.get("cuda_graph_max_tokens") is not None:  # the benchmark's own graph sizes
+            self.base = replace(self.base, cuda_graph_max_tokens=int(s["cuda_graph_max_tokens"]))
         if s.get("decode_kv_reads") == "per_query_head":
             # the engine's decode attention reads a KV head's cache once for each of its query heads
             # (TensorRT-LLM's masked MHA before v0.7: bench/published.md)

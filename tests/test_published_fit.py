@@ -257,3 +257,26 @@ def test_sharegpt_entry_runs_geometric_lengths_cut_at_the_dataset_filter():
     plain = {**entry, "settings": {k: v for k, v in entry["settings"].items() if k != "dataset"}}
     sc = pub.Point(plain).scenario
     assert (sc.output_len, sc.mean_output_len) == (194, None)
+
+
+def test_an_entrys_cuda_graph_sizes_replace_the_engines_default_and_speed_up_its_large_decode_steps():
+    """TensorRT-LLM's perf-overview runs captured decode graphs up to batch 8192 (``cuda_graph_config.batch_sizes``);
+    the engine profile's default graphs stop at 128. An entry with ``cuda_graph_max_tokens: 8192`` prices its
+    decode steps of 512 sequences as graph replays (no per-op launch floor), so the run comes out faster than at
+    the default, where they run op by op. ``cuda_graphs: false`` leaves those steps as they were and takes
+    the graphs from a 64-sequence run, which comes out slower."""
+    entry = {"id": "t", "quantity": "output_tokens_per_s", "value": 1.0, "engine": "trtllm",
+             "model_config": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm", "gpus": 1, "tp": 1,
+             "settings": {"arrival": "together", "client": "in-process", "input_len": 128, "output_len": 64,
+                          "request_rate": "inf", "num_requests": 512}}
+
+    def point(**kw):
+        return pub.Point({**entry, "settings": {**entry["settings"], **kw}})
+
+    default, big = point(), point(cuda_graph_max_tokens=8192)
+    assert (default.base.cuda_graph_max_tokens, big.base.cuda_graph_max_tokens) == (128, 8192)
+    assert big.predict() > 1.01 * default.predict()
+    assert point(cuda_graphs=False).predict() == default.predict()  # 512 > 128: op by op either way
+    small, small_none = point(num_requests=64), point(num_requests=64, cuda_graphs=False)
+    assert small_none.base.cuda_graph_max_tokens == 0
+    assert small_none.predict() < small.predict()
