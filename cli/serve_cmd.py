@@ -23,6 +23,7 @@ ConcOpt = Annotated[int, typer.Option("--concurrency", "-C", min=1, max=1 << 20,
 StepsOpt = Annotated[Optional[int], typer.Option("--num-scheduler-steps", min=1, max=1024, help="Decode steps per scheduling round (vLLM V0's multi-step scheduling, 0.6.x; V1 has none): a request waits for the round in flight and tokens stream once per round; default: the engine's (1).")]
 RequestsOpt = Annotated[Optional[int], typer.Option("--requests", min=1, max=1 << 40, help="Closed loop: requests the clients send in all (vllm bench serve --num-prompts); the means are over all of them, the start-up burst included. Default: 8 per client.")]
 MeanOutOpt = Annotated[Optional[float], typer.Option("--mean-output-len", help="Requests stop at end-of-sequence with this mean output length (a benchmark without --ignore-eos): each request stops with the same chance after every token, cut at --output-len (geometric lengths with this mean), so closed-loop clients drift apart. Default: every request generates --output-len tokens.")]
+GraphOpt = Annotated[Optional[int], typer.Option("--cuda-graph-max-tokens", min=0, max=1 << 24, help="The largest engine step replayed as a CUDA graph, in tokens (a decode step's are its sequences); larger steps are launched op by op. vLLM max_cudagraph_capture_size, SGLang --cuda-graph-max-bs, TensorRT-LLM cuda_graph_config.max_batch_size; 0: no graphs (vLLM --enforce-eager). Default: the engine's.")]
 ArrivalOpt = Annotated[str, typer.Option("--arrival", help="How the --concurrency requests arrive: 'together' (all at once, a static batch or an offline run) or 'closed-loop' (C clients that start together, each sending its next request when the last ends, simulated step by step with the engine's scheduler; what benchmark_serving --max-concurrency and genai-perf --concurrency measure).")]
 
 
@@ -44,6 +45,7 @@ def serve(
     num_scheduler_steps: StepsOpt = None,
     requests: RequestsOpt = None,
     mean_output_len: MeanOutOpt = None,
+    cuda_graph_max_tokens: GraphOpt = None,
     revision: RevisionOpt = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
@@ -69,7 +71,7 @@ def serve(
                   gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
                   max_num_batched_tokens=max_num_batched_tokens, input_len=input_len, output_len=output_len,
                   concurrency=concurrency, arrival=arrival.strip().lower(), num_scheduler_steps=num_scheduler_steps,
-                  requests=requests, mean_output_len=mean_output_len)
+                  requests=requests, mean_output_len=mean_output_len, cuda_graph_max_tokens=cuda_graph_max_tokens)
     data = deployment_dict(d, model_id=lm.id)
     if out_fmt == OutputFormat.json:
         print_json(data)

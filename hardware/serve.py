@@ -978,9 +978,11 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
           max_num_batched_tokens: int | None = None, input_len: int = 1024, output_len: int = 128,
           concurrency: int = 1, arrival: str = "together", requests: int | None = None,
           mean_output_len: float | None = None, factors: Factors | None = None,
-          num_scheduler_steps: int | None = None) -> Deployment:
+          num_scheduler_steps: int | None = None, cuda_graph_max_tokens: int | None = None) -> Deployment:
     """Plan one deployment of ``spec`` on ``gpus`` × ``hw`` under ``engine`` (see the module docstring).
-    ``num_scheduler_steps``: multi-step scheduling (``run_steps``); default: the engine's."""
+    ``num_scheduler_steps``: multi-step scheduling (``run_steps``); default: the engine's.
+    ``cuda_graph_max_tokens``: the largest step the engine replays as a CUDA graph (tokens; a decode step's
+    are its sequences; 0: none); default: the engine profile's."""
     from planner.analysis.analyze import Options, analyze
     from planner.analysis.errors import OptionError
     from planner.analysis.parallel import tp_plan
@@ -1027,6 +1029,12 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
               max_num_batched_tokens=max_num_batched_tokens)
     mem = engine_memory(a, hw, eng, plan, **kw)
     f = factors if factors is not None else factors_for(hw, eng)
+    if cuda_graph_max_tokens is not None:
+        if cuda_graph_max_tokens < 0:
+            raise OptionError(f"--cuda-graph-max-tokens must be >= 0, got {cuda_graph_max_tokens}")
+        from dataclasses import replace
+
+        f = replace(f, cuda_graph_max_tokens=int(cuda_graph_max_tokens))
     result = None
     fewest = None
     if not mem.fits:
@@ -1067,6 +1075,7 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
             "gpu_memory_utilization": d.memory.fraction, "max_model_len": d.memory.max_model_len,
             "max_num_batched_tokens": d.memory.max_num_batched_tokens, "max_num_seqs": d.memory.max_num_seqs,
             "num_scheduler_steps": d.num_scheduler_steps,
+            "cuda_graph_max_tokens": d.factors.cuda_graph_max_tokens,
             "input_len": r.scenario.input_len if r else None, "output_len": r.scenario.output_len if r else None,
             "concurrency": r.scenario.concurrency if r else None,
             "arrival": r.scenario.arrival if r else None,

@@ -1324,3 +1324,23 @@ def test_mxfp4_experts_are_weight_only_only_without_fp4_tensor_cores():
     on = {hw: run("serve", "openai/gpt-oss-20b", "-H", hw, "--json").json["explain"]["tpot_s"]["weight-only kernels"]
           for hw in ("h100-sxm", "b200")}
     assert on["h100-sxm"] > 0 and on["b200"] == 0
+
+
+def test_cuda_graph_max_tokens_sets_which_steps_replay_graphs_and_is_reported():
+    """``--cuda-graph-max-tokens`` replaces the engine profile's largest graphed step. At 0 (vLLM
+    --enforce-eager) every decode step of 8 sequences is launched op by op, so it pays the launch floor per op
+    and the decode slows down, while the prompt steps (graphed only up to 512 tokens on vLLM, and these are
+    1,024) and so TTFT stay the same. The JSON settings say which size was used; a negative size is one error."""
+    from planner.analysis.errors import OptionError
+    from planner.hardware.serve import deployment_dict
+
+    spec, hw = _model("llama-3.1-8b"), load_profile("h100-sxm")
+    kw = dict(engine="vllm", input_len=1024, output_len=64, concurrency=8)
+    default, eager = serve(spec, hw, **kw), serve(spec, hw, cuda_graph_max_tokens=0, **kw)
+    assert default.factors.cuda_graph_max_tokens == 512 and eager.factors.cuda_graph_max_tokens == 0
+    assert eager.result.expected.tpot_s > 1.2 * default.result.expected.tpot_s
+    assert eager.result.explain["tpot_s"]["kernel launches"] > default.result.explain["tpot_s"]["kernel launches"]
+    assert eager.result.expected.ttft_s == pytest.approx(default.result.expected.ttft_s)
+    assert deployment_dict(eager)["settings"]["cuda_graph_max_tokens"] == 0
+    with pytest.raises(OptionError):
+        serve(spec, hw, cuda_graph_max_tokens=-1, **kw)
