@@ -263,6 +263,8 @@ class EngineProfile:
     attention_decode_efficiency: float
     attention_prefill_efficiency: float
     weight_only_efficiency: Mapping[str, float] = field(hash=False)
+    # per peak column (fp4, ...): the fraction of the step model's rate the engine's MoE kernels reach (1: all)
+    experts_efficiency: Mapping[str, float] = field(hash=False, default_factory=dict)
     kernel_launches: str = "none"  # hardware.expected.KERNEL_LAUNCHES: how the host launches kernels
     # optional timing terms (0 / always graphed when a profile leaves them out)
     launch_overhead_per_op_s: float = 0.0
@@ -345,6 +347,10 @@ def load_engine(name: str | None) -> EngineProfile:
     graph = _get(mem, "cuda_graph", w)
     pad = mem.get("mxfp4_padding") or {}
     wo = _get(tim, "weight_only_efficiency", w)
+    xe = tim.get("experts_efficiency") or {}
+    if not isinstance(xe, Mapping):
+        raise HardwareError(f"{w}: timing.experts_efficiency must be a mapping of dtype to fraction",
+                            "e.g. {fp4: 0.38}")
     from .expected import KERNEL_LAUNCHES
 
     launches = tim.get("kernel_launches", "none")
@@ -384,6 +390,7 @@ def load_engine(name: str | None) -> EngineProfile:
                                            w, maximum=ATTENTION_DECODE_MAX),
         attention_prefill_efficiency=_frac(_get(tim, "attention_prefill_efficiency", w), "attention_prefill_efficiency", w),
         weight_only_efficiency={str(k): _frac(v, "weight_only_efficiency", w) for k, v in wo.items()},
+        experts_efficiency={str(k): _frac(v, "experts_efficiency", w) for k, v in xe.items()},
         kernel_launches=launches,
         launch_overhead_per_op_s=_time(tim.get("launch_overhead_per_op", "0 s"), "launch_overhead_per_op", w),
         min_op_time_s=_time(tim.get("min_op_time", "0 s"), "min_op_time", w),

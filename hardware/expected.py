@@ -97,6 +97,11 @@ class Factors:
     # the fraction of a peak column's FLOP/s (fp4, fp8, ...) that GEMMs reach where it differs from ``compute``
     # (the fraction of every other column's): replaces ``compute`` in a step whose matmuls run in that column
     compute_by_dtype: Mapping[str, float] = field(default_factory=dict, hash=False)
+    # the engine's routed-expert (MoE) kernels: the fraction of the rate this model gives their GEMMs that they
+    # reach, where the engine's MoE path is measured to fall short of it; per peak column (``experts_by_dtype``,
+    # from the engine profile's ``experts_efficiency``), ``experts`` for the step's column (``for_column``)
+    experts_by_dtype: Mapping[str, float] = field(default_factory=dict, hash=False)
+    experts: float = 1.0
     # the device's measured MAMF over its dense peak per column (``HardwareProfile.mamf_fractions``) and the
     # fraction of it serving GEMMs reach: a column with a MAMF takes compute = compute_of_mamf × that fraction
     # (before ``compute_by_dtype`` and ``compute``); 0: not applied
@@ -147,6 +152,7 @@ class Factors:
         return {
             "memory_bandwidth": self.memory_bandwidth, "compute": self.compute,
             "compute_by_dtype": dict(self.compute_by_dtype),
+            "experts_by_dtype": dict(self.experts_by_dtype),
             "mamf_fraction": dict(self.mamf_fraction), "compute_of_mamf": self.compute_of_mamf,
             "gemm_k_half": self.gemm_k_half,
             "gemm_ridge_exponent": None if math.isinf(self.gemm_ridge_exponent) else self.gemm_ridge_exponent,
@@ -257,6 +263,7 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         attention_decode=engine.attention_decode_efficiency,
         attention_prefill=engine.attention_prefill_efficiency,
         weight_only=dict(engine.weight_only_efficiency),
+        experts_by_dtype=dict(engine.experts_efficiency),
         kernel_launches=engine.kernel_launches,
         kernel_launch_s=hw.kernel_launch_s if engine.kernel_launches != "none" else 0.0,
         launch_overhead_per_op_s=engine.launch_overhead_per_op_s,
@@ -275,11 +282,13 @@ def for_column(f: Factors, hw, compute_key: str) -> Factors:
     """``f`` for a step whose matmuls run in ``compute_key`` on ``hw``: ``compute`` is the fraction of that peak
     column (fp4, fp8, ...) that GEMMs reach: ``compute_of_mamf`` × the device's MAMF fraction where the
     column has a measured MAMF, else ``compute_by_dtype``'s where it has one, else ``compute``. Every op
-    time goes through here."""
+    time goes through here. ``experts`` is the engine's ``experts_by_dtype`` of that column (1 without one)."""
     mamf = f.mamf_fraction if f.compute_of_mamf else {}
-    if not (mamf or f.compute_by_dtype):
+    if not (mamf or f.compute_by_dtype or f.experts_by_dtype):
         return f
     column = hw.peak_flops_key_for(compute_key)
+    if f.experts_by_dtype:
+        f = replace(f, experts=f.experts_by_dtype.get(column, 1.0))
     if column in mamf:
         return replace(f, compute=min(1.0, f.compute_of_mamf * mamf[column]))
     if column in f.compute_by_dtype:
@@ -296,7 +305,7 @@ def _stage(f: Factors, n: int) -> Factors:
         out = replace(out, compute=f.compute, gemm_ridge_exponent=f.gemm_ridge_exponent, gemm_k_half=f.gemm_k_half,
                       matmul_efficiency_by_rows=f.matmul_efficiency_by_rows,
                       matmul_efficiency_by_shape=f.matmul_efficiency_by_shape,
-                      matmul_efficiency_by_out=f.matmul_efficiency_by_out)
+                      matmul_efficiency_by_out=f.matmul_efficiency_by_out, experts=f.experts)
     if n >= 3:
         out = replace(out, attention_decode=f.attention_decode, attention_prefill=f.attention_prefill,
                       attention_decode_kv_reads=f.attention_decode_kv_reads)
@@ -468,7 +477,8 @@ def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: flo
         m = o.weight_bytes / (bw * wq) + (o.bytes - o.weight_bytes) / bw
         inner = inner_dim(o, rows) if kind == "matmul" and (f.matmul_efficiency_by_shape or f.gemm_k_half) else None
         outer = outer_dim(o, rows) if inner and f.matmul_efficiency_by_out else None
-        return gemm_time_s(kind, c, m, f, rows, inner, outer, expert_inner)
+        t = gemm_time_s(kind, c, m, f, rows, inner, outer, expert_inner)
+        return t / f.experts if kind == "experts" else t
     if kind == "attention":
         if decode:
             c = o.flops / (flops_per_s * f.compute)

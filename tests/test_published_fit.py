@@ -280,3 +280,15 @@ def test_an_entrys_cuda_graph_sizes_replace_the_engines_default_and_speed_up_its
     small, small_none = point(num_requests=64), point(num_requests=64, cuda_graphs=False)
     assert small_none.base.cuda_graph_max_tokens == 0
     assert small_none.predict() < small.predict()
+
+
+@pytest.mark.parametrize("bad", ["{fp4: 0}", "{fp4: 1.5}", "0.38"])
+def test_a_bad_experts_efficiency_is_one_error_naming_the_field(tmp_path, monkeypatch, bad):
+    """``timing.experts_efficiency`` is a mapping of peak column to a fraction in (0, 1]: anything else is one
+    HardwareError that names the field."""
+    from planner.analysis.errors import HardwareError
+    from planner.hardware.engine import load_engine
+
+    _engines_copy(tmp_path, monkeypatch, **{"vllm-v0": f"inherits: vllm\ntiming: {{experts_efficiency: {bad}}}\n"})
+    with pytest.raises(HardwareError, match="experts_efficiency"):
+        load_engine("vllm-v0")

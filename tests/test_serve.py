@@ -265,6 +265,34 @@ def test_compute_fraction_of_one_peak_column_replaces_the_general_one():
     assert step_cost([op], Columns(), "bf16", f, decode=False, sequences=1).expected_s == pytest.approx(2.5e-3)
 
 
+def test_experts_efficiency_of_one_column_slows_only_the_routed_experts_there():
+    """``experts_by_dtype``: the engine's MoE kernels in the fp4 column reach 0.4 of the rate the step model
+    gives their GEMMs. A compute-bound expert GEMM of 2 TFLOP at a 1 PFLOP/s peak and compute 0.8: 2.5 ms,
+    so 6.25 ms at 0.4, counted as GEMM efficiency (6.25 − 2 = 4.25 ms); a dense matmul of the same size in
+    the same step stays at 2.5 ms, and the expert GEMM in the bf16 column stays at 2.5 ms."""
+    class Columns(HW):
+        def peak_flops_key_for(self, key):
+            return {"fp4": "fp4"}.get(key, "bf16")
+
+    experts = Op("experts", "experts", "ffn", 0, flops=2 * 10**12, weight_bytes=10**6)
+    dense = Op("gate_proj", "matmul", "ffn", 0, flops=2 * 10**12, weight_bytes=10**6)
+    f = Factors(compute=0.8, experts_by_dtype={"fp4": 0.4})
+    fp4 = step_cost([experts], Columns(), "fp4", f, decode=False, sequences=1)
+    assert fp4.ideal_s == pytest.approx(2e-3) and fp4.expected_s == pytest.approx(6.25e-3)
+    assert fp4.parts["GEMM efficiency"] == pytest.approx(4.25e-3)
+    assert step_cost([dense], Columns(), "fp4", f, decode=False, sequences=1).expected_s == pytest.approx(2.5e-3)
+    assert step_cost([experts], Columns(), "bf16", f, decode=False, sequences=1).expected_s == pytest.approx(2.5e-3)
+
+
+def test_trtllm_lists_its_fp4_moe_shortfall_and_vllm_none():
+    """TensorRT-LLM's profile carries the measured fp4 MoE fraction (aiconfigurator's CUTLASS NVFP4 tables) into
+    the factors of every device; vLLM's MoE path (FlashInfer's) measured at the step model's rate lists none."""
+    assert load_engine("trtllm").experts_efficiency == {"fp4": 0.38}
+    assert load_engine("vllm").experts_efficiency == {}
+    assert factors_for(load_profile("b200"), load_engine("trtllm")).experts_by_dtype == {"fp4": 0.38}
+    assert factors_for(load_profile("b200"), load_engine("vllm")).experts_by_dtype == {}
+
+
 def test_device_defaults_carry_the_fp4_fraction_unless_the_profile_has_its_own():
     from dataclasses import replace as dc_replace
 
