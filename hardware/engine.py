@@ -347,7 +347,7 @@ def load_engine(name: str | None) -> EngineProfile:
     graph = _get(mem, "cuda_graph", w)
     pad = mem.get("mxfp4_padding") or {}
     wo = _get(tim, "weight_only_efficiency", w)
-    xe = tim.get("experts_efficiency") or {}
+    xe = tim.get("experts_efficiency", {})
     if not isinstance(xe, Mapping):
         raise HardwareError(f"{w}: timing.experts_efficiency must be a mapping of dtype to fraction",
                             "e.g. {fp4: 0.38}")

@@ -287,13 +287,14 @@ def for_column(f: Factors, hw, compute_key: str) -> Factors:
     if not (mamf or f.compute_by_dtype or f.experts_by_dtype):
         return f
     column = hw.peak_flops_key_for(compute_key)
-    if f.experts_by_dtype:
-        f = replace(f, experts=f.experts_by_dtype.get(column, 1.0))
     if column in mamf:
-        return replace(f, compute=min(1.0, f.compute_of_mamf * mamf[column]))
-    if column in f.compute_by_dtype:
-        return replace(f, compute=f.compute_by_dtype[column])
-    return f
+        compute = min(1.0, f.compute_of_mamf * mamf[column])
+    else:
+        compute = f.compute_by_dtype.get(column, f.compute)
+    experts = f.experts_by_dtype.get(column, 1.0)
+    if compute == f.compute and experts == f.experts:
+        return f
+    return replace(f, compute=compute, experts=experts)
 
 
 def _stage(f: Factors, n: int) -> Factors:

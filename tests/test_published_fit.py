@@ -282,7 +282,7 @@ def test_an_entrys_cuda_graph_sizes_replace_the_engines_default_and_speed_up_its
     assert small_none.predict() < small.predict()
 
 
-@pytest.mark.parametrize("bad", ["{fp4: 0}", "{fp4: 1.5}", "0.38"])
+@pytest.mark.parametrize("bad", ["{fp4: 0}", "{fp4: 1.5}", "0.38", "0", "null"])
 def test_a_bad_experts_efficiency_is_one_error_naming_the_field(tmp_path, monkeypatch, bad):
     """``timing.experts_efficiency`` is a mapping of peak column to a fraction in (0, 1]: anything else is one
     HardwareError that names the field."""

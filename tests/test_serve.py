@@ -249,20 +249,23 @@ def test_gemm_p_norm_and_factor_parts_hand_computed():
     assert sum(c.parts.values()) == pytest.approx(c.expected_s - c.ideal_s)
 
 
+class FP4Columns(HW):
+    """A device whose fp4 (and nvfp4) steps run in an fp4 peak column, every other dtype in bf16's."""
+
+    def peak_flops_key_for(self, key):
+        return {"fp4": "fp4", "nvfp4": "fp4"}.get(key, "bf16")
+
+
 def test_compute_fraction_of_one_peak_column_replaces_the_general_one():
     """``compute_by_dtype``: matmuls that run in the fp4 column reach 0.4 of its peak where the others reach
     0.8; a step in another column keeps 0.8. A compute-bound GEMM of 2 TFLOP at a 1 PFLOP/s peak: 2 ms ideal,
     5 ms at 0.4, 2.5 ms at 0.8 (infinite ridge exponent: the longer of compute and memory)."""
-    class Columns(HW):
-        def peak_flops_key_for(self, key):
-            return {"fp4": "fp4", "nvfp4": "fp4"}.get(key, "bf16")
-
     op = Op("gate_proj", "matmul", "ffn", 0, flops=2 * 10**12, weight_bytes=10**6)
     f = Factors(compute=0.8, compute_by_dtype={"fp4": 0.4})
-    fp4 = step_cost([op], Columns(), "fp4", f, decode=False, sequences=1)
+    fp4 = step_cost([op], FP4Columns(), "fp4", f, decode=False, sequences=1)
     assert fp4.ideal_s == pytest.approx(2e-3) and fp4.expected_s == pytest.approx(5e-3)
     assert fp4.parts["GEMM efficiency"] == pytest.approx(3e-3)
-    assert step_cost([op], Columns(), "bf16", f, decode=False, sequences=1).expected_s == pytest.approx(2.5e-3)
+    assert step_cost([op], FP4Columns(), "bf16", f, decode=False, sequences=1).expected_s == pytest.approx(2.5e-3)
 
 
 def test_experts_efficiency_of_one_column_slows_only_the_routed_experts_there():
@@ -270,18 +273,14 @@ def test_experts_efficiency_of_one_column_slows_only_the_routed_experts_there():
     gives their GEMMs. A compute-bound expert GEMM of 2 TFLOP at a 1 PFLOP/s peak and compute 0.8: 2.5 ms,
     so 6.25 ms at 0.4, counted as GEMM efficiency (6.25 − 2 = 4.25 ms); a dense matmul of the same size in
     the same step stays at 2.5 ms, and the expert GEMM in the bf16 column stays at 2.5 ms."""
-    class Columns(HW):
-        def peak_flops_key_for(self, key):
-            return {"fp4": "fp4"}.get(key, "bf16")
-
     experts = Op("experts", "experts", "ffn", 0, flops=2 * 10**12, weight_bytes=10**6)
     dense = Op("gate_proj", "matmul", "ffn", 0, flops=2 * 10**12, weight_bytes=10**6)
     f = Factors(compute=0.8, experts_by_dtype={"fp4": 0.4})
-    fp4 = step_cost([experts], Columns(), "fp4", f, decode=False, sequences=1)
+    fp4 = step_cost([experts], FP4Columns(), "fp4", f, decode=False, sequences=1)
     assert fp4.ideal_s == pytest.approx(2e-3) and fp4.expected_s == pytest.approx(6.25e-3)
     assert fp4.parts["GEMM efficiency"] == pytest.approx(4.25e-3)
-    assert step_cost([dense], Columns(), "fp4", f, decode=False, sequences=1).expected_s == pytest.approx(2.5e-3)
-    assert step_cost([experts], Columns(), "bf16", f, decode=False, sequences=1).expected_s == pytest.approx(2.5e-3)
+    assert step_cost([dense], FP4Columns(), "fp4", f, decode=False, sequences=1).expected_s == pytest.approx(2.5e-3)
+    assert step_cost([experts], FP4Columns(), "bf16", f, decode=False, sequences=1).expected_s == pytest.approx(2.5e-3)
 
 
 def test_trtllm_lists_its_fp4_moe_shortfall_and_vllm_none():
