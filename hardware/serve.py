@@ -66,7 +66,7 @@ once, as a constant would; with ``server_overhead`` 0 the step schedules above a
 from __future__ import annotations
 
 import math
-from dataclasses import field
+from dataclasses import field, replace
 from functools import lru_cache
 from itertools import repeat
 from typing import Mapping, NamedTuple
@@ -1032,8 +1032,6 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
     if cuda_graph_max_tokens is not None:
         if cuda_graph_max_tokens < 0:
             raise OptionError(f"--cuda-graph-max-tokens must be >= 0, got {cuda_graph_max_tokens}")
-        from dataclasses import replace
-
         f = replace(f, cuda_graph_max_tokens=int(cuda_graph_max_tokens))
     result = None
     fewest = None
