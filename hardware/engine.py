@@ -265,6 +265,9 @@ class EngineProfile:
     weight_only_efficiency: Mapping[str, float] = field(hash=False)
     # per peak column (fp4, ...): the fraction of the step model's rate the engine's MoE kernels reach (1: all)
     experts_efficiency: Mapping[str, float] = field(hash=False, default_factory=dict)
+    # per routed-expert weight format (``hardware.expected.EXPERTS_FORMATS``) and hardware profile: the fraction
+    # of the compute rate the engine's MoE GEMMs reach for that format on that device (none listed: all)
+    experts_compute_efficiency: Mapping[str, Mapping[str, float]] = field(hash=False, default_factory=dict)
     kernel_launches: str = "none"  # hardware.expected.KERNEL_LAUNCHES: how the host launches kernels
     # optional timing terms (0 / always graphed when a profile leaves them out)
     launch_overhead_per_op_s: float = 0.0
@@ -351,8 +354,16 @@ def load_engine(name: str | None) -> EngineProfile:
     if not isinstance(xe, Mapping):
         raise HardwareError(f"{w}: timing.experts_efficiency must be a mapping of dtype to fraction",
                             "e.g. {fp4: 0.38}")
-    from .expected import KERNEL_LAUNCHES
+    from .expected import EXPERTS_FORMATS, KERNEL_LAUNCHES
 
+    xc = tim.get("experts_compute_efficiency", {})
+    if not isinstance(xc, Mapping) or not all(isinstance(v, Mapping) for v in xc.values()):
+        raise HardwareError(f"{w}: timing.experts_compute_efficiency must map a weight format to "
+                            "{hardware profile: fraction}", "e.g. {fp8_block: {h100-sxm: 0.36}}")
+    bad = [str(k) for k in xc if k not in EXPERTS_FORMATS]
+    if bad:
+        raise HardwareError(f"{w}: timing.experts_compute_efficiency: unknown weight format {bad[0]!r}",
+                            f"use one of {', '.join(EXPERTS_FORMATS)}")
     launches = tim.get("kernel_launches", "none")
     if launches not in KERNEL_LAUNCHES:
         raise HardwareError(f"{w}: timing.kernel_launches {launches!r} is not one of {', '.join(KERNEL_LAUNCHES)}",
@@ -391,6 +402,8 @@ def load_engine(name: str | None) -> EngineProfile:
         attention_prefill_efficiency=_frac(_get(tim, "attention_prefill_efficiency", w), "attention_prefill_efficiency", w),
         weight_only_efficiency={str(k): _frac(v, "weight_only_efficiency", w) for k, v in wo.items()},
         experts_efficiency={str(k): _frac(v, "experts_efficiency", w) for k, v in xe.items()},
+        experts_compute_efficiency={str(k): {str(p): _frac(x, f"experts_compute_efficiency.{k}", w) for p, x in v.items()}
+                                    for k, v in xc.items()},
         kernel_launches=launches,
         launch_overhead_per_op_s=_time(tim.get("launch_overhead_per_op", "0 s"), "launch_overhead_per_op", w),
         min_op_time_s=_time(tim.get("min_op_time", "0 s"), "min_op_time", w),

@@ -102,6 +102,12 @@ class Factors:
     # from the engine profile's ``experts_efficiency``), ``experts`` for the step's column (``for_column``)
     experts_by_dtype: Mapping[str, float] = field(default_factory=dict, hash=False)
     experts: float = 1.0
+    # the fraction of the compute rate (``compute`` of the column) that the engine's routed-expert GEMMs reach
+    # on this device for one weight format (``experts_format``: ``fp8_block``), where that path is measured to
+    # fall short in its compute-bound regime only: per format (``experts_compute_by_format``, from the engine
+    # profile's ``experts_compute_efficiency`` for this device), ``experts_compute`` for the step's model
+    experts_compute_by_format: Mapping[str, float] = field(default_factory=dict, hash=False)
+    experts_compute: float = 1.0
     # the device's measured MAMF over its dense peak per column (``HardwareProfile.mamf_fractions``) and the
     # fraction of it serving GEMMs reach: a column with a MAMF takes compute = compute_of_mamf × that fraction
     # (before ``compute_by_dtype`` and ``compute``); 0: not applied
@@ -153,6 +159,7 @@ class Factors:
             "memory_bandwidth": self.memory_bandwidth, "compute": self.compute,
             "compute_by_dtype": dict(self.compute_by_dtype),
             "experts_by_dtype": dict(self.experts_by_dtype),
+            "experts_compute_by_format": dict(self.experts_compute_by_format),
             "mamf_fraction": dict(self.mamf_fraction), "compute_of_mamf": self.compute_of_mamf,
             "gemm_k_half": self.gemm_k_half,
             "gemm_ridge_exponent": None if math.isinf(self.gemm_ridge_exponent) else self.gemm_ridge_exponent,
@@ -264,6 +271,8 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         attention_prefill=engine.attention_prefill_efficiency,
         weight_only=dict(engine.weight_only_efficiency),
         experts_by_dtype=dict(engine.experts_efficiency),
+        experts_compute_by_format={k: by_hw[hw.name] for k, by_hw in engine.experts_compute_efficiency.items()
+                                   if hw.name in by_hw},
         kernel_launches=engine.kernel_launches,
         kernel_launch_s=hw.kernel_launch_s if engine.kernel_launches != "none" else 0.0,
         launch_overhead_per_op_s=engine.launch_overhead_per_op_s,
@@ -278,13 +287,15 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
     )
 
 
-def for_column(f: Factors, hw, compute_key: str) -> Factors:
+def for_column(f: Factors, hw, compute_key: str, experts_format: str | None = None) -> Factors:
     """``f`` for a step whose matmuls run in ``compute_key`` on ``hw``: ``compute`` is the fraction of that peak
     column (fp4, fp8, ...) that GEMMs reach: ``compute_of_mamf`` × the device's MAMF fraction where the
     column has a measured MAMF, else ``compute_by_dtype``'s where it has one, else ``compute``. Every op
-    time goes through here. ``experts`` is the engine's ``experts_by_dtype`` of that column (1 without one)."""
+    time goes through here. ``experts`` is the engine's ``experts_by_dtype`` of that column (1 without one),
+    and ``experts_compute`` its ``experts_compute_by_format`` of the model's routed-expert weight format
+    (``experts_format``; 1 without one)."""
     mamf = f.mamf_fraction if f.compute_of_mamf else {}
-    if not (mamf or f.compute_by_dtype or f.experts_by_dtype):
+    if not (mamf or f.compute_by_dtype or f.experts_by_dtype or f.experts_compute_by_format):
         return f
     column = hw.peak_flops_key_for(compute_key)
     if column in mamf:
@@ -292,9 +303,25 @@ def for_column(f: Factors, hw, compute_key: str) -> Factors:
     else:
         compute = f.compute_by_dtype.get(column, f.compute)
     experts = f.experts_by_dtype.get(column, 1.0)
-    if compute == f.compute and experts == f.experts:
+    experts_compute = f.experts_compute_by_format.get(experts_format, 1.0) if experts_format else 1.0
+    if compute == f.compute and experts == f.experts and experts_compute == f.experts_compute:
         return f
-    return replace(f, compute=compute, experts=experts)
+    return replace(f, compute=compute, experts=experts, experts_compute=experts_compute)
+
+
+#: routed-expert weight formats that an engine profile may price apart (``experts_compute_efficiency``)
+EXPERTS_FORMATS = ("fp8_block",)
+
+
+def experts_format(fmt) -> str | None:
+    """The routed experts' weight format where it has a kernel path of its own (``EXPERTS_FORMATS``):
+    ``fp8_block`` for FP8 expert weights with block scales (DeepSeek-V3's 128 × 128 tiles,
+    ``quantization_config.weight_block_size``; the engines run them through block-scaled grouped GEMMs,
+    not the per-tensor FP8 ones), else None (a ``--dtype fp8`` what-if follows the per-tensor recipe)."""
+    q = getattr(fmt, "quant", None)
+    if q is not None and q.method == "fp8" and any(q.block_size) and "expert" in q.targets:
+        return "fp8_block"
+    return None
 
 
 def _stage(f: Factors, n: int) -> Factors:
@@ -306,7 +333,8 @@ def _stage(f: Factors, n: int) -> Factors:
         out = replace(out, compute=f.compute, gemm_ridge_exponent=f.gemm_ridge_exponent, gemm_k_half=f.gemm_k_half,
                       matmul_efficiency_by_rows=f.matmul_efficiency_by_rows,
                       matmul_efficiency_by_shape=f.matmul_efficiency_by_shape,
-                      matmul_efficiency_by_out=f.matmul_efficiency_by_out, experts=f.experts)
+                      matmul_efficiency_by_out=f.matmul_efficiency_by_out, experts=f.experts,
+                      experts_compute=f.experts_compute)
     if n >= 3:
         out = replace(out, attention_decode=f.attention_decode, attention_prefill=f.attention_prefill,
                       attention_decode_kv_reads=f.attention_decode_kv_reads)
@@ -474,7 +502,8 @@ def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: flo
              expert_inner: tuple | None = None) -> float:
     kind = o.kind
     if kind in GEMM_KINDS:
-        c = o.flops / (flops_per_s * f.compute)
+        # routed experts: the engine's fraction of the compute rate for their weight format (``experts_compute``)
+        c = o.flops / (flops_per_s * f.compute * (f.experts_compute if kind == "experts" else 1.0))
         m = o.weight_bytes / (bw * wq) + (o.bytes - o.weight_bytes) / bw
         inner = inner_dim(o, rows) if kind == "matmul" and (f.matmul_efficiency_by_shape or f.gemm_k_half) else None
         outer = outer_dim(o, rows) if inner and f.matmul_efficiency_by_out else None
@@ -537,15 +566,17 @@ ZERO = StepCost(0.0, 0.0, {k: 0.0 for k in FACTORS}, 0)
 def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequences: int,
               allreduce_bytes: int = 0, allreduce_calls: int = 0, weight_only_bits: int | None = None,
               detail: bool = True, rows: int | None = None, kernels: int | None = None, graph: bool = True,
-              expert_rows: float | None = None, expert_inner: tuple | None = None) -> StepCost:
+              expert_rows: float | None = None, expert_inner: tuple | None = None,
+              experts_format: str | None = None) -> StepCost:
     """Ideal and expected seconds of one rank's step (``ops`` already sharded), and each factor's share.
     ``graph=False``: the step is launched op by op (not a CUDA-graph replay) and pays the launches.
     ``detail=False`` skips the intermediate stages (the op-level parts are then lumped into the first
     factor; the totals are the same). ``kernels``: the kernels the step launches, for the engine's
-    ``kernel_launches`` (None: Σ of the ops' ``kernels``)."""
+    ``kernel_launches`` (None: Σ of the ops' ``kernels``). ``experts_format``: the routed experts' weight
+    format (``experts_format``), for the engine's ``experts_compute_by_format``."""
     flops_per_s = hw.peak_flops_for(compute_key)
     bytes_per_s = hw.memory_bandwidth_bytes_per_s
-    f = for_column(f, hw, compute_key)
+    f = for_column(f, hw, compute_key, experts_format)
     wanted = range(5) if detail else (0, 4)
     stage = {n: ops_time_s(ops, flops_per_s, bytes_per_s, _stage(f, n), decode=decode,
                            weight_only_bits=weight_only_bits if n >= 4 else None, rows=rows,
@@ -580,7 +611,7 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     return StepCost(ideal, expected, parts, allreduce_calls if allreduce_bytes else 0)
 
 
-__all__ = ["FACTORS", "KERNEL_LAUNCHES", "Factors", "IDEAL", "launch_time_s", "op_floor_s", "step_kernels",
-           "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "factors_for", "for_column", "gemm_time_s", "graphed",
+__all__ = ["EXPERTS_FORMATS", "FACTORS", "KERNEL_LAUNCHES", "Factors", "IDEAL", "launch_time_s", "op_floor_s", "step_kernels",
+           "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "experts_format", "factors_for", "for_column", "gemm_time_s", "graphed",
            "inner_dim", "k_scale", "outer_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "rows_efficiency", "step_cost"]

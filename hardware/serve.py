@@ -73,7 +73,7 @@ from typing import Mapping, NamedTuple
 
 from planner.analysis.records import frozen
 
-from .expected import FACTORS, ZERO, Factors, StepCost, expert_inner, graphed, step_cost
+from .expected import FACTORS, ZERO, Factors, StepCost, expert_inner, experts_format, graphed, step_cost
 
 DECODE_SEGMENTS = 16
 ARRIVALS = ("together", "closed-loop")
@@ -90,6 +90,7 @@ class StepModel:
         moe = a.spec.first_moe
         self.moe_shape = (moe.num_experts, moe.num_experts_per_tok) if moe is not None else None
         self.expert_inner = expert_inner(a.spec, plan.tp)
+        self.experts_format = experts_format(a.fmt)
         self._cache: dict = {}
         self._ops_cache = ops_cache if ops_cache is not None else {}  # shareable between factor sets
         self.detail = detail
@@ -145,7 +146,8 @@ class StepModel:
                                          allreduce_bytes=self._ar_bytes(batch), allreduce_calls=self.allreduce_calls,
                                          weight_only_bits=self.weight_only_bits, detail=self.detail, rows=batch,
                                          kernels=kernels, graph=graphed(self.f, tokens=batch, prefill=False),
-                                         expert_rows=self._expert_rows(batch), expert_inner=self.expert_inner)
+                                         expert_rows=self._expert_rows(batch), expert_inner=self.expert_inner,
+                                         experts_format=self.experts_format)
         return self._cache[key]
 
     def prefill(self, pieces: Mapping[tuple[int, int], int]) -> StepCost:
@@ -164,7 +166,8 @@ class StepModel:
                          allreduce_bytes=self._ar_bytes(tokens), allreduce_calls=self.allreduce_calls,
                          weight_only_bits=self.weight_only_bits, detail=self.detail, rows=tokens,
                          graph=graphed(self.f, tokens=tokens, prefill=prompt),
-                         expert_rows=self._expert_rows(tokens), expert_inner=self.expert_inner)
+                         expert_rows=self._expert_rows(tokens), expert_inner=self.expert_inner,
+                         experts_format=self.experts_format)
         self._cache[key] = cost
         return cost
 

@@ -422,13 +422,13 @@ def expected_ops_cost(groups, spec: ModelSpec, fmt, hw, *, rows: int, device_typ
     ``verify_factors`` already held (None: read them). Routed experts are priced at the rows each
     touched expert multiplies, as ``StepModel.decode`` prices them (their GEMMs' inner dimensions on one
     rank of ``tp``)."""
-    from planner.hardware.expected import expert_inner, expert_rows, step_cost
+    from planner.hardware.expected import expert_inner, expert_rows, experts_format, step_cost
 
     f = factors if factors is not None else verify_factors(hw, spec, device_type, graphs)
     moe = spec.first_moe
     e_rows = expert_rows(rows, moe.num_experts, moe.num_experts_per_tok) if moe is not None else None
     return step_cost(list(groups), hw, fmt.compute.compute, f, decode=True, sequences=rows, rows=rows, kernels=kernels,
-                     expert_rows=e_rows, expert_inner=expert_inner(spec, tp))
+                     expert_rows=e_rows, expert_inner=expert_inner(spec, tp), experts_format=experts_format(fmt))
 
 
 def predict_step(spec: ModelSpec, fmt, kvc, hw, *, batch: int, context: int, device_type: str, graphs: bool,

@@ -282,6 +282,20 @@ def test_an_entrys_cuda_graph_sizes_replace_the_engines_default_and_speed_up_its
     assert small_none.predict() < small.predict()
 
 
+@pytest.mark.parametrize("bad", ["{fp8_block: {h100-sxm: 0}}", "{fp8_block: {h100-sxm: 1.5}}", "{fp8_block: 0.37}",
+                                 "{fp8: {h100-sxm: 0.5}}", "0.37", "null"])
+def test_a_bad_experts_compute_efficiency_is_one_error_naming_the_field(tmp_path, monkeypatch, bad):
+    """``timing.experts_compute_efficiency`` maps a known weight format to {hardware profile: fraction in (0, 1]}:
+    a zero or too-large fraction, a bare number, an unknown format or a null is one HardwareError naming it."""
+    from planner.analysis.errors import HardwareError
+    from planner.hardware.engine import load_engine
+
+    _engines_copy(tmp_path, monkeypatch,
+                  **{"vllm-v0": f"inherits: vllm\ntiming: {{experts_compute_efficiency: {bad}}}\n"})
+    with pytest.raises(HardwareError, match="experts_compute_efficiency"):
+        load_engine("vllm-v0")
+
+
 @pytest.mark.parametrize("bad", ["{fp4: 0}", "{fp4: 1.5}", "0.38", "0", "null"])
 def test_a_bad_experts_efficiency_is_one_error_naming_the_field(tmp_path, monkeypatch, bad):
     """``timing.experts_efficiency`` is a mapping of peak column to a fraction in (0, 1]: anything else is one

@@ -12,7 +12,7 @@ from planner.analysis.spec import QuantSpec, Tensor
 from planner.analysis.trace import Op
 from planner.hardware.engine import (engine_memory, fewest_gpus, kv_bytes_per_token_per_gpu, load_engine,
                                      mxfp4_padded_bytes)
-from planner.hardware.expected import FACTORS, IDEAL, Factors, factors_for, step_cost
+from planner.hardware.expected import FACTORS, IDEAL, Factors, factors_for, for_column, step_cost
 from planner.hardware.profiles import load_profile
 from planner.hardware.serve import serve
 from tests.clirun import run
@@ -290,6 +290,75 @@ def test_trtllm_lists_its_fp4_moe_shortfall_and_vllm_none():
     assert load_engine("vllm").experts_efficiency == {}
     assert factors_for(load_profile("b200"), load_engine("trtllm")).experts_by_dtype == {"fp4": 0.38}
     assert factors_for(load_profile("b200"), load_engine("vllm")).experts_by_dtype == {}
+
+
+def test_experts_compute_fraction_of_a_weight_format_slows_only_their_compute_bound_time():
+    """``experts_compute_by_format``: the engine's MoE GEMMs for one weight format reach 0.5 of the compute rate
+    (``experts_compute``), where the memory-bound time stays as modelled (unlike ``experts_by_dtype``, which
+    divides the whole time). At a 1 PFLOP/s peak, 1 TB/s and compute 0.8, infinite ridge exponent:
+    - a compute-bound expert GEMM of 2 TFLOP over 1 GB of weights: 2.5 ms, 5 ms at 0.5 (memory 1 ms);
+    - a memory-bound one of 0.2 TFLOP over 2 GB: 2 ms either way (compute 0.25 ms, 0.5 ms at 0.5);
+    - a dense matmul of 2 TFLOP, and the expert GEMM of a model in another format (or none): 2.5 ms."""
+    big = Op("experts", "experts", "ffn", 0, flops=2 * 10**12, weight_bytes=10**9)
+    small = Op("experts", "experts", "ffn", 0, flops=2 * 10**11, weight_bytes=2 * 10**9)
+    dense = Op("gate_proj", "matmul", "ffn", 0, flops=2 * 10**12, weight_bytes=10**9)
+    f = Factors(compute=0.8, experts_compute_by_format={"fp8_block": 0.5})
+
+    def t(op, fmt):
+        return step_cost([op], FP4Columns(), "fp8", f, decode=False, sequences=1, experts_format=fmt)
+
+    assert t(big, "fp8_block").expected_s == pytest.approx(5e-3)
+    assert t(big, "fp8_block").parts["GEMM efficiency"] == pytest.approx(3e-3)  # 5 ms over the ideal 2 ms
+    assert t(small, "fp8_block").expected_s == pytest.approx(2e-3)
+    assert t(dense, "fp8_block").expected_s == pytest.approx(2.5e-3)
+    assert t(big, None).expected_s == pytest.approx(2.5e-3)
+
+
+def test_experts_format_names_block_scaled_fp8_checkpoints_only():
+    """DeepSeek-R1's and Qwen's FP8 checkpoints carry 128 x 128 weight scales (``fp8_block``); a per-channel
+    FP8 checkpoint (RedHatAI's FP8-dynamic), an ``--dtype fp8`` what-if, MXFP4 experts and a bf16 model do not."""
+    from planner.hardware.expected import experts_format
+
+    def fmt(name, dtype=None):
+        return experts_format(analyze(_model(name), Options(dtype=dtype)).fmt)
+
+    assert fmt("deepseek-r1") == "fp8_block" and fmt("qwen3-30b-a3b-fp8") == "fp8_block"
+    assert fmt("llama-4-scout-17b-16e-instruct-fp8-dynamic") is None
+    assert fmt("qwen3-30b-a3b", "fp8") is None and fmt("qwen3-30b-a3b") is None
+    assert fmt("openai/gpt-oss-20b") is None
+
+
+def test_trtllm_block_fp8_moe_fraction_is_per_device_and_deepseek_prefill_meets_the_kernel_table():
+    """TensorRT-LLM's profile lists the block-scaled FP8 MoE fraction per device (aiconfigurator's tables: 0.37 on
+    Hopper's CUTLASS path, 0.6 on Blackwell's DeepGEMM), none on an A100 or for vLLM. With it, DeepSeek-R1's routed
+    experts on one H200 of TP8 take, per layer at 8,192 tokens, 4.3 ms against the 4.98 ms that aiconfigurator
+    measured for TensorRT-LLM 1.3.0rc20 (1.77 ms without it; 0.37 is the median over 24 Hopper tables, this shape's
+    own 0.32), while a one-sequence decode step is nearly unchanged."""
+    from planner.hardware.expected import ops_time_s
+    from planner.hardware.serve import StepModel
+
+    trt = load_engine("trtllm")
+    assert factors_for(load_profile("h200-sxm"), trt).experts_compute_by_format == {"fp8_block": 0.37}
+    assert factors_for(load_profile("b200"), trt).experts_compute_by_format == {"fp8_block": 0.6}
+    assert factors_for(load_profile("a100-80gb"), trt).experts_compute_by_format == {}
+    assert factors_for(load_profile("h200-sxm"), load_engine("vllm")).experts_compute_by_format == {}
+
+    spec, hw = _model("deepseek-r1"), load_profile("h200-sxm")
+    a = analyze(spec, Options(context=8192))
+    f = factors_for(hw, trt)
+    with_it, without = (StepModel(a, hw, tp_plan(spec, 8), g) for g in (f, replace(f, experts_compute_by_format={})))
+
+    def experts_ms(m, tokens):
+        (g,) = [g for g in m._ops(1, tokens, 0) if g.op.kind == "experts"]
+        fc = for_column(m.f, hw, m.compute_key, m.experts_format)
+        return 1e3 * ops_time_s([g], hw.peak_flops_for(m.compute_key), hw.memory_bandwidth_bytes_per_s, fc,
+                                decode=False, rows=tokens, expert_rows=m._expert_rows(tokens),
+                                expert_inner=m.expert_inner) / g.count
+
+    assert experts_ms(with_it, 8192) == pytest.approx(4.98, rel=0.15)
+    assert experts_ms(without, 8192) < 0.4 * 4.98
+    assert with_it.decode(1, 2048).expected_s == pytest.approx(without.decode(1, 2048).expected_s, rel=0.01)
+    assert with_it.prefill({(8192, 0): 1}).expected_s > 1.4 * without.prefill({(8192, 0): 1}).expected_s
 
 
 def test_device_defaults_carry_the_fp4_fraction_unless_the_profile_has_its_own():
