@@ -359,7 +359,7 @@ def load_engine(name: str | None) -> EngineProfile:
     xc = tim.get("experts_compute_efficiency", {})
     if not isinstance(xc, Mapping) or not all(isinstance(v, Mapping) for v in xc.values()):
         raise HardwareError(f"{w}: timing.experts_compute_efficiency must map a weight format to "
-                            "{hardware profile: fraction}", "e.g. {fp8_block: {h100-sxm: 0.36}}")
+                            "{hardware profile: fraction}", "e.g. {fp8_block: {h100-sxm: 0.37}}")
     bad = [str(k) for k in xc if k not in EXPERTS_FORMATS]
     if bad:
         raise HardwareError(f"{w}: timing.experts_compute_efficiency: unknown weight format {bad[0]!r}",

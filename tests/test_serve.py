@@ -337,7 +337,11 @@ def test_trtllm_block_fp8_moe_fraction_is_per_device_and_deepseek_prefill_meets_
     from planner.hardware.expected import ops_time_s
     from planner.hardware.serve import StepModel
 
+    from planner.hardware.profiles import list_profiles
+
     trt = load_engine("trtllm")
+    bundled = {p.name for p in list_profiles()}
+    assert set(trt.experts_compute_efficiency["fp8_block"]) <= bundled  # a misspelt device would do nothing
     assert factors_for(load_profile("h200-sxm"), trt).experts_compute_by_format == {"fp8_block": 0.37}
     assert factors_for(load_profile("b200"), trt).experts_compute_by_format == {"fp8_block": 0.6}
     assert factors_for(load_profile("a100-80gb"), trt).experts_compute_by_format == {}
