@@ -82,6 +82,26 @@ def unmodelled_fields(cfg: dict) -> list[str]:
     return [k for k in UNMODELLED if cfg.get(k) not in (None, False, 0)]
 
 
+#: What an encoder's ``architectures`` end with (the BERT lineage: BertForMaskedLM, RobertaModel ...).
+ENCODER_HEADS = ("ForMaskedLM", "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering",
+                 "ForPreTraining", "ForMultipleChoice", "ForNextSentencePrediction")
+
+
+def not_a_decoder(cfg: dict) -> str | None:
+    """Why an unknown family's config is not a decoder-only LM the generic builder may stand in for, or None:
+    an encoder-decoder (``is_encoder_decoder``), or a BERT-lineage encoder (token-type embeddings,
+    ``type_vocab_size``; or only encoder heads in ``architectures``). The generic Llama-style count of
+    such a config is wrong (BERT-base: 1.25x transformers'), so it is refused, not caveated."""
+    if cfg.get("is_encoder_decoder") is True:
+        return "an encoder-decoder model (is_encoder_decoder)"
+    if isinstance(cfg.get("type_vocab_size"), int) and cfg["type_vocab_size"] > 0:
+        return "an encoder (token-type embeddings: type_vocab_size)"
+    arch = cfg.get("architectures")
+    if isinstance(arch, list) and arch and all(isinstance(a, str) and a.endswith(ENCODER_HEADS) for a in arch):
+        return f"an encoder (architectures: {', '.join(arch)})"
+    return None
+
+
 # ---- the entry point -----------------------------------------------------------------------------
 
 
@@ -154,6 +174,11 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
                 f"{', '.join(missing)} are missing",
                 f"supported: {', '.join(supported_model_types())}",
             )
+        encoder = not_a_decoder(cfg)
+        if encoder:
+            raise UnsupportedModelError(
+                f"{where}: model_type '{model_type}' is {encoder}, not a decoder-only causal LM",
+                "planner analyses decoder-only language models; planner models lists the bundled ones")
         caveats.append(f"model_type '{model_type}' is not a known family: analysed as a generic Llama-style "
                        "decoder (pre-norm RMSNorm, gated MLP, RoPE); check the assumed fields below")
         unknown = unmodelled_fields(cfg)
@@ -163,7 +188,8 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         family = generic_traits(cfg)
     from .family_defaults import FAMILY_DEFAULTS
 
-    f = Fields(cfg, where, aliases=ALIASES, defaults=FAMILY_DEFAULTS.get(model_type), nested=nested, family=model_type)
+    aliases = {**ALIASES, **dict(family.aliases)} if isinstance(family, Traits) else ALIASES
+    f = Fields(cfg, where, aliases=aliases, defaults=FAMILY_DEFAULTS.get(model_type), nested=nested, family=model_type)
     if isinstance(family, Traits):
         spec = _decoder.build(f, model_type, family, generic=generic)
     else:

@@ -5,6 +5,8 @@
 - MLA layer: the compressed latent and the shared rope key, ``kv_lora_rank + qk_rope_head_dim``
   elements per token, as serving engines cache it (``naive_bytes_per_token`` shows what expanded
   per-head K/V would take).
+- DeepSeek sparse attention (MLA with a lightning indexer): the latent and rope key plus the indexer's
+  key, ``index_head_dim`` elements (at 8 bits and below with one fp32 scale per 128; ``mixers/dsa.py``).
 - Sliding-window layers hold at most ``window`` tokens, chunked-attention layers at most one chunk.
 - State-space, linear-attention and short-conv layers hold a fixed-size state per sequence,
   independent of context (``state_bytes_per_sequence``), in the activation dtype: the causal-conv
@@ -56,7 +58,7 @@ def layer_kv(spec: ModelSpec, kv_dtype: DType, state_dtype: DType) -> list[Layer
         per_token = state = 0
         cap = None
         if m is not None:
-            per_token = kv_dtype.nbytes(m.kv_elements_per_token())
+            per_token = m.kv_bytes_per_token(kv_dtype)
             conv, ssm = m.state_elements()
             state = state_dtype.nbytes(conv) + state_dtype.nbytes(ssm)
             cap = m.kv_cap()

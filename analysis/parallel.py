@@ -87,7 +87,7 @@ def replicated_tensor(t) -> bool:
     """Whether every tensor-parallel rank holds ``t`` whole: norms, MLA's latent projections, the MoE
     router (and Qwen's one-output shared-expert gate), the bias of a row-parallel projection."""
     module = t.name.rsplit(".", 2)[-2] if t.name.count(".") >= 2 else ""
-    if t.kind in ("norm", "router") or module in REPLICATED_PROJECTIONS or module == "router":
+    if t.kind in ("norm", "router") or module in REPLICATED_PROJECTIONS or module in ("router", "act_fn"):
         return True
     return t.kind == "bias" and (module in ROW_PROJECTIONS or t.name.endswith(".experts.down_proj_bias"))
 

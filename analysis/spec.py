@@ -114,6 +114,7 @@ class Numerics:
     swiglu_alpha: float = 1.702
     swiglu_limit: float = 7.0
     qk_l2_norm: bool = False  # Llama 4: weightless RMS norm of q and k on RoPE layers
+    qk_norm_after_rope: bool = False  # Hunyuan: the per-head q/k RMSNorms run on the rotated q and k
     attn_temperature: tuple[float, float] | None = None  # Llama 4 NoPE layers: (attn_scale, floor_scale)
     residual_multiplier: float = 1.0  # Granite
     attention_multiplier: float | None = None  # Granite: the softmax scale
@@ -122,6 +123,9 @@ class Numerics:
     mla_norm_eps: float = 1e-6  # DeepSeek's q_a / kv_a layernorms use the class default eps
     topk_norm_p: float = 1.0  # DBRX: with norm_topk_prob, the top-k weights are divided by their p-norm (1: their sum)
     clip_qkv: float | None = None  # DBRX: q, k and v clamped to [-clip_qkv, clip_qkv] after the projection
+    # Ministral 3: (beta, original_max_position_embeddings): after RoPE, the queries at position p are scaled by
+    # 1 + beta·log(1 + floor(p / original)) on every layer; None: not used
+    query_position_scale: tuple[float, float] | None = None
     position_offset: int = 0  # OPT: learned position p is row p + 2 of embed_positions
 
 
@@ -166,6 +170,11 @@ class Norm:
 
 # ---- feed-forward --------------------------------------------------------------------------------
 
+#: Activations with learned parameters (transformers' ``ACT2CLS`` modules an MLP builds with parameters):
+#: name -> the parameters under ``<mlp>.act_fn``, one scalar (shape (1,)) each, per MLP. xIELU (Apertus):
+#: ``alpha_p`` and ``alpha_n`` (its ``beta`` and ``eps`` are buffers, not parameters).
+ACT_PARAMS: dict[str, tuple[str, ...]] = {"xielu": ("alpha_p", "alpha_n")}
+
 
 @frozen
 class MLP:
@@ -190,6 +199,8 @@ class MLP:
                 _linear(out, f"{prefix}.gate_proj", i, h, self.bias)
             _linear(out, f"{prefix}.up_proj", i, h, self.bias)
         _linear(out, f"{prefix}.down_proj", h, i, self.bias)
+        for name in ACT_PARAMS.get(self.act, ()):
+            out.append(Tensor(f"{prefix}.act_fn.{name}", (1,), "other"))
         return out
 
 
@@ -211,6 +222,11 @@ class MoE:
     # Gemma 4: the router scales its (weightless-RMS-normed) input by a learned vector ``router.scale``
     # (hidden) and the top-k weights by ``router.per_expert_scale`` (num_experts)
     router_scales: bool = False
+    # ERNIE 4.5 MoE: the router's e_score_correction_bias is an nn.Parameter (requires_grad=False) of shape
+    # (1, num_experts) (transformers' Ernie4_5_MoeStatics), so it counts; elsewhere it is a buffer (Numerics)
+    correction_bias_param: bool = False
+    shared_bias: bool = False  # ERNIE 4.5 MoE: the shared experts' projections take use_bias, as its dense MLP
+    shared_fused_gate_up: bool = False  # Granite MoE Shared: one gate_up projection (its shared_mlp.input_linear)
 
     kind = FFNKind.MOE
 
@@ -226,7 +242,8 @@ class MoE:
     def shared_mlp(self) -> MLP | None:
         if not self.shared_intermediate_size:
             return None
-        return MLP(self.hidden_size, self.shared_intermediate_size, gated=self.gated, act=self.act)
+        return MLP(self.hidden_size, self.shared_intermediate_size, gated=self.gated, bias=self.shared_bias,
+                   fused_gate_up=self.shared_fused_gate_up, act=self.act)
 
     def tensors(self, prefix: str) -> list[Tensor]:
         out: list[Tensor] = []
@@ -237,6 +254,8 @@ class MoE:
             out.append(Tensor(f"{prefix}.router.per_expert_scale", (e,), "router"))
         if self.router_bias:
             out.append(Tensor(f"{prefix}.router.bias", (e,), "bias"))
+        if self.correction_bias_param:
+            out.append(Tensor(f"{prefix}.router.e_score_correction_bias", (1, e), "router"))
         up_rows = 2 * i if self.gated else i
         out.append(Tensor(f"{prefix}.experts.gate_up_proj", (e, up_rows, h), "expert"))
         if self.expert_bias:

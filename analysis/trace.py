@@ -210,6 +210,10 @@ class _Builder:
         ii = m.intermediate_size
         if m.gated:
             self.elementwise(prefix + "act", 2 * n * ii, n * ii, i, "ffn", kernels=2)
+        elif prefix + "act_fn" in tensors:  # xIELU (Apertus): its two learned scalars are read too
+            self.add(name=prefix + "act", kind="elementwise", category="ffn", layer=i,
+                     weight_bytes=self.fmt.bytes_of(tensors[prefix + "act_fn"]), act_read_bytes=n * ii * self.a,
+                     act_write_bytes=n * ii * self.a, kernels=1)
         else:
             self.elementwise(prefix + "act", n * ii, n * ii, i, "ffn", kernels=1)
         self.matmul(prefix + "down_proj", tensors[prefix + "down_proj"], i, "ffn", n, parallel=Parallel.ROW)

@@ -543,19 +543,23 @@ def loaded_weights(a, plan, engine: EngineProfile) -> LoadedWeights:
 
 def kv_bytes_per_token_per_gpu(a, plan, engine: EngineProfile) -> int:
     """KV bytes one token adds on one GPU: attention layers split over their KV heads (or replicated),
-    MLA's latent on every rank; an engine's fp8 MLA layout (FlashMLA: 656 B per layer) where it has one."""
+    MLA's latent on every rank; an engine's fp8 MLA layout (FlashMLA: 656 B per layer) where it has one.
+    DeepSeek sparse attention adds its indexer's key cache, which vLLM and SGLang keep in fp8 with one fp32
+    scale per 128 elements whatever the KV dtype (132 B per layer; ``analysis.mixers.dsa``), replicated."""
     total = 0
     for lk, layer in zip(a.kv.layers, a.spec.layers):
         m = layer.mixer
         if m is not None and m.tp_replicated_kv:  # a cache every rank holds whole (MLA's latent)
             latent = m.latent_kv()
-            if latent is not None and engine.mla_fp8 and a.kv.dtype.name == "fp8":
-                lay = engine.mla_fp8
+            # the indexer key as engines store it, in place of the analysis' KV-dtype figure (0: no indexer)
+            indexer = m.indexer_kv_bytes() - m.indexer_kv_bytes(a.kv.dtype)
+            lay = m.fp8_latent_layout or engine.mla_fp8  # DSA: FlashMLA's sparse layout on every engine
+            if latent is not None and lay and a.kv.dtype.name == "fp8":
                 r, rope = latent
                 total += (r * int(lay["latent_bytes"]) + -(-r // int(lay["scale_group"])) * int(lay["scale_bytes"])
-                          + rope * int(lay["rope_bytes"]))
+                          + rope * int(lay["rope_bytes"])) + m.indexer_kv_bytes()
             else:
-                total += lk.bytes_per_token
+                total += lk.bytes_per_token + indexer
         else:
             total += lk.bytes_per_token // plan.kv_divisor
     return total

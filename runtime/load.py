@@ -105,7 +105,8 @@ def translate(spec: ModelSpec, hf_name: str, t: torch.Tensor) -> Iterator[tuple[
         if rest in ("mlp.gate.weight", "mlp.gate.bias"):
             yield pre + rest.replace("mlp.gate.", "mlp.router."), None, t
             return
-        if rest in ("mlp.gate.e_score_correction_bias", "mlp.e_score_correction_bias"):  # DeepSeek V3; MiniMax-M2
+        if rest in ("mlp.gate.e_score_correction_bias", "mlp.e_score_correction_bias",  # DeepSeek V3; MiniMax-M2
+                    "mlp.gate.moe_statics.e_score_correction_bias"):  # ERNIE 4.5 MoE
             yield pre + "mlp.router.e_score_correction_bias", None, t
             return
         em = _EXPERT.match(rest)
@@ -186,7 +187,8 @@ def load_tensors(model, items: Iterable[tuple[str, torch.Tensor]], *, strict: bo
     spec = model.spec
     targets: dict[str, torch.Tensor] = dict(model.named_parameters())
     targets.update({n: b for n, b in model.named_buffers()
-                    if n.endswith("e_score_correction_bias") or n.endswith(".layer_scalar")})
+                    if n.endswith("e_score_correction_bias") or n.endswith(".layer_scalar")
+                    or n.endswith(".act_fn.beta") or n.endswith(".act_fn.eps")})  # xIELU's (Apertus) buffers
     filled: dict[str, int] = {}
     report = LoadReport()
     for hf_name, t in items:
@@ -212,7 +214,8 @@ def load_tensors(model, items: Iterable[tuple[str, torch.Tensor]], *, strict: bo
         if not placed:
             report.ignored.append(hf_name)
     for name, p in targets.items():
-        if filled.get(name, 0) < p.numel() and not name.endswith("e_score_correction_bias"):
+        optional = name.endswith(("e_score_correction_bias", ".act_fn.beta", ".act_fn.eps"))  # defaults kept
+        if filled.get(name, 0) < p.numel() and not optional:
             report.missing.append(name)
     if strict and report.missing:
         more = f" and {len(report.missing) - 5} more" if len(report.missing) > 5 else ""

@@ -94,6 +94,39 @@ ACTIVATIONS = {
 }
 
 
+class XIELU(nn.Module):
+    """xIELU (Apertus; transformers' ``XIELUActivation``, its Python path): learned ``alpha_p`` and ``alpha_n``
+    (one scalar each, the spec's ``act_fn`` tensors), ``beta`` and ``eps`` buffers (0.5 and -1e-6 in
+    transformers, which the checkpoint may carry)::
+
+        x > 0:  softplus(alpha_p)·x² + beta·x
+        x <= 0: (expm1(min(x, eps)) - x)·(beta + softplus(alpha_n)) + beta·x
+    """
+
+    BETA, EPS = 0.5, -1e-6
+
+    def __init__(self, dtype=None):
+        super().__init__()
+        self.alpha_p = nn.Parameter(torch.empty(1, dtype=dtype))
+        self.alpha_n = nn.Parameter(torch.empty(1, dtype=dtype))
+        self.register_buffer("beta", torch.empty((), dtype=dtype))
+        self.register_buffer("eps", torch.empty((), dtype=dtype))
+
+    def reset_buffers(self) -> None:
+        self.beta.fill_(self.BETA)
+        self.eps.fill_(self.EPS)
+
+    def forward(self, x):
+        alpha_p = F.softplus(self.alpha_p)
+        alpha_n = self.beta + F.softplus(self.alpha_n)
+        return torch.where(x > 0, alpha_p * x * x + self.beta * x,
+                           (torch.expm1(torch.min(x, self.eps)) - x) * alpha_n + self.beta * x)
+
+
+#: Activations with learned parameters (``analysis.spec.ACT_PARAMS``): a module per MLP, named ``act_fn``
+PARAMETRIC_ACTIVATIONS = {"xielu": XIELU}
+
+
 def activation(name: str, notes: list[str]):
     fn = ACTIVATIONS.get(str(name).lower())
     if fn is None:
@@ -418,7 +451,8 @@ class SelfAttention(MixerModule):
         if m.q_norm_dim and m.q_norm_dim != d and not m.qk_norm_per_head:  # OLMo 2: one norm over all heads' features
             q, k = self.q_norm(q), self.k_norm(k)
         q_BTHd, k_BTKd, v_BTKe = q.view(B, T, H, d), k.view(B, T, K, d), v.view(B, T, K, e)
-        if m.q_norm_dim and (m.q_norm_dim == d or m.qk_norm_per_head):  # Qwen 3, Gemma 3, Cohere: per head
+        late_norm = bool(m.q_norm_dim) and self.num.qk_norm_after_rope  # Hunyuan: per-head q/k norms after RoPE
+        if m.q_norm_dim and (m.q_norm_dim == d or m.qk_norm_per_head) and not late_norm:  # Qwen 3, Gemma 3, Cohere
             q_BTHd, k_BTKd = self.q_norm(q_BTHd), self.k_norm(k_BTKd)
         if m.v_norm:  # Gemma 4: a weightless RMSNorm of V over head_dim
             with region("norm"):
@@ -428,11 +462,19 @@ class SelfAttention(MixerModule):
                 cos_TR, sin_TR = self.rotary(pos_T, q_BTHd.dtype)
                 q_BTHd = apply_rope(q_BTHd, cos_TR, sin_TR, self.rotary.style)
                 k_BTKd = apply_rope(k_BTKd, cos_TR, sin_TR, self.rotary.style)
+        if late_norm:
+            q_BTHd, k_BTKd = self.q_norm(q_BTHd), self.k_norm(k_BTKd)
+        if self.rotary is not None:
             if self.num.qk_l2_norm:  # Llama 4: weightless RMS norm after RoPE
                 with region("norm"):
                     q_BTHd = _rms(q_BTHd, self.eps)
                     k_BTKd = _rms(k_BTKd, self.eps)
-        elif self.num.attn_temperature is not None:  # Llama 4 NoPE layers: position-dependent query scale
+        if self.num.query_position_scale is not None:  # Ministral 3: 1 + beta·log(1 + floor(pos / original))
+            with region("elementwise"):
+                beta_, orig_ = self.num.query_position_scale
+                s_T = 1 + beta_ * torch.log(1 + torch.floor(pos_T / orig_))
+                q_BTHd = q_BTHd * s_T[:, None, None].to(q_BTHd.dtype)
+        elif self.num.attn_temperature is not None and self.rotary is None:  # Llama 4 NoPE layers: by position
             with region("elementwise"):
                 scale_, floor_ = self.num.attn_temperature
                 t_T = torch.log1p(torch.floor((pos_T.float() + 1.0) / floor_)) * scale_ + 1.0
@@ -774,7 +816,12 @@ class FeedForward(nn.Module):
                 self.gate_proj = linear(D, I, m.bias, dtype)
             self.up_proj = linear(D, I, m.bias, dtype)
         self.down_proj = linear(I, D, m.bias, dtype)
-        self.act = activation(m.act, notes)
+        parametric = PARAMETRIC_ACTIVATIONS.get(str(m.act).lower())
+        if parametric is not None:  # its learned parameters are the spec's <mlp>.act_fn tensors
+            self.act_fn = parametric(dtype=dtype)
+            self.act = self.act_fn.forward  # (a bound method: the module is registered once, as act_fn)
+        else:
+            self.act = activation(m.act, notes)
 
     def forward(self, x):
         m = self.m
@@ -799,7 +846,10 @@ class Router(nn.Module):
         if m.router_scales:  # Gemma 4: a learned input scale and a per-expert output scale
             self.scale = nn.Parameter(torch.empty(m.hidden_size, dtype=dtype))
             self.per_expert_scale = nn.Parameter(torch.empty(m.num_experts, dtype=dtype))
-        if num.score_correction_bias:  # a buffer, not a parameter (as in transformers)
+        if m.correction_bias_param:  # ERNIE 4.5 MoE: a (1, E) parameter that never trains (as in transformers)
+            self.e_score_correction_bias = nn.Parameter(torch.empty(1, m.num_experts, dtype=torch.float32),
+                                                        requires_grad=False)
+        elif num.score_correction_bias:  # a buffer, not a parameter (as in transformers)
             self.register_buffer("e_score_correction_bias", torch.empty(m.num_experts, dtype=torch.float32))
 
 
@@ -918,6 +968,8 @@ class SparseMoE(nn.Module):
         else:
             s_NE = torch.softmax(logits_NE.float(), dim=-1)
             choice_NE = s_NE
+            if num.score_correction_bias:  # ERNIE 4.5 MoE: the bias steers the choice, the weights are the scores
+                choice_NE = s_NE + self.router.e_score_correction_bias.reshape(-1)
         if num.n_group > 1 and num.group_score != GroupScore.NONE:
             N = s_NE.shape[0]
             grouped = choice_NE.view(N, num.n_group, E // num.n_group)
@@ -933,6 +985,8 @@ class SparseMoE(nn.Module):
                 w_Nk = w_Nk / (w_Nk.sum(dim=-1, keepdim=True) + 1e-20)
         else:
             w_Nk, idx_Nk = torch.topk(choice_NE, k, dim=-1)
+            if num.score_correction_bias:
+                w_Nk = s_NE.gather(1, idx_Nk)
             if num.norm_topk_prob and num.topk_norm_p != 1.0:  # DBRX: divided by the weights' p-norm
                 w_Nk = w_Nk / torch.linalg.vector_norm(w_Nk, ord=num.topk_norm_p, dim=-1, keepdim=True)
             elif num.norm_topk_prob:
@@ -1106,6 +1160,8 @@ class Decoder(nn.Module):
                 mod.e_score_correction_bias.zero_()
             if isinstance(mod, Block) and hasattr(mod, "layer_scalar"):
                 mod.layer_scalar.fill_(1.0)
+            if isinstance(mod, XIELU):
+                mod.reset_buffers()
         self.notes[:] = list(dict.fromkeys(self.notes))
 
     def set_moe_impl(self, impl: str) -> None:
@@ -1222,6 +1278,8 @@ def init_random_(model: Decoder, seed: int = 0, std: float = 0.02) -> None:
         mod = model.get_submodule(mod_name) if mod_name else model
         if isinstance(mod, Router) and name.endswith("scale"):  # Gemma 4's router scales: 1 (transformers' init)
             p.fill_(1.0)
+        elif isinstance(mod, Router) and name.endswith("e_score_correction_bias"):  # ERNIE 4.5 MoE: 0 at init
+            p.zero_()
         elif isinstance(mod, (RMSNorm, LayerNorm, HeadLayerNorm, GatedRMSNorm)):
             if name.endswith(".bias"):
                 p.zero_()

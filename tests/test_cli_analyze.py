@@ -265,3 +265,28 @@ def test_no_torch_for_help_analyze_trace():
                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().endswith("ok")
+
+
+@pytest.mark.parametrize("extra,why", [
+    # BERT-base's published config: token-type embeddings, a masked-LM head (the generic count was 1.25x)
+    ({"model_type": "bert", "architectures": ["BertForMaskedLM"], "type_vocab_size": 2}, "token-type embeddings"),
+    ({"model_type": "roberta_like", "architectures": ["RobertaForSequenceClassification"]}, "architectures"),
+    ({"model_type": "t5_like", "is_encoder_decoder": True}, "encoder-decoder"),
+])
+def test_an_unknown_encoder_is_refused_not_counted_as_a_decoder(tmp_path, extra, why):
+    (tmp_path / "config.json").write_text(json.dumps(dict(BASE, **extra)))
+    r = run("analyze", str(tmp_path), "--json")
+    assert r.code != 0 and r.out == ""
+    assert r.err.startswith("Error: ") and r.err.count("\n") <= 1
+    assert why in r.err and "not a decoder-only causal LM" in r.err
+
+
+def test_an_unknown_family_that_says_is_moe_false_is_counted_dense(tmp_path):
+    """SmallDoge's Doge keeps num_experts (16384) beside is_moe: false; the generic decoder counted 16384
+    routed experts (8186x transformers'). The dense count is the Llama one, from transformers on meta."""
+    from tests.oracle import hf_param_count
+
+    cfg = dict(BASE, model_type="brand_new_llm", is_moe=False, num_experts=64, num_experts_per_tok=4)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    d = run("analyze", str(tmp_path), "--json").json
+    assert d["params"]["total"] == d["params"]["active"] == hf_param_count(dict(BASE, model_type="llama"))

@@ -71,6 +71,29 @@ CASES = {
                         qk_rope_head_dim=8, v_head_dim=16, n_routed_experts=8, n_shared_experts=1,
                         num_experts_per_tok=2, moe_intermediate_size=32, first_k_dense_replace=2, n_group=2,
                         topk_group=1),
+    # DeepSeek-V3.2: V3 plus a lightning indexer (wq_b, wk, k_norm with bias, weights_proj) on every layer;
+    # MoE placed by mlp_layer_types (transformers ignores moe_layer_freq)
+    "deepseek_v32": dict(BASE, model_type="deepseek_v32", q_lora_rank=48, kv_lora_rank=64, qk_nope_head_dim=16,
+                         qk_rope_head_dim=8, v_head_dim=16, n_routed_experts=8, n_shared_experts=1,
+                         num_experts_per_tok=2, moe_intermediate_size=32, first_k_dense_replace=1, n_group=2,
+                         topk_group=1, index_topk=16, index_n_heads=4, index_head_dim=32),
+    "deepseek_v32-mlp_layer_types-bias": dict(BASE, model_type="deepseek_v32", q_lora_rank=48, kv_lora_rank=64,
+                                              qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16,
+                                              n_routed_experts=8, n_shared_experts=2, num_experts_per_tok=2,
+                                              moe_intermediate_size=32, attention_bias=True, index_topk=8,
+                                              index_n_heads=2, index_head_dim=16,
+                                              mlp_layer_types=["sparse", "dense", "sparse", "dense"],
+                                              layer_types=["indexed_attention"] * 4),
+    # GLM-5: the same block; "shared" layers reuse the previous full layer's top-k and have no indexer
+    "glm_moe_dsa": dict(BASE, model_type="glm_moe_dsa", q_lora_rank=48, kv_lora_rank=64, qk_nope_head_dim=16,
+                        qk_rope_head_dim=8, v_head_dim=16, n_routed_experts=8, n_shared_experts=1,
+                        num_experts_per_tok=2, moe_intermediate_size=32, first_k_dense_replace=1, index_topk=16,
+                        index_n_heads=4, index_head_dim=32, indexer_types=["full", "shared", "full", "shared"]),
+    "glm_moe_dsa-topk_freq": dict(BASE, model_type="glm_moe_dsa", num_hidden_layers=6, q_lora_rank=48,
+                                  kv_lora_rank=64, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16,
+                                  n_routed_experts=8, n_shared_experts=1, num_experts_per_tok=2,
+                                  moe_intermediate_size=32, index_topk=16, index_n_heads=4, index_head_dim=32,
+                                  index_topk_freq=2, index_skip_topk_offset=2),
     "gpt_oss": dict(BASE, model_type="gpt_oss", head_dim=16, num_local_experts=4, num_experts_per_tok=2,
                     sliding_window=32),
     "llama4_text": dict(BASE, model_type="llama4_text", head_dim=16, num_local_experts=4, num_experts_per_tok=1,
@@ -121,6 +144,34 @@ CASES = {
     # reads attn_config.rope_theta, which its config class does not declare, so the block must name it
     "dbrx-tiny-class-defaults": {"model_type": "dbrx", "d_model": 128, "n_heads": 4, "n_layers": 2, "vocab_size": 512,
                                  "attn_config": {"rope_theta": 10000}, "ffn_config": {"ffn_hidden_size": 64}},
+    # ERNIE 4.5 MoE: MoE on layers 1..2 (start / end index), two shared experts; the router's correction bias counts
+    "ernie4_5_moe": dict(BASE, model_type="ernie4_5_moe", moe_num_experts=8, moe_k=2, moe_intermediate_size=64,
+                         moe_num_shared_experts=2, moe_layer_start_index=1, moe_layer_end_index=2),
+    # every other layer from 0 (interval 2: layers 1 and 3), biases everywhere (shared experts too), untied; the
+    # attribute_map names num_experts / num_experts_per_tok
+    "ernie4_5_moe-bias-interval": dict(BASE, model_type="ernie4_5_moe", num_experts=8, num_experts_per_tok=2,
+                                       moe_intermediate_size=64, moe_num_shared_experts=1, moe_layer_start_index=0,
+                                       moe_layer_interval=2, use_bias=True, tie_word_embeddings=False),
+    # dots.llm1: one dense layer, then MoE (sigmoid router, grouped); sliding layers from max_window_layers on
+    "dots1": dict(BASE, model_type="dots1", moe_intermediate_size=64, n_routed_experts=8, n_shared_experts=2,
+                  num_experts_per_tok=2, first_k_dense_replace=1, n_group=2, topk_group=1, sliding_window=64,
+                  max_window_layers=2),
+    # EXAONE MoE: 3 sliding : 1 full (NoPE) by sliding_window_pattern, dense layer 0 (first_k_dense_replace)
+    "exaone_moe": dict(BASE, model_type="exaone_moe", head_dim=16, moe_intermediate_size=64, num_experts=8,
+                       num_experts_per_tok=2, num_shared_experts=1, sliding_window=64),
+    # dense / sparse by mlp_layer_types; every layer full by layer_types
+    "exaone_moe-mlp_layer_types": dict(BASE, model_type="exaone_moe", head_dim=16, moe_intermediate_size=64,
+                                       num_experts=8, num_experts_per_tok=2, num_shared_experts=2,
+                                       mlp_layer_types=["sparse", "dense", "sparse", "dense"],
+                                       layer_types=["full_attention"] * 4),
+    # Solar Open: every layer MoE (no intermediate_size), q/k/v biases, the head_dim class default (128)
+    "solar_open": {"model_type": "solar_open", "hidden_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4,
+                   "num_key_value_heads": 2, "vocab_size": 512, "moe_intermediate_size": 64, "n_routed_experts": 8,
+                   "n_shared_experts": 1, "num_experts_per_tok": 2, "attention_bias": True},
+    # Hunyuan: per-head q/k norms; the MoE's experts and shared MLP of intermediate_size, top-k per layer
+    "hunyuan_v1_dense": dict(BASE, model_type="hunyuan_v1_dense", head_dim=16, tie_word_embeddings=True),
+    "hunyuan_v1_moe": dict(BASE, model_type="hunyuan_v1_moe", head_dim=16, num_experts=8, moe_topk=[2, 1, 2, 8],
+                           attention_bias=True),
     # Gemma 4: wide full layers (global_head_dim, num_global_key_value_heads with K = V), KV shared by the last
     # layers (their MLPs double-wide), per-layer inputs; the MoE row adds the routed experts beside the dense MLP
     "gemma4_text": dict(BASE, model_type="gemma4_text", head_dim=16, global_head_dim=32, num_global_key_value_heads=1,
@@ -132,6 +183,40 @@ CASES = {
                                            global_head_dim=32, num_global_key_value_heads=1, attention_k_eq_v=True,
                                            sliding_window=32, hidden_size_per_layer_input=0, enable_moe_block=True,
                                            num_experts=8, top_k_experts=2, moe_intermediate_size=48),
+    # plain decoders promoted from the generic fallback (each a Traits row)
+    "arcee": dict(BASE, model_type="arcee"),
+    "arcee-biases": dict(BASE, model_type="arcee", attention_bias=True, mlp_bias=True),
+    "apertus": dict(BASE, model_type="apertus"),
+    "apertus-bias-tied": dict(BASE, model_type="apertus", attention_bias=True, tie_word_embeddings=True),
+    "apertus1p5_text": dict(BASE, model_type="apertus1p5_text"),
+    "apertus1p5_text-pruned-head": dict(BASE, model_type="apertus1p5_text", output_vocab_size=320),
+    "olmo": dict(BASE, model_type="olmo", clip_qkv=8.0),
+    "olmo-bias": dict(BASE, model_type="olmo", attention_bias=True),
+    "glm": dict(BASE, model_type="glm", head_dim=16),
+    "glm-no-bias-quarter-rotary": dict(BASE, model_type="glm", head_dim=16, attention_bias=False,
+                                       partial_rotary_factor=0.25),
+    "glm4": dict(BASE, model_type="glm4", head_dim=16),
+    "seed_oss": dict(BASE, model_type="seed_oss", head_dim=16),
+    "seed_oss-out-bias-mlp-bias": dict(BASE, model_type="seed_oss", head_dim=16, attention_out_bias=True,
+                                       mlp_bias=True),
+    "hyperclovax": dict(BASE, model_type="hyperclovax", attention_bias=True),
+    "hyperclovax-no-post-norm": dict(BASE, model_type="hyperclovax", use_post_norm=False),
+    "ernie4_5": dict(BASE, model_type="ernie4_5", head_dim=16),
+    "ernie4_5-bias-untied": dict(BASE, model_type="ernie4_5", head_dim=16, use_bias=True, tie_word_embeddings=False),
+    "helium": dict(BASE, model_type="helium", head_dim=16),
+    "granitemoe": dict(BASE, model_type="granitemoe", num_local_experts=4, num_experts_per_tok=2),
+    "granitemoeshared": dict(BASE, model_type="granitemoeshared", num_local_experts=4, num_experts_per_tok=2,
+                             shared_intermediate_size=96),
+    # EXAONE 3's published field names (num_layers, layer_norm_epsilon, activation_function)
+    "exaone": {"model_type": "exaone", "hidden_size": 128, "num_layers": 4, "num_attention_heads": 8,
+               "num_key_value_heads": 2, "intermediate_size": 352, "vocab_size": 512, "layer_norm_epsilon": 1e-5,
+               "activation_function": "silu", "tie_word_embeddings": True},
+    # InternLM3's published names: qkv_bias and bias (transformers' attribute_map: attention_bias, mlp_bias)
+    "internlm3": dict(BASE, model_type="internlm3", head_dim=16),
+    "internlm3-biases": dict(BASE, model_type="internlm3", head_dim=16, qkv_bias=True, bias=True),
+    "vaultgemma": dict(BASE, model_type="vaultgemma", head_dim=32, sliding_window=32),
+    "cwm": dict(BASE, model_type="cwm", head_dim=16, sliding_window=64),
+    "ministral3": dict(BASE, model_type="ministral3", head_dim=16),
 }
 
 
@@ -160,7 +245,11 @@ def kv_per_token_layer(m) -> int:
     ("opt-350m", [None] * 24),
     ("dbrx-instruct", [None] * 40),
     ("gemma4_text-moe-default-layers", [32] * 5 + [None, None]),  # five sliding, one full; the last always full
+    ("dots1", [None, None, 64, 64]),
+    ("exaone_moe", [64, 64, 64, None]),
     ("llama", [None] * 4),
+    ("cwm", [None, 64, 64, 64]),  # CWM's default layer_types: every 4th layer (from 0) full
+    ("vaultgemma", [32, None, 32, None]),
 ])
 def test_windows_per_family(name, expect_windows):
     spec = parse_config({k: v for k, v in CASES[name].items() if v is not None})
@@ -489,6 +578,41 @@ def test_unknown_vision_tower_is_refused():
         parse_config(cfg)
 
 
+def test_promoted_plain_decoders_are_known_families_with_their_layouts():
+    """The Traits rows: no generic caveat; OLMo-1's norms weightless (eps 1e-5); Apertus' norms under its own names
+    and two xIELU scalars per MLP; GLM-4-0414's four norms; HyperCLOVAX's post norms by use_post_norm; the pruned
+    head of Apertus 1.5 (logits output_vocab_size wide, the embedding vocab_size rows)."""
+    for name in ("arcee", "apertus", "olmo", "glm", "glm4", "seed_oss", "hyperclovax", "ernie4_5", "helium",
+                 "granitemoe", "granitemoeshared", "exaone", "internlm3", "vaultgemma", "cwm", "ministral3"):
+        spec = parse_config(CASES[name])
+        assert not spec.generic and not any("not a known family" in c for c in spec.caveats), name
+    olmo = parse_config(CASES["olmo"])
+    assert olmo.norm_eps == 1e-5 and olmo.numerics.clip_qkv == 8.0
+    assert not [t for t in olmo.tensors() if t.kind == "norm"]
+    apertus = parse_config(CASES["apertus"]).layer_tensors(0)
+    assert [t.name.split(".", 3)[3] for t in apertus if t.kind in ("norm", "other")] == [
+        "attention_layernorm.weight", "feedforward_layernorm.weight", "self_attn.q_norm.weight",
+        "self_attn.k_norm.weight", "mlp.act_fn.alpha_p", "mlp.act_fn.alpha_n"]
+    assert [p.name for p in parse_config(CASES["glm4"]).layers[0].norms] == [
+        "input_layernorm", "post_self_attn_layernorm", "post_attention_layernorm", "post_mlp_layernorm"]
+    assert len(parse_config(CASES["hyperclovax"]).layers[0].norms) == 4
+    assert len(parse_config(CASES["hyperclovax-no-post-norm"]).layers[0].norms) == 2
+    pruned = parse_config(CASES["apertus1p5_text-pruned-head"])
+    assert (pruned.vocab_size, pruned.embedding_tensors()[0].shape[0], pruned.lm_head_tensors()[0].shape) == \
+        (320, 512, (320, 128))
+
+
+def test_promoted_decoders_refuse_what_transformers_cannot_build():
+    """Helium's o_proj is hidden x hidden (heads x head_dim must equal hidden_size); a pruned lm_head cannot be
+    tied to the wider embedding."""
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="o_proj is hidden_size wide"):
+        parse_config(dict(CASES["helium"], head_dim=32))
+    with pytest.raises(ConfigError, match="output_vocab_size"):
+        parse_config(dict(CASES["apertus1p5_text-pruned-head"], tie_word_embeddings=True))
+
+
 def test_phimoe_routes_exactly_two_experts_and_its_lm_head_bias_is_untied():
     """transformers' SparseMixer picks two experts whatever num_experts_per_tok says, and a tied lm_head
     would drop lm_head_bias: both refused with one error rather than counted wrong."""
@@ -535,6 +659,153 @@ def test_dbrx_active_parameters_equal_transformers():
     e, k = cfg["ffn_config"]["moe_num_experts"], cfg["ffn_config"]["moe_top_k"]
     p = count_params(parse_config(cfg))
     assert (p.total, p.active) == (total, total - experts * (e - k) // e)
+
+
+# ---- DeepSeek sparse attention (DeepSeek-V3.2, GLM-5) ----------------------------------------------
+
+DSA = ["deepseek_v32", "deepseek_v32-mlp_layer_types-bias", "glm_moe_dsa", "glm_moe_dsa-topk_freq"]
+# DeepSeek-V3.2's core geometry, as transformers' DeepseekV32Config defaults it (the rest: class defaults)
+V32_GEOMETRY = {"model_type": "deepseek_v32", "hidden_size": 7168, "num_hidden_layers": 61, "num_attention_heads": 128,
+                "vocab_size": 129280, "intermediate_size": 18432}
+
+
+@pytest.mark.parametrize("name", DSA)
+def test_dsa_total_and_active_parameters_equal_transformers(name):
+    """Every indexer parameter is active (each token runs its layer's indexer); routed experts count k / E."""
+    cfg = CASES[name]
+    p = count_params(parse_config(cfg))
+    assert (p.total, p.active) == (hf_param_count(cfg), _hf_active(cfg, cfg["num_experts_per_tok"]))
+
+
+def test_dsa_layers_indexers_and_moe_placement():
+    kinds = {n: [layer.kind for layer in parse_config(CASES[n]).layers] for n in DSA}
+    assert kinds["deepseek_v32"] == ["dsa", "dsa+moe", "dsa+moe", "dsa+moe"]
+    assert kinds["deepseek_v32-mlp_layer_types-bias"] == ["dsa+moe", "dsa", "dsa+moe", "dsa"]
+    assert kinds["glm_moe_dsa"] == ["dsa", "dsa(shared)+moe", "dsa+moe", "dsa(shared)+moe"]
+    # index_topk_freq 2, offset 2: full where max(i - 1, 0) % 2 == 0 (GlmMoeDsaConfig.__post_init__)
+    spec = parse_config(CASES["glm_moe_dsa-topk_freq"])
+    assert [layer.mixer.indexer for layer in spec.layers] == [True, True, False, True, False, True]
+    # the MTP layer always has its own indexer (vLLM), even after a shared last layer
+    mtp = parse_config(dict(CASES["glm_moe_dsa"], num_nextn_predict_layers=1)).mtp_layers
+    assert len(mtp) == 1 and mtp[0].mixer.indexer
+
+
+def test_dsa_kv_bytes_per_token_by_hand():
+    """Per layer and token: MLA's latent (kv_lora_rank) and rope key, plus the indexer's key (index_head_dim;
+    at fp8 with one fp32 scale per 128 elements); GLM-5's shared layers keep no indexer key. No window: every
+    token stays cached, whatever index_topk."""
+    bf16, fp8 = Options(context=100, dtype="bf16", kv_dtype="bf16"), Options(context=100, dtype="bf16", kv_dtype="fp8")
+    v32 = parse_config(CASES["deepseek_v32"])  # latent 64 + rope 8, indexer key 32, 4 layers
+    a = analyze(v32, bf16)
+    assert a.kv.bytes_per_token == 4 * ((64 + 8) * 2 + 32 * 2) == 832
+    assert a.kv_bytes_per_sequence == 100 * 832
+    assert analyze(v32, fp8).kv.bytes_per_token == 4 * ((64 + 8) + 32 + 4)
+    glm = parse_config(CASES["glm_moe_dsa"])  # layers 1 and 3 shared
+    assert analyze(glm, bf16).kv.bytes_per_token == 2 * ((64 + 8) * 2 + 32 * 2) + 2 * (64 + 8) * 2
+    # DeepSeek-V3.2's geometry (transformers' class defaults): 61 layers, latent 512 + rope 64, indexer key 128
+    full = parse_config(V32_GEOMETRY)
+    assert analyze(full, bf16).kv.bytes_per_token == 61 * (576 * 2 + 128 * 2) == 61 * 1408
+    assert analyze(full, fp8).kv.bytes_per_token == 61 * (576 + 128 + 128 // 128 * 4) == 61 * 708
+
+
+@pytest.mark.parametrize("name", ["deepseek_v32", "glm_moe_dsa"])
+def test_dsa_kv_equals_transformers_cache(name):
+    """transformers' own cache after a prefill (fp32) holds exactly our bytes per token per layer: the latent,
+    the rope key and, on layers with an indexer, the indexer's keys."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+
+    cfg = dict(CASES[name], num_key_value_heads=CASES[name]["num_attention_heads"])  # MLA: no GQA in eager
+    torch, model = _hf_text_model(cfg)
+    n = 5
+    with torch.no_grad():
+        out = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True)
+    cache = out.cache if hasattr(out, "cache") else out.past_key_values
+    per_layer = [sum(t.numel() * 4 for t in (getattr(lc, k, None) for k in ("keys", "values", "indexer_keys"))
+                     if t is not None) // n for lc in cache.layers]
+    fp32 = get_dtype("fp32")
+    assert per_layer == [lk.bytes_per_token for lk in kv_cache(parse_config(cfg), fp32, fp32).layers]
+
+
+def test_dsa_decode_attention_stops_growing_past_index_topk():
+    """Decode at context c: the MLA attends min(c + 1, index_topk) keys, the indexer scores all c + 1 (index_n_heads
+    x (index_head_dim + 1) multiply-adds per key: the dot products and the weighted head sum); past index_topk a
+    step's FLOPs grow by the indexer's alone. Prefill sums the causal triangle capped at index_topk."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    spec = parse_config(CASES["deepseek_v32"])  # 8 heads, latent 64 + rope 8; index_topk 16, indexer 4 x 32
+    fmt, _ = weight_format(spec, "bf16")
+    bf16 = get_dtype("bf16")
+    per_key = 8 * (2 * (64 + 8) + 2 * 64)
+
+    def layer0(ctx: int, new: int = 1) -> dict[str, int]:
+        ops = step_ops(spec, fmt, bf16, batch=1, new_tokens=new, cached_tokens=ctx)
+        return {o.name: o.flops for o in ops if o.layer == 0}
+
+    contexts = (7, 15, 31, 63, 1000)
+    at = {c: layer0(c) for c in contexts}
+    assert [at[c]["attention (top-16)"] for c in contexts] == [per_key * min(c + 1, 16) for c in contexts]
+    assert [at[c]["indexer.scores"] for c in contexts] == [2 * (c + 1) * 4 * (32 + 1) for c in contexts]
+    rest = {c: sum(f for k, f in at[c].items() if k != "indexer.scores") for c in contexts}
+    assert rest[15] == rest[31] == rest[63] == rest[1000] > rest[7]
+    d = {c: analyze(spec, Options(context=c, dtype="bf16", kv_dtype="bf16")).decode_flops for c in (63, 1000)}
+    assert d[1000] - d[63] == 4 * 2 * (1000 - 63) * 4 * (32 + 1)  # 4 layers, the indexer alone
+    pre = layer0(0, new=40)
+    assert pre["attention (top-16)"] == per_key * (sum(range(1, 17)) + 24 * 16)
+    assert pre["indexer.scores"] == 2 * sum(range(1, 41)) * 4 * 33
+    # GLM-5's shared layers select nothing themselves: no indexer ops, the same sparse attention
+    glm = parse_config(CASES["glm_moe_dsa"])
+    gfmt, _ = weight_format(glm, "bf16")
+    names = {i: [o.name for o in step_ops(glm, gfmt, bf16, cached_tokens=100) if o.layer == i] for i in (0, 1)}
+    assert "indexer.scores" in names[0] and not any(n.startswith("indexer.") for n in names[1])
+    assert "attention (top-16)" in names[1]
+
+
+@pytest.mark.parametrize("name", ["ernie4_5_moe", "ernie4_5_moe-bias-interval", "dots1", "exaone_moe",
+                                  "exaone_moe-mlp_layer_types", "solar_open", "hunyuan_v1_moe"])
+def test_moe_active_parameters_equal_transformers(name):
+    """Active: transformers' parameters with each layer's stacked (E, ...) expert tensors counted k / E (Hunyuan:
+    moe_topk per layer); ERNIE's e_score_correction_bias parameter and every shared expert count in full."""
+    import re
+
+    from tests.oracle import hf_model
+
+    cfg = CASES[name]
+    ks = cfg.get("moe_topk", cfg.get("moe_k", cfg.get("num_experts_per_tok")))
+    seen, active = set(), 0
+    for n, p in hf_model(cfg).named_parameters():
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        if ".experts." in n and p.dim() == 3:
+            k = ks[int(re.search(r"layers\.(\d+)\.", n).group(1))] if isinstance(ks, list) else ks
+            active += p.numel() // p.shape[0] * k
+        else:
+            active += p.numel()
+    p = count_params(parse_config(cfg))
+    assert (p.total, p.active) == (hf_param_count(cfg), active)
+
+
+@pytest.mark.parametrize("model_type", ["afmoe", "jetmoe", "sarvam_moe", "longcat_flash", "mimo_v2_flash"])
+def test_unmodelled_moe_families_are_refused_by_name(model_type):
+    """MoE families the generic decoder would miscount (JetMoE 0.82x, AFMoE 0.99x ...) are refused, naming them."""
+    from planner.analysis.errors import UnsupportedModelError
+
+    with pytest.raises(UnsupportedModelError, match=f"model_type '{model_type}'"):
+        parse_config(dict(BASE, model_type=model_type, num_experts=8, num_experts_per_tok=2))
+
+
+def test_hunyuan_refuses_what_transformers_does_not_build():
+    """Cross-layer attention, per-layer expert counts and experts narrower than intermediate_size: transformers'
+    Hunyuan MoE would not match such a checkpoint, so they are refused rather than counted."""
+    from planner.analysis.errors import ConfigError
+
+    for extra, field in (({"use_cla": True}, "use_cla"), ({"num_experts": [8] * 4}, "num_experts"),
+                         ({"moe_intermediate_size": [64] * 4}, "moe_intermediate_size")):
+        with pytest.raises(ConfigError, match=field):
+            parse_config(dict(CASES["hunyuan_v1_moe"], **extra))
 
 
 # ---- Gemma 4 -------------------------------------------------------------------------------------

@@ -135,7 +135,35 @@ DBRX = dict(model_type="dbrx", d_model=64, n_heads=4, n_layers=2, max_seq_len=25
             ffn_config={"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2, "moe_normalize_expert_weights": 1.0})
 TINY["dbrx"] = DBRX
 TINY["dbrx-l2-normalized"] = dict(DBRX, n_layers=1, ffn_config=dict(DBRX["ffn_config"], moe_normalize_expert_weights=2.0))
-MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "gpt_oss", "llama4_text", "phimoe",
+# ERNIE 4.5 MoE: layer 0 dense, layer 1 MoE with a shared expert; interleaved RoPE; biases (use_bias) everywhere;
+# the softmax router's choice steered by its e_score_correction_bias parameter (perturbed by hf_model)
+TINY["ernie4_5_moe"] = dict(BASE, model_type="ernie4_5_moe", moe_num_experts=4, moe_k=2, moe_intermediate_size=32,
+                            moe_num_shared_experts=1, moe_layer_start_index=1, use_bias=True, tie_word_embeddings=False,
+                            rope_theta=500000.0)
+# dots.llm1: layer 0 dense, layer 1 MoE (sigmoid, grouped, scaled) and sliding (from max_window_layers 1 on)
+TINY["dots1"] = dict(BASE, model_type="dots1", head_dim=16, n_routed_experts=4, num_experts_per_tok=2,
+                     moe_intermediate_size=32, n_shared_experts=1, first_k_dense_replace=1, n_group=2, topk_group=1,
+                     routed_scaling_factor=2.0, norm_topk_prob=True, sliding_window=8, max_window_layers=1,
+                     rope_theta=10000.0)
+# EXAONE MoE: layer 0 sliding (RoPE) and dense, layer 1 full (NoPE, as sliding_window is set) and MoE
+TINY["exaone_moe"] = dict(BASE, model_type="exaone_moe", head_dim=16, num_experts=4, num_experts_per_tok=2,
+                          moe_intermediate_size=32, num_shared_experts=1, first_k_dense_replace=1, sliding_window=8,
+                          sliding_window_pattern=2, routed_scaling_factor=2.5, rope_theta=10000.0)
+# Solar Open: both layers MoE (sigmoid router, grouped, scaled), q/k/v biases (transformers' Solar Open rotates
+# the whole head whatever partial_rotary_factor says: its apply_rotary_pos_emb fails on a partial one)
+TINY["solar_open"] = dict({k: v for k, v in BASE.items() if k != "intermediate_size"}, model_type="solar_open",
+                          head_dim=16, n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                          n_shared_experts=1, n_group=2, topk_group=1, routed_scaling_factor=1.5,
+                          attention_bias=True, rope_theta=10000.0)
+# Hunyuan: per-head q/k norms after RoPE, NTK-alpha RoPE (the published "dynamic" block with alpha); the MoE's
+# shared MLP beside the experts, top-k per layer
+_HUNYUAN_ROPE = {"type": "dynamic", "alpha": 1000.0, "factor": 1.0, "beta_fast": 32, "beta_slow": 1, "mscale": 1.0,
+                 "mscale_all_dim": 1.0}
+TINY["hunyuan_v1_dense"] = dict(BASE, model_type="hunyuan_v1_dense", head_dim=16, rope_theta=10000.0,
+                                rope_scaling=_HUNYUAN_ROPE)
+TINY["hunyuan_v1_moe"] = dict(BASE, model_type="hunyuan_v1_moe", head_dim=16, num_experts=4, moe_topk=[2, 1],
+                              attention_bias=True, rope_theta=10000.0, rope_scaling=_HUNYUAN_ROPE)
+MOE = {"hunyuan_v1_moe", "solar_open", "dots1", "exaone_moe", "ernie4_5_moe", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v3", "deepseek_v2", "gpt_oss", "llama4_text", "phimoe",
        "minimax_m2", "qwen3_next", "qwen3_5_moe_text", "dbrx", "gemma4_text-moe"}
 # Gemma 4: a wide K = V full layer (proportional RoPE), the last two layers reading earlier layers' K/V (their
 # MLPs double-wide), per-layer inputs; the MoE row adds the routed experts beside the dense MLP
@@ -153,6 +181,50 @@ TINY["gemma4_text-moe"] = dict(GEMMA4, hidden_size_per_layer_input=0, enable_moe
 #: RMS-normed q and k (scores up to ~head_dim, not ~sqrt(head_dim)), which makes that noise ~2e-5 here
 #: (it matches transformers at 1e-4 either way)
 DECODE_ATOL = {"gemma4_text": 5e-5, "gemma4_text-moe": 5e-5}
+# Plain decoders that are rows of Traits: a non-gated relu2 MLP (Arcee); xIELU with its learned scalars, per-head
+# q/k norms and their own norm names (Apertus; 1.5 with a pruned lm_head); weightless LayerNorms and clip_qkv
+# (OLMo-1); interleaved partial RoPE and a fused gate_up (GLM, GLM-4-0414 with post norms); an o_proj bias of its
+# own (Seed-OSS); Granite's multipliers with post norms and multiplied logits (HyperCLOVAX); interleaved RoPE with
+# biases (ERNIE 4.5, Helium); Granite MoE (top-k softmax, a fused shared MLP); EXAONE 3 and InternLM3 under their
+# published field names; Gemma 2 without post norms (VaultGemma); CWM's default layer_types; Ministral 3's
+# position-scaled queries (original_max_position_embeddings 4, so that the scale changes within the sequence)
+_ROPE = {"rope_type": "default", "rope_theta": 10000.0}
+TINY.update({
+    "arcee": dict(BASE, model_type="arcee", mlp_bias=True, rope_theta=10000.0),
+    "apertus": dict(BASE, model_type="apertus", attention_bias=True,
+                    rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                                     "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                     "original_max_position_embeddings": 64}),
+    "apertus1p5_text-pruned-head": dict(BASE, model_type="apertus1p5_text", output_vocab_size=100,
+                                        rope_parameters=_ROPE),
+    "olmo": dict(NO_EPS, model_type="olmo", clip_qkv=0.3, rope_theta=10000.0),
+    "glm": dict(BASE, model_type="glm", head_dim=16, rope_theta=10000.0),
+    "glm4": dict(BASE, model_type="glm4", head_dim=16, partial_rotary_factor=0.75, rope_theta=10000.0),
+    "seed_oss": dict(BASE, model_type="seed_oss", head_dim=16, attention_out_bias=True, mlp_bias=True,
+                     rope_theta=10000.0),
+    "hyperclovax": dict(BASE, model_type="hyperclovax", embedding_multiplier=2.0, residual_multiplier=0.5,
+                        attention_multiplier=0.2, logits_scaling=1.5, rope_theta=10000.0),
+    "hyperclovax-no-post-norm": dict(BASE, model_type="hyperclovax", use_post_norm=False, rope_theta=10000.0),
+    "ernie4_5": dict(BASE, model_type="ernie4_5", head_dim=16, use_bias=True, rope_theta=10000.0),
+    "helium": dict(BASE, model_type="helium", head_dim=16, rope_theta=10000.0),
+    "granitemoe": dict(BASE, model_type="granitemoe", num_local_experts=4, num_experts_per_tok=2,
+                       embedding_multiplier=2.0, residual_multiplier=0.5, attention_multiplier=0.2, logits_scaling=2.0,
+                       rope_theta=10000.0),
+    "granitemoeshared": dict(BASE, model_type="granitemoeshared", num_local_experts=4, num_experts_per_tok=2,
+                             shared_intermediate_size=48, rope_theta=10000.0),
+    "exaone": dict(model_type="exaone", hidden_size=64, num_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                   intermediate_size=96, vocab_size=128, max_position_embeddings=256, layer_norm_epsilon=1e-5,
+                   activation_function="silu", rope_theta=10000.0, pad_token_id=0),
+    "internlm3": dict(BASE, model_type="internlm3", head_dim=16, qkv_bias=True, bias=True, rope_theta=10000.0),
+    "vaultgemma": dict(BASE, model_type="vaultgemma", head_dim=16, sliding_window=8, query_pre_attn_scalar=16,
+                       attn_logit_softcapping=50.0, final_logit_softcapping=30.0, rope_theta=10000.0),
+    "cwm": dict(BASE, model_type="cwm", head_dim=16, sliding_window=8, rope_parameters=_ROPE),
+    "ministral3": dict(BASE, model_type="ministral3", head_dim=16,
+                       rope_parameters={"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 16.0,
+                                        "original_max_position_embeddings": 4, "beta_fast": 32.0, "beta_slow": 1.0,
+                                        "mscale_all_dim": 1.0, "mscale": 1.0, "llama_4_scaling_beta": 0.1}),
+})
+MOE |= {"granitemoe", "granitemoeshared"}
 
 
 def hf_model(cfg: dict):
@@ -358,6 +430,33 @@ def test_real_sized_models_on_meta(model_id):
     _flop_and_kv_check(spec, model, 2, 4096, torch.bfloat16, "meta")
 
 
+def test_exaone_checkpoint_with_its_original_names_loads():
+    """EXAONE 3 checkpoints keep their remote-code names (transformer.h.N.attn.attention.*, ln_1, mlp.c_fc_0 ...):
+    the spec's CheckpointLayout renames them as transformers' conversion mapping does."""
+    from planner.runtime.load import load_tensors
+
+    cfg = TINY["exaone"]
+    hf = hf_model(cfg)
+    back = [("model.embed_tokens.", "transformer.wte."), ("model.layers.", "transformer.h."),
+            ("model.norm.", "transformer.ln_f."),
+            (".self_attn.o_proj.", ".attn.attention.out_proj."), (".self_attn.", ".attn.attention."),
+            (".input_layernorm.", ".ln_1."), (".post_attention_layernorm.", ".ln_2."),
+            (".mlp.gate_proj.", ".mlp.c_fc_0."),
+            (".mlp.up_proj.", ".mlp.c_fc_1."), (".mlp.down_proj.", ".mlp.c_proj.")]
+    items = []
+    for n, t in hf.state_dict().items():
+        for ours, orig in back:
+            n = n.replace(ours, orig) if ours.startswith(".") or n.startswith(ours) else n
+        items.append((n, t))
+    assert any(".attn.attention.out_proj." in n for n, _ in items)
+    model = build_decoder(parse_config(cfg), seed=None)
+    report = load_tensors(model, items)
+    assert report.missing == [] and report.ignored == []
+    tokens = torch.randint(0, 128, (1, 6), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        torch.testing.assert_close(model(tokens, 0, None, all_logits=True), hf(tokens).logits, atol=1e-4, rtol=0)
+
+
 def test_opt_checkpoint_saved_from_opt_model_loads():
     """Older OPT checkpoints are saved from ``OPTModel``: ``decoder.*`` without ``model.``, no lm_head (tied)."""
     from planner.runtime.load import load_tensors
@@ -403,6 +502,19 @@ def test_unsupported_mixers_are_refused_clearly(model_id):
         build_decoder(spec, device="meta")
     r = run_cli("verify", model_id, "--device", "cpu", "--steps", "1")
     assert r.exit_code == 1 and r.stderr.startswith("Error: verify does not support Mamba layers yet")
+
+
+def test_deepseek_sparse_attention_is_refused_clearly(tmp_path):
+    """DeepSeek-V3.2's sparse attention (MLA + lightning indexer) is analysed and traced, not run: build and the
+    verify command refuse it with one message."""
+    from tests.test_families import CASES
+
+    cfg = CASES["deepseek_v32"]
+    with pytest.raises(RuntimeUnavailableError, match="verify does not support DeepSeek sparse attention layers yet"):
+        build_decoder(parse_config(cfg), device="meta")
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = run_cli("verify", str(tmp_path), "--device", "cpu", "--steps", "1")
+    assert r.exit_code == 1 and r.stderr.startswith("Error: verify does not support DeepSeek sparse attention")
 
 
 @pytest.mark.parametrize("family", ["gemma4_text", "gemma4_text-moe"])

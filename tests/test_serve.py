@@ -163,6 +163,22 @@ def test_flashmla_fp8_cache_is_656_bytes_per_layer():
     assert kv_bytes_per_token_per_gpu(a, plan, load_engine("sglang")) == 61 * 576  # plain fp8 latent + rope
 
 
+def test_deepseek_v32_engine_kv_adds_the_fp8_indexer_key():
+    """DeepSeek-V3.2 on vLLM and SGLang: the indexer key is fp8 plus one fp32 scale per 128 (132 B per layer,
+    vLLM's DeepseekV32IndexerCache, SGLang's NSATokenToKVPool) whatever the KV dtype; an fp8 MLA cache is
+    FlashMLA's sparse 656 B layout on both; both replicated on every tensor-parallel rank."""
+    from planner.analysis.config import parse_config
+    from tests.test_families import V32_GEOMETRY
+
+    spec = parse_config(V32_GEOMETRY)
+    plan = tp_plan(spec, 8)
+    fp8, bf16 = analyze(spec, Options(kv_dtype="fp8")), analyze(spec, Options(kv_dtype="bf16"))
+    for engine in ("vllm", "sglang"):
+        assert kv_bytes_per_token_per_gpu(fp8, plan, load_engine(engine)) == 61 * (656 + 128 + 4) == 61 * 788
+        assert kv_bytes_per_token_per_gpu(bf16, plan, load_engine(engine)) == 61 * (576 * 2 + 132)
+    assert bf16.kv.bytes_per_token == 61 * (576 + 128) * 2  # the analysis: the indexer key in the KV dtype
+
+
 def test_mxfp4_padding_hidden_2880_to_3072():
     q = QuantSpec("mxfp4", 4)
     down = Tensor("x.experts.down_proj", (32, 2880, 2880), "expert")

@@ -29,6 +29,10 @@ TYPES = sys.argv[1:] or [
     "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_vision",
     "opt", "dbrx",
     "gemma4", "gemma4_text", "gemma4_vision", "gemma4_audio",
+    "arcee", "apertus", "apertus1p5_text", "olmo", "glm", "glm4", "seed_oss", "hyperclovax", "ernie4_5", "helium",
+    "granitemoe", "granitemoeshared", "exaone", "internlm3", "vaultgemma", "cwm", "ministral3",
+    "ernie4_5_moe", "dots1", "hunyuan_v1_moe", "hunyuan_v1_dense", "exaone_moe", "solar_open",
+    "deepseek_v32", "glm_moe_dsa",
 ]
 #: Families whose config nests blocks of fields in sub-config classes: their defaults go under "<type>.<key>".
 NESTED = {"dbrx": ("attn_config", "ffn_config")}

@@ -39,6 +39,42 @@ _QWEN3 = Traits(o_bias="attention_bias", qk_norm="head", mlp_bias=False, windows
 # no head_dim default (unlike qwen3): transformers' Qwen3MoeConfig falls back to hidden // heads
 _QWEN3_MOE = Traits(qk_norm="head", mlp_bias=False, windows="qwen", moe="qwen", norm_topk_default=False)
 
+_APERTUS = Traits(o_bias="attention_bias", mlp_bias=False, gated=False, act_default="xielu", qk_norm="head",
+                  norm_names=("attention_layernorm", "feedforward_layernorm"), windows="none")
+_GLM = Traits(qkv_bias="attention_bias", o_bias=False, mlp_bias=False, bias_default=True, fused_gate_up=True,
+              head_dim_default=128, rope_style=RopeStyle.PAIRS, rotary_default=0.5, windows="none")
+_GRANITEMOE = Traits(multipliers=True, mlp_bias=False, moe="mixtral", router=RouterKind.TOPK_SOFTMAX, windows="none")
+
+_HUNYUAN = Traits(o_bias="attention_bias", mlp_bias=False, windows="none", qk_norm="head", qk_norm_after_rope=True,
+                  rope_ntk_alpha=True,
+                  modules=((".self_attn.query_layernorm.", ".self_attn.q_norm."),
+                           (".self_attn.key_layernorm.", ".self_attn.k_norm."),
+                           (".mlp.shared_mlp.", ".mlp.shared_expert."), (".mlp.gate.wg.", ".mlp.gate.")))
+
+def _refused(title: str, why: str) -> Builder:
+    """A family we recognise but cannot count exactly yet: one clear error naming it, never the generic
+    decoder's silently wrong counts."""
+    def build(f, model_type: str) -> ModelSpec:
+        from ..errors import UnsupportedModelError
+
+        raise UnsupportedModelError(f"{f.where}: model_type '{model_type}' ({title}) is not supported yet: {why}",
+                                    "a generic Llama-style analysis would miscount it, so none is given")
+    build.refused = True  # type: ignore[attr-defined]
+    return build
+
+
+#: MoE families transformers ships that the generic decoder would miscount (refused by name until modelled)
+REFUSED: dict[str, Builder] = {
+    "afmoe": _refused("Arcee AFMoE / Trinity", "a sigmoid-gated attention output (its own gate_proj), sandwich "
+                      "norms, muP scaling and an expert_bias parameter are not modelled"),
+    "jetmoe": _refused("JetMoE", "its mixture-of-attention-heads (attention experts) is not modelled"),
+    "sarvam_moe": _refused("Sarvam MoE", "its MoE layout is not modelled"),
+    "longcat_flash": _refused("LongCat-Flash", "its MLA attention, two attention blocks per layer and "
+                              "zero-computation experts are not modelled"),
+    "mimo_v2_flash": _refused("MiMo-V2-Flash", "its hybrid attention with per-type head dims and its MoE layout are "
+                              "not modelled"),
+}
+
 REGISTRY: dict[str, Family] = {
     # ---- plain decoders: one row of traits each ----
     "llama": Traits(),
@@ -94,10 +130,85 @@ REGISTRY: dict[str, Family] = {
                      longrope_mscale=True),
     "starcoder2": Traits(qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias", bias_default=True,
                          norm_kind=NormKind.LAYER, gated=False, act_default="gelu_pytorch_tanh", windows="all"),
+    # ERNIE 4.5 MoE: interleaved RoPE (pairs), every projection biased by use_bias (lm_head too; tied with a
+    # bias is refused), tied by default; softmax router whose choice adds the e_score_correction_bias
+    # parameter (counted), shared experts beside
+    "ernie4_5_moe": Traits(qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias", lm_head_bias="use_bias",
+                           tie_default=True, windows="none", moe="ernie", rope_style=RopeStyle.PAIRS),
+    # dots.llm1: Qwen3-style per-head q/k norms, DeepSeek V3's sigmoid router and shared experts after
+    # first_k_dense_replace dense layers; sliding layers from max_window_layers on when sliding_window is set
+    "dots1": Traits(qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias=False, qk_norm="head", moe="deepseek",
+                    windows="max_window_layers"),
+    # EXAONE MoE (K-EXAONE): EXAONE 4's per-head q/k norms with Llama's pre-norms, 3 sliding : 1 full (NoPE)
+    # layers, DeepSeek V3's sigmoid router with num_shared_experts shared experts; dense layers by
+    # mlp_layer_types, else first_k_dense_replace
+    "exaone_moe": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, qk_norm="head", windows="pattern",
+                         moe="deepseek", nope_global_if_window=True),
+    # Arcee AFM: Llama with a plain (non-gated) MLP, up -> relu2 -> down
+    "arcee": Traits(gated=False, act_default="relu2", windows="none"),
+    # Apertus: a plain MLP with the xIELU activation (two learned scalars per MLP), per-head q/k RMSNorms, norms
+    # named attention_layernorm / feedforward_layernorm; Apertus 1.5 may prune its lm_head (output_vocab_size)
+    "apertus": _APERTUS,
+    "apertus1p5_text": replace(_APERTUS, output_vocab_key="output_vocab_size"),
+    # OLMo-1: weightless LayerNorms (eps 1e-5, fixed), clip_qkv, bias-free MLP
+    "olmo": Traits(mlp_bias=False, norm_kind=NormKind.LAYER, norm_affine=False, norm_eps_fixed=1e-5, clip_qkv=True,
+                   windows="none"),
+    # GLM-4 (chat, 9B): fused gate_up MLP, q/k/v biased by attention_bias (o never), interleaved RoPE on half of
+    # head_dim; GLM-4-0414 adds post-attention and post-MLP norms (sandwich)
+    "glm": _GLM,
+    "glm4": replace(_GLM, norms="sandwich", norm_names=("input_layernorm", "post_self_attn_layernorm",
+                                                        "post_attention_layernorm", "post_mlp_layernorm")),
+    # Seed-OSS: q/k/v biased by attention_bias, o by attention_out_bias
+    "seed_oss": Traits(qkv_bias="attention_bias", o_bias="attention_out_bias", windows="none"),
+    # HyperCLOVAX: Granite's multipliers (logits multiplied by logits_scaling), post norms by use_post_norm
+    "hyperclovax": Traits(multipliers=True, logits_multiply=True, norms="sandwich", post_norms_key="use_post_norm",
+                          norm_names=("input_layernorm", "post_norm1", "post_attention_layernorm", "post_norm2"),
+                          windows="none"),
+    # ERNIE 4.5 (dense): every projection biased by use_bias, interleaved RoPE, tied by default
+    "ernie4_5": Traits(qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias", tie_default=True,
+                       head_dim_default=128, rope_style=RopeStyle.PAIRS, windows="none"),
+    # Helium: interleaved RoPE, o_proj (hidden, hidden) without bias
+    "helium": Traits(o_bias=False, rope_style=RopeStyle.PAIRS, o_from_hidden=True, head_dim_default=128,
+                     windows="none"),
+    # Granite MoE: Granite's multipliers, Mixtral's experts under block_sparse_moe, top-k of the logits softmaxed
+    "granitemoe": _GRANITEMOE,
+    # Granite MoE Shared: a shared MLP (shared_intermediate_size) beside the experts, its input_linear a fused gate_up
+    "granitemoeshared": replace(_GRANITEMOE, shared_mlp_key="shared_intermediate_size",
+                                modules=((".shared_mlp.input_linear.", ".mlp.shared_expert.gate_up_proj."),
+                                         (".shared_mlp.output_linear.", ".mlp.shared_expert.down_proj."))),
+    # EXAONE 3 / 3.5: Llama (transformers' LlamaForCausalLM), the original checkpoint's names renamed
+    "exaone": Traits(windows="none", renames=(("transformer.wte.", "model.embed_tokens."),
+                                              ("transformer.h.", "model.layers."),
+                                              ("transformer.ln_f.", "model.norm.")),
+                     modules=((".attn.attention.", ".self_attn."), (".self_attn.out_proj.", ".self_attn.o_proj."),
+                              (".ln_1.", ".input_layernorm."), (".ln_2.", ".post_attention_layernorm."),
+                              (".mlp.c_fc_0.", ".mlp.gate_proj."), (".mlp.c_fc_1.", ".mlp.up_proj."),
+                              (".mlp.c_proj.", ".mlp.down_proj."))),
+    # InternLM3: Llama (transformers' LlamaForCausalLM) with qkv_bias / bias as attention_bias / mlp_bias
+    "internlm3": Traits(head_dim_default=128, windows="none",
+                        aliases=(("attention_bias", ("qkv_bias",)), ("mlp_bias", ("bias",)))),
+    # VaultGemma: Gemma 2 without the post-attention / post-feedforward norms
+    "vaultgemma": Traits(tie_default=True, head_dim_default=256, act_key="hidden_activation",
+                         act_default="gelu_pytorch_tanh", norm_offset=1.0, embed_scale=True, mlp_bias=False,
+                         windows="alternate", norm_names=("input_layernorm", "pre_feedforward_layernorm")),
+    # CWM: bias-free attention, layer_types by default full on every 4th layer (0, 4, ...), sliding elsewhere
+    "cwm": Traits(qkv_bias=False, o_bias=False, head_dim_default=128, windows="full_every_4"),
+    # Ministral 3: Mistral with Llama-4-style query scaling by position (rope_parameters.llama_4_scaling_beta)
+    "ministral3": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, windows="all", llama4_query_scale=True),
+    # Solar Open (Upstage): every layer a DeepSeek V3-style MoE (sigmoid router, shared experts), q/k/v biased
+    # by attention_bias, o_proj never; head_dim 128 by default
+    "solar_open": Traits(qkv_bias="attention_bias", o_bias=False, mlp_bias=False, windows="none", moe="deepseek",
+                         head_dim_default=128, dense_mlp=False),
+    # Hunyuan (Tencent): per-head q/k RMSNorms after RoPE (query_layernorm / key_layernorm, always), NTK-alpha
+    # RoPE; the MoE (Hunyuan-A13B) has a shared MLP beside the experts on every layer (module names rewritten)
+    "hunyuan_v1_dense": _HUNYUAN,
+    "hunyuan_v1_moe": replace(_HUNYUAN, moe="hunyuan"),
     # ---- families with their own builder ----
     "deepseek_v2": deepseek.build_v2,
     "deepseek_v3": deepseek.build_v3,
     "kimi_k2": deepseek.build_kimi_k2,
+    "deepseek_v32": deepseek.build_v32,  # DeepSeek sparse attention (analysis.mixers.dsa)
+    "glm_moe_dsa": deepseek.build_glm_moe_dsa,  # GLM-5: the same, some layers sharing the top-k
     "gpt_neox": gpt_neox.build,
     "gpt2": gpt2.build_gpt2,
     "gpt_bigcode": gpt2.build_gpt2,
@@ -183,7 +294,7 @@ TINY_DECODER = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2
 
 
 def lookup(model_type: str) -> Family | None:
-    return REGISTRY.get(model_type)
+    return REGISTRY.get(model_type) or REFUSED.get(model_type)
 
 
 def supported_model_types() -> list[str]:

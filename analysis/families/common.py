@@ -29,7 +29,8 @@ class Traits:
     norm_kind: str = "rms"
     tie_default: bool = False
     head_dim_default: int | None = None  # None: hidden_size // num_attention_heads
-    windows: str = "layer_types"  # layer_types | all | qwen | alternate | pattern | none
+    # layer_types | all | qwen | max_window_layers | alternate | pattern | full_every_4 | none
+    windows: str = "layer_types"
     act_key: str = "hidden_act"
     act_default: str = "silu"
     gated: bool = True
@@ -37,13 +38,36 @@ class Traits:
     fused_gate_up: bool = False
     norm_offset: float = 0.0
     embed_scale: bool = False
-    moe: str | None = None  # mixtral | qwen | deepseek | gpt_oss | llama4 | generic
+    moe: str | None = None  # mixtral | qwen | deepseek | gpt_oss | llama4 | ernie | hunyuan | generic
     sinks: bool = False
     intermediate_default: int | None = None
     parallel_key: str | None = None  # StableLM: a flag for the parallel block (one input norm feeds attention and MLP)
     lm_head_bias: str | bool = False  # a config key (PhiMoE's lm_head_bias), or a fixed value
     longrope_mscale: bool = False  # PhiMoE: longrope's cos/sin scaled by the config's short_mscale
     rotary_default: float = 1.0  # partial_rotary_factor when the config has none (StableLM: 0.25)
+    # the layer's norm modules, in the order of the layout's roles (pre: pre_mixer, pre_ffn; sandwich: pre_mixer,
+    # post_mixer, pre_ffn, post_ffn) where transformers names them otherwise: Apertus' attention_layernorm /
+    # feedforward_layernorm, GLM-4-0414's post_self_attn_layernorm / post_mlp_layernorm, VaultGemma's
+    # pre_feedforward_layernorm, HyperCLOVAX's post_norm1 / post_norm2
+    norm_names: tuple[str, ...] | None = None
+    post_norms_key: str | None = None  # HyperCLOVAX: a flag (use_post_norm) that, false, drops the post norms
+    norm_affine: bool = True  # False: OLMo-1's LayerNorms have no weight and no bias (F.layer_norm(x, None, None))
+    norm_eps_fixed: float | None = None  # OLMo-1: transformers hard-codes eps 1e-5 (the config has no eps field)
+    clip_qkv: bool = False  # OLMo-1: q, k and v clamped to [-clip_qkv, clip_qkv] after the projections
+    logits_multiply: bool = False  # HyperCLOVAX: logits_scaling multiplies the logits (Granite divides)
+    o_from_hidden: bool = False  # Helium: o_proj is Linear(hidden, hidden), so heads x head_dim must equal hidden
+    output_vocab_key: str | None = None  # Apertus 1.5: a pruned lm_head of output_vocab_size rows (embedding: vocab)
+    # transformers' attribute_map of the config class (InternLM3: qkv_bias -> attention_bias, bias -> mlp_bias)
+    aliases: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # the original checkpoint's names (transformers' conversion_mapping: EXAONE 3's transformer.h.N.attn.attention.*)
+    renames: tuple[tuple[str, str], ...] = ()
+    modules: tuple[tuple[str, str], ...] = ()
+    # Ministral 3: queries scaled by 1 + beta·log(1 + floor(pos / original_max_position_embeddings)) after RoPE,
+    # beta = rope_parameters.llama_4_scaling_beta
+    llama4_query_scale: bool = False
+    # Granite MoE Shared: the config key of a shared MLP's width (0: none) beside the experts, its gate and up fused
+    # (shared_mlp.input_linear, gate rows first), output_linear its down projection
+    shared_mlp_key: str | None = None
 
 
     # numerics and layout switches (what transformers' modeling file does differently)
@@ -54,6 +78,16 @@ class Traits:
     nope_layers: bool = False  # no_rope_layers / no_rope_layer_interval (Llama 4, SmolLM3)
     chunked_rope_layers: bool = False  # Llama 4: chunked attention on the RoPE layers, NoPE global layers
     nope_global_with_sliding: bool = False  # EXAONE 4: with sliding layers present, global layers skip RoPE
+    # EXAONE MoE: `if self.sliding_window is None or self.is_sliding: apply RoPE`: with sliding_window set
+    # (its class default 4096 included), every full layer skips RoPE
+    nope_global_if_window: bool = False
+    # Solar Open: transformers builds a MoE block on every layer and no dense MLP (its config has no
+    # intermediate_size); first_k_dense_replace / moe_layer_freq are not read
+    dense_mlp: bool = True
+    # Hunyuan: the per-head q/k RMSNorms (query_layernorm / key_layernorm) run after RoPE; its "dynamic" RoPE
+    # with an alpha is NTK-alpha (base theta · alpha^(d / (d - 2)), static)
+    qk_norm_after_rope: bool = False
+    rope_ntk_alpha: bool = False
     local_rope: bool = False  # Gemma 3: sliding layers use rope_local_base_freq, unscaled
     q_norm_over_hidden: bool = False  # OLMoE: q_norm sized by hidden_size (q_proj must be as wide)
     shared_expert_gate: bool = False  # Qwen2-MoE: a gated shared expert, built whatever its size
@@ -74,7 +108,9 @@ ALIASES = {
 
 def generic_traits(cfg: dict) -> Traits:
     moe = None
-    if any(cfg.get(k) for k in ("num_local_experts", "num_experts", "n_routed_experts")):
+    # an explicit is_moe: false (SmallDoge's Doge keeps num_experts beside it) is a dense model
+    if cfg.get("is_moe") is not False and any(cfg.get(k) for k in ("num_local_experts", "num_experts",
+                                                                      "n_routed_experts")):
         moe = "generic"
     return Traits(moe=moe, windows="layer_types" if "layer_types" in cfg else "all")
 
@@ -229,10 +265,18 @@ def read_windows(f: Fields, n_layers: int, policy: str) -> list[tuple[int | None
             return [(None, None)] * n_layers
         first = f.int("max_window_layers", 28, lo=0, hi=MAX_LAYERS)
         return [(sliding if i >= first else None, None) for i in range(n_layers)]
+    if policy == "max_window_layers":
+        # Dots1Config: sliding from layer max_window_layers on whenever sliding_window is set (no use_sliding_window)
+        if sliding is None:
+            return [(None, None)] * n_layers
+        first = f.int("max_window_layers", lo=0, hi=MAX_LAYERS)
+        return [(sliding if i >= first else None, None) for i in range(n_layers)]
     if policy == "alternate":
         if sliding is None:
             return [(None, None)] * n_layers
         return [(sliding if (i + 1) % 2 else None, None) for i in range(n_layers)]
+    if policy == "full_every_4":  # CWM's default layer_types: layers 0, 4, 8 ... full, the others sliding
+        return [(None if i % 4 == 0 else sliding, None) for i in range(n_layers)]
     if policy == "pattern":
         pattern = f.int("sliding_window_pattern", 6)
         if sliding is None:

@@ -22,6 +22,8 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
     c = read_core(f, t)
     hidden, n_layers, heads, kv, hd, vocab = c["hidden"], c["layers"], c["heads"], c["kv"], c["head_dim"], c["vocab"]
     theta, rotary_dim, scaling = read_rotary(f, hd, t.rotary_default)
+    if t.rope_ntk_alpha:
+        theta, scaling = ntk_alpha(f, hd, theta, scaling)
     qkv_bias = read_flag(f, t.qkv_bias, t.bias_default)
     o_bias = read_flag(f, t.o_bias, t.bias_default)
     mlp_bias = read_flag(f, t.mlp_bias, False)
@@ -31,6 +33,10 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
     if t.q_norm_over_hidden and hd * heads != hidden:
         # transformers sizes OLMoE's q_norm by hidden_size, so its q_proj must be hidden_size wide too
         raise f.error("head_dim", f"({hd}) x num_attention_heads ({heads}) must equal hidden_size ({hidden}) for {model_type}")
+    if t.o_from_hidden and hd * heads != hidden:
+        # transformers builds Helium's o_proj as Linear(hidden_size, hidden_size): wider or narrower heads do not run
+        raise f.error("head_dim", f"({hd}) x num_attention_heads ({heads}) must equal hidden_size ({hidden}) for "
+                                  f"{model_type}: its o_proj is hidden_size wide")
     qk_norm = t.qk_norm if t.qk_norm_key is None or f.bool(t.qk_norm_key, False) else None
     if qk_norm == "head":
         q_norm = k_norm = hd
@@ -43,14 +49,20 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
         # transformers: chunked attention on the RoPE layers, global NoPE layers in between
         chunk = f.opt_int("attention_chunk_size", hi=1 << 30)
         windows = [(None, chunk if (chunk and no_rope[i]) else None) for i in range(n_layers)]
-    norm = lambda: Norm(hidden, t.norm_kind, bias=t.norm_kind == NormKind.LAYER)  # noqa: E731
+    norm = lambda: Norm(hidden, t.norm_kind, bias=t.norm_kind == NormKind.LAYER, affine=t.norm_affine)  # noqa: E731
+    layout_norms = t.norms
+    if t.post_norms_key is not None and not f.bool(t.post_norms_key, True):
+        layout_norms = "pre"  # HyperCLOVAX without use_post_norm: nn.Identity in place of post_norm1 / post_norm2
     if t.intermediate_default:
         default_inter: Any = t.intermediate_default
     elif not t.gated:
         default_inter = lambda: 4 * hidden  # noqa: E731
     else:
         default_inter = REQUIRED
-    intermediate = f.int("intermediate_size", default_inter)
+    if t.dense_mlp:
+        intermediate = f.int("intermediate_size", default_inter)
+    else:  # Solar Open: no dense MLP anywhere (every layer MoE), so no intermediate_size to read
+        intermediate = f.derived("intermediate_size", 0, "unused: every layer is a mixture of experts")
     moe_at, make_moe, dense_intermediate = moe_plan(f, t, hidden, n_layers, intermediate, act)
     # StableLM's parallel block: x + attn(ln(x)) + mlp(ln(x)), one input LayerNorm and no other
     parallel = t.parallel_key is not None and f.bool(t.parallel_key, False)
@@ -61,6 +73,8 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
         uses_rope = bool(no_rope[i]) if no_rope is not None else True
         if t.nope_global_with_sliding and any(w for w, _ in windows) and not window:
             uses_rope = False  # transformers: with sliding layers present, global layers skip RoPE
+        if t.nope_global_if_window and f.has("sliding_window") and not window:
+            uses_rope = False  # EXAONE MoE: with sliding_window set, full layers skip RoPE (sliding layers or not)
         attn = Attention(
             hidden_size=hidden, num_attention_heads=heads, num_key_value_heads=kv, head_dim=hd, v_head_dim=v_head_dim,
             q_bias=qkv_bias, k_bias=qkv_bias, v_bias=qkv_bias, o_bias=o_bias, fused_qkv=t.fused_qkv,
@@ -72,7 +86,12 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
             ffn = make_moe(i)
         else:
             ffn = MLP(hidden, dense_intermediate, gated=t.gated, bias=mlp_bias, fused_gate_up=t.fused_gate_up, act=act)
-        if t.norms == "sandwich":
+        if t.norm_names is not None and layout_norms in ("pre", "sandwich") and not parallel:
+            roles = ("pre_mixer", "pre_ffn") if layout_norms == "pre" else \
+                ("pre_mixer", "post_mixer", "pre_ffn", "post_ffn")
+            names = t.norm_names if layout_norms == t.norms else (t.norm_names[0], t.norm_names[2])
+            norms = tuple(PlacedNorm(n, r, norm()) for n, r in zip(names, roles))
+        elif t.norms == "sandwich":
             norms = (PlacedNorm("input_layernorm", "pre_mixer", norm()),
                      PlacedNorm("post_attention_layernorm", "post_mixer", norm()),
                      PlacedNorm("pre_feedforward_layernorm", "pre_ffn", norm()),
@@ -88,12 +107,24 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
     tie = read_tie(f, t.tie_default)
     lm_head_bias = read_flag(f, t.lm_head_bias, False)
     if tie and lm_head_bias:
-        raise f.error("lm_head_bias", "is true with tied embeddings: the tied head's bias is not modelled")
+        raise f.error(t.lm_head_bias if isinstance(t.lm_head_bias, str) else "lm_head_bias",
+                      "is true with tied embeddings: the tied head's bias is not modelled")
     if t.longrope_mscale:
         scaling = longrope_mscale(scaling)
+    head_rows = 0
+    if t.output_vocab_key is not None and f.raw(t.output_vocab_key) is not None:
+        head_rows = f.int(t.output_vocab_key, hi=1 << 26)
+        if head_rows > vocab:
+            raise f.error(t.output_vocab_key, f"({head_rows}) exceeds vocab_size ({vocab})")
+        if head_rows == vocab:  # transformers: the canonical unpruned head
+            head_rows = 0
+        elif tie:
+            raise f.error(t.output_vocab_key, f"({head_rows}) is a pruned lm_head, which cannot be tied to the "
+                                              f"{vocab}-row embedding")
     spec = ModelSpec(
         model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=tuple(layers), tie_word_embeddings=tie,
-        lm_head_bias=lm_head_bias, final_norm=norm(), hidden_act=act, norm_eps=read_eps(f), norm_offset=t.norm_offset,
+        lm_head_bias=lm_head_bias, final_norm=norm(), hidden_act=act,
+        norm_eps=t.norm_eps_fixed if t.norm_eps_fixed is not None else read_eps(f), norm_offset=t.norm_offset,
         embedding_multiplier=hidden ** 0.5 if t.embed_scale else 1.0, rope_scaling=scaling,
         attn_logit_softcapping=opt_float(f, "attn_logit_softcapping"),
         final_logit_softcapping=opt_float(f, "final_logit_softcapping"),
@@ -102,11 +133,26 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
     )
     if t.multipliers:  # Granite scales the embeddings by embedding_multiplier (Gemma's sqrt(hidden) above)
         spec = replace(spec, embedding_multiplier=f.float("embedding_multiplier", 1.0))
+    if head_rows:  # Apertus 1.5's pruned head: lm_head (and the logits) output_vocab_size wide, the embedding vocab
+        spec = replace(spec, vocab_size=head_rows, embedding_rows=vocab)
     if t.moe == "deepseek":
         spec = replace(spec, mtp_layers=mtp_layers(f, layers), mtp_extra_params=mtp_extra(f, hidden))
     return spec
 
 
+
+
+def ntk_alpha(f: Fields, hd: int, theta: float, scaling: tuple) -> tuple[float, tuple]:
+    """Hunyuan's "dynamic" RoPE with an ``alpha`` (transformers' ntk_alpha): static frequencies of the base
+    ``rope_theta · alpha^(head_dim / (head_dim - 2))``, no other scaling; the plain RoPE of that base."""
+    items = dict(scaling)
+    kind = items.get("rope_type") or items.get("type")
+    if kind == "dynamic" and items.get("alpha"):
+        alpha = items["alpha"]
+        if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0 or hd <= 2:
+            raise f.error("rope_scaling.alpha", f"must be a positive number, got {alpha!r}")
+        return f.derived("rope_theta", theta * alpha ** (hd / (hd - 2)), "NTK-alpha: rope_theta x alpha^(d/(d-2))"), ()
+    return theta, scaling
 
 
 def longrope_mscale(scaling: tuple) -> tuple:
@@ -149,7 +195,8 @@ def moe_plan(f: Fields, t: Traits, hidden: int, n_layers: int, intermediate: int
         if k > n_exp:
             raise f.error("num_experts_per_tok", f"({k}) exceeds the number of experts ({n_exp})")
         size = f.int("moe_intermediate_size") if kind == "generic" and f.has("moe_intermediate_size") else intermediate
-        moe = MoE(hidden, n_exp, k, size, act=act)
+        shared = f.int(t.shared_mlp_key, 0, lo=0) if t.shared_mlp_key else 0
+        moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=shared, shared_fused_gate_up=bool(shared), act=act)
         return set(range(n_layers)), (lambda i: moe), intermediate
     if kind == "qwen":
         n_exp = f.int("num_experts", lo=0)
@@ -165,17 +212,65 @@ def moe_plan(f: Fields, t: Traits, hidden: int, n_layers: int, intermediate: int
         moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=shared, shared_expert_gate=bool(shared), act=act) if at else None
         return at, (lambda i: moe), intermediate
     if kind == "deepseek":
-        n_exp = f.int("n_routed_experts")
+        # EXAONE MoE names them num_experts / num_shared_experts (its class has no n_routed_experts)
+        n_exp = f.int("n_routed_experts" if f.has("n_routed_experts") or not f.has("num_experts") else "num_experts")
         k = f.int("num_experts_per_tok")
         size = f.int("moe_intermediate_size")
-        n_shared = f.int("n_shared_experts", 0, lo=0)
+        n_shared = f.int("n_shared_experts" if f.has("n_shared_experts") or not f.has("num_shared_experts")
+                         else "num_shared_experts", 0, lo=0)
         first = f.int("first_k_dense_replace", 0, lo=0, hi=MAX_LAYERS)
         freq = f.int("moe_layer_freq", 1)
         if k > n_exp:
-            raise f.error("num_experts_per_tok", f"({k}) exceeds n_routed_experts ({n_exp})")
+            raise f.error("num_experts_per_tok", f"({k}) exceeds the number of experts ({n_exp})")
         at = {i for i in range(n_layers) if i >= first and i % freq == 0}
+        if not t.dense_mlp:  # Solar Open: every layer MoE (first_k_dense_replace, moe_layer_freq unread)
+            at = set(range(n_layers))
+        elif isinstance(f.raw("mlp_layer_types"), list):  # EXAONE MoE: "dense" | "sparse" per layer, when given
+            types = f.list("mlp_layer_types")
+            if len(types) != n_layers or any(x not in ("dense", "sparse") for x in types):
+                raise f.error("mlp_layer_types", f"must list 'dense' or 'sparse' for each of the {n_layers} layers")
+            at = {i for i, x in enumerate(types) if x == "sparse"}
         moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=n_shared * size, act=act)
         return at, (lambda i: moe), intermediate
+    if kind == "ernie":
+        # ERNIE 4.5 MoE: MoE on layers start <= i <= end (end -1: the last) with (i + 1) % interval == 0;
+        # moe_num_shared_experts shared experts of moe_intermediate_size, biased like the dense MLP (use_bias)
+        # transformers' attribute_map: num_experts -> moe_num_experts, num_experts_per_tok -> moe_k
+        n_exp = f.int("num_experts" if "num_experts" in f.cfg and "moe_num_experts" not in f.cfg else "moe_num_experts")
+        k = f.int("num_experts_per_tok" if "num_experts_per_tok" in f.cfg and "moe_k" not in f.cfg else "moe_k")
+        if k > n_exp:
+            raise f.error("moe_k", f"({k}) exceeds moe_num_experts ({n_exp})")
+        size = f.int("moe_intermediate_size")
+        n_shared = f.int("moe_num_shared_experts", 0, lo=0)
+        start = f.int("moe_layer_start_index", 0, lo=0, hi=MAX_LAYERS)
+        end = f.int("moe_layer_end_index", -1, lo=-1, hi=MAX_LAYERS)
+        end = n_layers - 1 if end == -1 else end
+        step = f.int("moe_layer_interval", 1)
+        bias = read_flag(f, t.mlp_bias, False)
+        at = {i for i in range(n_layers) if (i + 1) % step == 0 and start <= i <= end}
+        moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=n_shared * size, shared_bias=bias,
+                  correction_bias_param=True, act=act)
+        return at, (lambda i: moe), intermediate
+    if kind == "hunyuan":
+        # Hunyuan-A13B as transformers 5 builds it: every layer MoE; num_experts experts of intermediate_size
+        # and one shared MLP of intermediate_size (shared_mlp); moe_topk an int or one per layer
+        if isinstance(f.raw("num_experts"), list):
+            raise f.error("num_experts", "is a list: transformers' Hunyuan MoE takes one expert count for all layers")
+        n_exp = f.int("num_experts")
+        key = "num_experts_per_tok" if "num_experts_per_tok" in f.cfg and "moe_topk" not in f.cfg else "moe_topk"
+        ks = f.int_list(key, n_layers) if isinstance(f.raw(key), list) else [f.int(key)] * n_layers
+        for name, want in (("moe_intermediate_size", intermediate), ("num_shared_expert", 1)):
+            v = f.raw(name)
+            if v is not None and any(x != want for x in (v if isinstance(v, list) else [v])):
+                raise f.error(name, f"is {v}: transformers' Hunyuan MoE builds experts of intermediate_size and one "
+                                    "shared MLP, which this checkpoint would not match")
+        if f.bool("use_cla", False):
+            raise f.error("use_cla", "is true: cross-layer attention (CLA) is not modelled by transformers' Hunyuan")
+        for k in ks:
+            if k > n_exp:
+                raise f.error(key, f"({k}) exceeds num_experts ({n_exp})")
+        moes = {k: MoE(hidden, n_exp, k, intermediate, shared_intermediate_size=intermediate, act=act) for k in set(ks)}
+        return set(range(n_layers)), (lambda i: moes[ks[i]]), intermediate
     if kind == "gpt_oss":
         n_exp = f.int("num_local_experts")
         k = f.int("num_experts_per_tok", f.raw("experts_per_token", 4))
@@ -223,16 +318,40 @@ def read_numerics(f: Fields, t: Traits, hidden: int) -> Numerics:
         # MiniMax-M2: sigmoid scores, e_score_correction_bias for the choice only, the top-k renormalised, no
         # scaling; transformers reads no routing field (norm_topk_prob, routed_scaling_factor) for it
         kw.update(router=RouterKind.SIGMOID, norm_topk_prob=True, score_correction_bias=True)
+    elif t.moe == "ernie":
+        # ERNIE 4.5 MoE: softmax scores (fp32), the choice by scores + e_score_correction_bias, the chosen
+        # scores renormalised (clamped at moe_norm_min) whatever norm_topk_prob says, never scaled
+        kw.update(router=RouterKind.SOFTMAX, norm_topk_prob=True, score_correction_bias=True)
+    elif t.moe == "hunyuan":  # softmax (fp32), top-k renormalised, unscaled; no routing field is read
+        kw.update(router=RouterKind.SOFTMAX, norm_topk_prob=True)
     elif t.moe is not None:
         kw.update(read_routing(f, t.router, norm_default=t.norm_topk_default, norm_fixed=t.norm_topk_fixed))
+    if t.qk_norm_after_rope:
+        kw["qk_norm_after_rope"] = True
     if t.llama4:
         kw["qk_l2_norm"] = f.bool("use_qk_norm", True)
         if f.bool("attn_temperature_tuning", True):
             kw["attn_temperature"] = (f.float("attn_scale", 0.1), f.float("floor_scale", 8192.0))
     if t.multipliers:
-        kw.update(residual_multiplier=f.float("residual_multiplier", 1.0),
-                  attention_multiplier=f.float("attention_multiplier", 1.0),
-                  logits_scaling=f.float("logits_scaling", 1.0))
+        # null (HyperCLOVAX's class default) means head_dim^-0.5, the runtime's default scale
+        att = None if f.raw("attention_multiplier") is None else f.float("attention_multiplier")
+        kw.update(residual_multiplier=f.float("residual_multiplier", 1.0), attention_multiplier=att)
+        if t.logits_multiply:  # HyperCLOVAX multiplies the logits by logits_scaling; Granite divides
+            kw["logit_scale"] = f.float("logits_scaling", 1.0)
+        else:
+            kw["logits_scaling"] = f.float("logits_scaling", 1.0)
+    if t.clip_qkv and f.raw("clip_qkv") is not None:
+        kw["clip_qkv"] = f.float("clip_qkv")
+    if t.llama4_query_scale:
+        params = f.raw("rope_parameters")
+        params = params if isinstance(params, dict) else f.raw("rope_scaling")
+        beta = params.get("llama_4_scaling_beta") if isinstance(params, dict) else None
+        if beta is not None:
+            orig = params.get("original_max_position_embeddings")
+            if not isinstance(beta, (int, float)) or not isinstance(orig, (int, float)) or orig <= 0:
+                raise f.error("rope_parameters", "llama_4_scaling_beta needs a numeric beta and a positive "
+                                                 "original_max_position_embeddings")
+            kw["query_position_scale"] = (float(beta), float(orig))
     return Numerics(**kw)
 
 
@@ -243,4 +362,4 @@ def layout(t: Traits):
         return CheckpointLayout(experts=ExpertLayout.GPT_OSS)
     if t.llama4:
         return CheckpointLayout(experts=ExpertLayout.STACKED_IN_OUT)
-    return CheckpointLayout()
+    return CheckpointLayout(renames=t.renames, modules=t.modules)

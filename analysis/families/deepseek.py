@@ -5,6 +5,13 @@ V2 routes with a softmax (``topk_method: group_limited_greedy`` limits the choic
 groups by their best expert); V3 with sigmoid scores plus a choice-only correction bias, groups
 ranked by their two best experts. RoPE runs on interleaved pairs (V3: unless ``rope_interleave``
 is false).
+
+DeepSeek-V3.2 (``deepseek_v32``) and GLM-5 (``glm_moe_dsa``) are V3 with DeepSeek sparse attention: a
+lightning indexer on the attention layers (``analysis.mixers.dsa``), always a query LoRA, always
+interleaved RoPE in the MLA, and MoE on the layers ``mlp_layer_types`` says are ``sparse`` (else from
+``first_k_dense_replace``; transformers' V3.2 ignores ``moe_layer_freq``). GLM-5's ``indexer_types``
+(else ``index_topk_pattern``, else ``index_topk_freq`` / ``index_skip_topk_offset``) mark the layers that
+reuse the previous layer's top-k (``shared``: no indexer of their own); MTP layers always have one (vLLM).
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ from __future__ import annotations
 from functools import partial
 
 from ..fields import MAX_LAYERS, Fields
+from ..fields import short
+from ..mixers import SparseMLA
 from ..spec import MLA, MLP, GroupScore, Layer, ModelSpec, Norm, Numerics, RopeStyle, RouterKind
 from .common import Traits, mtp_extra, mtp_layers, pre_norms, read_act, read_eps, read_rope, read_rope_extra, read_routing, read_tie
 from .decoder import moe_plan
@@ -19,13 +28,15 @@ from .decoder import moe_plan
 TRAITS = Traits(moe="deepseek")
 
 
-def build(f: Fields, model_type: str, *, version: int, interleave_fixed: bool = False) -> ModelSpec:
+def build(f: Fields, model_type: str, *, version: int, interleave_fixed: bool = False, dsa: str | None = None) -> ModelSpec:
+    """``dsa``: DeepSeek sparse attention, ``"v32"`` (an indexer on every layer) or ``"glm"`` (GLM-5's
+    full / shared layers)."""
     t = TRAITS
     hidden = f.int("hidden_size")
     n_layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
     heads = f.int("num_attention_heads")
     vocab = f.int("vocab_size", hi=1 << 26)
-    q_lora = f.opt_int("q_lora_rank")
+    q_lora = f.int("q_lora_rank") if dsa else f.opt_int("q_lora_rank")  # V3.2's attention always has a q LoRA
     kv_lora = f.int("kv_lora_rank")
     nope = f.int("qk_nope_head_dim")
     rope = f.int("qk_rope_head_dim")
@@ -37,11 +48,20 @@ def build(f: Fields, model_type: str, *, version: int, interleave_fixed: bool = 
     mla = MLA(hidden, heads, q_lora, kv_lora, nope, rope, v_hd, bias=bias, rope_theta=theta)
     moe_at, make_moe, dense = moe_plan(f, t, hidden, n_layers, intermediate, act)
     norms = pre_norms(lambda: Norm(hidden))
-    layers = tuple(Layer(mla, make_moe(i) if i in moe_at else MLP(hidden, dense, act=act), norms) for i in range(n_layers))
+    mixers: list[MLA] = [mla] * n_layers
+    if dsa:
+        mixers = dsa_mixers(f, mla, n_layers, glm=dsa == "glm")
+        moe_at = dsa_moe_layers(f, n_layers)
+    layers = tuple(Layer(mixers[i], make_moe(i) if i in moe_at else MLP(hidden, dense, act=act), norms)
+                   for i in range(n_layers))
+    mtp = mtp_layers(f, list(layers))
+    if dsa and mtp:  # an MTP layer always builds a full indexer (vLLM's DeepseekV2MLAAttention: is_mtp_layer)
+        mtp = tuple(Layer(SparseMLA(**{**_mla_fields(mla), **_dsa_fields(mixers[-1])}), lay.ffn, lay.norms)
+                    for lay in mtp)
     return ModelSpec(
         model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=layers,
         tie_word_embeddings=read_tie(f, False), final_norm=Norm(hidden), hidden_act=act, norm_eps=read_eps(f),
-        rope_scaling=scaling, mtp_layers=mtp_layers(f, list(layers)), mtp_extra_params=mtp_extra(f, hidden),
+        rope_scaling=scaling, mtp_layers=mtp, mtp_extra_params=mtp_extra(f, hidden),
         numerics=numerics(f, version, interleave_fixed),
     )
 
@@ -59,8 +79,86 @@ def numerics(f: Fields, version: int, interleave_fixed: bool) -> Numerics:
                     **routing)
 
 
+def _mla_fields(m: MLA) -> dict:
+    return dict(hidden_size=m.hidden_size, num_attention_heads=m.num_attention_heads, q_lora_rank=m.q_lora_rank,
+                kv_lora_rank=m.kv_lora_rank, qk_nope_head_dim=m.qk_nope_head_dim, qk_rope_head_dim=m.qk_rope_head_dim,
+                v_head_dim=m.v_head_dim, bias=m.bias, rope_theta=m.rope_theta)
+
+
+def _dsa_fields(m: SparseMLA) -> dict:
+    return dict(index_topk=m.index_topk, index_n_heads=m.index_n_heads, index_head_dim=m.index_head_dim, indexer=True)
+
+
+def dsa_mixers(f: Fields, mla: MLA, n_layers: int, *, glm: bool) -> list[SparseMLA]:
+    """The sparse-attention MLA of every layer (transformers' DeepseekV32Attention / GlmMoeDsaAttention)."""
+    topk = f.int("index_topk")
+    heads = f.int("index_n_heads")
+    head_dim = f.int("index_head_dim")
+    if head_dim < mla.qk_rope_head_dim:
+        raise f.error("index_head_dim", f"({head_dim}) is smaller than qk_rope_head_dim ({mla.qk_rope_head_dim}), "
+                                        "the indexer's roped dims")
+    if f.raw("layer_types") is not None:
+        types = f.list("layer_types")
+        if len(types) != n_layers:
+            raise f.error("layer_types", f"has {len(types)} entries but num_hidden_layers is {n_layers}")
+        for i, typ in enumerate(types):
+            if typ != "indexed_attention":
+                raise f.error("layer_types", f"says layer {i} is {short(typ)}, but model_type '{f.family}' has "
+                                             "'indexed_attention' (DeepSeek sparse attention) layers only")
+    full = glm_indexer_layers(f, n_layers) if glm else [True] * n_layers
+    base = _mla_fields(mla)
+    return [SparseMLA(**base, index_topk=topk, index_n_heads=heads, index_head_dim=head_dim, indexer=full[i])
+            for i in range(n_layers)]
+
+
+def glm_indexer_layers(f: Fields, n_layers: int) -> list[bool]:
+    """GlmMoeDsaConfig.__post_init__: ``indexer_types`` ("full" runs the indexer, "shared" reuses the
+    previous full layer's top-k), else ``index_topk_pattern`` ("F"/"S" per layer), else full where
+    ``max(i - index_skip_topk_offset + 1, 0) % index_topk_freq == 0`` (defaults 2 and 1: every layer)."""
+    names = {"full": True, "shared": False, "F": True, "S": False}
+    key = "indexer_types" if f.raw("indexer_types") is not None else \
+        "index_topk_pattern" if f.raw("index_topk_pattern") is not None else None
+    if key is not None:
+        raw = f.raw(key)
+        types = list(raw) if isinstance(raw, str) and key == "index_topk_pattern" else f.list(key)
+        if len(types) != n_layers:
+            raise f.error(key, f"has {len(types)} entries but num_hidden_layers is {n_layers}")
+        bad = next((t for t in types if not isinstance(t, str) or t not in names), None)
+        if bad is not None:
+            raise f.error(key, f"has an unknown indexer type {short(bad)} (full/shared, or F/S)")
+        out = [names[t] for t in types]
+    else:
+        freq = max(f.int("index_topk_freq", 1, lo=0), 1)
+        offset = f.int("index_skip_topk_offset", 2, lo=0, hi=MAX_LAYERS)
+        out = f.derived("indexer_types", [max(i - offset + 1, 0) % freq == 0 for i in range(n_layers)],
+                        f"full where max(i - {offset} + 1, 0) % {freq} == 0")
+        key = "index_topk_freq"
+    if out and not out[0]:
+        raise f.error(key, "makes layer 0 shared, but a shared layer reuses the top-k of an earlier full layer")
+    return out
+
+
+def dsa_moe_layers(f: Fields, n_layers: int) -> set[int]:
+    """transformers' V3.2 MoE placement: ``mlp_layer_types`` ("dense" / "sparse"), else every layer from
+    ``first_k_dense_replace`` on."""
+    if f.raw("mlp_layer_types") is not None:
+        types = f.list("mlp_layer_types")
+        if len(types) != n_layers:
+            raise f.error("mlp_layer_types", f"has {len(types)} entries but num_hidden_layers is {n_layers}")
+        bad = next((t for t in types if t not in ("dense", "sparse")), None)
+        if bad is not None:
+            raise f.error("mlp_layer_types", f"has an unknown MLP type {short(bad)} (dense or sparse)")
+        return {i for i, t in enumerate(types) if t == "sparse"}
+    first = f.int("first_k_dense_replace", 0, lo=0, hi=MAX_LAYERS)
+    return set(range(first, n_layers))
+
+
 build_v2 = partial(build, version=2)
 build_v3 = partial(build, version=3)
 build_kimi_k2 = partial(build, version=3, interleave_fixed=True)  # a DeepSeek V3 that always interleaves
+# DeepSeek-V3.2 and GLM-5: V3 with DeepSeek sparse attention; their MLA always interleaves (transformers'
+# AXK1Attention: apply_rotary_pos_emb_interleave; the config has no rope_interleave)
+build_v32 = partial(build, version=3, interleave_fixed=True, dsa="v32")
+build_glm_moe_dsa = partial(build, version=3, interleave_fixed=True, dsa="glm")
 
 

@@ -10,16 +10,17 @@ from typing import Union
 from .attention import Attention, GatedAttention, attended_keys, distinct_keys
 from .base import MixerKind, MixerSpec
 from .deltanet import GatedDeltaNet
+from .dsa import SparseMLA
 from .hybrid import ParallelHybrid
 from .mamba import Mamba
 from .mla import MLA
 from .short_conv import ShortConv
 
 #: Every mixer spec class: what tensor-parallel tables collect over (``analysis.parallel``).
-MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, Mamba, GatedDeltaNet, ShortConv,
-                                            ParallelHybrid)
+MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, SparseMLA, Mamba, GatedDeltaNet,
+                                            ShortConv, ParallelHybrid)
 
-Mixer = Union[Attention, MLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid]
+Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid]
 
 __all__ = ["MIXER_TYPES", "MLA", "Attention", "GatedAttention", "GatedDeltaNet", "Mamba", "Mixer", "MixerKind",
-           "MixerSpec", "ParallelHybrid", "ShortConv", "attended_keys", "distinct_keys"]
+           "MixerSpec", "ParallelHybrid", "ShortConv", "SparseMLA", "attended_keys", "distinct_keys"]

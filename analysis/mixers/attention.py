@@ -175,6 +175,9 @@ class Attention(MixerSpec):
         if self.rotary_dim:
             qk = n * (self.q_dim + own_k)
             b.elementwise("rope", qk, qk, i, "attention", kernels=10, kind=OpKind.ROPE)
+        if b.spec.numerics.query_position_scale is not None:  # Ministral 3: the queries scaled by position
+            q = n * self.q_dim
+            b.elementwise("query_scale", q, q, i, "attention")
         kv_elems = self.kv_elements_per_token()
         if kv_elems:
             b.add(name="kv_append", kind=OpKind.KV_APPEND, category="attention", layer=i,

@@ -18,7 +18,9 @@ module says everything the arithmetic needs to know about it, so nothing else in
 - **cache**: ``kv_elements_per_token()`` (what one token adds to the layer's cache),
   ``expanded_kv_elements_per_token()`` (the naive per-head form, MLA), ``kv_cap()`` (tokens kept: a
   window or chunk; None: all), ``state_elements()`` (a fixed per-sequence ``(conv, recurrent)`` state),
-  ``latent_kv()`` (MLA's ``(latent, rope)`` widths, for engines with their own latent layout);
+  ``latent_kv()`` (MLA's ``(latent, rope)`` widths, for engines with their own latent layout),
+  ``kv_bytes_per_token(kv_dtype)`` and ``indexer_kv_bytes(kv_dtype)`` (DSA's indexer key cache, which
+  engines keep in a format of their own);
 - **tensor parallelism**: ``tp_kv_split(tp, layer)`` (how many ways the layer's cache splits over ``tp``
   ranks and how many copies each KV head has; ``OptionError`` when its heads do not split),
   ``tp_shard(tp)`` (the spec of one rank's share, which ``verify --tp`` builds),
@@ -44,6 +46,7 @@ class MixerKind(StrEnum):
 
     ATTENTION = "attention"
     MLA = "mla"
+    SPARSE_MLA = "dsa"  # MLA with DeepSeek sparse attention (a lightning indexer picks the keys)
     MAMBA = "mamba"
     GATED_DELTANET = "gated_deltanet"
     SHORT_CONV = "short_conv"
@@ -63,6 +66,9 @@ class MixerSpec:
     tp_kv_modules: tuple[str, ...] = ()
     tp_replicated_kv = False
     tp_note: str | None = None
+    #: the fp8 layout of a latent cache the mixer's serving kernels dictate whatever the engine (DSA: FlashMLA's
+    #: sparse kernels), as the engine profiles' ``mla_fp8``; None: the engine profile's
+    fp8_latent_layout: dict | None = None
 
     # ---- identity --------------------------------------------------------------------------------
 
@@ -92,6 +98,17 @@ class MixerSpec:
     def expanded_kv_elements_per_token(self) -> int:
         """What a naive cache of expanded per-head K and V would hold per token (MLA); else the cache's."""
         return self.kv_elements_per_token()
+
+    def kv_bytes_per_token(self, kv_dtype) -> int:
+        """Bytes one token adds to this layer's cache in ``kv_dtype`` (what ``analysis.kv`` counts): its
+        elements in that dtype, unless part of the cache carries scales of its own (DSA's indexer keys)."""
+        return kv_dtype.nbytes(self.kv_elements_per_token())
+
+    def indexer_kv_bytes(self, kv_dtype=None) -> int:
+        """Bytes per token of a separate key cache that selects what attention reads (DeepSeek sparse
+        attention's indexer), included in ``kv_bytes_per_token``: in ``kv_dtype``, or (``None``) as serving
+        engines lay it out whatever their KV dtype; 0: none."""
+        return 0
 
     def kv_cap(self) -> int | None:
         """Tokens the per-token cache keeps (a window or a chunk); None: every token."""
