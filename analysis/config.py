@@ -179,13 +179,21 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
             raise UnsupportedModelError(
                 f"{where}: model_type '{model_type}' is {encoder}, not a decoder-only causal LM",
                 "planner analyses decoder-only language models; planner models lists the bundled ones")
+        family = generic_traits(cfg)
+        unread = [k for k, v in cfg.items() if "expert" in k.lower() and isinstance(v, int) and not isinstance(v, bool)
+                  and v > 1] if family.moe is None and cfg.get("is_moe") is not False else []
+        if unread:
+            # Aria's moe_num_experts, ...: a mixture of experts the generic decoder would count as one dense MLP
+            raise UnsupportedModelError(
+                f"{where}: {', '.join(unread)} set, but model_type '{model_type}' is not a known family: its experts "
+                "are not a layout the generic decoder reads (it would count one dense MLP)",
+                "a generic Llama-style analysis would miscount it, so none is given")
         caveats.append(f"model_type '{model_type}' is not a known family: analysed as a generic Llama-style "
                        "decoder (pre-norm RMSNorm, gated MLP, RoPE); check the assumed fields below")
         unknown = unmodelled_fields(cfg)
         if unknown:
             caveats.append("the generic decoder does not model these fields, so the counts may be wrong: "
                            + ", ".join(unknown))
-        family = generic_traits(cfg)
     from .family_defaults import FAMILY_DEFAULTS
 
     aliases = {**ALIASES, **dict(family.aliases)} if isinstance(family, Traits) else ALIASES

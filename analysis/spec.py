@@ -47,10 +47,13 @@ class NormKind(StrEnum):
 
 
 class RopeStyle(StrEnum):
-    """``half``: rotate_half (Llama, NeoX); ``pairs``: interleaved pairs (GPT-J, DeepSeek, Llama 4)."""
+    """``half``: rotate_half (Llama, NeoX); ``pairs``: interleaved pairs (GPT-J, DeepSeek, Llama 4);
+    ``half_flipped``: NanoChat's rotate_half with the signs flipped (``cat(x2, -x1)``), i.e. rotate_half
+    with sin negated."""
 
     HALF = "half"
     PAIRS = "pairs"
+    HALF_FLIPPED = "half_flipped"
 
 
 class RouterKind(StrEnum):
@@ -186,6 +189,8 @@ class MLP:
     bias: bool = False
     fused_gate_up: bool = False
     act: str = "silu"
+    # BitNet: an RMSNorm over the intermediate features (ffn_sub_norm) between the activation and down_proj
+    inner_norm: bool = False
 
     kind = FFNKind.MLP
 
@@ -199,6 +204,8 @@ class MLP:
                 _linear(out, f"{prefix}.gate_proj", i, h, self.bias)
             _linear(out, f"{prefix}.up_proj", i, h, self.bias)
         _linear(out, f"{prefix}.down_proj", h, i, self.bias)
+        if self.inner_norm:
+            out.append(Tensor(f"{prefix}.ffn_sub_norm.weight", (i,), "norm"))
         for name in ACT_PARAMS.get(self.act, ()):
             out.append(Tensor(f"{prefix}.act_fn.{name}", (1,), "other"))
         return out

@@ -216,6 +216,8 @@ class _Builder:
                      act_write_bytes=n * ii * self.a, kernels=1)
         else:
             self.elementwise(prefix + "act", n * ii, n * ii, i, "ffn", kernels=1)
+        if m.inner_norm:  # BitNet: ffn_sub_norm over the intermediate features
+            self.norm(prefix + "ffn_sub_norm", None, ii, i, tensors=tensors.get(prefix + "ffn_sub_norm", []))
         self.matmul(prefix + "down_proj", tensors[prefix + "down_proj"], i, "ffn", n, parallel=Parallel.ROW)
 
     def moe(self, i: int, m: MoE, tensors: dict[str, list[Tensor]]) -> None:

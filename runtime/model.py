@@ -295,6 +295,8 @@ def apply_rope(x: torch.Tensor, cos_TR: torch.Tensor, sin_TR: torch.Tensor, styl
     rd = 2 * cos_TR.shape[-1]
     rot, rest = x[..., :rd], x[..., rd:]
     cos, sin = cos_TR[:, None, :], sin_TR[:, None, :]  # (T, 1, R) against (..., T, heads, R)
+    if style == RopeStyle.HALF_FLIPPED:  # NanoChat: rotate_half as cat(x2, -x1), the same as sin negated
+        sin = -sin
     if style == RopeStyle.PAIRS:
         x1, x2 = rot[..., 0::2], rot[..., 1::2]
     else:
@@ -392,6 +394,8 @@ class SelfAttention(MixerModule):
                 if not m.k_eq_v:  # Gemma 4 full layers: V is the K projection
                     self.v_proj = linear(D, m.v_dim, m.v_bias, dtype)
         self.o_proj = linear(m.o_in, D, m.o_bias, dtype)
+        if m.o_norm:  # BitNet: an RMSNorm of the attention output before o_proj
+            self.attn_sub_norm = RMSNorm(m.o_in, spec.norm_eps, dtype=dtype)
         if m.qk_norm_per_head:  # Cohere: LayerNorm over head_dim with a weight per head and feature
             self.q_norm = HeadLayerNorm(H, m.head_dim, spec.norm_eps, dtype=dtype)
             self.k_norm = HeadLayerNorm(K, m.head_dim, spec.norm_eps, dtype=dtype)
@@ -499,6 +503,8 @@ class SelfAttention(MixerModule):
         if gate is not None:
             with region("elementwise"):
                 out = out * torch.sigmoid(gate)
+        if m.o_norm:
+            out = self.attn_sub_norm(out)
         with region("matmul"):
             return self.o_proj(out)
 
@@ -591,6 +597,7 @@ class LatentAttention(MixerModule):
         self.kv_b_proj = linear(m.kv_lora_rank, H * (m.qk_nope_head_dim + m.v_head_dim), False, dtype)
         self.o_proj = linear(H * m.v_head_dim, D, m.bias, dtype)
         scaling = dict(spec.rope_scaling)
+        scaling["_extra"] = num.rope_extra  # longrope's factors (MiniCPM3-4B)
         self.rotary = Rotary(m.qk_rope_head_dim, m.rope_theta, scaling, num.rope_style, spec.max_position_embeddings, notes)
         self.scale = m.qk_head_dim ** -0.5
         kind = scaling.get("rope_type") or scaling.get("type")
@@ -805,7 +812,7 @@ MIXERS: dict[MixerKind, MixerRuntime] = {
 class FeedForward(nn.Module):
     """Gated (SwiGLU/GeGLU: ``down(act(gate)·up)``) or plain (``down(act(up))``) MLP."""
 
-    def __init__(self, m: MLP, notes: list[str], dtype):
+    def __init__(self, m: MLP, notes: list[str], dtype, eps: float = 1e-6):
         super().__init__()
         self.m = m
         D, I = m.hidden_size, m.intermediate_size
@@ -816,6 +823,8 @@ class FeedForward(nn.Module):
                 self.gate_proj = linear(D, I, m.bias, dtype)
             self.up_proj = linear(D, I, m.bias, dtype)
         self.down_proj = linear(I, D, m.bias, dtype)
+        if m.inner_norm:  # BitNet: ffn_sub_norm before down_proj
+            self.ffn_sub_norm = RMSNorm(I, eps, dtype=dtype)
         parametric = PARAMETRIC_ACTIVATIONS.get(str(m.act).lower())
         if parametric is not None:  # its learned parameters are the spec's <mlp>.act_fn tensors
             self.act_fn = parametric(dtype=dtype)
@@ -834,6 +843,8 @@ class FeedForward(nn.Module):
                 u = self.up_proj(x)
         with region("elementwise"):
             h = self.act(g) * u if m.gated else self.act(u)
+        if m.inner_norm:  # BitNet
+            h = self.ffn_sub_norm(h)
         with region("matmul"):
             return self.down_proj(h)
 
@@ -1050,7 +1061,7 @@ class Block(nn.Module):
         if isinstance(layer.ffn, MoE):
             self.mlp = SparseMoE(layer.ffn, num, notes, dtype)
         elif isinstance(layer.ffn, MLP):
-            self.mlp = FeedForward(layer.ffn, notes, dtype)
+            self.mlp = FeedForward(layer.ffn, notes, dtype, spec.norm_eps)
         self.eps = spec.norm_eps
         if layer.per_layer_input:  # Gemma 4 per-layer inputs
             D, W = spec.hidden_size, layer.per_layer_input

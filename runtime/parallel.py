@@ -72,6 +72,9 @@ def check_tp_supported(spec: ModelSpec, tp: int) -> None:
             if run is None:
                 raise RuntimeUnavailableError(f"verify --tp does not shard {m.title} layers (layer {i})", "use --tp 1")
             run.module.check_tp(m, i)
+        if (isinstance(f, MLP) and f.inner_norm) or getattr(m, "o_norm", False):
+            raise RuntimeUnavailableError(f"verify --tp: BitNet's sub-layer norms over split features (layer {i}) need "
+                                          "a cross-rank reduction the runtime does not do", "use --tp 1")
         if (isinstance(f, MLP) and f.fused_gate_up) or (isinstance(f, MoE) and f.shared_fused_gate_up):
             raise RuntimeUnavailableError(f"verify --tp does not shard fused gate/up projections yet (layer {i})",
                                           "use --tp 1")

@@ -290,3 +290,13 @@ def test_an_unknown_family_that_says_is_moe_false_is_counted_dense(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     d = run("analyze", str(tmp_path), "--json").json
     assert d["params"]["total"] == d["params"]["active"] == hf_param_count(dict(BASE, model_type="llama"))
+
+
+def test_an_unknown_family_with_expert_fields_it_cannot_read_is_refused(tmp_path):
+    """Aria's text model names its experts moe_num_experts / moe_topk: the generic decoder found no MoE and
+    counted one dense MLP (0.22x transformers'), so such a config is refused, naming the fields."""
+    cfg = dict(BASE, model_type="brand_new_moe", moe_num_experts=8, moe_topk=2)
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = run("analyze", str(tmp_path), "--json")
+    assert r.code != 0 and r.out == "" and r.err.startswith("Error: ")
+    assert "moe_num_experts" in r.err and "not a known family" in r.err

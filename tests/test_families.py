@@ -204,6 +204,24 @@ CASES = {
     "ernie4_5": dict(BASE, model_type="ernie4_5", head_dim=16),
     "ernie4_5-bias-untied": dict(BASE, model_type="ernie4_5", head_dim=16, use_bias=True, tie_word_embeddings=False),
     "helium": dict(BASE, model_type="helium", head_dim=16),
+    # Zamba2: Mamba-2 layers and hybrid layers sharing num_mem_blocks transformer blocks (attention over the
+    # 2h-wide concatenation with the embedding, fused-gate MLP), per-use adapters and a per-layer linear
+    "zamba2": dict(BASE, model_type="zamba2", num_key_value_heads=8, layers_block_type=["mamba", "hybrid"] * 2,
+                   n_mamba_heads=8, mamba_d_state=16),
+    "zamba2-blocks-adapters-rope-bias": dict(
+        BASE, model_type="zamba2", num_hidden_layers=6, num_key_value_heads=8, num_mem_blocks=2,
+        layers_block_type=["hybrid", "mamba", "hybrid", "hybrid", "mamba", "hybrid"], use_shared_attention_adapter=True,
+        adapter_rank=8, use_mem_rope=True, add_bias_linear=True, n_mamba_heads=4, mamba_ngroups=2, mamba_expand=3,
+        intermediate_size=None, mamba_d_state=16),
+    # more blocks than hybrid layers, GQA (no attention adapters), transformers' linear_attention name for Mamba
+    "zamba2-gqa-spare-blocks": dict(BASE, model_type="zamba2", num_mem_blocks=3, mamba_d_state=8, n_mamba_heads=16,
+                                    layers_block_type=["linear_attention", "hybrid", "hybrid", "linear_attention"]),
+    # Zamba: one shared block (no adapters, separate gate / up), Mamba-1 with per-head x_proj / dt_proj
+    "zamba": dict(BASE, model_type="zamba", num_hidden_layers=7, n_mamba_heads=4, mamba_d_state=8,
+                  attn_layer_period=3, attn_layer_offset=1),
+    "zamba-layers-biases": dict(BASE, model_type="zamba", num_key_value_heads=8, n_mamba_heads=2, mamba_d_state=8,
+                                mamba_dt_rank=6, mamba_proj_bias=True, mamba_conv_bias=False, attention_head_dim=24,
+                                layers_block_type=["hybrid", "mamba", "hybrid", "hybrid"]),
     "granitemoe": dict(BASE, model_type="granitemoe", num_local_experts=4, num_experts_per_tok=2),
     "granitemoeshared": dict(BASE, model_type="granitemoeshared", num_local_experts=4, num_experts_per_tok=2,
                              shared_intermediate_size=96),
@@ -217,6 +235,37 @@ CASES = {
     "vaultgemma": dict(BASE, model_type="vaultgemma", head_dim=32, sliding_window=32),
     "cwm": dict(BASE, model_type="cwm", head_dim=16, sliding_window=64),
     "ministral3": dict(BASE, model_type="ministral3", head_dim=16),
+    # Granite SWA: attention sinks, default layer_types (full every 4th from 0); a RoPE base per layer (0: NoPE)
+    "granite_swa": dict(BASE, model_type="granite_swa", sliding_window=64),
+    "granite_swa-layer-thetas": dict(BASE, model_type="granite_swa", sliding_window=64, layer_rope_theta=[0, 1e4, 1e4, 5e5],
+                                     layer_types=["full_attention", "sliding_attention"] * 2),
+    "granitemoe_swa": dict(BASE, model_type="granitemoe_swa", num_local_experts=4, num_experts_per_tok=2,
+                           sliding_window=64),
+    "granitemoe_swa-shared": dict(BASE, model_type="granitemoe_swa", num_local_experts=4, num_experts_per_tok=2,
+                                  shared_intermediate_size=96, sliding_window=64),
+    # FlexOlmo: OLMo 2's norms and q/k norms over OLMoE's experts
+    "flex_olmo": dict(BASE, model_type="flex_olmo", num_experts=8, num_experts_per_tok=2),
+    # Mellum: Qwen3-MoE attention and experts, dense / sparse by mlp_layer_types, sliding layers by layer_types
+    "mellum": dict(BASE, model_type="mellum", head_dim=16, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=64,
+                   mlp_layer_types=["dense", "sparse", "sparse", "sparse"], sliding_window=64,
+                   layer_types=["sliding_attention", "full_attention"] * 2),
+    "mellum-default-layers": dict(BASE, model_type="mellum", head_dim=16, num_experts=8, num_experts_per_tok=2,
+                                  moe_intermediate_size=64),
+    # MiniCPM3: MLA (v_head_dim from hidden / heads) with a dense MLP, tied by default
+    "minicpm3": dict(BASE, model_type="minicpm3", q_lora_rank=48, kv_lora_rank=64, qk_nope_head_dim=16,
+                     qk_rope_head_dim=8),
+    # BitNet: attn_sub_norm before o_proj, ffn_sub_norm before down_proj
+    "bitnet": dict(BASE, model_type="bitnet"),
+    "bitnet-bias-tied": dict(BASE, model_type="bitnet", attention_bias=True, tie_word_embeddings=True),
+    # NanoChat: weightless norms, a plain relu2 MLP (fc1 / fc2)
+    "nanochat": dict(BASE, model_type="nanochat"),
+    # Youtu-LLM: DeepSeek V3's MLA with a dense MLP everywhere, tied by default; Jais 2: LayerNorms, relu2, biases
+    "youtu": dict(BASE, model_type="youtu", q_lora_rank=48, kv_lora_rank=64, qk_nope_head_dim=16, qk_rope_head_dim=8,
+                  v_head_dim=16),
+    "jais2": dict(BASE, model_type="jais2"),
+    "jais2-no-bias": dict(BASE, model_type="jais2", attention_bias=False, mlp_bias=False),
+    "minicpm3-untied-v_head_dim": dict(BASE, model_type="minicpm3", q_lora_rank=48, kv_lora_rank=64, qk_nope_head_dim=16,
+                                       qk_rope_head_dim=8, v_head_dim=24, tie_word_embeddings=False),
 }
 
 
@@ -764,7 +813,8 @@ def test_dsa_decode_attention_stops_growing_past_index_topk():
 
 
 @pytest.mark.parametrize("name", ["ernie4_5_moe", "ernie4_5_moe-bias-interval", "dots1", "exaone_moe",
-                                  "exaone_moe-mlp_layer_types", "solar_open", "hunyuan_v1_moe"])
+                                  "exaone_moe-mlp_layer_types", "solar_open", "hunyuan_v1_moe", "granitemoe_swa-shared",
+                                  "flex_olmo", "mellum"])
 def test_moe_active_parameters_equal_transformers(name):
     """Active: transformers' parameters with each layer's stacked (E, ...) expert tensors counted k / E (Hunyuan:
     moe_topk per layer); ERNIE's e_score_correction_bias parameter and every shared expert count in full."""
@@ -795,6 +845,17 @@ def test_unmodelled_moe_families_are_refused_by_name(model_type):
 
     with pytest.raises(UnsupportedModelError, match=f"model_type '{model_type}'"):
         parse_config(dict(BASE, model_type=model_type, num_experts=8, num_experts_per_tok=2))
+
+
+@pytest.mark.parametrize("model_type", ["diffllama", "cohere2_moe", "laguna", "hy_v3", "persimmon", "biogpt",
+                                        "modernbert-decoder"])
+def test_unmodelled_decoder_families_are_refused_by_name(model_type):
+    """Decoders transformers ships that the generic decoder would miscount (DiffLlama's lambda vectors, Laguna's
+    output gate, Persimmon 1.26x ...) are refused, naming them."""
+    from planner.analysis.errors import UnsupportedModelError
+
+    with pytest.raises(UnsupportedModelError, match=f"model_type '{model_type}'"):
+        parse_config(dict(BASE, model_type=model_type))
 
 
 def test_hunyuan_refuses_what_transformers_does_not_build():
@@ -896,3 +957,82 @@ def test_gemma4_kv_and_decode_flops_equal_transformers(name):
             fmt, _ = weight_format(spec, "fp32")
             want = sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=cached))
             assert counter.get_total_flops() == want
+
+
+#: Zamba2-2.7B's shape: 54 layers in transformers' default layout (9 hybrid), two shared blocks, MHA of
+#: 32 heads over the 2 x 2560 concatenation (head_dim 160), Mamba-2 of 80 heads x 64, state 64, one group
+ZAMBA2_27B = {"model_type": "zamba2", "hidden_size": 2560, "num_hidden_layers": 54, "num_attention_heads": 32,
+              "num_key_value_heads": 32, "n_mamba_heads": 80, "mamba_d_state": 64, "mamba_d_conv": 4,
+              "mamba_expand": 2, "mamba_ngroups": 1, "intermediate_size": 10240, "num_mem_blocks": 2,
+              "adapter_rank": 128, "use_shared_attention_adapter": False, "use_mem_rope": False,
+              "vocab_size": 32000, "tie_word_embeddings": True}
+
+
+def test_zamba2_kv_state_and_shared_weights_by_hand():
+    """Each of the 9 hybrid layers caches K and V of its own use of a shared block: 32 heads x 160 x 2, in
+    bf16; every one of the 54 layers keeps a Mamba-2 state: conv window (5120 + 2·64) x 3 and 80 x 64 x 64.
+    The two shared blocks count once; each use adds its gate_up adapter (2560·128 + 128·20480) and its
+    linear (2560²); every use computes the whole block."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+
+    spec = parse_config(ZAMBA2_27B)
+    bf16 = get_dtype("bf16")
+    kv = kv_cache(spec, bf16, bf16)
+    hybrid = [lk.layer for lk in kv.layers if lk.bytes_per_token]
+    assert hybrid == [6, 12, 18, 24, 30, 36, 42, 47, 51]
+    assert kv.bytes_per_token == 9 * 2 * 32 * 160 * 2 == 184_320
+    assert kv.state_bytes_per_sequence == 54 * 2 * ((5120 + 2 * 64) * 3 + 80 * 64 * 64) == 37_089_792
+    assert kv.bytes_per_sequence(1000) == 1000 * 184_320
+    h, i, r = 2560, 10240, 128
+    block = 2 * h + 3 * (2 * h) ** 2 + h * 2 * h + h + 3 * h * i  # norms, q/k/v, o_proj, gate_up + down
+    mamba = h * (2 * 5120 + 2 * 64 + 80) + 5248 * 5 + 3 * 80 + 5120 + 5120 * h  # in_proj, conv, dt/A/D, norm, out
+    per_use = h * r + r * 2 * i + h * h + h  # adapter, linear, the Mamba block's input norm
+    want = 32000 * h + h + 45 * (h + mamba) + 9 * (mamba + per_use) + 2 * block
+    assert count_params(spec).total == want == 2_662_214_560
+    # decode FLOPs at context 8192: every layer's Mamba-2, every use of a block, the head
+    a = analyze(spec, Options(context=8192))
+    attn = 32 * 2 * (160 + 160) * 8193
+    use = 2 * (3 * (2 * h) ** 2 + 2 * h * h + 3 * h * i + h * r + r * 2 * i + h * h) + attn
+    m2 = 2 * (h * 10448 + 5248 * 4 + 2 * 80 * 64 * 64 + 5120 * h)
+    assert a.decode_flops == 54 * m2 + 9 * use + 2 * 32000 * h
+
+
+@pytest.mark.parametrize("name", ["zamba2-blocks-adapters-rope-bias", "zamba-layers-biases"])
+def test_zamba2_cache_and_decode_flops_equal_transformers(name):
+    """transformers' own cache after a 5-token prefill: K/V in the hybrid layers only, a conv window of
+    ``conv_kernel`` columns (ours keeps ``kernel - 1``) and the SSM state in every layer; FlopCounterMode
+    over its decode step: its ``aten.mm`` are our matmuls (shared block per use, adapters, linear, Mamba
+    projections), its ``aten.bmm`` our attention plus the SSM read-out (``y = h·C``, half our scan
+    FLOPs: the state update is elementwise there) and, in Zamba, the per-head x_proj / dt_proj."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    cfg = {k: v for k, v in CASES[name].items() if v is not None}
+    torch, model = _hf_text_model(cfg)
+    from torch.utils.flop_counter import FlopCounterMode
+
+    spec = parse_config(cfg)
+    fp32 = get_dtype("fp32")
+    n = 5
+    with torch.no_grad():
+        cache = model(torch.randint(1, cfg["vocab_size"], (1, n)), use_cache=True).cache
+        for lk, lc in zip(kv_cache(spec, fp32, fp32).layers, cache.layers):
+            keys = getattr(lc, "keys", None)
+            assert lk.bytes_per_token == (0 if keys is None else 2 * keys.numel() * 4 // n)
+        for i, lk in enumerate(kv_cache(spec, fp32, fp32).layers):
+            conv, rec = cache.get_conv_state(i), cache.get_recurrent_state(i)
+            k = conv.shape[-1]
+            assert lk.state_bytes == 4 * (conv.numel() // k * (k - 1) + rec.numel())
+        counter = FlopCounterMode(display=False)
+        with counter:
+            model(torch.randint(1, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
+    hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+    fmt, _ = weight_format(spec, "fp32")
+    ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n)
+    per_head = sum(o.flops for o in ops if o.name in ("x_proj", "dt_proj"))  # Zamba: batched over heads (bmm)
+    assert hf["aten.mm"] + hf.get("aten.addmm", 0) == sum(o.flops for o in ops if o.kind == "matmul") - per_head
+    scan = sum(o.flops for o in ops if o.kind == "scan")
+    assert hf["aten.bmm"] == sum(o.flops for o in ops if o.kind == "attention") + scan // 2 + per_head

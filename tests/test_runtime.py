@@ -225,6 +225,34 @@ TINY.update({
                                         "mscale_all_dim": 1.0, "mscale": 1.0, "llama_4_scaling_beta": 0.1}),
 })
 MOE |= {"granitemoe", "granitemoeshared"}
+# Granite SWA: sinks, Granite's multipliers, a NoPE full layer and a sliding layer with its own RoPE base; Granite
+# MoE SWA with a shared MLP and the default layer_types; FlexOlmo (OLMo 2 norms, OLMoE experts); Mellum (a dense
+# sliding layer with its own base, a sparse full layer); MiniCPM3 (MLA with rotate-half RoPE and its multipliers)
+TINY.update({
+    "granite_swa": dict(BASE, model_type="granite_swa", sliding_window=8, layer_types=["full_attention",
+                        "sliding_attention"], layer_rope_theta=[0, 20000.0], embedding_multiplier=2.0,
+                        residual_multiplier=0.5, attention_multiplier=0.2, logits_scaling=2.0, rope_theta=10000.0),
+    "granitemoe_swa": dict(BASE, model_type="granitemoe_swa", num_local_experts=4, num_experts_per_tok=2,
+                           shared_intermediate_size=48, sliding_window=8, rope_theta=10000.0),
+    "flex_olmo": dict(BASE, model_type="flex_olmo", num_experts=4, num_experts_per_tok=2, rope_theta=10000.0),
+    "mellum": dict(BASE, model_type="mellum", head_dim=16, num_experts=4, num_experts_per_tok=2,
+                   moe_intermediate_size=32, sliding_window=8, layer_types=["sliding_attention", "full_attention"],
+                   mlp_layer_types=["dense", "sparse"],
+                   rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 500000.0},
+                                    "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+    "minicpm3": dict(BASE, model_type="minicpm3", num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=16,
+                     qk_nope_head_dim=16, qk_rope_head_dim=8, scale_emb=3.0, scale_depth=1.4, dim_model_base=32,
+                     rope_theta=10000.0),
+})
+MOE |= {"granitemoe_swa", "flex_olmo", "mellum"}
+# BitNet: sub-layer RMSNorms before o_proj and down_proj (relu2); NanoChat: weightless norms (the embeddings
+# normed too), q/k normed after its sign-flipped rotate_half RoPE, a relu2 fc1 / fc2 MLP, logits soft-capped
+TINY["bitnet"] = dict(BASE, model_type="bitnet", attention_bias=True, rope_theta=10000.0)
+# Youtu-LLM: interleaved-RoPE MLA with a dense MLP; Jais 2: LayerNorms with bias, a biased relu2 up / down MLP
+TINY["youtu"] = dict(BASE, model_type="youtu", num_key_value_heads=4, q_lora_rank=32, kv_lora_rank=16,
+                     qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, rope_theta=10000.0)
+TINY["jais2"] = dict(NO_EPS, model_type="jais2", layer_norm_eps=1e-5, rope_theta=10000.0)
+TINY["nanochat"] = dict(BASE, model_type="nanochat", final_logit_softcapping=15.0, rope_theta=10000.0)
 
 
 def hf_model(cfg: dict):
@@ -501,6 +529,22 @@ def test_unsupported_mixers_are_refused_clearly(model_id):
     with pytest.raises(RuntimeUnavailableError, match="verify does not support Mamba layers yet"):
         build_decoder(spec, device="meta")
     r = run_cli("verify", model_id, "--device", "cpu", "--steps", "1")
+    assert r.exit_code == 1 and r.stderr.startswith("Error: verify does not support Mamba layers yet")
+
+
+def test_zamba2_is_refused_clearly(tmp_path):
+    """Zamba2 is analysed and traced, not run: its Mamba-2 layers (and, where a hybrid layer comes first, its
+    shared-block layers) are refused with one message, by build and by the verify command."""
+    from tests.test_families import CASES
+
+    cfg = CASES["zamba2"]
+    with pytest.raises(RuntimeUnavailableError, match="verify does not support Mamba layers yet"):
+        build_decoder(parse_config(cfg), device="meta")
+    hybrid_first = {k: v for k, v in CASES["zamba2-blocks-adapters-rope-bias"].items() if v is not None}
+    with pytest.raises(RuntimeUnavailableError, match="verify does not support shared attention block"):
+        build_decoder(parse_config(hybrid_first), device="meta")
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = run_cli("verify", str(tmp_path), "--device", "cpu", "--steps", "1")
     assert r.exit_code == 1 and r.stderr.startswith("Error: verify does not support Mamba layers yet")
 
 

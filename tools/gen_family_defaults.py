@@ -19,7 +19,7 @@ TYPES = sys.argv[1:] or [
     "llama", "mistral", "ministral", "mixtral", "qwen2", "qwen3", "qwen2_moe", "qwen3_moe", "gemma", "gemma2",
     "gemma3_text", "phi3", "phi", "olmo2", "olmo3", "olmoe", "deepseek_v2", "deepseek_v3", "gpt_oss", "llama4_text",
     "granite", "smollm3", "exaone4", "glm4_moe", "starcoder2", "gpt_neox", "falcon", "qwen3_next", "nemotron_h",
-    "jamba", "falcon_h1", "falcon_mamba", "mamba", "mamba2", "bamba", "granitemoehybrid", "lfm2", "zamba2",
+    "jamba", "falcon_h1", "falcon_mamba", "mamba", "mamba2", "bamba", "granitemoehybrid", "lfm2", "zamba2", "zamba",
     "siglip_vision_model", "cohere", "cohere2", "gpt2", "gpt_bigcode", "gptj", "gpt_neo", "bloom",
     "clip_vision_model", "pixtral", "llava", "mistral3",
     "minimax_m2", "stablelm", "phimoe",
@@ -33,6 +33,8 @@ TYPES = sys.argv[1:] or [
     "granitemoe", "granitemoeshared", "exaone", "internlm3", "vaultgemma", "cwm", "ministral3",
     "ernie4_5_moe", "dots1", "hunyuan_v1_moe", "hunyuan_v1_dense", "exaone_moe", "solar_open",
     "deepseek_v32", "glm_moe_dsa",
+    "granite_swa", "granitemoe_swa", "flex_olmo", "mellum", "minicpm3", "bitnet", "nanochat",
+    "youtu", "jais2",
 ]
 #: Families whose config nests blocks of fields in sub-config classes: their defaults go under "<type>.<key>".
 NESTED = {"dbrx": ("attn_config", "ffn_config")}

@@ -73,6 +73,24 @@ REFUSED: dict[str, Builder] = {
                               "zero-computation experts are not modelled"),
     "mimo_v2_flash": _refused("MiMo-V2-Flash", "its hybrid attention with per-type head dims and its MoE layout are "
                               "not modelled"),
+    "recurrent_gemma": _refused("RecurrentGemma / Griffin", "its recurrent blocks (RG-LRU: a gated linear recurrence "
+                                "with block-diagonal gates behind a temporal conv, in lru_width channels) have no "
+                                "mixer yet"),
+    # decoders transformers ships whose blocks the generic decoder miscounts (0.96x .. 1.35x, or off by their
+    # own small parameters), refused by name until modelled
+    "diffllama": _refused("DiffLlama", "its differential attention (two softmax maps per head, the learned "
+                          "lambda_q1/k1/q2/k2 vectors and a per-head group norm) is not modelled"),
+    "cohere2_moe": _refused("Command A MoE (cohere2_moe)", "Cohere 2's parallel block with a mixture of experts is "
+                            "not modelled"),
+    "laguna": _refused("Laguna", "its softplus attention output gate (g_proj), per-layer head counts, per-layer-type "
+                       "partial RoPE and sigmoid router with shared experts are not modelled"),
+    "hy_v3": _refused("Hunyuan V3 (hy_v3)", "its dense-then-MoE layout and router are not modelled"),
+    "persimmon": _refused("Persimmon", "its fused per-head query_key_value projection, LayerNorm q/k norms and "
+                          "biased relu2 MLP are not modelled"),
+    "biogpt": _refused("BioGPT", "its post-offset learned positions, scaled embeddings and fc1 / fc2 block are not "
+                       "modelled"),
+    "modernbert-decoder": _refused("ModernBERT decoder", "ModernBERT's block (fused Wqkv, GeGLU Wi, embedding "
+                                   "norm, alternating global / local attention) is not modelled"),
 }
 
 REGISTRY: dict[str, Family] = {
@@ -203,12 +221,41 @@ REGISTRY: dict[str, Family] = {
     # RoPE; the MoE (Hunyuan-A13B) has a shared MLP beside the experts on every layer (module names rewritten)
     "hunyuan_v1_dense": _HUNYUAN,
     "hunyuan_v1_moe": replace(_HUNYUAN, moe="hunyuan"),
+    # Granite SWA (granite-swash): Granite with a learned per-head attention sink (sigmoid(lse - sink) scaling the
+    # output: gpt-oss's extra softmax logit), layer_types (default: full where i % 4 == 0, else sliding) and
+    # layer_rope_theta (a base per layer, 0: NoPE); Granite MoE SWA: the same on Granite MoE Shared's blocks
+    "granite_swa": Traits(multipliers=True, sinks=True, windows="full_every_4", layer_rope_theta=True),
+    "granitemoe_swa": replace(_GRANITEMOE, sinks=True, windows="full_every_4", layer_rope_theta=True,
+                              shared_mlp_key="shared_intermediate_size",
+                              modules=((".shared_mlp.input_linear.", ".mlp.shared_expert.gate_up_proj."),
+                                       (".shared_mlp.output_linear.", ".mlp.shared_expert.down_proj."))),
+    # FlexOlmo: OLMo 2's block (q/k RMSNorms over all heads, norms after attention and MLP only) with OLMoE's
+    # experts (softmax router, norm_topk_prob false by default)
+    "flex_olmo": Traits(qk_norm="full", norms="post", mlp_bias=False, windows="none", moe="mixtral",
+                        norm_topk_default=False),
+    # BitNet b1.58 (Microsoft): Llama with an RMSNorm on the attention output before o_proj (attn_sub_norm) and
+    # one on the MLP's intermediate features before down_proj (ffn_sub_norm); bias-free MLP, relu2 by default
+    "bitnet": Traits(mlp_bias=False, act_default="relu2", sub_norms=True, windows="none"),
+    # Jais 2: Llama with LayerNorms (bias), a plain relu2 MLP (up, down), biases on by default everywhere
+    "jais2": Traits(norm_kind=NormKind.LAYER, gated=False, act_default="relu2", windows="none"),
+    # NanoChat (karpathy): every RMSNorm weightless (the embeddings normed too), q/k normed per head after RoPE,
+    # rotate_half with flipped signs, a plain relu2 MLP (fc1 / fc2), logits soft-capped (15 by default)
+    "nanochat": Traits(o_bias="attention_bias", mlp_bias=False, gated=False, act_default="relu2", norm_affine=False,
+                       embed_norm=True, qk_l2_norm=True, rope_style=RopeStyle.HALF_FLIPPED, windows="none",
+                       modules=((".mlp.fc1.", ".mlp.up_proj."), (".mlp.fc2.", ".mlp.down_proj."))),
+    # Mellum (JetBrains): Qwen3-MoE's attention (per-head q/k norms) and experts, MoE or dense by mlp_layer_types
+    # (default: every layer sparse), sliding layers by layer_types with their own RoPE base
+    # (rope_parameters.sliding_attention); its MTP layer is not built by transformers (not counted)
+    "mellum": replace(_QWEN3_MOE, windows="layer_types", local_rope=True, head_dim_default=128,
+                      norm_topk_default=True),
     # ---- families with their own builder ----
     "deepseek_v2": deepseek.build_v2,
     "deepseek_v3": deepseek.build_v3,
     "kimi_k2": deepseek.build_kimi_k2,
     "deepseek_v32": deepseek.build_v32,  # DeepSeek sparse attention (analysis.mixers.dsa)
     "glm_moe_dsa": deepseek.build_glm_moe_dsa,  # GLM-5: the same, some layers sharing the top-k
+    "minicpm3": deepseek.build_minicpm3,  # MLA with a dense MLP and MiniCPM's multipliers
+    "youtu": deepseek.build_youtu,  # Youtu-LLM: DeepSeek V3's MLA with a dense MLP on every layer
     "gpt_neox": gpt_neox.build,
     "gpt2": gpt2.build_gpt2,
     "gpt_bigcode": gpt2.build_gpt2,
@@ -234,6 +281,8 @@ REGISTRY: dict[str, Family] = {
     "bamba": hybrid.build_bamba,
     "granitemoehybrid": hybrid.build_bamba,
     "lfm2": hybrid.build_lfm2,
+    "zamba2": hybrid.build_zamba2,
+    "zamba": hybrid.build_zamba,
     "phi": hybrid.build_phi,
     "gemma4_text": gemma4.build,
     "mllama_text_model": mllama.build_text,

@@ -68,6 +68,16 @@ class Traits:
     # Granite MoE Shared: the config key of a shared MLP's width (0: none) beside the experts, its gate and up fused
     # (shared_mlp.input_linear, gate rows first), output_linear its down projection
     shared_mlp_key: str | None = None
+    # Granite SWA: layer_rope_theta, one RoPE base per layer (transformers builds a rotary table per distinct
+    # base; 0: that layer gets no position embeddings, NoPE); absent: rope_theta on every layer
+    layer_rope_theta: bool = False
+    # NanoChat: the (weightless) RMSNorm also runs on the embeddings before the first layer
+    embed_norm: bool = False
+    # NanoChat: weightless RMS norms of q and k over head_dim after RoPE (Llama 4's L2 norm), always on
+    qk_l2_norm: bool = False
+    # BitNet: RMSNorms inside the blocks: attn_sub_norm on the attention output before o_proj (hidden_size wide),
+    # ffn_sub_norm on the MLP's intermediate features before down_proj
+    sub_norms: bool = False
 
 
     # numerics and layout switches (what transformers' modeling file does differently)
@@ -196,6 +206,11 @@ def read_rope(f: Fields, head_dim: int) -> tuple[float, int, tuple]:
                 theta = float(block["rope_theta"])
             if factor is None and isinstance(block.get("partial_rotary_factor"), (int, float)):
                 factor = float(block["partial_rotary_factor"])
+    if theta is None and isinstance(params, dict) and isinstance(params.get("full_attention"), dict):
+        # rope_parameters per layer type (Mellum, Gemma 3 in transformers 5): the full layers' base
+        v = params["full_attention"].get("rope_theta")
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            theta = float(v)
     if theta is None:
         theta = f.float("rope_theta", 10000.0)  # the family's default, else 10000
     if f.has("partial_rotary_factor"):

@@ -33,6 +33,10 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
     if t.q_norm_over_hidden and hd * heads != hidden:
         # transformers sizes OLMoE's q_norm by hidden_size, so its q_proj must be hidden_size wide too
         raise f.error("head_dim", f"({hd}) x num_attention_heads ({heads}) must equal hidden_size ({hidden}) for {model_type}")
+    if t.sub_norms and hd * heads != hidden:
+        # transformers builds BitNet's attn_sub_norm over hidden_size features and applies it to heads x head_dim
+        raise f.error("head_dim", f"({hd}) x num_attention_heads ({heads}) must equal hidden_size ({hidden}) for "
+                                  f"{model_type}: its attn_sub_norm is hidden_size wide")
     if t.o_from_hidden and hd * heads != hidden:
         # transformers builds Helium's o_proj as Linear(hidden_size, hidden_size): wider or narrower heads do not run
         raise f.error("head_dim", f"({hd}) x num_attention_heads ({heads}) must equal hidden_size ({hidden}) for "
@@ -67,10 +71,14 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
     # StableLM's parallel block: x + attn(ln(x)) + mlp(ln(x)), one input LayerNorm and no other
     parallel = t.parallel_key is not None and f.bool(t.parallel_key, False)
 
+    thetas = read_layer_thetas(f, n_layers) if t.layer_rope_theta else None
     layers = []
     for i in range(n_layers):
         window, chunk = windows[i]
         uses_rope = bool(no_rope[i]) if no_rope is not None else True
+        base = theta
+        if thetas is not None:  # Granite SWA: this layer's base, 0 for NoPE
+            uses_rope, base = thetas[i] > 0, thetas[i] or theta
         if t.nope_global_with_sliding and any(w for w, _ in windows) and not window:
             uses_rope = False  # transformers: with sliding layers present, global layers skip RoPE
         if t.nope_global_if_window and f.has("sliding_window") and not window:
@@ -79,13 +87,14 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
             hidden_size=hidden, num_attention_heads=heads, num_key_value_heads=kv, head_dim=hd, v_head_dim=v_head_dim,
             q_bias=qkv_bias, k_bias=qkv_bias, v_bias=qkv_bias, o_bias=o_bias, fused_qkv=t.fused_qkv,
             q_norm_dim=q_norm, k_norm_dim=k_norm, window=window, chunk=chunk,
-            rotary_dim=rotary_dim if uses_rope else 0, rope_theta=local_theta(f, t, window, theta),
-            sinks=t.sinks, qk_norm_per_head=t.qk_norm_per_head and bool(q_norm),
+            rotary_dim=rotary_dim if uses_rope else 0, rope_theta=local_theta(f, t, window, base),
+            sinks=t.sinks, qk_norm_per_head=t.qk_norm_per_head and bool(q_norm), o_norm=t.sub_norms,
         )
         if i in moe_at:
             ffn = make_moe(i)
         else:
-            ffn = MLP(hidden, dense_intermediate, gated=t.gated, bias=mlp_bias, fused_gate_up=t.fused_gate_up, act=act)
+            ffn = MLP(hidden, dense_intermediate, gated=t.gated, bias=mlp_bias, fused_gate_up=t.fused_gate_up, act=act,
+                      inner_norm=t.sub_norms)
         if t.norm_names is not None and layout_norms in ("pre", "sandwich") and not parallel:
             roles = ("pre_mixer", "pre_ffn") if layout_norms == "pre" else \
                 ("pre_mixer", "post_mixer", "pre_ffn", "post_ffn")
@@ -133,6 +142,8 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
     )
     if t.multipliers:  # Granite scales the embeddings by embedding_multiplier (Gemma's sqrt(hidden) above)
         spec = replace(spec, embedding_multiplier=f.float("embedding_multiplier", 1.0))
+    if t.embed_norm:  # NanoChat: the embeddings normed (its weightless final norm) before the first layer
+        spec = replace(spec, embedding_norm=norm())
     if head_rows:  # Apertus 1.5's pruned head: lm_head (and the logits) output_vocab_size wide, the embedding vocab
         spec = replace(spec, vocab_size=head_rows, embedding_rows=vocab)
     if t.moe == "deepseek":
@@ -140,6 +151,18 @@ def build(f: Fields, model_type: str, t: Traits, generic: bool = False) -> Model
     return spec
 
 
+
+
+def read_layer_thetas(f: Fields, n_layers: int) -> list[float | None] | None:
+    """Granite SWA's ``layer_rope_theta``: a RoPE base per layer, 0 meaning NoPE (None when absent)."""
+    raw = f.raw("layer_rope_theta")
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or len(raw) != n_layers or \
+            any(isinstance(x, bool) or not isinstance(x, (int, float)) or x < 0 for x in raw):
+        raise f.error("layer_rope_theta", f"must list a RoPE base >= 0 (0: NoPE) for each of the {n_layers} layers")
+    f.derived("layer_rope_theta", f"list[{n_layers}]", "a RoPE base per layer, 0: NoPE")
+    return [float(x) for x in raw]
 
 
 def ntk_alpha(f: Fields, hd: int, theta: float, scaling: tuple) -> tuple[float, tuple]:
@@ -209,6 +232,11 @@ def moe_plan(f: Fields, t: Traits, hidden: int, n_layers: int, intermediate: int
         if n_exp and k > n_exp:
             raise f.error("num_experts_per_tok", f"({k}) exceeds num_experts ({n_exp})")
         at = {i for i in range(n_layers) if i not in only and n_exp > 0 and (i + 1) % step == 0}
+        if isinstance(f.raw("mlp_layer_types"), list):  # Mellum: "dense" | "sparse" per layer (no sparse step)
+            types = f.list("mlp_layer_types")
+            if len(types) != n_layers or any(x not in ("dense", "sparse") for x in types):
+                raise f.error("mlp_layer_types", f"must list 'dense' or 'sparse' for each of the {n_layers} layers")
+            at = {i for i, x in enumerate(types) if x == "sparse" and n_exp > 0}
         moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=shared, shared_expert_gate=bool(shared), act=act) if at else None
         return at, (lambda i: moe), intermediate
     if kind == "deepseek":
@@ -328,6 +356,8 @@ def read_numerics(f: Fields, t: Traits, hidden: int) -> Numerics:
         kw.update(read_routing(f, t.router, norm_default=t.norm_topk_default, norm_fixed=t.norm_topk_fixed))
     if t.qk_norm_after_rope:
         kw["qk_norm_after_rope"] = True
+    if t.qk_l2_norm:
+        kw["qk_l2_norm"] = True
     if t.llama4:
         kw["qk_l2_norm"] = f.bool("use_qk_norm", True)
         if f.bool("attn_temperature_tuning", True):

@@ -162,3 +162,50 @@ build_v32 = partial(build, version=3, interleave_fixed=True, dsa="v32")
 build_glm_moe_dsa = partial(build, version=3, interleave_fixed=True, dsa="glm")
 
 
+
+
+def build_mla_dense(f: Fields, model_type: str, *, minicpm: bool) -> ModelSpec:
+    """Multi-head latent attention with a dense MLP on every layer, tied by default.
+
+    Youtu-LLM (``minicpm=False``): DeepSeek V3's attention (interleaved RoPE unless ``rope_interleave`` is
+    false) in a Llama block. MiniCPM3 (openbmb/MiniCPM3-4B): DeepSeek V2's multi-head latent attention (transformers'
+    MiniCPM3Attention is DeepseekV2Attention's modules with Llama's rotate-half RoPE) on every layer, a dense
+    Llama MLP, and MiniCPM's multipliers: the embedding times ``scale_emb``, each residual branch times
+    ``scale_depth / sqrt(num_hidden_layers)``, the final hidden state divided by ``hidden_size / dim_model_base``
+    before the (tied by default) head. ``v_head_dim`` defaults to hidden_size / num_attention_heads."""
+    hidden = f.int("hidden_size")
+    n_layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
+    heads = f.int("num_attention_heads")
+    vocab = f.int("vocab_size", hi=1 << 26)
+    q_lora = f.opt_int("q_lora_rank")
+    kv_lora = f.int("kv_lora_rank")
+    nope = f.int("qk_nope_head_dim")
+    rope = f.int("qk_rope_head_dim")
+    if hidden % heads and f.raw("v_head_dim") is None:
+        raise f.error("v_head_dim", f"is missing and hidden_size ({hidden}) is not divisible by "
+                                    f"num_attention_heads ({heads})")
+    v_hd = f.int("v_head_dim", lambda: hidden // heads, note="absent: hidden_size / num_attention_heads")
+    bias = f.bool("attention_bias", False)
+    theta, _, scaling = read_rope(f, rope)
+    act = read_act(f, TRAITS)
+    intermediate = f.int("intermediate_size")
+    mla = MLA(hidden, heads, q_lora, kv_lora, nope, rope, v_hd, bias=bias, rope_theta=theta)
+    mlp = MLP(hidden, intermediate, bias=f.bool("mlp_bias", False), act=act)
+    layers = tuple(Layer(mla, mlp, pre_norms(lambda: Norm(hidden))) for _ in range(n_layers))
+    # null in the config means the no-op (MiniCPM3Config.__post_init__: sqrt(layers), hidden_size)
+    depth = f.raw("scale_depth") if minicpm else None
+    depth = n_layers ** 0.5 if depth is None else f.float("scale_depth")
+    base = f.raw("dim_model_base") if minicpm else None
+    base = hidden if base is None else f.float("dim_model_base")
+    num = Numerics(rope_style=RopeStyle.HALF, residual_multiplier=depth / n_layers ** 0.5, logits_scaling=hidden / base)
+    if not minicpm:  # Youtu: no multipliers; DeepseekV3Attention's RoPE layout
+        num = Numerics(rope_style=RopeStyle.PAIRS if f.bool("rope_interleave", True) else RopeStyle.HALF)
+    return ModelSpec(
+        model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=layers,
+        tie_word_embeddings=read_tie(f, True), final_norm=Norm(hidden), hidden_act=act, norm_eps=read_eps(f),
+        embedding_multiplier=f.float("scale_emb", 12.0) if minicpm else 1.0, rope_scaling=scaling, numerics=num,
+    )
+
+
+build_minicpm3 = partial(build_mla_dense, minicpm=True)
+build_youtu = partial(build_mla_dense, minicpm=False)

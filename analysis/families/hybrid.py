@@ -26,6 +26,9 @@ Layer layouts (transformers 5.x):
   MoE + shared MLP (granite; shared MLP alone when ``num_local_experts`` is 0).
 - ``lfm2``: operator_norm → (short conv | attention with q/k norms) → ffn_norm → SwiGLU MLP.
 - ``phi``: ONE LayerNorm feeding attention and MLP in parallel (biases everywhere, lm_head too).
+- ``zamba2`` / ``zamba``: input_layernorm → Mamba-2 / Mamba-1 (per-head x/dt projections); a hybrid
+  layer first runs a shared transformer block on [hidden | embedding] and a per-layer linear, adds it
+  to its input, then its own Mamba block (``mixers/zamba.py``).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from ..spec import (
     RouterKind,
     ShortConv,
 )
+from ..mixers import SharedBlockMamba
 from .common import Traits, pre_norms, read_routing, read_act, read_eps, read_head_dim, read_rope, read_rotary, read_tie
 
 # ---- shared readers ------------------------------------------------------------------------------
@@ -593,3 +597,153 @@ def build_phi(f: Fields, model_type: str) -> ModelSpec:
         raise f.error("tie_word_embeddings", "is true, but Phi's lm_head has a bias that a tied head would drop "
                                              "(not supported)")
     return spec
+
+
+# ---- Zamba2 --------------------------------------------------------------------------------------
+
+ZAMBA2_TYPES = {"mamba": "mamba", "linear_attention": "mamba", "hybrid": "hybrid"}
+
+#: transformers' Zamba2Config default layout (54 layers), used when the config names none
+ZAMBA2_DEFAULT_TYPES = (["mamba"] + (["mamba"] * 5 + ["hybrid"]) * 7 + ["mamba"] * 4 + ["hybrid"] + ["mamba"] * 3
+                        + ["hybrid"] + ["mamba"] * 2)
+
+
+#: transformers' names -> ours (the Mamba is ``mixer``, the final norm ``model.norm``; the shared block's
+#: ``feed_forward`` is ``mlp`` by the rename every family shares)
+ZAMBA2_LAYOUT = CheckpointLayout(renames=(("model.final_layernorm.", "model.norm."),),
+                                 modules=((".mamba_decoder.mamba.", ".mixer."), (".mamba.", ".mixer.")))
+
+
+def build_zamba2(f: Fields, model_type: str) -> ModelSpec:
+    """Zamba2: Mamba-2 layers (input_layernorm → Mamba-2), and hybrid layers that first run one of
+    ``num_mem_blocks`` shared transformer blocks (taken in turn) on the hidden state concatenated
+    with the token embedding, with per-use adapters, then a per-layer ``linear``, then their own
+    Mamba-2 block (``mixers/zamba.py``). What transformers computes rather than reads: the attention
+    head_dim (2·hidden / heads, whatever ``attention_head_dim`` says), the Mamba head_dim
+    (int(expand·hidden) / n_mamba_heads), the conv bias (always on: ``use_conv_bias`` is not read),
+    the gate_up adapters (always built: ``use_shared_mlp_adapter`` is not read)."""
+    hidden, _, vocab = _core(f)
+    key = _pick(f, "layers_block_type", "layer_types")
+    if _present(f, key):
+        types = _types_list(f, key, f.int("num_hidden_layers", hi=MAX_LAYERS), ZAMBA2_TYPES)
+    else:
+        types = list(ZAMBA2_DEFAULT_TYPES)
+        if _present(f, "num_hidden_layers") and f.int("num_hidden_layers", hi=MAX_LAYERS) != len(types):
+            raise f.error("num_hidden_layers", f"is {f.int('num_hidden_layers')} but there is no layers_block_type: "
+                                               f"transformers builds its default {len(types)}-layer layout")
+        f.defaulted("layers_block_type", f"list[{len(types)}]", "absent: transformers' default Zamba2 layout")
+    bias = f.bool("add_bias_linear", False)
+    d_inner = _expand_inner(f, "mamba_expand", hidden)
+    m_heads = f.int("n_mamba_heads")
+    if d_inner % m_heads:
+        raise f.error("n_mamba_heads", f"({m_heads}) must divide the Mamba inner size {d_inner} "
+                                       "(mamba_expand x hidden_size)")
+    m_head_dim = f.derived("mamba_headdim", d_inner // m_heads, "int(mamba_expand x hidden_size) / n_mamba_heads")
+    groups = f.int("mamba_ngroups", 1)
+    if m_heads % groups:
+        raise f.error("mamba_ngroups", f"({groups}) must divide n_mamba_heads ({m_heads})")
+    mamba = Mamba(hidden_size=hidden, version=2, intermediate_size=d_inner, state_size=f.int("mamba_d_state"),
+                  conv_kernel=f.int("mamba_d_conv", hi=1 << 12), num_heads=m_heads, head_dim=m_head_dim,
+                  n_groups=groups, conv_bias=True, proj_bias=bias, gated_norm=True, norm_groups=groups,
+                  chunk_size=f.int("chunk_size", 256))
+    act = _act(f, "gelu")
+    norm = Norm(hidden)
+    mamba_layer = Layer(mamba, None, (PlacedNorm("input_layernorm", "pre_mixer", norm),))
+    hybrid_at = [i for i, t in enumerate(types) if t == "hybrid"]
+    layers: list[Layer] = [mamba_layer] * len(types)
+    rope_items: tuple = ()
+    if hybrid_at:
+        heads = f.int("num_attention_heads")
+        kv = f.int("num_key_value_heads", heads, note="absent: equal to num_attention_heads (no GQA)")
+        _check_heads(f, heads, kv)
+        hd = f.derived("head_dim", 2 * hidden // heads, "2 x hidden_size / num_attention_heads (transformers "
+                                                        "computes it; the attention reads 2 x hidden_size)")
+        theta, rotary = 10000.0, 0
+        if f.bool("use_mem_rope", False):
+            theta, rotary, rope_items = read_rope(f, hd)
+        attn = Attention(hidden_size=2 * hidden, num_attention_heads=heads, num_key_value_heads=kv, head_dim=hd,
+                         v_head_dim=hd, rotary_dim=rotary, rope_theta=theta)
+        adapters = f.bool("use_shared_attention_adapter", False)
+        if adapters and (kv != heads or heads * hd != 2 * hidden):
+            raise f.error("use_shared_attention_adapter", "is true, but the q/k/v adapters write 2 x hidden_size "
+                                                          "features and the projections do not (GQA or a head count "
+                                                          "that does not divide 2 x hidden_size): transformers "
+                                                          "cannot run it")
+        inter = (f.int("intermediate_size") if _present(f, "intermediate_size")
+                 else f.derived("intermediate_size", 4 * hidden, "absent: 4 x hidden_size"))
+        mlp = MLP(hidden, inter, bias=bias, fused_gate_up=True, act=act)
+        blocks = f.int("num_mem_blocks", 1)
+        rank = f.int("adapter_rank", 128)
+        if not read_tie(f, True) and len(hybrid_at) > blocks:
+            # transformers 5 ties the shared blocks through _tied_weights_keys, which it skips unless
+            # tie_word_embeddings: every hybrid layer would build a block (and adapters) of its own
+            raise f.error("tie_word_embeddings", "is false: transformers then ties none of Zamba2's shared transformer "
+                                                 "blocks (each hybrid layer builds its own copy, which a checkpoint "
+                                                 "does not hold): not supported")
+        for k, i in enumerate(hybrid_at):
+            mixer = SharedBlockMamba(hidden, attn, mlp, mamba, rank, adapters, owner=k < blocks, use=k,
+                                     block_layer=hybrid_at[k % blocks])
+            layers[i] = Layer(mixer, None)
+    spec = _spec(f, model_type, hidden, vocab, layers, Norm(hidden), True, act, rope_scaling=rope_items,
+                 checkpoint=ZAMBA2_LAYOUT)
+    if hybrid_at:  # scores scaled by (head_dim / 2)^-0.5
+        spec = replace(spec, query_pre_attn_scalar=hd / 2)
+    return spec
+
+
+# ---- Zamba ---------------------------------------------------------------------------------------
+
+
+def build_zamba(f: Fields, model_type: str) -> ModelSpec:
+    """Zamba (v1): Zamba2's layout (``mixers/zamba.py``) with ONE shared transformer block
+    (``shared_transf``, used by every hybrid layer), no adapters, a gated MLP with separate gate and up
+    projections, NoPE attention, and Mamba-1 layers whose x_proj / dt_proj are per head
+    (``n_mamba_heads``; ``Mamba.head_stacked``). Default layout: two Mamba layers, a hybrid one, then a
+    hybrid layer wherever i % attn_layer_period == attn_layer_offset over the remaining layers."""
+    hidden, n_layers, vocab = _core(f)
+    key = _pick(f, "layers_block_type", "layer_types")
+    if _present(f, key):
+        types = _types_list(f, key, n_layers, ZAMBA2_TYPES)
+    else:
+        period, offset = f.int("attn_layer_period"), f.int("attn_layer_offset", lo=0)
+        types = ["mamba", "mamba", "hybrid"] + ["hybrid" if i % period == offset else "mamba"
+                                                for i in range(n_layers - 3)]
+        f.defaulted("layers_block_type", f"list[{len(types)}]", "absent: two Mamba layers, a hybrid one, then "
+                                                                "attn_layer_period / attn_layer_offset")
+    d_inner = f.derived("mamba_intermediate_size", f.int("mamba_expand", 2) * hidden, "mamba_expand x hidden_size")
+    m_heads = f.int("n_mamba_heads")
+    if d_inner % m_heads:
+        raise f.error("n_mamba_heads", f"({m_heads}) must divide the Mamba inner size {d_inner} "
+                                       "(mamba_expand x hidden_size)")
+    mamba = Mamba(hidden_size=hidden, version=1, intermediate_size=d_inner, state_size=f.int("mamba_d_state"),
+                  conv_kernel=f.int("mamba_d_conv", hi=1 << 12), num_heads=m_heads,
+                  dt_rank=_dt_rank(f, "mamba_dt_rank", hidden), conv_bias=f.bool("mamba_conv_bias", True),
+                  proj_bias=f.bool("mamba_proj_bias", False), gated_norm=False, head_stacked=True)
+    act = _act(f, "gelu")
+    norm = Norm(hidden)
+    layers: list[Layer] = [Layer(mamba, None, (PlacedNorm("input_layernorm", "pre_mixer", norm),))] * len(types)
+    hybrid_at = [i for i, t in enumerate(types) if t == "hybrid"]
+    spec_kw: dict[str, Any] = {}
+    if hybrid_at:
+        if _present(f, "attention_hidden_size") and f.int("attention_hidden_size") != 2 * hidden:
+            raise f.error("attention_hidden_size", f"({f.int('attention_hidden_size')}) is not 2 x hidden_size: "
+                                                   "the shared block reads the 2 x hidden_size concatenation")
+        heads = f.int("num_attention_heads")
+        kv = f.int("num_key_value_heads", heads)
+        _check_heads(f, heads, kv)
+        hd = (f.int("attention_head_dim") if _present(f, "attention_head_dim")
+              else f.derived("attention_head_dim", 2 * hidden // heads,
+                             "absent: 2 x hidden_size / num_attention_heads"))
+        attn = Attention(hidden_size=2 * hidden, num_attention_heads=heads, num_key_value_heads=kv, head_dim=hd,
+                         v_head_dim=hd)  # NoPE
+        mlp = MLP(hidden, f.int("intermediate_size"), act=act)
+        if not read_tie(f, True) and len(hybrid_at) > 1:
+            raise f.error("tie_word_embeddings", "is false: transformers then ties none of Zamba's shared transformer "
+                                                 "blocks (each hybrid layer builds its own copy, which a checkpoint "
+                                                 "does not hold): not supported")
+        for k, i in enumerate(hybrid_at):
+            layers[i] = Layer(SharedBlockMamba(hidden, attn, mlp, mamba, 0, False, owner=k == 0, mlp_adapter=False,
+                                               block_module="shared_transf", use=k, block_layer=hybrid_at[0]), None)
+        spec_kw["query_pre_attn_scalar"] = hd / 2  # scores scaled by (head_dim / 2)^-0.5
+    spec = _spec(f, model_type, hidden, vocab, layers, Norm(hidden), True, act, checkpoint=ZAMBA2_LAYOUT)
+    return replace(spec, **spec_kw)

@@ -15,12 +15,14 @@ from .hybrid import ParallelHybrid
 from .mamba import Mamba
 from .mla import MLA
 from .short_conv import ShortConv
+from .zamba import SharedBlockMamba
 
 #: Every mixer spec class: what tensor-parallel tables collect over (``analysis.parallel``).
 MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, SparseMLA, Mamba, GatedDeltaNet,
-                                            ShortConv, ParallelHybrid)
+                                            ShortConv, ParallelHybrid, SharedBlockMamba)
 
-Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid]
+Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid, SharedBlockMamba]
 
 __all__ = ["MIXER_TYPES", "MLA", "Attention", "GatedAttention", "GatedDeltaNet", "Mamba", "Mixer", "MixerKind",
-           "MixerSpec", "ParallelHybrid", "ShortConv", "SparseMLA", "attended_keys", "distinct_keys"]
+           "MixerSpec", "ParallelHybrid", "SharedBlockMamba", "ShortConv", "SparseMLA", "attended_keys",
+           "distinct_keys"]

@@ -83,6 +83,8 @@ class Attention(MixerSpec):
     k_eq_v: bool = False
     v_norm: bool = False
     kv_shared: bool = False
+    # BitNet: an RMSNorm over the attention output (attn_sub_norm, heads x v_head_dim) before o_proj
+    o_norm: bool = False
 
     kind = MixerKind.ATTENTION
     title = "attention"
@@ -149,6 +151,8 @@ class Attention(MixerSpec):
             out.append(Tensor(f"{prefix}.k_norm.weight", shape, "norm"))
         if self.sinks:
             out.append(Tensor(f"{prefix}.sinks", (self.num_attention_heads,), "other"))
+        if self.o_norm:
+            out.append(Tensor(f"{prefix}.attn_sub_norm.weight", (self.o_in,), "norm"))
         return out
 
     # ---- trace -----------------------------------------------------------------------------------
@@ -190,6 +194,8 @@ class Attention(MixerSpec):
         b.add(name="attention", kind=OpKind.ATTENTION, category="attention", layer=i, flops=flops, weight_bytes=sinks,
               act_read_bytes=n * self.q_dim * a, act_write_bytes=n * self.o_in * a,
               kv_read_bytes=s.batch * seen * b.kv.nbytes(read), kernels=1)
+        if self.o_norm:  # BitNet: the attention output normed before o_proj
+            b.norm("attn_sub_norm", None, self.o_in, i, tensors=tensors.get("attn_sub_norm", []))
         b.matmul("o_proj", tensors["o_proj"], i, "attention", parallel=Parallel.ROW)
 
     # ---- cache -----------------------------------------------------------------------------------

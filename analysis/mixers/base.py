@@ -51,6 +51,7 @@ class MixerKind(StrEnum):
     GATED_DELTANET = "gated_deltanet"
     SHORT_CONV = "short_conv"
     ATTENTION_MAMBA = "attention+mamba"
+    SHARED_BLOCK_MAMBA = "shared-block+mamba"  # Zamba2: a shared attention block, then Mamba-2
 
 
 class MixerSpec:

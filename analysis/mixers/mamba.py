@@ -4,6 +4,8 @@ mixers: ``analysis.trace``, "recurrent mixers")."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..errors import OptionError
 from ..opkinds import OpKind, Parallel
 from ..records import frozen
@@ -53,6 +55,11 @@ class Mamba(MixerSpec):
     dt_layernorms: bool = False  # Jamba: RMSNorms (with weights) over dt, B and C
     bcdt_rms: bool = False  # Falcon-Mamba: weightless RMSNorms over dt, B and C
     chunk_size: int = 256
+    # Zamba: Mamba-1 over ``num_heads`` heads of d_inner / num_heads channels, each with its own x_proj and
+    # dt_proj, stored stacked: x_proj_weight (heads, dt_rank + 2N, head_dim), dt_proj_weight (heads, head_dim,
+    # dt_rank), dt_proj_bias, A_log and D per (head, channel). The same elements and multiply-adds as one
+    # x_proj / dt_proj over d_inner; B and C are per head
+    head_stacked: bool = False
 
     kind = MixerKind.MAMBA
     title = "Mamba"
@@ -74,7 +81,7 @@ class Mamba(MixerSpec):
         """Elements the scan reads per token: Mamba-2 x, B, C (the conv output) and dt (one per head);
         Mamba-1 x, dt (d_inner each, dt after dt_proj), B and C."""
         if self.version == 1:
-            return 2 * self.intermediate_size + 2 * self.state_size
+            return 2 * self.intermediate_size + 2 * self.state_size * (self.num_heads if self.head_stacked else 1)
         return self.conv_dim + self.num_heads
 
     def summary(self) -> str:
@@ -89,7 +96,14 @@ class Mamba(MixerSpec):
         out.append(Tensor(f"{prefix}.conv1d.weight", (self.conv_dim, 1, self.conv_kernel), "conv"))
         if self.conv_bias:
             out.append(Tensor(f"{prefix}.conv1d.bias", (self.conv_dim,), "bias"))
-        if self.version == 1:
+        if self.version == 1 and self.head_stacked:
+            nh, hd, r = self.num_heads, d // self.num_heads, self.dt_rank
+            out.append(Tensor(f"{prefix}.x_proj_weight", (nh, r + 2 * self.state_size, hd), "linear"))
+            out.append(Tensor(f"{prefix}.dt_proj_weight", (nh, hd, r), "linear"))
+            out.append(Tensor(f"{prefix}.dt_proj_bias", (nh, hd), "bias"))
+            out.append(Tensor(f"{prefix}.A_log", (nh, hd, self.state_size), "other"))
+            out.append(Tensor(f"{prefix}.D", (nh, hd), "other"))
+        elif self.version == 1:
             _linear(out, f"{prefix}.x_proj", self.dt_rank + 2 * self.state_size, d, False)
             _linear(out, f"{prefix}.dt_proj", d, self.dt_rank, True)
             out.append(Tensor(f"{prefix}.A_log", (d, self.state_size), "other"))
@@ -119,7 +133,11 @@ class Mamba(MixerSpec):
         b.conv(i, "conv1d", self.conv_dim, self.conv_kernel, tensors["conv1d"], kernels=2)
         if self.version == 1:
             # x_proj: d_inner -> [dt (dt_rank) | B (N) | C (N)]: 2·n·d_inner·(dt_rank + 2N)
-            b.matmul("x_proj", tensors["x_proj"], i, "ssm")
+            # (Zamba: per head, head_dim -> dt_rank + 2N: the same multiply-adds, heads x the outputs)
+            per_head = self.num_heads if self.head_stacked else 1
+            x_out = per_head * (self.dt_rank + 2 * ns)
+            b.matmul("x_proj", tensors["x_proj_weight" if self.head_stacked else "x_proj"], i, "ssm")
+            b.ops[-1] = replace(b.ops[-1], act_read_bytes=n * d * a, act_write_bytes=n * x_out * a)
             if self.dt_layernorms or self.bcdt_rms:
                 # RMSNorms over dt, B and C (Jamba with weights, Falcon-Mamba without)
                 dims = self.dt_rank + 2 * ns
@@ -127,8 +145,10 @@ class Mamba(MixerSpec):
                 b.add(name="dt_bc_norm", kind=OpKind.NORM, category="ssm", layer=i,
                       weight_bytes=b.fmt.bytes_of(norms), act_read_bytes=n * dims * a,
                       act_write_bytes=n * dims * a, kernels=3 * 6)
-            # dt_proj: dt_rank -> d_inner (with bias): 2·n·dt_rank·d_inner
-            b.matmul("dt_proj", tensors["dt_proj"], i, "ssm")
+            # dt_proj: dt_rank -> d_inner (with bias): 2·n·dt_rank·d_inner (Zamba: per head, dt_rank -> head_dim)
+            dt = tensors["dt_proj_weight"] + tensors["dt_proj_bias"] if self.head_stacked else tensors["dt_proj"]
+            b.matmul("dt_proj", dt, i, "ssm")
+            b.ops[-1] = replace(b.ops[-1], act_read_bytes=n * per_head * self.dt_rank * a, act_write_bytes=n * d * a)
         _, ssm_elems = self.state_elements()
         rd, wr = b.state_io(ssm_elems)
         small = sum((tensors.get(k, []) for k in ("A_log", "D", "dt_bias")), [])
