@@ -198,7 +198,18 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
 
     aliases = {**ALIASES, **dict(family.aliases)} if isinstance(family, Traits) else ALIASES
     f = Fields(cfg, where, aliases=aliases, defaults=FAMILY_DEFAULTS.get(model_type), nested=nested, family=model_type)
-    if isinstance(family, Traits):
+    if isinstance(family, Traits) and generic:
+        try:
+            spec = _decoder.build(f, model_type, family, generic=True)
+        except UnsupportedModelError:
+            raise
+        except ConfigError as exc:
+            # the generic decoder's complaint (no intermediate_size, linear-attention layer_types ...) is about a
+            # family it does not know, not about a broken config of a known one: say so
+            reason = exc.message[len(where) + 2:] if exc.message.startswith(f"{where}: ") else exc.message
+            raise UnsupportedModelError(f"{where}: unknown model_type '{model_type}', read as a generic Llama-style "
+                                        f"decoder: {reason}", exc.hint) from None
+    elif isinstance(family, Traits):
         spec = _decoder.build(f, model_type, family, generic=generic)
     else:
         spec = family(f, model_type)

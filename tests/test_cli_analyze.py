@@ -300,3 +300,13 @@ def test_an_unknown_family_with_expert_fields_it_cannot_read_is_refused(tmp_path
     r = run("analyze", str(tmp_path), "--json")
     assert r.code != 0 and r.out == "" and r.err.startswith("Error: ")
     assert "moe_num_experts" in r.err and "not a known family" in r.err
+
+
+def test_a_generic_read_that_fails_says_the_family_is_unknown(tmp_path):
+    """MiniMax-Text-01's lightning-attention layers (layer_types 'linear_attention') are not something the generic
+    decoder reads; the error names the unknown family rather than blaming the config."""
+    cfg = dict(BASE, model_type="brand_new_hybrid", layer_types=["linear_attention", "full_attention"])
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = run("analyze", str(tmp_path), "--json")
+    assert r.code != 0 and r.out == "" and r.err.startswith("Error: ") and r.err.count("\n") <= 1
+    assert "unknown model_type 'brand_new_hybrid'" in r.err and "linear_attention" in r.err
