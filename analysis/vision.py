@@ -376,6 +376,56 @@ def qwen3_5_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...
     return _qwen3_vision(top, where, "qwen3_5_vision", deepstack_mergers=False)
 
 
+# GLM-4.1V / GLM-4.6V / GLM-4.5V (``glm4v_vision``, ``glm4v_moe_vision``): learned positions (one per patch of
+# image_size), a biased Conv3d patch embedding, RMSNorm blocks with a fused qkv (biased by attention_bias), a
+# bias-free proj and a bias-free gated MLP out_hidden_size wide; then post_layernorm, a biased Conv2d
+# downsample (hidden -> out_hidden_size, spatial_merge_size kernel) and the merger: a bias-free proj, a
+# LayerNorm and a bias-free gated MLP intermediate_size wide. post_conv_layernorm is built but is an RMSNorm too.
+
+
+def _glm4v_vision(top: dict, where: str, family: str) -> tuple[Tensor, ...]:
+    f = _qwen_vision_fields(top, where, family)
+    h = f.int("hidden_size")
+    depth = _qwen_blocks(f, h)
+    out_dim = f.int("out_hidden_size")
+    inter = f.int("intermediate_size")
+    merge = f.int("spatial_merge_size", hi=64)
+    qkv_bias = f.bool("attention_bias", False)
+    patch = f.int("patch_size", hi=4096)
+    positions = (f.int("image_size", hi=1 << 16) // patch) ** 2
+    p = "model.visual"
+    out = [Tensor(f"{p}.embeddings.position_embedding.weight", (positions, h), "vision"),
+           Tensor(f"{p}.patch_embed.proj.weight", _qwen_patch(f, h), "vision"),
+           Tensor(f"{p}.patch_embed.proj.bias", (h,), "vision")]
+    for i in range(depth):
+        b = f"{p}.blocks.{i}"
+        _rms(out, f"{b}.norm1", h)
+        _rms(out, f"{b}.norm2", h)
+        out.append(Tensor(f"{b}.attn.qkv.weight", (3 * h, h), "vision"))
+        if qkv_bias:
+            out.append(Tensor(f"{b}.attn.qkv.bias", (3 * h,), "vision"))
+        out.append(Tensor(f"{b}.attn.proj.weight", (h, h), "vision"))
+        for name, shape in (("gate_proj", (out_dim, h)), ("up_proj", (out_dim, h)), ("down_proj", (h, out_dim))):
+            out.append(Tensor(f"{b}.mlp.{name}.weight", shape, "vision"))
+    _rms(out, f"{p}.post_conv_layernorm", h)
+    _rms(out, f"{p}.post_layernorm", h)
+    out.append(Tensor(f"{p}.downsample.weight", (out_dim, h, merge, merge), "vision"))
+    out.append(Tensor(f"{p}.downsample.bias", (out_dim,), "vision"))
+    out.append(Tensor(f"{p}.merger.proj.weight", (out_dim, out_dim), "vision"))
+    _ln(out, f"{p}.merger.post_projection_norm", out_dim)
+    for name, shape in (("gate_proj", (inter, out_dim)), ("up_proj", (inter, out_dim)), ("down_proj", (out_dim, inter))):
+        out.append(Tensor(f"{p}.merger.{name}.weight", shape, "vision"))
+    return tuple(out)
+
+
+def glm4v_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    return _glm4v_vision(top, where, "glm4v_vision")
+
+
+def glm4v_moe_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    return _glm4v_vision(top, where, "glm4v_moe_vision")
+
+
 # ---- Gemma 4: its own ViT and (E2B/E4B) its conformer audio tower ------------------------------------
 
 

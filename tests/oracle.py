@@ -40,3 +40,23 @@ def hf_param_count(cfg: dict) -> int:
             seen.add(id(p))
             n += p.numel()
     return n
+
+
+def hf_language_model_count(cfg: dict) -> int:
+    """Unique parameters of a multimodal wrapper's language model and lm_head alone (its vision / audio towers
+    and projectors left out): transformers' ``*ForConditionalGeneration`` on the meta device, with its
+    default towers where ``cfg`` has no ``vision_config``."""
+    torch = pytest.importorskip("torch", reason="the transformers oracle needs torch (the runtime extra)")
+    transformers = pytest.importorskip("transformers", reason="the transformers oracle needs transformers (dev extra)")
+    from transformers import AutoConfig, AutoModelForImageTextToText
+
+    transformers.logging.set_verbosity_error()
+    d = dict(cfg)
+    mt = d.pop("model_type")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = AutoConfig.for_model(mt, **d)
+        with torch.device("meta"):
+            model = AutoModelForImageTextToText.from_config(config)
+    # named_parameters yields a tied lm_head once, under the embedding's name
+    return sum(p.numel() for n, p in model.named_parameters() if "language_model." in n or n.startswith("lm_head."))

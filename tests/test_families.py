@@ -685,6 +685,86 @@ def test_qwen3_5_published_wrappers_count_the_whole_checkpoint(name):
     assert p.total - p.vision == count_params(parse_config(cfg["text_config"])).total
 
 
+_GLM4V_TEXT = dict(_TEXT, model_type="glm4v_text", partial_rotary_factor=0.5,
+                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]})
+_GLM4V_MOE_TEXT = dict(_TEXT, model_type="glm4v_moe_text", head_dim=32, moe_intermediate_size=64, n_routed_experts=8,
+                       n_shared_experts=1, num_experts_per_tok=2, first_k_dense_replace=1, use_qk_norm=True)
+_OMNI_MOE_TEXT = dict(_TEXT, model_type="qwen3_omni_moe_text", head_dim=32, num_experts=4, num_experts_per_tok=2,
+                      moe_intermediate_size=64, mlp_only_layers=[0])
+
+_GLM4V_VISION = {"depth": 2, "hidden_size": 32, "intermediate_size": 48, "num_heads": 2, "out_hidden_size": 64,
+                 "patch_size": 4, "image_size": 16, "spatial_merge_size": 2, "temporal_patch_size": 2}
+WRAPPERS.update({
+    # GLM-4.1V: q/k/v biases always, sandwich norms; the text flag ties too (Glm4vConfig forwards it)
+    "glm4v": {"model_type": "glm4v", "text_config": _GLM4V_TEXT, "vision_config": _GLM4V_VISION},
+    "glm4v-text-tied-qkv-bias": {"model_type": "glm4v", "text_config": dict(_GLM4V_TEXT, tie_word_embeddings=True),
+                                 "vision_config": dict(_GLM4V_VISION, attention_bias=True, spatial_merge_size=1)},
+    "glm46v-text-tied-ignored": {"model_type": "glm46v", "text_config": dict(_GLM4V_TEXT, tie_word_embeddings=True),
+                                 "vision_config": dict(_GLM4V_VISION, model_type="glm4v_vision")},
+    "glmga-wrapper-tied": {"model_type": "glmga", "text_config": _GLM4V_TEXT, "tie_word_embeddings": True,
+                           "vision_config": dict(_GLM4V_VISION, model_type="glm4v_vision")},
+    # GLM-4.5V: use_qk_norm is not read (no q/k norms), attention_bias true by default
+    "glm4v_moe": {"model_type": "glm4v_moe", "text_config": _GLM4V_MOE_TEXT, "vision_config": _GLM4V_VISION},
+    "glm4v_moe-no-bias-tied": {"model_type": "glm4v_moe", "tie_word_embeddings": True, "vision_config": _GLM4V_VISION,
+                               "text_config": dict(_GLM4V_MOE_TEXT, attention_bias=False, n_group=2, topk_group=1)},
+})
+
+#: Wrappers whose language model alone is counted (their towers are not modelled yet), with their default towers:
+#: the count is transformers' language model and lm_head, tied as the wrapper's own flag (class default included)
+#: says
+TEXT_ONLY_WRAPPERS = {
+    "glm_ocr": {"model_type": "glm_ocr", "text_config": dict(_GLM4V_TEXT, model_type="glm_ocr_text", head_dim=16)},
+    # InternVL: tied unless the wrapper says otherwise, whatever text_config says
+    "internvl-qwen2": {"model_type": "internvl", "text_config": dict(_TEXT, model_type="qwen2", tie_word_embeddings=False)},
+    "internvl-qwen3_moe-untied": {"model_type": "internvl", "tie_word_embeddings": False,
+                                  "text_config": dict(_TEXT, model_type="qwen3_moe", head_dim=32, num_experts=4,
+                                                      num_experts_per_tok=2, moe_intermediate_size=64)},
+    "deepseek_vl": {"model_type": "deepseek_vl", "text_config": _TEXT},
+    "deepseek_vl_hybrid": {"model_type": "deepseek_vl_hybrid", "text_config": _TEXT},
+    "janus": {"model_type": "janus", "text_config": _TEXT},
+    "hyperclovax_vision_v2": {"model_type": "hyperclovax_vision_v2", "text_config": dict(_TEXT, model_type="hyperclovax")},
+    "lighton_ocr": {"model_type": "lighton_ocr", "text_config": dict(_TEXT, model_type="qwen3", head_dim=32)},
+    "minicpm_ocr": {"model_type": "minicpm_ocr", "text_config": _QWEN35_TEXT},
+    # the Qwen-Omni thinkers: untied unless the wrapper says so (Qwen2.5-Omni's text class default is tied)
+    "qwen3_omni_moe_thinker": {"model_type": "qwen3_omni_moe_thinker", "text_config": _OMNI_MOE_TEXT},
+    "qwen2_5_omni_thinker": {"model_type": "qwen2_5_omni_thinker",
+                             "text_config": dict(_TEXT, model_type="qwen2_5_omni_text")},
+}
+
+
+@pytest.mark.parametrize("name", sorted(TEXT_ONLY_WRAPPERS))
+def test_text_only_wrapper_counts_transformers_language_model(name):
+    """A wrapper outside VISION_COUNTED: params.total is its language model and lm_head, exactly as transformers
+    builds them inside the *ForConditionalGeneration model, with a caveat that the towers are not counted."""
+    from tests.oracle import hf_language_model_count
+
+    cfg = TEXT_ONLY_WRAPPERS[name]
+    spec = parse_config(cfg)
+    p = count_params(spec)
+    assert p.vision == 0 and not spec.generic
+    assert p.total == hf_language_model_count(cfg)
+    assert any("encoder is not counted" in c for c in spec.caveats)
+
+
+def test_glm_v_and_omni_text_models_refuse_a_missing_head_dim_they_cannot_derive():
+    """GLM-4.5V's and Qwen3-Omni's text classes default to heads that do not divide hidden_size (96 into 4096,
+    28 into 2048: transformers floors a head_dim no published checkpoint has); their real configs give head_dim."""
+    from planner.analysis.errors import ConfigError
+
+    for mt in ("glm4v_moe", "qwen3_omni_moe_thinker"):
+        with pytest.raises(ConfigError, match="head_dim"):
+            parse_config({"model_type": mt, "text_config": {}})
+
+
+@pytest.mark.parametrize("model_type", ["qwen3_omni_moe", "qwen2_5_omni"])
+def test_omni_checkpoints_are_refused_naming_their_thinker(model_type):
+    """A whole Qwen-Omni config nests thinker, talker and vocoder: refused by name, pointing at the thinker."""
+    from planner.analysis.errors import UnsupportedModelError
+
+    with pytest.raises(UnsupportedModelError, match=f"{model_type}_thinker"):
+        parse_config({"model_type": model_type, "thinker_config": {"text_config": dict(_TEXT)}})
+
+
 def test_opt_projected_embedding_and_post_ln():
     """opt-350m: a 512-wide embedding and LM head with project_in/out, post-LN blocks and no final norm;
     learned positions have max_position_embeddings + 2 rows."""

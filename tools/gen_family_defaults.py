@@ -35,6 +35,11 @@ TYPES = sys.argv[1:] or [
     "deepseek_v32", "glm_moe_dsa",
     "granite_swa", "granitemoe_swa", "flex_olmo", "mellum", "minicpm3", "bitnet", "nanochat",
     "youtu", "jais2",
+    # language models of multimodal wrappers, and the wrappers whose tie_word_embeddings default decides lm_head
+    "glm4v_text", "glm_ocr_text", "glm4v_moe_text", "qwen3_omni_moe_text", "qwen2_5_omni_text",
+    "glm4v_vision", "glm4v_moe_vision",
+    "glm4v", "glm46v", "glmga", "glm_ocr", "glm4v_moe", "internvl", "deepseek_vl", "deepseek_vl_hybrid", "janus",
+    "hyperclovax_vision_v2", "lighton_ocr", "minicpm_ocr", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker",
 ]
 #: Families whose config nests blocks of fields in sub-config classes: their defaults go under "<type>.<key>".
 NESTED = {"dbrx": ("attn_config", "ffn_config")}

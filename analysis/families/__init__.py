@@ -41,8 +41,12 @@ _QWEN3_MOE = Traits(qk_norm="head", mlp_bias=False, windows="qwen", moe="qwen", 
 
 _APERTUS = Traits(o_bias="attention_bias", mlp_bias=False, gated=False, act_default="xielu", qk_norm="head",
                   norm_names=("attention_layernorm", "feedforward_layernorm"), windows="none")
+_GLM4_MOE = Traits(qkv_bias="attention_bias", o_bias=False, mlp_bias=False, moe="deepseek", qk_norm="head",
+                   qk_norm_key="use_qk_norm", rotary_default=0.5)
 _GLM = Traits(qkv_bias="attention_bias", o_bias=False, mlp_bias=False, bias_default=True, fused_gate_up=True,
               head_dim_default=128, rope_style=RopeStyle.PAIRS, rotary_default=0.5, windows="none")
+_GLM4 = replace(_GLM, norms="sandwich", norm_names=("input_layernorm", "post_self_attn_layernorm",
+                                                     "post_attention_layernorm", "post_mlp_layernorm"))
 _GRANITEMOE = Traits(multipliers=True, mlp_bias=False, moe="mixtral", router=RouterKind.TOPK_SOFTMAX, windows="none")
 
 _HUNYUAN = Traits(o_bias="attention_bias", mlp_bias=False, windows="none", qk_norm="head", qk_norm_after_rope=True,
@@ -89,6 +93,13 @@ REFUSED: dict[str, Builder] = {
                           "biased relu2 MLP are not modelled"),
     "biogpt": _refused("BioGPT", "its post-offset learned positions, scaled embeddings and fc1 / fc2 block are not "
                        "modelled"),
+    # the Omni checkpoints nest three models (thinker, talker, code-to-wav); the thinker alone is a wrapper we read
+    "qwen3_omni_moe": _refused("Qwen3-Omni", "the checkpoint holds a thinker, a talker and a code-to-wav model "
+                               "(thinker_config, talker_config, code2wav_config); the thinker alone can be analysed: "
+                               "pass its thinker_config as a config with model_type qwen3_omni_moe_thinker"),
+    "qwen2_5_omni": _refused("Qwen2.5-Omni", "the checkpoint holds a thinker, a talker and a token-to-wav model "
+                             "(thinker_config, talker_config, token2wav_config); the thinker alone can be analysed: "
+                             "pass its thinker_config as a config with model_type qwen2_5_omni_thinker"),
     "modernbert-decoder": _refused("ModernBERT decoder", "ModernBERT's block (fused Wqkv, GeGLU Wi, embedding "
                                    "norm, alternating global / local attention) is not modelled"),
 }
@@ -111,6 +122,10 @@ REGISTRY: dict[str, Family] = {
     "qwen3_vl_text": _QWEN3,
     # Qwen3VLMoeTextTopKRouter renormalises the top-k weights whatever norm_topk_prob says
     "qwen3_vl_moe_text": replace(_QWEN3_MOE, norm_topk_fixed=True),
+    # Qwen3-Omni-MoE's thinker: Qwen3-MoE's block, never sliding (the thinker's attention has no window),
+    # norm_topk_prob true by default; Qwen2.5-Omni's thinker: Qwen2's
+    "qwen3_omni_moe_text": replace(_QWEN3_MOE, windows="none", norm_topk_default=True),
+    "qwen2_5_omni_text": _QWEN2,
     "gemma": Traits(tie_default=True, head_dim_default=256, act_key="hidden_activation", act_default="gelu_pytorch_tanh",
                     norm_offset=1.0, embed_scale=True, mlp_bias=False, windows="none"),
     "gemma2": Traits(tie_default=True, head_dim_default=256, act_key="hidden_activation", act_default="gelu_pytorch_tanh",
@@ -130,8 +145,11 @@ REGISTRY: dict[str, Family] = {
     "granite": Traits(multipliers=True),
     "smollm3": Traits(nope_layers=True),
     "exaone4": Traits(qk_norm="head", norms="post", windows="layer_types", nope_global_with_sliding=True),
-    "glm4_moe": Traits(qkv_bias="attention_bias", o_bias=False, mlp_bias=False, moe="deepseek", qk_norm="head",
-                       qk_norm_key="use_qk_norm"),
+    # GLM-4.5 / 4.6: partial_rotary_factor 0.5 when absent (Glm4MoeConfig sets it in __post_init__)
+    "glm4_moe": _GLM4_MOE,
+    # GLM-4.5V's language model (glm4v_moe wrapper): GLM-4.5's MoE without q/k norms (use_qk_norm is not read),
+    # q/k/v biased by attention_bias (true by default); head_dim from the config (hidden / heads when absent)
+    "glm4v_moe_text": replace(_GLM4_MOE, qk_norm=None, qk_norm_key=None),
     # MiniMax-M2: q/k RMSNorms over all heads' features, always; sigmoid router (its score-correction
     # bias is a buffer, not a parameter; the top-k weights renormalised, never scaled)
     "minimax_m2": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, qk_norm="full", windows="none", moe="mixtral",
@@ -174,8 +192,13 @@ REGISTRY: dict[str, Family] = {
     # GLM-4 (chat, 9B): fused gate_up MLP, q/k/v biased by attention_bias (o never), interleaved RoPE on half of
     # head_dim; GLM-4-0414 adds post-attention and post-MLP norms (sandwich)
     "glm": _GLM,
-    "glm4": replace(_GLM, norms="sandwich", norm_names=("input_layernorm", "post_self_attn_layernorm",
-                                                        "post_attention_layernorm", "post_mlp_layernorm")),
+    "glm4": _GLM4,
+    # GLM-4.1V / GLM-4.6V's language model (glm4v, glm46v, glmga wrappers): GLM-4-0414's sandwich block with q/k/v
+    # biases always on (attention_bias is not read) and heads hidden_size / num_attention_heads wide; RoPE on
+    # partial_rotary_factor of head_dim (1.0 when absent), interleaved, M-RoPE sections equal with text positions
+    "glm4v_text": replace(_GLM4, qkv_bias=True, head_dim_default=None, o_from_hidden=True, rotary_default=1.0),
+    # GLM-OCR's: the same block with no q/k/v biases and head_dim read as usual
+    "glm_ocr_text": replace(_GLM4, qkv_bias=False, head_dim_default=None, rotary_default=1.0),
     # Seed-OSS: q/k/v biased by attention_bias, o by attention_out_bias
     "seed_oss": Traits(qkv_bias="attention_bias", o_bias="attention_out_bias", windows="none"),
     # HyperCLOVAX: Granite's multipliers (logits multiplied by logits_scaling), post norms by use_post_norm
@@ -304,6 +327,14 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "qwen3_5_moe": "qwen3_5_moe_text",
     "gemma4": "gemma4_text",
     "mllama": "mllama_text_model",
+    "glm4v": "glm4v_text",
+    "glm46v": "glm4v_text",
+    "glmga": "glm4v_text",
+    "glm4v_moe": "glm4v_moe_text",
+    # text-only (their vision / audio towers are not counted yet)
+    "glm_ocr": "glm_ocr_text",
+    "qwen2_5_omni_thinker": "qwen2_5_omni_text",
+    "qwen3_omni_moe_thinker": "qwen3_omni_moe_text",
 }
 
 #: Wrappers whose vision tower and projector are counted, as their ``*ForConditionalGeneration`` builds
@@ -320,6 +351,10 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
     "qwen3_5_moe": vision.qwen3_5_vision,
     "gemma4": vision.gemma4_towers,
     "mllama": vision.mllama_vision,
+    "glm4v": vision.glm4v_vision,
+    "glm46v": vision.glm4v_vision,
+    "glmga": vision.glm4v_vision,
+    "glm4v_moe": vision.glm4v_moe_vision,
 }
 
 #: Wrappers whose language model has image cross-attention layers: model_type -> (top-level config,
@@ -330,12 +365,19 @@ IMAGE_TOKENS: dict[str, Callable[[dict, str], int]] = {"mllama": vision.mllama_i
 #: vision_config (Qwen2-VL, Qwen2.5-VL: transformers' config pops them into its text_config).
 FLAT_TEXT_WRAPPERS = frozenset({"qwen2_vl", "qwen2_5_vl"})
 
-#: How a counted wrapper ties lm_head to the embedding (its ``tie_word_embeddings``, class default included):
-#: "wrapper" — the wrapper's flag alone decides (Mistral3Config); "either" — tied when the wrapper's or the
-#: text_config's flag is set (LlavaConfig.__post_init__ forwards the text flag).
+#: How a wrapper ties lm_head to the embedding (its ``tie_word_embeddings``, class default included), counted or
+#: text-only: "wrapper" — the wrapper's flag alone decides (Mistral3Config); "either" — tied when the wrapper's or
+#: the text_config's flag is set (LlavaConfig.__post_init__ forwards the text flag). InternVL, DeepSeek-VL, Janus,
+#: HyperCLOVAX-Vision, LightOnOCR and MiniCPM-o OCR default to tied at the wrapper (transformers 5 ties them
+#: whatever text_config says); the GLM-V wrappers and the Qwen-Omni thinkers to untied.
 WRAPPER_TIE: dict[str, str] = {"llava": "either", "mistral3": "wrapper", "qwen2_vl": "either", "qwen2_5_vl": "either",
                                 "qwen3_vl": "wrapper", "qwen3_vl_moe": "wrapper", "qwen3_5": "wrapper",
-                                "qwen3_5_moe": "wrapper"}
+                                "qwen3_5_moe": "wrapper",
+                                "glm4v": "either", "glm4v_moe": "either", "glm_ocr": "either", "glm46v": "wrapper",
+                                "glmga": "wrapper", "internvl": "wrapper", "deepseek_vl": "wrapper",
+                                "deepseek_vl_hybrid": "wrapper", "janus": "wrapper", "hyperclovax_vision_v2": "wrapper",
+                                "lighton_ocr": "wrapper", "minicpm_ocr": "wrapper", "qwen2_5_omni_thinker": "wrapper",
+                                "qwen3_omni_moe_thinker": "wrapper"}
 
 #: The smallest Llama-shaped config (hidden 64, 2 layers): calibration times eager dispatch with it.
 TINY_DECODER = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
