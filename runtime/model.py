@@ -77,6 +77,10 @@ def check_supported(spec: ModelSpec) -> None:
         if what:
             raise RuntimeUnavailableError(f"verify does not support {what} yet (layer {i} of {spec.label})",
                                           "analyze and trace work for this model")
+    if spec.model_type == "minimax":  # all softmax layers: the mixers run, the layer's residual does not
+        raise RuntimeUnavailableError(f"verify does not support MiniMax's decoder layer yet ({spec.label}: the "
+                                      "residual is taken after each norm and scaled by the alpha / beta factors)",
+                                      "analyze and trace work for this model")
     if spec.position_embeddings and spec.max_position_embeddings is None:
         raise RuntimeUnavailableError("learned position embeddings without max_position_embeddings")
 
@@ -691,6 +695,11 @@ class DeltaNetMixer(MixerModule):
 
     Extra suffixes: Hk / Hv k- and v-heads, dk / dv their widths, X conv channels (2·Hk·dk + Hv·dv),
     W conv kernel."""
+
+    @staticmethod
+    def unsupported(m: GatedDeltaNet) -> str | None:
+        return "OLMo Hybrid's Gated DeltaNet (separate q/k/v/a/b/g projections, doubled beta)" if m.separate_proj \
+            else None
 
     def __init__(self, m: GatedDeltaNet, spec: ModelSpec, num: Numerics, notes: list[str], dtype):
         super().__init__()

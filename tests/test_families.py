@@ -266,6 +266,13 @@ CASES = {
     "jais2-no-bias": dict(BASE, model_type="jais2", attention_bias=False, mlp_bias=False),
     "minicpm3-untied-v_head_dim": dict(BASE, model_type="minicpm3", q_lora_rank=48, kv_lora_rank=64, qk_nope_head_dim=16,
                                        qk_rope_head_dim=8, v_head_dim=24, tie_word_embeddings=False),
+    # MiniMax: lightning attention (qkv_proj, output_gate, norm over all heads, out_proj) and GQA softmax layers,
+    # a Mixtral-style MoE in every layer; transformers' default layout (full at even layers), or layer_types
+    "minimax": dict(BASE, model_type="minimax", num_local_experts=4, num_experts_per_tok=2),
+    "minimax-layer_types-head_dim-tied": dict(BASE, model_type="minimax", num_hidden_layers=5, head_dim=24,
+                                              num_local_experts=8, num_experts_per_tok=3, tie_word_embeddings=True,
+                                              layer_types=["linear_attention"] * 3 + ["full_attention",
+                                                                                      "linear_attention"]),
 }
 
 
@@ -928,7 +935,7 @@ def test_unmodelled_moe_families_are_refused_by_name(model_type):
 
 
 @pytest.mark.parametrize("model_type", ["diffllama", "cohere2_moe", "laguna", "hy_v3", "persimmon", "biogpt",
-                                        "modernbert-decoder"])
+                                        "modernbert-decoder", "kimi_linear"])
 def test_unmodelled_decoder_families_are_refused_by_name(model_type):
     """Decoders transformers ships that the generic decoder would miscount (DiffLlama's lambda vectors, Laguna's
     output gate, Persimmon 1.26x ...) are refused, naming them."""
@@ -1116,3 +1123,109 @@ def test_zamba2_cache_and_decode_flops_equal_transformers(name):
     assert hf["aten.mm"] + hf.get("aten.addmm", 0) == sum(o.flops for o in ops if o.kind == "matmul") - per_head
     scan = sum(o.flops for o in ops if o.kind == "scan")
     assert hf["aten.bmm"] == sum(o.flops for o in ops if o.kind == "attention") + scan // 2 + per_head
+
+
+# ---- MiniMax (lightning attention) ---------------------------------------------------------------
+
+#: MiniMax-Text-01's published dimensions (written out here, not copied from its config.json; the model card's
+#: 456B total and 45.9B active without embeddings come out of them), as transformers' minimax reads them: 80 layers,
+#: softmax attention every 8th (attn_type_list 0 x 7, 1), 64 heads x 128 (8 KV heads), 32 experts of 9216, top 2.
+#: transformers' MiniMaxConfig class defaults are Mixtral-8x7B's shape (4096 wide, 32 layers, 8 experts), not this.
+MINIMAX_TEXT_01 = {"model_type": "minimax", "hidden_size": 6144, "intermediate_size": 9216, "num_hidden_layers": 80,
+                   "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128, "num_local_experts": 32,
+                   "num_experts_per_tok": 2, "vocab_size": 200064, "max_position_embeddings": 10240000,
+                   "rope_theta": 10000000.0, "rms_norm_eps": 1e-05, "block_size": 256, "tie_word_embeddings": False,
+                   "layer_types": (["linear_attention"] * 7 + ["full_attention"]) * 10}
+
+
+@pytest.mark.parametrize("name", ["minimax", "minimax-layer_types-head_dim-tied"])
+def test_minimax_total_and_active_equal_transformers(name):
+    """Lightning layers: qkv_proj (3·H·d x h), output_gate and out_proj, one RMSNorm over H·d (slope_rate and the
+    decay tables are buffers, not parameters); active counts k of the stacked experts."""
+    cfg = CASES[name]
+    p = count_params(parse_config(cfg))
+    assert (p.total, p.active) == (hf_param_count(cfg), _hf_active(cfg, cfg["num_experts_per_tok"]))
+
+
+def test_minimax_text_01_counts_and_state_by_hand():
+    """456B total, 45.9B active without the two 200064 x 6144 tables (MiniMax's published figures); 10 softmax
+    layers cache K and V of 8 heads x 128 per token; each of the 70 lightning layers keeps 64 heads x 128 x 128
+    per sequence in the activation dtype (bf16: 2 MiB), whatever the KV dtype (fp8 here)."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+
+    spec = parse_config(MINIMAX_TEXT_01)
+    h, i, v = 6144, 9216, 200064
+    light = 3 * 8192 * h + 8192 * h + 8192 + h * 8192
+    soft = 8192 * h + 2 * 1024 * h + h * 8192
+    per_layer = 2 * h + 32 * h  # norms, router
+    total = 2 * v * h + h + 70 * light + 10 * soft + 80 * (per_layer + 32 * 3 * h * i)
+    p = count_params(spec)
+    assert p.total == total == 456_089_655_296
+    assert p.active == total - 80 * 30 * 3 * h * i == 48_403_306_496
+    assert p.active - 2 * v * h == 45_944_920_064
+    kv = kv_cache(spec, get_dtype("fp8"), get_dtype("bf16"))
+    assert [lk.layer for lk in kv.layers if lk.bytes_per_token] == list(range(7, 80, 8))
+    assert kv.bytes_per_token == 10 * 2 * 8 * 128 == 20_480
+    assert {lk.state_bytes for lk in kv.layers if not lk.bytes_per_token} == {64 * 128 * 128 * 2}
+    assert kv.state_bytes_per_sequence == 70 * 2_097_152 == 146_800_640
+    # decode FLOPs at context 8192: lightning 4·H·d² per token, attention over 8193 keys, top-2 experts, the head
+    a = analyze(spec, Options(context=8192))
+    lin = 2 * (light - 8192) + 4 * 64 * 128 * 128
+    sm = 2 * soft + 64 * 2 * (128 + 128) * 8193
+    ffn = 2 * (32 * h + 2 * 3 * h * i)
+    assert a.decode_flops == 70 * lin + 10 * sm + 80 * ffn + 2 * v * h
+
+
+def test_minimax_attn_type_list_sets_the_layers():
+    """MiniMax's original configs name the layout attn_type_list (0: lightning, 1: softmax), which transformers'
+    MiniMaxConfig does not read: without layer_types we follow it rather than the default alternation."""
+    from planner.analysis.errors import ConfigError
+
+    cfg = dict(CASES["minimax"], attn_type_list=[0, 0, 0, 1])
+    assert [layer.kind for layer in parse_config(cfg).layers] == ["lightning+moe"] * 3 + ["full+moe"]
+    with pytest.raises(ConfigError, match="attn_type_list"):
+        parse_config(dict(cfg, attn_type_list=[0, 2, 0, 1]))
+    with pytest.raises(ConfigError, match="layer_types"):
+        parse_config(dict(CASES["minimax"], layer_types=["linear_attention", "mamba"] * 2))
+
+
+@pytest.mark.parametrize("name", ["minimax", "minimax-layer_types-head_dim-tied"])
+def test_minimax_cache_and_decode_flops_equal_transformers(name):
+    """transformers' MiniMaxCache after a 5-token prefill: K/V in the softmax layers only, a (heads, d, d) state in
+    each lightning layer (linear_cache), exactly our bytes in fp32; FlopCounterMode over its decode step: its
+    ``aten.mm`` are our matmuls (projections, router, the routed experts, lm_head), its ``aten.bmm`` our attention
+    plus the lightning recurrence (kᵀv and q·S: 4·H·d² per token; the decay is elementwise)."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    cfg = CASES[name]
+    torch, model = _hf_text_model(cfg)
+    from torch.utils.flop_counter import FlopCounterMode
+
+    spec = parse_config(cfg)
+    fp32 = get_dtype("fp32")
+    n = 5
+    with torch.no_grad():
+        cache = model(torch.randint(1, cfg["vocab_size"], (1, n)), use_cache=True).cache
+        for i, lk in enumerate(kv_cache(spec, fp32, fp32).layers):
+            if spec.layers[i].mixer.kind == "lightning":
+                state = cache.linear_cache[i]
+                assert state.shape == (1, spec.layers[i].mixer.num_heads, spec.layers[i].mixer.head_dim,
+                                       spec.layers[i].mixer.head_dim)
+                assert (lk.bytes_per_token, lk.state_bytes) == (0, state.numel() * 4)
+            else:
+                lc = cache.layers[i]
+                assert (lk.bytes_per_token, lk.state_bytes) == (2 * lc.keys.numel() * 4 // n, 0)
+        counter = FlopCounterMode(display=False)
+        with counter:
+            model(torch.randint(1, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
+    hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+    fmt, _ = weight_format(spec, "fp32")
+    ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n)
+    assert hf["aten.mm"] + hf.get("aten.addmm", 0) == sum(o.flops for o in ops if o.kind in ("matmul", "router",
+                                                                                              "experts"))
+    assert hf["aten.bmm"] == sum(o.flops for o in ops if o.kind in ("attention", "scan"))
+    assert counter.get_total_flops() == sum(o.flops for o in ops)

@@ -35,6 +35,18 @@ T = dict(vocab_size=128, hidden_size=64)
 
 SYNTHETIC = {
     # Qwen3-Next: interval default, explicit layer_types, sparse step + mlp_only, dense-only, biases, tie
+    # OLMo Hybrid: Gated DeltaNet with q/k/v/a/b/g projections apart (pre-norm layers) and OLMo 3 attention
+    # (post-norm, q/k norms over all heads); transformers' default widths, or explicit ones and layer_types
+    "olmo_hybrid/defaults": dict(T, model_type="olmo_hybrid", num_hidden_layers=4, num_attention_heads=4, pad_token_id=0,
+                                 intermediate_size=96),
+    "olmo_hybrid/widths+layer_types": dict(
+        T, model_type="olmo_hybrid", num_hidden_layers=5, num_attention_heads=4, num_key_value_heads=2, pad_token_id=0,
+        linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=12,
+        linear_conv_kernel_dim=3, intermediate_size=96, attention_bias=True, tie_word_embeddings=True,
+        layer_types=["linear_attention", "full_attention", "linear_attention", "linear_attention", "full_attention"]),
+    # MiniMax: lightning attention (a head_dim x head_dim state per head, no conv) beside softmax layers, MoE
+    "minimax/base": dict(T, model_type="minimax", num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+                         intermediate_size=96, num_local_experts=4, num_experts_per_tok=2),
     "qwen3_next/base": dict(
         T, model_type="qwen3_next", num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
         linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=8, linear_value_head_dim=8,
@@ -219,7 +231,7 @@ BUNDLED = {
 
 ALL = {**SYNTHETIC, **PUBLISHED, **{k: load_bundled_config(k) for k in BUNDLED}}
 FAMILIES = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "nemotron_h", "jamba", "falcon_h1", "mamba",
-            "falcon_mamba", "mamba2", "bamba", "granitemoehybrid", "lfm2", "phi"}
+            "falcon_mamba", "mamba2", "bamba", "granitemoehybrid", "lfm2", "phi", "olmo_hybrid", "minimax"}
 
 
 def spec_of(cfg):
@@ -365,6 +377,19 @@ def expected_state(cfg) -> list[tuple[int, int]]:
         types = cfg.get("layer_types") or ["full_attention" if (i + 1) % cfg.get("full_attention_interval", 4) == 0
                                            else "linear_attention" for i in range(n)]
         return [st if t == "linear_attention" else (0, 0) for t in types]
+    if mt == "olmo_hybrid":
+        kh, vh = cfg.get("linear_num_key_heads", cfg["num_attention_heads"]), cfg.get("linear_num_value_heads",
+                                                                                      cfg["num_attention_heads"])
+        kd = cfg.get("linear_key_head_dim", int(0.75 * h / kh))
+        vd = cfg.get("linear_value_head_dim", 2 * kd)
+        st = ((2 * kh * kd + vh * vd) * (cfg.get("linear_conv_kernel_dim", 4) - 1), vh * vd * kd)
+        types = cfg.get("layer_types") or ["full_attention" if i % 4 == 3 else "linear_attention" for i in range(n)]
+        return [st if t == "linear_attention" else (0, 0) for t in types]
+    if mt == "minimax":
+        heads = cfg["num_attention_heads"]
+        d = cfg.get("head_dim") or h // heads
+        types = cfg.get("layer_types") or ["full_attention" if i % 2 == 0 else "linear_attention" for i in range(n)]
+        return [(0, heads * d * d) if t == "linear_attention" else (0, 0) for t in types]
     if mt == "lfm2":
         types = cfg.get("layer_types") or ["full_attention" if i in cfg["full_attn_idxs"] else "conv"
                                            for i in range(n)]
@@ -629,7 +654,8 @@ def test_cli_models_list_counts_every_covered_family():
 
 CACHE_CHECK = ["mamba/tied_default", "falcon_mamba/expand", "mamba2/groups", "nemotron_h/pattern", "jamba/moe",
                "falcon_h1/base", "bamba/attn_indices", "granitemoehybrid/moe+rope", "qwen3_next/base",
-               "qwen3_5_text/base", "qwen3_5_moe_text/base", "lfm2/layer_types"]
+               "qwen3_5_text/base", "qwen3_5_moe_text/base", "lfm2/layer_types", "olmo_hybrid/defaults",
+               "olmo_hybrid/widths+layer_types"]
 
 
 @pytest.mark.parametrize("name", CACHE_CHECK)
@@ -668,7 +694,8 @@ def test_state_matches_transformers_cache(name):
         assert lk.state_bytes == 4 * want, i
 
 
-@pytest.mark.parametrize("name", ["qwen3_next/base", "qwen3_5_text/base", "qwen3_5_moe_text/base"])
+@pytest.mark.parametrize("name", ["qwen3_next/base", "qwen3_5_text/base", "qwen3_5_moe_text/base",
+                                  "olmo_hybrid/defaults", "olmo_hybrid/widths+layer_types"])
 def test_decode_flops_match_transformers(name):
     """FlopCounterMode over transformers' own decode step (eager attention, eager experts: only the routed
     experts run), after a 5-token prefill: its matmuls (``aten.mm``) are our matmul, router and expert ops,
@@ -695,5 +722,6 @@ def test_decode_flops_match_transformers(name):
                 model(torch.tensor([[6]]), past_key_values=past, use_cache=True)
     hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
     _, _, ops = ops_of(SYNTHETIC[name], batch=1, new_tokens=1, cached_tokens=5)
-    assert hf["aten.mm"] == sum(o.flops for o in ops if o.kind in ("matmul", "router", "experts"))
+    assert hf["aten.mm"] + hf.get("aten.addmm", 0) == sum(o.flops for o in ops if o.kind in ("matmul", "router",
+                                                                                              "experts"))
     assert hf["aten.bmm"] == sum(o.flops for o in ops if o.kind == "attention")

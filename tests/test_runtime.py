@@ -588,6 +588,30 @@ def test_zamba2_is_refused_clearly(tmp_path):
     assert r.exit_code == 1 and r.stderr.startswith("Error: verify does not support Mamba layers yet")
 
 
+def test_minimax_is_refused_clearly(tmp_path):
+    """MiniMax is analysed and traced, not run: its lightning-attention layers are refused by build and by the
+    verify command; a config of softmax layers only is refused too (its residual follows the norm)."""
+    from tests.test_families import CASES
+
+    cfg = CASES["minimax"]
+    with pytest.raises(RuntimeUnavailableError, match="verify does not support lightning attention layers yet"):
+        build_decoder(parse_config(cfg), device="meta")
+    with pytest.raises(RuntimeUnavailableError, match="verify does not support MiniMax's decoder layer"):
+        build_decoder(parse_config(dict(cfg, layer_types=["full_attention"] * 4)), device="meta")
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = run_cli("verify", str(tmp_path), "--device", "cpu", "--steps", "1")
+    assert r.exit_code == 1 and r.stderr.startswith("Error: verify does not support lightning attention layers yet")
+
+
+def test_olmo_hybrid_is_refused_clearly():
+    """OLMo Hybrid is analysed and traced, not run: its Gated DeltaNet (projections apart, doubled beta) is refused
+    by build with one message naming it."""
+    from tests.test_hybrid import SYNTHETIC
+
+    with pytest.raises(RuntimeUnavailableError, match="verify does not support OLMo Hybrid's Gated DeltaNet"):
+        build_decoder(parse_config(SYNTHETIC["olmo_hybrid/defaults"]), device="meta")
+
+
 def test_deepseek_sparse_attention_is_refused_clearly(tmp_path):
     """DeepSeek-V3.2's sparse attention (MLA + lightning indexer) is analysed and traced, not run: build and the
     verify command refuse it with one message."""

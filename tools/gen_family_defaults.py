@@ -34,7 +34,7 @@ TYPES = sys.argv[1:] or [
     "ernie4_5_moe", "dots1", "hunyuan_v1_moe", "hunyuan_v1_dense", "exaone_moe", "solar_open",
     "deepseek_v32", "glm_moe_dsa",
     "granite_swa", "granitemoe_swa", "flex_olmo", "mellum", "minicpm3", "bitnet", "nanochat",
-    "youtu", "jais2",
+    "youtu", "jais2", "minimax", "olmo_hybrid",
     # language models of multimodal wrappers, and the wrappers whose tie_word_embeddings default decides lm_head
     "glm4v_text", "glm_ocr_text", "glm4v_moe_text", "qwen3_omni_moe_text", "qwen2_5_omni_text",
     "glm4v_vision", "glm4v_moe_vision",

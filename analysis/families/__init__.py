@@ -77,6 +77,11 @@ REFUSED: dict[str, Builder] = {
                               "zero-computation experts are not modelled"),
     "mimo_v2_flash": _refused("MiMo-V2-Flash", "its hybrid attention with per-type head dims and its MoE layout are "
                               "not modelled"),
+    "kimi_linear": _refused("Kimi Linear", "its Kimi Delta Attention layers (q/k/v short convs, a per-channel decay "
+                            "from a low-rank forget gate f_a/f_b_proj with per-channel dt_bias, a low-rank output gate "
+                            "g_a/g_b_proj, a head_dim x head_dim state per head) have no mixer yet; its full layers "
+                            "are MLA without RoPE and its sparse layers (mlp_layer_types) a DeepSeek-V3 MoE with an "
+                            "fp32 router"),
     "recurrent_gemma": _refused("RecurrentGemma / Griffin", "its recurrent blocks (RG-LRU: a gated linear recurrence "
                                 "with block-diagonal gates behind a temporal conv, in lru_width channels) have no "
                                 "mixer yet"),
@@ -306,6 +311,8 @@ REGISTRY: dict[str, Family] = {
     "lfm2": hybrid.build_lfm2,
     "zamba2": hybrid.build_zamba2,
     "zamba": hybrid.build_zamba,
+    "minimax": hybrid.build_minimax,
+    "olmo_hybrid": hybrid.build_olmo_hybrid,
     "phi": hybrid.build_phi,
     "gemma4_text": gemma4.build,
     "mllama_text_model": mllama.build_text,

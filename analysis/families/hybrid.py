@@ -29,6 +29,8 @@ Layer layouts (transformers 5.x):
 - ``zamba2`` / ``zamba``: input_layernorm → Mamba-2 / Mamba-1 (per-head x/dt projections); a hybrid
   layer first runs a shared transformer block on [hidden | embedding] and a per-layer linear, adds it
   to its input, then its own Mamba block (``mixers/zamba.py``).
+- ``minimax``: input_layernorm → (lightning attention | softmax attention) → post_attention_layernorm →
+  Mixtral-style MoE in every layer (``mixers/lightning.py``); the residual is taken after each norm.
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ from ..spec import (
     RouterKind,
     ShortConv,
 )
-from ..mixers import SharedBlockMamba
+from ..mixers import LightningAttention, SharedBlockMamba
 from .common import Traits, pre_norms, read_routing, read_act, read_eps, read_head_dim, read_rope, read_rotary, read_tie
 
 # ---- shared readers ------------------------------------------------------------------------------
@@ -747,3 +749,104 @@ def build_zamba(f: Fields, model_type: str) -> ModelSpec:
         spec_kw["query_pre_attn_scalar"] = hd / 2  # scores scaled by (head_dim / 2)^-0.5
     spec = _spec(f, model_type, hidden, vocab, layers, Norm(hidden), True, act, checkpoint=ZAMBA2_LAYOUT)
     return replace(spec, **spec_kw)
+
+
+# ---- MiniMax (MiniMax-Text-01, MiniMax-M1) -------------------------------------------------------
+
+MINIMAX_TYPES = {"linear_attention": "linear", "full_attention": "full"}
+
+
+def _minimax_types(f: Fields, n_layers: int) -> list[str]:
+    """"linear" / "full" per layer: ``layer_types``; else MiniMax's own ``attn_type_list`` (0: lightning,
+    1: softmax), which its original configs carry; else transformers' default (full at even indices)."""
+    if _present(f, "layer_types"):
+        return _types_list(f, "layer_types", n_layers, MINIMAX_TYPES)
+    if _present(f, "attn_type_list"):
+        v = f.list("attn_type_list")
+        if len(v) != n_layers:
+            raise f.error("attn_type_list", f"has {len(v)} entries but num_hidden_layers is {n_layers}")
+        for i, t in enumerate(v):
+            if t not in (0, 1) or isinstance(t, bool):
+                raise f.error("attn_type_list", f"entry {i} is {short(t)}; expected 0 (lightning) or 1 (softmax)")
+        f.derived("layer_types", f"list[{n_layers}]", "absent: from attn_type_list (0: linear_attention, "
+                                                      "1: full_attention)")
+        return ["full" if t == 1 else "linear" for t in v]
+    f.defaulted("layer_types", f"list[{n_layers}]", "absent: transformers' default, full_attention at even "
+                                                    "layers, linear_attention at odd ones")
+    return ["full" if i % 2 == 0 else "linear" for i in range(n_layers)]
+
+
+def build_minimax(f: Fields, model_type: str) -> ModelSpec:
+    """MiniMax-Text-01 / MiniMax-M1 (``minimax``): lightning-attention layers (``mixers/lightning.py``)
+    and softmax-attention layers (GQA, RoPE over the whole head_dim: transformers' MiniMax rotary reads
+    no partial factor), a Mixtral-style MoE (softmax router, top-k renormalised, fused gate_up experts)
+    in every layer. The lightning layers use ``num_attention_heads`` heads of ``head_dim``. The
+    alpha / beta residual factors scale activations only."""
+    hidden, n_layers, vocab = _core(f)
+    types = _minimax_types(f, n_layers)
+    act = _act(f, "silu")
+    heads = f.int("num_attention_heads")
+    hd = read_head_dim(f, hidden, heads)
+    attn = (read_attention(f, hidden, bias=False, qk_norm_dim=0, rotary_fixed=1.0, head_dim=hd)
+            if "full" in types else None)
+    lightning = LightningAttention(hidden, heads, hd, f.int("block_size", 256)) if "linear" in types else None
+    n_exp = f.int("num_local_experts")
+    k = f.int("num_experts_per_tok")
+    if k > n_exp:
+        raise f.error("num_experts_per_tok", f"({k}) exceeds num_local_experts ({n_exp})")
+    moe = MoE(hidden, n_exp, k, f.int("intermediate_size"), act=act)
+    norms = pre_norms(lambda: Norm(hidden))
+    layers = [Layer(attn if t == "full" else lightning, moe, norms) for t in types]
+    return _spec(f, model_type, hidden, vocab, layers, Norm(hidden), False, act,
+                 rope_scaling=read_rope(f, hd)[2] if attn is not None else (),
+                 numerics=Numerics(router=RouterKind.SOFTMAX, norm_topk_prob=True))
+
+
+# ---- OLMo Hybrid ---------------------------------------------------------------------------------
+
+
+def build_olmo_hybrid(f: Fields, model_type: str) -> ModelSpec:
+    """OLMo Hybrid (``olmo_hybrid``): Gated DeltaNet layers in Llama's pre-norm layout (input_layernorm →
+    ``linear_attn`` → post_attention_layernorm → MLP) with q/k/v/a/b/g projections apart
+    (``GatedDeltaNet.separate_proj``), and OLMo 3 attention layers in its post-norm layout (attention →
+    post_attention_layernorm, MLP → post_feedforward_layernorm) with q/k RMSNorms over all heads; a SwiGLU
+    MLP everywhere. Default layout: every 4th layer full attention (the last one when there is none).
+    Linear-attention widths default as transformers sets them: heads = num_attention_heads, key head dim
+    int(0.75·hidden / key heads), value head dim twice that."""
+    hidden, n_layers, vocab = _core(f)
+    if _present(f, "layer_types"):
+        types = _types_list(f, "layer_types", n_layers, QWEN3_NEXT_TYPES)
+    else:
+        types = ["full" if i % 4 == 3 else "linear" for i in range(n_layers)]
+        if "full" not in types:
+            types[-1] = "full"
+        f.defaulted("layer_types", f"list[{n_layers}]", "absent: every 4th layer full_attention (the last when "
+                                                        "none), the others linear_attention")
+    if "linear" not in types or "full" not in types:
+        raise f.error("layer_types", "must hold both linear_attention and full_attention layers (transformers' "
+                                     "OlmoHybridConfig refuses anything else)")
+    act = _act(f, "silu")
+    heads = f.int("num_attention_heads")
+    attn = read_attention(f, hidden, bias=f.bool("attention_bias", False), qk_norm_dim=0)
+    attn = replace(attn, q_norm_dim=heads * attn.head_dim, k_norm_dim=attn.num_key_value_heads * attn.head_dim)
+    k_heads = (f.int("linear_num_key_heads") if _present(f, "linear_num_key_heads")
+               else f.derived("linear_num_key_heads", heads, "absent: num_attention_heads"))
+    v_heads = (f.int("linear_num_value_heads") if _present(f, "linear_num_value_heads")
+               else f.derived("linear_num_value_heads", heads, "absent: num_attention_heads"))
+    if v_heads % k_heads:
+        raise f.error("linear_num_value_heads", f"({v_heads}) must be a multiple of linear_num_key_heads ({k_heads})")
+    dk = (f.int("linear_key_head_dim") if _present(f, "linear_key_head_dim")
+          else f.derived("linear_key_head_dim", int(0.75 * hidden / k_heads), "absent: int(0.75 x hidden_size / "
+                                                                              "linear_num_key_heads)"))
+    dv = (f.int("linear_value_head_dim") if _present(f, "linear_value_head_dim")
+          else f.derived("linear_value_head_dim", 2 * dk, "absent: 2 x linear_key_head_dim"))
+    gdn = GatedDeltaNet(hidden, k_heads, v_heads, dk, dv, f.int("linear_conv_kernel_dim", 4, hi=1 << 12),
+                        separate_proj=True)
+    mlp = MLP(hidden, f.int("intermediate_size"), act=act)
+    post = (PlacedNorm("post_attention_layernorm", "post_mixer", Norm(hidden)),
+            PlacedNorm("post_feedforward_layernorm", "post_ffn", Norm(hidden)))
+    pre = pre_norms(lambda: Norm(hidden))
+    layers = [Layer(attn, mlp, post) if t == "full" else Layer(gdn, mlp, pre) for t in types]
+    return _spec(f, model_type, hidden, vocab, layers, Norm(hidden), False, act,
+                 rope_scaling=read_rope(f, attn.head_dim)[2],
+                 checkpoint=CheckpointLayout(modules=((".linear_attn.", ".mixer."),)))

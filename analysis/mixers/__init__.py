@@ -12,6 +12,7 @@ from .base import MixerKind, MixerSpec
 from .deltanet import GatedDeltaNet
 from .dsa import SparseMLA
 from .hybrid import ParallelHybrid
+from .lightning import LightningAttention
 from .mamba import Mamba
 from .mla import MLA
 from .short_conv import ShortConv
@@ -19,10 +20,11 @@ from .zamba import SharedBlockMamba
 
 #: Every mixer spec class: what tensor-parallel tables collect over (``analysis.parallel``).
 MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, SparseMLA, Mamba, GatedDeltaNet,
-                                            ShortConv, ParallelHybrid, SharedBlockMamba)
+                                            ShortConv, ParallelHybrid, SharedBlockMamba, LightningAttention)
 
-Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid, SharedBlockMamba]
+Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid, SharedBlockMamba,
+              LightningAttention]
 
-__all__ = ["MIXER_TYPES", "MLA", "Attention", "GatedAttention", "GatedDeltaNet", "Mamba", "Mixer", "MixerKind",
-           "MixerSpec", "ParallelHybrid", "SharedBlockMamba", "ShortConv", "SparseMLA", "attended_keys",
+__all__ = ["MIXER_TYPES", "MLA", "Attention", "GatedAttention", "GatedDeltaNet", "LightningAttention", "Mamba", "Mixer",
+           "MixerKind", "MixerSpec", "ParallelHybrid", "SharedBlockMamba", "ShortConv", "SparseMLA", "attended_keys",
            "distinct_keys"]

@@ -52,6 +52,7 @@ class MixerKind(StrEnum):
     SHORT_CONV = "short_conv"
     ATTENTION_MAMBA = "attention+mamba"
     SHARED_BLOCK_MAMBA = "shared-block+mamba"  # Zamba2: a shared attention block, then Mamba-2
+    LIGHTNING = "lightning"  # MiniMax lightning attention (linear attention, a d x d state per head)
 
 
 class MixerSpec:

@@ -25,6 +25,9 @@ class GatedDeltaNet(MixerSpec):
 
     ``split_in_proj`` (Qwen3.5): the same projections as four matrices, ``in_proj_qkv`` (q, k, v),
     ``in_proj_z``, ``in_proj_b`` and ``in_proj_a``, with the same parameters and FLOPs in total.
+    ``separate_proj`` (OLMo Hybrid): six matrices, ``q_proj``, ``k_proj``, ``v_proj``, ``a_proj``,
+    ``b_proj`` and ``g_proj`` (the output gate z), the norm ``o_norm`` and ``o_proj`` for ``out_proj``;
+    the same parameters and FLOPs again (its β is doubled, ``linear_allow_neg_eigval``: numerics only).
 
     Per-sequence state (vLLM's ``gated_delta_net_state_shape``): the conv window
     ``conv_dim × (conv_kernel - 1)`` plus ``num_v_heads × head_k_dim × head_v_dim``. Under tensor
@@ -38,6 +41,7 @@ class GatedDeltaNet(MixerSpec):
     head_v_dim: int
     conv_kernel: int
     split_in_proj: bool = False
+    separate_proj: bool = False
 
     kind = MixerKind.GATED_DELTANET
     title = "Gated DeltaNet"
@@ -56,7 +60,10 @@ class GatedDeltaNet(MixerSpec):
 
     def in_projections(self) -> list[tuple[str, int]]:
         """(name, output rows) of the input projections: [q | k | v | z] and [b | a] (Qwen3-Next), or
-        the four of them apart (Qwen3.5)."""
+        the four of them apart (Qwen3.5), or q, k, v, a, b, g apart (OLMo Hybrid)."""
+        if self.separate_proj:
+            return [("q_proj", self.key_dim), ("k_proj", self.key_dim), ("v_proj", self.value_dim),
+                    ("a_proj", self.num_v_heads), ("b_proj", self.num_v_heads), ("g_proj", self.value_dim)]
         if self.split_in_proj:
             return [("in_proj_qkv", self.conv_dim), ("in_proj_z", self.value_dim), ("in_proj_b", self.num_v_heads),
                     ("in_proj_a", self.num_v_heads)]
@@ -72,9 +79,14 @@ class GatedDeltaNet(MixerSpec):
         out.append(Tensor(f"{prefix}.conv1d.weight", (self.conv_dim, 1, self.conv_kernel), "conv"))
         out.append(Tensor(f"{prefix}.dt_bias", (self.num_v_heads,), "other"))
         out.append(Tensor(f"{prefix}.A_log", (self.num_v_heads,), "other"))
-        out.append(Tensor(f"{prefix}.norm.weight", (self.head_v_dim,), "norm"))
-        _linear(out, f"{prefix}.out_proj", h, self.value_dim, False)
+        norm, proj = self.out_names()
+        out.append(Tensor(f"{prefix}.{norm}.weight", (self.head_v_dim,), "norm"))
+        _linear(out, f"{prefix}.{proj}", h, self.value_dim, False)
         return out
+
+    def out_names(self) -> tuple[str, str]:
+        """(gated norm, output projection) module names."""
+        return ("o_norm", "o_proj") if self.separate_proj else ("norm", "out_proj")
 
     # ---- trace -----------------------------------------------------------------------------------
 
@@ -97,9 +109,10 @@ class GatedDeltaNet(MixerSpec):
               weight_bytes=b.fmt.bytes_of(small), act_read_bytes=n * (self.conv_dim + 2 * self.num_v_heads) * a,
               act_write_bytes=n * self.value_dim * a, state_read_bytes=rd, state_write_bytes=wr, kernels=10)
         # RMSNorm over head_v_dim, times silu(z)
-        b.gate(i, "gated_norm", self.value_dim, tensors.get("norm", []), kernels=7)
-        # out_proj: value_dim -> h
-        b.matmul("out_proj", tensors["out_proj"], i, "ssm", parallel=Parallel.ROW)
+        norm, proj = self.out_names()
+        b.gate(i, "gated_norm", self.value_dim, tensors.get(norm, []), kernels=7)
+        # out_proj (OLMo Hybrid: o_proj): value_dim -> h
+        b.matmul(proj, tensors[proj], i, "ssm", parallel=Parallel.ROW)
 
     # ---- state and tensor parallelism ------------------------------------------------------------
 
