@@ -19,6 +19,10 @@
   (``cross_bytes_per_image``: cross layers × 2 × KV heads × head_dim × image tokens), nothing per text
   token; not in ``bytes_per_token`` nor ``bytes_per_sequence``, which are the text tokens'.
 
+- DeepSeek-V4 layers: the window's shared K = V per token (capped at the window) plus one compressed entry
+  per ``ratio`` tokens, every entry kept (``LayerKV.compressed``; ``mixers/compressed.py``), and the
+  compressor's buffer as a fixed state at its largest.
+
 ``bytes_per_token`` is what one token adds across all layers while the context is shorter than every
 window; ``bytes_per_sequence(context)`` caps each windowed layer at its window.
 """
@@ -39,12 +43,23 @@ class LayerKV:
     window: int | None  # tokens this layer keeps (window or chunk); None: all of them
     bytes_per_token: int
     state_bytes: int  # fixed per-sequence state (recurrent layers)
+    # (ratio, bytes per entry): one entry per ``ratio`` tokens, every entry kept (DeepSeek-V4's compressed layers)
+    compressed: tuple[tuple[int, int], ...] = ()
 
     def tokens_cached(self, context: int) -> int:
         return context if self.window is None else min(context, self.window)
 
+    def compressed_bytes(self, context: int) -> int:
+        return sum(per_entry * (context // ratio) for ratio, per_entry in self.compressed)
+
     def bytes_at(self, context: int) -> int:
-        return self.bytes_per_token * self.tokens_cached(context)
+        return self.bytes_per_token * self.tokens_cached(context) + self.compressed_bytes(context)
+
+    @property
+    def pool_bytes_per_token(self) -> int:
+        """What a token costs a paged pool that counts every token alike: ``bytes_per_token`` plus each
+        compressed entry's bytes spread over its ``ratio`` tokens (rounded up)."""
+        return self.bytes_per_token + sum(-(-per_entry // ratio) for ratio, per_entry in self.compressed)
 
 
 def layer_kv(spec: ModelSpec, kv_dtype: DType, state_dtype: DType) -> list[LayerKV]:
@@ -57,14 +72,16 @@ def layer_kv(spec: ModelSpec, kv_dtype: DType, state_dtype: DType) -> list[Layer
         m = layer.mixer  # each mixer says what it caches (analysis.mixers)
         per_token = state = 0
         cap = None
+        packed: tuple[tuple[int, int], ...] = ()
         if m is not None:
             per_token = m.kv_bytes_per_token(kv_dtype)
             conv, ssm = m.state_elements()
             state = state_dtype.nbytes(conv) + state_dtype.nbytes(ssm)
             cap = m.kv_cap()
+            packed = tuple((ratio, kv_dtype.nbytes(elems)) for ratio, elems in m.compressed_kv())
         kind = layer.kind
         for i in group:
-            out[i] = LayerKV(i, kind, cap, per_token, state)
+            out[i] = LayerKV(i, kind, cap, per_token, state, packed)
     return out  # type: ignore[return-value]
 
 
@@ -78,7 +95,9 @@ class KVCache:
 
     @property
     def bytes_per_token(self) -> int:
-        return sum(lk.bytes_per_token for lk in self.layers)
+        """Per token while the context is shorter than every window; compressed entries spread over their
+        ratio (``LayerKV.pool_bytes_per_token``)."""
+        return sum(lk.pool_bytes_per_token for lk in self.layers)
 
     @cached_property
     def _by_cap(self) -> tuple[tuple[int | None, int], ...]:
@@ -89,7 +108,8 @@ class KVCache:
         return tuple(out.items())
 
     def bytes_per_sequence(self, context: int) -> int:
-        return sum(per_token * (context if cap is None else min(context, cap)) for cap, per_token in self._by_cap)
+        return (sum(per_token * (context if cap is None else min(context, cap)) for cap, per_token in self._by_cap)
+                + sum(lk.compressed_bytes(context) for lk in self.layers if lk.compressed))
 
     @property
     def state_bytes_per_sequence(self) -> int:
@@ -98,7 +118,8 @@ class KVCache:
     def per_layer(self) -> list[dict]:
         return [
             {"layer": lk.layer, "kind": lk.kind, "window": lk.window, "bytes_per_token": lk.bytes_per_token,
-             "state_bytes": lk.state_bytes}
+             "state_bytes": lk.state_bytes,
+             **({"compressed": [{"ratio": r, "bytes_per_entry": b} for r, b in lk.compressed]} if lk.compressed else {})}
             for lk in self.layers
         ]
 

@@ -377,7 +377,8 @@ def stage_kv_bytes_per_sequence(kv, plan: LayoutPlan, context: int) -> list[int]
     ``stage_state_bytes_per_sequence``)."""
     out = [0] * plan.layout.pp
     for lk in kv.layers:
-        out[plan.stage_of(lk.layer, "layer")] += -(-lk.bytes_per_token // plan.attn.kv_divisor) * lk.tokens_cached(context)
+        out[plan.stage_of(lk.layer, "layer")] += (-(-lk.bytes_per_token // plan.attn.kv_divisor) * lk.tokens_cached(context)
+                                                  + lk.compressed_bytes(context))  # compressed entries: replicated
     return out
 
 
@@ -386,7 +387,8 @@ def stage_kv_bytes_per_token(kv, plan: LayoutPlan) -> list[int]:
     attention-DP rank; split ``kv_divisor`` ways over the attention-TP GPUs, full-context layers only)."""
     out = [0] * plan.layout.pp
     for lk in kv.layers:
-        out[plan.stage_of(lk.layer, "layer")] += -(-lk.bytes_per_token // plan.attn.kv_divisor)
+        out[plan.stage_of(lk.layer, "layer")] += (-(-lk.bytes_per_token // plan.attn.kv_divisor)
+                                                  + lk.pool_bytes_per_token - lk.bytes_per_token)
     return out
 
 

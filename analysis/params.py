@@ -28,7 +28,8 @@ def category(t: Tensor) -> str:
         return "experts"
     if ".mlp.shared_expert." in t.name:
         return "shared_experts"
-    if ".mlp." in t.name or ".per_layer_" in t.name:  # Gemma 4's per-layer input gate and projection
+    # Gemma 4's per-layer input gate and projection; Gemma 3n's AltUp (per layer and model-level)
+    if ".mlp." in t.name or ".per_layer_" in t.name or ".altup" in t.name:
         return "mlp"
     if ".mixer." in t.name:
         return "ssm"

@@ -130,6 +130,9 @@ class Numerics:
     # 1 + beta·log(1 + floor(p / original)) on every layer; None: not used
     query_position_scale: tuple[float, float] | None = None
     position_offset: int = 0  # OPT: learned position p is row p + 2 of embed_positions
+    # ALiBi's slopes 2^(-alibi_bias_max·i / n) over the next power of two n of heads (MPT's alibi_bias_max;
+    # BLOOM's slopes are these at 8)
+    alibi_bias_max: float = 8.0
 
 
 @frozen
@@ -358,6 +361,12 @@ class Layer:
     # this layer's slice of the per-layer input)`` is normed (``post_per_layer_input_norm``, one of
     # ``norms``) and added to the residual; the width of that slice (0: none)
     per_layer_input: int = 0
+    # Gemma 3n: AltUp over ``altup_inputs`` copies of the residual stream (``altup.*``: a router (inputs x hidden)
+    # behind its RMSNorm, prediction (inputs^2 x inputs) and correction (inputs x inputs) coefficients, a
+    # correct_output_scale over hidden); LAuReL, a rank-``laurel_rank`` residual beside attention
+    # (``laurel.linear_left`` / ``linear_right``, ``post_laurel_norm``). 0: none
+    altup_inputs: int = 0
+    laurel_rank: int = 0
 
     def norm(self, role: str) -> PlacedNorm | None:
         return next((p for p in self.norms if p.role == role), None)
@@ -385,6 +394,19 @@ class Layer:
             h = self.mixer.hidden_size if self.mixer is not None else self.ffn.hidden_size  # type: ignore[union-attr]
             _linear(out, f"{prefix}.per_layer_input_gate", self.per_layer_input, h, False)
             _linear(out, f"{prefix}.per_layer_projection", h, self.per_layer_input, False)
+        if self.altup_inputs or self.laurel_rank:  # (Gemma 3n's layers: attention, so the mixer has hidden_size)
+            h = self.mixer.hidden_size  # type: ignore[union-attr]
+        if self.altup_inputs:
+            n = self.altup_inputs
+            out.append(Tensor(f"{prefix}.altup.correct_output_scale", (h,), "norm"))
+            _linear(out, f"{prefix}.altup.correction_coefs", n, n, False)
+            _linear(out, f"{prefix}.altup.prediction_coefs", n * n, n, False)
+            _linear(out, f"{prefix}.altup.modality_router", n, h, False)
+            out.append(Tensor(f"{prefix}.altup.router_norm.weight", (h,), "norm"))
+        if self.laurel_rank:
+            _linear(out, f"{prefix}.laurel.linear_left", self.laurel_rank, h, False)
+            _linear(out, f"{prefix}.laurel.linear_right", h, self.laurel_rank, False)
+            out.append(Tensor(f"{prefix}.laurel.post_laurel_norm.weight", (h,), "norm"))
         return out
 
 
@@ -430,12 +452,17 @@ class ModelSpec:
     lm_head_bias: bool = False
     mtp_layers: tuple[Layer, ...] = ()  # DeepSeek multi-token prediction (reported, not in total)
     mtp_extra_params: int = 0  # MTP's own projections and norms besides its decoder block
+    head_hc: tuple[Tensor, ...] = ()  # DeepSeek-V4's hc_head: collapses the hyper-connection streams before the final norm
     vision: tuple[Tensor, ...] = ()  # a multimodal wrapper's encoders and projectors (kind "vision", or "audio")
     # Gemma 4 per-layer inputs (PLE): a second token table ``embed_tokens_per_layer`` (per_layer_vocab_size
     # rows, num_layers x per_layer_input_size wide) plus ``per_layer_model_projection`` of the embedding,
     # normed per layer (``per_layer_projection_norm``); layer i reads slice i (``Layer.per_layer_input``)
     per_layer_input_size: int = 0
     per_layer_vocab_size: int = 0
+    # Gemma 3n: AltUp's model-level projections, (altup_inputs - 1) hidden x hidden each way: altup_projections
+    # make the extra residual streams from the embedding, altup_unembed_projections fold them back before the
+    # final norm (every token, both). 0: none
+    altup_inputs: int = 0
     embedding_rows: int = 0  # rows of embed_tokens when not vocab_size (mllama: vocab_size + 8)
     cross_attention: CrossAttentionLayers | None = None  # mllama: image cross-attention layers, apart from `layers`
     torch_dtype: str | None = None
@@ -493,13 +520,16 @@ class ModelSpec:
 
     def input_tensors(self) -> list[Tensor]:
         """Model-level tensors between the embedding and the first layer (Gemma 4's per-layer input
-        projection and its norm)."""
-        if not self.per_layer_input_size:
-            return []
+        projection and its norm; Gemma 3n's AltUp projections, the unembedding ones too: they run on
+        every token, as the embedding's do)."""
         out: list[Tensor] = []
-        _linear(out, "model.per_layer_model_projection", self.num_layers * self.per_layer_input_size,
-                self.hidden_size, False)
-        out.append(Tensor("model.per_layer_projection_norm.weight", (self.per_layer_input_size,), "norm"))
+        if self.per_layer_input_size:
+            _linear(out, "model.per_layer_model_projection", self.num_layers * self.per_layer_input_size,
+                    self.hidden_size, False)
+            out.append(Tensor("model.per_layer_projection_norm.weight", (self.per_layer_input_size,), "norm"))
+        for name in ("altup_projections", "altup_unembed_projections"):
+            for j in range(max(0, self.altup_inputs - 1)):
+                _linear(out, f"model.{name}.{j}", self.hidden_size, self.hidden_size, False)
         return out
 
     def lm_head_tensors(self) -> list[Tensor]:
@@ -521,7 +551,7 @@ class ModelSpec:
     def final_norm_tensors(self) -> list[Tensor]:
         """The model-level norms: the final norm and, where there is one, the embedding's norm."""
         out = self.embedding_norm.tensors("model.embed_layernorm") if self.embedding_norm else []
-        return out + (self.final_norm.tensors("model.norm") if self.final_norm else [])
+        return out + (self.final_norm.tensors("model.norm") if self.final_norm else []) + list(self.head_hc)
 
     @cached_property
     def layer_groups(self) -> tuple[tuple[int, ...], ...]:

@@ -272,6 +272,8 @@ class _Builder:
             # parallel blocks add the mixer and the FFN outputs to the residual in one pass
             self.elementwise("residual", (3 if layer.parallel else 2) * n * h, n * h, i, "other")
             self.placed_norm(layer, "post_ffn_residual", i, tensors)
+        if layer.altup_inputs or layer.laurel_rank:
+            self.altup_laurel(i, layer, tensors)
         if layer.per_layer_input:  # Gemma 4: gate, GELU times this layer's input slice, project, norm, add
             w = layer.per_layer_input
             self.matmul("per_layer_input_gate", tensors["per_layer_input_gate"], i, "ffn")
@@ -280,10 +282,42 @@ class _Builder:
             self.norm("post_per_layer_input_norm", None, h, i, tensors=tensors.get("post_per_layer_input_norm", []))
             self.elementwise("residual", 2 * n * h, n * h, i, "other")
 
+    def altup_laurel(self, i: int, layer: Layer, tensors: dict[str, list[Tensor]]) -> None:
+        """Gemma 3n's AltUp (the router, behind its norm, runs twice: to predict the streams before the
+        block and to correct them after; the prediction mixes the ``N`` streams per feature, an
+        (N x N) matmul per token and feature) and LAuReL (a low-rank residual beside attention)."""
+        n, h, a = self.shape.tokens, self.spec.hidden_size, self.a
+        N = layer.altup_inputs
+        if N:
+            alt = {t.name.split(".altup.")[1].split(".")[0]: t for t in tensors.get("altup", [])}
+            for step in ("predict", "correct"):
+                self.norm(f"altup_{step}_router_norm", None, h, i, tensors=[alt["router_norm"]])
+                self.matmul(f"altup_{step}_router", [alt["modality_router"]], i, "other",
+                            parallel=Parallel.REPLICATED)
+                coefs = alt["prediction_coefs" if step == "predict" else "correction_coefs"]
+                self.matmul(f"altup_{step}_coefs", [coefs], i, "other", parallel=Parallel.REPLICATED)
+                mix = 2 * n * h * N * N if step == "predict" else 0  # the prediction's per-feature stream mix
+                self.add(name=f"altup_{step}", kind="matmul" if mix else "elementwise", category="other", layer=i,
+                         flops=mix, act_read_bytes=2 * n * N * h * a, act_write_bytes=n * N * h * a, kernels=3)
+            self.add(name="altup_scale", kind="elementwise", category="other", layer=i,
+                     weight_bytes=self.fmt.bytes_of([alt["correct_output_scale"]]), act_read_bytes=n * h * a,
+                     act_write_bytes=n * h * a, kernels=1)
+        if layer.laurel_rank:
+            lau = {t.name.split(".laurel.")[1].split(".")[0]: t for t in tensors.get("laurel", [])}
+            self.matmul("laurel_left", [lau["linear_left"]], i, "attention", parallel=Parallel.REPLICATED)
+            self.matmul("laurel_right", [lau["linear_right"]], i, "attention", parallel=Parallel.REPLICATED)
+            self.norm("post_laurel_norm", None, h, i, tensors=[lau["post_laurel_norm"]])
+            self.elementwise("laurel_residual", 3 * n * h, n * h, i, "other")
+
     def head(self) -> None:
         spec, s, a = self.spec, self.shape, self.a
         h, v = spec.hidden_size, spec.vocab_size
         last = s.batch  # logits only for the last position of each sequence
+        if spec.head_hc:  # DeepSeek-V4: the hyper-connection streams collapsed to one (every token's, as transformers)
+            hc = [t for t in spec.head_hc if len(t.shape) == 2]
+            self.add(name="hc_head", kind="matmul", category="other", layer=None, flops=2 * s.tokens * hc[0].numel,
+                     weight_bytes=self.fmt.bytes_of(list(spec.head_hc)), act_read_bytes=s.tokens * hc[0].shape[1] * 4,
+                     act_write_bytes=s.tokens * h * a, kernels=3, parallel=Parallel.REPLICATED)
         if spec.final_norm is not None:
             self.norm("final_norm", spec.final_norm, h, None, n_tokens=last,
                       tensors=spec.final_norm.tensors("model.norm"))

@@ -559,7 +559,7 @@ def kv_bytes_per_token_per_gpu(a, plan, engine: EngineProfile) -> int:
                 total += (r * int(lay["latent_bytes"]) + -(-r // int(lay["scale_group"])) * int(lay["scale_bytes"])
                           + rope * int(lay["rope_bytes"])) + m.indexer_kv_bytes()
             else:
-                total += lk.bytes_per_token + indexer
+                total += lk.pool_bytes_per_token + indexer  # DeepSeek-V4: + compressed entries per token
         else:
             total += lk.bytes_per_token // plan.kv_divisor
     return total

@@ -81,6 +81,10 @@ def check_supported(spec: ModelSpec) -> None:
         raise RuntimeUnavailableError(f"verify does not support MiniMax's decoder layer yet ({spec.label}: the "
                                       "residual is taken after each norm and scaled by the alpha / beta factors)",
                                       "analyze and trace work for this model")
+    if spec.altup_inputs or any(layer.altup_inputs or layer.laurel_rank for layer in spec.layers):
+        raise RuntimeUnavailableError(f"verify does not support Gemma 3n's decoder layer yet ({spec.label}: AltUp's "
+                                      "predicted / corrected residual streams, LAuReL's low-rank residual and the "
+                                      "Gaussian top-k activation sparsity)", "analyze and trace work for this model")
     if spec.position_embeddings and spec.max_position_embeddings is None:
         raise RuntimeUnavailableError("learned position embeddings without max_position_embeddings")
 
@@ -323,9 +327,17 @@ def _allowed_TS(qpos_T: torch.Tensor, kpos_S: torch.Tensor, window: int | None, 
     return ok
 
 
-def alibi_slopes(heads: int) -> torch.Tensor:
+def alibi_slopes(heads: int, bias_max: float = 8.0) -> torch.Tensor:
     """ALiBi's per-head slopes (Press et al.; BLOOM's ``_get_alibi_slopes``): a geometric series over
-    the nearest power of two of heads, the odd powers of the next one's base for the rest."""
+    the nearest power of two of heads, the odd powers of the next one's base for the rest. MPT's
+    ``alibi_bias_max`` other than 8 (``build_mpt_alibi_tensor``): ``2^(-bias_max·i / n)`` for i in 1..n,
+    n the next power of two, the even-indexed ones first then the odd, the first ``heads`` kept."""
+    if bias_max != 8.0:
+        n = 2 ** math.ceil(math.log2(heads))
+        s = [2.0 ** (-bias_max * i / n) for i in range(1, n + 1)]
+        if n != heads:
+            s = (s[1::2] + s[::2])[:heads]
+        return torch.tensor(s, dtype=torch.float32)
     closest = 2 ** math.floor(math.log2(heads))
     base = 2 ** (-(2 ** -(math.log2(closest) - 3)))
     slopes = [base ** p for p in range(1, 1 + closest)]
@@ -339,13 +351,13 @@ class Alibi(nn.Module):
     """The score bias of ALiBi: ``slope_h × key position`` (BLOOM's form; the ``-slope_h × query
     position`` of the textbook form is constant along a softmax row and drops out)."""
 
-    def __init__(self, heads: int):
+    def __init__(self, heads: int, bias_max: float = 8.0):
         super().__init__()
-        self.heads = heads
+        self.heads, self.bias_max = heads, bias_max
         self.register_buffer("slopes", torch.empty(heads, dtype=torch.float32), persistent=False)
 
     def reset_buffers(self) -> None:
-        self.slopes = alibi_slopes(self.heads).to(self.slopes.device)
+        self.slopes = alibi_slopes(self.heads, self.bias_max).to(self.slopes.device)
 
 
 class MixerModule(nn.Module):
@@ -410,7 +422,7 @@ class SelfAttention(MixerModule):
                 self.k_norm = RMSNorm(m.k_norm_dim, spec.norm_eps, spec.norm_offset, dtype=dtype)
         if m.sinks:
             self.sinks = nn.Parameter(torch.empty(H, dtype=dtype))
-        self.alibi = Alibi(H) if m.alibi else None
+        self.alibi = Alibi(H, num.alibi_bias_max) if m.alibi else None
         self.rotary = None
         if m.rotary_dim % 2:  # RoPE turns pairs of channels; an odd width has no torch (or transformers) form
             raise UnsupportedModelError(f"rotary dimension {m.rotary_dim} is odd (head_dim {m.head_dim}): RoPE rotates "

@@ -10,6 +10,20 @@ from tests.oracle import hf_param_count
 
 BASE = {"hidden_size": 128, "intermediate_size": 352, "num_hidden_layers": 4, "num_attention_heads": 8,
         "num_key_value_heads": 2, "vocab_size": 512, "max_position_embeddings": 4096, "pad_token_id": 0}
+#: DeepSeek-V4 reads intermediate_size as moe_intermediate_size (DeepseekV4Config.attribute_map): left out
+V4_BASE = {k: v for k, v in BASE.items() if k != "intermediate_size"}
+
+#: google/gemma-3n-E2B's text_config (config.json), as published
+GEMMA3N_E2B_TEXT = {
+    "model_type": "gemma3n_text", "activation_sparsity_pattern": [0.95] * 10 + [0.0] * 20, "altup_active_idx": 0,
+    "altup_coef_clip": 120.0, "altup_correct_scale": True, "altup_lr_multiplier": 1.0, "altup_num_inputs": 4,
+    "attention_bias": False, "attention_dropout": 0.0, "final_logit_softcapping": 30.0, "head_dim": 256,
+    "hidden_activation": "gelu_pytorch_tanh", "hidden_size": 2048, "hidden_size_per_layer_input": 256,
+    "intermediate_size": [8192] * 30, "laurel_rank": 64,
+    "layer_types": (["sliding_attention"] * 4 + ["full_attention"]) * 6, "max_position_embeddings": 32768,
+    "num_attention_heads": 8, "num_hidden_layers": 30, "num_key_value_heads": 2, "num_kv_shared_layers": 10,
+    "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000.0, "rope_scaling": None,
+    "rope_theta": 1000000.0, "sliding_window": 512, "vocab_size": 262400, "vocab_size_per_layer_input": 262144}
 
 CASES = {
     "llama": dict(BASE, model_type="llama"),
@@ -77,6 +91,18 @@ CASES = {
                          qk_rope_head_dim=8, v_head_dim=16, n_routed_experts=8, n_shared_experts=1,
                          num_experts_per_tok=2, moe_intermediate_size=32, first_k_dense_replace=1, n_group=2,
                          topk_group=1, index_topk=16, index_n_heads=4, index_head_dim=32),
+    "deepseek_v4": dict(V4_BASE, model_type="deepseek_v4", num_hidden_layers=5, num_key_value_heads=1, head_dim=32,
+                        q_lora_rank=48, o_groups=4, o_lora_rank=24, moe_intermediate_size=64, n_routed_experts=8,
+                        num_experts_per_tok=2, index_n_heads=4, index_head_dim=16, index_topk=4, sliding_window=16,
+                        hc_mult=3, compress_rates={"compressed_sparse_attention": 4, "heavily_compressed_attention": 8},
+                        layer_types=["sliding_attention", "heavily_compressed_attention", "compressed_sparse_attention",
+                                     "heavily_compressed_attention", "compressed_sparse_attention"]),
+    "deepseek_v4-compress_ratios-tied": dict(V4_BASE, model_type="deepseek_v4", hidden_size=96, num_attention_heads=4,
+                                             num_key_value_heads=1, head_dim=48, q_lora_rank=32, o_groups=2,
+                                             o_lora_rank=16, moe_intermediate_size=40, n_routed_experts=4,
+                                             num_experts_per_tok=2, index_n_heads=2, index_head_dim=24, index_topk=8,
+                                             sliding_window=8, hc_mult=2, compress_ratios=[0, 4, 128, 4],
+                                             tie_word_embeddings=True, num_hash_layers=1),
     "deepseek_v32-mlp_layer_types-bias": dict(BASE, model_type="deepseek_v32", q_lora_rank=48, kv_lora_rank=64,
                                               qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16,
                                               n_routed_experts=8, n_shared_experts=2, num_experts_per_tok=2,
@@ -144,6 +170,17 @@ CASES = {
     # reads attn_config.rope_theta, which its config class does not declare, so the block must name it
     "dbrx-tiny-class-defaults": {"model_type": "dbrx", "d_model": 128, "n_heads": 4, "n_layers": 2, "vocab_size": 512,
                                  "attn_config": {"rope_theta": 10000}, "ffn_config": {"ffn_hidden_size": 64}},
+    # MPT: the architecture fields of mosaicml/mpt-7b's config.json (6,649,286,656: no position embedding under ALiBi), and a tiny
+    # untied one with 6 heads (past a power of two) and the attn_config fields that change numerics, not counts
+    "mpt-7b": {"model_type": "mpt", "d_model": 4096, "n_heads": 32, "n_layers": 32, "max_seq_len": 2048,
+               "vocab_size": 50432, "expansion_ratio": 4, "no_bias": True, "learned_pos_emb": True,
+               "logit_scale": None, "norm_type": "low_precision_layernorm", "embedding_fraction": 1.0,
+               "attn_config": {"alibi": True, "alibi_bias_max": 8, "attn_impl": "torch", "attn_pdrop": 0,
+                               "attn_type": "multihead_attention", "attn_uses_sequence_id": False, "clip_qkv": None,
+                               "prefix_lm": False, "qk_ln": False, "softmax_scale": None}},
+    "mpt-tiny-untied-6-heads": {"model_type": "mpt", "d_model": 96, "n_heads": 6, "n_layers": 3, "vocab_size": 300,
+                                "tie_word_embeddings": False,
+                                "attn_config": {"clip_qkv": 6.0, "softmax_scale": 0.2, "alibi_bias_max": 6}},
     # ERNIE 4.5 MoE: MoE on layers 1..2 (start / end index), two shared experts; the router's correction bias counts
     "ernie4_5_moe": dict(BASE, model_type="ernie4_5_moe", moe_num_experts=8, moe_k=2, moe_intermediate_size=64,
                          moe_num_shared_experts=2, moe_layer_start_index=1, moe_layer_end_index=2),
@@ -183,6 +220,15 @@ CASES = {
                                            global_head_dim=32, num_global_key_value_heads=1, attention_k_eq_v=True,
                                            sliding_window=32, hidden_size_per_layer_input=0, enable_moe_block=True,
                                            num_experts=8, top_k_experts=2, moe_intermediate_size=48),
+    # Gemma 3n: google/gemma-3n-E2B's text_config (4,435,182,688: AltUp, LAuReL, per-layer inputs, 10 KV-shared
+    # layers), and a tiny one with per-layer widths, 3 AltUp streams, biases, two shared-KV layers, untied
+    "gemma3n_text-e2b": GEMMA3N_E2B_TEXT,
+    "gemma3n_text-tiny": {"model_type": "gemma3n_text", "hidden_size": 64, "num_hidden_layers": 7,
+                          "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+                          "intermediate_size": [96, 96, 128, 128, 64, 64, 32], "vocab_size": 300,
+                          "vocab_size_per_layer_input": 200, "hidden_size_per_layer_input": 8, "laurel_rank": 4,
+                          "altup_num_inputs": 3, "num_kv_shared_layers": 2, "sliding_window": 8,
+                          "attention_bias": True, "tie_word_embeddings": False},
     # plain decoders promoted from the generic fallback (each a Traits row)
     "arcee": dict(BASE, model_type="arcee"),
     "arcee-biases": dict(BASE, model_type="arcee", attention_bias=True, mlp_bias=True),
@@ -797,6 +843,97 @@ def test_dbrx_active_parameters_equal_transformers():
     assert (p.total, p.active) == (total, total - experts * (e - k) // e)
 
 
+# ---- Gemma 3n -----------------------------------------------------------------------------------------
+
+
+def test_gemma3n_e2b_counts_and_kv_by_hand():
+    """E2B's language model: 30 layers, the last 10 reading the K/V of layers 18 (sliding) and 19 (full), so
+    20 layers cache 2 KV heads x 256; AltUp's 3 extra streams are 6 model-level hidden x hidden projections."""
+    spec = parse_config(CASES["gemma3n_text-e2b"])
+    assert count_params(spec).total == 4_435_182_688  # transformers' Gemma3nForCausalLM (tied)
+    assert [layer.mixer.kv_shared for layer in spec.layers] == [False] * 20 + [True] * 10
+    a = analyze(spec, Options(context=4096, dtype="bf16", kv_dtype="bf16"))
+    assert a.kv.bytes_per_token == 20 * (2 * 2 * 256 * 2)
+    assert a.kv_bytes_per_sequence == 16 * (2 * 2 * 256 * 2) * 512 + 4 * (2 * 2 * 256 * 2) * 4096
+    altup = [t for t in spec.input_tensors() if ".altup" in t.name]
+    assert len(altup) == 6 and {t.shape for t in altup} == {(2048, 2048)}
+
+
+def test_gemma3n_wrapper_reads_its_text_config():
+    """The gemma3n wrapper's language model (text_config without a model_type, as the hub's may be): counted
+    text-only, saying its vision / audio encoders are not."""
+    text = {k: v for k, v in CASES["gemma3n_text-tiny"].items() if k != "model_type"}
+    spec = parse_config({"model_type": "gemma3n", "text_config": text})
+    assert spec.model_type == "gemma3n_text"
+    assert count_params(spec).total == count_params(parse_config(CASES["gemma3n_text-tiny"])).total
+    assert any("not counted" in c for c in spec.caveats)
+
+
+def test_gemma3n_kv_and_decode_flops_equal_transformers():
+    """transformers' cache after a prefill holds exactly our bytes per token per layer (none in the shared-KV
+    layers), and FlopCounterMode over its eager decode step equals the trace's FLOPs: AltUp's router (twice a
+    layer), coefficients and stream mix, LAuReL, the per-layer inputs and the model-level AltUp projections."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    cfg = CASES["gemma3n_text-tiny"]
+    torch, model = _hf_text_model(cfg)
+    from torch.utils.flop_counter import FlopCounterMode
+
+    spec = parse_config(cfg)
+    fp32 = get_dtype("fp32")
+    n = 5
+    with torch.no_grad():
+        cache = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True).cache
+        per_layer = [sum(t.numel() * 4 for t in (getattr(lc, "keys", None), getattr(lc, "values", None))
+                         if t is not None) // n for lc in cache.layers]
+        assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
+        assert per_layer[-2:] == [0, 0]
+        for cached in (n, 20):  # 20: past the 8-token window
+            if cached > n:
+                model(torch.randint(0, cfg["vocab_size"], (1, cached - n - 1)), cache=cache, use_cache=True)
+            counter = FlopCounterMode(display=False)
+            with counter:
+                model(torch.randint(0, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
+            fmt, _ = weight_format(spec, "fp32")
+            want = sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=cached))
+            assert counter.get_total_flops() == want
+
+
+# ---- MPT --------------------------------------------------------------------------------------------
+
+
+def test_mpt_block_kv_and_numerics():
+    """MPT-7B: multi-head ALiBi attention (no RoPE), K and V of every head cached on every layer; the
+    attn_config numerics reach the spec."""
+    spec = parse_config(CASES["mpt-7b"])
+    m = spec.layers[0].mixer
+    assert (m.num_key_value_heads, m.head_dim, m.alibi, m.rotary_dim, m.fused_qkv) == (32, 128, True, 0, True)
+    assert spec.tie_word_embeddings and spec.numerics.clip_qkv is None and spec.numerics.alibi_bias_max == 8
+    a = analyze(spec, Options(context=2048, dtype="bf16", kv_dtype="bf16"))
+    assert a.kv.bytes_per_token == 32 * 2 * 4096 * 2  # 512 KiB per token
+    tiny = parse_config(CASES["mpt-tiny-untied-6-heads"])
+    assert (tiny.numerics.clip_qkv, tiny.numerics.attention_multiplier, tiny.numerics.alibi_bias_max) == (6.0, 0.2, 6)
+    assert not tiny.tie_word_embeddings
+
+
+@pytest.mark.parametrize("change,field", [
+    ({"expansion_ratio": 8}, "expansion_ratio"), ({"no_bias": False}, "no_bias"),
+    ({"norm_type": "low_precision_rmsnorm"}, "norm_type"),
+    ({"attn_config": {"qk_ln": True}}, "qk_ln"), ({"attn_config": {"alibi": False}}, "alibi"),
+    ({"attn_config": {"attn_type": "multiquery_attention"}}, "attn_type"),
+])
+def test_mpt_refuses_what_transformers_does_not_build(change, field):
+    """transformers builds one MPT block whatever these fields say: a config that sets another value is a
+    checkpoint it cannot load, refused naming the field (never counted as the block it would build)."""
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"'{field}'"):
+        parse_config(dict(CASES["mpt-tiny-untied-6-heads"], **change))
+
+
 # ---- DeepSeek sparse attention (DeepSeek-V3.2, GLM-5) ----------------------------------------------
 
 DSA = ["deepseek_v32", "deepseek_v32-mlp_layer_types-bias", "glm_moe_dsa", "glm_moe_dsa-topk_freq"]
@@ -1229,3 +1366,71 @@ def test_minimax_cache_and_decode_flops_equal_transformers(name):
                                                                                               "experts"))
     assert hf["aten.bmm"] == sum(o.flops for o in ops if o.kind in ("attention", "scan"))
     assert counter.get_total_flops() == sum(o.flops for o in ops)
+
+
+# ---- DeepSeek-V4 (sliding + compressed shared-KV MQA, hyper-connections) -----------------------------
+
+V4 = ["deepseek_v4", "deepseek_v4-compress_ratios-tied"]
+
+
+@pytest.mark.parametrize("name", V4)
+def test_deepseek_v4_total_and_active_equal_transformers(name):
+    """Attention, compressors, indexers and hyper-connections are all active; routed experts count k / E (hash
+    and learned routers alike)."""
+    cfg = CASES[name]
+    p = count_params(parse_config(cfg))
+    assert (p.total, p.active) == (hf_param_count(cfg), _hf_active(cfg, cfg["num_experts_per_tok"]))
+    kinds = [layer.kind for layer in parse_config(cfg).layers]
+    assert kinds == (["swa(16)+moe", "hca(8)+moe", "csa(4)+moe", "hca(8)+moe", "csa(4)+moe"] if name == "deepseek_v4"
+                     else ["swa(8)+moe", "csa(4)+moe", "hca(128)+moe", "csa(4)+moe"])
+
+
+@pytest.mark.parametrize("n", [11, 21])
+def test_deepseek_v4_kv_equals_transformers_cache(n):
+    """transformers' cache after an n-token prefill (fp32): the window's keys (K = V; values alias them on
+    compressed layers, and are a second copy of the same keys on its generic sliding layers), ``sliding_window - 1``
+    past tokens; one compressed entry per ratio tokens (head_dim, + index_head_dim on CSA); and the compressor's
+    buffer and overlap, which our state counts at its largest."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+
+    cfg = CASES["deepseek_v4"]
+    torch, model = _hf_text_model(cfg)
+    spec = parse_config(cfg)
+    fp32 = get_dtype("fp32")
+    kv = kv_cache(spec, fp32, fp32)
+    with torch.no_grad():
+        out = model(torch.randint(1, cfg["vocab_size"], (1, n)), use_cache=True)
+    cache = out.cache if hasattr(out, "cache") else out.past_key_values
+    for i, (lc, lk) in enumerate(zip(cache.layers, kv.layers)):
+        m = spec.layers[i].mixer
+        assert lc.keys.numel() * 4 == lk.bytes_per_token * min(n, lk.window - 1)
+        entries = sum(t.numel() * 4 for t in getattr(lc, "compressed_kv", {}).values() if t is not None)
+        assert entries == lk.compressed_bytes(n) == lk.bytes_at(n) - lk.bytes_per_token * min(n, lk.window)
+        buf = sum(t.numel() * 4 for d in (getattr(lc, k, {}) for k in ("buffer_kv", "buffer_gate", "overlap_kv",
+                                                                        "overlap_gate")) for t in d.values()
+                  if t is not None)
+        assert buf == 4 * m.buffer_elements(n) <= lk.state_bytes
+        assert lk.state_bytes == 4 * max(m.buffer_elements(c) for c in range(n, n + 8))
+    # 5 layers: window 16 x 32 each; HCA 32 per 8 tokens, CSA 32 + 16 per 4 tokens
+    assert kv.bytes_per_sequence(100) == 5 * 16 * 32 * 4 + 2 * (100 // 8) * 32 * 4 + 2 * (100 // 4) * 48 * 4
+
+
+def test_deepseek_v4_decode_ops_by_attention_type():
+    """Decode at context c: the window attends min(c + 1, W) keys, HCA every closed entry ((c + 1) // 8), CSA
+    its top index_topk of them, 4 x heads x head_dim FLOPs per key; the CSA indexer scores every entry."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    spec = parse_config(CASES["deepseek_v4"])  # 8 heads x 32, window 16, HCA 8, CSA 4 (top 4, indexer 4 x 16)
+    fmt, _ = weight_format(spec, "bf16")
+    per_key = 4 * 8 * 32
+    for c in (3, 40, 1000):
+        ops = step_ops(spec, fmt, get_dtype("bf16"), batch=1, new_tokens=1, cached_tokens=c)
+        att = {o.layer: o.flops for o in ops if o.name == "attention"}
+        w = min(c + 1, 16)
+        assert att == {0: per_key * w, 1: per_key * (w + (c + 1) // 8), 2: per_key * (w + min(4, (c + 1) // 4)),
+                       3: per_key * (w + (c + 1) // 8), 4: per_key * (w + min(4, (c + 1) // 4))}
+        scores = [o.flops for o in ops if o.name == "compressor.indexer.scores"]
+        assert scores == [2 * ((c + 1) // 4) * 4 * (16 + 1)] * 2

@@ -136,6 +136,13 @@ DBRX = dict(model_type="dbrx", d_model=64, n_heads=4, n_layers=2, max_seq_len=25
             ffn_config={"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2, "moe_normalize_expert_weights": 1.0})
 TINY["dbrx"] = DBRX
 TINY["dbrx-l2-normalized"] = dict(DBRX, n_layers=1, ffn_config=dict(DBRX["ffn_config"], moe_normalize_expert_weights=2.0))
+# MPT: ALiBi with a fused bias-free Wqkv, bias-free LayerNorms, clip_qkv small enough to clip and its own softmax
+# scale; 6 heads past a power of two (MPT's slopes, equal to BLOOM's at alibi_bias_max 8), untied. (transformers'
+# MptModel never passes alibi_bias_max on, so another value is checked on the slopes alone, below)
+MPT = dict(model_type="mpt", d_model=64, n_heads=4, n_layers=2, max_seq_len=64, vocab_size=128,
+           attn_config={"clip_qkv": 0.3, "softmax_scale": 0.3})
+TINY["mpt"] = MPT
+TINY["mpt-6-heads-untied"] = dict(MPT, d_model=48, n_heads=6, tie_word_embeddings=False, attn_config={})
 # ERNIE 4.5 MoE: layer 0 dense, layer 1 MoE with a shared expert; interleaved RoPE; biases (use_bias) everywhere;
 # the softmax router's choice steered by its e_score_correction_bias parameter (perturbed by hf_model)
 TINY["ernie4_5_moe"] = dict(BASE, model_type="ernie4_5_moe", moe_num_experts=4, moe_k=2, moe_intermediate_size=32,
@@ -324,6 +331,20 @@ def test_logits_equal_transformers_and_cached_decode_equals_recompute(family):
         for p in range(12, 20):
             step = ours(tokens[:, p:p + 1], p, cache)
             torch.testing.assert_close(step, full[:, p], atol=atol, rtol=0)
+
+
+@pytest.mark.parametrize("bias_max", [8.0, 6.0, 12.0])
+def test_alibi_slopes_equal_mpts(bias_max):
+    """MPT's slopes (transformers' build_mpt_alibi_tensor, whose alibi_bias_max MptModel never passes on: the
+    MosaicML code does) for 1..40 heads; at 8 they are BLOOM's."""
+    pytest.importorskip("transformers", reason="needs transformers (the dev extra)")
+    from transformers.models.mpt.modeling_mpt import build_mpt_alibi_tensor
+
+    from planner.runtime.model import alibi_slopes
+
+    for heads in range(1, 41):
+        ref = -build_mpt_alibi_tensor(heads, 2, alibi_bias_max=bias_max)[:, 0, 0]  # key 1 - 2 = -1: -slope
+        torch.testing.assert_close(alibi_slopes(heads, bias_max), ref, rtol=1e-6, atol=0)
 
 
 #: multimodal wrappers: the text decoder runs (vision tensors are counted, not built or loaded)
@@ -612,6 +633,19 @@ def test_olmo_hybrid_is_refused_clearly():
         build_decoder(parse_config(SYNTHETIC["olmo_hybrid/defaults"]), device="meta")
 
 
+def test_gemma3n_is_refused_clearly(tmp_path):
+    """Gemma 3n is analysed and traced, not run: AltUp and LAuReL are refused by build and by the verify command
+    with one message naming them."""
+    from tests.test_families import CASES
+
+    cfg = CASES["gemma3n_text-tiny"]
+    with pytest.raises(RuntimeUnavailableError, match="verify does not support Gemma 3n's decoder layer yet"):
+        build_decoder(parse_config(cfg), device="meta")
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = run_cli("verify", str(tmp_path), "--device", "cpu", "--steps", "1")
+    assert r.exit_code == 1 and r.stderr.startswith("Error: verify does not support Gemma 3n's decoder layer yet")
+
+
 def test_deepseek_sparse_attention_is_refused_clearly(tmp_path):
     """DeepSeek-V3.2's sparse attention (MLA + lightning indexer) is analysed and traced, not run: build and the
     verify command refuse it with one message."""
@@ -623,6 +657,18 @@ def test_deepseek_sparse_attention_is_refused_clearly(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     r = run_cli("verify", str(tmp_path), "--device", "cpu", "--steps", "1")
     assert r.exit_code == 1 and r.stderr.startswith("Error: verify does not support DeepSeek sparse attention")
+
+
+def test_deepseek_v4_is_refused_clearly(tmp_path):
+    """DeepSeek-V4's compressed attention and hyper-connections are analysed and traced, not run."""
+    from tests.test_families import CASES
+
+    cfg = CASES["deepseek_v4"]
+    with pytest.raises(RuntimeUnavailableError, match="verify does not support DeepSeek-V4 compressed attention"):
+        build_decoder(parse_config(cfg), device="meta")
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = run_cli("verify", str(tmp_path), "--device", "cpu", "--steps", "1")
+    assert r.exit_code == 1 and r.stderr.startswith("Error: verify does not support DeepSeek-V4 compressed attention")
 
 
 @pytest.mark.parametrize("family", ["gemma4_text", "gemma4_text-moe"])

@@ -27,12 +27,12 @@ TYPES = sys.argv[1:] or [
     "qwen3_vl", "qwen3_vl_text", "qwen3_vl_vision", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_vl_moe_vision",
     "mllama", "mllama_text_model", "mllama_vision_model",
     "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_vision",
-    "opt", "dbrx",
+    "opt", "dbrx", "mpt", "gemma3n", "gemma3n_text",
     "gemma4", "gemma4_text", "gemma4_vision", "gemma4_audio",
     "arcee", "apertus", "apertus1p5_text", "olmo", "glm", "glm4", "seed_oss", "hyperclovax", "ernie4_5", "helium",
     "granitemoe", "granitemoeshared", "exaone", "internlm3", "vaultgemma", "cwm", "ministral3",
     "ernie4_5_moe", "dots1", "hunyuan_v1_moe", "hunyuan_v1_dense", "exaone_moe", "solar_open",
-    "deepseek_v32", "glm_moe_dsa",
+    "deepseek_v32", "glm_moe_dsa", "deepseek_v4",
     "granite_swa", "granitemoe_swa", "flex_olmo", "mellum", "minicpm3", "bitnet", "nanochat",
     "youtu", "jais2", "minimax", "olmo_hybrid",
     # language models of multimodal wrappers, and the wrappers whose tie_word_embeddings default decides lm_head
@@ -42,7 +42,7 @@ TYPES = sys.argv[1:] or [
     "hyperclovax_vision_v2", "lighton_ocr", "minicpm_ocr", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker",
 ]
 #: Families whose config nests blocks of fields in sub-config classes: their defaults go under "<type>.<key>".
-NESTED = {"dbrx": ("attn_config", "ffn_config")}
+NESTED = {"dbrx": ("attn_config", "ffn_config"), "mpt": ("attn_config",)}
 DENY = ("token_id", "dropout", "initializer", "use_cache", "output_", "return_", "torchscript", "problem_type",
         "chunk_size_feed_forward", "is_encoder_decoder", "name_or_path", "transformers_version", "architectures",
         "finetuning_task", "tokenizer_class", "prefix", "tie_encoder_decoder", "add_cross_attention",

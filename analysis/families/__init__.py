@@ -28,7 +28,7 @@ from typing import Callable, Union
 
 from .. import vision
 from ..spec import ModelSpec, NormKind, RopeStyle, RouterKind
-from . import bloom, cohere, dbrx, deepseek, falcon, gemma4, gpt2, gpt_neox, hybrid, mllama, opt
+from . import bloom, cohere, dbrx, deepseek, falcon, gemma3n, gemma4, gpt2, gpt_neox, hybrid, mllama, mpt, opt
 from .common import Traits
 
 Builder = Callable[..., ModelSpec]
@@ -282,6 +282,7 @@ REGISTRY: dict[str, Family] = {
     "kimi_k2": deepseek.build_kimi_k2,
     "deepseek_v32": deepseek.build_v32,  # DeepSeek sparse attention (analysis.mixers.dsa)
     "glm_moe_dsa": deepseek.build_glm_moe_dsa,  # GLM-5: the same, some layers sharing the top-k
+    "deepseek_v4": deepseek.build_v4,  # sliding + compressed shared-KV MQA (analysis.mixers.compressed), mHC
     "minicpm3": deepseek.build_minicpm3,  # MLA with a dense MLP and MiniCPM's multipliers
     "youtu": deepseek.build_youtu,  # Youtu-LLM: DeepSeek V3's MLA with a dense MLP on every layer
     "gpt_neox": gpt_neox.build,
@@ -295,6 +296,7 @@ REGISTRY: dict[str, Family] = {
     "falcon": falcon.build,
     "opt": opt.build,
     "dbrx": dbrx.build,
+    "mpt": mpt.build,  # MosaicML MPT: ALiBi, fused Wqkv, bias-free LayerNorms (attn_config nested)
     "RefinedWeb": falcon.build,
     "RefinedWebModel": falcon.build,
     "qwen3_next": hybrid.build_qwen3_next,
@@ -315,6 +317,7 @@ REGISTRY: dict[str, Family] = {
     "olmo_hybrid": hybrid.build_olmo_hybrid,
     "phi": hybrid.build_phi,
     "gemma4_text": gemma4.build,
+    "gemma3n_text": gemma3n.build,  # Gemma 3n: AltUp, LAuReL, per-layer inputs, KV-shared last layers
     "mllama_text_model": mllama.build_text,
 }
 
@@ -329,7 +332,7 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "qwen2_5_vl": "qwen2_5_vl_text",
     "qwen3_vl": "qwen3_vl_text",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
-    "gemma3n": None,
+    "gemma3n": "gemma3n_text",  # text-only (its timm vision tower and audio encoder are not counted)
     "qwen3_5": "qwen3_5_text",
     "qwen3_5_moe": "qwen3_5_moe_text",
     "gemma4": "gemma4_text",

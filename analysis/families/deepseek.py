@@ -19,9 +19,10 @@ from __future__ import annotations
 from functools import partial
 
 from ..fields import MAX_LAYERS, Fields
-from ..fields import short
-from ..mixers import SparseMLA
-from ..spec import MLA, MLP, GroupScore, Layer, ModelSpec, Norm, Numerics, RopeStyle, RouterKind
+from ..fields import as_int, short
+from ..mixers import CompressedMQA, SparseMLA
+from ..spec import MLA, MLP, GroupScore, Layer, ModelSpec, MoE, Norm, Numerics, RopeStyle, RouterKind
+from ..tensors import Tensor
 from .common import Traits, mtp_extra, mtp_layers, pre_norms, read_act, read_eps, read_rope, read_rope_extra, read_routing, read_tie
 from .decoder import moe_plan
 
@@ -209,3 +210,111 @@ def build_mla_dense(f: Fields, model_type: str, *, minicpm: bool) -> ModelSpec:
 
 build_minicpm3 = partial(build_mla_dense, minicpm=True)
 build_youtu = partial(build_mla_dense, minicpm=False)
+
+
+# ---- DeepSeek-V4 ----------------------------------------------------------------------------------
+
+_V4_RATIO_TYPES = {0: "sliding_attention", 4: "compressed_sparse_attention", 128: "heavily_compressed_attention"}
+_V4_TYPES = ("sliding_attention", "compressed_sparse_attention", "heavily_compressed_attention")
+
+
+def build_v4(f: Fields, model_type: str) -> ModelSpec:
+    """DeepSeek-V4 (transformers' DeepseekV4ForCausalLM): shared-KV MQA with a sliding window on every layer,
+    compressed entries on CSA / HCA layers (``analysis.mixers.compressed``), ``hc_mult`` hyper-connection
+    streams (``attn_hc`` / ``ffn_hc`` per layer, ``hc_head`` at the end), and a MoE on every layer whose shared
+    expert is one MLP of ``moe_intermediate_size`` (transformers' DeepseekV4MLP reads ``intermediate_size``,
+    mapped to ``moe_intermediate_size``; ``n_shared_experts`` is not read). ``hash_moe`` layers choose their
+    experts by token id (a ``tid2eid`` buffer) with the same parameters as ``moe`` layers.
+
+    ``layer_types`` (else the legacy per-layer ``compress_ratios`` 0 / 4 / 128, else two HCA layers then HCA /
+    CSA alternating); ``compress_rates`` per type (else 4 and 128, or ``compress_rate_csa`` /
+    ``compress_rate_hca``), as DeepseekV4Config.__post_init__. MTP layers (``num_nextn_predict_layers``) are
+    not built by transformers; they are reported apart as a copy of the last layer, as for V3."""
+    hidden = f.int("hidden_size")
+    n_layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
+    heads = f.int("num_attention_heads")
+    vocab = f.int("vocab_size", hi=1 << 26)
+    head_dim = f.int("head_dim")
+    q_lora = f.int("q_lora_rank")
+    groups = f.int("o_groups")
+    o_lora = f.int("o_lora_rank")
+    if (heads * head_dim) % groups:
+        raise f.error("o_groups", f"({groups}) does not divide num_attention_heads x head_dim ({heads * head_dim})")
+    if f.raw("qk_rope_head_dim") is not None and f.raw("partial_rotary_factor") is None:
+        rope = f.int("qk_rope_head_dim")
+    else:
+        prf = f.raw("partial_rotary_factor")
+        rope = int(head_dim * (f.float("partial_rotary_factor") if prf is not None else 64 / 512))
+    window = f.int("sliding_window")
+    rates = dict(f.raw("compress_rates") or {})
+    rates.setdefault("compressed_sparse_attention", as_int(f.raw("compress_rate_csa")) or 4)
+    rates.setdefault("heavily_compressed_attention", as_int(f.raw("compress_rate_hca")) or 128)
+    types = _v4_layer_types(f, n_layers)
+    hc = f.int("hc_mult")
+    theta = f.float("rope_theta")
+    ctheta = f.float("compress_rope_theta", 160000.0)
+    mixers = []
+    for t in types:
+        ratio = 0 if t == "sliding_attention" else as_int(rates.get(t))
+        if ratio is None or (t != "sliding_attention" and ratio < 1):
+            raise f.error("compress_rates", f"has no positive rate for {short(t)}")
+        mixers.append(CompressedMQA(
+            hidden, heads, head_dim, q_lora, groups, o_lora, rope, window, compress_ratio=ratio,
+            indexer=t == "compressed_sparse_attention", index_n_heads=f.int("index_n_heads"),
+            index_head_dim=f.int("index_head_dim"), index_topk=f.int("index_topk"), hc_mult=hc,
+            rope_theta=theta if t == "sliding_attention" else ctheta))
+    _v4_mlp_types(f, n_layers)
+    # DeepseekV4Config.attribute_map: an intermediate_size in the config is its moe_intermediate_size (and wins)
+    inter = f.int("intermediate_size") if f.raw("intermediate_size") is not None else f.int("moe_intermediate_size")
+    act = read_act(f, TRAITS)
+    moe = MoE(hidden, f.int("n_routed_experts"), f.int("num_experts_per_tok"), inter, shared_intermediate_size=inter,
+              act=act)
+    norms = pre_norms(lambda: Norm(hidden))
+    layers = tuple(Layer(m, moe, norms) for m in mixers)
+    head_hc = (Tensor("model.hc_head.hc_fn", (hc, hc * hidden), "other"), Tensor("model.hc_head.hc_base", (hc,), "other"),
+               Tensor("model.hc_head.hc_scale", (1,), "other"))
+    routing = read_routing(f, RouterKind.SIGMOID, scale_default=1.5)
+    return ModelSpec(
+        model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=layers,
+        tie_word_embeddings=read_tie(f, False), final_norm=Norm(hidden), hidden_act=act, norm_eps=read_eps(f),
+        max_position_embeddings=f.int("max_position_embeddings", hi=1 << 40), mtp_layers=mtp_layers(f, list(layers)),
+        mtp_extra_params=mtp_extra(f, hidden), head_hc=head_hc,
+        numerics=Numerics(rope_style=RopeStyle.PAIRS, score_correction_bias=True, **routing),
+        caveats=("DeepSeek-V4's router scores with sqrt(softplus) (modelled as sigmoid for the numerics; counts, "
+                 "cache and FLOPs are exact); its MTP layers are reported as copies of the last layer plus V3's MTP "
+                 "projections (transformers does not build them)",),
+    )
+
+
+def _v4_layer_types(f: Fields, n_layers: int) -> list[str]:
+    if f.raw("layer_types") is not None:
+        types = f.list("layer_types")
+        key = "layer_types"
+    elif f.raw("compress_ratios") is not None:
+        ratios = f.list("compress_ratios")
+        bad = next((r for r in ratios if r not in _V4_RATIO_TYPES), None)
+        if bad is not None:
+            raise f.error("compress_ratios", f"has {short(bad)}; DeepSeek-V4 layers compress by 0, 4 or 128")
+        types, key = [_V4_RATIO_TYPES[r] for r in ratios], "compress_ratios"
+    else:
+        inter = ["compressed_sparse_attention" if i % 2 else "heavily_compressed_attention"
+                 for i in range(max(n_layers - 2, 0))]
+        return f.derived("layer_types", ["heavily_compressed_attention"] * min(n_layers, 2) + inter,
+                         "two HCA layers, then HCA / CSA alternating (DeepseekV4Config)")
+    if len(types) < n_layers:
+        raise f.error(key, f"has {len(types)} entries but num_hidden_layers is {n_layers}")
+    bad = next((t for t in types if t not in _V4_TYPES), None)
+    if bad is not None:
+        raise f.error(key, f"has an unknown layer type {short(bad)} ({', '.join(_V4_TYPES)})")
+    return list(types[:n_layers])
+
+
+def _v4_mlp_types(f: Fields, n_layers: int) -> None:
+    """``mlp_layer_types`` (hash_moe / moe) only chooses how experts are picked: checked, not needed."""
+    if f.raw("mlp_layer_types") is not None:
+        types = f.list("mlp_layer_types")
+        if len(types) < n_layers:
+            raise f.error("mlp_layer_types", f"has {len(types)} entries but num_hidden_layers is {n_layers}")
+        bad = next((t for t in types if t not in ("hash_moe", "moe")), None)
+        if bad is not None:
+            raise f.error("mlp_layer_types", f"has an unknown MLP type {short(bad)} (hash_moe or moe)")

@@ -9,6 +9,7 @@ from typing import Union
 
 from .attention import Attention, GatedAttention, attended_keys, distinct_keys
 from .base import MixerKind, MixerSpec
+from .compressed import CompressedMQA
 from .deltanet import GatedDeltaNet
 from .dsa import SparseMLA
 from .hybrid import ParallelHybrid
@@ -20,11 +21,12 @@ from .zamba import SharedBlockMamba
 
 #: Every mixer spec class: what tensor-parallel tables collect over (``analysis.parallel``).
 MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, SparseMLA, Mamba, GatedDeltaNet,
-                                            ShortConv, ParallelHybrid, SharedBlockMamba, LightningAttention)
+                                            ShortConv, ParallelHybrid, SharedBlockMamba, LightningAttention,
+                                            CompressedMQA)
 
 Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid, SharedBlockMamba,
-              LightningAttention]
+              LightningAttention, CompressedMQA]
 
-__all__ = ["MIXER_TYPES", "MLA", "Attention", "GatedAttention", "GatedDeltaNet", "LightningAttention", "Mamba", "Mixer",
+__all__ = ["MIXER_TYPES", "MLA", "Attention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "LightningAttention", "Mamba", "Mixer",
            "MixerKind", "MixerSpec", "ParallelHybrid", "SharedBlockMamba", "ShortConv", "SparseMLA", "attended_keys",
            "distinct_keys"]

@@ -53,6 +53,7 @@ class MixerKind(StrEnum):
     ATTENTION_MAMBA = "attention+mamba"
     SHARED_BLOCK_MAMBA = "shared-block+mamba"  # Zamba2: a shared attention block, then Mamba-2
     LIGHTNING = "lightning"  # MiniMax lightning attention (linear attention, a d x d state per head)
+    COMPRESSED_MQA = "compressed_mqa"  # DeepSeek-V4: shared-KV MQA, sliding window + compressed entries
 
 
 class MixerSpec:
@@ -115,6 +116,11 @@ class MixerSpec:
     def kv_cap(self) -> int | None:
         """Tokens the per-token cache keeps (a window or a chunk); None: every token."""
         return None
+
+    def compressed_kv(self) -> tuple[tuple[int, int], ...]:
+        """(ratio, elements per entry) of caches that grow by one entry per ``ratio`` tokens and keep every
+        entry (DeepSeek-V4's compressed layers); none elsewhere."""
+        return ()
 
     def state_elements(self) -> tuple[int, int]:
         """(conv window, recurrent state) elements kept per sequence, whatever the context."""

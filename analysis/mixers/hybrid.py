@@ -10,8 +10,22 @@ from .base import MixerKind, MixerSpec
 from .mamba import Mamba
 
 
+class AttentionMambaCache:
+    """The cache of a layer holding an ``attention`` and a ``mamba`` (Falcon-H1's parallel branches, Zamba's
+    shared block then Mamba): the attention's K/V per token (and its window), the Mamba's state per sequence."""
+
+    def kv_elements_per_token(self) -> int:
+        return self.attention.kv_elements_per_token()  # type: ignore[attr-defined]
+
+    def kv_cap(self) -> int | None:
+        return self.attention.kv_cap()  # type: ignore[attr-defined]
+
+    def state_elements(self) -> tuple[int, int]:
+        return self.mamba.state_elements()  # type: ignore[attr-defined]
+
+
 @frozen
-class ParallelHybrid(MixerSpec):
+class ParallelHybrid(AttentionMambaCache, MixerSpec):
     """Falcon-H1's mixer: attention and a Mamba-2 mixer read the same normed input in every layer
     and their outputs are summed. The layer caches the attention's K/V per token and keeps the
     Mamba's fixed state per sequence. Tensors are named ``self_attn.*`` and ``mixer.*`` (the
@@ -37,16 +51,7 @@ class ParallelHybrid(MixerSpec):
         # the two branch outputs summed (their scalar multipliers fold into this pass)
         b.elementwise("branch_sum", 2 * n * h, n * h, i, "other")
 
-    # the cache: the attention's K/V per token (and its window), the Mamba's state per sequence
-
-    def kv_elements_per_token(self) -> int:
-        return self.attention.kv_elements_per_token()
-
-    def kv_cap(self) -> int | None:
-        return self.attention.kv_cap()
-
-    def state_elements(self) -> tuple[int, int]:
-        return self.mamba.state_elements()
+    # the cache: AttentionMambaCache (the attention's K/V per token and window, the Mamba's state per sequence)
 
     # (tp_kv_split: the default, every part split tp ways; the attention's heads are not checked here)
 

@@ -37,6 +37,7 @@ from ..tensors import Tensor
 from ..tensors import linear as _linear
 from .attention import Attention
 from .base import MixerKind, MixerSpec
+from .hybrid import AttentionMambaCache
 from .mamba import Mamba
 
 
@@ -49,7 +50,7 @@ def _by_module(tensors: list[Tensor]) -> dict[str, list[Tensor]]:
 
 
 @frozen
-class SharedBlockMamba(MixerSpec):
+class SharedBlockMamba(AttentionMambaCache, MixerSpec):
     """A Zamba2 hybrid layer (see the module doc). ``attention`` reads the 2h-wide concatenation
     (its ``hidden_size`` is 2h; ``o_proj`` writes h); ``mlp`` is the shared block's MLP (a
     ``spec.MLP``: h -> I -> h, fused gate_up); ``owner``: this layer holds the shared block's
@@ -155,16 +156,7 @@ class SharedBlockMamba(MixerSpec):
         b.norm("mamba_input_layernorm", None, h, i, tensors=tensors.get("mamba_decoder", []))
         self.mamba.trace(b, i, tensors)
 
-    # ---- cache: the attention's K/V per token, the Mamba's state per sequence --------------------
-
-    def kv_elements_per_token(self) -> int:
-        return self.attention.kv_elements_per_token()
-
-    def kv_cap(self) -> int | None:
-        return self.attention.kv_cap()
-
-    def state_elements(self) -> tuple[int, int]:
-        return self.mamba.state_elements()
+    # the cache: AttentionMambaCache (the attention's K/V per token, the Mamba's state per sequence)
 
     # ---- tensor parallelism and what-ifs ---------------------------------------------------------
 
