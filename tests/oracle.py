@@ -8,9 +8,9 @@ import warnings
 import pytest
 
 
-def hf_model(cfg: dict):
+def hf_model(cfg: dict, *, image_text: bool = False):
     """The transformers causal-LM built from ``cfg`` on the meta device; for a multimodal wrapper
-    (a config with a ``vision_config``: llava, mistral3, qwen3_5 ...), its full
+    (a config with a ``vision_config``: llava, mistral3, qwen3_5 ...), or with ``image_text``, its full
     ``*ForConditionalGeneration`` model, vision tower included (qwen3_5's causal-LM class drops it)."""
     torch = pytest.importorskip("torch", reason="the transformers oracle needs torch (the runtime extra)")
     transformers = pytest.importorskip("transformers", reason="the transformers oracle needs transformers (dev extra)")
@@ -25,7 +25,7 @@ def hf_model(cfg: dict):
         warnings.simplefilter("ignore")
         config = AutoConfig.for_model(mt, **d)
         with torch.device("meta"):
-            wrapper = "vision_config" in cfg and mt in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+            wrapper = image_text or ("vision_config" in cfg and mt in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
             auto = AutoModelForCausalLM if mt in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and not wrapper \
                 else AutoModelForImageTextToText
             return auto.from_config(config)
@@ -46,17 +46,6 @@ def hf_language_model_count(cfg: dict) -> int:
     """Unique parameters of a multimodal wrapper's language model and lm_head alone (its vision / audio towers
     and projectors left out): transformers' ``*ForConditionalGeneration`` on the meta device, with its
     default towers where ``cfg`` has no ``vision_config``."""
-    torch = pytest.importorskip("torch", reason="the transformers oracle needs torch (the runtime extra)")
-    transformers = pytest.importorskip("transformers", reason="the transformers oracle needs transformers (dev extra)")
-    from transformers import AutoConfig, AutoModelForImageTextToText
-
-    transformers.logging.set_verbosity_error()
-    d = dict(cfg)
-    mt = d.pop("model_type")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        config = AutoConfig.for_model(mt, **d)
-        with torch.device("meta"):
-            model = AutoModelForImageTextToText.from_config(config)
+    model = hf_model(cfg, image_text=True)
     # named_parameters yields a tied lm_head once, under the embedding's name
     return sum(p.numel() for n, p in model.named_parameters() if "language_model." in n or n.startswith("lm_head."))

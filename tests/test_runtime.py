@@ -519,11 +519,22 @@ def test_real_sized_models_on_meta(model_id):
     _flop_and_kv_check(spec, model, 2, 4096, torch.bfloat16, "meta")
 
 
+def assert_loads_and_matches(cfg: dict, items: list, hf) -> None:
+    """Our decoder of ``cfg`` loads the checkpoint ``items`` (name, tensor) with nothing missing or left over, and
+    its logits equal transformers' ``hf`` at 1e-4."""
+    from planner.runtime.load import load_tensors
+
+    model = build_decoder(parse_config(cfg), seed=None)
+    report = load_tensors(model, items)
+    assert report.missing == [] and report.ignored == []
+    tokens = torch.randint(0, 128, (1, 6), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        torch.testing.assert_close(model(tokens, 0, None, all_logits=True), hf(tokens).logits, atol=1e-4, rtol=0)
+
+
 def test_exaone_checkpoint_with_its_original_names_loads():
     """EXAONE 3 checkpoints keep their remote-code names (transformer.h.N.attn.attention.*, ln_1, mlp.c_fc_0 ...):
     the spec's CheckpointLayout renames them as transformers' conversion mapping does."""
-    from planner.runtime.load import load_tensors
-
     cfg = TINY["exaone"]
     hf = hf_model(cfg)
     back = [("model.embed_tokens.", "transformer.wte."), ("model.layers.", "transformer.h."),
@@ -538,27 +549,15 @@ def test_exaone_checkpoint_with_its_original_names_loads():
             n = n.replace(ours, orig) if ours.startswith(".") or n.startswith(ours) else n
         items.append((n, t))
     assert any(".attn.attention.out_proj." in n for n, _ in items)
-    model = build_decoder(parse_config(cfg), seed=None)
-    report = load_tensors(model, items)
-    assert report.missing == [] and report.ignored == []
-    tokens = torch.randint(0, 128, (1, 6), generator=torch.Generator().manual_seed(4))
-    with torch.no_grad():
-        torch.testing.assert_close(model(tokens, 0, None, all_logits=True), hf(tokens).logits, atol=1e-4, rtol=0)
+    assert_loads_and_matches(cfg, items, hf)
 
 
 def test_opt_checkpoint_saved_from_opt_model_loads():
     """Older OPT checkpoints are saved from ``OPTModel``: ``decoder.*`` without ``model.``, no lm_head (tied)."""
-    from planner.runtime.load import load_tensors
-
     cfg = TINY["opt-post-ln-projected"]
     hf = hf_model(cfg)
     items = [(n[len("model."):], t) for n, t in hf.state_dict().items() if n.startswith("model.decoder.")]
-    model = build_decoder(parse_config(cfg), seed=None)
-    report = load_tensors(model, items)
-    assert report.missing == [] and report.ignored == []
-    tokens = torch.randint(0, 128, (1, 6), generator=torch.Generator().manual_seed(4))
-    with torch.no_grad():
-        torch.testing.assert_close(model(tokens, 0, None, all_logits=True), hf(tokens).logits, atol=1e-4, rtol=0)
+    assert_loads_and_matches(cfg, items, hf)
 
 
 @pytest.mark.parametrize("name", ["opt-350m", "opt-1.3b", "dbrx-instruct"])

@@ -26,20 +26,12 @@ from __future__ import annotations
 
 from ..fields import MAX_LAYERS, Fields
 from ..spec import MLP, Attention, Layer, ModelSpec, Norm, Numerics, PlacedNorm
-from .common import check_layer_types, read_act, read_eps, read_tie, Traits
-
-TRAITS = Traits(act_key="hidden_activation", act_default="gelu_pytorch_tanh")
+from .common import read_act, read_eps, read_tie
+from .gemma4 import TRAITS, sliding_full_layer_types
 
 
 def _layer_types(f: Fields, n_layers: int) -> list[str]:
-    if f.raw("layer_types") is not None:
-        types = list(check_layer_types(f, n_layers))
-        for i, t in enumerate(types):
-            if t not in ("sliding_attention", "full_attention"):
-                raise f.error("layer_types", f"says layer {i} is {t}; Gemma 3n has sliding and full attention only")
-        return types
-    return f.derived("layer_types", ["full_attention" if (i + 1) % 5 == 0 else "sliding_attention"
-                                     for i in range(n_layers)], "absent: four sliding layers, then one full")
+    return sliding_full_layer_types(f, n_layers, "Gemma 3n", 5)
 
 
 def _theta(f: Fields, kind: str, legacy_key: str, default: float) -> float:

@@ -38,15 +38,21 @@ from .common import check_layer_types, read_act, read_eps, read_tie, Traits
 TRAITS = Traits(act_key="hidden_activation", act_default="gelu_pytorch_tanh")
 
 
-def _layer_types(f: Fields, n_layers: int) -> list[str]:
+def sliding_full_layer_types(f: Fields, n_layers: int, family: str, period: int) -> list[str]:
+    """``layer_types`` of a Gemma 3n / Gemma 4 text config: sliding and full attention only; absent,
+    ``period - 1`` sliding layers then one full, repeated (their config classes' default)."""
     if f.raw("layer_types") is not None:
         types = list(check_layer_types(f, n_layers))
         for i, t in enumerate(types):
             if t not in ("sliding_attention", "full_attention"):
-                raise f.error("layer_types", f"says layer {i} is {t}; Gemma 4 has sliding and full attention only")
-    else:
-        types = f.derived("layer_types", ["sliding_attention" if (i + 1) % 6 else "full_attention"
-                                          for i in range(n_layers)], "absent: five sliding layers, then one full")
+                raise f.error("layer_types", f"says layer {i} is {t}; {family} has sliding and full attention only")
+        return types
+    return f.derived("layer_types", ["sliding_attention" if (i + 1) % period else "full_attention"
+                                     for i in range(n_layers)], f"absent: {period - 1} sliding layers, then one full")
+
+
+def _layer_types(f: Fields, n_layers: int) -> list[str]:
+    types = sliding_full_layer_types(f, n_layers, "Gemma 4", 6)
     if types[-1] != "full_attention":  # Gemma4TextConfig forces it
         types[-1] = f.derived("layer_types[-1]", "full_attention", "the last layer is always full attention")
     return types
