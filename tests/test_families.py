@@ -1434,3 +1434,31 @@ def test_deepseek_v4_decode_ops_by_attention_type():
                        3: per_key * (w + (c + 1) // 8), 4: per_key * (w + min(4, (c + 1) // 4))}
         scores = [o.flops for o in ops if o.name == "compressor.indexer.scores"]
         assert scores == [2 * ((c + 1) // 4) * 4 * (16 + 1)] * 2
+
+
+@pytest.mark.parametrize("name", ["gemma4_text", "gemma4_text-moe-default-layers"])
+def test_gemma4_config_saved_by_transformers_5_reads_its_per_layer_config(name):
+    """transformers 5 saves Gemma 4's full-layer head_dim / KV heads as per_layer_config, dropping global_head_dim and
+    num_global_key_value_heads: that saved config counts and caches as the original does."""
+    pytest.importorskip("transformers", reason="the saved form is transformers' own (dev extra)")
+    import json as _json
+
+    from transformers import AutoConfig
+
+    cfg = dict(CASES[name])
+    saved = _json.loads(AutoConfig.for_model(cfg["model_type"], **{k: v for k, v in cfg.items() if k != "model_type"})
+                        .to_json_string(use_diff=True))
+    assert "per_layer_config" in saved and "global_head_dim" not in saved
+    ours, original = parse_config(saved), parse_config(cfg)
+    assert count_params(ours).total == count_params(original).total == hf_param_count(cfg)
+    a = analyze(ours, Options(context=100, dtype="bf16", kv_dtype="bf16"))
+    b = analyze(original, Options(context=100, dtype="bf16", kv_dtype="bf16"))
+    assert a.kv.bytes_per_token == b.kv.bytes_per_token and a.kv_bytes_per_sequence == b.kv_bytes_per_sequence
+
+
+def test_gemma4_per_layer_config_other_than_the_derived_form_is_refused():
+    cfg = dict(CASES["gemma4_text"], per_layer_config={"1": {"head_dim": 32}})  # layer 4 is full too: not derived
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="per_layer_config"):
+        parse_config(cfg)

@@ -25,8 +25,9 @@ The torch decoder (runtime/model.py) runs all of it from the spec: ``Numerics.pr
 ``layer_scalar``, the ``Attention`` flags, ``Layer.per_layer_input``, ``MoE.router_scales``; the
 checkpoint's MoE names map onto ours through ``MOE_MODULES``.
 
-A config that gives ``per_layer_config`` itself, or ``use_bidirectional_attention: "all"`` (not a causal
-decoder), is refused rather than counted wrong.
+A ``per_layer_config`` is read in the form transformers 5 derives and saves (the full layers' head_dim and KV
+heads); any other per-layer override, or ``use_bidirectional_attention: "all"`` (not a causal decoder), is
+refused rather than counted wrong.
 """
 
 from __future__ import annotations
@@ -77,9 +78,38 @@ def _rope(f: Fields, kind: str, default_theta: float) -> tuple[float, float]:
     return theta, factor
 
 
+def _full_layer_overrides(f: Fields, types: list[str]) -> dict:
+    """What a saved ``per_layer_config`` says of the full-attention layers. transformers 5 derives it in
+    Gemma4TextConfig.__post_init__ ({full layer index: {"head_dim": global_head_dim[, "num_key_value_heads":
+    num_global_key_value_heads]}}) and saves it *instead of* global_head_dim / num_global_key_value_heads, so a
+    re-saved checkpoint's config carries only this. That form is read; any other per-layer override is refused."""
+    plc = f.raw("per_layer_config")
+    if plc is None:
+        return {}
+    bad = f.error("per_layer_config", "overrides layers other than the full-attention ones, or differently per "
+                  "layer: not supported (only the form Gemma4TextConfig derives)")
+    if not isinstance(plc, dict):
+        raise bad
+    full = {i for i, t in enumerate(types) if t == "full_attention"}
+    keys, values = set(), []
+    for k, v in plc.items():
+        try:
+            keys.add(int(k))
+        except (TypeError, ValueError):
+            raise bad from None
+        if not isinstance(v, dict) or not set(v) <= {"head_dim", "num_key_value_heads"}:
+            raise bad
+        values.append(v)
+    if keys != full or any(v != values[0] for v in values):
+        raise bad
+    out = dict(values[0]) if values else {}
+    for k, v in out.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise f.error("per_layer_config", f"gives {k} {v!r}: must be a positive integer")
+    return out
+
+
 def build(f: Fields, model_type: str) -> ModelSpec:
-    if f.raw("per_layer_config") is not None:
-        raise f.error("per_layer_config", "is given explicitly: not supported (only the one Gemma4TextConfig derives)")
     if f.raw("use_bidirectional_attention") == "all":
         raise f.error("use_bidirectional_attention", "is 'all': not a causal decoder, not supported")
     hidden = f.int("hidden_size")
@@ -88,9 +118,20 @@ def build(f: Fields, model_type: str) -> ModelSpec:
     vocab = f.int("vocab_size", hi=1 << 26)
     kv = f.int("num_key_value_heads", heads)
     hd = f.int("head_dim", 256)
-    global_hd = f.int("global_head_dim", 512, note="absent: Gemma4TextConfig's default")
+    types = _layer_types(f, n_layers)
+    derived = _full_layer_overrides(f, types)
     k_eq_v = f.bool("attention_k_eq_v", False)
-    global_kv = f.int("num_global_key_value_heads", None) if k_eq_v else None
+    if derived:
+        # a re-saved config: per_layer_config stands for global_head_dim / num_global_key_value_heads
+        for key, field in (("head_dim", "global_head_dim"), ("num_key_value_heads", "num_global_key_value_heads")):
+            given = f.raw(field)
+            if given is not None and key in derived and given != derived[key]:
+                raise f.error(field, f"({given}) disagrees with per_layer_config's {key} ({derived[key]})")
+        global_hd = derived.get("head_dim", f.int("global_head_dim", 512, note="absent: Gemma4TextConfig's default"))
+        global_kv = derived.get("num_key_value_heads", f.int("num_global_key_value_heads", None)) if k_eq_v else None
+    else:
+        global_hd = f.int("global_head_dim", 512, note="absent: Gemma4TextConfig's default")
+        global_kv = f.int("num_global_key_value_heads", None) if k_eq_v else None
     full_kv = global_kv if global_kv is not None else kv
     for key, n in (("num_key_value_heads", kv), ("num_global_key_value_heads", full_kv)):
         if n > heads or heads % n:
@@ -98,7 +139,6 @@ def build(f: Fields, model_type: str) -> ModelSpec:
     bias = f.bool("attention_bias", False)
     act = read_act(f, TRAITS)
     inter = f.int("intermediate_size")
-    types = _layer_types(f, n_layers)
     window = f.int("sliding_window", 512, hi=1 << 30)
     n_shared = f.int("num_kv_shared_layers", 0, lo=0, hi=MAX_LAYERS)
     first_shared = n_layers - n_shared
