@@ -869,39 +869,6 @@ def test_gemma3n_wrapper_reads_its_text_config():
     assert any("not counted" in c for c in spec.caveats)
 
 
-def test_gemma3n_kv_and_decode_flops_equal_transformers():
-    """transformers' cache after a prefill holds exactly our bytes per token per layer (none in the shared-KV
-    layers), and FlopCounterMode over its eager decode step equals the trace's FLOPs: AltUp's router (twice a
-    layer), coefficients and stream mix, LAuReL, the per-layer inputs and the model-level AltUp projections."""
-    from planner.analysis.dtypes import get_dtype
-    from planner.analysis.kv import kv_cache
-    from planner.analysis.trace import step_ops
-    from planner.analysis.weights import weight_format
-
-    cfg = CASES["gemma3n_text-tiny"]
-    torch, model = _hf_text_model(cfg)
-    from torch.utils.flop_counter import FlopCounterMode
-
-    spec = parse_config(cfg)
-    fp32 = get_dtype("fp32")
-    n = 5
-    with torch.no_grad():
-        cache = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True).cache
-        per_layer = [sum(t.numel() * 4 for t in (getattr(lc, "keys", None), getattr(lc, "values", None))
-                         if t is not None) // n for lc in cache.layers]
-        assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
-        assert per_layer[-2:] == [0, 0]
-        for cached in (n, 20):  # 20: past the 8-token window
-            if cached > n:
-                model(torch.randint(0, cfg["vocab_size"], (1, cached - n - 1)), cache=cache, use_cache=True)
-            counter = FlopCounterMode(display=False)
-            with counter:
-                model(torch.randint(0, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
-            fmt, _ = weight_format(spec, "fp32")
-            want = sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=cached))
-            assert counter.get_total_flops() == want
-
-
 # ---- MPT --------------------------------------------------------------------------------------------
 
 
@@ -1150,11 +1117,13 @@ def _hf_text_model(cfg: dict):
     return torch, AutoModelForCausalLM.from_config(conf).eval()
 
 
-@pytest.mark.parametrize("name", ["gemma4_text", "gemma4_text-moe-default-layers"])
-def test_gemma4_kv_and_decode_flops_equal_transformers(name):
+@pytest.mark.parametrize("name,past_window,shared", [("gemma4_text", 40, 2), ("gemma4_text-moe-default-layers", 40, 0),
+                                                     ("gemma3n_text-tiny", 20, 2)])
+def test_gemma4_kv_and_decode_flops_equal_transformers(name, past_window, shared):
     """transformers' own cache after a prefill shorter than the window holds exactly our bytes per token per
     layer (none in the shared-KV layers), and FlopCounterMode over its decode step (eager attention and
-    experts) equals the trace's FLOPs, per-layer inputs and routed experts included."""
+    experts) equals the trace's FLOPs, per-layer inputs and routed experts included; Gemma 3n's too: AltUp's
+    router (twice a layer), coefficients and stream mix, LAuReL and the model-level AltUp projections."""
     from planner.analysis.dtypes import get_dtype
     from planner.analysis.kv import kv_cache
     from planner.analysis.trace import step_ops
@@ -1172,7 +1141,8 @@ def test_gemma4_kv_and_decode_flops_equal_transformers(name):
         per_layer = [sum(t.numel() * 4 for t in (getattr(lc, "keys", None), getattr(lc, "values", None))
                          if t is not None) // n for lc in cache.layers]
         assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
-        for cached in (n, 40):  # 40: past the 32-token window
+        assert per_layer[len(per_layer) - shared:] == [0] * shared
+        for cached in (n, past_window):
             if cached > n:  # the first decode step cached one more token
                 model(torch.randint(0, cfg["vocab_size"], (1, cached - n - 1)), cache=cache, use_cache=True)
             counter = FlopCounterMode(display=False)

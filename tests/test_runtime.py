@@ -632,42 +632,24 @@ def test_olmo_hybrid_is_refused_clearly():
         build_decoder(parse_config(SYNTHETIC["olmo_hybrid/defaults"]), device="meta")
 
 
-def test_gemma3n_is_refused_clearly(tmp_path):
-    """Gemma 3n is analysed and traced, not run: AltUp and LAuReL are refused by build and by the verify command
-    with one message naming them."""
+@pytest.mark.parametrize("case,message", [
+    # Gemma 3n: AltUp and LAuReL
+    ("gemma3n_text-tiny", "verify does not support Gemma 3n's decoder layer yet"),
+    # DeepSeek-V3.2: MLA with the lightning indexer
+    ("deepseek_v32", "verify does not support DeepSeek sparse attention layers yet"),
+    # DeepSeek-V4: compressed attention and hyper-connections
+    ("deepseek_v4", "verify does not support DeepSeek-V4 compressed attention"),
+])
+def test_analysed_but_not_run_families_are_refused_clearly(tmp_path, case, message):
+    """Families analysed and traced but not run: build and the verify command refuse them with one message."""
     from tests.test_families import CASES
 
-    cfg = CASES["gemma3n_text-tiny"]
-    with pytest.raises(RuntimeUnavailableError, match="verify does not support Gemma 3n's decoder layer yet"):
+    cfg = CASES[case]
+    with pytest.raises(RuntimeUnavailableError, match=message):
         build_decoder(parse_config(cfg), device="meta")
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     r = run_cli("verify", str(tmp_path), "--device", "cpu", "--steps", "1")
-    assert r.exit_code == 1 and r.stderr.startswith("Error: verify does not support Gemma 3n's decoder layer yet")
-
-
-def test_deepseek_sparse_attention_is_refused_clearly(tmp_path):
-    """DeepSeek-V3.2's sparse attention (MLA + lightning indexer) is analysed and traced, not run: build and the
-    verify command refuse it with one message."""
-    from tests.test_families import CASES
-
-    cfg = CASES["deepseek_v32"]
-    with pytest.raises(RuntimeUnavailableError, match="verify does not support DeepSeek sparse attention layers yet"):
-        build_decoder(parse_config(cfg), device="meta")
-    (tmp_path / "config.json").write_text(json.dumps(cfg))
-    r = run_cli("verify", str(tmp_path), "--device", "cpu", "--steps", "1")
-    assert r.exit_code == 1 and r.stderr.startswith("Error: verify does not support DeepSeek sparse attention")
-
-
-def test_deepseek_v4_is_refused_clearly(tmp_path):
-    """DeepSeek-V4's compressed attention and hyper-connections are analysed and traced, not run."""
-    from tests.test_families import CASES
-
-    cfg = CASES["deepseek_v4"]
-    with pytest.raises(RuntimeUnavailableError, match="verify does not support DeepSeek-V4 compressed attention"):
-        build_decoder(parse_config(cfg), device="meta")
-    (tmp_path / "config.json").write_text(json.dumps(cfg))
-    r = run_cli("verify", str(tmp_path), "--device", "cpu", "--steps", "1")
-    assert r.exit_code == 1 and r.stderr.startswith("Error: verify does not support DeepSeek-V4 compressed attention")
+    assert r.exit_code == 1 and r.stderr.startswith(f"Error: {message}")
 
 
 @pytest.mark.parametrize("family", ["gemma4_text", "gemma4_text-moe"])
