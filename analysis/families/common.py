@@ -306,6 +306,22 @@ KNOWN_LAYER_TYPES = {
 }
 
 
+def per_layer_types(f: Fields, key: str, n_layers: int | None, allowed, *, values: list | None = None,
+                    at_least: bool = False) -> list:
+    """A per-layer list of type names (``f``'s ``key``, or ``values`` read from it), one per layer
+    (``at_least``: longer lists allowed and cut to ``n_layers``, as transformers does; ``n_layers`` None:
+    any length), each a key of ``allowed``: a mapping gives the value each name stands for (legacy names
+    included), any other collection the names themselves."""
+    v = f.list(key) if values is None else values
+    if n_layers is not None and (len(v) < n_layers or (len(v) > n_layers and not at_least)):
+        raise f.error(key, f"has {len(v)} entries but num_hidden_layers is {n_layers}")
+    v = v if n_layers is None else v[:n_layers]
+    for i, t in enumerate(v):
+        if not isinstance(t, str) or t not in allowed:
+            raise f.error(key, f"entry {i} is {short(t)}; expected one of {', '.join(sorted(allowed))}")
+    return [allowed[t] for t in v] if isinstance(allowed, dict) else list(v)
+
+
 def check_layer_types(f: Fields, n_layers: int) -> list[str]:
     types = f.list("layer_types")
     if len(types) != n_layers:

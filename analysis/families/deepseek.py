@@ -16,6 +16,7 @@ reuse the previous layer's top-k (``shared``: no indexer of their own); MTP laye
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
 from functools import partial
 
 from ..fields import MAX_LAYERS, Fields
@@ -23,7 +24,7 @@ from ..fields import as_int, short
 from ..mixers import CompressedMQA, SparseMLA
 from ..spec import MLA, MLP, GroupScore, Layer, ModelSpec, MoE, Norm, Numerics, RopeStyle, RouterKind
 from ..tensors import Tensor
-from .common import Traits, mtp_extra, mtp_layers, pre_norms, read_act, read_eps, read_rope, read_rope_extra, read_routing, read_tie
+from .common import Traits, mtp_extra, per_layer_types, mtp_layers, pre_norms, read_act, read_eps, read_rope, read_rope_extra, read_routing, read_tie
 from .decoder import moe_plan
 
 TRAITS = Traits(moe="deepseek")
@@ -57,8 +58,7 @@ def build(f: Fields, model_type: str, *, version: int, interleave_fixed: bool = 
                    for i in range(n_layers))
     mtp = mtp_layers(f, list(layers))
     if dsa and mtp:  # an MTP layer always builds a full indexer (vLLM's DeepseekV2MLAAttention: is_mtp_layer)
-        mtp = tuple(Layer(SparseMLA(**{**_mla_fields(mla), **_dsa_fields(mixers[-1])}), lay.ffn, lay.norms)
-                    for lay in mtp)
+        mtp = tuple(Layer(replace(mixers[-1], indexer=True), lay.ffn, lay.norms) for lay in mtp)
     return ModelSpec(
         model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=layers,
         tie_word_embeddings=read_tie(f, False), final_norm=Norm(hidden), hidden_act=act, norm_eps=read_eps(f),
@@ -80,16 +80,6 @@ def numerics(f: Fields, version: int, interleave_fixed: bool) -> Numerics:
                     **routing)
 
 
-def _mla_fields(m: MLA) -> dict:
-    return dict(hidden_size=m.hidden_size, num_attention_heads=m.num_attention_heads, q_lora_rank=m.q_lora_rank,
-                kv_lora_rank=m.kv_lora_rank, qk_nope_head_dim=m.qk_nope_head_dim, qk_rope_head_dim=m.qk_rope_head_dim,
-                v_head_dim=m.v_head_dim, bias=m.bias, rope_theta=m.rope_theta)
-
-
-def _dsa_fields(m: SparseMLA) -> dict:
-    return dict(index_topk=m.index_topk, index_n_heads=m.index_n_heads, index_head_dim=m.index_head_dim, indexer=True)
-
-
 def dsa_mixers(f: Fields, mla: MLA, n_layers: int, *, glm: bool) -> list[SparseMLA]:
     """The sparse-attention MLA of every layer (transformers' DeepseekV32Attention / GlmMoeDsaAttention)."""
     topk = f.int("index_topk")
@@ -98,16 +88,10 @@ def dsa_mixers(f: Fields, mla: MLA, n_layers: int, *, glm: bool) -> list[SparseM
     if head_dim < mla.qk_rope_head_dim:
         raise f.error("index_head_dim", f"({head_dim}) is smaller than qk_rope_head_dim ({mla.qk_rope_head_dim}), "
                                         "the indexer's roped dims")
-    if f.raw("layer_types") is not None:
-        types = f.list("layer_types")
-        if len(types) != n_layers:
-            raise f.error("layer_types", f"has {len(types)} entries but num_hidden_layers is {n_layers}")
-        for i, typ in enumerate(types):
-            if typ != "indexed_attention":
-                raise f.error("layer_types", f"says layer {i} is {short(typ)}, but model_type '{f.family}' has "
-                                             "'indexed_attention' (DeepSeek sparse attention) layers only")
+    if f.raw("layer_types") is not None:  # DeepSeek sparse attention on every layer
+        per_layer_types(f, "layer_types", n_layers, ("indexed_attention",))
     full = glm_indexer_layers(f, n_layers) if glm else [True] * n_layers
-    base = _mla_fields(mla)
+    base = {fl.name: getattr(mla, fl.name) for fl in fields(MLA)}
     return [SparseMLA(**base, index_topk=topk, index_n_heads=heads, index_head_dim=head_dim, indexer=full[i])
             for i in range(n_layers)]
 
@@ -121,13 +105,8 @@ def glm_indexer_layers(f: Fields, n_layers: int) -> list[bool]:
         "index_topk_pattern" if f.raw("index_topk_pattern") is not None else None
     if key is not None:
         raw = f.raw(key)
-        types = list(raw) if isinstance(raw, str) and key == "index_topk_pattern" else f.list(key)
-        if len(types) != n_layers:
-            raise f.error(key, f"has {len(types)} entries but num_hidden_layers is {n_layers}")
-        bad = next((t for t in types if not isinstance(t, str) or t not in names), None)
-        if bad is not None:
-            raise f.error(key, f"has an unknown indexer type {short(bad)} (full/shared, or F/S)")
-        out = [names[t] for t in types]
+        out = per_layer_types(f, key, n_layers, names,
+                              values=list(raw) if isinstance(raw, str) and key == "index_topk_pattern" else None)
     else:
         freq = max(f.int("index_topk_freq", 1, lo=0), 1)
         offset = f.int("index_skip_topk_offset", 2, lo=0, hi=MAX_LAYERS)
@@ -143,12 +122,7 @@ def dsa_moe_layers(f: Fields, n_layers: int) -> set[int]:
     """transformers' V3.2 MoE placement: ``mlp_layer_types`` ("dense" / "sparse"), else every layer from
     ``first_k_dense_replace`` on."""
     if f.raw("mlp_layer_types") is not None:
-        types = f.list("mlp_layer_types")
-        if len(types) != n_layers:
-            raise f.error("mlp_layer_types", f"has {len(types)} entries but num_hidden_layers is {n_layers}")
-        bad = next((t for t in types if t not in ("dense", "sparse")), None)
-        if bad is not None:
-            raise f.error("mlp_layer_types", f"has an unknown MLP type {short(bad)} (dense or sparse)")
+        types = per_layer_types(f, "mlp_layer_types", n_layers, ("dense", "sparse"))
         return {i for i, t in enumerate(types) if t == "sparse"}
     first = f.int("first_k_dense_replace", 0, lo=0, hi=MAX_LAYERS)
     return set(range(first, n_layers))
@@ -161,8 +135,6 @@ build_kimi_k2 = partial(build, version=3, interleave_fixed=True)  # a DeepSeek V
 # AXK1Attention: apply_rotary_pos_emb_interleave; the config has no rope_interleave)
 build_v32 = partial(build, version=3, interleave_fixed=True, dsa="v32")
 build_glm_moe_dsa = partial(build, version=3, interleave_fixed=True, dsa="glm")
-
-
 
 
 def build_mla_dense(f: Fields, model_type: str, *, minicpm: bool) -> ModelSpec:
@@ -287,34 +259,23 @@ def build_v4(f: Fields, model_type: str) -> ModelSpec:
 
 
 def _v4_layer_types(f: Fields, n_layers: int) -> list[str]:
+    """One attention type per layer; longer lists are cut to num_hidden_layers (DeepseekV4Config)."""
     if f.raw("layer_types") is not None:
-        types = f.list("layer_types")
-        key = "layer_types"
-    elif f.raw("compress_ratios") is not None:
+        return per_layer_types(f, "layer_types", n_layers, _V4_TYPES, at_least=True)
+    if f.raw("compress_ratios") is not None:
         ratios = f.list("compress_ratios")
         bad = next((r for r in ratios if r not in _V4_RATIO_TYPES), None)
         if bad is not None:
             raise f.error("compress_ratios", f"has {short(bad)}; DeepSeek-V4 layers compress by 0, 4 or 128")
-        types, key = [_V4_RATIO_TYPES[r] for r in ratios], "compress_ratios"
-    else:
-        inter = ["compressed_sparse_attention" if i % 2 else "heavily_compressed_attention"
-                 for i in range(max(n_layers - 2, 0))]
-        return f.derived("layer_types", ["heavily_compressed_attention"] * min(n_layers, 2) + inter,
-                         "two HCA layers, then HCA / CSA alternating (DeepseekV4Config)")
-    if len(types) < n_layers:
-        raise f.error(key, f"has {len(types)} entries but num_hidden_layers is {n_layers}")
-    bad = next((t for t in types if t not in _V4_TYPES), None)
-    if bad is not None:
-        raise f.error(key, f"has an unknown layer type {short(bad)} ({', '.join(_V4_TYPES)})")
-    return list(types[:n_layers])
+        return per_layer_types(f, "compress_ratios", n_layers, _V4_TYPES,
+                               values=[_V4_RATIO_TYPES[r] for r in ratios], at_least=True)
+    inter = ["compressed_sparse_attention" if i % 2 else "heavily_compressed_attention"
+             for i in range(max(n_layers - 2, 0))]
+    return f.derived("layer_types", ["heavily_compressed_attention"] * min(n_layers, 2) + inter,
+                     "two HCA layers, then HCA / CSA alternating (DeepseekV4Config)")
 
 
 def _v4_mlp_types(f: Fields, n_layers: int) -> None:
     """``mlp_layer_types`` (hash_moe / moe) only chooses how experts are picked: checked, not needed."""
     if f.raw("mlp_layer_types") is not None:
-        types = f.list("mlp_layer_types")
-        if len(types) < n_layers:
-            raise f.error("mlp_layer_types", f"has {len(types)} entries but num_hidden_layers is {n_layers}")
-        bad = next((t for t in types if t not in ("hash_moe", "moe")), None)
-        if bad is not None:
-            raise f.error("mlp_layer_types", f"has an unknown MLP type {short(bad)} (hash_moe or moe)")
+        per_layer_types(f, "mlp_layer_types", n_layers, ("hash_moe", "moe"), at_least=True)

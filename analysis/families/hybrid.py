@@ -59,7 +59,7 @@ from ..spec import (
     ShortConv,
 )
 from ..mixers import LightningAttention, SharedBlockMamba
-from .common import Traits, pre_norms, read_routing, read_act, read_eps, read_head_dim, read_rope, read_rotary, read_tie
+from .common import Traits, per_layer_types, pre_norms, read_routing, read_act, read_eps, read_head_dim, read_rope, read_rotary, read_tie
 
 # ---- shared readers ------------------------------------------------------------------------------
 
@@ -219,18 +219,6 @@ def _core(f: Fields) -> tuple[int, int, int]:
     return f.int("hidden_size"), f.int("num_hidden_layers", hi=MAX_LAYERS), f.int("vocab_size", hi=1 << 26)
 
 
-def _types_list(f: Fields, key: str, n_layers: int | None, allowed: dict[str, str]) -> list[str]:
-    """A per-layer list of type names mapped through ``allowed`` (legacy names included)."""
-    v = f.list(key)
-    if n_layers is not None and len(v) != n_layers:
-        raise f.error(key, f"has {len(v)} entries but num_hidden_layers is {n_layers}")
-    out = []
-    for i, t in enumerate(v):
-        if not isinstance(t, str) or t not in allowed:
-            raise f.error(key, f"entry {i} is {short(t)}; expected one of {', '.join(sorted(allowed))}")
-        out.append(allowed[t])
-    return out
-
 
 def _spec(f: Fields, model_type: str, hidden: int, vocab: int, layers: list[Layer], final_norm: Norm,
           tie_default: bool, act: str, **kw: Any) -> ModelSpec:
@@ -247,7 +235,7 @@ QWEN3_NEXT_TYPES = {"linear_attention": "linear", "full_attention": "full"}
 def _qwen_hybrid_types(f: Fields, n_layers: int) -> list[str]:
     """"linear" / "full" per layer: ``layer_types``, else every ``full_attention_interval``-th layer full."""
     if f.raw("layer_types") is not None:
-        return _types_list(f, "layer_types", n_layers, QWEN3_NEXT_TYPES)
+        return per_layer_types(f, "layer_types", n_layers, QWEN3_NEXT_TYPES)
     every = f.int("full_attention_interval", 4)
     f.derived("layer_types", f"list[{n_layers}]", f"absent: every {every}th layer full attention, "
                                                   "the others linear_attention (full_attention_interval)")
@@ -343,7 +331,7 @@ def nemotron_block_types(f: Fields) -> list[str]:
     declared = f.opt_int("num_hidden_layers", hi=MAX_LAYERS) if _present(f, "num_hidden_layers") else None
     list_key = next((k for k in ("layers_block_type", "layer_types") if _present(f, k)), None)
     if list_key is not None:
-        types = _types_list(f, list_key, None, NEMOTRON_TYPES)
+        types = per_layer_types(f, list_key, None, NEMOTRON_TYPES)
         key = list_key
     elif _present(f, "hybrid_override_pattern"):
         pattern = f.str("hybrid_override_pattern")
@@ -501,7 +489,7 @@ def build_bamba(f: Fields, model_type: str) -> ModelSpec:
     else:
         key = _pick(f, "layer_types", "layers_block_type")
         if _present(f, key):
-            types = _types_list(f, key, n_layers, GRANITE_TYPES)
+            types = per_layer_types(f, key, n_layers, GRANITE_TYPES)
         else:
             types = ["mamba"] * n_layers
             f.defaulted("layer_types", f"list[{n_layers}]", "absent: every layer Mamba-2 (the class default)")
@@ -559,7 +547,7 @@ def lfm2_ffn_size(f: Fields) -> int:
 def build_lfm2(f: Fields, model_type: str) -> ModelSpec:
     hidden, n_layers, vocab = _core(f)
     if _present(f, "layer_types"):
-        types = _types_list(f, "layer_types", n_layers, LFM2_TYPES)
+        types = per_layer_types(f, "layer_types", n_layers, LFM2_TYPES)
     else:
         idx = f.int_list("full_attn_idxs", lo=0, hi=MAX_LAYERS)
         if idx is None:
@@ -627,7 +615,7 @@ def build_zamba2(f: Fields, model_type: str) -> ModelSpec:
     hidden, _, vocab = _core(f)
     key = _pick(f, "layers_block_type", "layer_types")
     if _present(f, key):
-        types = _types_list(f, key, f.int("num_hidden_layers", hi=MAX_LAYERS), ZAMBA2_TYPES)
+        types = per_layer_types(f, key, f.int("num_hidden_layers", hi=MAX_LAYERS), ZAMBA2_TYPES)
     else:
         types = list(ZAMBA2_DEFAULT_TYPES)
         if _present(f, "num_hidden_layers") and f.int("num_hidden_layers", hi=MAX_LAYERS) != len(types):
@@ -705,7 +693,7 @@ def build_zamba(f: Fields, model_type: str) -> ModelSpec:
     hidden, n_layers, vocab = _core(f)
     key = _pick(f, "layers_block_type", "layer_types")
     if _present(f, key):
-        types = _types_list(f, key, n_layers, ZAMBA2_TYPES)
+        types = per_layer_types(f, key, n_layers, ZAMBA2_TYPES)
     else:
         period, offset = f.int("attn_layer_period"), f.int("attn_layer_offset", lo=0)
         types = ["mamba", "mamba", "hybrid"] + ["hybrid" if i % period == offset else "mamba"
@@ -760,7 +748,7 @@ def _minimax_types(f: Fields, n_layers: int) -> list[str]:
     """"linear" / "full" per layer: ``layer_types``; else MiniMax's own ``attn_type_list`` (0: lightning,
     1: softmax), which its original configs carry; else transformers' default (full at even indices)."""
     if _present(f, "layer_types"):
-        return _types_list(f, "layer_types", n_layers, MINIMAX_TYPES)
+        return per_layer_types(f, "layer_types", n_layers, MINIMAX_TYPES)
     if _present(f, "attn_type_list"):
         v = f.list("attn_type_list")
         if len(v) != n_layers:
@@ -815,7 +803,7 @@ def build_olmo_hybrid(f: Fields, model_type: str) -> ModelSpec:
     int(0.75·hidden / key heads), value head dim twice that."""
     hidden, n_layers, vocab = _core(f)
     if _present(f, "layer_types"):
-        types = _types_list(f, "layer_types", n_layers, QWEN3_NEXT_TYPES)
+        types = per_layer_types(f, "layer_types", n_layers, QWEN3_NEXT_TYPES)
     else:
         types = ["full" if i % 4 == 3 else "linear" for i in range(n_layers)]
         if "full" not in types:
