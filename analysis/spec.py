@@ -120,6 +120,8 @@ class Numerics:
     qk_norm_after_rope: bool = False  # Hunyuan: the per-head q/k RMSNorms run on the rotated q and k
     attn_temperature: tuple[float, float] | None = None  # Llama 4 NoPE layers: (attn_scale, floor_scale)
     residual_multiplier: float = 1.0  # Granite
+    # MiniMax: each residual branch adds to the normed input, both scaled (x = norm(x)·alpha + f(norm(x))·beta)
+    residual_after_norm: bool = False
     attention_multiplier: float | None = None  # Granite: the softmax scale
     logits_scaling: float = 1.0  # Granite: logits are divided by it
     logit_scale: float = 1.0  # Cohere: logits are multiplied by it

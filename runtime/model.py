@@ -77,7 +77,7 @@ def check_supported(spec: ModelSpec) -> None:
         if what:
             raise RuntimeUnavailableError(f"verify does not support {what} yet (layer {i} of {spec.label})",
                                           "analyze and trace work for this model")
-    if spec.model_type == "minimax":  # all softmax layers: the mixers run, the layer's residual does not
+    if spec.numerics.residual_after_norm:  # MiniMax with softmax layers only: the mixers run, its residual does not
         raise RuntimeUnavailableError(f"verify does not support MiniMax's decoder layer yet ({spec.label}: the "
                                       "residual is taken after each norm and scaled by the alpha / beta factors)",
                                       "analyze and trace work for this model")

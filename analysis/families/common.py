@@ -322,6 +322,12 @@ def per_layer_types(f: Fields, key: str, n_layers: int | None, allowed, *, value
     return [allowed[t] for t in v] if isinstance(allowed, dict) else list(v)
 
 
+def sparse_layers(f: Fields, n_layers: int) -> set[int]:
+    """The MoE layers ``mlp_layer_types`` names: "dense" or "sparse" per layer (Mellum, EXAONE MoE, DeepSeek-V3.2)."""
+    return {i for i, t in enumerate(per_layer_types(f, "mlp_layer_types", n_layers, ("dense", "sparse")))
+            if t == "sparse"}
+
+
 def check_layer_types(f: Fields, n_layers: int) -> list[str]:
     types = f.list("layer_types")
     if len(types) != n_layers:

@@ -14,7 +14,7 @@ from typing import Any
 from ..fields import MAX_LAYERS, REQUIRED, Fields
 from ..spec import (GLU, MLP, Attention, ExpertLayout, GroupScore, Layer, ModelSpec, MoE, Norm, NormKind, Numerics,
                     PlacedNorm, RouterKind)
-from .common import (Traits, mtp_extra, mtp_layers, opt_float, pre_norms, read_act, read_core, read_eps, read_flag,
+from .common import (Traits, sparse_layers, mtp_extra, mtp_layers, opt_float, pre_norms, read_act, read_core, read_eps, read_flag,
                      read_no_rope, read_rotary, read_routing, read_tie, read_windows)
 
 
@@ -233,10 +233,7 @@ def moe_plan(f: Fields, t: Traits, hidden: int, n_layers: int, intermediate: int
             raise f.error("num_experts_per_tok", f"({k}) exceeds num_experts ({n_exp})")
         at = {i for i in range(n_layers) if i not in only and n_exp > 0 and (i + 1) % step == 0}
         if isinstance(f.raw("mlp_layer_types"), list):  # Mellum: "dense" | "sparse" per layer (no sparse step)
-            types = f.list("mlp_layer_types")
-            if len(types) != n_layers or any(x not in ("dense", "sparse") for x in types):
-                raise f.error("mlp_layer_types", f"must list 'dense' or 'sparse' for each of the {n_layers} layers")
-            at = {i for i, x in enumerate(types) if x == "sparse" and n_exp > 0}
+            at = {i for i in sparse_layers(f, n_layers) if n_exp > 0}
         moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=shared, shared_expert_gate=bool(shared), act=act) if at else None
         return at, (lambda i: moe), intermediate
     if kind == "deepseek":
@@ -254,10 +251,7 @@ def moe_plan(f: Fields, t: Traits, hidden: int, n_layers: int, intermediate: int
         if not t.dense_mlp:  # Solar Open: every layer MoE (first_k_dense_replace, moe_layer_freq unread)
             at = set(range(n_layers))
         elif isinstance(f.raw("mlp_layer_types"), list):  # EXAONE MoE: "dense" | "sparse" per layer, when given
-            types = f.list("mlp_layer_types")
-            if len(types) != n_layers or any(x not in ("dense", "sparse") for x in types):
-                raise f.error("mlp_layer_types", f"must list 'dense' or 'sparse' for each of the {n_layers} layers")
-            at = {i for i, x in enumerate(types) if x == "sparse"}
+            at = sparse_layers(f, n_layers)
         moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=n_shared * size, act=act)
         return at, (lambda i: moe), intermediate
     if kind == "ernie":

@@ -24,7 +24,7 @@ from ..fields import as_int, short
 from ..mixers import CompressedMQA, SparseMLA
 from ..spec import MLA, MLP, GroupScore, Layer, ModelSpec, MoE, Norm, Numerics, RopeStyle, RouterKind
 from ..tensors import Tensor
-from .common import Traits, mtp_extra, per_layer_types, mtp_layers, pre_norms, read_act, read_eps, read_rope, read_rope_extra, read_routing, read_tie
+from .common import Traits, mtp_extra, per_layer_types, sparse_layers, mtp_layers, pre_norms, read_act, read_eps, read_rope, read_rope_extra, read_routing, read_tie
 from .decoder import moe_plan
 
 TRAITS = Traits(moe="deepseek")
@@ -122,8 +122,7 @@ def dsa_moe_layers(f: Fields, n_layers: int) -> set[int]:
     """transformers' V3.2 MoE placement: ``mlp_layer_types`` ("dense" / "sparse"), else every layer from
     ``first_k_dense_replace`` on."""
     if f.raw("mlp_layer_types") is not None:
-        types = per_layer_types(f, "mlp_layer_types", n_layers, ("dense", "sparse"))
-        return {i for i, t in enumerate(types) if t == "sparse"}
+        return sparse_layers(f, n_layers)
     first = f.int("first_k_dense_replace", 0, lo=0, hi=MAX_LAYERS)
     return set(range(first, n_layers))
 

@@ -787,7 +787,7 @@ def build_minimax(f: Fields, model_type: str) -> ModelSpec:
     layers = [Layer(attn if t == "full" else lightning, moe, norms) for t in types]
     return _spec(f, model_type, hidden, vocab, layers, Norm(hidden), False, act,
                  rope_scaling=read_rope(f, hd)[2] if attn is not None else (),
-                 numerics=Numerics(router=RouterKind.SOFTMAX, norm_topk_prob=True))
+                 numerics=Numerics(router=RouterKind.SOFTMAX, norm_topk_prob=True, residual_after_norm=True))
 
 
 # ---- OLMo Hybrid ---------------------------------------------------------------------------------
