@@ -23,7 +23,7 @@ from .families import (FLAT_TEXT_WRAPPERS, IMAGE_TOKENS, TEXT_WRAPPERS, VISION_C
 from .families import decoder as _decoder
 from .families.common import ALIASES, Traits, generic_traits, read_rope_extra
 from .fields import Fields, short
-from .spec import ModelSpec
+from .spec import ModelSpec, MoE
 
 # ---- reading the file ----------------------------------------------------------------------------
 
@@ -125,7 +125,9 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
     if cfg.get("text_config") is not None and not isinstance(cfg["text_config"], dict):
         raise ConfigError(f"{where}: field 'text_config' must be an object of the language model's fields, "
                           f"got {type(cfg['text_config']).__name__} {short(cfg['text_config'])}")
-    if isinstance(cfg.get("text_config"), dict) and ("hidden_size" not in cfg or model_type in TEXT_WRAPPERS):
+    # a refused model_type is refused by name, its text_config not read in its place
+    if isinstance(cfg.get("text_config"), dict) and model_type not in families.REFUSED \
+            and ("hidden_size" not in cfg or model_type in TEXT_WRAPPERS):
         text = dict(cfg["text_config"])
         inner = text.get("model_type") or TEXT_WRAPPERS.get(model_type or "") or ""
         if not isinstance(inner, str):
@@ -254,10 +256,16 @@ def finish(spec: ModelSpec, f: Fields, *, top_cfg: dict, name: str, source: str,
         m = layer.mixer
         if m is not None and m.window is not None and m.window < 1:
             raise f.error("sliding_window", f"must be a positive integer, got {m.window}")
+        e = layer.ffn
+        # every family's experts, whatever its builder checked: a token routes to between 1 and all of them
+        # (more would count more active parameters than the model has)
+        if isinstance(e, MoE) and not 1 <= e.num_experts_per_tok <= e.num_experts:
+            raise ConfigError(f"{f.where}: experts per token ({e.num_experts_per_tok}) must be between 1 and the "
+                              f"number of routed experts ({e.num_experts})")
     numerics = replace(spec.numerics, rope_extra=read_rope_extra(f))
     return replace(
         spec, numerics=numerics, torch_dtype=dtype, max_position_embeddings=max_pos, quant=quant, name=name, source=source,
-        provenance=f.provenance(), caveats=tuple(caveats) + tuple(qcaveats),
+        provenance=f.provenance(), caveats=tuple(spec.caveats) + tuple(caveats) + tuple(qcaveats),
     )
 
 

@@ -61,13 +61,16 @@ class RouterKind(StrEnum):
     ``sigmoid`` scores with a choice bias (DeepSeek V3, GLM-4 MoE, MiniMax-M2); top-k of the logits first,
     then ``topk_softmax`` (gpt-oss) or ``topk_sigmoid`` (Llama 4); ``sparsemixer`` (PhiMoE): two experts
     chosen one after the other, each weighted by a softmax over the logits within a relative
-    ``router_jitter_noise`` band of the best remaining one."""
+    ``router_jitter_noise`` band of the best remaining one; ``logit_sigmoid`` (Kolibri-1, Flint): the choice by
+    the logits (plus the correction bias, if any), the weights the chosen logits' sigmoids, renormalised by
+    norm_topk_prob."""
 
     SOFTMAX = "softmax"
     SIGMOID = "sigmoid"
     TOPK_SOFTMAX = "topk_softmax"
     TOPK_SIGMOID = "topk_sigmoid"
     SPARSEMIXER = "sparsemixer"
+    LOGIT_SIGMOID = "logit_sigmoid"
 
 
 class GroupScore(StrEnum):
@@ -166,13 +169,20 @@ class Norm:
     kind: NormKind = NormKind.RMS
     bias: bool = False
     affine: bool = True
+    # A.X-K2's gated RMSNorm: y = norm(x) · sigmoid(fc2(silu(fc1(y)))), a bias-free rank-``gate_rank`` gate; the
+    # norm's weight under ``<name>.norm``, the gate under ``<name>.mlp.fc1`` / ``fc2`` (0: no gate)
+    gate_rank: int = 0
 
     def tensors(self, prefix: str) -> list[Tensor]:
         out: list[Tensor] = []
+        p = f"{prefix}.norm" if self.gate_rank else prefix
         if self.affine:
-            out.append(Tensor(f"{prefix}.weight", (self.dim,), "norm"))
+            out.append(Tensor(f"{p}.weight", (self.dim,), "norm"))
             if self.bias:
-                out.append(Tensor(f"{prefix}.bias", (self.dim,), "norm"))
+                out.append(Tensor(f"{p}.bias", (self.dim,), "norm"))
+        if self.gate_rank:  # the norm module's own small matmuls: kind "norm" (replicated, not quantized)
+            out.append(Tensor(f"{prefix}.mlp.fc1.weight", (self.gate_rank, self.dim), "norm"))
+            out.append(Tensor(f"{prefix}.mlp.fc2.weight", (self.dim, self.gate_rank), "norm"))
         return out
 
 

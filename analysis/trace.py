@@ -201,11 +201,13 @@ class _Builder:
 
     def mlp(self, i: int, m: MLP, tensors: dict[str, list[Tensor]], prefix: str = "", n_tokens: int | None = None) -> None:
         n = self.shape.tokens if n_tokens is None else n_tokens
+        # the MLP's own gate_proj (a mixer may have one of that short name: Hy4-preview's self_attn.gate_proj)
+        gate = [t for t in tensors.get(prefix + "gate_proj", []) if ".self_attn." not in t.name]
         if m.gated and m.fused_gate_up:
             self.matmul(prefix + "gate_up_proj", tensors[prefix + "gate_up_proj"], i, "ffn", n)
         else:
             if m.gated:
-                self.matmul(prefix + "gate_proj", tensors[prefix + "gate_proj"], i, "ffn", n)
+                self.matmul(prefix + "gate_proj", gate, i, "ffn", n)
             self.matmul(prefix + "up_proj", tensors[prefix + "up_proj"], i, "ffn", n)
         ii = m.intermediate_size
         if m.gated:
@@ -250,6 +252,11 @@ class _Builder:
         p = layer.norm(role)
         if p is not None:
             self.norm(p.name, p.norm, self.spec.hidden_size, i, tensors=tensors.get(p.name))
+            if p.norm.gate_rank:  # A.X-K2's gated norm: fc1, fc2 and the sigmoid gate (weights counted in the norm's op)
+                n, h, g = self.shape.tokens, self.spec.hidden_size, p.norm.gate_rank
+                self.add(name=f"{p.name}.gate", kind="matmul", category="norm", layer=i, flops=2 * n * 2 * g * h,
+                         act_read_bytes=2 * n * h * self.a, act_write_bytes=n * h * self.a, kernels=4,
+                         parallel=Parallel.REPLICATED)
 
     def layer(self, i: int, layer: Layer) -> None:
         n, h = self.shape.tokens, self.spec.hidden_size
@@ -313,9 +320,15 @@ class _Builder:
         spec, s, a = self.spec, self.shape, self.a
         h, v = spec.hidden_size, spec.vocab_size
         last = s.batch  # logits only for the last position of each sequence
-        if spec.head_hc:  # DeepSeek-V4: the hyper-connection streams collapsed to one (every token's, as transformers)
-            hc = [t for t in spec.head_hc if len(t.shape) == 2]
-            self.add(name="hc_head", kind="matmul", category="other", layer=None, flops=2 * s.tokens * hc[0].numel,
+        hc = [t for t in spec.head_hc if len(t.shape) == 2]
+        if spec.head_hc and not hc:  # Inkling-2: final_input, one learned query over the block states
+            self.add(name="final_input", kind="elementwise", category="other", layer=None,
+                     weight_bytes=self.fmt.bytes_of(list(spec.head_hc)), act_read_bytes=2 * s.tokens * h * a,
+                     act_write_bytes=s.tokens * h * a, kernels=3)
+        elif spec.head_hc:  # DeepSeek-V4: the hyper-connection streams collapsed to one (every token's, as transformers)
+            # (Qwen4-Exp's hyper_connection_mixer: two matrices, down and up)
+            self.add(name="hc_head", kind="matmul", category="other", layer=None,
+                     flops=2 * s.tokens * sum(t.numel for t in hc),
                      weight_bytes=self.fmt.bytes_of(list(spec.head_hc)), act_read_bytes=s.tokens * hc[0].shape[1] * 4,
                      act_write_bytes=s.tokens * h * a, kernels=3, parallel=Parallel.REPLICATED)
         if spec.final_norm is not None:

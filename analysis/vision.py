@@ -540,6 +540,40 @@ def gemma4_towers(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]
     return tuple(out)
 
 
+def gemma4_unified_towers(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    """Gemma4UnifiedForConditionalGeneration has no towers, only embedders, each when its config is given.
+    ``embed_vision`` (Gemma4UnifiedVisionEmbedder): LayerNorm (bias) over the merged patch's pixels
+    ((patch_size · pooling_kernel_size)² · 3), a biased Dense to ``mm_embed_dim``, a LayerNorm, a factorized
+    (``mm_posemb_size``, 2, mm_embed_dim) position table, a LayerNorm, then a weightless RMSNorm and a bias-free
+    projection from ``output_proj_dims`` to the text hidden size. ``embed_audio``: raw waveform frames of
+    ``audio_embed_dim`` samples through a weightless RMSNorm and a bias-free projection to the text hidden size."""
+    out: list[Tensor] = []
+    vf = _mm_fields(top.get("vision_config"), where, "vision_config", "gemma4_unified_vision")
+    if vf is not None:
+        patch = vf.int("patch_size", hi=1024) * vf.int("pooling_kernel_size", hi=1024)
+        pixels = 3 * patch * patch
+        mm = vf.int("mm_embed_dim")
+        p = "model.embed_vision"
+        _ln(out, f"{p}.patch_ln1", pixels)
+        _lin(out, f"{p}.patch_dense", mm, pixels)
+        _ln(out, f"{p}.patch_ln2", mm)
+        _plain(out, f"{p}.pos_embedding", (vf.int("mm_posemb_size", hi=1 << 24), 2, mm), "vision")
+        _ln(out, f"{p}.pos_norm", mm)
+        _plain(out, f"{p}.multimodal_embedder.embedding_projection.weight",
+               (text_hidden, vf.int("output_proj_dims", 3840, note="absent: Gemma4UnifiedVisionConfig's default")),
+               "vision")
+    af = _mm_fields(top.get("audio_config"), where, "audio_config", "gemma4_unified_audio")
+    if af is not None:
+        dim = af.int("audio_embed_dim")
+        for alias in ("hidden_size", "output_proj_dims", "audio_samples_per_token"):  # properties setting it
+            v = af.raw(alias)
+            if v is not None and v != dim:
+                raise af.error(alias, f"({v!r}) disagrees with audio_embed_dim ({dim}): Gemma4UnifiedAudioConfig "
+                               "sets one from the other")
+        _plain(out, "model.embed_audio.embedding_projection.weight", (text_hidden, dim), "audio")
+    return tuple(out)
+
+
 # ---- Llama 3.2 Vision (mllama) -------------------------------------------------------------------
 # MllamaVisionModel: a bias-free patch conv, a class embedding, gated positional embeddings (one per patch
 # and the class token, plus a tile table indexed by aspect ratio), gated pre- and post-tile embeddings
@@ -618,4 +652,34 @@ def mllama_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]
                 out.append(Tensor(f"{b}.gate_attn", (1,), "vision"))
                 out.append(Tensor(f"{b}.gate_ffn", (1,), "vision"))
     _lin(out, "model.multi_modal_projector", text_hidden, out_dim)
+    return tuple(out)
+
+
+# ---- MiniMax-M3 VL (``minimax_m3_vl``) ------------------------------------------------------------
+# A CLIP-style tower without class or position embeddings (3D RoPE, a buffer): a bias-free Conv3d patch embed
+# (temporal_patch_size x patch x patch), pre_layrnorm, CLIP encoder layers (biased q/k/v/out_proj, fc1/fc2,
+# LayerNorms), no post norm; the projector maps each patch through linear_1 / linear_2 (vision -> projector_hidden_size
+# -> text hidden, biased), then merges spatial_merge_size² neighbours through merge_linear_1 / merge_linear_2.
+
+
+def minimax_m3_vl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    from .family_defaults import FAMILY_DEFAULTS
+
+    f = _vision_fields(top.get("vision_config"), where, "minimax_m3_vl_vision")
+    h, inter, layers, channels = _tower_shape(f)
+    patch = f.int("patch_size", hi=4096)
+    merge = f.int("spatial_merge_size", hi=64)
+    p = "model.vision_tower"
+    out = [Tensor(f"{p}.embeddings.proj.weight", (h, channels, f.int("temporal_patch_size", hi=64), patch, patch),
+                  "vision")]
+    _ln(out, f"{p}.pre_layrnorm", h)
+    for i in range(layers):
+        _encoder_block(out, f"{p}.layers.{i}", h, inter)
+    top_f = Fields(top, where, defaults=FAMILY_DEFAULTS.get("minimax_m3_vl"), family="minimax_m3_vl")
+    proj = top_f.int("projector_hidden_size")
+    q = "model.multi_modal_projector"
+    _lin(out, f"{q}.linear_1", proj, h)
+    _lin(out, f"{q}.linear_2", text_hidden, proj)
+    _lin(out, f"{q}.merge_linear_1", proj, text_hidden * merge * merge)
+    _lin(out, f"{q}.merge_linear_2", text_hidden, proj)
     return tuple(out)

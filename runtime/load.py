@@ -101,6 +101,15 @@ def translate(spec: ModelSpec, hf_name: str, t: torch.Tensor) -> Iterator[tuple[
     if hm and attention and mixer.qk_norm_per_head:
         yield f"{pre}self_attn.{hm.group(1)}_norm.weight", (int(hm.group(2)),), t
         return
+    if rest == "mixer.in_proj.weight" and getattr(mixer, "kind", None) is MixerKind.GATED_DELTANET \
+            and mixer.split_in_proj:  # one fused in_proj, rows [q | k | v | z | b | a] (Lara-4-Mini's checkpoints)
+        kd, vd, hv = mixer.num_k_heads * mixer.head_k_dim, mixer.num_v_heads * mixer.head_v_dim, mixer.num_v_heads
+        if t.shape[0] != 2 * kd + 2 * vd + 2 * hv:
+            raise ConfigError(f"checkpoint tensor {hf_name} has {t.shape[0]} rows, not q, k, v, z, b and a's "
+                              f"{2 * kd + 2 * vd + 2 * hv}", "the checkpoint does not match its config.json")
+        for part, rows in zip(("qkv", "z", "b", "a"), t.split((2 * kd + vd, vd, hv, hv), dim=0)):
+            yield f"{pre}mixer.in_proj_{part}.weight", None, rows
+        return
     if isinstance(ffn, MoE):
         if rest in ("mlp.gate.weight", "mlp.gate.bias"):
             yield pre + rest.replace("mlp.gate.", "mlp.router."), None, t

@@ -81,6 +81,12 @@ def check_supported(spec: ModelSpec) -> None:
         raise RuntimeUnavailableError(f"verify does not support MiniMax's decoder layer yet ({spec.label}: the "
                                       "residual is taken after each norm and scaled by the alpha / beta factors)",
                                       "analyze and trace work for this model")
+    if spec.numerics.glu == GLU.GPT_OSS and any(isinstance(layer.ffn, MLP) or (isinstance(layer.ffn, MoE) and
+                                                                               layer.ffn.shared_intermediate_size)
+                                                for layer in spec.layers):
+        # MiniMax-M3: its dense MLPs and shared experts run the clamped SwiGLU, which only the routed experts do here
+        raise RuntimeUnavailableError(f"verify does not support the clamped SwiGLU in dense MLPs and shared experts "
+                                      f"yet ({spec.label})", "analyze and trace work for this model")
     if spec.altup_inputs or any(layer.altup_inputs or layer.laurel_rank for layer in spec.layers):
         raise RuntimeUnavailableError(f"verify does not support Gemma 3n's decoder layer yet ({spec.label}: AltUp's "
                                       "predicted / corrected residual streams, LAuReL's low-rank residual and the "
@@ -167,15 +173,18 @@ class RMSNorm(nn.Module):
 
 
 class LayerNorm(nn.Module):
-    def __init__(self, dim: int, eps: float, bias: bool = True, affine: bool = True, dtype=None):
+    """``offset`` 1.0 is Nemotron's LayerNorm1P: ``F.layer_norm`` with ``weight + 1``."""
+
+    def __init__(self, dim: int, eps: float, bias: bool = True, affine: bool = True, dtype=None, offset: float = 0.0):
         super().__init__()
-        self.dim, self.eps = dim, eps
+        self.dim, self.eps, self.offset = dim, eps, offset
         self.weight = nn.Parameter(torch.empty(dim, dtype=dtype)) if affine else None
         self.bias = nn.Parameter(torch.empty(dim, dtype=dtype)) if affine and bias else None
 
     def forward(self, x):
         with region("norm"):
-            return F.layer_norm(x, (self.dim,), self.weight, self.bias, self.eps)
+            w = self.weight + self.offset if self.offset and self.weight is not None else self.weight
+            return F.layer_norm(x, (self.dim,), w, self.bias, self.eps)
 
 
 class HeadLayerNorm(nn.Module):
@@ -197,7 +206,7 @@ class HeadLayerNorm(nn.Module):
 def make_norm(norm: Norm, spec: ModelSpec, dtype, eps: float | None = None) -> nn.Module:
     eps = spec.norm_eps if eps is None else eps
     if norm.kind == NormKind.LAYER:
-        return LayerNorm(norm.dim, eps, bias=norm.bias, affine=norm.affine, dtype=dtype)
+        return LayerNorm(norm.dim, eps, bias=norm.bias, affine=norm.affine, dtype=dtype, offset=spec.norm_offset)
     return RMSNorm(norm.dim, eps, offset=spec.norm_offset, affine=norm.affine, dtype=dtype)
 
 
@@ -410,6 +419,8 @@ class SelfAttention(MixerModule):
                 if not m.k_eq_v:  # Gemma 4 full layers: V is the K projection
                     self.v_proj = linear(D, m.v_dim, m.v_bias, dtype)
         self.o_proj = linear(m.o_in, D, m.o_bias, dtype)
+        if m.head_gate:  # LFM3: sigmoid(g_proj(x)) scales each head's output
+            self.g_proj = linear(D, H, False, dtype)
         if m.o_norm:  # BitNet: an RMSNorm of the attention output before o_proj
             self.attn_sub_norm = RMSNorm(m.o_in, spec.norm_eps, dtype=dtype)
         if m.qk_norm_per_head:  # Cohere: LayerNorm over head_dim with a weight per head and feature
@@ -515,6 +526,11 @@ class SelfAttention(MixerModule):
                 kp_S = kpos_S if kpos_S is not None else (pos_T if cache is None else torch.arange(S, device=pos_T.device))
                 bias = self.alibi.slopes[:, None] * kp_S.float()[None, :]  # (H, S)
             out_BTHe = self.attend(q_BTHd, keys_BKSd, vals_BKSe, mask_TS, bias)
+        if m.head_gate:
+            with region("matmul"):
+                g_BTH = self.g_proj(x_BTD)
+            with region("elementwise"):
+                out_BTHe = out_BTHe.reshape(B, T, H, e) * torch.sigmoid(g_BTH)[..., None]
         out = out_BTHe.reshape(B, T, H * e)
         if gate is not None:
             with region("elementwise"):
@@ -593,6 +609,12 @@ class LatentAttention(MixerModule):
     its roped key (P). Decode (T = 1, cached) is absorbed: ``q_nope·W_UK`` projects the queries into
     the latent space, scores run over L + P and values over L, then ``W_UV`` maps back to heads.
     Prefill is expanded: ``kv_b_proj`` turns every key's latent into per-head K and V."""
+
+    @staticmethod
+    def unsupported(m: MLA) -> str | None:
+        if not m.rope:
+            return "MLA without RoPE (Kimi Linear's NoPE latent attention)"
+        return "MLA with a per-head output gate (Ling 3's g_proj)" if m.head_gate else None
 
     @staticmethod
     def check_tp(m: MLA, layer: int) -> None:
@@ -994,6 +1016,14 @@ class SparseMoE(nn.Module):
             v_Nk, idx_Nk = torch.topk(logits_NE, k, dim=-1)
             w_Nk = torch.softmax(v_Nk, dim=-1) if num.router == RouterKind.TOPK_SOFTMAX else torch.sigmoid(v_Nk.float())
             return w_Nk, idx_Nk
+        if num.router == RouterKind.LOGIT_SIGMOID:  # Kolibri-1, Flint: the choice by logits (+ bias), sigmoid weights
+            l_NE = logits_NE.float()
+            choice_NE = l_NE + self.router.e_score_correction_bias if num.score_correction_bias else l_NE
+            idx_Nk = torch.topk(choice_NE, k, dim=-1)[1]
+            w_Nk = torch.sigmoid(l_NE.gather(1, idx_Nk))
+            if num.norm_topk_prob:
+                w_Nk = w_Nk / w_Nk.sum(dim=-1, keepdim=True)
+            return w_Nk * num.routed_scaling_factor, idx_Nk
         if num.router == RouterKind.SIGMOID:  # DeepSeek V3: sigmoid scores, bias only for the choice
             s_NE = torch.sigmoid(logits_NE.float())
             choice_NE = s_NE + self.router.e_score_correction_bias

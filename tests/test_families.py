@@ -10,7 +10,7 @@ from tests.oracle import hf_param_count
 
 BASE = {"hidden_size": 128, "intermediate_size": 352, "num_hidden_layers": 4, "num_attention_heads": 8,
         "num_key_value_heads": 2, "vocab_size": 512, "max_position_embeddings": 4096, "pad_token_id": 0}
-#: DeepSeek-V4 reads intermediate_size as moe_intermediate_size (DeepseekV4Config.attribute_map): left out
+#: DeepSeek-V4 and Inkling-2 read intermediate_size as moe_intermediate_size (their attribute_map): left out
 V4_BASE = {k: v for k, v in BASE.items() if k != "intermediate_size"}
 
 #: google/gemma-3n-E2B's text_config (config.json), as published
@@ -25,8 +25,24 @@ GEMMA3N_E2B_TEXT = {
     "query_pre_attn_scalar": 256, "rms_norm_eps": 1e-06, "rope_local_base_freq": 10000.0, "rope_scaling": None,
     "rope_theta": 1000000.0, "sliding_window": 512, "vocab_size": 262400, "vocab_size_per_layer_input": 262144}
 
+#: Qwen4-Exp: transformers' class defaults carry no QSA indexer fields and do not build; a small config that does
+#: (RoPE on a quarter of head_dim, which the indexer head must hold). The PLE row: n-gram tables on three linear
+#: layers (6 hashed heads of 8 features, prime-sized slices from 5000), a "full_attention" entry read as indexed.
+QWEN4_EXP = dict(V4_BASE, model_type="qwen4_exp_text", head_dim=32, linear_num_key_heads=2, linear_num_value_heads=4,
+                 linear_key_head_dim=16, linear_value_head_dim=16, num_experts=4, num_experts_per_tok=2,
+                 moe_intermediate_size=64, shared_expert_intermediate_size=96, hc_count=3, hc_lowrank=24,
+                 indexer_n_heads=4, indexer_kv_heads=1, indexer_head_dim=16, indexer_budget=8, indexer_compress_ratio=4,
+                 rope_parameters={"rope_type": "default", "rope_theta": 1e6, "partial_rotary_factor": 0.25})
+QWEN4_EXP_PLE = dict(QWEN4_EXP, num_hidden_layers=5, ple_layer_ids=[3, 1, 5, 1], ple_embed_dim=48, heads_per_ngram=3,
+                     ngram_vocab_size_base=5000, make_ngram_vocab_size_divisible_by=64, ple_conv_kernel_size=3,
+                     eos_token_id=2, tie_word_embeddings=True,
+                     layer_types=["linear_attention", "indexed_attention", "linear_attention", "full_attention",
+                                  "linear_attention"])
+
 CASES = {
     "llama": dict(BASE, model_type="llama"),
+    "qwen4_exp_text": QWEN4_EXP,
+    "qwen4_exp_text-ple-tied": QWEN4_EXP_PLE,
     "llama-biases-tied": dict(BASE, model_type="llama", attention_bias=True, mlp_bias=True, tie_word_embeddings=True),
     "llama-head_dim": dict(BASE, model_type="llama", head_dim=32),
     "mistral": dict(BASE, model_type="mistral", sliding_window=64),
@@ -120,6 +136,27 @@ CASES = {
                                   n_routed_experts=8, n_shared_experts=1, num_experts_per_tok=2,
                                   moe_intermediate_size=32, index_topk=16, index_n_heads=4, index_head_dim=32,
                                   index_topk_freq=2, index_skip_topk_offset=2),
+    # Hy4-preview: GLM-5's block plus gate_proj, sinks and 3 hyper-connection streams (attn_hc / ffn_hc, hc_head);
+    # by default full indexers on layers 0, 1 and 5, layer 0 dense
+    "hy_v4": dict(BASE, model_type="hy_v4", num_hidden_layers=6, q_lora_rank=48, kv_lora_rank=64, qk_nope_head_dim=16,
+                  qk_rope_head_dim=8, v_head_dim=16, n_routed_experts=8, n_shared_experts=1, num_experts_per_tok=2,
+                  moe_intermediate_size=32, index_topk=16, index_n_heads=4, index_head_dim=32, hc_mult=3),
+    "hy_v4-types-bias": dict(BASE, model_type="hy_v4", q_lora_rank=48, kv_lora_rank=64, qk_nope_head_dim=16,
+                             qk_rope_head_dim=8, v_head_dim=24, n_routed_experts=8, n_shared_experts=2,
+                             num_experts_per_tok=2, moe_intermediate_size=32, index_topk=8, index_n_heads=2,
+                             index_head_dim=16, hc_mult=2, attention_bias=True,
+                             indexer_types=["full", "shared", "full", "shared"],
+                             mlp_layer_types=["sparse", "dense", "sparse", "sparse"]),
+    # A.X-K2: V3.2's block with q_gate_proj in place of q_b_proj and gated RMSNorms (input: every layer;
+    # post-attention: MoE layers); MoE by the legacy first_k_dense_replace / moe_layer_freq when mlp_layer_types is absent
+    "axk2": dict(BASE, model_type="axk2", q_lora_rank=48, kv_lora_rank=64, qk_nope_head_dim=16, qk_rope_head_dim=8,
+                 v_head_dim=16, n_routed_experts=8, n_shared_experts=1, num_experts_per_tok=2, moe_intermediate_size=32,
+                 index_topk=16, index_n_heads=4, index_head_dim=32, gated_norm_rank=8),
+    "axk2-legacy-groups-bias": dict(BASE, model_type="axk2", num_hidden_layers=5, q_lora_rank=48, kv_lora_rank=64,
+                                    qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=24, n_routed_experts=8,
+                                    n_shared_experts=2, num_experts_per_tok=2, moe_intermediate_size=32, index_topk=8,
+                                    index_n_heads=2, index_head_dim=16, first_k_dense_replace=2, moe_layer_freq=2,
+                                    n_group=2, topk_group=1, attention_bias=True),
     "gpt_oss": dict(BASE, model_type="gpt_oss", head_dim=16, num_local_experts=4, num_experts_per_tok=2,
                     sliding_window=32),
     "llama4_text": dict(BASE, model_type="llama4_text", head_dim=16, num_local_experts=4, num_experts_per_tok=1,
@@ -220,6 +257,18 @@ CASES = {
                                            global_head_dim=32, num_global_key_value_heads=1, attention_k_eq_v=True,
                                            sliding_window=32, hidden_size_per_layer_input=0, enable_moe_block=True,
                                            num_experts=8, top_k_experts=2, moe_intermediate_size=48),
+    # Gemma 4 unified's language model: Gemma 4's layers (wide K = V full layers, KV shared by the last layers, their
+    # MLPs double-wide) without per-layer inputs or the MoE block, whatever the config says (Gemma4UnifiedTextModel
+    # never builds them); the default-layers row: five sliding, one full, the last full, sliding_window 1024
+    "gemma4_unified_text": dict(BASE, model_type="gemma4_unified_text", head_dim=16, global_head_dim=32,
+                                num_global_key_value_heads=1, attention_k_eq_v=True, sliding_window=32,
+                                num_hidden_layers=5, layer_types=["sliding_attention", "full_attention",
+                                                                  "sliding_attention", "sliding_attention",
+                                                                  "full_attention"], num_kv_shared_layers=2,
+                                use_double_wide_mlp=True, hidden_size_per_layer_input=8, enable_moe_block=True,
+                                num_experts=4, top_k_experts=2, moe_intermediate_size=16, final_logit_softcapping=30.0),
+    "gemma4_unified_text-default-layers": dict(BASE, model_type="gemma4_unified_text", num_hidden_layers=7,
+                                               head_dim=16, global_head_dim=32),
     # Gemma 3n: google/gemma-3n-E2B's text_config (4,435,182,688: AltUp, LAuReL, per-layer inputs, 10 KV-shared
     # layers), and a tiny one with per-layer widths, 3 AltUp streams, biases, two shared-KV layers, untied
     "gemma3n_text-e2b": GEMMA3N_E2B_TEXT,
@@ -231,6 +280,10 @@ CASES = {
                           "attention_bias": True, "tie_word_embeddings": False},
     # plain decoders promoted from the generic fallback (each a Traits row)
     "arcee": dict(BASE, model_type="arcee"),
+    # Nemotron-4 / Minitron: relu2 plain MLP, LayerNorm1P with bias, half-width RoPE by default
+    "nemotron": dict(BASE, model_type="nemotron", head_dim=16),
+    "nemotron-biases-tied": dict(BASE, model_type="nemotron", attention_bias=True, mlp_bias=True,
+                                 tie_word_embeddings=True, partial_rotary_factor=0.25),
     "arcee-biases": dict(BASE, model_type="arcee", attention_bias=True, mlp_bias=True),
     "apertus": dict(BASE, model_type="apertus"),
     "apertus-bias-tied": dict(BASE, model_type="apertus", attention_bias=True, tie_word_embeddings=True),
@@ -310,6 +363,25 @@ CASES = {
                   v_head_dim=16),
     "jais2": dict(BASE, model_type="jais2"),
     "jais2-no-bias": dict(BASE, model_type="jais2", attention_bias=False, mlp_bias=False),
+    # Inkling: relative-bias attention with short convs (own head shapes on sliding layers), a dense MLP with a global
+    # scale, MoE layers whose router also scores the shared experts; local_layer_ids / dense_mlp_idx /
+    # dense_intermediate_size as checkpoints spell them
+    "inkling_text": dict(BASE, model_type="inkling_text", head_dim=16, swa_num_attention_heads=4,
+                         swa_num_key_value_heads=1, swa_head_dim=24, sliding_window_size=32, d_rel=4, rel_extent=48,
+                         moe_intermediate_size=32, n_routed_experts=8, num_experts_per_tok=2, n_shared_experts=2,
+                         mlp_layer_types=["dense", "sparse", "sparse", "dense"],
+                         layer_types=["hybrid_sliding", "hybrid", "hybrid_sliding", "hybrid"]),
+    "inkling_text-checkpoint-fields": dict(BASE, model_type="inkling_text", num_hidden_layers=7, head_dim=16,
+                                           swa_head_dim=8, sliding_window=16, d_rel=8, rel_extent=24,
+                                           intermediate_size=40, dense_intermediate_size=96, dense_mlp_idx=2,
+                                           n_routed_experts=4, num_experts_per_tok=1, n_shared_experts=1,
+                                           local_layer_ids=[1, 2, 4], sconv_kernel_size=3),
+    # Inkling-2: gated output, attention sinks, dynamic K/V convs on full layers, block attention residuals, an
+    # lm_head of unpadded_vocab_size rows; default layer_types (full every 6th layer)
+    "inkling2_text": dict(V4_BASE, model_type="inkling2_text", num_hidden_layers=7, head_dim=16,
+                          swa_num_attention_heads=4, swa_num_key_value_heads=1, swa_head_dim=8, sliding_window_size=32,
+                          d_rel=4, rel_extent=48, moe_intermediate_size=32, n_routed_experts=8, num_experts_per_tok=2,
+                          unpadded_vocab_size=500, n_layers_per_attn_res_block=3),
     "minicpm3-untied-v_head_dim": dict(BASE, model_type="minicpm3", q_lora_rank=48, kv_lora_rank=64, qk_nope_head_dim=16,
                                        qk_rope_head_dim=8, v_head_dim=24, tie_word_embeddings=False),
     # MiniMax: lightning attention (qkv_proj, output_gate, norm over all heads, out_proj) and GQA softmax layers,
@@ -320,6 +392,83 @@ CASES = {
                                               layer_types=["linear_attention"] * 3 + ["full_attention",
                                                                                       "linear_attention"]),
 }
+_MLA = dict(q_lora_rank=48, kv_lora_rank=64, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=24,
+            moe_intermediate_size=32, num_experts_per_tok=2)
+CASES.update({
+    # GLM-4.7-Flash: V3's MLA and MoE; layer 0 dense by default (first_k_dense_replace is not read), or mlp_layer_types
+    "glm4_moe_lite": dict(BASE, **_MLA, model_type="glm4_moe_lite", n_routed_experts=8, n_shared_experts=2,
+                          first_k_dense_replace=3),
+    "glm4_moe_lite-mlp_layer_types": dict(BASE, **_MLA, model_type="glm4_moe_lite", n_routed_experts=8,
+                                          mlp_layer_types=["dense", "sparse", "dense", "sparse"], attention_bias=True),
+    # A.X-K1: a post_mlp_layernorm on MoE layers only; MoE from first_k_dense_replace (default 1) every
+    # moe_layer_freq layers, or mlp_layer_types
+    "axk1": dict(BASE, **_MLA, model_type="axk1", n_routed_experts=8, n_group=2, topk_group=1),
+    "axk1-legacy-freq": dict(BASE, **_MLA, model_type="axk1", n_routed_experts=8, n_shared_experts=2,
+                             first_k_dense_replace=1, moe_layer_freq=2, tie_word_embeddings=True),
+    "axk1-mlp_layer_types": dict(BASE, **_MLA, model_type="axk1", n_routed_experts=8,
+                                 mlp_layer_types=["sparse", "dense", "sparse", "sparse"]),
+    # Sarvam MLA: a DeepSeek V3 (no q LoRA by default); the original sarvam-105b names num_experts /
+    # num_shared_experts, head_dim (kv_lora_rank + qk_rope_head_dim, not read), rope_scaling deepseek_yarn
+    "sarvam_mla": dict(BASE, **{k: v for k, v in _MLA.items() if k != "q_lora_rank"}, model_type="sarvam_mla",
+                       num_experts=8, num_shared_experts=2, head_dim=72, first_k_dense_replace=2,
+                       rope_scaling={"type": "deepseek_yarn", "factor": 4.0, "original_max_position_embeddings": 1024,
+                                     "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0}),
+})
+# Kolibri-1: EXAONE 4 attention, GLM-4-0414 sandwich norms, experts plus an ungated shared expert on every layer
+# (the default layer_types: full on layer 4); its experts under transformers' saved name num_local_experts
+# Flint: Qwen3-MoE attention with sinks, NoPE full layers, dense mlp_only_layers ([0, 1] by default), experts plus
+# an ungated shared expert elsewhere
+CASES.update({
+    "kolibri1": dict(V4_BASE, model_type="kolibri1", num_hidden_layers=5, head_dim=16, num_experts=8,
+                     num_experts_per_tok=2, moe_intermediate_size=64, shared_expert_intermediate_size=48,
+                     sliding_window=64),
+    "kolibri1-layer_types-local_experts": dict(V4_BASE, model_type="kolibri1", head_dim=24, num_local_experts=6,
+                                               num_experts_per_tok=3, moe_intermediate_size=32,
+                                               shared_expert_intermediate_size=80, tie_word_embeddings=True,
+                                               layer_types=["full_attention", "sliding_attention"] * 2),
+    "flint": dict(BASE, model_type="flint", num_hidden_layers=6, head_dim=16, num_experts=8, num_experts_per_tok=2,
+                  moe_intermediate_size=64, shared_expert_intermediate_size=48, sliding_window=64, attention_bias=True),
+    "flint-mlp_only-layer_types": dict(BASE, model_type="flint", head_dim=16, num_experts=8, num_experts_per_tok=2,
+                                       moe_intermediate_size=64, shared_expert_intermediate_size=48,
+                                       mlp_only_layers=[2], layer_types=["sliding_attention", "full_attention"] * 2),
+    # Lara-4-Mini: Qwen3.5's DeltaNet, Qwen3 attention (sliding / NoPE full), Flint's sparse block on every layer;
+    # the default layer_types (period 5), or given; tied by default
+    "lara_mini": dict(V4_BASE, model_type="lara_mini", num_hidden_layers=6, head_dim=16, linear_num_key_heads=2,
+                      linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=24, num_experts=8,
+                      num_experts_per_tok=2, moe_intermediate_size=64, shared_expert_intermediate_size=48),
+    "lara_mini-layer_types-bias-untied": dict(V4_BASE, model_type="lara_mini", head_dim=32, linear_num_key_heads=2,
+                                              linear_num_value_heads=2, linear_key_head_dim=16,
+                                              linear_value_head_dim=16, linear_conv_kernel_dim=3, num_experts=4,
+                                              num_experts_per_tok=3, moe_intermediate_size=32,
+                                              shared_expert_intermediate_size=40, attention_bias=True,
+                                              tie_word_embeddings=False,
+                                              layer_types=["full_attention", "linear_attention",
+                                                           "sliding_attention", "sliding_attention"]),
+})
+# MiniMax-M3's language model: per-head Gemma q/k norms, dense (fused gate_up, dense_intermediate_size) or MoE layers
+# by mlp_layer_types (experts of intermediate_size, a fused shared expert); the checkpoint's legacy fields
+# (moe_layer_freq, sparse_attention_config, hidden_act "swigluoai") read as MiniMaxM3VLTextConfig reads them
+_M3 = dict(BASE, model_type="minimax_m3_vl_text", head_dim=16, rotary_dim=8, num_local_experts=4,
+           num_experts_per_tok=2, shared_intermediate_size=48, dense_intermediate_size=96)
+CASES.update({
+    "minimax_m3_vl_text": dict(_M3, mlp_layer_types=["dense", "sparse", "sparse", "sparse"]),
+    "minimax_m3_vl_text-legacy-tied": dict(_M3, moe_layer_freq=[0, 1, 0, 1], hidden_act="swigluoai",
+                                           sparse_attention_config={"sparse_attention_freq": [0, 0, 0, 0]},
+                                           tie_word_embeddings=True, num_key_value_heads=4),
+    # sparse layers: GQA attention over the key blocks a lightning indexer selects (indexer q/k projections and norms)
+    "minimax_m3_vl_text-sparse": dict(_M3, layer_types=["full_attention", "minimax_m3_sparse"] * 2, index_n_heads=2,
+                                      index_head_dim=8, index_block_size=4, index_topk_blocks=3),
+    "minimax_m3_vl_text-legacy-sparse": dict(_M3, moe_layer_freq=[0, 1, 1, 1],
+                                             sparse_attention_config={"sparse_attention_freq": [1, 0, 1, 1],
+                                                                      "sparse_num_index_heads": 4,
+                                                                      "sparse_index_dim": 24, "sparse_block_size": 8,
+                                                                      "sparse_topk_blocks": 2,
+                                                                      "sparse_local_block": 1}),
+    # SmallDoge's Doge: per-head q/k norms, the dynamic mask's A and dt_proj, learned residual scales per layer
+    "doge": dict(BASE, model_type="doge"),
+    "doge-bias-sliding-tied": dict(BASE, model_type="doge", attention_bias=True, mlp_bias=True, sliding_window=64,
+                                   tie_word_embeddings=True, num_key_value_heads=4, keep_window_size=32),
+})
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -347,6 +496,7 @@ def kv_per_token_layer(m) -> int:
     ("opt-350m", [None] * 24),
     ("dbrx-instruct", [None] * 40),
     ("gemma4_text-moe-default-layers", [32] * 5 + [None, None]),  # five sliding, one full; the last always full
+    ("gemma4_unified_text-default-layers", [1024] * 5 + [None, None]),  # Gemma4UnifiedTextConfig's window: 1024
     ("dots1", [None, None, 64, 64]),
     ("exaone_moe", [64, 64, 64, None]),
     ("llama", [None] * 4),
@@ -392,6 +542,26 @@ def test_mla_kv_per_token():
     assert a.kv.naive_bytes_per_token == 4 * 8 * (16 + 8 + 16) * 2
 
 
+@pytest.mark.parametrize("name,moe_at", [("glm4_moe_lite", {1, 2, 3}), ("glm4_moe_lite-mlp_layer_types", {1, 3}),
+                                         ("axk1", {1, 2, 3}), ("axk1-legacy-freq", {2}),
+                                         ("axk1-mlp_layer_types", {0, 2, 3}), ("sarvam_mla", {2, 3})])
+def test_mla_moe_variants_placement_norms_and_kv(name, moe_at):
+    """MoE layers as transformers builds them; A.X-K1's post_mlp_layernorm on its MoE layers only; MLA's cache
+    (kv_lora_rank + qk_rope_head_dim per layer); Sarvam's deepseek_yarn read as YaRN."""
+    from planner.analysis.spec import MoE
+
+    spec = parse_config(CASES[name])
+    assert {i for i, lay in enumerate(spec.layers) if isinstance(lay.ffn, MoE)} == moe_at
+    post = {i for i, lay in enumerate(spec.layers) if lay.norm("post_ffn") is not None}
+    assert post == (moe_at if name.startswith("axk1") else set())
+    a = analyze(spec, Options(context=100, dtype="bf16", kv_dtype="bf16"))
+    assert a.kv.bytes_per_token == 4 * (64 + 8) * 2
+    if name == "sarvam_mla":
+        assert dict(spec.rope_scaling)["rope_type"] == "yarn" and "type" not in dict(spec.rope_scaling)
+    if name == "glm4_moe_lite":  # Glm4MoeLiteConfig's routing defaults
+        assert (spec.numerics.routed_scaling_factor, spec.numerics.n_group) == (1.8, 1)
+
+
 def test_qwen2_moe_placement():
     spec = parse_config(CASES["qwen2_moe"])
     assert [layer.kind.endswith("+moe") for layer in spec.layers] == [False, True, False, False]
@@ -428,6 +598,10 @@ _GEMMA4_VISION = {"model_type": "gemma4_vision", "hidden_size": 32, "intermediat
                   "position_embedding_size": 64}
 _GEMMA4_AUDIO = {"model_type": "gemma4_audio", "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
                  "subsampling_conv_channels": [8, 4], "output_proj_dims": 48, "conv_kernel_size": 3}
+_GEMMA4_UNIFIED_TEXT = dict(_GEMMA4_TEXT, model_type="gemma4_unified_text")  # its per-layer input fields unread
+#: Gemma 4 unified's encoder-free embedders: merged patches of (4·2)²·3 pixels to 48, projected from 40
+_GEMMA4_UNIFIED_VISION = {"model_type": "gemma4_unified_vision", "patch_size": 4, "pooling_kernel_size": 2,
+                          "mm_embed_dim": 48, "mm_posemb_size": 16, "output_proj_dims": 40}
 
 _MROPE = {"rope_type": "default", "mrope_section": [4, 6, 6]}  # sums to head_dim / 2 (32 / 2)
 _QWEN2_VISION = {"depth": 2, "embed_dim": 32, "mlp_ratio": 2, "num_heads": 2, "hidden_size": 128, "patch_size": 4,
@@ -481,6 +655,8 @@ WRAPPERS = {
     # deepstack_visual_indexes is ignored: Qwen3_5VisionModel has no DeepStack mergers
     "qwen3_5_moe": {"model_type": "qwen3_5_moe", "text_config": _QWEN35_MOE_TEXT,
                     "vision_config": dict(_QWEN35_VISION, deepstack_visual_indexes=[0, 1])},
+    "qwen4_exp": {"model_type": "qwen4_exp", "text_config": QWEN4_EXP_PLE,
+                  "vision_config": dict(_QWEN35_VISION, model_type="qwen4_exp_vision")},
     "llava-clip": {"model_type": "llava", "text_config": _TEXT, "vision_config": _CLIP},
     "llava-siglip-2-layers-no-bias": {"model_type": "llava", "text_config": dict(_TEXT, model_type="qwen2"),
                                       "vision_config": _SIGLIP, "vision_feature_layer": [-2, -5],
@@ -499,24 +675,34 @@ WRAPPERS = {
                             "audio_config": _GEMMA4_AUDIO},
     "gemma4-vision-no-audio": {"model_type": "gemma4", "text_config": dict(_GEMMA4_TEXT, hidden_size_per_layer_input=0),
                                "vision_config": dict(_GEMMA4_VISION, num_key_value_heads=2), "audio_config": None},
+    # Gemma 4 unified: the wrapper's own flag ties lm_head (the text_config's is ignored)
+    "gemma4_unified-vision-audio": {"model_type": "gemma4_unified", "text_config": _GEMMA4_UNIFIED_TEXT,
+                                    "vision_config": _GEMMA4_UNIFIED_VISION,
+                                    "audio_config": {"model_type": "gemma4_unified_audio", "audio_embed_dim": 24}},
+    "gemma4_unified-default-vision-text-untied-ignored": {
+        "model_type": "gemma4_unified", "text_config": dict(_GEMMA4_UNIFIED_TEXT, tie_word_embeddings=False),
+        "vision_config": {}},
+    "gemma4_unified-wrapper-untied": {"model_type": "gemma4_unified", "text_config": _GEMMA4_UNIFIED_TEXT,
+                                      "vision_config": _GEMMA4_UNIFIED_VISION, "tie_word_embeddings": False},
+    # Inkling: an HMLP vision tower (projections folding the patch grid by its prime factors: 2·2·3 here, and
+    # temporal 2) and a dMel-bin audio embedding; never tied (no tied weights in transformers), whatever the flag
+    "inkling_mm_model": {"model_type": "inkling_mm_model", "tie_word_embeddings": True,
+                         "text_config": CASES["inkling_text"],
+                         "vision_config": {"patch_size": 12, "temporal_patch_size": 2, "n_layers": 7},
+                         "audio_config": {"n_mel_bins": 4, "mel_vocab_size": 16}},
+    "inkling_mm_model-defaults": {"model_type": "inkling_mm_model", "text_config": CASES["inkling_text"],
+                                  "vision_config": {}, "audio_config": {}},
+    # Inkling-2: a ViT (class token, layer scales, learned positions on a grid) and a two-linear merger
+    "inkling2": {"model_type": "inkling2", "text_config": CASES["inkling2_text"],
+                 "vision_config": {"text_hidden_size": 128, "num_hidden_layers": 2, "hidden_size": 32,
+                                   "num_attention_heads": 2, "patch_size": 4, "posemb_grid_size": 4,
+                                   "projection_hidden_dim": 48}},
+    "inkling2-projector-bias-mlp-ratio": {"model_type": "inkling2", "text_config": CASES["inkling2_text"],
+                                          "vision_config": {"text_hidden_size": 128, "num_hidden_layers": 1,
+                                                            "hidden_size": 32, "num_attention_heads": 4,
+                                                            "mlp_ratio": 2.5, "projector_bias": True,
+                                                            "native_patch_size": 6, "adapter_merge_size": 3}},
 }
-
-
-@pytest.mark.parametrize("name", sorted(WRAPPERS))
-def test_multimodal_wrapper_counts_the_whole_checkpoint(name):
-    """params.total is the full *ForConditionalGeneration model; the vision part is reported apart, in weights
-    memory, and the KV cache is the language model's alone."""
-    cfg = WRAPPERS[name]
-    spec = parse_config(cfg)
-    p = count_params(spec)
-    assert p.total == hf_param_count(cfg)
-    text = parse_config(dict(cfg["text_config"], tie_word_embeddings=spec.tie_word_embeddings))
-    assert p.vision > 0 and p.total == count_params(text).total + p.vision + p.audio
-    assert (p.audio > 0) == (cfg.get("audio_config") is not None)
-    opts = Options(context=64, dtype="bf16", kv_dtype="bf16")
-    a, t = analyze(spec, opts), analyze(text, opts)
-    assert a.kv.bytes_per_token == t.kv.bytes_per_token
-    assert a.weights_bytes == t.weights_bytes + 2 * (p.vision + p.audio)
 
 
 @pytest.mark.parametrize("model_type,vision", [("qwen2_vl", _QWEN2_VISION), ("qwen2_5_vl", _QWEN25_VISION)])
@@ -685,7 +871,8 @@ def test_promoted_plain_decoders_are_known_families_with_their_layouts():
     and two xIELU scalars per MLP; GLM-4-0414's four norms; HyperCLOVAX's post norms by use_post_norm; the pruned
     head of Apertus 1.5 (logits output_vocab_size wide, the embedding vocab_size rows)."""
     for name in ("arcee", "apertus", "olmo", "glm", "glm4", "seed_oss", "hyperclovax", "ernie4_5", "helium",
-                 "granitemoe", "granitemoeshared", "exaone", "internlm3", "vaultgemma", "cwm", "ministral3"):
+                 "granitemoe", "granitemoeshared", "exaone", "internlm3", "vaultgemma", "cwm", "ministral3",
+                 "nemotron"):
         spec = parse_config(CASES[name])
         assert not spec.generic and not any("not a known family" in c for c in spec.caveats), name
     olmo = parse_config(CASES["olmo"])
@@ -760,7 +947,55 @@ WRAPPERS.update({
     "glm4v_moe": {"model_type": "glm4v_moe", "text_config": _GLM4V_MOE_TEXT, "vision_config": _GLM4V_VISION},
     "glm4v_moe-no-bias-tied": {"model_type": "glm4v_moe", "tie_word_embeddings": True, "vision_config": _GLM4V_VISION,
                                "text_config": dict(_GLM4V_MOE_TEXT, attention_bias=False, n_group=2, topk_group=1)},
+    # MiniMax-M3 VL: Conv3d patches, CLIP layers without position embeddings, a per-patch then merging projector;
+    # tied when the wrapper's or the text_config's flag is set
+    "minimax_m3_vl": {"model_type": "minimax_m3_vl", "text_config": CASES["minimax_m3_vl_text-sparse"],
+                      "vision_config": {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+                                        "num_attention_heads": 4, "patch_size": 4}, "projector_hidden_size": 40},
+    "minimax_m3_vl-text-tied-merge3": {"model_type": "minimax_m3_vl",
+                                       "text_config": dict(CASES["minimax_m3_vl_text"], tie_word_embeddings=True),
+                                       "vision_config": {"hidden_size": 24, "intermediate_size": 40,
+                                                         "num_hidden_layers": 1, "num_attention_heads": 2,
+                                                         "patch_size": 2, "temporal_patch_size": 1,
+                                                         "spatial_merge_size": 3}},
 })
+
+
+@pytest.mark.parametrize("name", sorted(WRAPPERS))
+def test_multimodal_wrapper_counts_the_whole_checkpoint(name):
+    """params.total is the full *ForConditionalGeneration model; the vision part is reported apart, in weights
+    memory, and the KV cache is the language model's alone."""
+    cfg = WRAPPERS[name]
+    spec = parse_config(cfg)
+    p = count_params(spec)
+    assert p.total == hf_param_count(cfg)
+    text = parse_config(dict(cfg["text_config"], tie_word_embeddings=spec.tie_word_embeddings))
+    assert p.vision > 0 and p.total == count_params(text).total + p.vision + p.audio
+    assert (p.audio > 0) == (cfg.get("audio_config") is not None)
+    opts = Options(context=64, dtype="bf16", kv_dtype="bf16")
+    a, t = analyze(spec, opts), analyze(text, opts)
+    assert a.kv.bytes_per_token == t.kv.bytes_per_token
+    assert a.weights_bytes == t.weights_bytes + 2 * (p.vision + p.audio)
+
+
+def _first_wrapper_of_each_type() -> list[str]:
+    seen: dict = {}
+    for name, cfg in WRAPPERS.items():
+        seen.setdefault(cfg["model_type"], name)
+    return list(seen.values())
+
+
+@pytest.mark.parametrize("wrapper_tie", [True, False])
+@pytest.mark.parametrize("text_tie", [True, False])
+@pytest.mark.parametrize("name", _first_wrapper_of_each_type())
+def test_wrapper_lm_head_tying_follows_transformers(name, text_tie, wrapper_tie):
+    """Which flag ties lm_head (the wrapper's, the text_config's, or either) differs by family: every wrapper type with
+    the two flags disagreeing counts what transformers builds (Gemma 4's was the text_config's: 8,192 params off)."""
+    cfg = dict(WRAPPERS[name], tie_word_embeddings=wrapper_tie)
+    cfg["text_config"] = dict(cfg["text_config"], tie_word_embeddings=text_tie)
+    assert count_params(parse_config(cfg)).total == hf_param_count(cfg)
+
+
 
 #: Wrappers whose language model alone is counted (their towers are not modelled yet), with their default towers:
 #: the count is transformers' language model and lm_head, tied as the wrapper's own flag (class default included)
@@ -903,7 +1138,8 @@ def test_mpt_refuses_what_transformers_does_not_build(change, field):
 
 # ---- DeepSeek sparse attention (DeepSeek-V3.2, GLM-5) ----------------------------------------------
 
-DSA = ["deepseek_v32", "deepseek_v32-mlp_layer_types-bias", "glm_moe_dsa", "glm_moe_dsa-topk_freq"]
+DSA = ["deepseek_v32", "deepseek_v32-mlp_layer_types-bias", "glm_moe_dsa", "glm_moe_dsa-topk_freq", "hy_v4",
+       "hy_v4-types-bias", "axk2", "axk2-legacy-groups-bias"]
 # DeepSeek-V3.2's core geometry, as transformers' DeepseekV32Config defaults it (the rest: class defaults)
 V32_GEOMETRY = {"model_type": "deepseek_v32", "hidden_size": 7168, "num_hidden_layers": 61, "num_attention_heads": 128,
                 "vocab_size": 129280, "intermediate_size": 18432}
@@ -930,6 +1166,59 @@ def test_dsa_layers_indexers_and_moe_placement():
     assert len(mtp) == 1 and mtp[0].mixer.indexer
 
 
+def test_gated_dsa_layers_tensors_and_numerics():
+    """Hy4-preview: HYV4Config's default indexer_types (full on 0 and where (i - 1) % 4 == 0) and mlp_layer_types
+    (layer 0 dense); gate_proj, sinks and the comb-free hyper-connections (fn 2n x n·hidden, base 2n, scale 2);
+    rotate-half RoPE, one expert group. A.X-K2: q_gate_proj instead of q_b_proj, gated input norms everywhere and
+    gated post-attention norms on MoE layers only; MoE where i >= first_k_dense_replace and i % moe_layer_freq == 0;
+    interleaved RoPE, ungrouped routing unless n_group is set."""
+    kinds = {n: [layer.kind for layer in parse_config(CASES[n]).layers] for n in DSA}
+    assert kinds["hy_v4"] == ["dsa", "dsa+moe"] + ["dsa(shared)+moe"] * 3 + ["dsa+moe"]
+    assert kinds["hy_v4-types-bias"] == ["dsa+moe", "dsa(shared)", "dsa+moe", "dsa(shared)+moe"]
+    assert kinds["axk2"] == ["dsa", "dsa+moe", "dsa+moe", "dsa+moe"]
+    assert kinds["axk2-legacy-groups-bias"] == ["dsa", "dsa", "dsa+moe", "dsa", "dsa+moe"]
+    hy = parse_config(CASES["hy_v4"])  # hidden 128, 8 heads, v_head_dim 16, hc_mult 3
+    shapes = {t.name: t.shape for t in hy.layers[2].tensors("model.layers.2")}
+    assert shapes["model.layers.2.self_attn.gate_proj.weight"] == (8 * 16, 128)
+    assert shapes["model.layers.2.self_attn.sinks"] == (8,)
+    assert shapes["model.layers.2.attn_hc.fn"] == shapes["model.layers.2.ffn_hc.fn"] == (6, 3 * 128)
+    assert (shapes["model.layers.2.attn_hc.base"], shapes["model.layers.2.attn_hc.scale"]) == ((6,), (2,))
+    assert not any(".indexer." in n for n in shapes)  # a shared layer
+    assert [t.shape for t in hy.head_hc] == [(3, 3 * 128), (3,), (1,)]
+    assert (hy.numerics.rope_style, hy.numerics.n_group, hy.numerics.routed_scaling_factor) == ("half", 1, 2.827)
+    ax = parse_config(CASES["axk2-legacy-groups-bias"])  # q_lora 48, qk_head_dim 24, v_head_dim 24
+    names = {t.name: t.shape for t in ax.layers[1].tensors("model.layers.1")}
+    assert names["model.layers.1.self_attn.q_gate_proj.weight"] == (8 * (24 + 24), 2 * 48)
+    assert not any("q_b_proj" in n for n in names)
+    assert names["model.layers.1.input_layernorm.mlp.fc1.weight"] == (16, 128)  # gated_norm_rank's default
+    assert "model.layers.1.post_attention_layernorm.weight" in names  # dense layer: a plain RMSNorm
+    moe = {t.name for t in ax.layers[2].tensors("model.layers.2")}
+    assert {"model.layers.2.post_attention_layernorm.norm.weight",
+            "model.layers.2.post_attention_layernorm.mlp.fc2.weight"} <= moe
+    assert (ax.numerics.rope_style, ax.numerics.n_group, ax.numerics.topk_group) == ("pairs", 2, 1)
+    assert parse_config(CASES["axk2"]).numerics.n_group == 1
+
+
+@pytest.mark.parametrize("name", ["hy_v4", "axk2-legacy-groups-bias"])
+def test_gated_dsa_decode_reads_every_layer_weight_once(name):
+    """With every expert chosen, a decode step's ops read exactly each layer's tensors (Hy4's attention gate_proj
+    and a dense layer's MLP gate_proj apart, its sinks and hyper-connections; A.X-K2's gated norms), and the gates'
+    matmuls count: Hy4's gate_proj 2 · hidden · heads · v_head_dim, A.X-K2's norm gate 2 · 2 · rank · hidden."""
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    spec = parse_config(dict(CASES[name], n_routed_experts=2, num_experts_per_tok=2))
+    fmt, _ = weight_format(spec, "bf16")
+    ops = step_ops(spec, fmt, fmt.act, cached_tokens=20)
+    assert all(sum(o.weight_bytes for o in ops if o.layer == i) == fmt.bytes_of(layer.tensors(f"model.layers.{i}"))
+               for i, layer in enumerate(spec.layers))
+    flops = {o.name: o.flops for o in ops if o.layer == 0}
+    if name == "hy_v4":  # layer 0 dense: the MLP's gate_proj is 2 x 352 x 128
+        assert [o.flops for o in ops if o.layer == 0 and o.name == "gate_proj"] == [2 * 128 * 8 * 16, 2 * 352 * 128]
+    else:
+        assert flops["input_layernorm.gate"] == 2 * 2 * 16 * 128 and "post_attention_layernorm.gate" not in flops
+
+
 def test_dsa_kv_bytes_per_token_by_hand():
     """Per layer and token: MLA's latent (kv_lora_rank) and rope key, plus the indexer's key (index_head_dim;
     at fp8 with one fp32 scale per 128 elements); GLM-5's shared layers keep no indexer key. No window: every
@@ -948,7 +1237,7 @@ def test_dsa_kv_bytes_per_token_by_hand():
     assert analyze(full, fp8).kv.bytes_per_token == 61 * (576 + 128 + 128 // 128 * 4) == 61 * 708
 
 
-@pytest.mark.parametrize("name", ["deepseek_v32", "glm_moe_dsa"])
+@pytest.mark.parametrize("name", ["deepseek_v32", "glm_moe_dsa", "hy_v4", "axk2"])
 def test_dsa_kv_equals_transformers_cache(name):
     """transformers' own cache after a prefill (fp32) holds exactly our bytes per token per layer: the latent,
     the rope key and, on layers with an indexer, the indexer's keys."""
@@ -1005,7 +1294,11 @@ def test_dsa_decode_attention_stops_growing_past_index_topk():
 
 @pytest.mark.parametrize("name", ["ernie4_5_moe", "ernie4_5_moe-bias-interval", "dots1", "exaone_moe",
                                   "exaone_moe-mlp_layer_types", "solar_open", "hunyuan_v1_moe", "granitemoe_swa-shared",
-                                  "flex_olmo", "mellum"])
+                                  "flex_olmo", "mellum", "glm4_moe_lite", "glm4_moe_lite-mlp_layer_types", "axk1",
+                                  "axk1-legacy-freq", "sarvam_mla", "inkling_text",
+                                  "inkling_text-checkpoint-fields", "inkling2_text", "minimax_m3_vl_text",
+                                  "minimax_m3_vl_text-sparse", "minimax_m3_vl_text-legacy-sparse",
+                                  "minimax_m3_vl_text-legacy-tied"])
 def test_moe_active_parameters_equal_transformers(name):
     """Active: transformers' parameters with each layer's stacked (E, ...) expert tensors counted k / E (Hunyuan:
     moe_topk per layer); ERNIE's e_score_correction_bias parameter and every shared expert count in full."""
@@ -1039,7 +1332,8 @@ def test_unmodelled_moe_families_are_refused_by_name(model_type):
 
 
 @pytest.mark.parametrize("model_type", ["diffllama", "cohere2_moe", "laguna", "hy_v3", "persimmon", "biogpt",
-                                        "modernbert-decoder", "kimi_linear"])
+                                        "modernbert-decoder", "gemma4_unified_assistant",
+                                        "gemma4_assistant", "inkling2_loop_text"])
 def test_unmodelled_decoder_families_are_refused_by_name(model_type):
     """Decoders transformers ships that the generic decoder would miscount (DiffLlama's lambda vectors, Laguna's
     output gate, Persimmon 1.26x ...) are refused, naming them."""
@@ -1047,6 +1341,18 @@ def test_unmodelled_decoder_families_are_refused_by_name(model_type):
 
     with pytest.raises(UnsupportedModelError, match=f"model_type '{model_type}'"):
         parse_config(dict(BASE, model_type=model_type))
+
+
+@pytest.mark.parametrize("model_type", ["beam", "hrm_text", "moshi", "git", "bert-generation", "phi4_multimodal"])
+def test_generic_misread_families_are_refused_by_name(model_type):
+    """Causal LMs transformers ships that the generic decoder read as Llama and miscounted (HRM 2.83x; GIT 0.59x;
+    BertGeneration 1.28x; Moshi 1.65x; Phi-4-multimodal 0.83x; Beam 1.06x): one UnsupportedModelError naming the
+    model_type."""
+    from planner.analysis.errors import UnsupportedModelError
+
+    with pytest.raises(UnsupportedModelError, match=f"model_type '{model_type}'") as e:
+        parse_config(dict(BASE, model_type=model_type))
+    assert "not supported yet" in e.value.message
 
 
 def test_hunyuan_refuses_what_transformers_does_not_build():
@@ -1118,6 +1424,7 @@ def _hf_text_model(cfg: dict):
 
 
 @pytest.mark.parametrize("name,past_window,shared", [("gemma4_text", 40, 2), ("gemma4_text-moe-default-layers", 40, 0),
+                                                     ("gemma4_unified_text", 40, 2),
                                                      ("gemma3n_text-tiny", 20, 2)])
 def test_gemma4_kv_and_decode_flops_equal_transformers(name, past_window, shared):
     """transformers' own cache after a prefill shorter than the window holds exactly our bytes per token per
@@ -1338,6 +1645,74 @@ def test_minimax_cache_and_decode_flops_equal_transformers(name):
     assert counter.get_total_flops() == sum(o.flops for o in ops)
 
 
+# ---- Inkling / Inkling-2 (relative-bias attention, short convs) -----------------------------------------
+
+
+@pytest.mark.parametrize("name", ["inkling_text", "inkling2_text"])
+def test_inkling_kv_and_conv_state_equal_transformers_cache(name):
+    """transformers' cache after a 40-token prefill (fp32, window 32): K and V per token as ours (sliding layers
+    keep at most the window); its four conv states per layer (K, V, attention output, FFN output) hold
+    conv_kernel columns each, ours (as serving engines) conv_kernel - 1."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+
+    cfg = CASES[name]
+    torch, model = _hf_text_model(cfg)
+    spec = parse_config(cfg)
+    fp32 = get_dtype("fp32")
+    n = 40
+    with torch.no_grad():
+        cache = model(torch.randint(1, 500, (1, n)), use_cache=True).cache
+    for i, lk in enumerate(kv_cache(spec, fp32, fp32).layers):
+        lc, m = cache.layers[i], spec.layers[i].mixer
+        held = lc.keys.shape[2]
+        assert held == (min(n, m.window - 1) if m.window else n)
+        assert lk.bytes_per_token == 2 * lc.keys.numel() * 4 // held
+        convs = list(lc.conv_states.values())
+        assert len(convs) == 4 and all(c.shape[-1] == m.conv_kernel for c in convs)
+        assert lk.state_bytes == sum(c.numel() for c in convs) * 4 * (m.conv_kernel - 1) // m.conv_kernel
+
+
+@pytest.mark.parametrize("name", ["inkling_text", "inkling2_text"])
+def test_inkling_decode_flops_equal_transformers(name):
+    """FlopCounterMode over transformers' decode step after a 40-token prefill. Its ``aten.mm`` and ``aten.bmm``
+    are our matmuls, router (Inkling's scores the shared experts too), experts and attention (q·k, p·v and the
+    relative states times the bias bank), plus, in Inkling-2, the block attention residuals we leave out (a
+    few learned queries over the block states: 4·queries·sources·hidden per token and layer, under 0.1% of a
+    real model's step). Its ``aten.convolution`` is twice our static convs: its decode conv runs over the
+    conv_kernel cached columns and the new one (two outputs); Inkling-2's dynamic K / V convs are elementwise
+    there (not counted), matmul-shaped taps here."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    cfg = CASES[name]
+    torch, model = _hf_text_model(cfg)
+    n = 40
+    with torch.no_grad():
+        cache = model(torch.randint(1, 500, (1, n)), use_cache=True).cache
+        counter = FlopCounterMode(display=False)
+        with counter:
+            model(torch.randint(1, 500, (1, 1)), cache=cache, use_cache=True)
+    hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+    spec = parse_config(cfg)
+    fmt, _ = weight_format(spec, "fp32")
+    ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n)
+    residual = 0
+    if name == "inkling2_text":  # sources: the blocks closed before layer i, the current partial block (+ its input)
+        per, h, queries = cfg["n_layers_per_attn_res_block"], spec.hidden_size, 0
+        for i, layer in enumerate(spec.layers):
+            closed = -(-i // per)
+            queries += layer.mixer.residual_queries * (closed + 1) + closed + (i % per == 0) + 1
+        residual = 4 * h * (queries + -(-spec.num_layers // per) + 1)
+    ours = sum(o.flops for o in ops if o.kind in ("matmul", "router", "experts", "attention"))
+    assert hf["aten.mm"] + hf["aten.bmm"] == ours + residual
+    static = sum(o.flops for o in ops if o.kind == "conv"
+                 and not (spec.layers[o.layer].mixer.dynamic_conv and o.name.endswith(".sconv")))
+    assert hf["aten.convolution"] == 2 * static
+
+
 # ---- DeepSeek-V4 (sliding + compressed shared-KV MQA, hyper-connections) -----------------------------
 
 V4 = ["deepseek_v4", "deepseek_v4-compress_ratios-tied"]
@@ -1426,9 +1801,303 @@ def test_gemma4_config_saved_by_transformers_5_reads_its_per_layer_config(name):
     assert a.kv.bytes_per_token == b.kv.bytes_per_token and a.kv_bytes_per_sequence == b.kv_bytes_per_sequence
 
 
+def test_gemma4_unified_assistant_is_refused_not_read_as_its_text_config():
+    """The drafter's text_config is a gemma4_unified_text whose every layer reads the target's K/V: refused by name,
+    never counted as that text model."""
+    from planner.analysis.errors import UnsupportedModelError
+
+    cfg = {"model_type": "gemma4_unified_assistant", "backbone_hidden_size": 128,
+           "text_config": dict(CASES["gemma4_unified_text-default-layers"], num_kv_shared_layers=7)}
+    with pytest.raises(UnsupportedModelError, match="'gemma4_unified_assistant' .*speculative-decoding drafter"):
+        parse_config(cfg)
+
+
 def test_gemma4_per_layer_config_other_than_the_derived_form_is_refused():
     cfg = dict(CASES["gemma4_text"], per_layer_config={"1": {"head_dim": 32}})  # layer 4 is full too: not derived
     from planner.analysis.errors import ConfigError
 
     with pytest.raises(ConfigError, match="per_layer_config"):
+        parse_config(cfg)
+
+
+@pytest.mark.parametrize("name,windows,roped,moe", [
+    # Kolibri-1: full every 5th layer (NoPE, sliding_window being set), experts on every layer
+    ("kolibri1", [64, 64, 64, 64, None], [True] * 4 + [False], [True] * 5),
+    ("kolibri1-layer_types-local_experts", [None, 513, None, 513], [False, True, False, True], [True] * 4),
+    # Flint: full on layers 0, 1, i % 4 == 1 and the last (NoPE), dense on mlp_only_layers
+    ("flint", [None, None, 64, 64, 64, None], [False, False, True, True, True, False], [False, False] + [True] * 4),
+    ("flint-mlp_only-layer_types", [513, None, 513, None], [True, False, True, False], [True, True, False, True]),
+])
+def test_kolibri1_and_flint_layouts(name, windows, roped, moe):
+    from planner.analysis.spec import MoE, RouterKind
+
+    spec = parse_config(CASES[name])
+    assert [layer.mixer.window for layer in spec.layers] == windows
+    assert [layer.mixer.rotary_dim > 0 for layer in spec.layers] == roped
+    assert [isinstance(layer.ffn, MoE) for layer in spec.layers] == moe
+    assert spec.numerics.router == RouterKind.LOGIT_SIGMOID
+    assert spec.numerics.score_correction_bias == name.startswith("kolibri1")  # Kolibri-1's choice bias buffer
+    assert spec.numerics.norm_topk_prob == name.startswith("flint")  # class defaults: False / True
+    assert all(not layer.ffn.shared_expert_gate for layer in spec.layers if isinstance(layer.ffn, MoE))
+    test_moe_active_parameters_equal_transformers(name)
+
+
+@pytest.mark.parametrize("name,kinds,windows,roped", [
+    # the default layer_types, period 5: linear, sliding, linear, full, sliding
+    ("lara_mini", ["linear", "attention", "linear", "attention", "attention", "linear"],
+     [None, 512, None, None, 512, None], [False, True, False, False, True, False]),
+    ("lara_mini-layer_types-bias-untied", ["attention", "linear", "attention", "attention"], [None, None, 512, 512],
+     [False, False, True, True]),
+])
+def test_lara_mini_layouts(name, kinds, windows, roped):
+    """Lara-4-Mini: RoPE and the window on the sliding layers only, the whole head rotated (no partial factor);
+    Flint's sparse block on every layer, its shared expert ungated; softmax routing; plain RMSNorms."""
+    from planner.analysis.spec import MoE, RouterKind
+
+    spec = parse_config(CASES[name])
+    assert ["attention" if layer.mixer.kind.value == "attention" else "linear" for layer in spec.layers] == kinds
+    attn = [layer.mixer for layer in spec.layers if layer.mixer.kind.value == "attention"]
+    assert [getattr(layer.mixer, "window", None) for layer in spec.layers] == windows
+    assert [getattr(layer.mixer, "rotary_dim", 0) > 0 for layer in spec.layers] == roped
+    assert all(a.rotary_dim in (0, a.head_dim) and not a.output_gate for a in attn)
+    assert all(isinstance(layer.ffn, MoE) and not layer.ffn.shared_expert_gate for layer in spec.layers)
+    assert (spec.numerics.router, spec.numerics.norm_topk_prob, spec.norm_offset) == (RouterKind.SOFTMAX, True, 0.0)
+    test_moe_active_parameters_equal_transformers(name)
+
+
+def test_dory_is_refused_by_name():
+    """Dory's looped nGPT transformer (shared-weight recurrent loops, unit-norm interpolated residuals) is not
+    modelled: one error naming it, never a generic count."""
+    from planner.analysis.errors import UnsupportedModelError
+
+    with pytest.raises(UnsupportedModelError, match="model_type 'dory'.*looped"):
+        parse_config(dict(BASE, model_type="dory"))
+
+
+def test_doge_dynamic_mask_ops_kv_and_moe_refusal():
+    """Doge: K and V cached only; each step dt_proj reads every visible key's values, the top keep_window_size
+    selection only past that many keys; its cross-domain MoE (is_moe) is refused by name."""
+    from planner.analysis.errors import UnsupportedModelError
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    spec = parse_config(CASES["doge-bias-sliding-tied"])
+    a = analyze(spec, Options(context=1000, dtype="bf16", kv_dtype="bf16"))
+    assert a.kv.bytes_per_token == 4 * 2 * 4 * 16 * 2  # 4 layers x (K, V) x 4 KV heads x head_dim 16 x bf16
+    assert a.kv_bytes_per_sequence == 64 * a.kv.bytes_per_token  # every layer sliding (64)
+    fmt, _ = weight_format(spec, "bf16")
+    ops = [o for o in step_ops(spec, fmt, fmt.act, cached_tokens=100) if o.layer == 0]
+    names = [o.name for o in ops]
+    assert names.index("dt_proj") < names.index("dynamic_mask.top32") < names.index("attention")
+    assert next(o for o in ops if o.name == "dt_proj").flops == 2 * 64 * 4 * 4 * 16  # the 64 keys in the window
+    short = [o.name for o in step_ops(parse_config(CASES["doge"]), fmt, fmt.act, cached_tokens=100) if o.layer == 0]
+    assert "dt_proj" in short and not any(n.startswith("dynamic_mask.top") for n in short)  # 101 <= 2048 keys
+    with pytest.raises(UnsupportedModelError, match="model_type 'doge'.*is_moe"):
+        parse_config(dict(CASES["doge"], is_moe=True, num_experts=64, num_experts_per_tok=4))
+    from planner.analysis.errors import OptionError
+    from planner.analysis.parallel import tp_plan
+
+    with pytest.raises(OptionError, match="dt_proj"):  # its tensor-parallel split is not modelled
+        tp_plan(spec, 2)
+
+
+def test_minimax_m3_layers_kv_and_numerics():
+    """MiniMax-M3: dense layers where mlp_layer_types (or the legacy moe_layer_freq) says, a fused shared expert
+    beside the experts, the clamped SwiGLU and routed scaling in the numerics; its KV cache is plain GQA K and V."""
+    from planner.analysis.spec import GLU, MLP, MoE
+
+    spec = parse_config(CASES["minimax_m3_vl_text"])
+    assert [type(layer.ffn) for layer in spec.layers] == [MLP, MoE, MoE, MoE]
+    assert spec.layers[0].ffn.intermediate_size == 96 and spec.layers[0].ffn.fused_gate_up
+    assert spec.layers[1].ffn.shared_intermediate_size == 48 and spec.layers[1].ffn.moe_intermediate_size == 352
+    num = spec.numerics
+    assert (num.glu, num.swiglu_alpha, num.swiglu_limit, num.routed_scaling_factor) == (GLU.GPT_OSS, 1.702, 7.0, 2.0)
+    assert spec.norm_offset == 1.0 and spec.layers[0].mixer.rotary_dim == 8
+    a = analyze(spec, Options(context=1000, dtype="bf16", kv_dtype="bf16"))
+    assert a.kv.bytes_per_token == 4 * 2 * 2 * 16 * 2  # 4 layers x (K, V) x 2 KV heads x 16 x bf16
+    legacy = parse_config(CASES["minimax_m3_vl_text-legacy-tied"])
+    assert [type(layer.ffn) for layer in legacy.layers] == [MLP, MoE, MLP, MoE]
+    assert legacy.hidden_act == "silu"
+
+
+def test_minimax_m3_sparse_layers_indexer_cache_and_block_sparse_flops():
+    """MiniMax-M3's sparse layers (layer_types, or the checkpoint's sparse_attention_config and its sparse_* fields):
+    the indexer key (index_head_dim) cached beside K and V; the indexer scores every visible key, the attention only
+    the selected blocks: all keys up to topk blocks, then (topk - 1) full blocks and the query's own partial one."""
+    from planner.analysis.mixers.block_sparse import BlockSparseAttention, block_keys
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    spec = parse_config(CASES["minimax_m3_vl_text-sparse"])
+    assert [type(layer.mixer) is BlockSparseAttention for layer in spec.layers] == [False, True, False, True]
+    a = analyze(spec, Options(context=1000, dtype="bf16", kv_dtype="bf16"))
+    assert a.kv.bytes_per_token == 4 * 2 * 2 * 16 * 2 + 2 * 8 * 2  # + the indexer key of the two sparse layers
+    legacy = parse_config(CASES["minimax_m3_vl_text-legacy-sparse"])
+    m = legacy.layers[0].mixer
+    assert (m.index_n_heads, m.index_head_dim, m.index_block_size, m.index_topk_blocks) == (4, 24, 8, 2)
+    assert [type(layer.mixer) is BlockSparseAttention for layer in legacy.layers] == [True, False, True, True]
+    # block_keys: below topk blocks every key; past them (topk - 1) · B + p mod B + 1
+    assert block_keys(0, 12, 4, 3) == sum(range(1, 13))
+    assert block_keys(12, 1, 4, 3) == 2 * 4 + 1 and block_keys(15, 1, 4, 3) == 2 * 4 + 4
+    fmt, _ = weight_format(spec, "bf16")
+    ops = {o.name: o for o in step_ops(spec, fmt, fmt.act, cached_tokens=100) if o.layer == 1}
+    per_key = 8 * 2 * (16 + 16)  # heads x 2 x (head_dim + v_head_dim)
+    assert ops["attention (top-3 blocks)"].flops == per_key * (2 * 4 + 100 % 4 + 1)
+    assert ops["indexer.scores"].flops == 2 * 101 * 2 * 8
+    # the indexer key (one head) beside K / V heads split over tensor-parallel ranks is not modelled: refused,
+    # while the full-attention layers alone split as usual
+    from planner.analysis.errors import OptionError
+    from planner.analysis.parallel import tp_plan
+
+    with pytest.raises(OptionError, match="indexer key cache"):
+        tp_plan(spec, 2)
+    assert tp_plan(parse_config(CASES["minimax_m3_vl_text"]), 2).kv_divisor == 2
+
+
+# ---- Qwen4-Exp (hyper-connections, QSA indexer, n-gram PLE) ------------------------------------------
+
+QWEN4 = ["qwen4_exp_text", "qwen4_exp_text-ple-tied"]
+
+
+@pytest.mark.parametrize("name", QWEN4)
+def test_qwen4_exp_total_and_active_equal_transformers(name):
+    """Hyper-connections, indexers and PLE (its n-gram table an embedding) are all active; routed experts k / E."""
+    cfg = CASES[name]
+    spec = parse_config(cfg)
+    p = count_params(spec)
+    assert (p.total, p.active) == (hf_param_count(cfg), _hf_active(cfg, cfg["num_experts_per_tok"]))
+    kinds = [layer.kind for layer in spec.layers]
+    assert kinds == (["gated_deltanet+moe"] * 3 + ["qsa(8)+moe"] if name == "qwen4_exp_text" else
+                     ["gated_deltanet+ple+moe", "qsa(8)+moe"] * 2 + ["gated_deltanet+ple+moe"])
+    assert spec.final_norm is None and len(spec.head_hc) == 3  # hyper_connection_mixer, no model.norm
+
+
+def test_qwen4_exp_published_sizes():
+    """transformers' class defaults with the QSA fields they lack (Qwen4ExpForCausalLM on meta: 67,408,139,392),
+    and with PLE on layers 1, 2 and 5 (190,353,241,216: three n-gram tables of 16 prime-sized heads from 20M rows,
+    128 features; transformers takes ~11 s to find the primes, so the figures are pinned here)."""
+    cfg = {"model_type": "qwen4_exp_text", "hidden_size": 2048, "num_hidden_layers": 40, "vocab_size": 248320,
+           "num_attention_heads": 16, "num_key_value_heads": 2, "indexer_n_heads": 32, "indexer_kv_heads": 1,
+           "indexer_head_dim": 128, "indexer_budget": 2048, "indexer_compress_ratio": 8,
+           "rope_parameters": {"rope_type": "default", "rope_theta": 1e7, "partial_rotary_factor": 0.25}}
+    assert count_params(parse_config(cfg)).total == 67_408_139_392
+    assert count_params(parse_config(dict(cfg, ple_layer_ids=[1, 2, 5], eos_token_id=1))).total == 190_353_241_216
+
+
+def test_qwen4_exp_cache_and_selection_equal_transformers():
+    """transformers' cache after an 11-token prefill (fp32): per token, K and V and the indexer's raw key on the
+    indexed layers; per sequence, the DeltaNet state and conv window (transformers keeps the whole kernel, ours the
+    kernel - 1 past inputs, as vLLM) and on PLE layers the dilated conv's (kernel - 1) x ngram_size window of the
+    streams. The indexer selects, per query at position p, min((p + 1) // 4, 2) blocks of 4 and the tail."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+
+    cfg = CASES["qwen4_exp_text-ple-tied"]
+    torch, model = _hf_text_model(cfg)
+    spec = parse_config(cfg)
+    fp32 = get_dtype("fp32")
+    kv = kv_cache(spec, fp32, fp32)
+    n, picked = 11, []
+    model.model.layers[1].self_attn.indexer.register_forward_hook(lambda mod, args, out: picked.append(out))
+    with torch.no_grad():
+        out = model(torch.randint(3, cfg["vocab_size"], (1, n)), use_cache=True)
+    cache = out.cache if hasattr(out, "cache") else out.past_key_values
+    for i, (lc, lk) in enumerate(zip(cache.layers, kv.layers)):
+        m = spec.layers[i].mixer
+        if m.index_n_heads:
+            assert sum(t.numel() for t in (lc.keys, lc.values, lc.indexer_keys)) * 4 == lk.bytes_per_token * n
+            assert lk.state_bytes == 0
+        else:
+            gdn, (conv, rec) = m.inner, m.state_elements()
+            assert lc.recurrent_states[0].numel() == rec
+            assert lc.conv_states[0].numel() == gdn.conv_dim * gdn.conv_kernel
+            ple = lc.conv_states[1].numel() if 1 in lc.conv_states else 0
+            assert ple == m.ple_conv_elements() > 0
+            assert conv == gdn.conv_dim * (gdn.conv_kernel - 1) + ple and lk.state_bytes == 4 * (conv + rec)
+    assert picked[0][0, 0].sum(-1).tolist() == [min((p + 1) // 4, 2) * 4 + (p + 1) % 4 for p in range(n)]
+
+
+def test_qwen4_exp_decode_attends_the_selected_tokens():
+    """Attention FLOPs over QSA's selection (a sparse kernel's): 8 heads x 2 x (32 + 32) per selected key; the
+    indexer scores every complete block with its 4 heads x 16."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.mixers.hyper_block import qsa_keys
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    def sel(v: int, r: int, t: int) -> int:
+        return min(v // r, t) * r + v % r
+
+    for r, t in ((4, 2), (8, 1), (3, 5)):
+        for c in (0, 1, 7, 8, 9, 40):
+            for new in (1, 5, 33):
+                assert qsa_keys(c, new, r, t) == sum(sel(p + 1, r, t) for p in range(c, c + new))
+    spec = parse_config(CASES["qwen4_exp_text"])
+    fmt, _ = weight_format(spec, "bf16")
+    for c in (2, 7, 100, 1001):
+        ops = step_ops(spec, fmt, get_dtype("bf16"), batch=1, new_tokens=1, cached_tokens=c)
+        assert {o.layer: o.flops for o in ops if o.name == "attention"} == {3: 8 * 2 * 64 * sel(c + 1, 4, 2)}
+        assert [o.flops for o in ops if o.name == "indexer.scores"] == [2 * ((c + 1) // 4) * 4 * 16]
+    a = analyze(spec, Options(context=1000, dtype="bf16", kv_dtype="bf16"))
+    assert a.kv.bytes_per_token == 2 * (2 * 2 * 32 + 16)  # one indexed layer: K, V (2 heads x 32), the raw key
+
+
+def test_qwen4_exp_refuses_what_transformers_does_not_build():
+    """Without the QSA fields (the class defaults) transformers' indexer does not build; RoPE wider than the
+    indexer head and PLE on an attention layer are refused by its config. Linear layers alone need no indexer."""
+    from planner.analysis.errors import ConfigError
+
+    bare = {k: v for k, v in QWEN4_EXP.items() if not k.startswith("indexer_")}
+    with pytest.raises(ConfigError, match="indexer_n_heads' is required: transformers builds a QSA indexer"):
+        parse_config(bare)
+    with pytest.raises(ConfigError, match="indexer_head_dim"):
+        parse_config(dict(QWEN4_EXP, rope_parameters={"rope_type": "default", "rope_theta": 1e6}))
+    with pytest.raises(ConfigError, match="ple_layer_ids.*layer 2"):
+        parse_config(dict(QWEN4_EXP_PLE, ple_layer_ids=[2]))
+    assert parse_config(dict(bare, layer_types=["linear_attention"] * 4)).layers[3].kind == "gated_deltanet+moe"
+
+
+_TOPK_KEYS = ("num_experts_per_tok", "moe_k", "moe_topk", "experts_per_token", "num_experts_per_token", "top_k",
+              "moe_top_k", "num_selected_experts")
+
+
+def _moe_cases() -> list[str]:
+    from planner.analysis.spec import MoE
+
+    out = []
+    for name, cfg in CASES.items():
+        try:
+            spec = parse_config({k: v for k, v in cfg.items() if v is not None})
+        except Exception:  # (a case transformers builds but another test expects us to refuse)
+            continue
+        moes = [layer.ffn for layer in spec.layers if isinstance(layer.ffn, MoE)]
+        if moes and any(cfg.get(k) == moes[0].num_experts_per_tok for k in _TOPK_KEYS):
+            out.append(name)
+    return out
+
+
+@pytest.mark.parametrize("name", _moe_cases())
+def test_more_experts_per_token_than_experts_is_refused(name):
+    """Every MoE family, whatever its builder checks: a config routing each token to more experts than it has is
+    one config error (before, DeepSeek-V4's builder let it through and reported more active parameters than total)."""
+    from planner.analysis.errors import ConfigError
+    from planner.analysis.spec import MoE
+
+    cfg = {k: v for k, v in CASES[name].items() if v is not None}
+    n = max(layer.ffn.num_experts for layer in parse_config(cfg).layers if isinstance(layer.ffn, MoE))
+    key = next(k for k in _TOPK_KEYS if k in cfg and isinstance(cfg[k], int) and not isinstance(cfg[k], bool))
+    with pytest.raises(ConfigError, match="exceeds|must be|between 1 and"):
+        parse_config(dict(cfg, **{key: n + 1}))
+
+
+@pytest.mark.parametrize("cfg", [
+    {"model_type": "inkling2_loop", "text_config": {"model_type": "inkling2_loop_text"}},
+    {"model_type": "gemma4_assistant", "backbone_hidden_size": 64, "text_config": dict(BASE, model_type="gemma4_text")},
+], ids=lambda c: c["model_type"])
+def test_refused_wrappers_are_refused_by_their_own_name(cfg):
+    """A wrapper we refuse is not read as its text_config (the Gemma 4 drafter's text model alone would be planned
+    with a KV cache it does not have)."""
+    from planner.analysis.errors import UnsupportedModelError
+
+    with pytest.raises(UnsupportedModelError, match=f"model_type '{cfg['model_type']}'"):
         parse_config(cfg)

@@ -20,7 +20,7 @@ from planner.analysis.dtypes import get_dtype
 from planner.analysis.errors import ConfigError
 from planner.analysis.kv import kv_cache
 from planner.analysis.params import count_params
-from planner.analysis.spec import Attention, GatedAttention, GatedDeltaNet, Mamba, MoE, ParallelHybrid, ShortConv
+from planner.analysis.spec import MLA, Attention, GatedAttention, GatedDeltaNet, Mamba, MoE, ParallelHybrid, ShortConv
 from planner.analysis.trace import step_ops
 from planner.analysis.weights import weight_format
 
@@ -167,6 +167,64 @@ SYNTHETIC = {
     "lfm2/block_ff_dim+multiplier": dict(
         T, model_type="lfm2", num_hidden_layers=3, num_attention_heads=8, num_key_value_heads=2,
         full_attn_idxs=[0], block_ff_dim=200, block_ffn_dim_multiplier=1.5, block_multiple_of=48, conv_L_cache=2),
+    # LFM2-MoE (LFM2-8B-A1B's layout): dense SwiGLU layers first (intermediate_size, no width adjustment), then a
+    # sigmoid-routed MoE with an expert_bias buffer; untied, routing without the bias, one dense layer
+    "lfm2_moe/layer_types": dict(
+        T, model_type="lfm2_moe", num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2,
+        layer_types=["conv", "conv", "full_attention", "conv"], intermediate_size=96, moe_intermediate_size=32,
+        num_experts=8, num_experts_per_tok=2, num_dense_layers=2, conv_L_cache=3),
+    "lfm2_moe/one-dense+untied+no-bias": dict(
+        T, model_type="lfm2_moe", num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4,
+        layer_types=["full_attention", "conv", "full_attention"], intermediate_size=64, moe_intermediate_size=16,
+        num_experts=4, num_experts_per_tok=3, num_dense_layers=1, use_expert_bias=False, conv_bias=True,
+        conv_L_cache=4, tie_embedding=False, routed_scaling_factor=2.0, norm_topk_prob=False),
+    # LFM3: the default layout (conv, conv, full, conv, sliding, conv), gated attention, sandwich norms; and
+    # layer_types without the gate or sandwich norms, biases, plain RoPE on both attention types, untied
+    "lfm3/defaults": dict(
+        T, model_type="lfm3", num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+        intermediate_size=96, conv_L_cache=3, sliding_window=4, pad_token_id=0),
+    "lfm3/layer_types+plain": dict(
+        T, model_type="lfm3", num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=4, head_dim=24,
+        layer_types=["full_attention", "conv", "sliding_attention", "conv"], intermediate_size=80, conv_L_cache=4,
+        conv_bias=True, attention_bias=True, use_attention_gate=False, use_sandwich_norm=False,
+        tie_word_embeddings=False, pad_token_id=0,
+        rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 500000.0},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}),
+    # Ling 3: the default layout (KDA x 5, gated MLA), MoE from layer 2; and the names Ling's configs (and
+    # transformers' to_dict) use, layer_types / mlp_layer_types, a q LoRA, biases, tie_word_embeddings ignored
+    "bailing_hybrid/defaults": dict(
+        T, model_type="bailing_hybrid", num_hidden_layers=6, num_attention_heads=4, head_dim=16, kv_lora_rank=32,
+        qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, intermediate_size=96, moe_intermediate_size=32,
+        num_local_experts=8, num_experts_per_tok=2, n_group=2, topk_group=1, pad_token_id=0),
+    "bailing_hybrid/saved-names+layer_types": dict(
+        T, model_type="bailing_hybrid", num_hidden_layers=4, num_attention_heads=2, head_dim=24, kv_lora_rank=16,
+        q_lora_rank=24, qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=8, intermediate_size=40,
+        moe_intermediate_size=16, num_experts=4, num_experts_per_tok=1, num_shared_experts=2, num_expert_group=1,
+        topk_group=1, moe_renormalize=False, attention_bias=True, short_conv_kernel_size=3, tie_word_embeddings=True,
+        layer_types=["full_attention", "linear_attention", "full_attention", "linear_attention"],
+        mlp_layer_types=["sparse", "dense", "sparse", "sparse"], rope_theta=10000.0, pad_token_id=0),
+    # Kimi Linear: the default layout (KDA, full MLA without RoPE at index 4), MoE from layer 1, grouped router;
+    # Moonshot's saved names with linear_attn_config (1-indexed layer lists, heads, head dim, kernel over the
+    # fields), a q LoRA, biases, first_k_dense_replace, tie_word_embeddings ignored; explicit layer_types and
+    # mlp_layer_types with the dataclass linear_* fields
+    "kimi_linear/defaults": dict(
+        T, model_type="kimi_linear", num_hidden_layers=6, num_attention_heads=4, kv_lora_rank=32, qk_nope_head_dim=16,
+        qk_rope_head_dim=8, v_head_dim=16, intermediate_size=96, moe_intermediate_size=32, num_local_experts=8,
+        num_experts_per_tok=2, n_group=2, topk_group=1, linear_num_heads=2, linear_head_dim=16, pad_token_id=0),
+    "kimi_linear/saved-names+linear_attn_config": dict(
+        T, model_type="kimi_linear", num_hidden_layers=4, num_attention_heads=2, kv_lora_rank=16, q_lora_rank=24,
+        qk_nope_head_dim=8, qk_rope_head_dim=4, v_head_dim=8, intermediate_size=40, moe_intermediate_size=16,
+        num_experts=4, num_experts_per_token=1, num_shared_experts=2, num_expert_group=1, topk_group=1,
+        moe_renormalize=False, attention_bias=True, first_k_dense_replace=2, tie_word_embeddings=True,
+        linear_num_heads=5, linear_head_dim=7, linear_conv_kernel_dim=2,
+        linear_attn_config={"full_attn_layers": [1, 3], "kda_layers": [2, 4], "num_heads": 3, "head_dim": 8,
+                            "short_conv_kernel_size": 3}, pad_token_id=0),
+    "kimi_linear/layer_types+mlp_layer_types": dict(
+        T, model_type="kimi_linear", num_hidden_layers=3, num_attention_heads=2, kv_lora_rank=16, qk_nope_head_dim=8,
+        qk_rope_head_dim=8, v_head_dim=12, intermediate_size=40, moe_intermediate_size=16, num_local_experts=4,
+        num_experts_per_tok=2, n_shared_experts=0, linear_num_heads=2, linear_head_dim=12, linear_conv_kernel_dim=5,
+        layer_types=["linear_attention", "linear_attention", "full_attention"],
+        mlp_layer_types=["sparse", "dense", "sparse"], pad_token_id=0),
     # Phi
     "phi/base": dict(T, model_type="phi", num_hidden_layers=2, num_attention_heads=4, intermediate_size=256),
     "phi/qk_layernorm+gqa": dict(T, model_type="phi", num_hidden_layers=3, num_attention_heads=8,
@@ -231,7 +289,8 @@ BUNDLED = {
 
 ALL = {**SYNTHETIC, **PUBLISHED, **{k: load_bundled_config(k) for k in BUNDLED}}
 FAMILIES = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text", "nemotron_h", "jamba", "falcon_h1", "mamba",
-            "falcon_mamba", "mamba2", "bamba", "granitemoehybrid", "lfm2", "phi", "olmo_hybrid", "minimax"}
+            "falcon_mamba", "mamba2", "bamba", "granitemoehybrid", "lfm2", "phi", "olmo_hybrid", "minimax",
+            "lfm3", "bailing_hybrid", "lfm2_moe", "kimi_linear"}
 
 
 def spec_of(cfg):
@@ -269,7 +328,7 @@ def hf_active(cfg) -> int:
     """Unique parameters minus the routed experts a token does not use: stacked ``.experts.``
     tensors ``(E, ...)`` count ``k/E`` of their size."""
     model = hf_model(cfg)
-    k = cfg["num_experts_per_tok"]
+    k = cfg["num_experts_per_tok"] if "num_experts_per_tok" in cfg else cfg["num_experts_per_token"]  # Kimi's name
     seen, n = set(), 0
     for name, p in model.named_parameters():
         if id(p) in seen:
@@ -390,9 +449,28 @@ def expected_state(cfg) -> list[tuple[int, int]]:
         d = cfg.get("head_dim") or h // heads
         types = cfg.get("layer_types") or ["full_attention" if i % 2 == 0 else "linear_attention" for i in range(n)]
         return [(0, heads * d * d) if t == "linear_attention" else (0, 0) for t in types]
-    if mt == "lfm2":
+    if mt in ("lfm2", "lfm2_moe"):
         types = cfg.get("layer_types") or ["full_attention" if i in cfg["full_attn_idxs"] else "conv"
                                            for i in range(n)]
+        return [(h * (cfg["conv_L_cache"] - 1), 0) if t == "conv" else (0, 0) for t in types]
+    if mt == "bailing_hybrid":
+        heads, d, k = cfg["num_attention_heads"], cfg.get("head_dim", 128), cfg.get("short_conv_kernel_size", 4)
+        types = cfg.get("layer_types") or ["full_attention" if (i + 1) % 6 == 0 else "linear_attention"
+                                           for i in range(n)]
+        return [(3 * heads * d * (k - 1), heads * d * d) if t == "linear_attention" else (0, 0) for t in types]
+    if mt == "kimi_linear":  # linear_attn_config (1-indexed layer lists, heads, head dim, kernel) over the fields
+        lac = cfg.get("linear_attn_config", {})
+        heads = lac.get("num_heads", cfg.get("linear_num_heads", 32))
+        d = lac.get("head_dim", cfg.get("linear_head_dim", 128))
+        k = lac.get("short_conv_kernel_size", cfg.get("linear_conv_kernel_dim", 4))
+        types = cfg.get("layer_types") or (
+            ["full_attention" if i + 1 in lac["full_attn_layers"] else "linear_attention" for i in range(n)]
+            if "full_attn_layers" in lac else
+            ["full_attention" if i and i % 4 == 0 else "linear_attention" for i in range(n)])
+        return [(3 * heads * d * (k - 1), heads * d * d) if t == "linear_attention" else (0, 0) for t in types]
+    if mt == "lfm3":
+        types = cfg.get("layer_types") or ["full_attention" if i % 4 == 2 else "sliding_attention" if i % 4 == 0
+                                           and i > 0 else "conv" for i in range(n)]
         return [(h * (cfg["conv_L_cache"] - 1), 0) if t == "conv" else (0, 0) for t in types]
     if mt == "phi":
         return [(0, 0)] * n
@@ -421,6 +499,8 @@ def test_attention_layers_cache_kv(name):
         attn = m.attention if isinstance(m, ParallelHybrid) else m
         if isinstance(attn, Attention):
             assert lk.bytes_per_token == 2 * attn.num_key_value_heads * 2 * attn.head_dim
+        elif isinstance(attn, MLA):  # Ling 3: the latent and the rope key
+            assert lk.bytes_per_token == 2 * (attn.kv_lora_rank + attn.qk_rope_head_dim)
         else:
             assert lk.bytes_per_token == 0
 
@@ -553,6 +633,37 @@ def test_gdn_and_gated_attention_ops():
     assert split["in_proj_qkv"].flops == 2 * n * 64 * conv_dim
 
 
+def test_kimi_linear_layout_and_ops():
+    """Kimi Linear: linear_attn_config over the linear_* fields; KDA with rank-d forget and output gates (their
+    down projections whole on every tensor-parallel rank); MLA whose shared key slice is cached, never rotated."""
+    from planner.analysis.mixers import KimiDeltaAttention
+    from planner.analysis.parallel import replicated_tensor
+
+    cfg = SYNTHETIC["kimi_linear/saved-names+linear_attn_config"]
+    spec = spec_of(cfg)
+    kda, mla = spec.layers[1].mixer, spec.layers[0].mixer
+    assert isinstance(kda, KimiDeltaAttention) and isinstance(mla, MLA) and spec.layers[2].mixer == mla
+    assert (kda.num_v_heads, kda.head_k_dim, kda.conv_kernel, kda.gate_rank) == (3, 8, 3, 8)
+    assert not mla.rope and mla.rope_tables() == () and mla.kv_elements_per_token() == 16 + 4
+    assert [isinstance(layer.ffn, MoE) for layer in spec.layers] == [False, False, True, True]
+    assert not spec.tie_word_embeddings
+    names = {t.name.split("self_attn.")[1]: t for t in spec.layers[1].tensors("model.layers.1")
+             if "self_attn." in t.name}
+    assert names["forget_gate.f_a_proj.weight"].shape == (8, 64) and names["g_b_proj.weight"].shape == (24, 8)
+    assert names["conv1d.weight"].shape == (72, 1, 3) and "g_proj.weight" not in names
+    assert replicated_tensor(names["forget_gate.f_a_proj.weight"]) and replicated_tensor(names["g_a_proj.weight"])
+    assert not replicated_tensor(names["forget_gate.f_b_proj.weight"])
+    n = 3
+    _, _, ops = ops_of(cfg, batch=1, new_tokens=n, cached_tokens=2)
+    lin, full = layer_ops(ops, 1), layer_ops(ops, 0)
+    assert lin["f_a_proj"].flops == lin["g_a_proj"].flops == 2 * n * 64 * 8
+    assert lin["f_b_proj"].flops == lin["g_b_proj"].flops == 2 * n * 8 * 24
+    assert lin["conv1d"].flops == 2 * n * 72 * 3 and lin["delta_rule"].flops == 6 * n * 3 * 8 * 8
+    assert "rope" not in full and "kv_a_proj_with_mqa" in full
+    ling = layer_ops(ops_of(SYNTHETIC["bailing_hybrid/defaults"], new_tokens=n)[2], 5)
+    assert "rope" in ling  # Ling 3's MLA rotates
+
+
 def test_short_conv_and_parallel_hybrid_ops():
     lfm = layer_ops(ops_of(SYNTHETIC["lfm2/layer_types"], batch=2, new_tokens=1, cached_tokens=4)[2], 0)
     assert list(lfm)[:6] == ["operator_norm", "in_proj", "B·x", "conv", "C·y", "out_proj"]
@@ -606,8 +717,23 @@ BAD = [
     ("qwen3_5_text/base", dict(linear_num_key_heads=3), "linear_num_value_heads"),
     ("qwen3_5_moe_text/base", dict(num_experts_per_tok=7), "num_experts_per_tok"),
     ("lfm2/layer_types", dict(layer_types=["conv", "mamba", "conv", "conv"]), "layer_types"),
+    ("lfm3/layer_types+plain", dict(layer_types=["full_attention", "conv", "attention", "conv"]), "layer_types"),
+    # LFM3 reads RoPE per attention type: a flat block does not build in transformers; scaled RoPE is not modelled
+    ("lfm3/defaults", dict(rope_parameters={"rope_type": "default", "rope_theta": 10000.0}), "rope_parameters"),
+    ("lfm3/layer_types+plain", dict(rope_parameters={
+        "full_attention": {"rope_type": "yarn", "rope_theta": 1e6, "factor": 4.0},
+        "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}), "rope_parameters.full_attention"),
     ("phi/base", dict(tie_word_embeddings=True), "tie_word_embeddings"),
     ("mamba/tied_default", dict(state_size=0), "state_size"),
+    # Kimi Linear: linear_attn_config's 1-indexed layer lists must name every layer, within range
+    ("kimi_linear/saved-names+linear_attn_config", dict(linear_attn_config={"full_attn_layers": [1],
+                                                                           "kda_layers": [2, 4]}),
+     "linear_attn_config"),
+    ("kimi_linear/saved-names+linear_attn_config", dict(linear_attn_config={"full_attn_layers": [0, 1],
+                                                                           "kda_layers": [2, 3, 4]}),
+     "linear_attn_config"),
+    ("kimi_linear/saved-names+linear_attn_config", dict(linear_attn_config={"head_dim": 0}), "linear_attn_config"),
+    ("kimi_linear/layer_types+mlp_layer_types", dict(mlp_layer_types=["sparse", "moe", "sparse"]), "mlp_layer_types"),
 ]
 
 
@@ -655,7 +781,9 @@ def test_cli_models_list_counts_every_covered_family():
 CACHE_CHECK = ["mamba/tied_default", "falcon_mamba/expand", "mamba2/groups", "nemotron_h/pattern", "jamba/moe",
                "falcon_h1/base", "bamba/attn_indices", "granitemoehybrid/moe+rope", "qwen3_next/base",
                "qwen3_5_text/base", "qwen3_5_moe_text/base", "lfm2/layer_types", "olmo_hybrid/defaults",
-               "olmo_hybrid/widths+layer_types"]
+               "olmo_hybrid/widths+layer_types", "lfm3/defaults", "lfm3/layer_types+plain",
+               "bailing_hybrid/defaults", "bailing_hybrid/saved-names+layer_types", "kimi_linear/defaults",
+               "kimi_linear/saved-names+linear_attn_config", "kimi_linear/layer_types+mlp_layer_types"]
 
 
 @pytest.mark.parametrize("name", CACHE_CHECK)
@@ -695,7 +823,8 @@ def test_state_matches_transformers_cache(name):
 
 
 @pytest.mark.parametrize("name", ["qwen3_next/base", "qwen3_5_text/base", "qwen3_5_moe_text/base",
-                                  "olmo_hybrid/defaults", "olmo_hybrid/widths+layer_types"])
+                                  "olmo_hybrid/defaults", "olmo_hybrid/widths+layer_types", "lfm3/defaults",
+                                  "lfm3/layer_types+plain"])
 def test_decode_flops_match_transformers(name):
     """FlopCounterMode over transformers' own decode step (eager attention, eager experts: only the routed
     experts run), after a 5-token prefill: its matmuls (``aten.mm``) are our matmul, router and expert ops,
@@ -725,3 +854,45 @@ def test_decode_flops_match_transformers(name):
     assert hf["aten.mm"] + hf.get("aten.addmm", 0) == sum(o.flops for o in ops if o.kind in ("matmul", "router",
                                                                                               "experts"))
     assert hf["aten.bmm"] == sum(o.flops for o in ops if o.kind == "attention")
+
+
+@pytest.mark.parametrize("name", [n for n in SYNTHETIC if n.startswith("kimi_linear/")])
+def test_kimi_linear_decode_flops_match_transformers(name):
+    """Kimi Linear's decode step after a 5-token prefill, per layer (FlopCounterMode's module breakdown): every
+    KDA layer's matmuls (q/k/v, the rank-d forget and output gates, b_proj, o_proj) and every MLP / MoE's are
+    ours exactly. (Its MLA layers run the expanded form where we count the absorbed decode, as for DeepSeek.)"""
+    torch = pytest.importorskip("torch", reason="needs torch (the runtime extra)")
+    pytest.importorskip("transformers", reason="needs transformers (dev extra)")
+    import warnings
+
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = dict(SYNTHETIC[name])
+    mt = cfg.pop("model_type")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(mt, **cfg), attn_implementation="sdpa",
+                                                 experts_implementation="eager").eval()
+        with torch.no_grad():
+            past = model(torch.tensor([[1, 2, 3, 4, 5]]), use_cache=True).past_key_values
+            counter = FlopCounterMode(display=False)
+            with counter:
+                model(torch.tensor([[6]]), past_key_values=past, use_cache=True)
+    counts = counter.get_flop_counts()
+    _, _, ops = ops_of(SYNTHETIC[name], batch=1, new_tokens=1, cached_tokens=5)
+
+    def hf_mm(i: int, module: str) -> int:
+        (key,) = [k for k in counts if k.endswith(f"model.layers.{i}.{module}")]
+        return sum(v for k, v in counts[key].items() if str(k) in ("aten.mm", "aten.addmm"))
+
+    checked = 0
+    for i, t in enumerate(model.config.layer_types):
+        mixer = [o for o in ops if o.layer == i and o.category in ("ssm", "attention")]
+        ffn = [o for o in ops if o.layer == i and o.kind in ("matmul", "router", "experts") and o not in mixer]
+        assert hf_mm(i, "mlp") == sum(o.flops for o in ffn), i
+        if t == "linear_attention":
+            assert hf_mm(i, "self_attn") == sum(o.flops for o in mixer if o.kind == "matmul"), i
+            checked += 1
+    assert checked

@@ -185,10 +185,13 @@ GEMMA4 = dict(BASE, model_type="gemma4_text", head_dim=16, global_head_dim=32, n
 TINY["gemma4_text"] = dict(GEMMA4, num_kv_shared_layers=2, use_double_wide_mlp=True, hidden_size_per_layer_input=8)
 TINY["gemma4_text-moe"] = dict(GEMMA4, hidden_size_per_layer_input=0, enable_moe_block=True, num_experts=4,
                                top_k_experts=2, moe_intermediate_size=32)
+# Gemma 4 unified's language model: Gemma 4's layers; its per-layer input and MoE fields are not read (never built)
+TINY["gemma4_unified_text"] = dict(TINY["gemma4_text"], model_type="gemma4_unified_text", enable_moe_block=True,
+                                   num_experts=4, top_k_experts=2, moe_intermediate_size=32)
 #: cached decode against full recompute: fp32 summation-order noise only. Gemma 4's softmax scale is 1 over
 #: RMS-normed q and k (scores up to ~head_dim, not ~sqrt(head_dim)), which makes that noise ~2e-5 here
 #: (it matches transformers at 1e-4 either way)
-DECODE_ATOL = {"gemma4_text": 5e-5, "gemma4_text-moe": 5e-5}
+DECODE_ATOL = {"gemma4_text": 5e-5, "gemma4_text-moe": 5e-5, "gemma4_unified_text": 5e-5}
 # Plain decoders that are rows of Traits: a non-gated relu2 MLP (Arcee); xIELU with its learned scalars, per-head
 # q/k norms and their own norm names (Apertus; 1.5 with a pruned lm_head); weightless LayerNorms and clip_qkv
 # (OLMo-1); interleaved partial RoPE and a fused gate_up (GLM, GLM-4-0414 with post norms); an o_proj bias of its
@@ -199,6 +202,9 @@ DECODE_ATOL = {"gemma4_text": 5e-5, "gemma4_text-moe": 5e-5}
 _ROPE = {"rope_type": "default", "rope_theta": 10000.0}
 TINY.update({
     "arcee": dict(BASE, model_type="arcee", mlp_bias=True, rope_theta=10000.0),
+    # LayerNorm1P (weight + 1, with bias), relu2, RoPE on a quarter of each head, every projection biased
+    "nemotron": dict(NO_EPS, model_type="nemotron", norm_eps=1e-5, attention_bias=True, mlp_bias=True,
+                     rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25}),
     "apertus": dict(BASE, model_type="apertus", attention_bias=True,
                     rope_parameters={"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
                                      "low_freq_factor": 1.0, "high_freq_factor": 4.0,
@@ -261,6 +267,45 @@ TINY["youtu"] = dict(BASE, model_type="youtu", num_key_value_heads=4, q_lora_ran
                      qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, rope_theta=10000.0)
 TINY["jais2"] = dict(NO_EPS, model_type="jais2", layer_norm_eps=1e-5, rope_theta=10000.0)
 TINY["nanochat"] = dict(BASE, model_type="nanochat", final_logit_softcapping=15.0, rope_theta=10000.0)
+# Kolibri-1: a sliding (RoPE) and a full (NoPE) layer, sandwich norms, experts chosen by logits + the (perturbed)
+# e_score_correction_bias, sigmoid-weighted, plus an ungated shared expert; Flint: a dense full (NoPE) layer, then
+# a sliding MoE layer (sigmoid top-k renormalised, an ungated shared expert), per-head sinks and q/k/v/o biases
+TINY["kolibri1"] = dict({k: v for k, v in BASE.items() if k != "intermediate_size"}, model_type="kolibri1",
+                        head_dim=16, num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32,
+                        shared_expert_intermediate_size=48, sliding_window=8,
+                        layer_types=["sliding_attention", "full_attention"], rope_parameters=_ROPE)
+TINY["flint"] = dict(BASE, model_type="flint", head_dim=16, num_experts=4, num_experts_per_tok=2,
+                     moe_intermediate_size=32, shared_expert_intermediate_size=48, sliding_window=8,
+                     attention_bias=True, mlp_only_layers=[0], layer_types=["full_attention", "sliding_attention"],
+                     rope_parameters=_ROPE)
+# Lara-4-Mini: a DeltaNet, a sliding (RoPE) and a full (NoPE) Qwen3 attention layer, each with Flint's sparse block
+# under a softmax router; plain (weight · x) RMSNorms, tied
+TINY["lara_mini"] = dict({k: v for k, v in _GDN.items() if k not in ("intermediate_size", "full_attention_interval")},
+                         model_type="lara_mini", num_hidden_layers=3, num_experts=4, num_experts_per_tok=2,
+                         moe_intermediate_size=32, shared_expert_intermediate_size=48, sliding_window=8,
+                         attention_bias=True, layer_types=["linear_attention", "sliding_attention", "full_attention"])
+MOE |= {"kolibri1", "flint", "lara_mini"}
+# V3-style MLA + MoE variants, layer 0 dense and layer 1 MoE: GLM-4.7-Flash (mlp_layer_types' default), A.X-K1 (an
+# RMSNorm on the MoE output), Sarvam MLA (no q LoRA, rotate-half RoPE, its original names and deepseek_yarn)
+_MLA_MOE = dict(BASE, num_key_value_heads=4, kv_lora_rank=16, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16,
+                num_experts_per_tok=2, moe_intermediate_size=32, n_group=2, topk_group=1, rope_theta=10000.0)
+TINY["glm4_moe_lite"] = dict(_MLA_MOE, model_type="glm4_moe_lite", q_lora_rank=32, n_routed_experts=4,
+                             n_shared_experts=1, routed_scaling_factor=1.8)
+TINY["axk1"] = dict(_MLA_MOE, model_type="axk1", q_lora_rank=32, n_routed_experts=4, n_shared_experts=1)
+TINY["sarvam_mla"] = dict(_MLA_MOE, model_type="sarvam_mla", num_experts=4, num_shared_experts=1, head_dim=24,
+                          first_k_dense_replace=1, rope_interleave=False,
+                          rope_scaling={"type": "deepseek_yarn", "factor": 4.0, "original_max_position_embeddings": 64,
+                                        "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0})
+MOE |= {"glm4_moe_lite", "axk1", "sarvam_mla"}
+# LFM2-MoE without conv layers: a dense layer, then sigmoid-routed experts whose choice adds the expert_bias buffer
+TINY["lfm2_moe-attention-only"] = dict(NO_EPS, model_type="lfm2_moe", norm_eps=1e-5, num_dense_layers=1,
+                                       layer_types=["full_attention", "full_attention"], moe_intermediate_size=32,
+                                       num_experts=4, num_experts_per_tok=2, routed_scaling_factor=1.5)
+MOE |= {"lfm2_moe-attention-only"}
+# LFM3 without conv layers (the short conv is not run): a sliding and a full layer, each head's output scaled by
+# sigmoid(g_proj(x)), sandwich norms, q/k/v/o biases, per-head q/k norms; the full layer's RoPE proportional
+TINY["lfm3-attention-only"] = dict(NO_EPS, model_type="lfm3", head_dim=16, norm_eps=1e-5, sliding_window=8,
+                                   attention_bias=True, layer_types=["sliding_attention", "full_attention"])
 
 
 def hf_model(cfg: dict):
@@ -391,6 +436,11 @@ WRAPPED.update({
                                      num_key_value_heads=2, head_dim=16, patch_size=4, position_embedding_size=16),
                "audio_config": dict(hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                                     subsampling_conv_channels=[8, 4], output_proj_dims=48)},
+    # Gemma 4 unified: encoder-free patch and waveform embedders, counted apart (params.vision, params.audio)
+    "gemma4_unified": {"model_type": "gemma4_unified", "text_config": TINY["gemma4_unified_text"],
+                       "vision_config": dict(patch_size=4, pooling_kernel_size=2, mm_embed_dim=48, mm_posemb_size=16,
+                                             output_proj_dims=48),
+                       "audio_config": dict(audio_embed_dim=24)},
 })
 #: text-only wrappers (their towers are built by transformers, not counted here): the language model runs
 _GLM4V_VISION = dict(depth=1, hidden_size=32, intermediate_size=48, num_heads=2, out_hidden_size=64, patch_size=4,
@@ -552,6 +602,29 @@ def test_exaone_checkpoint_with_its_original_names_loads():
     assert_loads_and_matches(cfg, items, hf)
 
 
+def test_axk1_released_checkpoint_layout_loads():
+    """A.X-K1's released checkpoints keep post_mlp_layernorm at the layer (transformers moves it into the MoE), on
+    the dense layers too (unused: ignored), and no e_score_correction_bias (zeros, as transformers leaves it)."""
+    from planner.runtime.load import load_tensors
+
+    cfg = TINY["axk1"]
+    hf = hf_model(cfg)
+    with torch.no_grad():
+        for n, b in hf.named_buffers():
+            if n.endswith("e_score_correction_bias"):
+                b.zero_()
+    items = [(n.replace(".mlp.post_mlp_layernorm.", ".post_mlp_layernorm."), t) for n, t in hf.state_dict().items()
+             if not n.endswith("e_score_correction_bias")]
+    items.append(("model.layers.0.post_mlp_layernorm.weight", torch.ones(cfg["hidden_size"])))
+    assert any(n == "model.layers.1.post_mlp_layernorm.weight" for n, _ in items)
+    model = build_decoder(parse_config(cfg), seed=None)
+    report = load_tensors(model, items)
+    assert report.missing == [] and report.ignored == ["model.layers.0.post_mlp_layernorm.weight"]
+    tokens = torch.randint(0, 128, (1, 6), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        torch.testing.assert_close(model(tokens, 0, None, all_logits=True), hf(tokens).logits, atol=1e-4, rtol=0)
+
+
 def test_opt_checkpoint_saved_from_opt_model_loads():
     """Older OPT checkpoints are saved from ``OPTModel``: ``decoder.*`` without ``model.``, no lm_head (tied)."""
     cfg = TINY["opt-post-ln-projected"]
@@ -632,6 +705,43 @@ def test_olmo_hybrid_is_refused_clearly():
         build_decoder(parse_config(SYNTHETIC["olmo_hybrid/defaults"]), device="meta")
 
 
+def test_lfm3_with_conv_layers_is_refused_clearly():
+    """LFM3 runs without conv layers (TINY["lfm3-attention-only"]); its short conv layers, as LFM2's, are analysed
+    and traced, not run: build refuses them by name."""
+    from tests.test_hybrid import SYNTHETIC
+
+    with pytest.raises(RuntimeUnavailableError, match="verify does not support short conv layers yet"):
+        build_decoder(parse_config(SYNTHETIC["lfm3/defaults"]), device="meta")
+
+
+def test_ling3_is_refused_clearly():
+    """Ling 3 (bailing_hybrid) is analysed and traced, not run: its Kimi Delta Attention layers, and its MLA's
+    per-head output gate (a config of MLA layers only), are refused by build with one message each."""
+    from tests.test_hybrid import SYNTHETIC
+
+    cfg = SYNTHETIC["bailing_hybrid/defaults"]
+    with pytest.raises(RuntimeUnavailableError, match="verify does not support Kimi Delta Attention layers yet"):
+        build_decoder(parse_config(cfg), device="meta")
+    with pytest.raises(RuntimeUnavailableError, match="verify does not support MLA with a per-head output gate"):
+        build_decoder(parse_config(dict(cfg, layer_types=["full_attention"] * 6)), device="meta")
+
+
+def test_kimi_linear_is_refused_clearly(tmp_path):
+    """Kimi Linear is analysed and traced, not run: its Kimi Delta Attention layers, and its MLA without RoPE (a
+    config of MLA layers only), are refused by build and by the verify command with one message each."""
+    from tests.test_hybrid import SYNTHETIC
+
+    cfg = SYNTHETIC["kimi_linear/defaults"]
+    with pytest.raises(RuntimeUnavailableError, match="verify does not support Kimi Delta Attention layers yet"):
+        build_decoder(parse_config(cfg), device="meta")
+    mla_only = dict(cfg, layer_types=["full_attention"] * 6)
+    with pytest.raises(RuntimeUnavailableError, match="verify does not support MLA without RoPE"):
+        build_decoder(parse_config(mla_only), device="meta")
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    r = run_cli("verify", str(tmp_path), "--device", "cpu", "--steps", "1")
+    assert r.exit_code == 1 and r.stderr.startswith("Error: verify does not support Kimi Delta Attention layers yet")
+
+
 @pytest.mark.parametrize("case,message", [
     # Gemma 3n: AltUp and LAuReL
     ("gemma3n_text-tiny", "verify does not support Gemma 3n's decoder layer yet"),
@@ -639,6 +749,19 @@ def test_olmo_hybrid_is_refused_clearly():
     ("deepseek_v32", "verify does not support DeepSeek sparse attention layers yet"),
     # DeepSeek-V4: compressed attention and hyper-connections
     ("deepseek_v4", "verify does not support DeepSeek-V4 compressed attention"),
+    # Qwen4-Exp: hyper-connections around Gated DeltaNet / QSA attention, n-gram PLE
+    ("qwen4_exp_text-ple-tied", "verify does not support Qwen4-Exp hyper-connected layers yet"),
+    # Inkling / Inkling-2: relative-bias attention with short convs on K, V and the block outputs
+    ("inkling_text", "verify does not support Inkling attention layers yet"),
+    ("inkling2_text", "verify does not support Inkling attention layers yet"),
+    # Hy4-preview and A.X-K2: DeepSeek sparse attention with output gates (and Hy4's hyper-connections)
+    ("hy_v4", "verify does not support DeepSeek sparse attention layers yet"),
+    ("axk2", "verify does not support DeepSeek sparse attention layers yet"),
+    # MiniMax-M3: the clamped SwiGLU in its dense MLPs and shared experts
+    ("minimax_m3_vl_text", "verify does not support the clamped SwiGLU in dense MLPs and shared experts yet"),
+    ("minimax_m3_vl_text-sparse", "verify does not support MiniMax-M3 block-sparse attention layers yet"),
+    # SmallDoge's Doge: the dynamic mask on the scores and the learned residual scales
+    ("doge", "verify does not support Doge dynamic-mask attention layers yet"),
 ])
 def test_analysed_but_not_run_families_are_refused_clearly(tmp_path, case, message):
     """Families analysed and traced but not run: build and the verify command refuse them with one message."""
@@ -652,7 +775,7 @@ def test_analysed_but_not_run_families_are_refused_clearly(tmp_path, case, messa
     assert r.exit_code == 1 and r.stderr.startswith(f"Error: {message}")
 
 
-@pytest.mark.parametrize("family", ["gemma4_text", "gemma4_text-moe"])
+@pytest.mark.parametrize("family", ["gemma4_text", "gemma4_text-moe", "gemma4_unified_text"])
 def test_gemma4_tensor_and_pipeline_parallel_are_refused_clearly(family):
     from planner.runtime.parallel import check_tp_supported
     from planner.runtime.pipeline import check_pp_supported
@@ -926,3 +1049,52 @@ def test_calibrate_then_verify_qwen_on_cpu():
     assert d["hardware"]["name"] == "cal1" and "last calibration" in d["hardware_choice"]
     assert d["device"]["threads"] == 1 and d["timing"]["steps"] == 4
 
+
+
+def test_lara_mini_published_checkpoint_layout_loads():
+    """Lara-4-Mini's published checkpoints fuse each DeltaNet's input projections into one in_proj (rows
+    [q | k | v | z | b | a]) and name its gated norm out_norm (transformers' conversion mapping splits and renames
+    them): the loader splits the rows into in_proj_qkv / z / b / a, the spec's layout renames the norm."""
+    cfg = TINY["lara_mini"]
+    hf = hf_model(cfg)
+    sd = hf.state_dict()
+    items, fused = [], {}
+    for n, t in sd.items():
+        if n == "lm_head.weight":  # tied: not saved
+            continue
+        if ".linear_attn.in_proj_" in n:
+            fused.setdefault(n.split(".linear_attn.")[0], {})[n.split("in_proj_")[1].split(".")[0]] = t
+            continue
+        items.append((n.replace(".linear_attn.norm.", ".linear_attn.out_norm."), t))
+    for pre, parts in fused.items():
+        items.append((f"{pre}.linear_attn.in_proj.weight", torch.cat([parts[p] for p in ("qkv", "z", "b", "a")])))
+    assert fused and any(".linear_attn.out_norm." in n for n, _ in items)
+    assert_loads_and_matches(cfg, items, hf)
+
+
+@pytest.mark.parametrize("family,back", [
+    ("kolibri1", [(".mlp.gate.e_score_correction_bias", ".moe.router.expert_bias"),
+                  (".post_self_attn_layernorm.", ".post_attn_norm."), (".post_mlp_layernorm.", ".post_ffn_norm.")]),
+    ("flint", [(".self_attn.sinks", ".self_attn.softmax_offset")]),
+])
+def test_kolibri1_and_flint_released_checkpoint_names_load(family, back):
+    """Kolibri-1's and Flint's released checkpoints: one tensor per expert (qwen2_moe's layout) and their own names
+    for the router's bias, the sandwich norms (Kolibri-1) and the sinks (Flint), renamed as transformers' conversion
+    mapping does."""
+    cfg = TINY[family]
+    hf = hf_model(cfg)
+    items = []
+    for n, t in hf.state_dict().items():
+        if n.endswith("mlp.experts.gate_up_proj"):
+            pre, inter = n[: -len("gate_up_proj")], t.shape[1] // 2
+            for e in range(t.shape[0]):
+                items += [(f"{pre}{e}.gate_proj.weight", t[e, :inter]), (f"{pre}{e}.up_proj.weight", t[e, inter:])]
+            continue
+        if n.endswith("mlp.experts.down_proj"):
+            items += [(f"{n[: -len('down_proj')]}{e}.down_proj.weight", t[e]) for e in range(t.shape[0])]
+            continue
+        for ours, orig in back:
+            n = n.replace(ours, orig)
+        items.append((n, t))
+    assert all(any(orig in n for n, _ in items) for _, orig in back)
+    assert_loads_and_matches(cfg, items, hf)

@@ -34,8 +34,9 @@ def _tp_run(cfg: dict, tp: int = 2, batch: int = 2):
     return spec, r, want, LAYER_AR
 
 
-@pytest.mark.parametrize("cfg", [TINY["llama"], KV_REPLICATED, MLA_DENSE, TINY["qwen2_moe"]],
-                         ids=["llama", "kv-replicated", "mla", "moe"])
+@pytest.mark.parametrize("cfg", [TINY["llama"], KV_REPLICATED, MLA_DENSE, TINY["qwen2_moe"],
+                                 TINY["lfm3-attention-only"]],  # LFM3: g_proj split by heads with q_proj
+                         ids=["llama", "kv-replicated", "mla", "moe", "lfm3-head-gate"])
 def test_two_gloo_ranks_match_the_analysis_and_the_single_process_logits(cfg):
     spec, r, want, layer_ar = _tp_run(cfg)
     assert r.backend == "gloo" and len(r.rank_checks) == 2

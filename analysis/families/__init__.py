@@ -29,6 +29,9 @@ from typing import Callable, Union
 from .. import vision
 from ..spec import ModelSpec, NormKind, RopeStyle, RouterKind
 from . import bloom, cohere, dbrx, deepseek, falcon, gemma3n, gemma4, gpt2, gpt_neox, hybrid, mllama, mpt, opt
+from . import inkling
+from . import qwen4_exp
+from . import doge, minimax_m3
 from .common import Traits
 
 Builder = Callable[..., ModelSpec]
@@ -77,11 +80,6 @@ REFUSED: dict[str, Builder] = {
                               "zero-computation experts are not modelled"),
     "mimo_v2_flash": _refused("MiMo-V2-Flash", "its hybrid attention with per-type head dims and its MoE layout are "
                               "not modelled"),
-    "kimi_linear": _refused("Kimi Linear", "its Kimi Delta Attention layers (q/k/v short convs, a per-channel decay "
-                            "from a low-rank forget gate f_a/f_b_proj with per-channel dt_bias, a low-rank output gate "
-                            "g_a/g_b_proj, a head_dim x head_dim state per head) have no mixer yet; its full layers "
-                            "are MLA without RoPE and its sparse layers (mlp_layer_types) a DeepSeek-V3 MoE with an "
-                            "fp32 router"),
     "recurrent_gemma": _refused("RecurrentGemma / Griffin", "its recurrent blocks (RG-LRU: a gated linear recurrence "
                                 "with block-diagonal gates behind a temporal conv, in lru_width channels) have no "
                                 "mixer yet"),
@@ -105,8 +103,53 @@ REFUSED: dict[str, Builder] = {
     "qwen2_5_omni": _refused("Qwen2.5-Omni", "the checkpoint holds a thinker, a talker and a token-to-wav model "
                              "(thinker_config, talker_config, token2wav_config); the thinker alone can be analysed: "
                              "pass its thinker_config as a config with model_type qwen2_5_omni_thinker"),
+    "dory": _refused("NVIDIA Nemotron-Labs Dory", "its looped normalized (nGPT) transformer is not modelled: "
+                     "n_recurrent_layers run n_recurrent_loops times on shared weights (with a KV cache per loop "
+                     "under recurrent_kv_cache_mode 'per_loop'), unit-norm (L2) hidden states interpolated by "
+                     "learned per-channel rates (lambda_1 / lambda_2), a sigmoid-gated attention output "
+                     "(gate_proj, s_gate), scaled queries (sqk), MLP scales (suv_gate / suv_up) and a per-token "
+                     "logit_scale on lm_head; its saved layer_types interleave 'mlp' entries with doubled layer "
+                     "counts"),
     "modernbert-decoder": _refused("ModernBERT decoder", "ModernBERT's block (fused Wqkv, GeGLU Wi, embedding "
                                    "norm, alternating global / local attention) is not modelled"),
+    # its text_config is a gemma4_unified_text with every layer KV-shared: read alone it would be miscounted
+    "gemma4_assistant": _refused("Gemma 4 assistant", "it is a speculative-decoding drafter, not a standalone "
+                                 "decoder: its layers read the target model's K/V (num_kv_shared_layers = "
+                                 "num_hidden_layers: no cache of its own) and its input is the target's embedding and "
+                                 "hidden state (backbone_hidden_size); analyse the target model instead"),
+    "inkling2_loop_text": _refused("Inkling-2 Loop", "its looped core (layers loop_layer_index_start to "
+                                   "loop_layer_index_end run loop_num_passes times on shared weights, mixed by "
+                                   "low-rank loop gates) and its hybrid_sliding layers are not modelled"),
+    "inkling2_loop": _refused("Inkling-2 Loop", "its language model's looped core (loop_num_passes passes over shared "
+                              "layers) and hybrid_sliding layers are not modelled"),
+    "gemma4_unified_assistant": _refused("Gemma 4 unified assistant", "it is a speculative-decoding drafter, not a "
+                                         "standalone decoder: every layer attends over the target model's K/V "
+                                         "(num_kv_shared_layers = num_hidden_layers: no K/V projections, no cache of "
+                                         "its own) and its input is the target's embedding and hidden state "
+                                         "(pre_projection from 2 x backbone_hidden_size, post_projection back, "
+                                         "centroids with use_ordered_embeddings); plan its target model "
+                                         "(gemma4_unified) instead"),
+    # read by the generic decoder as Llama (0.59x .. 2.83x, or off by their own small parameters): refused by name
+    "beam": _refused("Beam (Reflection AI)", "its per-head sigmoid attention output gate (gate_proj, gate_bias), "
+                     "sliding / full layers with per-type RoPE, dense-then-sparse layers (mlp_layer_types) and "
+                     "DeepSeek-V3-style grouped sigmoid router over stacked experts are not modelled"),
+    "hrm_text": _refused("HRM (Hierarchical Reasoning Model) text", "it is a recurrent model: a high-level and a "
+                         "low-level stack of layers (H_module, L_module) run H_cycles x L_cycles times on shared "
+                         "weights from a learned initial state (z_L_init), with a gated attention and a prefix-LM "
+                         "(bidirectional) mask, none of which is modelled"),
+    "moshi": _refused("Moshi (Kyutai)", "it is a speech-text (audio) model: MoshiForCausalLM is the text "
+                      "transformer of a checkpoint whose config also describes a depth decoder over audio "
+                      "codebooks and the Mimi audio codec, and its gated MLP (fc1 to ffn_dim, fc2 from ffn_dim / 2) "
+                      "is not modelled"),
+    "git": _refused("GIT (GenerativeImage2Text)", "it is an image-to-text model: a CLIP vision encoder, a visual "
+                    "projection and a BERT-style post-LayerNorm text decoder (learned absolute positions, an "
+                    "embedding LayerNorm, biased projections) are not modelled"),
+    "bert-generation": _refused("BertGeneration", "it is a BERT encoder used as the decoder of an encoder-decoder: "
+                                "post-LayerNorm BERT blocks with learned absolute positions and an embedding LayerNorm "
+                                "are not modelled"),
+    "phi4_multimodal": _refused("Phi-4-multimodal", "it is a vision-and-audio multimodal model: its Phi-3 decoder's "
+                                "model also holds an image encoder and an audio (conformer) encoder "
+                                "(embed_tokens_extend), which are not modelled"),
 }
 
 REGISTRY: dict[str, Family] = {
@@ -185,6 +228,10 @@ REGISTRY: dict[str, Family] = {
     # mlp_layer_types, else first_k_dense_replace
     "exaone_moe": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, qk_norm="head", windows="pattern",
                          moe="deepseek", nope_global_if_window=True),
+    # Nemotron (Nemotron-4, Minitron, Nemotron-Mini): a plain MLP (up -> relu2 -> down), LayerNorm1P (LayerNorms with
+    # bias whose weight is stored minus one: weight + 1 applied), RoPE on half of each head by default
+    "nemotron": Traits(qkv_bias="attention_bias", o_bias="attention_bias", mlp_bias="mlp_bias", norm_kind=NormKind.LAYER,
+                       norm_offset=1.0, gated=False, act_default="relu2", windows="none", rotary_default=0.5),
     # Arcee AFM: Llama with a plain (non-gated) MLP, up -> relu2 -> down
     "arcee": Traits(gated=False, act_default="relu2", windows="none"),
     # Apertus: a plain MLP with the xIELU activation (two learned scalars per MLP), per-head q/k RMSNorms, norms
@@ -276,6 +323,26 @@ REGISTRY: dict[str, Family] = {
     # (rope_parameters.sliding_attention); its MTP layer is not built by transformers (not counted)
     "mellum": replace(_QWEN3_MOE, windows="layer_types", local_rope=True, head_dim_default=128,
                       norm_topk_default=True),
+    # Kolibri-1 (Aleph-Alpha): EXAONE 4's attention (per-head q/k norms, bias-free; with sliding_window set the
+    # full layers skip RoPE), GLM-4-0414's sandwich norms, a MoE on every layer with an ungated shared expert
+    # (shared_expert_intermediate_size); its router chooses the top-k of logits + e_score_correction_bias (a
+    # buffer) and weights them by the logits' sigmoids; full attention every 5th layer when layer_types is absent
+    "kolibri1": replace(_GLM4, qkv_bias=False, o_bias=False, fused_gate_up=False, rope_style=RopeStyle.HALF,
+                        rotary_default=1.0, qk_norm="head", windows="full_every_5", nope_global_if_window=True,
+                        moe="qwen", dense_mlp=False, shared_mlp_key="shared_expert_intermediate_size",
+                        router=RouterKind.LOGIT_SIGMOID, router_choice_bias=True, norm_topk_default=False,
+                        aliases=(("num_experts", ("num_local_experts",)),),
+                        # the released checkpoints' names (transformers' conversion mapping)
+                        modules=(("moe.router.expert_bias", "mlp.gate.e_score_correction_bias"),
+                                 ("post_attn_norm", "post_self_attn_layernorm"),
+                                 ("post_ffn_norm", "post_mlp_layernorm"))),
+    # Flint (RecursiveSI): Qwen3-MoE's attention with gpt-oss's per-head sinks, RoPE on the sliding layers only,
+    # dense MLPs on mlp_only_layers ([0, 1] when absent), elsewhere experts plus an ungated shared expert; a
+    # sigmoid router without bias (the top-k renormalised by norm_topk_prob)
+    "flint": replace(_QWEN3_MOE, windows="flint", sinks=True, nope_global_if_window=True, head_dim_default=128,
+                     shared_mlp_key="shared_expert_intermediate_size", mlp_only_default=(0, 1),
+                     router=RouterKind.LOGIT_SIGMOID, norm_topk_default=True,
+                     modules=(("self_attn.softmax_offset", "self_attn.sinks"),)),  # the released name of the sinks
     # ---- families with their own builder ----
     "deepseek_v2": deepseek.build_v2,
     "deepseek_v3": deepseek.build_v3,
@@ -283,8 +350,13 @@ REGISTRY: dict[str, Family] = {
     "deepseek_v32": deepseek.build_v32,  # DeepSeek sparse attention (analysis.mixers.dsa)
     "glm_moe_dsa": deepseek.build_glm_moe_dsa,  # GLM-5: the same, some layers sharing the top-k
     "deepseek_v4": deepseek.build_v4,  # sliding + compressed shared-KV MQA (analysis.mixers.compressed), mHC
+    "hy_v4": deepseek.build_hy_v4,  # Hy4-preview: GLM-5's DSA with an output gate, sinks and hyper-connections
+    "axk2": deepseek.build_axk2,  # A.X-K2: V3.2's DSA with a fused query / output-gate projection, gated norms
     "minicpm3": deepseek.build_minicpm3,  # MLA with a dense MLP and MiniCPM's multipliers
     "youtu": deepseek.build_youtu,  # Youtu-LLM: DeepSeek V3's MLA with a dense MLP on every layer
+    "glm4_moe_lite": deepseek.build_glm4_moe_lite,  # GLM-4.7-Flash: V3's MLA and MoE, MoE by mlp_layer_types
+    "axk1": deepseek.build_axk1,  # A.X-K1 (SK Telecom): V3 with an RMSNorm on each MoE block's output
+    "sarvam_mla": deepseek.build_sarvam_mla,  # Sarvam-105B: a DeepSeek V3 (its original config names read)
     "gpt_neox": gpt_neox.build,
     "gpt2": gpt2.build_gpt2,
     "gpt_bigcode": gpt2.build_gpt2,
@@ -302,6 +374,7 @@ REGISTRY: dict[str, Family] = {
     "qwen3_next": hybrid.build_qwen3_next,
     "qwen3_5_text": hybrid.build_qwen3_5,
     "qwen3_5_moe_text": hybrid.build_qwen3_5_moe,
+    "lara_mini": hybrid.build_lara_mini,  # Lara-4-Mini: Qwen3.5 DeltaNet + Qwen3 attention (sliding / NoPE full), MoE
     "nemotron_h": hybrid.build_nemotron_h,
     "jamba": hybrid.build_jamba,
     "mamba": hybrid.build_mamba,
@@ -311,14 +384,26 @@ REGISTRY: dict[str, Family] = {
     "bamba": hybrid.build_bamba,
     "granitemoehybrid": hybrid.build_bamba,
     "lfm2": hybrid.build_lfm2,
+    "lfm2_moe": hybrid.build_lfm2,
+    "bailing_hybrid": hybrid.build_bailing_hybrid,  # Ling 3: Kimi Delta Attention + gated MLA, DeepSeek V3 MoE
+    "kimi_linear": hybrid.build_kimi_linear,  # Kimi Delta Attention (low-rank gates) + NoPE MLA, DeepSeek V3 MoE
+    "lfm3": hybrid.build_lfm3,  # LFM2's short conv with sliding / full gated attention and sandwich norms
     "zamba2": hybrid.build_zamba2,
     "zamba": hybrid.build_zamba,
     "minimax": hybrid.build_minimax,
+    # MiniMax-M3 (the language model of minimax_m3_vl): full and block-sparse layers (analysis.mixers.block_sparse)
+    "minimax_m3_vl_text": minimax_m3.build,
+    "doge": doge.build,  # SmallDoge: dynamic-mask attention (analysis.mixers.doge), learned residual scales
     "olmo_hybrid": hybrid.build_olmo_hybrid,
     "phi": hybrid.build_phi,
     "gemma4_text": gemma4.build,
+    "gemma4_unified_text": gemma4.build_unified,  # Gemma 4 unified: Gemma 4's layers, no PLE, no MoE
     "gemma3n_text": gemma3n.build,  # Gemma 3n: AltUp, LAuReL, per-layer inputs, KV-shared last layers
+    "qwen4_exp_text": qwen4_exp.build_text,  # Qwen4-Exp: hyper-connections, QSA indexer, n-gram PLE
     "mllama_text_model": mllama.build_text,
+    # Inkling / Inkling-2 (Thinking Machines): relative-bias attention with short convs (analysis.mixers.inkling)
+    "inkling_text": inkling.build_v1,
+    "inkling2_text": inkling.build_v2,
 }
 
 #: Multimodal wrappers whose language model lives in ``text_config`` (the inner model_type when the
@@ -335,7 +420,9 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "gemma3n": "gemma3n_text",  # text-only (its timm vision tower and audio encoder are not counted)
     "qwen3_5": "qwen3_5_text",
     "qwen3_5_moe": "qwen3_5_moe_text",
+    "qwen4_exp": "qwen4_exp_text",
     "gemma4": "gemma4_text",
+    "gemma4_unified": "gemma4_unified_text",
     "mllama": "mllama_text_model",
     "glm4v": "glm4v_text",
     "glm46v": "glm4v_text",
@@ -343,8 +430,11 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "glm4v_moe": "glm4v_moe_text",
     # text-only (their vision / audio towers are not counted yet)
     "glm_ocr": "glm_ocr_text",
+    "minimax_m3_vl": "minimax_m3_vl_text",
     "qwen2_5_omni_thinker": "qwen2_5_omni_text",
     "qwen3_omni_moe_thinker": "qwen3_omni_moe_text",
+    "inkling_mm_model": "inkling_text",
+    "inkling2": "inkling2_text",
 }
 
 #: Wrappers whose vision tower and projector are counted, as their ``*ForConditionalGeneration`` builds
@@ -359,12 +449,17 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
     "qwen3_vl_moe": vision.qwen3_vl_moe_vision,
     "qwen3_5": vision.qwen3_5_vision,
     "qwen3_5_moe": vision.qwen3_5_vision,
+    "qwen4_exp": vision.qwen3_5_vision,  # Qwen4ExpVisionConfig: Qwen3.5-MoE's, same defaults
     "gemma4": vision.gemma4_towers,
+    "gemma4_unified": vision.gemma4_unified_towers,  # encoder-free: patch / waveform embedders
     "mllama": vision.mllama_vision,
     "glm4v": vision.glm4v_vision,
     "glm46v": vision.glm4v_vision,
     "glmga": vision.glm4v_vision,
     "glm4v_moe": vision.glm4v_moe_vision,
+    "minimax_m3_vl": vision.minimax_m3_vl_vision,
+    "inkling_mm_model": inkling.inkling_towers,  # its HMLP vision tower and dMel audio embedding
+    "inkling2": inkling.inkling2_vision,
 }
 
 #: Wrappers whose language model has image cross-attention layers: model_type -> (top-level config,
@@ -382,12 +477,13 @@ FLAT_TEXT_WRAPPERS = frozenset({"qwen2_vl", "qwen2_5_vl"})
 #: whatever text_config says); the GLM-V wrappers and the Qwen-Omni thinkers to untied.
 WRAPPER_TIE: dict[str, str] = {"llava": "either", "mistral3": "wrapper", "qwen2_vl": "either", "qwen2_5_vl": "either",
                                 "qwen3_vl": "wrapper", "qwen3_vl_moe": "wrapper", "qwen3_5": "wrapper",
-                                "qwen3_5_moe": "wrapper",
+                                "qwen3_5_moe": "wrapper", "qwen4_exp": "wrapper",
                                 "glm4v": "either", "glm4v_moe": "either", "glm_ocr": "either", "glm46v": "wrapper",
                                 "glmga": "wrapper", "internvl": "wrapper", "deepseek_vl": "wrapper",
                                 "deepseek_vl_hybrid": "wrapper", "janus": "wrapper", "hyperclovax_vision_v2": "wrapper",
                                 "lighton_ocr": "wrapper", "minicpm_ocr": "wrapper", "qwen2_5_omni_thinker": "wrapper",
-                                "qwen3_omni_moe_thinker": "wrapper"}
+                                "qwen3_omni_moe_thinker": "wrapper", "minimax_m3_vl": "either",
+                                "gemma4_unified": "wrapper", "gemma4": "wrapper"}
 
 #: The smallest Llama-shaped config (hidden 64, 2 layers): calibration times eager dispatch with it.
 TINY_DECODER = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,

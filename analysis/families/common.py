@@ -29,7 +29,7 @@ class Traits:
     norm_kind: str = "rms"
     tie_default: bool = False
     head_dim_default: int | None = None  # None: hidden_size // num_attention_heads
-    # layer_types | all | qwen | max_window_layers | alternate | pattern | full_every_4 | none
+    # layer_types | all | qwen | max_window_layers | alternate | pattern | full_every_4 | full_every_5 | flint | none
     windows: str = "layer_types"
     act_key: str = "hidden_act"
     act_default: str = "silu"
@@ -68,6 +68,10 @@ class Traits:
     # Granite MoE Shared: the config key of a shared MLP's width (0: none) beside the experts, its gate and up fused
     # (shared_mlp.input_linear, gate rows first), output_linear its down projection
     shared_mlp_key: str | None = None
+    # Flint: mlp_only_layers when the config has none (FlintConfig.__post_init__: [0, 1])
+    mlp_only_default: tuple[int, ...] = ()
+    # Kolibri-1: the LOGIT_SIGMOID router's choice adds its e_score_correction_bias buffer
+    router_choice_bias: bool = False
     # Granite SWA: layer_rope_theta, one RoPE base per layer (transformers builds a rotary table per distinct
     # base; 0: that layer gets no position embeddings, NoPE); absent: rope_theta on every layer
     layer_rope_theta: bool = False
@@ -292,6 +296,10 @@ def read_windows(f: Fields, n_layers: int, policy: str) -> list[tuple[int | None
         return [(sliding if (i + 1) % 2 else None, None) for i in range(n_layers)]
     if policy == "full_every_4":  # CWM's default layer_types: layers 0, 4, 8 ... full, the others sliding
         return [(None if i % 4 == 0 else sliding, None) for i in range(n_layers)]
+    if policy == "full_every_5":  # Kolibri-1's default layer_types: layers 4, 9, 14 ... full, the others sliding
+        return [(None if (i + 1) % 5 == 0 else sliding, None) for i in range(n_layers)]
+    if policy == "flint":  # Flint's default layer_types: full on layers 0, 1, every i % 4 == 1 and the last
+        return [(None if i < 2 or i % 4 == 1 or i == n_layers - 1 else sliding, None) for i in range(n_layers)]
     if policy == "pattern":
         pattern = f.int("sliding_window_pattern", 6)
         if sliding is None:

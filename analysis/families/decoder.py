@@ -222,19 +222,25 @@ def moe_plan(f: Fields, t: Traits, hidden: int, n_layers: int, intermediate: int
         moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=shared, shared_fused_gate_up=bool(shared), act=act)
         return set(range(n_layers)), (lambda i: moe), intermediate
     if kind == "qwen":
-        n_exp = f.int("num_experts", lo=0)
+        n_exp = f.int("num_experts", lo=0 if t.dense_mlp else 1)  # Kolibri-1: experts on every layer
         k = f.int("num_experts_per_tok")
         size = f.int("moe_intermediate_size")
         step = f.int("decoder_sparse_step", 1)
-        only = set(f.int_list("mlp_only_layers", lo=0, hi=MAX_LAYERS) or [])
+        if t.mlp_only_default and f.raw("mlp_only_layers") is None:  # Flint: [0, 1] when absent
+            only = set(f.derived("mlp_only_layers", list(t.mlp_only_default), "absent: the family's dense layers"))
+        else:
+            only = set(f.int_list("mlp_only_layers", lo=0, hi=MAX_LAYERS) or [])
         # transformers builds qwen2_moe's shared expert and its gate whatever the size: 0 is not "none"
         shared = f.int("shared_expert_intermediate_size", 0, lo=1) if t.shared_expert_gate else 0
+        if t.shared_mlp_key:  # Kolibri-1, Flint: an ungated shared expert, always added in full
+            shared = f.int(t.shared_mlp_key, lo=1)
         if n_exp and k > n_exp:
             raise f.error("num_experts_per_tok", f"({k}) exceeds num_experts ({n_exp})")
         at = {i for i in range(n_layers) if i not in only and n_exp > 0 and (i + 1) % step == 0}
         if isinstance(f.raw("mlp_layer_types"), list):  # Mellum: "dense" | "sparse" per layer (no sparse step)
             at = {i for i in sparse_layers(f, n_layers) if n_exp > 0}
-        moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=shared, shared_expert_gate=bool(shared), act=act) if at else None
+        moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=shared,
+                  shared_expert_gate=bool(shared) and t.shared_expert_gate, act=act) if at else None
         return at, (lambda i: moe), intermediate
     if kind == "deepseek":
         # EXAONE MoE names them num_experts / num_shared_experts (its class has no n_routed_experts)
@@ -340,6 +346,11 @@ def read_numerics(f: Fields, t: Traits, hidden: int) -> Numerics:
         # MiniMax-M2: sigmoid scores, e_score_correction_bias for the choice only, the top-k renormalised, no
         # scaling; transformers reads no routing field (norm_topk_prob, routed_scaling_factor) for it
         kw.update(router=RouterKind.SIGMOID, norm_topk_prob=True, score_correction_bias=True)
+    elif t.router == RouterKind.LOGIT_SIGMOID:
+        # Kolibri-1, Flint: the top-k of the logits (Kolibri: plus its e_score_correction_bias buffer), weighted by
+        # their sigmoids, renormalised by norm_topk_prob, never scaled (neither config has routed_scaling_factor)
+        kw.update(router=RouterKind.LOGIT_SIGMOID, norm_topk_prob=f.bool("norm_topk_prob", t.norm_topk_default),
+                  score_correction_bias=t.router_choice_bias)
     elif t.moe == "ernie":
         # ERNIE 4.5 MoE: softmax scores (fp32), the choice by scores + e_score_correction_bias, the chosen
         # scores renormalised (clamped at moe_norm_min) whatever norm_topk_prob says, never scaled

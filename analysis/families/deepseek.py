@@ -12,6 +12,9 @@ interleaved RoPE in the MLA, and MoE on the layers ``mlp_layer_types`` says are 
 ``first_k_dense_replace``; transformers' V3.2 ignores ``moe_layer_freq``). GLM-5's ``indexer_types``
 (else ``index_topk_pattern``, else ``index_topk_freq`` / ``index_skip_topk_offset``) mark the layers that
 reuse the previous layer's top-k (``shared``: no indexer of their own); MTP layers always have one (vLLM).
+
+GLM-4.7-Flash (``glm4_moe_lite``), A.X-K1 (``axk1``) and Sarvam MLA (``sarvam_mla``) are V3 too: see
+``build_glm4_moe_lite`` and the builders beside it.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from functools import partial
 from ..fields import MAX_LAYERS, Fields
 from ..fields import as_int, short
 from ..mixers import CompressedMQA, SparseMLA
-from ..spec import MLA, MLP, GroupScore, Layer, ModelSpec, MoE, Norm, Numerics, RopeStyle, RouterKind
+from ..spec import (MLA, MLP, CheckpointLayout, GroupScore, Layer, ModelSpec, MoE, Norm, Numerics, PlacedNorm, RopeStyle,
+                    RouterKind)
 from ..tensors import Tensor
 from .common import Traits, mtp_extra, per_layer_types, sparse_layers, mtp_layers, pre_norms, read_act, read_eps, read_rope, read_rope_extra, read_routing, read_tie
 from .decoder import moe_plan
@@ -30,32 +34,46 @@ from .decoder import moe_plan
 TRAITS = Traits(moe="deepseek")
 
 
-def build(f: Fields, model_type: str, *, version: int, interleave_fixed: bool = False, dsa: str | None = None) -> ModelSpec:
+def build(f: Fields, model_type: str, *, version: int, interleave_fixed: bool = False, dsa: str | None = None,
+          variant: str | None = None) -> ModelSpec:
     """``dsa``: DeepSeek sparse attention, ``"v32"`` (an indexer on every layer) or ``"glm"`` (GLM-5's
-    full / shared layers)."""
+    full / shared layers). ``variant``: ``"glm_lite"``, ``"axk1"`` or ``"sarvam"`` (see their builders below)."""
     t = TRAITS
+    if variant == "sarvam":  # SarvamMLAConfig.attribute_map: the original sarvam-105b config's names
+        f.aliases = {**f.aliases, "n_routed_experts": ("num_experts",), "n_shared_experts": ("num_shared_experts",)}
     hidden = f.int("hidden_size")
     n_layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
     heads = f.int("num_attention_heads")
     vocab = f.int("vocab_size", hi=1 << 26)
-    q_lora = f.int("q_lora_rank") if dsa else f.opt_int("q_lora_rank")  # V3.2's attention always has a q LoRA
+    # V3.2's and A.X-K1's attention always has a q LoRA
+    q_lora = f.int("q_lora_rank") if dsa or variant == "axk1" else f.opt_int("q_lora_rank")
     kv_lora = f.int("kv_lora_rank")
     nope = f.int("qk_nope_head_dim")
     rope = f.int("qk_rope_head_dim")
     v_hd = f.int("v_head_dim")
     bias = f.bool("attention_bias", False)
-    theta, _, scaling = read_rope(f, rope)
+    theta, rotary, scaling = read_rope(f, rope)
+    if variant == "glm_lite" and rotary != rope:  # Glm4MoeRotaryEmbedding's cos/sin would not fit q_rot / k_rot
+        raise f.error("partial_rotary_factor", f"gives {rotary} rotary dimensions, but GLM-4 MoE Lite's MLA rotates "
+                                               f"all qk_rope_head_dim ({rope}): transformers cannot run it")
+    if variant == "sarvam":
+        scaling = sarvam_rope(scaling)
     act = read_act(f, t)
     intermediate = f.int("intermediate_size")
     mla = MLA(hidden, heads, q_lora, kv_lora, nope, rope, v_hd, bias=bias, rope_theta=theta)
+    # read before moe_plan, whose first_k_dense_replace default (0) is not theirs
+    own_moe_at = mlp_layer_types_moe(f, n_layers, axk1=variant == "axk1") if variant in ("glm_lite", "axk1") else None
     moe_at, make_moe, dense = moe_plan(f, t, hidden, n_layers, intermediate, act)
+    moe_at = moe_at if own_moe_at is None else own_moe_at
     norms = pre_norms(lambda: Norm(hidden))
+    # A.X-K1: an RMSNorm on the MoE block's output (AXK1MoE.post_mlp_layernorm), on the sparse layers only
+    moe_norms = norms + (PlacedNorm("post_mlp_layernorm", "post_ffn", Norm(hidden)),) if variant == "axk1" else norms
     mixers: list[MLA] = [mla] * n_layers
     if dsa:
         mixers = dsa_mixers(f, mla, n_layers, glm=dsa == "glm")
         moe_at = dsa_moe_layers(f, n_layers)
-    layers = tuple(Layer(mixers[i], make_moe(i) if i in moe_at else MLP(hidden, dense, act=act), norms)
-                   for i in range(n_layers))
+    layers = tuple(Layer(mixers[i], make_moe(i), moe_norms) if i in moe_at else
+                   Layer(mixers[i], MLP(hidden, dense, act=act), norms) for i in range(n_layers))
     mtp = mtp_layers(f, list(layers))
     if dsa and mtp:  # an MTP layer always builds a full indexer (vLLM's DeepseekV2MLAAttention: is_mtp_layer)
         mtp = tuple(Layer(replace(mixers[-1], indexer=True), lay.ffn, lay.norms) for lay in mtp)
@@ -64,7 +82,36 @@ def build(f: Fields, model_type: str, *, version: int, interleave_fixed: bool = 
         tie_word_embeddings=read_tie(f, False), final_norm=Norm(hidden), hidden_act=act, norm_eps=read_eps(f),
         rope_scaling=scaling, mtp_layers=mtp, mtp_extra_params=mtp_extra(f, hidden),
         numerics=numerics(f, version, interleave_fixed),
+        # transformers keeps A.X-K1's norm in the MoE module; the released checkpoints at the layer (dense layers
+        # too, unused: ignored at load)
+        checkpoint=CheckpointLayout(modules=((".mlp.post_mlp_layernorm.", ".post_mlp_layernorm."),))
+        if variant == "axk1" else CheckpointLayout(),
     )
+
+
+def mlp_layer_types_moe(f: Fields, n_layers: int, *, axk1: bool) -> set[int]:
+    """The MoE layers of GLM-4 MoE Lite and A.X-K1: ``mlp_layer_types`` ("dense" / "sparse"), else
+    Glm4MoeLiteConfig's default (layer 0 dense, the rest sparse; ``first_k_dense_replace`` is not read) or
+    AXK1Config's legacy fields (sparse where i >= ``first_k_dense_replace`` (default 1) and
+    i % ``moe_layer_freq`` == 0)."""
+    if f.raw("mlp_layer_types") is not None:
+        return sparse_layers(f, n_layers)
+    if not axk1:
+        f.derived("mlp_layer_types", ["dense"] + ["sparse"] * (n_layers - 1), "absent: layer 0 dense, the rest sparse")
+        return set(range(1, n_layers))
+    first = f.int("first_k_dense_replace", 1, lo=0, hi=MAX_LAYERS)
+    freq = f.int("moe_layer_freq", 1)
+    return {i for i in range(n_layers) if i >= first and i % freq == 0}
+
+
+def sarvam_rope(scaling: tuple) -> tuple:
+    """SarvamMLAConfig.__post_init__: a ``deepseek_yarn`` rope_scaling is standard YaRN (its ``type`` dropped)."""
+    d = dict(scaling)
+    if "deepseek_yarn" not in (d.get("type"), d.get("rope_type")):
+        return scaling
+    d.pop("type", None)
+    d["rope_type"] = "yarn"
+    return tuple(sorted(d.items()))
 
 
 def numerics(f: Fields, version: int, interleave_fixed: bool) -> Numerics:
@@ -131,9 +178,16 @@ build_v2 = partial(build, version=2)
 build_v3 = partial(build, version=3)
 build_kimi_k2 = partial(build, version=3, interleave_fixed=True)  # a DeepSeek V3 that always interleaves
 # DeepSeek-V3.2 and GLM-5: V3 with DeepSeek sparse attention; their MLA always interleaves (transformers'
-# AXK1Attention: apply_rotary_pos_emb_interleave; the config has no rope_interleave)
+# DeepseekV32Attention / GlmMoeDsaAttention: apply_rotary_pos_emb_interleave; the config has no rope_interleave)
 build_v32 = partial(build, version=3, interleave_fixed=True, dsa="v32")
 build_glm_moe_dsa = partial(build, version=3, interleave_fixed=True, dsa="glm")
+# GLM-4.7-Flash (glm4_moe_lite): DeepseekV3Attention's MLA with GLM-4.5's MoE (the V3 router and experts), MoE by
+# mlp_layer_types; A.X-K1 (axk1): V3 with a q LoRA always, MoE by mlp_layer_types (else first_k_dense_replace,
+# default 1) and an RMSNorm on each MoE block's output; Sarvam MLA (sarvam_mla): a DeepseekV3ForCausalLM whose
+# config reads the original sarvam-105b names (num_experts, num_shared_experts, rope_scaling type deepseek_yarn)
+build_glm4_moe_lite = partial(build, version=3, variant="glm_lite")
+build_axk1 = partial(build, version=3, variant="axk1")
+build_sarvam_mla = partial(build, version=3, variant="sarvam")
 
 
 def build_mla_dense(f: Fields, model_type: str, *, minicpm: bool) -> ModelSpec:
@@ -242,8 +296,7 @@ def build_v4(f: Fields, model_type: str) -> ModelSpec:
               act=act)
     norms = pre_norms(lambda: Norm(hidden))
     layers = tuple(Layer(m, moe, norms) for m in mixers)
-    head_hc = (Tensor("model.hc_head.hc_fn", (hc, hc * hidden), "other"), Tensor("model.hc_head.hc_base", (hc,), "other"),
-               Tensor("model.hc_head.hc_scale", (1,), "other"))
+    head_hc = hc_head(hc, hidden)
     routing = read_routing(f, RouterKind.SIGMOID, scale_default=1.5)
     return ModelSpec(
         model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=layers,
@@ -278,3 +331,95 @@ def _v4_mlp_types(f: Fields, n_layers: int) -> None:
     """``mlp_layer_types`` (hash_moe / moe) only chooses how experts are picked: checked, not needed."""
     if f.raw("mlp_layer_types") is not None:
         per_layer_types(f, "mlp_layer_types", n_layers, ("hash_moe", "moe"), at_least=True)
+
+
+# ---- Hy4-preview and A.X-K2: DeepSeek sparse attention with output gates ---------------------------
+
+
+def build_gated_dsa(f: Fields, model_type: str, *, hy: bool) -> ModelSpec:
+    """DeepSeek-V3.2's block (MLA with a q LoRA, the lightning indexer, DeepSeek-V3's MoE) with a sigmoid gate on
+    each head's output, the differences as ``SparseMLA`` / ``Norm`` fields.
+
+    Hy4-preview (``hy``; tencent/Hy4-preview, transformers' HYV4ForCausalLM): GLM-5's full / shared indexer layers
+    (``indexer_types``, else full on layer 0 and where (i - 1) % 4 == 0), ``gate_proj`` (hidden -> heads x
+    v_head_dim), a learned sink per head, DeepSeek-V4's hyper-connections without the Sinkhorn comb (``attn_hc`` /
+    ``ffn_hc``: ``fn`` 2n x n·hidden, ``base`` 2n, ``scale`` 2) and its ``hc_head``; rotate-half RoPE; MoE by
+    ``mlp_layer_types`` (else layer 0 dense, the rest sparse), GLM-4.7-Flash's experts (sigmoid router, shared
+    experts of moe_intermediate_size x n_shared_experts); its MTP layers are not built by transformers.
+
+    A.X-K2 (skt/A.X-K2, AXK2ForCausalLM): an indexer on every layer; ``q_gate_proj`` (2 x q_lora_rank -> heads x
+    (qk_head_dim + v_head_dim), over the normed and the raw query latent) in place of ``q_b_proj``, its v_head_dim
+    part the output gate; the input norm (and, on MoE layers, the post-attention norm) an RMSNorm times a
+    rank-``gated_norm_rank`` sigmoid gate (``Norm.gate_rank``); MoE by ``mlp_layer_types``, else the legacy
+    ``first_k_dense_replace`` (1) and ``moe_layer_freq`` (1); interleaved RoPE; ungrouped routing unless
+    ``n_group`` is set."""
+    hidden = f.int("hidden_size")
+    n_layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
+    heads = f.int("num_attention_heads")
+    vocab = f.int("vocab_size", hi=1 << 26)
+    rope = f.int("qk_rope_head_dim")
+    theta, _, scaling = read_rope(f, rope)
+    mla = MLA(hidden, heads, f.int("q_lora_rank"), f.int("kv_lora_rank"), f.int("qk_nope_head_dim"), rope,
+              f.int("v_head_dim"), bias=f.bool("attention_bias", False), rope_theta=theta)
+    if hy:
+        if f.raw("indexer_types") is not None:
+            full = per_layer_types(f, "indexer_types", n_layers, {"full": True, "shared": False})
+        else:
+            full = f.derived("indexer_types", [i == 0 or (i - 1) % 4 == 0 for i in range(n_layers)],
+                             "full on layer 0 and where (i - 1) % 4 == 0 (HYV4Config)")
+        if full and not full[0]:
+            raise f.error("indexer_types", "makes layer 0 shared, but a shared layer reuses the top-k of an earlier "
+                                           "full layer")
+        extra = dict(out_gate=True, sinks=True, hc_mult=f.int("hc_mult"))
+    else:
+        full, extra = [True] * n_layers, dict(q_gate=True)
+    mixers = [replace(m, indexer=full[i], **extra) for i, m in enumerate(dsa_mixers(f, mla, n_layers, glm=False))]
+    if f.raw("mlp_layer_types") is not None:
+        moe_at = sparse_layers(f, n_layers)
+    elif hy:
+        f.derived("mlp_layer_types", ["dense"] + ["sparse"] * (n_layers - 1), "absent: layer 0 dense, the rest sparse")
+        moe_at = set(range(1, n_layers))
+    else:
+        first = f.int("first_k_dense_replace", 1, lo=0, hi=MAX_LAYERS)
+        freq = f.int("moe_layer_freq", 1)
+        moe_at = {i for i in range(first, n_layers) if i % freq == 0}
+    act = read_act(f, TRAITS)
+    dense = MLP(hidden, f.int("intermediate_size"), act=act)
+    n_exp, k, size = f.int("n_routed_experts"), f.int("num_experts_per_tok"), f.int("moe_intermediate_size")
+    if k > n_exp:
+        raise f.error("num_experts_per_tok", f"({k}) exceeds the number of experts ({n_exp})")
+    moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=f.int("n_shared_experts", 0, lo=0) * size, act=act)
+    plain = pre_norms(lambda: Norm(hidden))
+    gated = Norm(hidden, gate_rank=0 if hy else f.int("gated_norm_rank"))
+    layers = []
+    for i in range(n_layers):
+        norms = plain if hy else (PlacedNorm("input_layernorm", "pre_mixer", gated),
+                                  PlacedNorm("post_attention_layernorm", "pre_ffn", gated if i in moe_at else Norm(hidden)))
+        layers.append(Layer(mixers[i], moe if i in moe_at else dense, norms))
+    mtp = tuple(Layer(replace(lay.mixer, indexer=True), lay.ffn, lay.norms) for lay in mtp_layers(f, layers))
+    routing = read_routing(f, RouterKind.SIGMOID, scale_default=2.5, n_group_default=1, topk_group_default=1,
+                           group_score=GroupScore.TOP2)
+    caveats = ()
+    if hy:
+        caveats = ("Hy4-preview keeps lm_head, the router, the indexer's weights_proj / k_norm, the sinks and the "
+                   "hyper-connections in fp32 (transformers' _keep_in_fp32_modules_strict): counted here at the "
+                   "model's dtype", f"its routed experts clamp SwiGLU at swiglu_limit ({f.float('swiglu_limit', 10.0)}), "
+                   "which the numerics do not model")
+    return ModelSpec(
+        model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=tuple(layers),
+        tie_word_embeddings=read_tie(f, False), final_norm=Norm(hidden), hidden_act=act, norm_eps=read_eps(f),
+        rope_scaling=scaling, mtp_layers=mtp, mtp_extra_params=mtp_extra(f, hidden),
+        head_hc=hc_head(extra["hc_mult"], hidden) if hy else (),
+        numerics=Numerics(rope_style=RopeStyle.HALF if hy else RopeStyle.PAIRS, score_correction_bias=True, **routing),
+        caveats=caveats,
+    )
+
+
+def hc_head(hc: int, hidden: int) -> tuple[Tensor, ...]:
+    """DeepSeek-V4's and Hy4-preview's ``hc_head``: the ``hc`` streams collapsed before the final norm."""
+    return (Tensor("model.hc_head.hc_fn", (hc, hc * hidden), "other"), Tensor("model.hc_head.hc_base", (hc,), "other"),
+            Tensor("model.hc_head.hc_scale", (1,), "other"))
+
+
+build_hy_v4 = partial(build_gated_dsa, hy=True)
+build_axk2 = partial(build_gated_dsa, hy=False)

@@ -25,6 +25,10 @@ The torch decoder (runtime/model.py) runs all of it from the spec: ``Numerics.pr
 ``layer_scalar``, the ``Attention`` flags, ``Layer.per_layer_input``, ``MoE.router_scales``; the
 checkpoint's MoE names map onto ours through ``MOE_MODULES``.
 
+Gemma 4 unified (``gemma4_unified_text``, ``build_unified``): the same layers (Gemma4UnifiedTextDecoderLayer is
+Gemma 2's sandwich block around Gemma 4's attention and MLP, scaled by ``layer_scalar``) without per-layer inputs or
+the MoE block; its wrapper's encoder-free embedders are counted in analysis/vision.py.
+
 A ``per_layer_config`` is read in the form transformers 5 derives and saves (the full layers' head_dim and KV
 heads); any other per-layer override, or ``use_bidirectional_attention: "all"`` (not a causal decoder), is
 refused rather than counted wrong.
@@ -109,7 +113,14 @@ def _full_layer_overrides(f: Fields, types: list[str]) -> dict:
     return out
 
 
-def build(f: Fields, model_type: str) -> ModelSpec:
+def build_unified(f: Fields, model_type: str) -> ModelSpec:
+    """Gemma 4 unified's language model (``gemma4_unified_text``): Gemma 4's layers without per-layer inputs
+    or the MoE block. Gemma4UnifiedTextModel never builds them, whatever the config says
+    (``hidden_size_per_layer_input``, ``enable_moe_block`` ... are not read); sliding_window defaults to 1024."""
+    return build(f, model_type, ple_and_moe=False)
+
+
+def build(f: Fields, model_type: str, *, ple_and_moe: bool = True) -> ModelSpec:
     if f.raw("use_bidirectional_attention") == "all":
         raise f.error("use_bidirectional_attention", "is 'all': not a causal decoder, not supported")
     hidden = f.int("hidden_size")
@@ -146,13 +157,13 @@ def build(f: Fields, model_type: str) -> ModelSpec:
         raise f.error("num_kv_shared_layers", f"({n_shared}) leaves no earlier layer of every type to share K/V from")
     double_wide = f.bool("use_double_wide_mlp", False)
     moe = None
-    if f.bool("enable_moe_block", False):
+    if ple_and_moe and f.bool("enable_moe_block", False):
         n_exp = f.int("num_experts")
         k = f.int("top_k_experts")
         if k > n_exp:
             raise f.error("top_k_experts", f"({k}) exceeds num_experts ({n_exp})")
         moe = (n_exp, k, f.int("moe_intermediate_size"))
-    ple = f.int("hidden_size_per_layer_input", 0, lo=0)
+    ple = f.int("hidden_size_per_layer_input", 0, lo=0) if ple_and_moe else 0
     ple_vocab = f.int("vocab_size_per_layer_input", vocab, hi=1 << 26) if ple else 0
     s_theta, _ = _rope(f, "sliding_attention", 10000.0)
     g_theta, g_factor = _rope(f, "full_attention", 1_000_000.0)

@@ -41,6 +41,7 @@ from typing import Any
 from ..records import frozen
 from ..fields import MAX_LAYERS, Fields, as_int, short
 from ..spec import (
+    MLA,
     MLP,
     Attention,
     CheckpointLayout,
@@ -58,8 +59,8 @@ from ..spec import (
     RouterKind,
     ShortConv,
 )
-from ..mixers import LightningAttention, SharedBlockMamba
-from .common import Traits, per_layer_types, pre_norms, read_routing, read_act, read_eps, read_head_dim, read_rope, read_rotary, read_tie
+from ..mixers import KimiDeltaAttention, LightningAttention, SharedBlockMamba
+from .common import Traits, per_layer_types, pre_norms, sparse_layers, read_routing, read_act, read_eps, read_head_dim, read_rope, read_rotary, read_tie
 
 # ---- shared readers ------------------------------------------------------------------------------
 
@@ -318,6 +319,44 @@ def build_qwen3_5_moe(f: Fields, model_type: str) -> ModelSpec:
                         numerics=Numerics(**read_routing(f, RouterKind.SOFTMAX, norm_fixed=True)))
 
 
+LARA_TYPES = {"linear_attention": "linear", "sliding_attention": "sliding", "full_attention": "full"}
+LARA_PATTERN = ("linear", "sliding", "linear", "full", "sliding")  # LaraMiniConfig's default, period 5
+
+
+def build_lara_mini(f: Fields, model_type: str) -> ModelSpec:
+    """Lara-4-Mini (``lara_mini``): Qwen3.5's split DeltaNet on the linear_attention layers, Qwen3's attention
+    (per-head q/k norms, q/k/v/o biased by attention_bias, no output gate) elsewhere: RoPE over the whole head and
+    a sliding_window on the sliding_attention layers, neither on the full_attention ones; Flint's sparse block
+    (a softmax router, the top-k renormalised by norm_topk_prob, experts plus an ungated shared expert) on every
+    layer; plain RMSNorms (``weight · x``, not Qwen3.5's ``1 + weight``), tied by default."""
+    hidden, n_layers, vocab = _core(f)
+    if f.raw("layer_types") is not None:
+        types = per_layer_types(f, "layer_types", n_layers, LARA_TYPES)
+    else:
+        types = [LARA_PATTERN[i % 5] for i in range(n_layers)]
+        f.derived("layer_types", f"list[{n_layers}]", "absent: linear, sliding, linear, full, sliding, repeated")
+    act = _act(f, "silu")
+    attn = None
+    if "sliding" in types or "full" in types:
+        attn = read_attention(f, hidden, bias=f.bool("attention_bias", False), rotary_fixed=1.0)
+    window = (f.opt_int("sliding_window", lo=0, hi=1 << 30) or None) if "sliding" in types else None
+    mixers = {"sliding": attn and replace(attn, window=window), "full": attn and replace(attn, rotary_dim=0),
+              "linear": _qwen_gdn(f, hidden, True) if "linear" in types else None}
+    n_exp, k = f.int("num_experts"), f.int("num_experts_per_tok")
+    if k > n_exp:
+        raise f.error("num_experts_per_tok", f"({k}) exceeds num_experts ({n_exp})")
+    moe = MoE(hidden, n_exp, k, f.int("moe_intermediate_size"),
+              shared_intermediate_size=f.int("shared_expert_intermediate_size", lo=1), act=act)
+    norms = pre_norms(lambda: Norm(hidden))
+    layers = [Layer(mixers[t], moe, norms) for t in types]
+    return _spec(f, model_type, hidden, vocab, layers, Norm(hidden), True, act,
+                 rope_scaling=read_rope(f, attn.head_dim)[2] if attn is not None else (),
+                 numerics=Numerics(**read_routing(f, RouterKind.SOFTMAX)),
+                 # the published checkpoints name the gated norm out_norm and fuse in_proj (split by the loader)
+                 checkpoint=CheckpointLayout(modules=((".linear_attn.out_norm.", ".mixer.norm."),
+                                                      (".linear_attn.", ".mixer."))))
+
+
 # ---- Nemotron-H ----------------------------------------------------------------------------------
 
 NEMOTRON_PATTERN = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
@@ -544,8 +583,20 @@ def lfm2_ffn_size(f: Fields) -> int:
                                       "rounded up to block_multiple_of")
 
 
+#: transformers' LFM2 / LFM2-MoE names -> ours (routed experts: feed_forward.experts.*, the generic rename)
+LFM2_LAYOUT = CheckpointLayout(
+    renames=(("model.embedding_norm.", "model.norm."),),
+    modules=((".self_attn.out_proj.", ".self_attn.o_proj."), (".self_attn.q_layernorm.", ".self_attn.q_norm."),
+             (".self_attn.k_layernorm.", ".self_attn.k_norm."), (".feed_forward.w1.", ".mlp.gate_proj."),
+             (".feed_forward.w3.", ".mlp.up_proj."), (".feed_forward.w2.", ".mlp.down_proj."),
+             (".feed_forward.expert_bias", ".mlp.gate.e_score_correction_bias")))
+
+
 def build_lfm2(f: Fields, model_type: str) -> ModelSpec:
     hidden, n_layers, vocab = _core(f)
+    moe = model_type == "lfm2_moe"
+    if moe and not _present(f, "layer_types"):  # Lfm2MoeConfig has no default layout (transformers fails without)
+        raise f.error("layer_types", "is required for lfm2_moe (which layers are conv and which attention)")
     if _present(f, "layer_types"):
         types = per_layer_types(f, "layer_types", n_layers, LFM2_TYPES)
     else:
@@ -558,13 +609,295 @@ def build_lfm2(f: Fields, model_type: str) -> ModelSpec:
     if attn is not None and not f.has("rope_theta") and not isinstance(f.raw("rope_parameters"), dict):
         attn = replace(attn, rope_theta=f.defaulted("rope_theta", 1000000.0, "lfm2's default_theta"))
     conv = ShortConv(hidden, f.int("conv_L_cache", hi=1 << 12), f.bool("conv_bias", False)) if "conv" in types else None
-    mlp = MLP(hidden, lfm2_ffn_size(f))
     norms = (PlacedNorm("operator_norm", "pre_mixer", Norm(hidden)), PlacedNorm("ffn_norm", "pre_ffn", Norm(hidden)))
-    layers = [Layer(attn if t == "attention" else conv, mlp, norms) for t in types]
-    spec = _spec(f, model_type, hidden, vocab, layers, Norm(hidden), True, "silu")
+    if moe:
+        # LFM2-MoE (LFM2-8B-A1B): a SwiGLU MLP of intermediate_size (no LFM2 width adjustment) on the first
+        # num_dense_layers layers, a sparse block on the others: a sigmoid router whose choice adds the
+        # expert_bias buffer (use_expert_bias), the chosen sigmoids renormalised (norm_topk_prob) and scaled
+        # (routed_scaling_factor); no shared expert
+        dense = f.int("num_dense_layers", 2, lo=0, hi=n_layers)
+        n_exp, k = f.int("num_experts", lo=1), f.int("num_experts_per_tok", lo=1)
+        if k > n_exp:
+            raise f.error("num_experts_per_tok", f"({k}) exceeds num_experts ({n_exp})")
+        sparse = MoE(hidden, n_exp, k, f.int("moe_intermediate_size"))
+        mlp = MLP(hidden, f.int("intermediate_size"))
+        layers = [Layer(attn if t == "attention" else conv, mlp if i < dense else sparse, norms)
+                  for i, t in enumerate(types)]
+        numerics = Numerics(**read_routing(f, RouterKind.SIGMOID), score_correction_bias=f.bool("use_expert_bias", True))
+        spec = _spec(f, model_type, hidden, vocab, layers, Norm(hidden), True, "silu", numerics=numerics,
+                     checkpoint=LFM2_LAYOUT)
+    else:
+        mlp = MLP(hidden, lfm2_ffn_size(f))
+        layers = [Layer(attn if t == "attention" else conv, mlp, norms) for t in types]
+        spec = _spec(f, model_type, hidden, vocab, layers, Norm(hidden), True, "silu", checkpoint=LFM2_LAYOUT)
     if _present(f, "tie_embedding"):  # transformers: tie_embedding overrides tie_word_embeddings
         spec = replace(spec, tie_word_embeddings=f.bool("tie_embedding"))
     return spec
+
+
+# ---- LFM3 ----------------------------------------------------------------------------------------
+
+LFM3_TYPES = {"conv": "conv", "sliding_attention": "sliding", "full_attention": "full"}
+#: Lfm3Config's rope_parameters when absent: (rope_type, theta, partial_rotary_factor) per attention type
+LFM3_ROPE = {"sliding_attention": ("default", 10_000.0, 1.0), "full_attention": ("proportional", 1_000_000.0, 0.5)}
+
+
+def _lfm3_rope(f: Fields, kind: str) -> tuple[float, float | None]:
+    """(theta, proportional factor or None) of one attention type from the nested ``rope_parameters``
+    (Lfm3RotaryEmbedding reads ``rope_parameters[layer_type]`` only; a flat dict does not build). "default"
+    rotates all of head_dim; "proportional" the first ``factor · head_dim / 2`` frequencies over head_dim."""
+    params = f.raw("rope_parameters")
+    if params is None:
+        kind_, theta, factor = LFM3_ROPE[kind]
+        f.defaulted(f"rope_parameters.{kind}", f"{kind_}, theta {theta:g}", "absent: Lfm3Config's default")
+        return theta, factor if kind_ == "proportional" else None
+    if not isinstance(params, dict) or not isinstance(params.get(kind), dict):
+        raise f.error("rope_parameters", f"has no '{kind}' block; LFM3 reads one per attention layer type")
+    block = params[kind]
+    rope_type = block.get("rope_type", "default")
+    theta = block.get("rope_theta")
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or theta <= 0:
+        raise f.error(f"rope_parameters.{kind}.rope_theta", f"must be a positive number, got {short(theta)}")
+    if rope_type == "default":
+        return float(theta), None
+    factor = block.get("partial_rotary_factor", 1.0)
+    if rope_type != "proportional" or block.get("factor", 1.0) != 1.0:
+        raise f.error(f"rope_parameters.{kind}", f"is {short(block)}: only default and proportional RoPE "
+                                                 "(without a scaling factor) are modelled for LFM3")
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
+        raise f.error(f"rope_parameters.{kind}.partial_rotary_factor", f"must be in (0, 1], got {short(factor)}")
+    return float(theta), float(factor)
+
+
+def build_lfm3(f: Fields, model_type: str) -> ModelSpec:
+    """LFM3 (``lfm3``): LFM2's layer with three layer types (``conv``: the short conv; ``sliding_attention``
+    / ``full_attention``: Qwen3 attention, q/k/v/o biased by attention_bias, per-head q/k RMSNorms, and with
+    use_attention_gate a bias-free ``g_proj`` (hidden -> heads) whose sigmoid scales each head's output);
+    with use_sandwich_norm, RMSNorms on the operator and FFN outputs before each residual add
+    (post_operator_norm, post_ffn_norm); a SwiGLU MLP of intermediate_size (w1 / w3 / w2, no LFM2 width
+    adjustment). Default layout: full at i % 4 == 2, sliding at i % 4 == 0 (i > 0), conv elsewhere. RoPE per
+    attention type from ``rope_parameters`` (default: sliding plain at 10k, full proportional 0.5 at 1M)."""
+    hidden, n_layers, vocab = _core(f)
+    if _present(f, "layer_types"):
+        types = per_layer_types(f, "layer_types", n_layers, LFM3_TYPES)
+    else:
+        types = ["full" if i % 4 == 2 else "sliding" if i % 4 == 0 and i > 0 else "conv" for i in range(n_layers)]
+        f.defaulted("layer_types", f"list[{n_layers}]", "absent: full_attention at i % 4 == 2, sliding_attention "
+                                                        "at i % 4 == 0 (i > 0), conv elsewhere")
+    mixers: dict[str, Any] = {}
+    proportional = None
+    if "sliding" in types or "full" in types:
+        attn = read_attention(f, hidden, bias=f.bool("attention_bias", False), qk_norm_dim=None, rope=False)
+        if f.bool("use_attention_gate", True):
+            attn = GatedAttention(**{k.name: getattr(attn, k.name) for k in fields(Attention)}, head_gate=True)
+        if "full" in types:
+            theta, proportional = _lfm3_rope(f, "full_attention")
+            mixers["full"] = replace(attn, rotary_dim=attn.head_dim, rope_theta=theta)
+        if "sliding" in types:
+            theta, factor = _lfm3_rope(f, "sliding_attention")
+            if factor is not None:
+                raise f.error("rope_parameters.sliding_attention", "is proportional: only the full-attention "
+                                                                  "layers' proportional RoPE is modelled")
+            mixers["sliding"] = replace(attn, rotary_dim=attn.head_dim, rope_theta=theta,
+                                        window=f.int("sliding_window", hi=1 << 30))
+    if "conv" in types:
+        mixers["conv"] = ShortConv(hidden, f.int("conv_L_cache", hi=1 << 12), f.bool("conv_bias", False))
+    mlp = MLP(hidden, f.int("intermediate_size"))
+    norms = [PlacedNorm("operator_norm", "pre_mixer", Norm(hidden)), PlacedNorm("ffn_norm", "pre_ffn", Norm(hidden))]
+    if f.bool("use_sandwich_norm", True):
+        norms += [PlacedNorm("post_operator_norm", "post_mixer", Norm(hidden)),
+                  PlacedNorm("post_ffn_norm", "post_ffn", Norm(hidden))]
+    layers = [Layer(mixers[t], mlp, tuple(norms)) for t in types]
+    return _spec(f, model_type, hidden, vocab, layers, Norm(hidden), True, "silu",
+                 numerics=Numerics(proportional_rope=proportional),
+                 checkpoint=CheckpointLayout(renames=(("model.embedding_norm.", "model.norm."),),
+                                             modules=LFM3_MODULES))
+
+
+#: transformers' LFM3 module names -> ours
+LFM3_MODULES = ((".feed_forward.w1.", ".mlp.gate_proj."), (".feed_forward.w3.", ".mlp.up_proj."),
+                (".feed_forward.w2.", ".mlp.down_proj."), (".conv.in_proj.", ".mixer.in_proj."),
+                (".conv.conv.", ".mixer.conv."), (".conv.out_proj.", ".mixer.out_proj."))
+
+
+# ---- Ling 3 (bailing_hybrid) ---------------------------------------------------------------------
+
+#: BailingHybridConfig.attribute_map: the dataclass names (ours, with their class defaults) and the names
+#: transformers saves and Ling's checkpoints use
+BAILING_ALIASES = {"num_local_experts": ("num_experts",), "num_experts_per_tok": ("num_experts_per_token",),
+                   "n_group": ("num_expert_group",), "n_shared_experts": ("num_shared_experts",),
+                   "norm_topk_prob": ("moe_renormalize",)}
+
+
+def build_bailing_hybrid(f: Fields, model_type: str) -> ModelSpec:
+    """Ling 3 (``bailing_hybrid``, Ling-3.0-Flash): Kimi Linear's layer (input_layernorm → mixer →
+    post_attention_layernorm → MLP), the mixer Kimi Delta Attention (``mixers/kda.py``: num_attention_heads
+    heads of head_dim, short_conv_kernel_size taps) on ``linear_attention`` layers and DeepSeek V3's MLA with a
+    per-head sigmoid output gate (``g_proj``, hidden -> heads) on ``full_attention`` layers (default: the last
+    of every layer_group_size); a dense SwiGLU MLP on the first first_k_dense_replace layers (or by
+    mlp_layer_types), elsewhere DeepSeek V3's MoE (sigmoid router with a choice-only correction bias, grouped,
+    scaled; num_shared_experts shared experts). RoPE on interleaved pairs, always. lm_head is never tied
+    (BailingHybridForCausalLM ties nothing). The MTP layers the checkpoint stores (num_nextn_predict_layers)
+    are not built by transformers and not counted."""
+    from .deepseek import numerics as deepseek_numerics
+
+    f.aliases = {**f.aliases, **BAILING_ALIASES}
+    hidden, n_layers, vocab = _core(f)
+    if _present(f, "layer_types"):
+        types = per_layer_types(f, "layer_types", n_layers, QWEN3_NEXT_TYPES)
+    else:
+        group = f.int("layer_group_size", 6)
+        types = ["full" if (i + 1) % group == 0 else "linear" for i in range(n_layers)]
+        f.defaulted("layer_types", f"list[{n_layers}]", f"absent: the last layer of every {group} "
+                                                        "(layer_group_size) full_attention, the others linear")
+    if f.raw("mlp_layer_types") is not None:
+        moe_at = sparse_layers(f, n_layers)
+    else:
+        first = f.int("first_k_dense_replace", 2, lo=0, hi=MAX_LAYERS)
+        moe_at = set(range(first, n_layers))
+    act = _act(f, "silu")
+    heads = f.int("num_attention_heads")
+    mixers: dict[str, Any] = {}
+    if "full" in types:
+        rope = f.int("qk_rope_head_dim")
+        theta, rotary, _ = read_rope(f, rope)
+        if f.cfg.get("rope_theta") is None and not isinstance(f.raw("rope_parameters"), dict):
+            theta = f.defaulted("rope_theta", 6_000_000.0, "absent: BailingHybridConfig's default")
+        if rotary != rope:
+            raise f.error("partial_rotary_factor", f"gives {rotary} rotary dimensions; Ling 3's MLA rotates all "
+                                                   f"qk_rope_head_dim ({rope})")
+        mixers["full"] = MLA(hidden, heads, f.opt_int("q_lora_rank"), f.int("kv_lora_rank"),
+                             f.int("qk_nope_head_dim"), rope, f.int("v_head_dim"),
+                             bias=f.bool("attention_bias", False), rope_theta=theta, head_gate=True)
+    if "linear" in types:
+        # transformers' __post_init__ copies head_dim into linear_head_dim, then overwrites head_dim with
+        # qk_rope_head_dim: a config it saved carries both, and linear_head_dim is the KDA head
+        hd = f.int("linear_head_dim") if _present(f, "linear_head_dim") else f.int("head_dim", 128)
+        mixers["linear"] = KimiDeltaAttention(hidden, heads, heads, hd, hd,
+                                              f.int("short_conv_kernel_size", 4, hi=1 << 12))
+    dense = MLP(hidden, f.int("intermediate_size"), act=act) if len(moe_at) < n_layers else None
+    moe = None
+    if moe_at:
+        n_exp, k = f.int("num_local_experts"), f.int("num_experts_per_tok")
+        if k > n_exp:
+            raise f.error("num_experts_per_tok", f"({k}) exceeds the number of experts ({n_exp})")
+        size = f.int("moe_intermediate_size")
+        moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=f.int("n_shared_experts", 0, lo=0) * size, act=act)
+    norms = pre_norms(lambda: Norm(hidden))
+    layers = [Layer(mixers[t], moe if i in moe_at else dense, norms) for i, t in enumerate(types)]
+    if f.raw("tie_word_embeddings") is True:
+        f.derived("tie_word_embeddings", False, "BailingHybridForCausalLM ties no weights: lm_head is its own")
+    return ModelSpec(model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=tuple(layers),
+                     tie_word_embeddings=False, final_norm=Norm(hidden), hidden_act=act, norm_eps=read_eps(f),
+                     rope_scaling=read_rope(f, mixers["full"].qk_rope_head_dim)[2] if "full" in types else (),
+                     numerics=deepseek_numerics(f, 3, interleave_fixed=True))
+
+
+# ---- Kimi Linear (kimi_linear) -------------------------------------------------------------------
+
+#: KimiLinearConfig.attribute_map (as Ling 3's): the dataclass names and the names Moonshot's checkpoints use
+KIMI_LINEAR_ALIASES = BAILING_ALIASES
+
+#: KimiLinearConfig.__post_init__: linear_attn_config's keys, over the dataclass fields they override
+KIMI_LINEAR_ATTN = {"head_dim": "linear_head_dim", "num_heads": "linear_num_heads",
+                    "short_conv_kernel_size": "linear_conv_kernel_dim"}
+
+
+def _kimi_linear_attn_config(f: Fields) -> dict:
+    lac = f.raw("linear_attn_config")
+    if lac is None:
+        return {}
+    if not isinstance(lac, dict):
+        raise f.error("linear_attn_config", f"must be an object, got {short(lac)}")
+    return lac
+
+
+def _kimi_linear_int(f: Fields, lac: dict, sub: str, hi: int) -> int:
+    """linear_attn_config[sub] when the config has it (transformers' precedence), else the dataclass field."""
+    key = KIMI_LINEAR_ATTN[sub]
+    if sub not in lac:
+        return f.int(key, hi=hi)
+    iv = as_int(lac[sub])
+    if iv is None or iv < 1 or iv > hi:
+        raise f.error("linear_attn_config", f"entry '{sub}' must be an integer in [1, {hi}], got {short(lac[sub])}")
+    return f.derived(key, iv, f"linear_attn_config.{sub}")
+
+
+def _kimi_linear_types(f: Fields, lac: dict, n_layers: int) -> list[str]:
+    """"linear" / "full" per layer: layer_types, else linear_attn_config's 1-indexed full_attn_layers and
+    kda_layers (transformers sets the full layers, then the KDA ones), else every 4th layer from layer 4
+    (index i > 0, i % 4 == 0) full."""
+    if _present(f, "layer_types"):
+        return per_layer_types(f, "layer_types", n_layers, QWEN3_NEXT_TYPES)
+    if "full_attn_layers" in lac and "kda_layers" in lac:
+        types: list[str | None] = [None] * n_layers
+        for key, t in (("full_attn_layers", "full"), ("kda_layers", "linear")):
+            idx = lac[key]
+            if not isinstance(idx, list):
+                raise f.error("linear_attn_config", f"entry '{key}' must be a list of layer numbers, got {short(idx)}")
+            for v in idx:
+                iv = as_int(v)
+                if iv is None or not 1 <= iv <= n_layers:
+                    raise f.error("linear_attn_config", f"entry '{key}' holds {short(v)}; layers are numbered 1 to "
+                                                        f"{n_layers}")
+                types[iv - 1] = t
+        if None in types:
+            raise f.error("linear_attn_config", f"names no type for layer {types.index(None) + 1} (neither in "
+                                                "full_attn_layers nor in kda_layers)")
+        f.derived("layer_types", f"list[{n_layers}]", "linear_attn_config's full_attn_layers and kda_layers")
+        return [t for t in types if t is not None]
+    f.defaulted("layer_types", f"list[{n_layers}]", "absent: every 4th layer (from index 4) full_attention, the "
+                                                    "others linear")
+    return ["full" if i and i % 4 == 0 else "linear" for i in range(n_layers)]
+
+
+def build_kimi_linear(f: Fields, model_type: str) -> ModelSpec:
+    """Kimi Linear (``kimi_linear``, Kimi-Linear-48B-A3B): input_layernorm → mixer → post_attention_layernorm →
+    MLP. The mixer is Kimi Delta Attention with low-rank gates (``mixers/kda.py``, ``gate_rank`` = the head
+    dim: linear_num_heads heads of linear_head_dim, linear_conv_kernel_dim taps, linear_attn_config's
+    num_heads / head_dim / short_conv_kernel_size first) on ``linear_attention`` layers and DeepSeek V3's MLA
+    without RoPE on ``full_attention`` layers (the qk_rope_head_dim key slice is kept, shared and cached, but
+    never rotated: KimiLinearModel has no rotary embedding). A dense SwiGLU MLP on the first
+    first_k_dense_replace layers (default 1, or by mlp_layer_types), elsewhere DeepSeek V3's MoE (sigmoid
+    router with a choice-only correction bias, grouped, scaled; n_shared_experts shared experts). lm_head is
+    never tied (KimiLinearForCausalLM ties nothing)."""
+    from .deepseek import numerics as deepseek_numerics
+
+    f.aliases = {**f.aliases, **KIMI_LINEAR_ALIASES}
+    hidden, n_layers, vocab = _core(f)
+    lac = _kimi_linear_attn_config(f)
+    types = _kimi_linear_types(f, lac, n_layers)
+    if f.raw("mlp_layer_types") is not None:
+        moe_at = sparse_layers(f, n_layers)
+    else:
+        first = f.int("first_k_dense_replace", 1, lo=0, hi=MAX_LAYERS)
+        moe_at = set(range(first, n_layers))
+    act = _act(f, "silu")
+    mixers: dict[str, Any] = {}
+    if "full" in types:
+        mixers["full"] = MLA(hidden, f.int("num_attention_heads"), f.opt_int("q_lora_rank"), f.int("kv_lora_rank"),
+                             f.int("qk_nope_head_dim"), f.int("qk_rope_head_dim"), f.int("v_head_dim"),
+                             bias=f.bool("attention_bias", False), rope=False)
+    if "linear" in types:
+        heads = _kimi_linear_int(f, lac, "num_heads", 1 << 16)
+        hd = _kimi_linear_int(f, lac, "head_dim", 1 << 16)
+        kernel = _kimi_linear_int(f, lac, "short_conv_kernel_size", 1 << 12)
+        mixers["linear"] = KimiDeltaAttention(hidden, heads, heads, hd, hd, kernel, gate_rank=hd)
+    dense = MLP(hidden, f.int("intermediate_size"), act=act) if len(moe_at) < n_layers else None
+    moe = None
+    if moe_at:
+        n_exp, k = f.int("num_local_experts"), f.int("num_experts_per_tok")
+        if k > n_exp:
+            raise f.error("num_experts_per_tok", f"({k}) exceeds the number of experts ({n_exp})")
+        size = f.int("moe_intermediate_size")
+        moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=f.int("n_shared_experts", 0, lo=0) * size, act=act)
+    norms = pre_norms(lambda: Norm(hidden))
+    layers = [Layer(mixers[t], moe if i in moe_at else dense, norms) for i, t in enumerate(types)]
+    if f.raw("tie_word_embeddings") is True:
+        f.derived("tie_word_embeddings", False, "KimiLinearForCausalLM ties no weights: lm_head is its own")
+    return ModelSpec(model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=tuple(layers),
+                     tie_word_embeddings=False, final_norm=Norm(hidden), hidden_act=act, norm_eps=read_eps(f),
+                     numerics=deepseek_numerics(f, 3, interleave_fixed=True))
 
 
 # ---- Phi (phi-1, phi-1.5, phi-2) -----------------------------------------------------------------

@@ -9,10 +9,15 @@ from typing import Union
 
 from .attention import Attention, GatedAttention, attended_keys, distinct_keys
 from .base import MixerKind, MixerSpec
+from .block_sparse import BlockSparseAttention
+from .doge import DogeAttention
 from .compressed import CompressedMQA
 from .deltanet import GatedDeltaNet
 from .dsa import SparseMLA
+from .hyper_block import HyperBlock
 from .hybrid import ParallelHybrid
+from .inkling import InklingAttention
+from .kda import KimiDeltaAttention
 from .lightning import LightningAttention
 from .mamba import Mamba
 from .mla import MLA
@@ -22,11 +27,13 @@ from .zamba import SharedBlockMamba
 #: Every mixer spec class: what tensor-parallel tables collect over (``analysis.parallel``).
 MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, SparseMLA, Mamba, GatedDeltaNet,
                                             ShortConv, ParallelHybrid, SharedBlockMamba, LightningAttention,
-                                            CompressedMQA)
+                                            CompressedMQA, InklingAttention, HyperBlock, KimiDeltaAttention,
+                                            BlockSparseAttention, DogeAttention)
 
 Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid, SharedBlockMamba,
-              LightningAttention, CompressedMQA]
+              LightningAttention, CompressedMQA, InklingAttention, HyperBlock, KimiDeltaAttention,
+              BlockSparseAttention, DogeAttention]
 
-__all__ = ["MIXER_TYPES", "MLA", "Attention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "LightningAttention", "Mamba", "Mixer",
+__all__ = ["MIXER_TYPES", "MLA", "Attention", "BlockSparseAttention", "DogeAttention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "HyperBlock", "InklingAttention", "KimiDeltaAttention", "LightningAttention", "Mamba", "Mixer",
            "MixerKind", "MixerSpec", "ParallelHybrid", "SharedBlockMamba", "ShortConv", "SparseMLA", "attended_keys",
            "distinct_keys"]

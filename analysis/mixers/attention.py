@@ -94,6 +94,7 @@ class Attention(MixerSpec):
     # what ``GatedAttention`` adds (fields there): plain attention has neither
     output_gate = False
     qk_norm_bias = False
+    head_gate = False
 
     @property
     def q_dim(self) -> int:
@@ -255,11 +256,14 @@ class GatedAttention(Attention):
     ``output_gate`` (Qwen3-Next): ``q_proj`` also emits a gate per query feature, so it has
     ``2 · num_attention_heads · head_dim`` rows; the attention output is multiplied by
     ``sigmoid(gate)`` before ``o_proj``. ``qk_norm_bias`` (Phi's ``qk_layernorm``): the q/k norms
-    are LayerNorms with a bias. KV cache, windows and everything else are those of ``Attention``.
+    are LayerNorms with a bias. ``head_gate`` (LFM3): a bias-free ``g_proj`` (hidden -> heads) whose
+    sigmoid scales each head's output before ``o_proj``. KV cache, windows and everything else are
+    those of ``Attention``.
     """
 
     output_gate: bool = False
     qk_norm_bias: bool = False
+    head_gate: bool = False
 
     def __post_init__(self) -> None:
         if self.output_gate and self.fused_qkv:
@@ -275,6 +279,8 @@ class GatedAttention(Attention):
             out.append(t)
             if self.qk_norm_bias and t.name in (f"{prefix}.q_norm.weight", f"{prefix}.k_norm.weight"):
                 out.append(Tensor(t.name[: -len("weight")] + "bias", t.shape, "norm"))
+        if self.head_gate:
+            _linear(out, f"{prefix}.g_proj", self.num_attention_heads, self.hidden_size, False)
         return out
 
     def trace(self, b, i: int, tensors: dict[str, list[Tensor]]) -> None:
@@ -285,4 +291,12 @@ class GatedAttention(Attention):
             o_proj = b.ops.pop()
             n = b.shape.tokens
             b.elementwise("output_gate", n * (self.q_dim + self.o_in), n * self.o_in, i, "attention", kernels=2)
+            b.ops.append(o_proj)
+        if self.head_gate:
+            # LFM3: sigmoid(g_proj(x)), one scalar per head, scales that head's output before o_proj
+            o_proj = b.ops.pop()
+            n = b.shape.tokens
+            b.matmul("g_proj", tensors["g_proj"], i, "attention")
+            heads = self.num_attention_heads
+            b.elementwise("head_gate", n * (heads + self.o_in), n * self.o_in, i, "attention", kernels=2)
             b.ops.append(o_proj)

@@ -54,6 +54,11 @@ class MixerKind(StrEnum):
     SHARED_BLOCK_MAMBA = "shared-block+mamba"  # Zamba2: a shared attention block, then Mamba-2
     LIGHTNING = "lightning"  # MiniMax lightning attention (linear attention, a d x d state per head)
     COMPRESSED_MQA = "compressed_mqa"  # DeepSeek-V4: shared-KV MQA, sliding window + compressed entries
+    KDA = "kda"  # Ling 3: Kimi Delta Attention (the gated delta rule with a per-channel decay)
+    INKLING = "inkling"  # Inkling / Inkling-2: relative-bias attention with short convs on K, V and outputs
+    HYPER_BLOCK = "hyper_block"  # Qwen4-Exp: Gated DeltaNet or QSA attention inside gated hyper-connections
+    BLOCK_SPARSE = "block_sparse"  # MiniMax-M3: GQA attention over the key blocks a lightning indexer selects
+    DOGE = "doge"  # SmallDoge: GQA attention with a dynamic mask (a per-key bias from the cached values)
 
 
 class MixerSpec:

@@ -33,6 +33,9 @@ Attention runs in the absorbed (latent, MQA) form for decode and prefill alike: 
 (``flash_mla_with_kvcache`` with indices, ``flash_mla_sparse_fwd``) gather the selected latents, never
 expanding them through ``kv_b_proj``. GLM-5 layers whose ``indexer_types`` entry is ``"shared"`` have no
 indexer (no tensors, no indexer cache, no indexer ops) and reuse the previous full layer's selection.
+
+Gated descendants, as fields: Hy4-preview (``hy_v4``: ``out_gate``, ``sinks``, ``hc_mult``; GLM-5's shared layers)
+and A.X-K2 (``axk2``: ``q_gate``) gate each head's output by a sigmoid before ``o_proj``; their cache is DSA's.
 """
 
 from __future__ import annotations
@@ -59,6 +62,16 @@ class SparseMLA(MLA):
     index_n_heads: int = 64
     index_head_dim: int = 128
     indexer: bool = True
+    # gated variants (all off for DeepSeek-V3.2 / GLM-5):
+    # A.X-K2 (``axk2``): ``q_gate_proj`` (2 · q_lora_rank -> heads · (qk_head_dim + v_head_dim)) over the normed and
+    # the raw query latent side by side, in place of ``q_b_proj``: the queries and a sigmoid gate on each head's output
+    q_gate: bool = False
+    # Hy4-preview (``hy_v4``): ``gate_proj`` (hidden -> heads · v_head_dim), a sigmoid gate on each head's output
+    out_gate: bool = False
+    sinks: bool = False  # Hy4-preview: a learned sink logit per head (``sinks``, fp32)
+    # Hy4-preview: independent hyper-connections over ``hc_mult`` residual streams, ``attn_hc`` and ``ffn_hc`` (named
+    # at the layer, as DeepSeek-V4's): ``fn`` (2n x n · hidden), ``base`` (2n), ``scale`` (2); no Sinkhorn comb. 0: none
+    hc_mult: int = 0
 
     kind = MixerKind.SPARSE_MLA
     title = "DeepSeek sparse attention"
@@ -75,13 +88,35 @@ class SparseMLA(MLA):
         return "dsa" if self.indexer else "dsa(shared)"
 
     def summary(self) -> str:
-        return (f"MLA (latent {self.kv_lora_rank} + rope {self.qk_rope_head_dim}) with DeepSeek sparse attention "
-                f"(top {self.index_topk}; indexer {self.index_n_heads}x{self.index_head_dim})")
+        s = (f"MLA (latent {self.kv_lora_rank} + rope {self.qk_rope_head_dim}) with DeepSeek sparse attention "
+             f"(top {self.index_topk}; indexer {self.index_n_heads}x{self.index_head_dim})")
+        if self.q_gate or self.out_gate:
+            s += ", a sigmoid output gate per head"
+        if self.sinks:
+            s += ", attention sinks"
+        if self.hc_mult:
+            s += f", {self.hc_mult} hyper-connection streams"
+        return s
 
     # ---- parameters ------------------------------------------------------------------------------
 
     def tensors(self, prefix: str) -> list[Tensor]:
         out = super().tensors(prefix)
+        nh, v = self.num_attention_heads, self.v_head_dim
+        if self.q_gate:  # q_gate_proj in place of q_b_proj (whose place in the list it takes)
+            at = next(k for k, t in enumerate(out) if t.name == f"{prefix}.q_b_proj.weight")
+            out[at] = Tensor(f"{prefix}.q_gate_proj.weight", (nh * (self.qk_head_dim + v), 2 * self.q_lora_rank),
+                             "linear")
+        if self.out_gate:
+            _linear(out, f"{prefix}.gate_proj", nh * v, self.hidden_size, False)
+        if self.sinks:
+            out.append(Tensor(f"{prefix}.sinks", (nh,), "other"))
+        if self.hc_mult:
+            layer, n = prefix.rsplit(".", 1)[0], self.hc_mult
+            for hc in ("attn_hc", "ffn_hc"):
+                out.append(Tensor(f"{layer}.{hc}.fn", (2 * n, n * self.hidden_size), "other"))
+                out.append(Tensor(f"{layer}.{hc}.base", (2 * n,), "other"))
+                out.append(Tensor(f"{layer}.{hc}.scale", (2,), "other"))
         if self.indexer:
             p, d, nh = f"{prefix}.indexer", self.index_head_dim, self.index_n_heads
             _linear(out, f"{p}.wq_b", nh * d, self.q_lora_rank, False)
@@ -120,9 +155,14 @@ class SparseMLA(MLA):
         cached key and top-k, then the absorbed attention over the selected keys only."""
         s, n, a = b.shape, b.shape.tokens, b.a
         nh, r, rope = self.num_attention_heads, self.kv_lora_rank, self.qk_rope_head_dim
+        if self.hc_mult:
+            self._trace_hc(b, i, tensors, "attn_hc")
         b.matmul("q_a_proj", tensors["q_a_proj"], i, "attention", parallel=Parallel.REPLICATED)
         b.norm("q_a_layernorm", None, self.q_lora_rank, i, tensors=tensors["q_a_layernorm"])
-        b.matmul("q_b_proj", tensors["q_b_proj"], i, "attention")
+        q = "q_gate_proj" if self.q_gate else "q_b_proj"
+        b.matmul(q, tensors[q], i, "attention")
+        if self.out_gate:  # (a dense layer's MLP has a gate_proj too: the short names collide)
+            b.matmul("gate_proj", [t for t in tensors["gate_proj"] if ".self_attn." in t.name], i, "attention")
         b.matmul("kv_a_proj_with_mqa", tensors["kv_a_proj_with_mqa"], i, "attention", parallel=Parallel.REPLICATED)
         b.norm("kv_a_layernorm", None, r, i, tensors=tensors["kv_a_layernorm"])
         rope_elems = n * (nh + 1) * rope
@@ -149,11 +189,30 @@ class SparseMLA(MLA):
         flops = s.batch * nh * (2 * (r + rope) + 2 * r) * keys
         b.add(name=f"attention (top-{self.index_topk})", kind=OpKind.ATTENTION, category="attention", layer=i,
               flops=flops, act_read_bytes=n * nh * (r + rope) * a + s.batch * keys * 4,  # + the int32 indices
-              act_write_bytes=n * nh * r * a, kv_read_bytes=s.batch * read * lat_tok, kernels=1)
+              act_write_bytes=n * nh * r * a, kv_read_bytes=s.batch * read * lat_tok, kernels=1,
+              weight_bytes=b.fmt.bytes_of(tensors["sinks"]) if self.sinks else 0)  # Hy4's sink logits
         b.add(name="v_up", kind=OpKind.MATMUL, category="attention", layer=i, flops=2 * n * (total - k_part),
               weight_bytes=kv_b_bytes - k_bytes, act_read_bytes=n * nh * r * a,
               act_write_bytes=n * nh * self.v_head_dim * a, kernels=1)
+        if self.q_gate or self.out_gate:  # sigmoid(gate) times each head's output
+            g = n * nh * self.v_head_dim
+            b.elementwise("output_gate", 2 * g, g, i, "attention", kernels=2)
         b.matmul("o_proj", tensors["o_proj"], i, "attention", parallel=Parallel.ROW)
+        if self.hc_mult:  # the output weighted into every stream plus the streams, then the FFN's streams collapsed
+            h, hc = self.hidden_size, self.hc_mult
+            b.elementwise("hc_post", n * (hc + 1) * h + n * hc, n * hc * h, i, "other", kernels=2)
+            self._trace_hc(b, i, tensors, "ffn_hc")
+
+    def _trace_hc(self, b, i: int, tensors: dict[str, list[Tensor]], name: str) -> None:
+        """An independent hyper-connection (Hy4-preview): the n streams RMS-normed, ``fn`` (a replicated fp32
+        matmul to the 2n pre / post logits) and the collapse to one stream by the sigmoid pre weights."""
+        n, h, hc = b.shape.tokens, self.hidden_size, self.hc_mult
+        b.norm(f"{name}.input_norm", None, hc * h, i, tensors=[])
+        fn = next(t for t in tensors[name] if t.name.endswith(".fn"))
+        b.add(name=f"{name}.fn", kind=OpKind.MATMUL, category="other", layer=i, flops=2 * n * fn.numel,
+              weight_bytes=b.fmt.bytes_of(tensors[name]), act_read_bytes=n * hc * h * 4,
+              act_write_bytes=n * fn.shape[0] * 4, kernels=1, parallel=Parallel.REPLICATED)
+        b.elementwise(f"{name}.collapse", n * hc * h, n * h, i, "other", kernels=2)
 
     def _trace_indexer(self, b, i: int, tensors: dict[str, list[Tensor]], all_keys: int, seen: int) -> None:
         """The lightning indexer, replicated on every tensor-parallel rank (vLLM): its query from the MLA's

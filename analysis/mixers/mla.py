@@ -36,6 +36,11 @@ class MLA(MixerSpec):
     v_head_dim: int
     bias: bool = False  # attention_bias: q_a_proj, kv_a_proj_with_mqa and o_proj
     rope_theta: float = 10000.0
+    # Ling 3 (bailing_hybrid): a bias-free g_proj (hidden -> heads) whose sigmoid scales each head's output
+    head_gate: bool = False
+    # Kimi Linear (kimi_linear): NoPE. The qk_rope_head_dim slice of kv_a_proj_with_mqa is still the shared key
+    # part, cached and attended, but never rotated
+    rope: bool = True
 
     kind = MixerKind.MLA
     title = "MLA"
@@ -49,6 +54,8 @@ class MLA(MixerSpec):
         return self.qk_nope_head_dim + self.qk_rope_head_dim
 
     def summary(self) -> str:
+        if not self.rope:
+            return f"MLA (latent {self.kv_lora_rank} + shared key {self.qk_rope_head_dim}, no RoPE)"
         return f"MLA (latent {self.kv_lora_rank} + rope {self.qk_rope_head_dim})"
 
     # ---- parameters ------------------------------------------------------------------------------
@@ -66,6 +73,8 @@ class MLA(MixerSpec):
         out.append(Tensor(f"{prefix}.kv_a_layernorm.weight", (self.kv_lora_rank,), "norm"))
         _linear(out, f"{prefix}.kv_b_proj", nh * (self.qk_nope_head_dim + self.v_head_dim), self.kv_lora_rank, False)
         _linear(out, f"{prefix}.o_proj", h, nh * self.v_head_dim, self.bias)
+        if self.head_gate:
+            _linear(out, f"{prefix}.g_proj", nh, h, False)
         return out
 
     # ---- trace -----------------------------------------------------------------------------------
@@ -86,8 +95,9 @@ class MLA(MixerSpec):
             b.matmul("q_b_proj", tensors["q_b_proj"], i, "attention")
         b.matmul("kv_a_proj_with_mqa", tensors["kv_a_proj_with_mqa"], i, "attention", parallel=Parallel.REPLICATED)
         b.norm("kv_a_layernorm", None, self.kv_lora_rank, i, tensors=tensors["kv_a_layernorm"])
-        rope = n * (nh + 1) * self.qk_rope_head_dim
-        b.elementwise("rope", rope, rope, i, "attention", kernels=10, kind=OpKind.ROPE)
+        if self.rope:
+            rope = n * (nh + 1) * self.qk_rope_head_dim
+            b.elementwise("rope", rope, rope, i, "attention", kernels=10, kind=OpKind.ROPE)
         kv_elems = self.kv_elements_per_token()
         kv_tok = b.kv.nbytes(kv_elems)
         b.add(name="kv_append", kind=OpKind.KV_APPEND, category="attention", layer=i, act_read_bytes=n * kv_elems * a,
@@ -120,6 +130,10 @@ class MLA(MixerSpec):
             b.add(name="attention", kind=OpKind.ATTENTION, category="attention", layer=i, flops=flops,
                   act_read_bytes=n * nh * self.qk_head_dim * a + rows * nh * (self.qk_head_dim + self.v_head_dim) * a,
                   act_write_bytes=n * nh * self.v_head_dim * a, kv_read_bytes=s.batch * seen * kv_tok, kernels=1)
+        if self.head_gate:  # sigmoid(g_proj(x)), one scalar per head, scales that head's output
+            b.matmul("g_proj", tensors["g_proj"], i, "attention")
+            b.elementwise("head_gate", n * nh * (1 + self.v_head_dim), n * nh * self.v_head_dim, i, "attention",
+                          kernels=2)
         b.matmul("o_proj", tensors["o_proj"], i, "attention", parallel=Parallel.ROW)
 
     # ---- cache -----------------------------------------------------------------------------------
@@ -150,4 +164,4 @@ class MLA(MixerSpec):
         return None  # a sliding window over the latent cache is not modelled
 
     def rope_tables(self) -> tuple[tuple[int, float], ...]:
-        return ((self.qk_rope_head_dim, self.rope_theta),)
+        return ((self.qk_rope_head_dim, self.rope_theta),) if self.rope else ()
