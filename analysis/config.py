@@ -113,7 +113,8 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
     flat = isinstance(cfg.get("model_type"), str) and cfg["model_type"] in FLAT_TEXT_WRAPPERS  # (a list: refused below)
     if flat and cfg.get("text_config") is None:
         # a flat hub config (Qwen2-VL, Qwen2.5-VL): the language model's fields sit beside vision_config
-        cfg = dict(cfg, text_config={k: v for k, v in cfg.items() if k not in ("model_type", "vision_config")})
+        cfg = dict(cfg, text_config={k: v for k, v in cfg.items() if k not in ("model_type", "vision_config",
+                                                                              "audio_config")})
     top = cfg
     nested = False
     wrapper = None
@@ -262,6 +263,12 @@ def finish(spec: ModelSpec, f: Fields, *, top_cfg: dict, name: str, source: str,
         if isinstance(e, MoE) and not 1 <= e.num_experts_per_tok <= e.num_experts:
             raise ConfigError(f"{f.where}: experts per token ({e.num_experts_per_tok}) must be between 1 and the "
                               f"number of routed experts ({e.num_experts})")
+    # every family, whatever its builder checked: a derived width that comes out zero or negative (a head_dim
+    # smaller than the dims carved out of it ...) would give negative parameter and KV counts
+    for t in spec.tensors():
+        if any(d < 1 for d in t.shape):
+            raise ConfigError(f"{f.where}: these fields give {t.name} the shape {tuple(t.shape)}: every "
+                              "dimension must be positive")
     numerics = replace(spec.numerics, rope_extra=read_rope_extra(f))
     return replace(
         spec, numerics=numerics, torch_dtype=dtype, max_position_embeddings=max_pos, quant=quant, name=name, source=source,

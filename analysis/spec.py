@@ -138,6 +138,9 @@ class Numerics:
     # ALiBi's slopes 2^(-alibi_bias_max·i / n) over the next power of two n of heads (MPT's alibi_bias_max;
     # BLOOM's slopes are these at 8)
     alibi_bias_max: float = 8.0
+    # CTRL: a fixed sinusoidal table (no parameters) added to the scaled token embedding: position p's row is
+    # [sin(p·r_j) | cos(p·r_j)], r_j = 10000^(-2j / hidden), j < hidden / 2
+    sinusoidal_positions: bool = False
 
 
 @frozen
@@ -156,6 +159,8 @@ class CheckpointLayout:
     qkv_grouped: bool = False
     experts: ExpertLayout = ExpertLayout.PER_EXPERT
     transposed: bool = False  # GPT-2's Conv1D: every matmul weight of a layer stored (in, out)
+    # CodeGen: the fused QKV rows are ``qkv_mp`` blocks of [q | v | k], hidden / qkv_mp rows each (0: not so)
+    qkv_mp: int = 0
 
 
 # ---- norms (the mixers, one module each, are in analysis.mixers) ---------------------------------
@@ -545,8 +550,8 @@ class ModelSpec:
         return out
 
     def lm_head_tensors(self) -> list[Tensor]:
-        if self.tie_word_embeddings:
-            return []
+        if self.tie_word_embeddings:  # CTRL: a head tied to the embedding with a bias of its own
+            return [Tensor("lm_head.bias", (self.vocab_size,), "bias")] if self.lm_head_bias else []
         out = [Tensor("lm_head.weight", (self.vocab_size, self.embed_dim), "lm_head")]
         if self.lm_head_bias:
             out.append(Tensor("lm_head.bias", (self.vocab_size,), "bias"))

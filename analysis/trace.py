@@ -337,7 +337,8 @@ class _Builder:
         proj = spec.projection_tensors()
         if proj:  # OPT: project_out narrows to the embedding width before the LM head
             self.matmul("project_out", proj[1:], None, "lm_head", n_tokens=last, parallel=Parallel.REPLICATED)
-        head = spec.lm_head_tensors() or [spec.embedding_tensors()[0]]
+        head = spec.lm_head_tensors()  # tied: the embedding (and CTRL's bias)
+        head = [spec.embedding_tensors()[0]] + head if spec.tie_word_embeddings else head
         w = head[0]
         self.add(name="lm_head", kind="matmul", category="lm_head", layer=None, flops=2 * last * w.numel,
                  weight_bytes=self.fmt.bytes_of(head), act_read_bytes=last * spec.embed_dim * a,

@@ -10,7 +10,7 @@ What differs, and is translated here:
   (E·I, D) matrix (``w1``, ``v1``, ``w2``, the last transposed); Llama 4's ``feed_forward`` is our ``mlp`` and
   its experts are stored (E, in, out); gpt-oss interleaves gate and up columns and stores (E, in, out);
 - GPT-NeoX and Falcon name their modules differently and interleave the fused QKV rows per head
-  (per KV group for Falcon); ours are ``[q; k; v]``;
+  (per KV group for Falcon); CodeGen's are 4 blocks of ``[q | v | k]``; ours are ``[q; k; v]``;
 - what differs per family is in the spec's ``CheckpointLayout`` (prefix renames, grouped QKV rows,
   the experts' storage), filled by the family's builder: nothing here looks at the family;
 - multimodal wrappers prefix the language model (``model.language_model.``, ``language_model.``).
@@ -97,6 +97,9 @@ def translate(spec: ModelSpec, hf_name: str, t: torch.Tensor) -> Iterator[tuple[
     if attention and mixer.fused_qkv and rest.startswith("self_attn.qkv_proj.") and spec.checkpoint.qkv_grouped:
         yield pre + rest, None, _qkv_from_groups(t, mixer)
         return
+    if attention and mixer.fused_qkv and rest.startswith("self_attn.qkv_proj.") and spec.checkpoint.qkv_mp:
+        yield pre + rest, None, _qkv_from_mp_blocks(t, mixer, spec.checkpoint.qkv_mp)
+        return
     hm = _HEAD_NORM.match(rest)
     if hm and attention and mixer.qk_norm_per_head:
         yield f"{pre}self_attn.{hm.group(1)}_norm.weight", (int(hm.group(2)),), t
@@ -153,6 +156,17 @@ def _qkv_from_groups(t: torch.Tensor, m: Attention) -> torch.Tensor:
     q = rows[:, :G].reshape(K * G * d, *t.shape[1:])
     k = rows[:, G].reshape(K * d, *t.shape[1:])
     v = rows[:, G + 1].reshape(K * d, *t.shape[1:])
+    return torch.cat((q, k, v), dim=0)
+
+
+def _qkv_from_mp_blocks(t: torch.Tensor, m: Attention, mp: int) -> torch.Tensor:
+    """CodeGen's fused rows, ``mp`` blocks of [q | v | k] (hidden / mp rows each) -> ours: [q; k; v]."""
+    n = m.num_attention_heads * m.head_dim
+    if m.num_key_value_heads != m.num_attention_heads or n % mp or t.shape[0] != 3 * n:
+        raise ConfigError(f"fused QKV tensor has {t.shape[0]} rows, not {mp} blocks of q, v and k ({3 * n} rows)",
+                          "the checkpoint does not match its config.json")
+    rows = t.reshape(mp, 3, n // mp, *t.shape[1:])
+    q, v, k = (rows[:, j].reshape(n, *t.shape[1:]) for j in range(3))
     return torch.cat((q, k, v), dim=0)
 
 

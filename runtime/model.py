@@ -356,6 +356,33 @@ def alibi_slopes(heads: int, bias_max: float = 8.0) -> torch.Tensor:
     return torch.tensor(slopes, dtype=torch.float32)
 
 
+class Sinusoids(nn.Module):
+    """CTRL's fixed position table (transformers' ``positional_encoding``): row p is ``[sin(p·r_j) | cos(p·r_j)]``,
+    ``r_j = 10000^(-2j / dim)``, in fp32 as transformers computes it; only the rows asked for are computed (the
+    rates are the buffer), nothing is loaded."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dim = dim
+        self.register_buffer("rates", torch.empty(dim, dtype=torch.float32), persistent=False)
+
+    def reset_buffers(self) -> None:
+        i = torch.arange(self.dim, dtype=torch.int64).float()
+        self.rates = (1 / torch.pow(10000, (2 * (i // 2)) / self.dim)).to(self.rates.device)
+
+    def forward(self, pos_T: torch.Tensor) -> torch.Tensor:
+        angle_TD = pos_T.float()[:, None] * self.rates[None]
+        return torch.cat([torch.sin(angle_TD[:, 0::2]), torch.cos(angle_TD[:, 1::2])], dim=-1)
+
+
+class HeadBias(nn.Module):
+    """The bias of an LM head whose weight is tied to the embedding (CTRL): ``lm_head.bias``."""
+
+    def __init__(self, vocab: int, dtype):
+        super().__init__()
+        self.bias = nn.Parameter(torch.empty(vocab, dtype=dtype))
+
+
 class Alibi(nn.Module):
     """The score bias of ALiBi: ``slope_h × key position`` (BLOOM's form; the ``-slope_h × query
     position`` of the textbook form is constant along a softmax row and drops out)."""
@@ -614,6 +641,8 @@ class LatentAttention(MixerModule):
     def unsupported(m: MLA) -> str | None:
         if not m.rope:
             return "MLA without RoPE (Kimi Linear's NoPE latent attention)"
+        if m.window or m.k_rope_norm:
+            return "dots3-note's gated MLA (a sliding window over the latent cache, a normed rope key, g_proj)"
         return "MLA with a per-head output gate (Ling 3's g_proj)" if m.head_gate else None
 
     @staticmethod
@@ -1183,6 +1212,8 @@ class Body(nn.Module):
             self.project_out = linear(spec.hidden_size, spec.embed_dim, False, dtype)
         if spec.position_embeddings:
             self.embed_positions = nn.Embedding(spec.position_embeddings, spec.hidden_size, dtype=dtype)
+        if num.sinusoidal_positions:  # CTRL: a fixed table, added like learned positions
+            self.embed_sinusoids = Sinusoids(spec.hidden_size)
         if spec.embedding_norm is not None:
             self.embed_layernorm = make_norm(spec.embedding_norm, spec, dtype)
         if spec.per_layer_input_size:  # Gemma 4 per-layer inputs: a second token table and a projection
@@ -1209,6 +1240,8 @@ class Decoder(nn.Module):
         self.model = Body(spec, self.num, self.notes, dtype)
         if not spec.tie_word_embeddings:
             self.lm_head = linear(spec.embed_dim, spec.vocab_size, spec.lm_head_bias, dtype)
+        elif spec.lm_head_bias:  # CTRL: the tied head's bias of its own
+            self.lm_head = HeadBias(spec.vocab_size, dtype)
         self.embedding_multiplier = float(spec.embedding_multiplier)
 
     # -- setup ---------------------------------------------------------------------------------------
@@ -1216,7 +1249,7 @@ class Decoder(nn.Module):
     def reset_buffers(self) -> None:
         """(Re)compute the non-parameter buffers: RoPE frequencies, router score biases (zero)."""
         for mod in self.modules():
-            if isinstance(mod, (Rotary, Alibi)):
+            if isinstance(mod, (Rotary, Alibi, Sinusoids)):
                 mod.reset_buffers()
             if isinstance(mod, Router) and hasattr(mod, "e_score_correction_bias"):
                 mod.e_score_correction_bias.zero_()
@@ -1266,6 +1299,8 @@ class Decoder(nn.Module):
         if self.spec.position_embeddings:
             with region("embedding"):  # OPT looks position p up at row p + 2
                 x_BTD = x_BTD + self.model.embed_positions(pos_T + self.num.position_offset)[None]
+        if self.num.sinusoidal_positions:
+            x_BTD = x_BTD + self.model.embed_sinusoids(pos_T).to(x_BTD.dtype)[None]
         if self.spec.embedding_norm is not None:
             x_BTD = self.model.embed_layernorm(x_BTD)
         return x_BTD
@@ -1278,7 +1313,7 @@ class Decoder(nn.Module):
         with region("matmul"):
             if self.spec.word_embed_proj_dim:  # OPT: back to the embedding width
                 h_BTD = self.model.project_out(h_BTD)
-            bias = self.lm_head.bias if not self.spec.tie_word_embeddings else None
+            bias = self.lm_head.bias if hasattr(self, "lm_head") else None  # CTRL: tied, with a bias
             logits = F.linear(h_BTD, self.head_weight(), bias)
         if self.spec.final_logit_softcapping:
             c = self.spec.final_logit_softcapping

@@ -157,6 +157,36 @@ CASES = {
                                     n_shared_experts=2, num_experts_per_tok=2, moe_intermediate_size=32, index_topk=8,
                                     index_n_heads=2, index_head_dim=16, first_k_dense_replace=2, moe_layer_freq=2,
                                     n_group=2, topk_group=1, attention_bias=True),
+    # dots3-note: gated MLA (g_proj, k_rope_only_layernorm) on every layer; a released config's form: DSA on layers
+    # 0, 1, 5, sliding-window MLA of the swa_* geometry elsewhere, shared experts by the legacy name
+    "dots3_note_text": dict(BASE, model_type="dots3_note_text", num_hidden_layers=6, num_key_value_heads=8,
+                            bos_token_id=1, eos_token_id=2, q_lora_rank=48, kv_lora_rank=64, qk_nope_head_dim=16,
+                            qk_rope_head_dim=8, v_head_dim=16, head_dim=24, n_routed_experts=8, n_shared_experts=2,
+                            num_experts_per_tok=2, moe_intermediate_size=32, moe_shared_expert_intermediate_size=40,
+                            index_topk=16, index_n_heads=4, index_head_dim=32, swa_num_attention_heads=4,
+                            swa_num_key_value_heads=4, swa_q_lora_rank=40, swa_kv_lora_rank=32, swa_head_dim=32,
+                            swa_qk_nope_head_dim=24, swa_v_head_dim=16, sliding_window_size=64),
+    # the form transformers saves: layer_types (a full_attention layer: no indexer), per_layer_config overrides
+    # (zero-padded keys; the sliding layers' own geometry), mlp_layer_types, biases, two expert groups
+    "dots3_note_text-per_layer_config": dict(
+        BASE, model_type="dots3_note_text", num_key_value_heads=8, bos_token_id=1, eos_token_id=2, q_lora_rank=48,
+        kv_lora_rank=64, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, head_dim=24, n_routed_experts=8,
+        n_shared_experts=1, num_experts_per_tok=2, moe_intermediate_size=32, shared_experts_intermediate_size=24,
+        index_topk=8, index_n_heads=2, index_head_dim=16, sliding_window=32, attention_bias=True, n_group=2,
+        topk_group=1, layer_types=["indexed_attention", "sliding_attention", "full_attention", "sliding_attention"],
+        mlp_layer_types=["sparse", "dense", "sparse", "sparse"],
+        per_layer_config={f"0{i}": {"num_attention_heads": 2, "num_key_value_heads": 2, "q_lora_rank": 24,
+                                    "kv_lora_rank": 32, "head_dim": 20, "qk_nope_head_dim": 16, "qk_rope_head_dim": 4,
+                                    "v_head_dim": 8} for i in (1, 3)}),
+    # a legacy config without DSA (use_dsa false: plain full MLA), MoE where moe_layer_freq's list says
+    "dots3_note_text-no-dsa-freq": dict(BASE, model_type="dots3_note_text", num_hidden_layers=5, num_key_value_heads=8,
+                                        bos_token_id=1, eos_token_id=2, q_lora_rank=48, kv_lora_rank=64,
+                                        qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, head_dim=24,
+                                        n_routed_experts=8, n_shared_experts=1, num_experts_per_tok=2,
+                                        moe_intermediate_size=32, use_dsa=False, moe_layer_freq=[0, 1, 1, 0, 1],
+                                        swa_num_attention_heads=4, swa_num_key_value_heads=4, swa_q_lora_rank=40,
+                                        swa_kv_lora_rank=32, swa_head_dim=32, swa_qk_nope_head_dim=24,
+                                        swa_v_head_dim=16, sliding_window_size=64),
     "gpt_oss": dict(BASE, model_type="gpt_oss", head_dim=16, num_local_experts=4, num_experts_per_tok=2,
                     sliding_window=32),
     "llama4_text": dict(BASE, model_type="llama4_text", head_dim=16, num_local_experts=4, num_experts_per_tok=1,
@@ -176,9 +206,28 @@ CASES = {
                         "n_positions": 256, "multi_query": False, "n_inner": 300},
     "gptj": {"model_type": "gptj", "n_embd": 128, "n_layer": 3, "n_head": 4, "vocab_size": 512, "n_positions": 256,
              "rotary_dim": 16},
+    # CodeGen: Salesforce/codegen-350M-mono's architecture fields (356,712,448), and a tiny one with n_inner
+    "codegen-350M-mono": {"model_type": "codegen", "n_embd": 1024, "n_layer": 20, "n_head": 16, "rotary_dim": 32,
+                          "vocab_size": 51200, "n_positions": 2048, "n_ctx": 2048, "activation_function": "gelu_new"},
+    "codegen-tiny-n_inner": {"model_type": "codegen", "n_embd": 96, "n_layer": 2, "n_head": 6, "rotary_dim": 8,
+                             "vocab_size": 300, "n_inner": 200},
+    # GPT-1: openai-community/openai-gpt's architecture fields (116,534,784), and a tiny untied relu one
+    "openai-gpt": {"model_type": "openai-gpt", "n_embd": 768, "n_layer": 12, "n_head": 12, "vocab_size": 40478,
+                   "n_positions": 512, "afn": "gelu"},
+    "openai-gpt-tiny-relu-untied": {"model_type": "openai-gpt", "n_embd": 96, "n_layer": 2, "n_head": 6,
+                                    "vocab_size": 300, "n_positions": 64, "afn": "relu", "tie_word_embeddings": False},
+    # CTRL: Salesforce/ctrl's architecture fields (1,637,964,550: the tied head's bias counts), and a tiny untied one
+    "ctrl": {"model_type": "ctrl", "n_embd": 1280, "n_layer": 48, "n_head": 16, "dff": 8192, "vocab_size": 246534,
+             "n_positions": 50000},
+    "ctrl-tiny-untied": {"model_type": "ctrl", "n_embd": 96, "n_layer": 2, "n_head": 6, "dff": 200, "vocab_size": 300,
+                         "n_positions": 64, "tie_word_embeddings": False},
     "bloom": {"model_type": "bloom", "hidden_size": 128, "n_layer": 3, "n_head": 8, "vocab_size": 512},
     "bloom-n_embed-untied": {"model_type": "bloom", "n_embed": 96, "n_layer": 2, "n_head": 6, "vocab_size": 300,
                              "tie_word_embeddings": False},
+    # GPT-NeoX Japanese: an output bias on the last layer only, the MLP hidden x intermediate_multiple_size; untied
+    "gpt_neox_japanese-untied": {"model_type": "gpt_neox_japanese", "hidden_size": 96, "num_hidden_layers": 3,
+                                 "num_attention_heads": 6, "intermediate_multiple_size": 3, "vocab_size": 300,
+                                 "rotary_pct": 0.5, "tie_word_embeddings": False},
     "gpt_neo": {"model_type": "gpt_neo", "hidden_size": 128, "num_layers": 4, "num_heads": 4, "vocab_size": 512,
                 "max_position_embeddings": 256, "window_size": 32, "attention_types": [[["global", "local"], 2]]},
     "cohere-qk_norm-untied": dict(BASE, model_type="cohere", use_qk_norm=True, tie_word_embeddings=False),
@@ -468,6 +517,18 @@ CASES.update({
     "doge": dict(BASE, model_type="doge"),
     "doge-bias-sliding-tied": dict(BASE, model_type="doge", attention_bias=True, mlp_bias=True, sliding_window=64,
                                    tie_word_embeddings=True, num_key_value_heads=4, keep_window_size=32),
+})
+# xLSTM (NX-AI): mLSTM blocks (q/k at qk_dim_factor, v and the output gate at v_dim_factor, biased i/f gates, a
+# per-head LayerNorm) and SwiGLU feed-forwards; the fused weight_mode with biases, num_blocks, and a
+# tie_word_embeddings transformers ignores (xLSTMForCausalLM never ties)
+CASES.update({
+    "xlstm": {"model_type": "xlstm", "hidden_size": 128, "num_hidden_layers": 3, "num_heads": 4, "vocab_size": 512},
+    "xlstm-fused-bias-blocks-tied": {"model_type": "xlstm", "hidden_size": 256, "num_blocks": 2, "num_heads": 2,
+                                     "vocab_size": 300, "weight_mode": "fused", "use_bias": True,
+                                     "qk_dim_factor": 0.25, "v_dim_factor": 0.5, "ffn_proj_factor": 1.3,
+                                     "ffn_round_up_to_multiple_of": 128, "tie_word_embeddings": True},
+    "xlstm-bias-blocks": {"model_type": "xlstm", "hidden_size": 256, "num_blocks": 2, "num_heads": 2, "vocab_size": 300,
+                          "use_bias": True, "qk_dim_factor": 0.25, "v_dim_factor": 0.5},
 })
 
 
@@ -958,6 +1019,27 @@ WRAPPERS.update({
                                                          "num_hidden_layers": 1, "num_attention_heads": 2,
                                                          "patch_size": 2, "temporal_patch_size": 1,
                                                          "spatial_merge_size": 3}},
+    # dots3-note: a MoE vision tower (experts per block: per_layer_config, else the legacy pyramid_num_routed) and an
+    # audio encoder (conv stem, RoPE layers, adapter); legacy aliases (embed_dim, num_heads, use_bias, whisper_config,
+    # whisper_adapter_in_dim, adapter_output_size) in the first
+    "dots3_note": {"model_type": "dots3_note", "text_config": CASES["dots3_note_text-per_layer_config"],
+                   "vision_config": {"embed_dim": 64, "num_heads": 4, "use_bias": True, "adapter_in_dim": 64,
+                                     "num_hidden_layers": 3, "pyramid_num_routed": [-1, 4, 6], "intermediate_size": 96,
+                                     "moe_intermediate_size": 32, "patch_size": 4, "adapter_out_dim": 128},
+                   "audio_config": {"whisper_config": {"d_model": 64, "encoder_attention_heads": 4, "encoder_layers": 2,
+                                                       "encoder_ffn_dim": 80, "num_mel_bins": 40},
+                                    "whisper_adapter_in_dim": 64, "adapter_output_size": 128,
+                                    "downsample_hidden_size": 24, "attention_bias": False}},
+    "dots3_note-experts-per-layer": {
+        "model_type": "dots3_note", "text_config": CASES["dots3_note_text-no-dsa-freq"],
+        "vision_config": {"hidden_size": 64, "num_attention_heads": 4, "adapter_in_dim": 64, "num_hidden_layers": 3,
+                          "mlp_layer_types": ["dense", "sparse", "sparse"], "per_layer_config": {"2": {"num_local_experts": 3}},
+                          "num_local_experts": 5, "num_experts_per_tok": 2, "intermediate_size": 96,
+                          "moe_intermediate_size": 32, "patch_size": 4, "adapter_out_dim": 128, "spatial_merge_size": 3,
+                          "adapter_merge_size": 3},
+        "audio_config": {"hidden_size": 64, "num_attention_heads": 4, "num_hidden_layers": 1, "intermediate_size": 80,
+                         "adapter_input_size": 64, "adapter_out_dim": 128, "feature_size": 30,
+                         "downsample_hidden_size": 16}},
 })
 
 
@@ -1237,7 +1319,8 @@ def test_dsa_kv_bytes_per_token_by_hand():
     assert analyze(full, fp8).kv.bytes_per_token == 61 * (576 + 128 + 128 // 128 * 4) == 61 * 708
 
 
-@pytest.mark.parametrize("name", ["deepseek_v32", "glm_moe_dsa", "hy_v4", "axk2"])
+@pytest.mark.parametrize("name", ["deepseek_v32", "glm_moe_dsa", "hy_v4", "axk2", "dots3_note_text",
+                                  "dots3_note_text-per_layer_config", "dots3_note_text-no-dsa-freq"])
 def test_dsa_kv_equals_transformers_cache(name):
     """transformers' own cache after a prefill (fp32) holds exactly our bytes per token per layer: the latent,
     the rope key and, on layers with an indexer, the indexer's keys."""
@@ -1254,6 +1337,90 @@ def test_dsa_kv_equals_transformers_cache(name):
                      if t is not None) // n for lc in cache.layers]
     fp32 = get_dtype("fp32")
     assert per_layer == [lk.bytes_per_token for lk in kv_cache(parse_config(cfg), fp32, fp32).layers]
+
+
+# ---- dots3-note: gated MLA on every layer, DSA / sliding-window / full by layer type ------------------------
+
+DOTS3 = ["dots3_note_text", "dots3_note_text-per_layer_config", "dots3_note_text-no-dsa-freq"]
+
+
+@pytest.mark.parametrize("name", DOTS3)
+def test_dots3_note_total_and_active_parameters_equal_transformers(name):
+    cfg = CASES[name]
+    p = count_params(parse_config(cfg))
+    assert (p.total, p.active) == (hf_param_count(cfg), _hf_active(cfg, cfg["num_experts_per_tok"]))
+
+
+def test_dots3_note_layer_types_geometry_and_windows():
+    """Dots3NoteTextConfig: DSA on layers 0, 1 and where i % 4 == 1 (use_dsa false: plain MLA), sliding-window MLA
+    of the swa_* geometry (else per_layer_config's) elsewhere; g_proj (hidden -> heads) and k_rope_only_layernorm on
+    every layer; shared experts n_shared_experts x the legacy moe_shared_expert_intermediate_size. The sliding
+    layers' latent cache stops at the window."""
+    kinds = {n: [layer.kind for layer in parse_config(CASES[n]).layers] for n in DOTS3}
+    assert kinds["dots3_note_text"] == ["dsa", "dsa+moe"] + ["mla-sliding(64)+moe"] * 3 + ["dsa+moe"]
+    assert kinds["dots3_note_text-per_layer_config"] == ["dsa+moe", "mla-sliding(32)", "mla+moe", "mla-sliding(32)+moe"]
+    assert kinds["dots3_note_text-no-dsa-freq"] == ["mla", "mla+moe", "mla-sliding(64)+moe", "mla-sliding(64)",
+                                                   "mla-sliding(64)+moe"]
+    spec = parse_config(CASES["dots3_note_text"])
+    swa = {t.name.split("self_attn.")[-1]: t.shape for t in spec.layers[2].tensors("model.layers.2")}
+    assert swa["kv_b_proj.weight"] == (4 * (24 + 16), 32) and swa["q_a_proj.weight"] == (40, 128)
+    assert swa["g_proj.weight"] == (4, 128) and swa["k_rope_only_layernorm.weight"] == (8,)
+    assert not any("indexer" in n for n in swa)
+    dsa = {t.name.split("self_attn.")[-1]: t.shape for t in spec.layers[0].tensors("model.layers.0")}
+    assert dsa["g_proj.weight"] == (8, 128) and dsa["indexer.wq_b.weight"] == (4 * 32, 48)
+    assert spec.layers[1].ffn.shared_intermediate_size == 2 * 40
+    a = analyze(spec, Options(context=100, dtype="bf16", kv_dtype="bf16"))
+    assert a.kv_bytes_per_sequence == 100 * 3 * (64 + 8 + 32) * 2 + 64 * 3 * (32 + 8) * 2
+    pl = parse_config(CASES["dots3_note_text-per_layer_config"])
+    assert (pl.layers[3].mixer.num_attention_heads, pl.layers[3].mixer.q_lora_rank, pl.layers[3].mixer.bias) == (2, 24, True)
+    assert (pl.numerics.rope_style, pl.numerics.n_group, pl.numerics.routed_scaling_factor) == ("pairs", 2, 1.0)
+
+
+@pytest.mark.parametrize("name", DOTS3)
+def test_dots3_note_decode_reads_every_layer_weight_once(name):
+    """With every expert chosen, a decode step reads each layer's tensors once (g_proj and k_rope_only_layernorm
+    included), and a sliding layer's absorbed attention stops growing at its window."""
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    spec = parse_config(dict(CASES[name], n_routed_experts=2, num_experts_per_tok=2, n_group=1))
+    fmt, _ = weight_format(spec, "bf16")
+    ops = step_ops(spec, fmt, fmt.act, cached_tokens=20)
+    assert all(sum(o.weight_bytes for o in ops if o.layer == i) == fmt.bytes_of(layer.tensors(f"model.layers.{i}"))
+               for i, layer in enumerate(spec.layers))
+    i = next(i for i, layer in enumerate(spec.layers) if layer.mixer.window)
+    m = spec.layers[i].mixer
+    per_key = m.num_attention_heads * (2 * (m.kv_lora_rank + m.qk_rope_head_dim) + 2 * m.kv_lora_rank)
+    for ctx in (10, 1000):
+        flops = {o.name: o.flops for o in step_ops(spec, fmt, fmt.act, cached_tokens=ctx) if o.layer == i}
+        assert flops["attention"] == per_key * min(ctx + 1, m.window)
+
+
+def test_dots3_note_wrapper_flat_config_and_default_towers_equal_transformers():
+    """The released dots3-note configs are flat (Dots3NoteConfig builds its text_config from the top-level fields),
+    tied by the wrapper's flag; the towers as transformers defaults them (42 vision blocks, the last 17 with 4 .. 64
+    experts; a 32-layer audio encoder) counted whole."""
+    towers = {"vision_config": {"adapter_out_dim": 128}, "audio_config": {"adapter_out_dim": 128}}
+    flat = dict({k: v for k, v in CASES["dots3_note_text"].items() if k != "model_type"}, model_type="dots3_note",
+                tie_word_embeddings=True, **towers)
+    nested = dict(towers, model_type="dots3_note", text_config=CASES["dots3_note_text"], tie_word_embeddings=True)
+    p, q = count_params(parse_config(flat)), count_params(parse_config(nested))
+    assert p.total == q.total == hf_param_count(flat) and p.vision == q.vision and p.audio == q.audio > 0
+    text = count_params(parse_config(dict(CASES["dots3_note_text"], tie_word_embeddings=True)))
+    assert p.total == text.total + p.vision + p.audio
+
+
+def test_dots3_note_refuses_what_transformers_does_not_build():
+    """per_layer_config may vary only the attention geometry, alike within a layer type; MLA heads equal KV heads."""
+    from planner.analysis.errors import ConfigError
+
+    cfg = CASES["dots3_note_text-per_layer_config"]
+    plc = cfg["per_layer_config"]
+    for bad, field in [(dict(plc, **{"01": dict(plc["01"], moe_intermediate_size=16)}), "moe_intermediate_size"),
+                       (dict(plc, **{"03": dict(plc["03"], v_head_dim=4)}), "another attention geometry"),
+                       (dict(plc, **{"01": dict(plc["01"], num_key_value_heads=1)}), "KV heads")]:
+        with pytest.raises(ConfigError, match=field):
+            parse_config(dict(cfg, per_layer_config=bad))
 
 
 def test_dsa_decode_attention_stops_growing_past_index_topk():
@@ -1343,7 +1510,8 @@ def test_unmodelled_decoder_families_are_refused_by_name(model_type):
         parse_config(dict(BASE, model_type=model_type))
 
 
-@pytest.mark.parametrize("model_type", ["beam", "hrm_text", "moshi", "git", "bert-generation", "phi4_multimodal"])
+@pytest.mark.parametrize("model_type", ["beam", "hrm_text", "moshi", "git", "bert-generation", "phi4_multimodal",
+                                        "zaya"])
 def test_generic_misread_families_are_refused_by_name(model_type):
     """Causal LMs transformers ships that the generic decoder read as Llama and miscounted (HRM 2.83x; GIT 0.59x;
     BertGeneration 1.28x; Moshi 1.65x; Phi-4-multimodal 0.83x; Beam 1.06x): one UnsupportedModelError naming the
@@ -2100,4 +2268,182 @@ def test_refused_wrappers_are_refused_by_their_own_name(cfg):
     from planner.analysis.errors import UnsupportedModelError
 
     with pytest.raises(UnsupportedModelError, match=f"model_type '{cfg['model_type']}'"):
+        parse_config(cfg)
+
+
+# ---- xLSTM (mLSTM blocks) ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["xlstm", "xlstm-bias-blocks"])  # (transformers cannot initialise a fused one)
+def test_xlstm_state_and_decode_flops_equal_transformers(name):
+    """transformers' xLSTMCache after a 5-token prefill: per layer C (H, dk, dv), n (H, dk) and m (H, 1), exactly
+    our state bytes in fp32 and nothing per token; FlopCounterMode over its decode step (the recurrent step
+    kernel): its ``aten.mm`` / ``aten.addmm`` are our matmuls (projections, gates, FFN, lm_head), its ``aten.bmm``
+    our mLSTM cell (k vᵀ, q·C and q·n), and nothing else is counted."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    cfg = CASES[name]
+    torch, model = _hf_text_model(cfg)
+    spec = parse_config(cfg)
+    fp32 = get_dtype("fp32")
+    n = 5
+    with torch.no_grad():
+        cache = model(torch.randint(2, cfg["vocab_size"], (1, n)), use_cache=True).cache
+        layers = kv_cache(spec, fp32, fp32).layers
+        assert len(layers) == len(model.backbone.blocks)
+        for i, lk in enumerate(layers):
+            m = spec.layers[i].mixer
+            c, nn_, mm = cache.rnn_state[i]
+            assert c.shape == (1, m.num_heads, m.head_k_dim, m.head_v_dim) and mm.shape == (1, m.num_heads, 1)
+            assert (lk.bytes_per_token, lk.state_bytes) == (0, 4 * (c.numel() + nn_.numel() + mm.numel()))
+        counter = FlopCounterMode(display=False)
+        with counter:
+            model(torch.randint(2, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
+    hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+    fmt, _ = weight_format(spec, "fp32")
+    ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n)
+    assert hf.get("aten.mm", 0) + hf.get("aten.addmm", 0) == sum(o.flops for o in ops if o.kind == "matmul")
+    assert hf["aten.bmm"] == sum(o.flops for o in ops if o.kind == "scan")
+    assert counter.get_total_flops() == sum(o.flops for o in ops)
+
+
+def test_xlstm_7b_by_hand():
+    """xLSTM-7B (transformers' class defaults): 32 blocks of 4096, 8 heads of q/k 256 and v 512, FFN 10944 (4096 x
+    2.667 rounded up to 64); per sequence 32 x 8 x (256·512 + 256 + 1) state elements, no KV per token."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+
+    spec = parse_config({"model_type": "xlstm", "hidden_size": 4096, "num_hidden_layers": 32, "vocab_size": 50304})
+    h, v = 4096, 50304
+    block = 2 * h * 2048 + 2 * h * 4096 + 2 * (8 * h + 8) + 4096 + h * 4096 + 3 * h * 10944 + 2 * h
+    assert count_params(spec).total == 2 * v * h + 32 * block + h == 6_865_424_896
+    cache = kv_cache(spec, get_dtype("bf16"), get_dtype("bf16"))
+    assert cache.bytes_per_token == 0 and cache.state_bytes_per_sequence == 2 * 32 * 8 * (256 * 512 + 256 + 1)
+
+
+@pytest.mark.parametrize("name", ["xlstm", "xlstm-fused-bias-blocks-tied", "xlstm-bias-blocks"])
+def test_xlstm_trace_reads_weights_once_and_its_state_per_step(name):
+    """A decode step reads every tensor once (the embedding one row per token) and the state once, writes it once;
+    a fresh prompt only writes it; the mLSTM cell's FLOPs grow linearly with the prompt."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    spec = parse_config(CASES[name])
+    fmt, _ = weight_format(spec)
+    per_seq = kv_cache(spec, get_dtype("bf16"), fmt.act).state_bytes_per_sequence
+    emb = spec.embedding_tensors()
+    assert not spec.tie_word_embeddings
+    ops = step_ops(spec, fmt, get_dtype("bf16"), batch=1, new_tokens=1, cached_tokens=7)
+    assert sum(o.weight_bytes for o in ops) == (fmt.bytes_of(spec.tensors()) - fmt.bytes_of(emb)
+                                                + fmt.bytes_of(emb) // emb[0].shape[0])
+    ops = step_ops(spec, fmt, get_dtype("bf16"), batch=3, new_tokens=1, cached_tokens=7)
+    assert sum(o.state_read_bytes for o in ops) == sum(o.state_write_bytes for o in ops) == 3 * per_seq > 0
+    prefill = step_ops(spec, fmt, get_dtype("bf16"), batch=2, new_tokens=9, cached_tokens=0)
+    assert sum(o.state_read_bytes for o in prefill) == 0 and sum(o.state_write_bytes for o in prefill) == 2 * per_seq
+    one = step_ops(spec, fmt, get_dtype("bf16"), new_tokens=1)
+    nine = step_ops(spec, fmt, get_dtype("bf16"), new_tokens=9)
+    assert all(b.flops == 9 * a.flops for a, b in zip(one, nine) if a.kind == "scan")
+
+
+@pytest.mark.parametrize("change,field", [({"embedding_dim": 64}, "embedding_dim"), ({"num_heads": 3}, "qk_dim_factor"),
+                                          ({"weight_mode": "mixed"}, "weight_mode"),
+                                          # (found by fuzzing: int(hidden x 1e308) raised OverflowError)
+                                          ({"qk_dim_factor": 1e308}, "qk_dim_factor"),
+                                          ({"ffn_proj_factor": 1e308}, "ffn_proj_factor")])
+def test_xlstm_refuses_what_transformers_cannot_build(change, field):
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=field):
+        parse_config(dict(CASES["xlstm"], **change))
+
+
+@pytest.mark.parametrize("field,value", [("compress_rates", 2), ("compress_rates", ["full_attention"]),
+                                         ("compress_ratios", [0, None, 128, 4]),
+                                         ("compress_ratios", [["full_attention"], 4, 128, 4])])
+def test_deepseek_v4_malformed_compression_fields_are_config_errors(field, value):
+    """(found by fuzzing: a list or null among compress_ratios, a non-object compress_rates raised TypeError /
+    KeyError inside the reader)"""
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=field):
+        parse_config(dict(CASES["deepseek_v4-compress_ratios-tied"], **{field: value}))
+
+
+@pytest.mark.parametrize("name", ["xlstm-fused-bias-blocks-tied", "xlstm-bias-blocks"])
+def test_xlstm_checkpoint_names_map_onto_ours(name):
+    """transformers' parameter names (backbone.blocks.N.mlstm_layer / norm_mlstm / ffn ...) through the spec's
+    CheckpointLayout are exactly our tensors, with their shapes."""
+    torch = pytest.importorskip("torch", reason="needs torch (the runtime extra)")
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from planner.runtime.load import translate
+
+    cfg = dict(CASES[name])
+    spec = parse_config(cfg)
+    mt = cfg.pop("model_type")
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(mt, **cfg))
+    theirs = {n: tuple(t.shape) for hf, p in model.named_parameters() for n, _, t in translate(spec, hf, p)}
+    assert theirs == {t.name: tuple(t.shape) for t in spec.tensors()}
+
+
+def test_older_decoders_blocks_kv_and_heads():
+    """CodeGen: GPT-J's parallel block with a fused bias-free qkv_proj (4 [q | v | k] blocks), partial RoPE on pairs,
+    an untied head with a bias; GPT-NeoX Japanese: the output bias on the last layer only; GPT-1: post-LN, learned
+    positions, no final norm; CTRL: a tied head with its own bias, a fixed sinusoidal table. All multi-head: K and V
+    of every head cached on every layer."""
+    from planner.analysis.spec import RopeStyle
+
+    cg = parse_config(CASES["codegen-350M-mono"])
+    m = cg.layers[0].mixer
+    assert (m.fused_qkv, m.q_bias, m.o_bias, m.rotary_dim, m.head_dim) == (True, False, False, 32, 64)
+    assert cg.layers[0].parallel and cg.lm_head_bias and not cg.tie_word_embeddings
+    assert cg.numerics.rope_style == RopeStyle.PAIRS and cg.checkpoint.qkv_mp == 4
+    assert analyze(cg, Options(context=2048, dtype="bf16", kv_dtype="bf16")).kv.bytes_per_token == 20 * 2 * 1024 * 2
+    ja = parse_config(dict(CASES["gpt_neox_japanese-untied"], rotary_emb_base=5000))
+    assert [layer.mixer.o_bias for layer in ja.layers] == [False, False, True]
+    assert ja.layers[0].mixer.rotary_dim == 8 and ja.layers[0].mixer.rope_theta == 5000
+    assert ja.layers[0].ffn.intermediate_size == 288 and ja.checkpoint.qkv_grouped
+    gpt = parse_config(CASES["openai-gpt"])
+    assert gpt.final_norm is None and gpt.position_embeddings == 512 and gpt.checkpoint.transposed
+    assert {p.role for p in gpt.layers[0].norms} == {"post_mixer_residual", "post_ffn_residual"}
+    assert analyze(gpt, Options(context=512, dtype="bf16", kv_dtype="bf16")).kv.bytes_per_token == 12 * 2 * 768 * 2
+    ctrl = parse_config(CASES["ctrl"])
+    assert ctrl.tie_word_embeddings and [t.name for t in ctrl.lm_head_tensors()] == ["lm_head.bias"]
+    assert ctrl.numerics.sinusoidal_positions and ctrl.position_embeddings == 0
+    assert ctrl.embedding_multiplier == 1280 ** 0.5
+    assert analyze(ctrl, Options(context=512, dtype="bf16", kv_dtype="bf16")).kv.bytes_per_token == 48 * 2 * 1280 * 2
+
+
+@pytest.mark.parametrize("name,change,field", [
+    ("codegen-tiny-n_inner", {"tie_word_embeddings": True}, "tie_word_embeddings"),
+    ("codegen-tiny-n_inner", {"rotary_dim": None}, "rotary_dim"),
+    ("codegen-tiny-n_inner", {"rotary_dim": 7}, "rotary_dim"),
+    ("codegen-tiny-n_inner", {"n_embd": 90, "n_head": 6}, "hidden_size"),
+    ("openai-gpt-tiny-relu-untied", {"afn": "gelu_fast"}, "afn"),
+])
+def test_older_decoders_refuse_what_transformers_cannot_run(name, change, field):
+    """A tied CodeGen head would drop its bias; a null rotary_dim (sin/cos hidden_size wide), an odd one, or a
+    hidden size the 4 qkv blocks cannot split fail in transformers' forward; OpenAI GPT knows four activations."""
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"'{field}'"):
+        parse_config(dict(CASES[name], **change))
+
+
+def test_a_derived_width_that_is_not_positive_is_a_config_error():
+    """(found by fuzzing: dots3-note's sliding rope width is swa_head_dim - swa_qk_nope_head_dim, 192 when absent; a
+    small swa_head_dim gave negative KV bytes per token) The builder says which field, and every family's tensors are
+    checked for non-positive dimensions after its builder."""
+    from planner.analysis.errors import ConfigError
+
+    cfg = {k: v for k, v in CASES["dots3_note_text-no-dsa-freq"].items() if k != "swa_qk_nope_head_dim"}
+    with pytest.raises(ConfigError, match="swa_head_dim"):
         parse_config(cfg)

@@ -90,9 +90,23 @@ TINY["gpt2"] = dict(GPT, model_type="gpt2", n_inner=96)
 TINY["gpt_bigcode"] = dict(GPT, model_type="gpt_bigcode", multi_query=True)
 TINY["gpt_bigcode-mha"] = dict(GPT, model_type="gpt_bigcode", multi_query=False)
 TINY["gptj"] = dict(GPT, model_type="gptj", rotary_dim=8)
+# CodeGen: GPT-J's block with the fused qkv_proj in 4 blocks of [q | v | k] rows (hidden 96: 24 rows a block, heads of
+# 16 straddling the blocks), partial RoPE on pairs, an untied head with a bias
+TINY["codegen"] = dict(GPT, model_type="codegen", n_embd=96, n_head=6, rotary_dim=8, n_inner=80)
+# GPT-1: post-LN blocks (no final norm), learned positions, Conv1D weights stored (in, out); untied
+TINY["openai-gpt"] = dict(GPT, model_type="openai-gpt", tie_word_embeddings=False)
+# CTRL: the embedding scaled by sqrt(n_embd) plus a fixed sinusoidal table, biased q/k/v/o and relu MLP, the LM head
+# tied to the embedding with a bias of its own (perturbed by hf_model)
+TINY["ctrl"] = dict(GPT, model_type="ctrl", dff=80, layer_norm_epsilon=1e-6)
 TINY["bloom"] = dict(vocab_size=128, hidden_size=64, n_layer=2, n_head=4, layer_norm_epsilon=1e-5, model_type="bloom",
                      pad_token_id=0)
 TINY["bloom-6-heads"] = dict(TINY["bloom"], hidden_size=48, n_head=6)  # slopes past the nearest power of two
+# GPT-NeoX Japanese: (heads, 3, d) fused rows, bias-free but for the last layer's dense_bias, RoPE on half of each
+# head at its own base (rotary_emb_base), serial pre-LN blocks
+TINY["gpt_neox_japanese"] = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                 intermediate_multiple_size=2, vocab_size=128, max_position_embeddings=64,
+                                 rotary_pct=0.5, rotary_emb_base=5000, layer_norm_eps=1e-5,
+                                 model_type="gpt_neox_japanese", pad_token_id=0)
 TINY["gpt_neo"] = dict(vocab_size=128, max_position_embeddings=64, hidden_size=64, num_layers=2, num_heads=4,
                        window_size=8, attention_types=[[["global", "local"], 1]], layer_norm_epsilon=1e-5,
                        model_type="gpt_neo", pad_token_id=0)
@@ -762,6 +776,11 @@ def test_kimi_linear_is_refused_clearly(tmp_path):
     ("minimax_m3_vl_text-sparse", "verify does not support MiniMax-M3 block-sparse attention layers yet"),
     # SmallDoge's Doge: the dynamic mask on the scores and the learned residual scales
     ("doge", "verify does not support Doge dynamic-mask attention layers yet"),
+    # xLSTM: the mLSTM recurrence (exponential input gates, a d_k x d_v matrix memory per head)
+    ("xlstm", "verify does not support mLSTM layers yet"),
+    # dots3-note: DSA layers; without DSA, its gated MLA (a sliding window, a normed rope key)
+    ("dots3_note_text", "verify does not support DeepSeek sparse attention layers yet"),
+    ("dots3_note_text-no-dsa-freq", "verify does not support dots3-note's gated MLA"),
 ])
 def test_analysed_but_not_run_families_are_refused_clearly(tmp_path, case, message):
     """Families analysed and traced but not run: build and the verify command refuse them with one message."""
@@ -785,6 +804,15 @@ def test_gemma4_tensor_and_pipeline_parallel_are_refused_clearly(family):
         check_tp_supported(spec, 2)
     with pytest.raises(RuntimeUnavailableError, match="Gemma 4"):
         check_pp_supported(spec, 2, 1)
+
+
+def test_ctrl_tied_head_bias_is_refused_by_tensor_parallel_clearly():
+    """CTRL's tied LM head keeps a bias of its own (vocabulary-wide), which the tensor-parallel runtime does not
+    shard; one process and pipeline stages run it (parity above)."""
+    from planner.runtime.parallel import check_tp_supported
+
+    with pytest.raises(RuntimeUnavailableError, match="tied LM head's own bias"):
+        check_tp_supported(parse_config(TINY["ctrl"]), 2)
 
 
 # ---- loading checkpoints -------------------------------------------------------------------------

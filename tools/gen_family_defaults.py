@@ -37,6 +37,7 @@ TYPES = sys.argv[1:] or [
     "deepseek_v32", "glm_moe_dsa", "deepseek_v4", "hy_v4", "axk2",
     "granite_swa", "granitemoe_swa", "flex_olmo", "mellum", "minicpm3", "bitnet", "nanochat",
     "youtu", "jais2", "minimax", "olmo_hybrid", "kolibri1", "flint", "lara_mini",
+    "codegen", "gpt_neox_japanese", "openai-gpt", "ctrl",
     # language models of multimodal wrappers, and the wrappers whose tie_word_embeddings default decides lm_head
     "glm4v_text", "glm_ocr_text", "glm4v_moe_text", "qwen3_omni_moe_text", "qwen2_5_omni_text",
     "glm4v_vision", "glm4v_moe_vision",
@@ -47,6 +48,8 @@ TYPES = sys.argv[1:] or [
     "glm4_moe_lite", "sarvam_mla", "axk1",
     "qwen4_exp", "qwen4_exp_text",
     "minimax_m3_vl_text", "minimax_m3_vl", "minimax_m3_vl_vision", "doge",
+    "xlstm",
+    "dots3_note_text", "dots3_note", "dots3_note_vision_encoder", "dots3_note_audio_encoder",
 ]
 #: Families whose config nests blocks of fields in sub-config classes: their defaults go under "<type>.<key>".
 NESTED = {"dbrx": ("attn_config", "ffn_config"), "mpt": ("attn_config",)}

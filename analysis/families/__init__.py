@@ -32,6 +32,9 @@ from . import bloom, cohere, dbrx, deepseek, falcon, gemma3n, gemma4, gpt2, gpt_
 from . import inkling
 from . import qwen4_exp
 from . import doge, minimax_m3
+from . import ctrl
+from . import dots3_note
+from . import xlstm
 from .common import Traits
 
 Builder = Callable[..., ModelSpec]
@@ -150,6 +153,12 @@ REFUSED: dict[str, Builder] = {
     "phi4_multimodal": _refused("Phi-4-multimodal", "it is a vision-and-audio multimodal model: its Phi-3 decoder's "
                                 "model also holds an image encoder and an audio (conformer) encoder "
                                 "(embed_tokens_extend), which are not modelled"),
+    "zaya": _refused("Zyphra ZAYA", "its Compressed Convolutional Attention (q and k mixed by a depthwise and a "
+                     "grouped causal conv with biases plus residual paths, half of each value head taken from the "
+                     "previous token through a per-layer recurrent state, L2 q/k norms with a learned per-KV-head "
+                     "temperature), its top-1 MLP router (down_proj to router_hidden_size, a norm and three "
+                     "linears, a skip expert that computes nothing, router state carried from layer to layer) and "
+                     "its learned residual / input scales and biases are not modelled"),
 }
 
 REGISTRY: dict[str, Family] = {
@@ -352,16 +361,22 @@ REGISTRY: dict[str, Family] = {
     "deepseek_v4": deepseek.build_v4,  # sliding + compressed shared-KV MQA (analysis.mixers.compressed), mHC
     "hy_v4": deepseek.build_hy_v4,  # Hy4-preview: GLM-5's DSA with an output gate, sinks and hyper-connections
     "axk2": deepseek.build_axk2,  # A.X-K2: V3.2's DSA with a fused query / output-gate projection, gated norms
+    # dots3-note: gated MLA layers, DSA / sliding-window / full by layer_types, per-layer geometry (per_layer_config)
+    "dots3_note_text": dots3_note.build,
     "minicpm3": deepseek.build_minicpm3,  # MLA with a dense MLP and MiniCPM's multipliers
     "youtu": deepseek.build_youtu,  # Youtu-LLM: DeepSeek V3's MLA with a dense MLP on every layer
     "glm4_moe_lite": deepseek.build_glm4_moe_lite,  # GLM-4.7-Flash: V3's MLA and MoE, MoE by mlp_layer_types
     "axk1": deepseek.build_axk1,  # A.X-K1 (SK Telecom): V3 with an RMSNorm on each MoE block's output
     "sarvam_mla": deepseek.build_sarvam_mla,  # Sarvam-105B: a DeepSeek V3 (its original config names read)
     "gpt_neox": gpt_neox.build,
+    "gpt_neox_japanese": gpt_neox.build_japanese,  # serial NeoX block, bias-free, an output bias on the last layer
     "gpt2": gpt2.build_gpt2,
     "gpt_bigcode": gpt2.build_gpt2,
     "gptj": gpt2.build_gptj,
     "gpt_neo": gpt2.build_gpt_neo,
+    "openai-gpt": gpt2.build_openai_gpt,  # GPT-1: learned positions, post-LN, Conv1D projections
+    "ctrl": ctrl.build,  # Salesforce CTRL: sinusoidal positions, scaled embedding, a tied head with a bias
+    "codegen": gpt2.build_codegen,  # Salesforce CodeGen: GPT-J's block, fused qkv_proj in 4 [q | v | k] blocks
     "bloom": bloom.build,
     "cohere": cohere.build_v1,
     "cohere2": cohere.build_v2,
@@ -394,6 +409,7 @@ REGISTRY: dict[str, Family] = {
     # MiniMax-M3 (the language model of minimax_m3_vl): full and block-sparse layers (analysis.mixers.block_sparse)
     "minimax_m3_vl_text": minimax_m3.build,
     "doge": doge.build,  # SmallDoge: dynamic-mask attention (analysis.mixers.doge), learned residual scales
+    "xlstm": xlstm.build,  # NX-AI xLSTM-7B: mLSTM blocks (analysis.mixers.mlstm) and SwiGLU feed-forwards
     "olmo_hybrid": hybrid.build_olmo_hybrid,
     "phi": hybrid.build_phi,
     "gemma4_text": gemma4.build,
@@ -435,6 +451,7 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "qwen3_omni_moe_thinker": "qwen3_omni_moe_text",
     "inkling_mm_model": "inkling_text",
     "inkling2": "inkling2_text",
+    "dots3_note": "dots3_note_text",
 }
 
 #: Wrappers whose vision tower and projector are counted, as their ``*ForConditionalGeneration`` builds
@@ -460,6 +477,7 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
     "minimax_m3_vl": vision.minimax_m3_vl_vision,
     "inkling_mm_model": inkling.inkling_towers,  # its HMLP vision tower and dMel audio embedding
     "inkling2": inkling.inkling2_vision,
+    "dots3_note": dots3_note.dots3_towers,  # its MoE vision tower (experts per block) and audio encoder
 }
 
 #: Wrappers whose language model has image cross-attention layers: model_type -> (top-level config,
@@ -467,8 +485,9 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
 IMAGE_TOKENS: dict[str, Callable[[dict, str], int]] = {"mllama": vision.mllama_image_tokens}
 
 #: Wrappers whose published configs may be flat: the language model's fields at the top level beside
-#: vision_config (Qwen2-VL, Qwen2.5-VL: transformers' config pops them into its text_config).
-FLAT_TEXT_WRAPPERS = frozenset({"qwen2_vl", "qwen2_5_vl"})
+#: vision_config (Qwen2-VL, Qwen2.5-VL: transformers' config pops them into its text_config; dots3-note: Dots3NoteConfig
+#: builds its text_config from them).
+FLAT_TEXT_WRAPPERS = frozenset({"qwen2_vl", "qwen2_5_vl", "dots3_note"})
 
 #: How a wrapper ties lm_head to the embedding (its ``tie_word_embeddings``, class default included), counted or
 #: text-only: "wrapper" — the wrapper's flag alone decides (Mistral3Config); "either" — tied when the wrapper's or
@@ -483,7 +502,7 @@ WRAPPER_TIE: dict[str, str] = {"llava": "either", "mistral3": "wrapper", "qwen2_
                                 "deepseek_vl_hybrid": "wrapper", "janus": "wrapper", "hyperclovax_vision_v2": "wrapper",
                                 "lighton_ocr": "wrapper", "minicpm_ocr": "wrapper", "qwen2_5_omni_thinker": "wrapper",
                                 "qwen3_omni_moe_thinker": "wrapper", "minimax_m3_vl": "either",
-                                "gemma4_unified": "wrapper", "gemma4": "wrapper"}
+                                "gemma4_unified": "wrapper", "gemma4": "wrapper", "dots3_note": "wrapper"}
 
 #: The smallest Llama-shaped config (hidden 64, 2 layers): calibration times eager dispatch with it.
 TINY_DECODER = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,

@@ -271,7 +271,10 @@ def build_v4(f: Fields, model_type: str) -> ModelSpec:
         prf = f.raw("partial_rotary_factor")
         rope = int(head_dim * (f.float("partial_rotary_factor") if prf is not None else 64 / 512))
     window = f.int("sliding_window")
-    rates = dict(f.raw("compress_rates") or {})
+    raw_rates = f.raw("compress_rates") or {}
+    if not isinstance(raw_rates, dict):
+        raise f.error("compress_rates", f"must be an object of a rate per attention type, got {short(raw_rates)}")
+    rates = dict(raw_rates)
     rates.setdefault("compressed_sparse_attention", as_int(f.raw("compress_rate_csa")) or 4)
     rates.setdefault("heavily_compressed_attention", as_int(f.raw("compress_rate_hca")) or 128)
     types = _v4_layer_types(f, n_layers)
@@ -316,9 +319,9 @@ def _v4_layer_types(f: Fields, n_layers: int) -> list[str]:
         return per_layer_types(f, "layer_types", n_layers, _V4_TYPES, at_least=True)
     if f.raw("compress_ratios") is not None:
         ratios = f.list("compress_ratios")
-        bad = next((r for r in ratios if r not in _V4_RATIO_TYPES), None)
-        if bad is not None:
-            raise f.error("compress_ratios", f"has {short(bad)}; DeepSeek-V4 layers compress by 0, 4 or 128")
+        for r in ratios:
+            if isinstance(r, bool) or not isinstance(r, int) or r not in _V4_RATIO_TYPES:
+                raise f.error("compress_ratios", f"has {short(r)}; DeepSeek-V4 layers compress by 0, 4 or 128")
         return per_layer_types(f, "compress_ratios", n_layers, _V4_TYPES,
                                values=[_V4_RATIO_TYPES[r] for r in ratios], at_least=True)
     inter = ["compressed_sparse_attention" if i % 2 else "heavily_compressed_attention"

@@ -1,4 +1,4 @@
-"""The GPT-2 lineage: gpt2, gpt_bigcode (StarCoder, SantaCoder), gptj and gpt_neo.
+"""The GPT-2 lineage: gpt2, gpt_bigcode (StarCoder, SantaCoder), gptj, gpt_neo, openai-gpt (GPT-1) and codegen.
 
 Their configs name the core fields ``n_embd`` / ``n_layer`` / ``n_head`` (gpt_neo: ``hidden_size`` /
 ``num_layers`` / ``num_heads``); all use LayerNorms with bias and a plain (non-gated) MLP of
@@ -10,6 +10,10 @@ Their configs name the core fields ``n_embd`` / ``n_layer`` / ``n_head`` (gpt_ne
   (``multi_query``: one K/V head); without it the fused rows are interleaved per head.
 - gptj: no position table; partial RoPE on interleaved pairs (``rotary_dim``); one LayerNorm
   feeding attention (no biases) and MLP in parallel; untied head with a bias.
+- openai-gpt (GPT-1): learned positions, post-LN blocks without a final norm, Conv1D projections with
+  biases, an MLP of 4 × hidden.
+- codegen: GPT-J's block with one fused bias-free ``qkv_proj`` (CodeGen's ``mp_num`` = 4 blocks of
+  ``[q | v | k]`` rows) and a bias-free ``out_proj``.
 - gpt_neo: learned positions; q/k/v without bias, ``out_proj`` with; ``attention_types`` alternating
   global and local (``window_size``) layers; attention scores are NOT scaled by 1/sqrt(head_dim).
 """
@@ -87,6 +91,77 @@ def build_gptj(f: Fields, model_type: str) -> ModelSpec:
     )
     if spec.tie_word_embeddings:
         raise f.error("tie_word_embeddings", "is true, but GPT-J's lm_head has a bias that a tied head would drop "
+                                             "(not supported)")
+    return spec
+
+
+#: OpenAI GPT's ACT_FNS: afn -> the activation it builds ("gelu" is GPT-2's tanh approximation)
+OPENAI_GPT_ACTS = {"gelu": "gelu_new", "relu": "relu", "silu": "silu", "swish": "silu"}
+
+
+def build_openai_gpt(f: Fields, model_type: str) -> ModelSpec:
+    """GPT-1 (openai-gpt): learned positions (``n_positions`` rows), post-LN blocks (``ln_1`` normalises the
+    residual stream after attention, ``ln_2`` after the MLP) and no final norm, GPT-2's Conv1D projections with
+    biases (fused ``c_attn``), an MLP of 4 x hidden whatever the config says, tied by default."""
+    hidden, n_layers, heads, vocab = read_mha_shape(f)
+    hd = hidden // heads
+    afn = f.str("afn")
+    if afn not in OPENAI_GPT_ACTS:
+        raise f.error("afn", f"is {afn!r}: transformers' OpenAI GPT knows {', '.join(sorted(OPENAI_GPT_ACTS))}")
+    act = OPENAI_GPT_ACTS[afn]
+    norms = (PlacedNorm("ln_1", "post_mixer_residual", _ln(hidden)),
+             PlacedNorm("ln_2", "post_ffn_residual", _ln(hidden)))
+    attn = Attention(hidden, heads, heads, hd, hd, True, True, True, True, fused_qkv=True)
+    layer = Layer(attn, MLP(hidden, 4 * hidden, gated=False, bias=True, act=act), norms)
+    layout = CheckpointLayout(
+        renames=tuple((pre + old, new) for pre in ("transformer.", "")  # the hub's files: saved from OpenAIGPTModel
+                      for old, new in (("tokens_embed.", "model.embed_tokens."),
+                                       ("positions_embed.", "model.embed_positions."), ("h.", "model.layers."))),
+        modules=((".attn.c_attn.", ".self_attn.qkv_proj."), (".attn.c_proj.", ".self_attn.o_proj.")), transposed=True)
+    return ModelSpec(
+        model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=(layer,) * n_layers,
+        tie_word_embeddings=read_tie(f, True), final_norm=None, hidden_act=act, norm_eps=read_eps(f),
+        position_embeddings=_positions(f), checkpoint=layout,
+    )
+
+
+CODEGEN_MP = 4  # CodeGenAttention.mp_num: the fused qkv_proj rows are 4 blocks of [q | v | k], hidden / 4 rows each
+
+
+def build_codegen(f: Fields, model_type: str) -> ModelSpec:
+    """CodeGen (Salesforce CodeGen, CodeGen2): GPT-J's parallel block with one
+    bias-free fused ``qkv_proj`` whose rows are ``mp_num`` (4) blocks of ``[q | v | k]`` (``hidden / 4`` rows
+    each: transformers' ``view(..., 4, -1).split``), a bias-free ``out_proj``, RoPE on interleaved pairs of
+    the first ``rotary_dim`` channels of each head, an untied head with a bias. (CodeGen2's own remote code splits
+    the rows in 8 blocks, not 4: the same tensors and counts; the runtime loads transformers' native layout.)"""
+    hidden, n_layers, heads, vocab, inner = _core(f)
+    hd = hidden // heads
+    if hidden % CODEGEN_MP:
+        raise f.error("hidden_size", f"({hidden}) must be divisible by CodeGen's mp_num ({CODEGEN_MP}): "
+                                     "transformers splits qkv_proj into 4 blocks")
+    rotary = f.opt_int("rotary_dim")
+    if rotary is None:  # transformers then builds sin/cos hidden_size wide, which only fits a single head
+        if heads != 1:
+            raise f.error("rotary_dim", "is null: transformers' CodeGen then ropes hidden_size channels per head, "
+                                        "which fails with more than one head; not supported")
+        rotary = hd
+    if rotary > hd or rotary % 2:
+        raise f.error("rotary_dim", f"({rotary}) must be even and at most head_dim ({hd})")
+    act = read_act(f, TRAITS)
+    attn = Attention(hidden, heads, heads, hd, hd, fused_qkv=True, rotary_dim=rotary, rope_theta=10000.0)
+    layer = Layer(attn, MLP(hidden, inner, gated=False, bias=True, act=act),
+                  (PlacedNorm("input_layernorm", "pre_mixer", _ln(hidden)),), parallel=True)
+    layout = CheckpointLayout(renames=_LAYERS, qkv_mp=CODEGEN_MP, modules=(
+        (".ln_1.", ".input_layernorm."), (".attn.qkv_proj.", ".self_attn.qkv_proj."),
+        (".attn.out_proj.", ".self_attn.o_proj."), (".mlp.fc_in.", ".mlp.up_proj."),
+        (".mlp.fc_out.", ".mlp.down_proj.")))
+    spec = ModelSpec(
+        model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=(layer,) * n_layers,
+        tie_word_embeddings=read_tie(f, False), final_norm=_ln(hidden), hidden_act=act, norm_eps=read_eps(f),
+        lm_head_bias=True, numerics=Numerics(rope_style=RopeStyle.PAIRS), checkpoint=layout,
+    )
+    if spec.tie_word_embeddings:
+        raise f.error("tie_word_embeddings", "is true, but CodeGen's lm_head has a bias that a tied head would drop "
                                              "(not supported)")
     return spec
 

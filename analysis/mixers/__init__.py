@@ -19,6 +19,7 @@ from .hybrid import ParallelHybrid
 from .inkling import InklingAttention
 from .kda import KimiDeltaAttention
 from .lightning import LightningAttention
+from .mlstm import MLSTM
 from .mamba import Mamba
 from .mla import MLA
 from .short_conv import ShortConv
@@ -28,12 +29,12 @@ from .zamba import SharedBlockMamba
 MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, SparseMLA, Mamba, GatedDeltaNet,
                                             ShortConv, ParallelHybrid, SharedBlockMamba, LightningAttention,
                                             CompressedMQA, InklingAttention, HyperBlock, KimiDeltaAttention,
-                                            BlockSparseAttention, DogeAttention)
+                                            BlockSparseAttention, DogeAttention, MLSTM)
 
 Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid, SharedBlockMamba,
               LightningAttention, CompressedMQA, InklingAttention, HyperBlock, KimiDeltaAttention,
-              BlockSparseAttention, DogeAttention]
+              BlockSparseAttention, DogeAttention, MLSTM]
 
-__all__ = ["MIXER_TYPES", "MLA", "Attention", "BlockSparseAttention", "DogeAttention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "HyperBlock", "InklingAttention", "KimiDeltaAttention", "LightningAttention", "Mamba", "Mixer",
+__all__ = ["MIXER_TYPES", "MLA", "MLSTM", "Attention", "BlockSparseAttention", "DogeAttention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "HyperBlock", "InklingAttention", "KimiDeltaAttention", "LightningAttention", "Mamba", "Mixer",
            "MixerKind", "MixerSpec", "ParallelHybrid", "SharedBlockMamba", "ShortConv", "SparseMLA", "attended_keys",
            "distinct_keys"]

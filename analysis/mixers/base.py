@@ -59,6 +59,7 @@ class MixerKind(StrEnum):
     HYPER_BLOCK = "hyper_block"  # Qwen4-Exp: Gated DeltaNet or QSA attention inside gated hyper-connections
     BLOCK_SPARSE = "block_sparse"  # MiniMax-M3: GQA attention over the key blocks a lightning indexer selects
     DOGE = "doge"  # SmallDoge: GQA attention with a dynamic mask (a per-key bias from the cached values)
+    MLSTM = "mlstm"  # xLSTM: the mLSTM matrix memory (linear attention with exponential input gates)
 
 
 class MixerSpec:

@@ -34,8 +34,9 @@ Attention runs in the absorbed (latent, MQA) form for decode and prefill alike: 
 expanding them through ``kv_b_proj``. GLM-5 layers whose ``indexer_types`` entry is ``"shared"`` have no
 indexer (no tensors, no indexer cache, no indexer ops) and reuse the previous full layer's selection.
 
-Gated descendants, as fields: Hy4-preview (``hy_v4``: ``out_gate``, ``sinks``, ``hc_mult``; GLM-5's shared layers)
-and A.X-K2 (``axk2``: ``q_gate``) gate each head's output by a sigmoid before ``o_proj``; their cache is DSA's.
+Gated descendants, as fields: Hy4-preview (``hy_v4``: ``out_gate``, ``sinks``, ``hc_mult``; GLM-5's shared layers),
+A.X-K2 (``axk2``: ``q_gate``) and dots3-note (``dots3_note_text``: MLA's ``head_gate``, one scalar per head, and
+``k_rope_norm``) gate each head's output by a sigmoid before ``o_proj``; their cache is DSA's.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ class SparseMLA(MLA):
     def summary(self) -> str:
         s = (f"MLA (latent {self.kv_lora_rank} + rope {self.qk_rope_head_dim}) with DeepSeek sparse attention "
              f"(top {self.index_topk}; indexer {self.index_n_heads}x{self.index_head_dim})")
-        if self.q_gate or self.out_gate:
+        if self.q_gate or self.out_gate or self.head_gate:
             s += ", a sigmoid output gate per head"
         if self.sinks:
             s += ", attention sinks"
@@ -165,6 +166,8 @@ class SparseMLA(MLA):
             b.matmul("gate_proj", [t for t in tensors["gate_proj"] if ".self_attn." in t.name], i, "attention")
         b.matmul("kv_a_proj_with_mqa", tensors["kv_a_proj_with_mqa"], i, "attention", parallel=Parallel.REPLICATED)
         b.norm("kv_a_layernorm", None, r, i, tensors=tensors["kv_a_layernorm"])
+        if self.k_rope_norm:  # dots3-note: the shared rope key RMS-normed before RoPE
+            b.norm("k_rope_only_layernorm", None, rope, i, tensors=tensors["k_rope_only_layernorm"])
         rope_elems = n * (nh + 1) * rope
         b.elementwise("rope", rope_elems, rope_elems, i, "attention", kernels=10, kind=OpKind.ROPE)
         lat_elems = r + rope
@@ -197,6 +200,10 @@ class SparseMLA(MLA):
         if self.q_gate or self.out_gate:  # sigmoid(gate) times each head's output
             g = n * nh * self.v_head_dim
             b.elementwise("output_gate", 2 * g, g, i, "attention", kernels=2)
+        if self.head_gate:  # dots3-note: sigmoid(g_proj(x)), one scalar per head, scales that head's output
+            b.matmul("g_proj", tensors["g_proj"], i, "attention")
+            b.elementwise("head_gate", n * nh * (1 + self.v_head_dim), n * nh * self.v_head_dim, i, "attention",
+                          kernels=2)
         b.matmul("o_proj", tensors["o_proj"], i, "attention", parallel=Parallel.ROW)
         if self.hc_mult:  # the output weighted into every stream plus the streams, then the FFN's streams collapsed
             h, hc = self.hidden_size, self.hc_mult

@@ -41,6 +41,10 @@ class MLA(MixerSpec):
     # Kimi Linear (kimi_linear): NoPE. The qk_rope_head_dim slice of kv_a_proj_with_mqa is still the shared key
     # part, cached and attended, but never rotated
     rope: bool = True
+    # dots3-note (dots3_note_text): an RMSNorm over the shared rope key (k_rope_only_layernorm) before RoPE, and a
+    # sliding window over the latent cache on its sliding_attention layers (None: every token kept)
+    k_rope_norm: bool = False
+    window: int | None = None
 
     kind = MixerKind.MLA
     title = "MLA"
@@ -53,9 +57,14 @@ class MLA(MixerSpec):
     def qk_head_dim(self) -> int:
         return self.qk_nope_head_dim + self.qk_rope_head_dim
 
+    def label(self) -> str:
+        return f"mla-sliding({self.window})" if self.window else self.kind.value
+
     def summary(self) -> str:
         if not self.rope:
             return f"MLA (latent {self.kv_lora_rank} + shared key {self.qk_rope_head_dim}, no RoPE)"
+        if self.window:
+            return f"MLA (latent {self.kv_lora_rank} + rope {self.qk_rope_head_dim}, sliding window {self.window})"
         return f"MLA (latent {self.kv_lora_rank} + rope {self.qk_rope_head_dim})"
 
     # ---- parameters ------------------------------------------------------------------------------
@@ -75,6 +84,8 @@ class MLA(MixerSpec):
         _linear(out, f"{prefix}.o_proj", h, nh * self.v_head_dim, self.bias)
         if self.head_gate:
             _linear(out, f"{prefix}.g_proj", nh, h, False)
+        if self.k_rope_norm:
+            out.append(Tensor(f"{prefix}.k_rope_only_layernorm.weight", (self.qk_rope_head_dim,), "norm"))
         return out
 
     # ---- trace -----------------------------------------------------------------------------------
@@ -95,6 +106,8 @@ class MLA(MixerSpec):
             b.matmul("q_b_proj", tensors["q_b_proj"], i, "attention")
         b.matmul("kv_a_proj_with_mqa", tensors["kv_a_proj_with_mqa"], i, "attention", parallel=Parallel.REPLICATED)
         b.norm("kv_a_layernorm", None, self.kv_lora_rank, i, tensors=tensors["kv_a_layernorm"])
+        if self.k_rope_norm:
+            b.norm("k_rope_only_layernorm", None, self.qk_rope_head_dim, i, tensors=tensors["k_rope_only_layernorm"])
         if self.rope:
             rope = n * (nh + 1) * self.qk_rope_head_dim
             b.elementwise("rope", rope, rope, i, "attention", kernels=10, kind=OpKind.ROPE)
@@ -102,8 +115,8 @@ class MLA(MixerSpec):
         kv_tok = b.kv.nbytes(kv_elems)
         b.add(name="kv_append", kind=OpKind.KV_APPEND, category="attention", layer=i, act_read_bytes=n * kv_elems * a,
               kv_write_bytes=n * kv_tok, kernels=2)
-        keys = attended_keys(s.cached_tokens, s.new_tokens)
-        seen = distinct_keys(s.cached_tokens, s.new_tokens)
+        keys = attended_keys(s.cached_tokens, s.new_tokens, self.window)
+        seen = distinct_keys(s.cached_tokens, s.new_tokens, self.window)
         kv_b = tensors["kv_b_proj"]
         kv_b_bytes = b.fmt.bytes_of(kv_b)
         k_part = nh * self.qk_nope_head_dim * self.kv_lora_rank
@@ -147,6 +160,9 @@ class MLA(MixerSpec):
 
     def latent_kv(self) -> tuple[int, int] | None:
         return self.kv_lora_rank, self.qk_rope_head_dim
+
+    def kv_cap(self) -> int | None:
+        return self.window
 
     # ---- tensor parallelism ----------------------------------------------------------------------
 
