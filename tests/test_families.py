@@ -1227,9 +1227,11 @@ V32_GEOMETRY = {"model_type": "deepseek_v32", "hidden_size": 7168, "num_hidden_l
                 "vocab_size": 129280, "intermediate_size": 18432}
 
 
-@pytest.mark.parametrize("name", DSA)
+@pytest.mark.parametrize("name", DSA + ["dots3_note_text", "dots3_note_text-per_layer_config",
+                                        "dots3_note_text-no-dsa-freq"])
 def test_dsa_total_and_active_parameters_equal_transformers(name):
-    """Every indexer parameter is active (each token runs its layer's indexer); routed experts count k / E."""
+    """Every indexer parameter is active (each token runs its layer's indexer); routed experts count k / E
+    (dots3-note: gated MLA, sparse or windowed)."""
     cfg = CASES[name]
     p = count_params(parse_config(cfg))
     assert (p.total, p.active) == (hf_param_count(cfg), _hf_active(cfg, cfg["num_experts_per_tok"]))
@@ -1342,13 +1344,6 @@ def test_dsa_kv_equals_transformers_cache(name):
 # ---- dots3-note: gated MLA on every layer, DSA / sliding-window / full by layer type ------------------------
 
 DOTS3 = ["dots3_note_text", "dots3_note_text-per_layer_config", "dots3_note_text-no-dsa-freq"]
-
-
-@pytest.mark.parametrize("name", DOTS3)
-def test_dots3_note_total_and_active_parameters_equal_transformers(name):
-    cfg = CASES[name]
-    p = count_params(parse_config(cfg))
-    assert (p.total, p.active) == (hf_param_count(cfg), _hf_active(cfg, cfg["num_experts_per_tok"]))
 
 
 def test_dots3_note_layer_types_geometry_and_windows():

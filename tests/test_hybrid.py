@@ -822,6 +822,31 @@ def test_state_matches_transformers_cache(name):
         assert lk.state_bytes == 4 * want, i
 
 
+def hf_decode_flops(cfg: dict, attn: str):
+    """(transformers' model, FlopCounterMode over its decode of one token after a 5-token prefill) (eager
+    experts: only the routed experts run; ``attn``: its attention implementation)."""
+    torch = pytest.importorskip("torch", reason="needs torch (the runtime extra)")
+    pytest.importorskip("transformers", reason="needs transformers (dev extra)")
+    import warnings
+
+    from torch.utils.flop_counter import FlopCounterMode
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cfg = dict(cfg)
+    mt = cfg.pop("model_type")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(mt, **cfg), attn_implementation=attn,
+                                                 experts_implementation="eager").eval()
+        with torch.no_grad():
+            past = model(torch.tensor([[1, 2, 3, 4, 5]]), use_cache=True).past_key_values
+            counter = FlopCounterMode(display=False)
+            with counter:
+                model(torch.tensor([[6]]), past_key_values=past, use_cache=True)
+    return model, counter
+
+
 @pytest.mark.parametrize("name", ["qwen3_next/base", "qwen3_5_text/base", "qwen3_5_moe_text/base",
                                   "olmo_hybrid/defaults", "olmo_hybrid/widths+layer_types", "lfm3/defaults",
                                   "lfm3/layer_types+plain"])
@@ -830,25 +855,7 @@ def test_decode_flops_match_transformers(name):
     experts run), after a 5-token prefill: its matmuls (``aten.mm``) are our matmul, router and expert ops,
     its attention ``aten.bmm`` our attention op. (Its reference causal-conv update convolves the kernel's
     window plus the new token, so the conv taps follow another convention and are left out.)"""
-    torch = pytest.importorskip("torch", reason="needs torch (the runtime extra)")
-    pytest.importorskip("transformers", reason="needs transformers (dev extra)")
-    import warnings
-
-    from torch.utils.flop_counter import FlopCounterMode
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    cfg = dict(SYNTHETIC[name])
-    mt = cfg.pop("model_type")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.manual_seed(0)
-        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(mt, **cfg), attn_implementation="eager",
-                                                 experts_implementation="eager").eval()
-        with torch.no_grad():
-            past = model(torch.tensor([[1, 2, 3, 4, 5]]), use_cache=True).past_key_values
-            counter = FlopCounterMode(display=False)
-            with counter:
-                model(torch.tensor([[6]]), past_key_values=past, use_cache=True)
+    _, counter = hf_decode_flops(SYNTHETIC[name], "eager")
     hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
     _, _, ops = ops_of(SYNTHETIC[name], batch=1, new_tokens=1, cached_tokens=5)
     assert hf["aten.mm"] + hf.get("aten.addmm", 0) == sum(o.flops for o in ops if o.kind in ("matmul", "router",
@@ -861,25 +868,7 @@ def test_kimi_linear_decode_flops_match_transformers(name):
     """Kimi Linear's decode step after a 5-token prefill, per layer (FlopCounterMode's module breakdown): every
     KDA layer's matmuls (q/k/v, the rank-d forget and output gates, b_proj, o_proj) and every MLP / MoE's are
     ours exactly. (Its MLA layers run the expanded form where we count the absorbed decode, as for DeepSeek.)"""
-    torch = pytest.importorskip("torch", reason="needs torch (the runtime extra)")
-    pytest.importorskip("transformers", reason="needs transformers (dev extra)")
-    import warnings
-
-    from torch.utils.flop_counter import FlopCounterMode
-    from transformers import AutoConfig, AutoModelForCausalLM
-
-    cfg = dict(SYNTHETIC[name])
-    mt = cfg.pop("model_type")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.manual_seed(0)
-        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(mt, **cfg), attn_implementation="sdpa",
-                                                 experts_implementation="eager").eval()
-        with torch.no_grad():
-            past = model(torch.tensor([[1, 2, 3, 4, 5]]), use_cache=True).past_key_values
-            counter = FlopCounterMode(display=False)
-            with counter:
-                model(torch.tensor([[6]]), past_key_values=past, use_cache=True)
+    model, counter = hf_decode_flops(SYNTHETIC[name], "sdpa")
     counts = counter.get_flop_counts()
     _, _, ops = ops_of(SYNTHETIC[name], batch=1, new_tokens=1, cached_tokens=5)
 

@@ -69,6 +69,21 @@ def build_gpt2(f: Fields, model_type: str) -> ModelSpec:
     )
 
 
+def _gptj_spec(f: Fields, model_type: str, title: str, hidden: int, vocab: int, layer: Layer, n_layers: int,
+               act: str, layout: CheckpointLayout) -> ModelSpec:
+    """GPT-J's and CodeGen's model around their (parallel) block: a final LayerNorm, interleaved RoPE, an untied
+    lm_head with a bias (a tied head would drop it: refused)."""
+    spec = ModelSpec(
+        model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=(layer,) * n_layers,
+        tie_word_embeddings=read_tie(f, False), final_norm=_ln(hidden), hidden_act=act, norm_eps=read_eps(f),
+        lm_head_bias=True, numerics=Numerics(rope_style=RopeStyle.PAIRS), checkpoint=layout,
+    )
+    if spec.tie_word_embeddings:
+        raise f.error("tie_word_embeddings", f"is true, but {title}'s lm_head has a bias that a tied head would "
+                                             "drop (not supported)")
+    return spec
+
+
 def build_gptj(f: Fields, model_type: str) -> ModelSpec:
     hidden, n_layers, heads, vocab, inner = _core(f)
     hd = hidden // heads
@@ -84,15 +99,7 @@ def build_gptj(f: Fields, model_type: str) -> ModelSpec:
         (".ln_1.", ".input_layernorm."), (".attn.q_proj.", ".self_attn.q_proj."), (".attn.k_proj.", ".self_attn.k_proj."),
         (".attn.v_proj.", ".self_attn.v_proj."), (".attn.out_proj.", ".self_attn.o_proj."),
         (".mlp.fc_in.", ".mlp.up_proj."), (".mlp.fc_out.", ".mlp.down_proj.")))
-    spec = ModelSpec(
-        model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=(layer,) * n_layers,
-        tie_word_embeddings=read_tie(f, False), final_norm=_ln(hidden), hidden_act=act, norm_eps=read_eps(f),
-        lm_head_bias=True, numerics=Numerics(rope_style=RopeStyle.PAIRS), checkpoint=layout,
-    )
-    if spec.tie_word_embeddings:
-        raise f.error("tie_word_embeddings", "is true, but GPT-J's lm_head has a bias that a tied head would drop "
-                                             "(not supported)")
-    return spec
+    return _gptj_spec(f, model_type, "GPT-J", hidden, vocab, layer, n_layers, act, layout)
 
 
 #: OpenAI GPT's ACT_FNS: afn -> the activation it builds ("gelu" is GPT-2's tanh approximation)
@@ -155,15 +162,7 @@ def build_codegen(f: Fields, model_type: str) -> ModelSpec:
         (".ln_1.", ".input_layernorm."), (".attn.qkv_proj.", ".self_attn.qkv_proj."),
         (".attn.out_proj.", ".self_attn.o_proj."), (".mlp.fc_in.", ".mlp.up_proj."),
         (".mlp.fc_out.", ".mlp.down_proj.")))
-    spec = ModelSpec(
-        model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=(layer,) * n_layers,
-        tie_word_embeddings=read_tie(f, False), final_norm=_ln(hidden), hidden_act=act, norm_eps=read_eps(f),
-        lm_head_bias=True, numerics=Numerics(rope_style=RopeStyle.PAIRS), checkpoint=layout,
-    )
-    if spec.tie_word_embeddings:
-        raise f.error("tie_word_embeddings", "is true, but CodeGen's lm_head has a bias that a tied head would drop "
-                                             "(not supported)")
-    return spec
+    return _gptj_spec(f, model_type, "CodeGen", hidden, vocab, layer, n_layers, act, layout)
 
 
 def _neo_layer_types(f: Fields, n_layers: int) -> list[str]:

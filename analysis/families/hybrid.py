@@ -720,6 +720,31 @@ LFM3_MODULES = ((".feed_forward.w1.", ".mlp.gate_proj."), (".feed_forward.w3.", 
                 (".conv.conv.", ".mixer.conv."), (".conv.out_proj.", ".mixer.out_proj."))
 
 
+def _kda_hybrid_spec(f: Fields, model_type: str, cls: str, core: tuple[int, int, int], mixers: dict,
+                     types: list[str], moe_at: set[int], act: str, rope_scaling: tuple = ()) -> ModelSpec:
+    """Kimi Linear's and Ling 3's shared layer: input_layernorm -> mixer -> post_attention_layernorm -> a
+    DeepSeek-V3 MoE on the ``moe_at`` layers (n_shared_experts x moe_intermediate_size shared), a dense MLP
+    elsewhere; lm_head never tied (``cls`` ties no weights), DeepSeek's routing numerics. ``core``: ``_core(f)``."""
+    from .deepseek import numerics as deepseek_numerics
+
+    hidden, n_layers, vocab = core
+    dense = MLP(hidden, f.int("intermediate_size"), act=act) if len(moe_at) < n_layers else None
+    moe = None
+    if moe_at:
+        n_exp, k = f.int("num_local_experts"), f.int("num_experts_per_tok")
+        if k > n_exp:
+            raise f.error("num_experts_per_tok", f"({k}) exceeds the number of experts ({n_exp})")
+        size = f.int("moe_intermediate_size")
+        moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=f.int("n_shared_experts", 0, lo=0) * size, act=act)
+    norms = pre_norms(lambda: Norm(hidden))
+    layers = [Layer(mixers[t], moe if i in moe_at else dense, norms) for i, t in enumerate(types)]
+    if f.raw("tie_word_embeddings") is True:
+        f.derived("tie_word_embeddings", False, f"{cls} ties no weights: lm_head is its own")
+    return ModelSpec(model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=tuple(layers),
+                     tie_word_embeddings=False, final_norm=Norm(hidden), hidden_act=act, norm_eps=read_eps(f),
+                     rope_scaling=rope_scaling, numerics=deepseek_numerics(f, 3, interleave_fixed=True))
+
+
 # ---- Ling 3 (bailing_hybrid) ---------------------------------------------------------------------
 
 #: BailingHybridConfig.attribute_map: the dataclass names (ours, with their class defaults) and the names
@@ -739,8 +764,6 @@ def build_bailing_hybrid(f: Fields, model_type: str) -> ModelSpec:
     scaled; num_shared_experts shared experts). RoPE on interleaved pairs, always. lm_head is never tied
     (BailingHybridForCausalLM ties nothing). The MTP layers the checkpoint stores (num_nextn_predict_layers)
     are not built by transformers and not counted."""
-    from .deepseek import numerics as deepseek_numerics
-
     f.aliases = {**f.aliases, **BAILING_ALIASES}
     hidden, n_layers, vocab = _core(f)
     if _present(f, "layer_types"):
@@ -775,22 +798,10 @@ def build_bailing_hybrid(f: Fields, model_type: str) -> ModelSpec:
         hd = f.int("linear_head_dim") if _present(f, "linear_head_dim") else f.int("head_dim", 128)
         mixers["linear"] = KimiDeltaAttention(hidden, heads, heads, hd, hd,
                                               f.int("short_conv_kernel_size", 4, hi=1 << 12))
-    dense = MLP(hidden, f.int("intermediate_size"), act=act) if len(moe_at) < n_layers else None
-    moe = None
-    if moe_at:
-        n_exp, k = f.int("num_local_experts"), f.int("num_experts_per_tok")
-        if k > n_exp:
-            raise f.error("num_experts_per_tok", f"({k}) exceeds the number of experts ({n_exp})")
-        size = f.int("moe_intermediate_size")
-        moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=f.int("n_shared_experts", 0, lo=0) * size, act=act)
-    norms = pre_norms(lambda: Norm(hidden))
-    layers = [Layer(mixers[t], moe if i in moe_at else dense, norms) for i, t in enumerate(types)]
-    if f.raw("tie_word_embeddings") is True:
-        f.derived("tie_word_embeddings", False, "BailingHybridForCausalLM ties no weights: lm_head is its own")
-    return ModelSpec(model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=tuple(layers),
-                     tie_word_embeddings=False, final_norm=Norm(hidden), hidden_act=act, norm_eps=read_eps(f),
-                     rope_scaling=read_rope(f, mixers["full"].qk_rope_head_dim)[2] if "full" in types else (),
-                     numerics=deepseek_numerics(f, 3, interleave_fixed=True))
+    rope_scaling = read_rope(f, mixers["full"].qk_rope_head_dim)[2] if "full" in types else ()
+    return _kda_hybrid_spec(f, model_type, "BailingHybridForCausalLM", (hidden, n_layers, vocab), mixers, types,
+                            moe_at, act,
+                            rope_scaling=rope_scaling)
 
 
 # ---- Kimi Linear (kimi_linear) -------------------------------------------------------------------
@@ -861,8 +872,6 @@ def build_kimi_linear(f: Fields, model_type: str) -> ModelSpec:
     first_k_dense_replace layers (default 1, or by mlp_layer_types), elsewhere DeepSeek V3's MoE (sigmoid
     router with a choice-only correction bias, grouped, scaled; n_shared_experts shared experts). lm_head is
     never tied (KimiLinearForCausalLM ties nothing)."""
-    from .deepseek import numerics as deepseek_numerics
-
     f.aliases = {**f.aliases, **KIMI_LINEAR_ALIASES}
     hidden, n_layers, vocab = _core(f)
     lac = _kimi_linear_attn_config(f)
@@ -883,21 +892,8 @@ def build_kimi_linear(f: Fields, model_type: str) -> ModelSpec:
         hd = _kimi_linear_int(f, lac, "head_dim", 1 << 16)
         kernel = _kimi_linear_int(f, lac, "short_conv_kernel_size", 1 << 12)
         mixers["linear"] = KimiDeltaAttention(hidden, heads, heads, hd, hd, kernel, gate_rank=hd)
-    dense = MLP(hidden, f.int("intermediate_size"), act=act) if len(moe_at) < n_layers else None
-    moe = None
-    if moe_at:
-        n_exp, k = f.int("num_local_experts"), f.int("num_experts_per_tok")
-        if k > n_exp:
-            raise f.error("num_experts_per_tok", f"({k}) exceeds the number of experts ({n_exp})")
-        size = f.int("moe_intermediate_size")
-        moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=f.int("n_shared_experts", 0, lo=0) * size, act=act)
-    norms = pre_norms(lambda: Norm(hidden))
-    layers = [Layer(mixers[t], moe if i in moe_at else dense, norms) for i, t in enumerate(types)]
-    if f.raw("tie_word_embeddings") is True:
-        f.derived("tie_word_embeddings", False, "KimiLinearForCausalLM ties no weights: lm_head is its own")
-    return ModelSpec(model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=tuple(layers),
-                     tie_word_embeddings=False, final_norm=Norm(hidden), hidden_act=act, norm_eps=read_eps(f),
-                     numerics=deepseek_numerics(f, 3, interleave_fixed=True))
+    return _kda_hybrid_spec(f, model_type, "KimiLinearForCausalLM", (hidden, n_layers, vocab), mixers, types,
+                            moe_at, act)
 
 
 # ---- Phi (phi-1, phi-1.5, phi-2) -----------------------------------------------------------------
