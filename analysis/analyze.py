@@ -170,7 +170,8 @@ def ffn_summary(spec: ModelSpec) -> str:
         return "dense"
     m = moes[0]
     shared = f" + shared ({m.shared_intermediate_size})" if m.shared_intermediate_size else ""
-    return (f"MoE: {m.num_experts} experts, top-{m.num_experts_per_tok}{shared}, "
+    zero = f" (+ {m.zero_experts} zero-computation)" if m.zero_experts else ""
+    return (f"MoE: {m.num_experts} experts{zero}, top-{m.num_experts_per_tok}{shared}, "
             f"{len(moes)} of {len(spec.layers)} layers")
 
 

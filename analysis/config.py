@@ -105,6 +105,17 @@ def not_a_decoder(cfg: dict) -> str | None:
 # ---- the entry point -----------------------------------------------------------------------------
 
 
+def _supported_hint(model_type: str) -> str:
+    """The hint for an unknown model_type: the close matches among the supported ones (the whole list, over
+    two hundred names, is too long for one error line) and how many there are."""
+    import difflib
+
+    known = supported_model_types()
+    close = difflib.get_close_matches(str(model_type), known, n=5, cutoff=0.6)
+    near = f"close matches: {', '.join(close)}; " if close else ""
+    return f"{near}{len(known)} model_types are supported: README.md lists the families"
+
+
 def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source: str = "") -> ModelSpec:
     """Build a ``ModelSpec`` from a decoded config.json; raise ``ConfigError`` on anything unusable."""
     if not isinstance(cfg, dict):
@@ -175,7 +186,7 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
             raise UnsupportedModelError(
                 f"{where}: unsupported model_type '{model_type}' and the standard decoder fields "
                 f"{', '.join(missing)} are missing",
-                f"supported: {', '.join(supported_model_types())}",
+                _supported_hint(model_type),
             )
         encoder = not_a_decoder(cfg)
         if encoder:

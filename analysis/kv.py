@@ -13,7 +13,9 @@
   window (``conv channels × (conv_kernel - 1)``: the current input is not kept, vLLM's convention;
   transformers' own cache keeps ``conv_kernel`` columns) plus the recurrent state (Mamba-2
   ``heads × head_dim × state_size``, Mamba-1 ``d_inner × state_size``, Gated DeltaNet
-  ``v_heads × k_head_dim × v_head_dim``). Falcon-H1 layers have both K/V and a state.
+  ``v_heads × k_head_dim × v_head_dim``). Falcon-H1 layers have both K/V and a state. RecurrentGemma's
+  RG-LRU keeps its recurrence (``lru_width``) in fp32 whatever the model dtype, as transformers does
+  (``MixerSpec.state_bytes``).
 
 - Cross-attention layers (Llama 3.2 Vision): K and V of the image tokens, once per image
   (``cross_bytes_per_image``: cross layers × 2 × KV heads × head_dim × image tokens), nothing per text
@@ -75,8 +77,7 @@ def layer_kv(spec: ModelSpec, kv_dtype: DType, state_dtype: DType) -> list[Layer
         packed: tuple[tuple[int, int], ...] = ()
         if m is not None:
             per_token = m.kv_bytes_per_token(kv_dtype)
-            conv, ssm = m.state_elements()
-            state = state_dtype.nbytes(conv) + state_dtype.nbytes(ssm)
+            state = m.state_bytes(state_dtype)
             cap = m.kv_cap()
             packed = tuple((ratio, kv_dtype.nbytes(elems)) for ratio, elems in m.compressed_kv())
         kind = layer.kind

@@ -89,7 +89,8 @@ def replicated_tensor(t) -> bool:
     module = t.name.rsplit(".", 2)[-2] if t.name.count(".") >= 2 else ""
     if t.kind in ("norm", "router") or module in REPLICATED_PROJECTIONS or module in ("router", "act_fn"):
         return True
-    return t.kind == "bias" and (module in ROW_PROJECTIONS or t.name.endswith(".experts.down_proj_bias"))
+    # (JetMoE's MoE output bias, ``mlp.bias``, is added after the experts' reduction: whole on every rank)
+    return t.kind == "bias" and (module in ROW_PROJECTIONS or t.name.endswith((".experts.down_proj_bias", ".mlp.bias")))
 
 
 def shard_params(spec: ModelSpec, plan: TPPlan, tensors=None) -> int:
@@ -329,7 +330,7 @@ def stage_tensors(spec: ModelSpec, plan: LayoutPlan):
         for t in layer.tensors(f"model.layers.{i}"):
             if t.kind == "norm":  # (the engine's loaded weights split everything else: hardware.engine.loaded_weights)
                 yield s, t, 1
-            elif t.kind == "expert" and isinstance(layer.ffn, MoE):
+            elif t.kind == "expert" and isinstance(layer.ffn, MoE) and ".mlp." in t.name:  # (not JetMoE's attention experts)
                 yield s, t, lo.tp
             else:
                 yield s, t, lo.attn_tp

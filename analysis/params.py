@@ -105,6 +105,8 @@ class ParamCounts:
 def layer_active(layer: Layer, tensors: list[Tensor]) -> int:
     """Parameters one token uses in this layer: all of them but the unused routed experts."""
     total = sum(t.numel for t in tensors)
+    if layer.mixer is not None:  # JetMoE: the attention experts a token is not routed to
+        total -= layer.mixer.inactive_params()
     if isinstance(layer.ffn, MoE):
         moe = layer.ffn
         routed = sum(t.numel for t in tensors if category(t) == "experts")

@@ -102,6 +102,8 @@ class Numerics:
 
     rope_style: RopeStyle = RopeStyle.HALF
     rope_plain_on_windows: bool = False  # Gemma 3: sliding layers use unscaled RoPE at their own theta
+    # Laguna: with rope_plain_on_windows, the sliding layers' own RoPE scaling (rope_scaling's items; () unscaled)
+    rope_window_scaling: tuple = ()
     # Gemma 4: full (window-less) layers use proportional RoPE: the first ``factor · head_dim / 2`` frequencies
     # theta^(-2j / head_dim), the rest 0 (unrotated), over the whole head_dim; None: not used
     proportional_rope: float | None = None
@@ -115,6 +117,7 @@ class Numerics:
     group_score: GroupScore = GroupScore.NONE
     score_correction_bias: bool = False  # DeepSeek V3: e_score_correction_bias buffer
     router_jitter_noise: float = 0.0  # PhiMoE's SparseMixer: the relative band of logits each softmax keeps
+    router_logit_softcapping: float = 0.0  # Laguna: router logits -> tanh(l / c) · c before the scores (0: none)
     scale_expert_input: bool = False  # Llama 4: the router score scales the expert's input
     glu: GLU = GLU.STANDARD
     swiglu_alpha: float = 1.702
@@ -141,6 +144,12 @@ class Numerics:
     # CTRL: a fixed sinusoidal table (no parameters) added to the scaled token embedding: position p's row is
     # [sin(p·r_j) | cos(p·r_j)], r_j = 10000^(-2j / hidden), j < hidden / 2
     sinusoidal_positions: bool = False
+    # MiMo-V2-Flash: V multiplied by attention_value_scale after v_proj, before it is cached
+    value_scale: float = 1.0
+    # LongCat-Flash: layers come in pairs (one checkpoint layer); the MoE of the first reads that layer's
+    # post-attention norm beside its dense MLP (here its shared expert) and its output joins the residual only after
+    # the second layer's MLP (the "shortcut" MoE), with LongCat's LoRA-scaled MLA
+    shortcut_moe: bool = False
 
 
 @frozen
@@ -245,6 +254,8 @@ class MoE:
     router_bias: bool = False  # gpt-oss: router bias
     shared_intermediate_size: int = 0  # all shared experts together (0: none)
     shared_expert_gate: bool = False  # qwen2_moe: sigmoid gate Linear(hidden, 1)
+    # Cohere 2 MoE's "average" shared_expert_combination_strategy: the output is (routed + shared) / 2
+    shared_average: bool = False
     act: str = "silu"
     # Gemma 4: the router scales its (weightless-RMS-normed) input by a learned vector ``router.scale``
     # (hidden) and the top-k weights by ``router.per_expert_scale`` (num_experts)
@@ -254,8 +265,17 @@ class MoE:
     correction_bias_param: bool = False
     shared_bias: bool = False  # ERNIE 4.5 MoE: the shared experts' projections take use_bias, as its dense MLP
     shared_fused_gate_up: bool = False  # Granite MoE Shared: one gate_up projection (its shared_mlp.input_linear)
+    output_bias: bool = False  # JetMoE: one bias (hidden) added to the gated sum of the experts (``mlp.bias``)
+    # LongCat-Flash: zero-computation (identity) experts the router scores beside the routed ones (router rows
+    # num_experts + zero_experts); they have no weights, and a token routed to one skips that expert's compute
+    zero_experts: int = 0
 
     kind = FFNKind.MOE
+
+    @property
+    def router_experts(self) -> int:
+        """The router's output width: the routed experts plus the zero-computation ones."""
+        return self.num_experts + self.zero_experts
 
     @property
     def expert_params(self) -> int:
@@ -275,12 +295,12 @@ class MoE:
     def tensors(self, prefix: str) -> list[Tensor]:
         out: list[Tensor] = []
         h, i, e = self.hidden_size, self.moe_intermediate_size, self.num_experts
-        out.append(Tensor(f"{prefix}.router.weight", (e, h), "router"))
+        out.append(Tensor(f"{prefix}.router.weight", (self.router_experts, h), "router"))
         if self.router_scales:
             out.append(Tensor(f"{prefix}.router.scale", (h,), "router"))
             out.append(Tensor(f"{prefix}.router.per_expert_scale", (e,), "router"))
         if self.router_bias:
-            out.append(Tensor(f"{prefix}.router.bias", (e,), "bias"))
+            out.append(Tensor(f"{prefix}.router.bias", (self.router_experts,), "bias"))
         if self.correction_bias_param:
             out.append(Tensor(f"{prefix}.router.e_score_correction_bias", (1, e), "router"))
         up_rows = 2 * i if self.gated else i
@@ -290,6 +310,8 @@ class MoE:
         out.append(Tensor(f"{prefix}.experts.down_proj", (e, h, i), "expert"))
         if self.expert_bias:
             out.append(Tensor(f"{prefix}.experts.down_proj_bias", (e, h), "bias"))
+        if self.output_bias:
+            out.append(Tensor(f"{prefix}.bias", (h,), "bias"))
         shared = self.shared_mlp()
         if shared is not None:
             out.extend(shared.tensors(f"{prefix}.shared_expert"))

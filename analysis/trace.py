@@ -226,9 +226,10 @@ class _Builder:
         n, a, h = self.shape.tokens, self.a, m.hidden_size
         router = tensors["router"]
         # the router is replicated on every tensor-parallel rank (vLLM's ReplicatedLinear gate, SGLang alike)
-        self.add(name="router", kind="router", category="ffn", layer=i, flops=2 * n * h * m.num_experts,
+        # (its width counts LongCat-Flash's zero-computation experts: router_experts)
+        self.add(name="router", kind="router", category="ffn", layer=i, flops=2 * n * h * m.router_experts,
                  weight_bytes=self.fmt.bytes_of(router), act_read_bytes=n * h * a,
-                 act_write_bytes=n * m.num_experts * 4, kernels=3, parallel=Parallel.REPLICATED)
+                 act_write_bytes=n * m.router_experts * 4, kernels=3, parallel=Parallel.REPLICATED)
         expert_tensors = tensors["experts"]
         all_bytes = self.fmt.bytes_of(expert_tensors)
         touched = expected_experts(m.num_experts, m.num_experts_per_tok, n)
@@ -240,6 +241,10 @@ class _Builder:
                  act_read_bytes=routed * (h + (3 if m.gated else 1) * ii) * a,
                  act_write_bytes=routed * ((2 if m.gated else 1) * ii + ii + h) * a,
                  kernels=max(1, round(touched)) * (5 if m.gated else 4) + 2)
+        if m.output_bias:  # JetMoE: one bias added to the experts' gated sum (whole on every rank)
+            self.add(name="experts_bias", kind="elementwise", category="ffn", layer=i,
+                     weight_bytes=self.fmt.bytes_of(tensors["bias"]), act_read_bytes=n * h * a,
+                     act_write_bytes=n * h * a, kernels=1)
         shared = m.shared_mlp()
         if shared is not None:
             self.mlp(i, shared, tensors, prefix="shared_expert.")

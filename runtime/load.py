@@ -94,6 +94,13 @@ def translate(spec: ModelSpec, hf_name: str, t: torch.Tensor) -> Iterator[tuple[
     pre = f"model.layers.{i}."
     ffn, mixer = layer.ffn, layer.mixer
     attention = mixer is not None and mixer.kind is MixerKind.ATTENTION  # softmax attention's checkpoint layouts
+    if attention and not mixer.fused_qkv and rest.startswith("self_attn.qkv_proj.") and not mixer.kv_shared \
+            and not mixer.k_eq_v and not getattr(mixer, "output_gate", False) \
+            and t.shape[0] == mixer.q_dim + mixer.k_dim + mixer.v_dim:
+        # a fused [q | k | v] (sarvam-30b's query_key_value) where transformers splits it by each target's size
+        for part, rows in zip(("q_proj", "k_proj", "v_proj"), t.split((mixer.q_dim, mixer.k_dim, mixer.v_dim))):
+            yield pre + "self_attn." + part + rest[len("self_attn.qkv_proj"):], None, rows
+        return
     if attention and mixer.fused_qkv and rest.startswith("self_attn.qkv_proj.") and spec.checkpoint.qkv_grouped:
         yield pre + rest, None, _qkv_from_groups(t, mixer)
         return
@@ -118,8 +125,9 @@ def translate(spec: ModelSpec, hf_name: str, t: torch.Tensor) -> Iterator[tuple[
             yield pre + rest.replace("mlp.gate.", "mlp.router."), None, t
             return
         if rest in ("mlp.gate.e_score_correction_bias", "mlp.e_score_correction_bias",  # DeepSeek V3; MiniMax-M2
-                    "mlp.gate.moe_statics.e_score_correction_bias"):  # ERNIE 4.5 MoE
-            yield pre + "mlp.router.e_score_correction_bias", None, t
+                    "mlp.gate.moe_statics.e_score_correction_bias",  # ERNIE 4.5 MoE
+                    "mlp.expert_bias"):  # AFMoE: an (E,) parameter, ours (1, E) as ERNIE's
+            yield pre + "mlp.router.e_score_correction_bias", None, t.reshape(1, -1) if ffn.correction_bias_param else t
             return
         em = _EXPERT.match(rest)
         if em:

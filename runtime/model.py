@@ -91,6 +91,12 @@ def check_supported(spec: ModelSpec) -> None:
         raise RuntimeUnavailableError(f"verify does not support Gemma 3n's decoder layer yet ({spec.label}: AltUp's "
                                       "predicted / corrected residual streams, LAuReL's low-rank residual and the "
                                       "Gaussian top-k activation sparsity)", "analyze and trace work for this model")
+    if spec.numerics.shortcut_moe or any(isinstance(layer.ffn, MoE) and layer.ffn.zero_experts
+                                         for layer in spec.layers):
+        raise RuntimeUnavailableError(f"verify does not support LongCat-Flash's shortcut MoE yet ({spec.label}: the "
+                                      "MoE's output joins the residual a sublayer later, its router also picks "
+                                      "zero-computation experts, and its MLA scales the latents)",
+                                      "analyze and trace work for this model")
     if spec.position_embeddings and spec.max_position_embeddings is None:
         raise RuntimeUnavailableError("learned position embeddings without max_position_embeddings")
 
@@ -420,7 +426,9 @@ class SelfAttention(MixerModule):
 
     @staticmethod
     def unsupported(m: Attention) -> str | None:
-        return "q/k LayerNorms with bias" if m.qk_norm_bias else None
+        if m.qk_norm_bias and (m.qk_norm_per_head or m.q_norm_dim != m.head_dim):
+            return "q/k LayerNorms with bias over more than one head"
+        return None
 
     @staticmethod
     def check_tp(m: Attention, layer: int) -> None:
@@ -446,13 +454,18 @@ class SelfAttention(MixerModule):
                 if not m.k_eq_v:  # Gemma 4 full layers: V is the K projection
                     self.v_proj = linear(D, m.v_dim, m.v_bias, dtype)
         self.o_proj = linear(m.o_in, D, m.o_bias, dtype)
-        if m.head_gate:  # LFM3: sigmoid(g_proj(x)) scales each head's output
-            self.g_proj = linear(D, H, False, dtype)
+        if m.head_gate:  # LFM3: sigmoid(g_proj(x)) scales each head's output (Laguna: softplus, maybe per feature)
+            self.g_proj = linear(D, m.gate_dim, False, dtype)
+        if m.proj_gate:  # AFMoE: sigmoid(gate_proj(x)) scales each output feature
+            self.gate_proj = linear(D, m.o_in, False, dtype)
         if m.o_norm:  # BitNet: an RMSNorm of the attention output before o_proj
             self.attn_sub_norm = RMSNorm(m.o_in, spec.norm_eps, dtype=dtype)
         if m.qk_norm_per_head:  # Cohere: LayerNorm over head_dim with a weight per head and feature
             self.q_norm = HeadLayerNorm(H, m.head_dim, spec.norm_eps, dtype=dtype)
             self.k_norm = HeadLayerNorm(K, m.head_dim, spec.norm_eps, dtype=dtype)
+        elif m.qk_norm_bias:  # Phi's / Persimmon's qk_layernorm: a LayerNorm with bias over head_dim, shared by heads
+            self.q_norm = LayerNorm(m.q_norm_dim, spec.norm_eps, bias=True, dtype=dtype)
+            self.k_norm = LayerNorm(m.k_norm_dim, spec.norm_eps, bias=True, dtype=dtype)
         else:
             if m.q_norm_dim:
                 self.q_norm = RMSNorm(m.q_norm_dim, spec.norm_eps, spec.norm_offset, dtype=dtype)
@@ -469,7 +482,7 @@ class SelfAttention(MixerModule):
         if m.rotary_dim:
             scaling = dict(spec.rope_scaling)
             if num.rope_plain_on_windows and m.window:
-                scaling = {}
+                scaling = dict(num.rope_window_scaling)  # Laguna: the sliding layers' own scaling (else none)
             scaling["_extra"] = num.rope_extra
             proportional = num.proportional_rope if not (m.window or m.chunk) else None
             self.rotary = Rotary(m.rotary_dim, m.rope_theta, scaling, num.rope_style, spec.max_position_embeddings,
@@ -502,6 +515,9 @@ class SelfAttention(MixerModule):
         if self.gated:  # (B, T, H, 2d) -> q and the gate, each (B, T, H·d)
             q, gate = q.view(B, T, H, 2 * d).chunk(2, dim=-1)
             q, gate = q.reshape(B, T, H * d), gate.reshape(B, T, H * d)
+        elif m.proj_gate:  # AFMoE: the gate from its own projection of the layer input
+            with region("matmul"):
+                gate = self.gate_proj(x_BTD)
         if self.num.clip_qkv is not None:  # DBRX: q, k and v clamped to [-clip, clip]
             with region("elementwise"):
                 c = self.num.clip_qkv
@@ -515,6 +531,9 @@ class SelfAttention(MixerModule):
         if m.v_norm:  # Gemma 4: a weightless RMSNorm of V over head_dim
             with region("norm"):
                 v_BTKe = _rms(v_BTKe, self.eps)
+        if self.num.value_scale != 1.0:  # MiMo-V2-Flash: V scaled (attention_value_scale) before it is cached
+            with region("elementwise"):
+                v_BTKe = v_BTKe * self.num.value_scale
         if self.rotary is not None:
             with region("rope"):
                 cos_TR, sin_TR = self.rotary(pos_T, q_BTHd.dtype)
@@ -557,7 +576,12 @@ class SelfAttention(MixerModule):
             with region("matmul"):
                 g_BTH = self.g_proj(x_BTD)
             with region("elementwise"):
-                out_BTHe = out_BTHe.reshape(B, T, H, e) * torch.sigmoid(g_BTH)[..., None]
+                # Laguna: softplus in fp32, cast back; per head, or per output feature (gate_per_element)
+                g_BTH = F.softplus(g_BTH.float()).to(out_BTHe.dtype) if m.gate_softplus else torch.sigmoid(g_BTH)
+                if m.gate_per_element:
+                    out_BTHe = (out_BTHe.reshape(B, T, H * e) * g_BTH).view(B, T, H, e)
+                else:
+                    out_BTHe = out_BTHe.reshape(B, T, H, e) * g_BTH[..., None]
         out = out_BTHe.reshape(B, T, H * e)
         if gate is not None:
             with region("elementwise"):
@@ -1039,6 +1063,9 @@ class SparseMoE(nn.Module):
     def route(self, logits_NE: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(weights, expert indices), each (N, k), as the family's router computes them."""
         num, k, E = self.num, self.m.num_experts_per_tok, self.m.num_experts
+        if num.router_logit_softcapping:  # Laguna: the logits soft-capped (fp32) before the scores
+            c = num.router_logit_softcapping
+            logits_NE = torch.tanh(logits_NE.float() / c) * c
         if num.router == RouterKind.SPARSEMIXER:  # PhiMoE
             return sparsemixer_top2(logits_NE, num.router_jitter_noise)
         if num.router in (RouterKind.TOPK_SOFTMAX, RouterKind.TOPK_SIGMOID):  # gpt-oss, Llama 4: top-k of the logits first
@@ -1098,7 +1125,7 @@ class SparseMoE(nn.Module):
                 with region("matmul"):
                     gate_N1 = self.shared_expert_gate(x_ND)
                 s_ND = torch.sigmoid(gate_N1) * s_ND
-            y_ND = y_ND + s_ND
+            y_ND = (y_ND + s_ND) / 2 if self.m.shared_average else y_ND + s_ND  # Cohere 2 MoE: "average"
         return y_ND.view(B, T, D)
 
     def forward_beside(self, x_BTD: torch.Tensor, block: "Block") -> torch.Tensor:

@@ -530,6 +530,131 @@ CASES.update({
     "xlstm-bias-blocks": {"model_type": "xlstm", "hidden_size": 256, "num_blocks": 2, "num_heads": 2, "vocab_size": 300,
                           "use_bias": True, "qk_dim_factor": 0.25, "v_dim_factor": 0.5},
 })
+# Laguna: per-layer query heads over num_key_value_heads, a bias-free g_proj (per head, or per feature with "per-element"
+# gating), sliding / full layers, layer 0 dense by default and experts plus one shared SwiGLU elsewhere
+# Sarvam-30B (sarvam_moe): GLM-4.5's model under SarvamMoEConfig, read by the original sarvam-30b names too
+_LAGUNA_MOE = dict(num_experts=8, num_experts_per_tok=2, moe_intermediate_size=48, shared_expert_intermediate_size=40)
+CASES.update({
+    "laguna": dict(BASE, **_LAGUNA_MOE, model_type="laguna", head_dim=32, num_attention_heads_per_layer=[8, 4, 6, 2],
+                   layer_types=["full_attention"] + ["sliding_attention"] * 3, sliding_window=64),
+    "laguna-defaults": dict(BASE, model_type="laguna", num_experts=8),
+    "laguna-per-element-bias": dict(BASE, **_LAGUNA_MOE, model_type="laguna", gating="per-element", attention_bias=True,
+                                    mlp_layer_types=["sparse", "dense", "sparse", "dense"], tie_word_embeddings=True),
+    "sarvam_moe": dict(BASE, model_type="sarvam_moe", num_experts=8, num_shared_experts=2, num_experts_per_tok=2,
+                       moe_intermediate_size=48, head_dim=32, first_k_dense_replace=2, use_qkv_bias=True),
+    "sarvam_moe-defaults": dict(BASE, model_type="sarvam_moe", n_routed_experts=8),
+    "sarvam_moe-no-qk-norm-partial": dict(BASE, model_type="sarvam_moe", n_routed_experts=8, n_shared_experts=0,
+                                          use_qk_norm=False, partial_rotary_factor=0.5, tie_word_embeddings=True),
+})
+# Hunyuan V3 (Hy3-preview): per-head q/k norms, layer 0 dense and the rest MoE by default (sigmoid router, a shared
+# MLP of num_shared_experts x moe_intermediate_size); the head_dim class default (128, not hidden / heads); the
+# mlp_layer_types row with biases (the shared MLP takes mlp_bias, the stacked experts none) and two shared experts
+CASES.update({
+    "hy_v3": dict(BASE, model_type="hy_v3", head_dim=16, num_experts=8, num_experts_per_tok=2,
+                  moe_intermediate_size=64),
+    "hy_v3-default-head_dim": dict(BASE, model_type="hy_v3", num_experts=4, num_experts_per_tok=1,
+                                   moe_intermediate_size=32),
+    "hy_v3-mlp_layer_types-bias-tied": dict(BASE, model_type="hy_v3", head_dim=24, num_local_experts=8,
+                                            num_experts_per_tok=3, moe_intermediate_size=48, num_shared_experts=2,
+                                            mlp_layer_types=["sparse", "dense", "sparse", "dense"], mlp_bias=True,
+                                            attention_bias=True, tie_word_embeddings=True),
+})
+# Cohere 2 MoE (Command A MoE): Cohere 2's parallel block, 3 sliding (RoPE) : 1 full (NoPE) layers, every layer MoE
+# by default (experts of intermediate_size, a bias-free router); the first_k_dense_replace prefix (dense at
+# prefix_dense_intermediate_size, full attention with RoPE), shared experts, RMSNorms and the head_dim class default;
+# explicit layer_types / mlp_layer_types with a prefix pattern of 2 (dense full layers then NoPE)
+CASES.update({
+    "cohere2_moe": dict(BASE, model_type="cohere2_moe", head_dim=16, num_experts=8, num_experts_per_tok=2,
+                        sliding_window=64),
+    "cohere2_moe-prefix-shared-rms-untied": dict(BASE, model_type="cohere2_moe", num_experts=4, num_experts_per_tok=1,
+                                                 first_k_dense_replace=1, prefix_dense_intermediate_size=200,
+                                                 num_shared_experts=2, shared_expert_combination_strategy="sum",
+                                                 expert_selection_fn="sigmoid", rms_norm_eps=1e-5, attention_bias=True,
+                                                 tie_word_embeddings=False, sliding_window=64),
+    "cohere2_moe-lists": dict(BASE, model_type="cohere2_moe", head_dim=24, num_experts=6, num_experts_per_tok=3,
+                              num_shared_experts=1, prefix_dense_sliding_window_pattern=2, sliding_window=64,
+                              layer_types=["sliding_attention", "full_attention", "full_attention",
+                                           "sliding_attention"],
+                              mlp_layer_types=["dense", "dense", "sparse", "sparse"]),
+})
+
+CASES.update({
+    # RecurrentGemma (Griffin): RG-LRU recurrent blocks and local attention by block_types (default r, r, a)
+    "recurrent_gemma": {"model_type": "recurrent_gemma", "hidden_size": 64, "num_hidden_layers": 5,
+                        "num_attention_heads": 4, "num_key_value_heads": 1, "vocab_size": 300,
+                        "intermediate_size": 96, "attention_window_size": 8},
+    "recurrent_gemma-wide-lru-gqa-bias-untied": {"model_type": "recurrent_gemma", "hidden_size": 64,
+                                                 "num_hidden_layers": 5, "num_attention_heads": 4,
+                                                 "num_key_value_heads": 2, "vocab_size": 300, "intermediate_size": 97,
+                                                 "attention_window_size": 8, "lru_width": 96, "conv1d_width": 3,
+                                                 "attention_bias": True, "tie_word_embeddings": False,
+                                                 "block_types": ["attention", "recurrent"], "head_dim": 24,
+                                                 "partial_rotary_factor": 0.25},
+})
+
+
+# DiffLlama: Llama with differential attention (four lambda vectors of head_dim per layer, a weightless group norm);
+# the second row GQA with a head_dim of its own, attention_bias on all four projections, tied
+CASES.update({
+    "diffllama": {"model_type": "diffllama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                  "intermediate_size": 96, "vocab_size": 300},
+    "diffllama-gqa-headdim-bias-tied": {"model_type": "diffllama", "hidden_size": 64, "num_hidden_layers": 3,
+                                        "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 12,
+                                        "intermediate_size": 80, "vocab_size": 300, "attention_bias": True,
+                                        "tie_word_embeddings": True},
+})
+
+# JetMoE: a mixture of attention heads (routed query / output experts, shared kv_proj) and a biased MoE; the second
+# row untied, experts wider than hidden / heads (kv_channels 24), top-3 of 5, and a num_attention_heads transformers
+# overrides (kv heads x top-k)
+CASES.update({
+    "jetmoe": {"model_type": "jetmoe", "hidden_size": 64, "num_hidden_layers": 2, "num_key_value_heads": 4,
+               "kv_channels": 16, "intermediate_size": 96, "num_local_experts": 4, "num_experts_per_tok": 2,
+               "vocab_size": 300},
+    "jetmoe-untied-top3-wide": {"model_type": "jetmoe", "hidden_size": 64, "num_hidden_layers": 3,
+                                "num_key_value_heads": 2, "kv_channels": 24, "intermediate_size": 80,
+                                "num_local_experts": 5, "num_experts_per_tok": 3, "num_attention_heads": 7,
+                                "vocab_size": 300, "tie_word_embeddings": False, "rms_norm_eps": 1e-5},
+})
+
+
+# Persimmon: a biased fused query_key_value (heads, 3, d), LayerNorms with bias over head_dim on q and k
+# (qk_layernorm, the default), partial RoPE, a biased relu2 MLP, untied; the second row without the q/k norms,
+# tied, a quarter rotary. Fuyu: its flat published form (the text fields at the top level) adds one biased patch
+# Linear (patch_size² x num_channels -> hidden). BioGPT: offset learned positions (max_position_embeddings + 2
+# rows), a biased fc1 / fc2 block, tied by default; the second untied with scale_embedding off
+_PERSIMMON_TINY = {"model_type": "persimmon", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                   "intermediate_size": 96, "vocab_size": 300}
+CASES.update({
+    "persimmon": _PERSIMMON_TINY,
+    "persimmon-no-qk-ln-tied-quarter": dict(_PERSIMMON_TINY, qk_layernorm=False, tie_word_embeddings=True,
+                                            partial_rotary_factor=0.25, num_hidden_layers=3),
+    "fuyu-flat": dict(_PERSIMMON_TINY, model_type="fuyu", patch_size=4, num_channels=3),
+    "fuyu-flat-default-patch-tied": dict(_PERSIMMON_TINY, model_type="fuyu", tie_word_embeddings=True),
+    "biogpt": {"model_type": "biogpt", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+               "intermediate_size": 96, "vocab_size": 300, "max_position_embeddings": 100},
+    "biogpt-untied-unscaled": {"model_type": "biogpt", "hidden_size": 48, "num_hidden_layers": 3,
+                               "num_attention_heads": 6, "intermediate_size": 80, "vocab_size": 300,
+                               "tie_word_embeddings": False, "scale_embedding": False},
+})
+
+# Arcee AFMoE (Trinity): per-head q/k norms, a sigmoid output gate (gate_proj), sandwich norms, RoPE on sliding
+# layers only; dense MLPs on the first num_dense_layers (default 1), then experts plus num_shared_experts shared
+# ones fused (default 2), a sigmoid router with an expert_bias parameter. The first row: the default layer_types
+# (full on every 4th layer); the second: given layer_types, q/k/v/o biases, no shared expert, tied, muP; the
+# third: every layer dense (num_dense_layers >= layers), full on every 2nd layer, head_dim's class default (128)
+CASES.update({
+    "afmoe": dict(BASE, model_type="afmoe", head_dim=16, num_experts=8, num_experts_per_tok=2,
+                  moe_intermediate_size=64, sliding_window=64),
+    "afmoe-layer_types-bias-tied-mup": dict(BASE, model_type="afmoe", num_hidden_layers=5, head_dim=24, num_experts=6,
+                                            num_experts_per_tok=3, moe_intermediate_size=32, num_shared_experts=0,
+                                            num_dense_layers=2, attention_bias=True, tie_word_embeddings=True,
+                                            mup_enabled=True, route_scale=2.5, sliding_window=32,
+                                            layer_types=["full_attention", "sliding_attention", "sliding_attention",
+                                                         "full_attention", "sliding_attention"]),
+    "afmoe-dense-every2": dict(BASE, model_type="afmoe", num_dense_layers=4, global_attn_every_n_layers=2,
+                               num_shared_experts=3),
+})
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -1043,6 +1168,12 @@ WRAPPERS.update({
 })
 
 
+# Fuyu: Persimmon's language model and a biased patch Linear (patch_size² x num_channels -> hidden), no tower
+WRAPPERS.update({
+    "fuyu": {"model_type": "fuyu", "text_config": _PERSIMMON_TINY, "patch_size": 5, "num_channels": 2},
+})
+
+
 @pytest.mark.parametrize("name", sorted(WRAPPERS))
 def test_multimodal_wrapper_counts_the_whole_checkpoint(name):
     """params.total is the full *ForConditionalGeneration model; the vision part is reported apart, in weights
@@ -1457,10 +1588,13 @@ def test_dsa_decode_attention_stops_growing_past_index_topk():
 @pytest.mark.parametrize("name", ["ernie4_5_moe", "ernie4_5_moe-bias-interval", "dots1", "exaone_moe",
                                   "exaone_moe-mlp_layer_types", "solar_open", "hunyuan_v1_moe", "granitemoe_swa-shared",
                                   "flex_olmo", "mellum", "glm4_moe_lite", "glm4_moe_lite-mlp_layer_types", "axk1",
-                                  "axk1-legacy-freq", "sarvam_mla", "inkling_text",
+                                  "axk1-legacy-freq", "sarvam_mla", "inkling_text", "laguna", "laguna-per-element-bias",
+                                  "sarvam_moe",
                                   "inkling_text-checkpoint-fields", "inkling2_text", "minimax_m3_vl_text",
                                   "minimax_m3_vl_text-sparse", "minimax_m3_vl_text-legacy-sparse",
-                                  "minimax_m3_vl_text-legacy-tied"])
+                                  "minimax_m3_vl_text-legacy-tied", "hy_v3", "hy_v3-default-head_dim",
+                                  "hy_v3-mlp_layer_types-bias-tied", "cohere2_moe",
+                                  "cohere2_moe-prefix-shared-rms-untied", "cohere2_moe-lists"])
 def test_moe_active_parameters_equal_transformers(name):
     """Active: transformers' parameters with each layer's stacked (E, ...) expert tensors counted k / E (Hunyuan:
     moe_topk per layer); ERNIE's e_score_correction_bias parameter and every shared expert count in full."""
@@ -1484,21 +1618,11 @@ def test_moe_active_parameters_equal_transformers(name):
     assert (p.total, p.active) == (hf_param_count(cfg), active)
 
 
-@pytest.mark.parametrize("model_type", ["afmoe", "jetmoe", "sarvam_moe", "longcat_flash", "mimo_v2_flash"])
-def test_unmodelled_moe_families_are_refused_by_name(model_type):
-    """MoE families the generic decoder would miscount (JetMoE 0.82x, AFMoE 0.99x ...) are refused, naming them."""
-    from planner.analysis.errors import UnsupportedModelError
-
-    with pytest.raises(UnsupportedModelError, match=f"model_type '{model_type}'"):
-        parse_config(dict(BASE, model_type=model_type, num_experts=8, num_experts_per_tok=2))
-
-
-@pytest.mark.parametrize("model_type", ["diffllama", "cohere2_moe", "laguna", "hy_v3", "persimmon", "biogpt",
-                                        "modernbert-decoder", "gemma4_unified_assistant",
+@pytest.mark.parametrize("model_type", ["modernbert-decoder", "gemma4_unified_assistant",
                                         "gemma4_assistant", "inkling2_loop_text"])
 def test_unmodelled_decoder_families_are_refused_by_name(model_type):
-    """Decoders transformers ships that the generic decoder would miscount (DiffLlama's lambda vectors, Laguna's
-    output gate, Persimmon 1.26x ...) are refused, naming them."""
+    """Decoders transformers ships that the generic decoder would miscount (ModernBERT's fused Wqkv ...) are
+    refused, naming them."""
     from planner.analysis.errors import UnsupportedModelError
 
     with pytest.raises(UnsupportedModelError, match=f"model_type '{model_type}'"):
@@ -2442,3 +2566,984 @@ def test_a_derived_width_that_is_not_positive_is_a_config_error():
     cfg = {k: v for k, v in CASES["dots3_note_text-no-dsa-freq"].items() if k != "swa_qk_nope_head_dim"}
     with pytest.raises(ConfigError, match="swa_head_dim"):
         parse_config(cfg)
+
+
+# ---- Hunyuan V3 (hy_v3) ---------------------------------------------------------------------------------------
+
+def test_hy_v3_layout_router_and_kv_by_hand():
+    """Layer 0 dense (intermediate_size), the others MoE unless mlp_layer_types says; the sigmoid router's top-k
+    renormalised and scaled by router_scaling_factor (class default 2.826), its choice steered by the correction
+    bias; K and V of every layer cached in full (no window): 2 x kv heads x head_dim per layer and token."""
+    from planner.analysis.spec import MoE, RouterKind
+
+    spec = parse_config(CASES["hy_v3"])
+    assert [type(layer.ffn).__name__ for layer in spec.layers] == ["MLP", "MoE", "MoE", "MoE"]
+    assert spec.layers[0].ffn.intermediate_size == 352
+    moe = spec.layers[1].ffn
+    assert (moe.num_experts, moe.num_experts_per_tok, moe.moe_intermediate_size, moe.shared_intermediate_size) == \
+        (8, 2, 64, 64)
+    n = spec.numerics
+    assert (n.router, n.norm_topk_prob, n.routed_scaling_factor, n.score_correction_bias, n.n_group) == \
+        (RouterKind.SIGMOID, True, 2.826, True, 1)
+    assert parse_config(dict(CASES["hy_v3"], router_scaling_factor=1.5)).numerics.routed_scaling_factor == 1.5
+    bf16 = Options(context=100, dtype="bf16", kv_dtype="bf16")
+    assert analyze(spec, bf16).kv.bytes_per_token == 4 * 2 * 2 * 16 * 2
+    assert analyze(parse_config(CASES["hy_v3-default-head_dim"]), bf16).kv.bytes_per_token == 4 * 2 * 2 * 128 * 2
+    other = parse_config(CASES["hy_v3-mlp_layer_types-bias-tied"])
+    assert [isinstance(layer.ffn, MoE) for layer in other.layers] == [True, False, True, False]
+    assert other.layers[0].ffn.shared_intermediate_size == 2 * 48 and other.layers[0].ffn.shared_bias
+
+
+def test_hy_v3_hy3_preview_counts_by_hand():
+    """HYV3Config's defaults are Hy3-preview's geometry (published: 295B total, 21B active, 80 layers + an MTP
+    layer transformers does not build): written out here term by term."""
+    cfg = {"model_type": "hy_v3", "vocab_size": 120832, "hidden_size": 4096, "intermediate_size": 13312,
+           "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8}
+    h, v, e, k, m = 4096, 120832, 192, 8, 1536
+    attention = 4096 * 64 * 128 + 2 * 4096 * 8 * 128 + 64 * 128 * 4096 + 2 * 128  # q, k, v, o, q/k norms
+    common = 2 * v * h + h + 80 * (attention + 2 * h) + 3 * h * 13312  # untied head, final norm, layer 0's MLP
+    moe_rest = e * h + 3 * h * m  # router, one shared expert
+    p = count_params(parse_config(cfg))
+    assert p.total == common + 79 * (moe_rest + e * 3 * h * m) == 295_033_528_320
+    assert p.active == common + 79 * (moe_rest + k * 3 * h * m) == 20_675_715_072
+    a = analyze(parse_config(cfg), Options(context=100, dtype="bf16", kv_dtype="bf16"))
+    assert a.kv.bytes_per_token == 80 * 2 * 8 * 128 * 2
+
+
+HY_V3_COHERE2_MOE = ["hy_v3", "hy_v3-mlp_layer_types-bias-tied", "cohere2_moe", "cohere2_moe-prefix-shared-rms-untied",
+                     "cohere2_moe-lists"]
+
+
+@pytest.mark.parametrize("name", HY_V3_COHERE2_MOE)
+def test_hy_v3_and_cohere2_moe_kv_and_decode_flops_equal_transformers(name):
+    """transformers' own cache after a prefill shorter than the window (fp32) holds exactly our bytes per token per
+    layer, and FlopCounterMode over its decode step (eager attention and experts: the k chosen experts, the
+    router, the shared expert) equals the trace's FLOPs."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    cfg = CASES[name]
+    torch, model = _hf_text_model(cfg)
+    spec, n = parse_config(cfg), 5
+    with torch.no_grad():
+        out = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True)
+        cache = out.cache if hasattr(out, "cache") else out.past_key_values
+        per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
+        fp32 = get_dtype("fp32")
+        assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
+        counter = FlopCounterMode(display=False)
+        with counter:
+            model(torch.randint(0, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
+    fmt, _ = weight_format(spec, "fp32")
+    assert counter.get_total_flops() == sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1,
+                                                                        cached_tokens=n))
+
+
+@pytest.mark.parametrize("change,field", [
+    ({"num_shared_experts": 0}, "num_shared_experts"),  # transformers would build a shared MLP of intermediate_size
+    ({"num_shared_experts": None}, "num_shared_experts"),
+    ({"num_experts": None}, "num_experts"),
+    ({"num_experts_per_tok": 9}, "num_experts_per_tok"),
+    ({"mlp_layer_types": ["dense", "sparse"]}, "mlp_layer_types"),
+    ({"mlp_layer_types": ["dense", "sparse", "moe", "sparse"]}, "mlp_layer_types"),
+    ({"moe_intermediate_size": 0}, "moe_intermediate_size"),
+])
+def test_hy_v3_refuses_what_transformers_does_not_build(change, field):
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=field):
+        parse_config(dict(CASES["hy_v3"], **change))
+
+
+def test_hy_v3_all_dense_layers_need_no_experts():
+    """mlp_layer_types all dense: transformers builds no MoE, so num_experts may be null."""
+    spec = parse_config(dict(CASES["hy_v3"], num_experts=None, mlp_layer_types=["dense"] * 4))
+    assert count_params(spec).total == hf_param_count(dict(CASES["hy_v3"], num_experts=None,
+                                                           mlp_layer_types=["dense"] * 4))
+
+
+# ---- JetMoE: mixture of attention heads + MoE ----------------------------------------------------------------
+
+JETMOE = ["jetmoe", "jetmoe-untied-top3-wide"]
+
+
+@pytest.mark.parametrize("name", JETMOE)
+def test_jetmoe_total_and_active_equal_transformers(name):
+    """Active: transformers' parameters with every JetMoeParallelExperts weight (E, out, in) — the attention's
+    query / output experts and the MoE's input / output experts — counted top-k / E; the shared kv_proj, both
+    routers and both output biases in full."""
+    from tests.oracle import hf_model
+
+    cfg = CASES[name]
+    k, e = cfg["num_experts_per_tok"], cfg["num_local_experts"]
+    seen, active, routed = set(), 0, 0
+    for n, p in hf_model(cfg).named_parameters():
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        if n.endswith(("input_linear.weight", "output_linear.weight")):
+            assert p.dim() == 3 and p.shape[0] == e
+            active += p.numel() // e * k
+            routed += 1
+        else:
+            active += p.numel()
+    assert routed == 4 * cfg["num_hidden_layers"]
+    p = count_params(parse_config(cfg))
+    assert (p.total, p.active) == (hf_param_count(cfg), active)
+
+
+def test_jetmoe_8b_counts_and_kv_by_hand():
+    """JetMoE-8B's shape (24 layers, hidden 2048, 16 KV heads of 128, 8 experts top-2 in both mixtures, SwiGLU
+    5632, tied 32000 vocabulary): per layer the attention experts 8 x 2 x 2048 x 2048, the shared kv_proj
+    2 x 2048 x 2048, both routers 8 x 2048, both output biases and norms 2048 each; active uses 2 of 8 experts.
+    KV: the shared K and V only, 16 x 128 x 2 per token and layer (32 query heads attend them)."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+
+    cfg = {"model_type": "jetmoe", "hidden_size": 2048, "num_hidden_layers": 24, "num_key_value_heads": 16,
+           "kv_channels": 128, "intermediate_size": 5632, "num_local_experts": 8, "num_experts_per_tok": 2,
+           "vocab_size": 32000, "tie_word_embeddings": True}
+    h, inter = 2048, 5632
+    moa, kv, moe = 8 * 2 * h * h, 2 * h * h, 8 * 3 * h * inter
+    small = 2 * 8 * h + 2 * h + 2 * h  # routers, output biases, norms
+    total = 24 * (moa + kv + moe + small) + 32000 * h + h
+    active = 24 * (moa // 4 + kv + moe // 4 + small) + 32000 * h + h
+    spec = parse_config(cfg)
+    p = count_params(spec)
+    assert (p.total, p.active) == (total, active)
+    assert (total, active) == (8_522_237_952, 2_331_445_248)  # the model card's rounded "8B total, 2.2B active"
+    m = spec.layers[0].mixer
+    assert (m.num_attention_heads, m.num_key_value_heads, m.head_dim) == (32, 16, 128)
+    bf16 = get_dtype("bf16")
+    assert kv_cache(spec, bf16, bf16).bytes_per_token == 24 * 16 * 128 * 2 * 2
+
+
+@pytest.mark.parametrize("name", JETMOE)
+def test_jetmoe_kv_and_decode_flops_equal_transformers(name):
+    """transformers' own cache after a prefill holds exactly our bytes per token per layer (kv_proj's K and V,
+    before transformers repeats them for the top-k slots), and FlopCounterMode over a decode step (eager) equals
+    the trace's FLOPs: both routers, only the top-k query / output / MoE experts, the shared kv_proj, the
+    attention of top_k x kv_heads query heads, the LM head."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    cfg = CASES[name]
+    torch, model = _hf_text_model(cfg)
+    from torch.utils.flop_counter import FlopCounterMode
+
+    spec = parse_config(cfg)
+    fp32 = get_dtype("fp32")
+    n = 5
+    with torch.no_grad():
+        cache = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True).cache
+        per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
+        assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
+        assert per_layer[0] == 2 * cfg["num_key_value_heads"] * cfg["kv_channels"] * 4
+        counter = FlopCounterMode(display=False)
+        with counter:
+            model(torch.randint(0, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
+    fmt, _ = weight_format(spec, "fp32")
+    want = sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n))
+    assert counter.get_total_flops() == want
+
+
+def test_jetmoe_refuses_what_transformers_does_not_build():
+    """More experts per token than experts: JetMoeConfig raises; so do we, naming the field."""
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="num_experts_per_tok"):
+        parse_config(dict(CASES["jetmoe"], num_experts_per_tok=5))
+
+
+# ---- RecurrentGemma (Griffin): RG-LRU recurrent blocks and local attention ------------------------------------
+
+RECURRENT_GEMMA = ["recurrent_gemma", "recurrent_gemma-wide-lru-gqa-bias-untied"]
+
+
+@pytest.mark.parametrize("name", RECURRENT_GEMMA)
+def test_recurrent_gemma_cache_and_decode_flops_equal_transformers(name):
+    """transformers' cache after a 12-token prefill (fp32, window 8): the attention layers' DynamicSlidingWindowLayer
+    keeps window - 1 tokens of K and V, our bytes per token each; the recurrent blocks keep (module state, not the
+    cache object) a conv window of lru_width x (conv1d_width - 1) and an lru_width recurrence, our state elements
+    (in a bf16 model: the window in bf16, the recurrence in fp32, our state bytes).
+    FlopCounterMode over its decode step: ``aten.mm`` / ``addmm`` are our projections, ``aten.baddbmm`` the RG-LRU's
+    two block-diagonal gates, ``aten.bmm`` eager attention over the window; its decode conv and recurrence are
+    elementwise there (not counted), conv taps and one multiply-add per channel here."""
+    from transformers import DynamicCache
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    cfg = CASES[name]
+    torch, model = _hf_text_model(cfg)
+    spec = parse_config(cfg)
+    fp32 = get_dtype("fp32")
+    n, window = 12, cfg["attention_window_size"]
+    cache = DynamicCache(config=model.config)
+    layers = kv_cache(spec, fp32, fp32).layers
+    with torch.no_grad():
+        model(torch.randint(3, cfg["vocab_size"], (1, n)), cache=cache, use_cache=True)
+        kinds = []
+        for i, (lk, block) in enumerate(zip(layers, model.model.layers)):
+            tb = block.temporal_block
+            if hasattr(tb, "rg_lru"):
+                kinds.append("r")
+                conv, rec = tb.conv1d_state.numel(), tb.rg_lru.recurrent_states.numel()
+                assert (lk.bytes_per_token, lk.state_bytes, lk.window) == (0, 4 * (conv + rec), None)
+                assert (conv, rec) == (tb.lru_width * (tb.conv1d_width - 1), tb.lru_width)
+            else:
+                kinds.append("a")
+                keys, values = cache.layers[i].keys, cache.layers[i].values
+                assert keys.shape[2] == window - 1 == lk.window - 1
+                assert lk.bytes_per_token * (window - 1) == 4 * (keys.numel() + values.numel())
+                assert lk.state_bytes == 0
+        types = cfg.get("block_types", ["recurrent", "recurrent", "attention"])
+        assert kinds == [types[i % len(types)][0] for i in range(cfg["num_hidden_layers"])]
+        # in bf16: the conv window in bf16, the recurrence still fp32 (transformers' _setup_cache)
+        bf16 = get_dtype("bf16")
+        model.to(torch.bfloat16)(torch.randint(3, cfg["vocab_size"], (1, n)), cache=DynamicCache(config=model.config),
+                                 use_cache=True)
+        held = [sum(t.numel() * t.element_size() for t in (b.temporal_block.conv1d_state,
+                                                            b.temporal_block.rg_lru.recurrent_states))
+                for b in model.model.layers if hasattr(b.temporal_block, "rg_lru")]
+        assert held == [lk.state_bytes for lk in kv_cache(spec, bf16, bf16).layers if lk.state_bytes]
+        model.to(torch.float32)
+        cache = DynamicCache(config=model.config)
+        model(torch.randint(3, cfg["vocab_size"], (1, n)), cache=cache, use_cache=True)
+        counter = FlopCounterMode(display=False)
+        with counter:
+            model(torch.randint(3, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True,
+                  position_ids=torch.tensor([[n]]))
+    hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+    fmt, _ = weight_format(spec, "fp32")
+    ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n)
+    gates = [o for o in ops if o.name in ("input_gate", "recurrent_gate")]
+    assert len(gates) == 2 * kinds.count("r")
+    assert hf["aten.mm"] + hf["aten.addmm"] == sum(o.flops for o in ops if o.kind == "matmul" and o not in gates)
+    assert hf["aten.baddbmm"] == sum(o.flops for o in gates)
+    assert hf["aten.bmm"] == sum(o.flops for o in ops if o.kind == "attention")
+    assert counter.get_total_flops() == sum(o.flops for o in ops if o.kind not in ("conv", "scan"))
+
+
+def test_recurrentgemma_2b_and_9b_by_hand():
+    """google/recurrentgemma-2b (published config: 26 layers r, r, a; hidden 2560, lru 2560, 10 heads, MQA, MLP
+    15360 / 2; vocab 256000, tied): 2.68 B (the paper's 2.7B), per token only the 8 attention layers' K and V (one
+    KV head of 256), per sequence 18 x 2560 x (3 conv columns in bf16 + the recurrence in fp32); recurrentgemma-9b
+    (38 layers, hidden 4096, 16 heads, MLP 24576 / 2): 8.58 B."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+
+    def config(h, layers, heads, inter):
+        return {"model_type": "recurrent_gemma", "hidden_size": h, "lru_width": h, "num_hidden_layers": layers,
+                "num_attention_heads": heads, "num_key_value_heads": 1, "intermediate_size": inter,
+                "vocab_size": 256000, "head_dim": 256, "attention_window_size": 2048}
+
+    def by_hand(h, layers, heads, inter):
+        recurrent = 3 * (h * h + h) + (4 * h + h) + h + 2 * (heads * (h // heads) ** 2 + h)
+        attention = h * h + 2 * h * 256 + h * h + h
+        mlp, norms = 3 * h * (inter // 2) + 2 * (inter // 2) + h, 2 * h
+        n_att = layers // 3
+        return 256000 * h + (layers - n_att) * recurrent + n_att * attention + layers * (mlp + norms) + h
+
+    spec = parse_config(config(2560, 26, 10, 15360))
+    assert count_params(spec).total == by_hand(2560, 26, 10, 15360) == 2_682_862_080
+    nine = parse_config(config(4096, 38, 16, 24576))
+    assert count_params(nine).total == by_hand(4096, 38, 16, 24576) == 8_579_977_216
+    bf16 = get_dtype("bf16")
+    cache = kv_cache(spec, bf16, bf16)
+    assert cache.bytes_per_token == 8 * 2 * 256 * 2
+    assert cache.state_bytes_per_sequence == 18 * (3 * 2560 * 2 + 2560 * 4)  # the recurrence in fp32, as transformers
+    assert cache.bytes_per_sequence(100_000) == 8 * 2 * 256 * 2 * 2048
+
+
+@pytest.mark.parametrize("change,field", [({"block_types": ["recurrent", "mamba"]}, "block_types"),
+                                          ({"block_types": []}, "block_types"),
+                                          ({"block_types": ["attention"], "num_hidden_layers": 101}, "block_types"),
+                                          ({"lru_width": 66}, "lru_width"),
+                                          ({"num_key_value_heads": 3}, "num_key_value_heads"),
+                                          ({"intermediate_size": 1}, "intermediate_size"),
+                                          ({"rope_parameters": {"rope_type": "linear", "factor": 2.0}},
+                                           "rope_parameters")])
+def test_recurrent_gemma_refuses_what_transformers_cannot_run(change, field):
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=field):
+        parse_config(dict(CASES["recurrent_gemma"], **change))
+
+
+# ---- Persimmon, Fuyu, BioGPT ---------------------------------------------------------------------------------
+# adept/persimmon-8b-base, adept/fuyu-8b (its flat config), microsoft/biogpt, microsoft/BioGPT-Large
+PERSIMMON_8B = {"model_type": "persimmon", "hidden_size": 4096, "intermediate_size": 16384, "num_hidden_layers": 36,
+                "num_attention_heads": 64, "vocab_size": 262144, "hidden_act": "relu2", "layer_norm_eps": 1e-5,
+                "max_position_embeddings": 16384, "qk_layernorm": True, "partial_rotary_factor": 0.5,
+                "rope_theta": 25000.0, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+FUYU_8B = dict(PERSIMMON_8B, model_type="fuyu", architectures=["FuyuForCausalLM"], image_size=300, patch_size=30,
+               num_channels=3, image_token_id=71011)
+BIOGPT = {"model_type": "biogpt", "vocab_size": 42384, "hidden_size": 1024, "num_hidden_layers": 24,
+          "num_attention_heads": 16, "intermediate_size": 4096, "hidden_act": "gelu", "max_position_embeddings": 1024,
+          "layer_norm_eps": 1e-12, "scale_embedding": True}
+BIOGPT_LARGE = dict(BIOGPT, vocab_size=57717, hidden_size=1600, num_hidden_layers=48, num_attention_heads=25,
+                    intermediate_size=6400, max_position_embeddings=2048)
+
+
+def test_persimmon_fuyu_biogpt_published_totals_by_hand():
+    """Hand counts from the modeling code, independent of the builders: Persimmon-8B's 9.4B (Adept: "9.3B
+    parameters"), Fuyu-8B's the same plus its patch Linear, BioGPT's 347M and BioGPT-Large's 1.57B."""
+    def persimmon(h, layers, heads, inter, vocab):
+        hd = h // heads
+        attn = 3 * h * h + 3 * h + h * h + h + 2 * 2 * hd  # query_key_value, dense, q/k LayerNorms (weight, bias)
+        mlp = h * inter + inter + inter * h + h
+        return 2 * vocab * h + layers * (attn + mlp + 2 * 2 * h) + 2 * h  # untied; two LNs per block, final LN
+
+    def biogpt(h, layers, inter, vocab, positions):
+        block = 4 * (h * h + h) + h * inter + inter + inter * h + h + 2 * 2 * h
+        return vocab * h + (positions + 2) * h + layers * block + 2 * h  # tied lm_head
+
+    assert count_params(parse_config(PERSIMMON_8B)).total == persimmon(4096, 36, 64, 16384, 262144) == 9_397_175_296
+    fuyu = count_params(parse_config(FUYU_8B))
+    assert fuyu.total == 9_397_175_296 + 30 * 30 * 3 * 4096 + 4096 == 9_408_238_592
+    assert fuyu.vision == 30 * 30 * 3 * 4096 + 4096
+    assert count_params(parse_config(BIOGPT)).total == biogpt(1024, 24, 4096, 42384, 1024) == 346_763_264
+    assert count_params(parse_config(BIOGPT_LARGE)).total == biogpt(1600, 48, 6400, 57717, 2048) == 1_571_188_800
+
+
+@pytest.mark.parametrize("name", ["persimmon", "persimmon-no-qk-ln-tied-quarter", "fuyu-flat", "biogpt",
+                                  "biogpt-untied-unscaled"])
+def test_persimmon_fuyu_biogpt_kv_equals_transformers_cache(name):
+    """transformers' own cache after a prefill (fp32): K and V of every head per layer and token, as ours."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+
+    cfg = CASES[name]
+    torch, model = _hf_text_model(cfg)
+    n = 5
+    with torch.no_grad():
+        out = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True)
+    cache = out.cache if hasattr(out, "cache") else out.past_key_values
+    per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
+    fp32 = get_dtype("fp32")
+    assert per_layer == [lk.bytes_per_token for lk in kv_cache(parse_config(cfg), fp32, fp32).layers]
+    assert per_layer == [2 * cfg["hidden_size"] * 4] * cfg["num_hidden_layers"]
+
+
+def test_persimmon_biogpt_numerics_follow_the_modeling_code():
+    """Persimmon's rotary width is int(head_dim x 0.5) by default; BioGPT's LayerNorms run at torch's 1e-5 whatever
+    layer_norm_eps says, its embedding scaled by sqrt(hidden) unless scale_embedding is off, positions at row p + 2."""
+    p = parse_config(CASES["persimmon"])
+    assert p.layers[0].mixer.rotary_dim == 8 and p.layers[0].mixer.qk_norm_bias
+    assert parse_config(CASES["persimmon-no-qk-ln-tied-quarter"]).layers[0].mixer.rotary_dim == 4
+    b = parse_config(BIOGPT)
+    assert b.norm_eps == 1e-5 and b.embedding_multiplier == 32.0 and b.numerics.position_offset == 2
+    assert parse_config(CASES["biogpt-untied-unscaled"]).embedding_multiplier == 1.0
+
+
+@pytest.mark.parametrize("cfg,field", [
+    (dict(_PERSIMMON_TINY, num_key_value_heads=2), "num_key_value_heads"),
+    (dict(_PERSIMMON_TINY, num_attention_heads=5), "num_attention_heads"),
+    (dict(_PERSIMMON_TINY, partial_rotary_factor=1.5), "partial_rotary_factor"),
+    (dict(_PERSIMMON_TINY, qk_layernorm="yes"), "qk_layernorm"),
+    (dict(_PERSIMMON_TINY, model_type="fuyu", patch_size=0), "patch_size"),
+    (dict(_PERSIMMON_TINY, model_type="fuyu", num_channels="3"), "num_channels"),
+    (dict(CASES["biogpt"], num_attention_heads=6), "num_attention_heads"),
+    (dict(CASES["biogpt"], max_position_embeddings=-1), "max_position_embeddings"),
+    (dict(CASES["biogpt"], scale_embedding="true"), "scale_embedding"),
+])
+def test_persimmon_fuyu_biogpt_bad_configs_are_config_errors(cfg, field):
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=field):
+        parse_config(cfg)
+
+
+# ---- MiMo-V2-Flash (full / sliding layers with their own KV heads and sinks, sigmoid MoE) -------------------
+
+#: XiaomiMiMo/MiMo-V2-Flash's config.json fields that shape the model (its hybrid_layer_pattern / moe_layer_freq,
+#: swa_* heads, sink flags and legacy RoPE fields included, which transformers does not read)
+MIMO_V2_FLASH = {
+    "model_type": "mimo_v2_flash", "vocab_size": 152576, "hidden_size": 4096, "num_hidden_layers": 48,
+    "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 192, "v_head_dim": 128,
+    "swa_num_attention_heads": 64, "swa_num_key_value_heads": 8, "swa_head_dim": 192, "swa_v_head_dim": 128,
+    "partial_rotary_factor": 0.334, "rope_theta": 5000000, "swa_rope_theta": 10000, "sliding_window": 128,
+    "sliding_window_size": 128, "hybrid_layer_pattern": [0, 1, 1, 1, 1, 0] + [1, 1, 1, 1, 1, 0] * 7,
+    "moe_layer_freq": [0] + [1] * 47, "add_swa_attention_sink_bias": True, "add_full_attention_sink_bias": False,
+    "intermediate_size": 16384, "n_routed_experts": 256, "num_experts_per_tok": 8, "moe_intermediate_size": 2048,
+    "routed_scaling_factor": None, "n_shared_experts": None, "n_group": 1, "topk_group": 1, "norm_topk_prob": True,
+    "layernorm_epsilon": 1e-5, "attention_value_scale": 0.707, "max_position_embeddings": 262144,
+    "tie_word_embeddings": False, "attention_bias": False, "hidden_act": "silu"}
+#: a small MiMo: 7 layers in the class's default layout (full 0 and 5, dense 0), 2 x 2 KV heads on sliding layers
+MIMO_TINY = dict(BASE, model_type="mimo_v2_flash", num_hidden_layers=7, head_dim=24, v_head_dim=16,
+                 n_routed_experts=8, num_experts_per_tok=2, moe_intermediate_size=48, sliding_window=8)
+CASES.update({
+    "mimo_v2_flash": MIMO_TINY,
+    # the checkpoint's own fields (consistent with the layout), biased q/k/v, tied, explicit per-layer lists
+    "mimo_v2_flash-hub-fields-tied": dict(MIMO_TINY, num_hidden_layers=4, sliding_window_size=7, attention_bias=True,
+                                          tie_word_embeddings=True, hybrid_layer_pattern=[0, 1, 1, 0],
+                                          swa_num_key_value_heads=4, swa_head_dim=24, add_swa_attention_sink_bias=True,
+                                          layer_types=["full_attention", "sliding_attention", "sliding_attention",
+                                                       "full_attention"],
+                                          mlp_layer_types=["sparse", "dense", "sparse", "dense"],
+                                          moe_layer_freq=[1, 0, 1, 0], n_group=4, topk_group=2),
+})
+
+
+def _mimo_hand(cfg: dict) -> tuple[int, int, int]:
+    """(total, active, bf16 KV bytes per token summed over layers with no window cap) of a MiMo-V2-Flash config in
+    the default layout, by hand: q (H x d), k (K x d), v (K x e), o (H x e -> h) per layer, twice the KV heads and
+    H sinks on sliding layers; a dense SwiGLU on layer 0; E experts of 3 x h x I and an E x h router elsewhere."""
+    h, n, H, K = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    d, e, V = cfg["head_dim"], cfg["v_head_dim"], cfg["vocab_size"]
+    E, k, I = cfg["n_routed_experts"], cfg["num_experts_per_tok"], cfg["moe_intermediate_size"]
+    full = [i == 0 or (i + 1) % 6 == 0 for i in range(n)]
+    total = active = 2 * V * h + h  # embedding, lm_head, final norm
+    kv = 0
+    for i in range(n):
+        kvh = K if full[i] else 2 * K
+        attn = h * H * d + h * kvh * (d + e) + H * e * h + (0 if full[i] else H) + 2 * h
+        kv += kvh * (d + e) * 2
+        if i == 0:
+            total += attn + 3 * h * cfg["intermediate_size"]
+            active += attn + 3 * h * cfg["intermediate_size"]
+        else:
+            total += attn + E * h + E * 3 * h * I
+            active += attn + E * h + k * 3 * h * I
+    return total, active, kv
+
+
+@pytest.mark.parametrize("cfg", [MIMO_V2_FLASH, MIMO_TINY], ids=["published", "tiny"])
+def test_mimo_v2_flash_total_active_and_kv_by_hand_and_transformers(cfg):
+    """309B total / 15B active as published (308,778,768,832 / 15,445,924,288 exactly); the total is transformers'
+    on meta and the active count transformers' parameters with each stacked expert tensor counted k / E; KV per
+    token: 9 full layers of 4 heads x (192 + 128), 39 sliding layers of 8 (bf16)."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+
+    spec = parse_config(cfg)
+    p = count_params(spec)
+    total, active, kv = _mimo_hand(cfg)
+    assert (p.total, p.active) == (total, active)
+    assert p.total == hf_param_count(cfg) and p.active == _hf_active(cfg, cfg["num_experts_per_tok"])
+    bf16 = get_dtype("bf16")
+    assert sum(lk.bytes_per_token for lk in kv_cache(spec, bf16, bf16).layers) == kv
+    if cfg is MIMO_V2_FLASH:
+        assert (p.total, p.active, kv) == (308_778_768_832, 15_445_924_288, 9 * 2560 + 39 * 5120)
+        assert {m.window for m in (layer.mixer for layer in spec.layers)} == {None, 129}  # sliding_window_size + 1
+
+
+@pytest.mark.parametrize("name", ["mimo_v2_flash", "mimo_v2_flash-hub-fields-tied"])
+def test_mimo_v2_flash_kv_and_decode_flops_equal_transformers(name):
+    """transformers' cache after a 12-token prefill (fp32; windows of 8): K and V per token as ours, sliding layers
+    holding window - 1 tokens; FlopCounterMode over its eager decode step (aten.mm / addmm / bmm) equals our matmul,
+    router, expert and attention FLOPs."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    cfg = CASES[name]
+    torch, model = _hf_text_model(cfg)
+    spec = parse_config(cfg)
+    fp32 = get_dtype("fp32")
+    n = 12
+    with torch.no_grad():
+        cache = model(torch.randint(1, 500, (1, n)), use_cache=True).cache
+        for i, lk in enumerate(kv_cache(spec, fp32, fp32).layers):
+            lc, m = cache.layers[i], spec.layers[i].mixer
+            held = lc.keys.shape[2]
+            assert held == (min(n, m.window - 1) if m.window else n)
+            assert lk.bytes_per_token == (lc.keys.numel() + lc.values.numel()) * 4 // held
+        counter = FlopCounterMode(display=False)
+        with counter:
+            model(torch.randint(1, 500, (1, 1)), cache=cache, use_cache=True)
+    hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+    fmt, _ = weight_format(spec, "fp32")
+    ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n)
+    hf_flops = hf["aten.mm"] + hf["aten.bmm"] + hf.get("aten.addmm", 0)  # addmm: the biased q/k/v projections
+    assert hf_flops == sum(o.flops for o in ops if o.kind in ("matmul", "router", "experts", "attention"))
+
+
+def test_mimo_v2_flash_numerics_follow_the_modeling_code():
+    """The published config as transformers reads it: RoPE on int(192 x 0.334) = 64 channels at 5e6 (full) and 1e4
+    (sliding), V scaled by 0.707, a null routed_scaling_factor read as 1.0, sigmoid routing with the correction bias;
+    the MTP layers the checkpoint carries are said to be left out."""
+    spec = parse_config(MIMO_V2_FLASH)
+    full, sliding = spec.layers[0].mixer, spec.layers[1].mixer
+    assert (full.rotary_dim, full.rope_theta, full.sinks, full.num_key_value_heads) == (64, 5e6, False, 4)
+    assert (sliding.rotary_dim, sliding.rope_theta, sliding.sinks, sliding.num_key_value_heads) == (64, 1e4, True, 8)
+    num = spec.numerics
+    assert (num.value_scale, num.routed_scaling_factor, num.router, num.score_correction_bias) == \
+        (0.707, 1.0, "sigmoid", True)
+    assert spec.norm_eps == 1e-5 and not spec.tie_word_embeddings
+    assert any("MTP" in c for c in spec.caveats)
+
+
+@pytest.mark.parametrize("change,field", [
+    (dict(hybrid_layer_pattern=[0] * 48), "hybrid_layer_pattern"),
+    (dict(moe_layer_freq=[1] * 48), "moe_layer_freq"),
+    (dict(swa_num_key_value_heads=4), "swa_num_key_value_heads"),
+    (dict(swa_v_head_dim=192), "swa_v_head_dim"),
+    (dict(add_full_attention_sink_bias=True), "add_full_attention_sink_bias"),
+    (dict(n_shared_experts=1), "n_shared_experts"),
+    (dict(swa_rope_theta=50000), "swa_rope_theta"),
+    (dict(partial_rotary_factor=0.5), "partial_rotary_factor"),
+])
+def test_mimo_v2_flash_checkpoint_fields_transformers_ignores_must_agree(change, field):
+    """Fields of the checkpoint transformers does not read, set to something other than what it builds: refused,
+    naming the field, rather than counted as transformers' model or as the checkpoint's."""
+    from planner.analysis.errors import UnsupportedModelError
+
+    with pytest.raises(UnsupportedModelError, match=f"'{field}'.*does not read it"):
+        parse_config(dict(MIMO_V2_FLASH, **change))
+
+
+@pytest.mark.parametrize("change,field", [
+    (dict(num_key_value_heads=3), "num_key_value_heads"),
+    (dict(num_key_value_heads=8, num_attention_heads=8), "num_key_value_heads"),  # sliding layers: 16 KV heads
+    (dict(layer_types=["full_attention"] * 3), "layer_types"),
+    (dict(layer_types=["mamba"] * 7), "layer_types"),
+    (dict(mlp_layer_types=["dense", "moe"] + ["sparse"] * 5), "mlp_layer_types"),
+    (dict(num_experts_per_tok=9), "num_experts_per_tok"),
+    (dict(n_group=3), "n_group"),
+    (dict(n_group=2, topk_group=3), "topk_group"),
+    (dict(sliding_window=None), "sliding_window"),
+    (dict(sliding_window_size="128"), "sliding_window_size"),
+    (dict(head_dim=None), "head_dim"),
+    (dict(attention_value_scale=-1.0), "attention_value_scale"),
+    (dict(rope_parameters={"full_attention": {"rope_theta": 1e6}}), "rope_parameters"),
+    (dict(rope_parameters={"full_attention": {"rope_theta": 1e6}, "sliding_attention": {"rope_theta": "x"}}),
+     "rope_parameters"),
+    (dict(hybrid_layer_pattern="yes"), "hybrid_layer_pattern"),
+])
+def test_mimo_v2_flash_bad_configs_are_config_errors(change, field):
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=field):
+        parse_config(dict(MIMO_TINY, **change))
+
+
+# ---- Arcee AFMoE (Trinity) -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name,windows,moe,shared", [
+    ("afmoe", [64, 64, 64, None], [False, True, True, True], 2 * 64),
+    ("afmoe-layer_types-bias-tied-mup", [None, 32, 32, None, 32], [False, False, True, True, True], 0),
+    ("afmoe-dense-every2", [1024, None, 1024, None], [False] * 4, None),
+])
+def test_afmoe_layout_numerics_and_active_parameters(name, windows, moe, shared):
+    """Sliding layers (the window, with RoPE) and full layers (NoPE); dense then MoE layers; every attention with its
+    own bias-free gate_proj; the sigmoid router choosing by scores + expert_bias, renormalised, times route_scale;
+    muP's sqrt(hidden) embedding scale. Active parameters equal transformers' with each stacked expert tensor
+    counted k / E (the expert_bias, router and shared experts in full)."""
+    from planner.analysis.mixers import GatedAttention
+    from planner.analysis.spec import MoE, RouterKind
+
+    cfg = CASES[name]
+    spec = parse_config(cfg)
+    assert [layer.mixer.window for layer in spec.layers] == windows
+    assert [layer.mixer.rotary_dim > 0 for layer in spec.layers] == [w is not None for w in windows]
+    assert [isinstance(layer.ffn, MoE) for layer in spec.layers] == moe
+    assert all(isinstance(layer.mixer, GatedAttention) and layer.mixer.proj_gate for layer in spec.layers)
+    assert spec.layers[0].mixer.head_dim == cfg.get("head_dim", 128)
+    assert [p.name for p in spec.layers[0].norms] == ["input_layernorm", "post_attention_layernorm",
+                                                      "pre_mlp_layernorm", "post_mlp_layernorm"]
+    assert spec.embedding_multiplier == (128 ** 0.5 if cfg.get("mup_enabled") else 1.0)
+    if shared is not None:
+        m = next(layer.ffn for layer in spec.layers if isinstance(layer.ffn, MoE))
+        assert m.shared_intermediate_size == shared and m.correction_bias_param
+        assert spec.numerics.router == RouterKind.SIGMOID and spec.numerics.score_correction_bias
+        assert spec.numerics.norm_topk_prob and spec.numerics.n_group == 1
+        assert spec.numerics.routed_scaling_factor == cfg.get("route_scale", 1.0)
+    test_moe_active_parameters_equal_transformers(name)
+
+
+@pytest.mark.parametrize("name", ["afmoe", "afmoe-layer_types-bias-tied-mup"])
+def test_afmoe_kv_equals_transformers_cache(name):
+    """transformers' cache after a prefill shorter than the windows holds exactly our bytes per token per layer; past
+    the window its sliding layers keep sliding_window - 1 tokens (the step's own key makes the window our sliding
+    layers count), its full layers every token."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+
+    fp32 = get_dtype("fp32")
+    for window, n in ((None, 5), (4, 11)):
+        cfg = dict(CASES[name], sliding_window=window or CASES[name]["sliding_window"])
+        torch, model = _hf_text_model(cfg)
+        with torch.no_grad():
+            out = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True)
+        cache = out.cache if hasattr(out, "cache") else out.past_key_values
+        ours = kv_cache(parse_config(cfg), fp32, fp32).layers
+        kept = [lc.keys.shape[2] for lc in cache.layers]
+        per_token = [(lc.keys.numel() + lc.values.numel()) * 4 // k for lc, k in zip(cache.layers, kept)]
+        assert per_token == [lk.bytes_per_token for lk in ours]
+        assert kept == [n if lk.window is None else min(n, lk.window - 1) for lk in ours]
+        assert [lk.window for lk in ours] == [cfg["sliding_window"] if w else None
+                                              for w in (layer.mixer.window for layer in parse_config(cfg).layers)]
+
+
+#: arcee-ai/Trinity-Nano-Preview's config.json (as published); Trinity-Mini and Trinity-Large differ in the fields of
+#: the technical report's table (arXiv:2602.17004: dims, layers, dense layers, experts, window, route scale)
+TRINITY_NANO = {
+    "model_type": "afmoe", "architectures": ["AfmoeForCausalLM"], "attention_dropout": 0.0, "dtype": "bfloat16",
+    "global_attn_every_n_layers": 4, "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024,
+    "initializer_range": 0.02, "intermediate_size": 3072, "max_position_embeddings": 131072,
+    "moe_intermediate_size": 256, "mup_enabled": True, "n_group": 1, "num_attention_heads": 8, "num_dense_layers": 2,
+    "num_expert_groups": 1, "num_experts": 128, "num_experts_per_tok": 8, "num_hidden_layers": 56,
+    "num_key_value_heads": 2, "num_limited_groups": 1, "num_shared_experts": 1, "rms_norm_eps": 1e-05,
+    "rope_scaling": None, "rope_theta": 10000, "route_norm": True, "route_scale": 2.826, "score_func": "sigmoid",
+    "sliding_window": 2048, "tie_word_embeddings": False, "topk_group": 1, "use_cache": True, "use_grouped_mm": True,
+    "vocab_size": 200192}
+TRINITY_MINI = dict(TRINITY_NANO, hidden_size=2048, intermediate_size=6144, moe_intermediate_size=1024,
+                    num_attention_heads=32, num_hidden_layers=32, num_key_value_heads=4)
+TRINITY_LARGE = dict(TRINITY_NANO, hidden_size=3072, intermediate_size=12288, moe_intermediate_size=3072,
+                     num_attention_heads=48, num_dense_layers=6, num_experts=256, num_experts_per_tok=4,
+                     num_hidden_layers=60, num_key_value_heads=8, sliding_window=4096, route_scale=2.448)
+
+
+@pytest.mark.parametrize("cfg,total,active", [(TRINITY_NANO, 6.1e9, 1.0e9), (TRINITY_MINI, 26.1e9, 3.5e9),
+                                              (TRINITY_LARGE, 398.6e9, 13.4e9)], ids=["Nano", "Mini", "Large"])
+def test_trinity_published_configs(cfg, total, active):
+    """Totals equal transformers on meta, and the published sizes: Nano 6B total / 1B active, Mini 26B / 3B, Large
+    400B / 13B (Arcee's model cards and report; active counts the embedding and the head here)."""
+    p = count_params(parse_config(cfg))
+    assert p.total == hf_param_count(cfg)
+    assert abs(p.total - total) < 0.05e9 and abs(p.active - active) < 0.05e9
+
+
+def test_trinity_large_kv_per_token_by_hand():
+    """Trinity-Large: 60 layers, 15 of them full (every 4th); 8 KV heads of 128, K and V, bf16: 4096 bytes a token
+    a layer; the 45 sliding layers keep at most 4096 tokens."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+
+    bf16 = get_dtype("bf16")
+    kv = kv_cache(parse_config(TRINITY_LARGE), bf16, bf16)
+    assert kv.bytes_per_token == 60 * 8 * 128 * 2 * 2
+    assert kv.bytes_per_sequence(131072) == 15 * 4096 * 131072 + 45 * 4096 * 4096
+
+
+@pytest.mark.parametrize("change,field", [
+    ({"head_dim": None}, "head_dim"),
+    ({"num_dense_layers": None}, "num_dense_layers"),
+    ({"num_experts_per_tok": 9}, "num_experts_per_tok"),
+    ({"layer_types": ["sliding_attention", "chunked_attention", "full_attention", "full_attention"]}, "layer_types"),
+    ({"layer_types": ["full_attention"] * 3}, "layer_types"),
+    ({"global_attn_every_n_layers": 0}, "global_attn_every_n_layers"),
+    ({"sliding_window": None}, "sliding_window"),
+    ({"route_scale": None}, "route_scale"),
+    ({"mup_enabled": "yes"}, "mup_enabled"),
+    ({"num_shared_experts": -1}, "num_shared_experts"),
+])
+def test_afmoe_refuses_what_transformers_does_not_build(change, field):
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=field):
+        parse_config(dict(CASES["afmoe"], **change))
+
+
+@pytest.mark.parametrize("name", RECURRENT_GEMMA)
+def test_recurrent_gemma_trace_reads_weights_once_and_its_state_per_step(name):
+    """A decode step reads every tensor once (the embedding one row per token, the whole table again as a tied head) and each recurrent
+    block's state once, writes it once; a fresh prompt only writes it; attention reads at most the window."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    spec = parse_config(CASES[name])
+    fmt, _ = weight_format(spec)
+    bf16 = get_dtype("bf16")
+    kv = kv_cache(spec, bf16, fmt.act)
+    per_seq = kv.state_bytes_per_sequence
+    emb = spec.embedding_tensors()
+    row = fmt.bytes_of(emb) // emb[0].shape[0]
+    head = fmt.bytes_of(emb) if spec.tie_word_embeddings else 0  # a tied head reads the whole table
+    ops = step_ops(spec, fmt, bf16, batch=3, new_tokens=1, cached_tokens=100)
+    assert sum(o.weight_bytes for o in ops) == fmt.bytes_of(spec.tensors()) - fmt.bytes_of(emb) + 3 * row + head
+    assert sum(o.state_read_bytes for o in ops) == sum(o.state_write_bytes for o in ops) == 3 * per_seq > 0
+    window = CASES[name]["attention_window_size"]
+    assert sum(o.kv_read_bytes for o in ops if o.kind == "attention") == 3 * kv.bytes_per_token * window
+    prefill = step_ops(spec, fmt, bf16, batch=2, new_tokens=9, cached_tokens=0)
+    assert sum(o.state_read_bytes for o in prefill) == 0 and sum(o.state_write_bytes for o in prefill) == 2 * per_seq
+
+
+# ---- Laguna and Sarvam MoE ------------------------------------------------------------------------------------------
+
+
+def test_laguna_geometry_by_hand():
+    """Per-layer query heads (8, 4, 6, 2) over 2 KV heads of 32; g_proj one row per head (per-element gating: one per
+    output feature); full layers rope half of head_dim (base 5e5), sliding ones all of it (1e4) and keep 64 tokens;
+    layer 0 dense, the rest MoE with the shared SwiGLU; the correction bias an (E,) parameter, counted."""
+    spec = parse_config(CASES["laguna"])
+    att = [layer.mixer for layer in spec.layers]
+    assert [m.num_attention_heads for m in att] == [8, 4, 6, 2]
+    assert [m.window for m in att] == [None, 64, 64, 64]
+    assert [(m.rotary_dim, m.rope_theta) for m in att] == [(16, 5e5)] + [(32, 1e4)] * 3
+    shapes = {t.name: t.shape for t in spec.tensors()}
+    for i, h in enumerate([8, 4, 6, 2]):
+        p = f"model.layers.{i}.self_attn."
+        assert shapes[p + "q_proj.weight"] == (h * 32, 128) and shapes[p + "o_proj.weight"] == (128, h * 32)
+        assert shapes[p + "g_proj.weight"] == (h, 128) and shapes[p + "k_proj.weight"] == (64, 128)
+    assert [layer.kind.endswith("+moe") for layer in spec.layers] == [False, True, True, True]
+    assert spec.layers[1].ffn.shared_intermediate_size == 40
+    assert (spec.numerics.norm_topk_prob, spec.numerics.routed_scaling_factor) == (True, 1.0)
+    per_elem = parse_config(CASES["laguna-per-element-bias"])
+    g = {t.name: t.shape for t in per_elem.tensors()}
+    assert g["model.layers.0.self_attn.g_proj.weight"] == (8 * 128, 128)  # head_dim: the class's 128, not 128 / 8
+    assert [layer.kind.endswith("+moe") for layer in per_elem.layers] == [True, False, True, False]
+    p = count_params(spec)
+    # by hand: each MoE layer's routed experts are 8 x 3 x 128 x 48; the active count keeps 2 of the 8
+    assert p.total - p.active == 3 * 6 * 3 * 128 * 48
+    a = analyze(spec, Options(context=1000, dtype="bf16", kv_dtype="bf16"))
+    assert a.kv.bytes_per_token == 4 * 2 * 2 * 32 * 2  # per layer: K and V, 2 KV heads x 32, bf16
+    assert a.kv_bytes_per_sequence == 2 * 2 * 32 * 2 * (1000 + 3 * 64)
+
+
+def test_laguna_defaults_are_lagunaconfigs():
+    """LagunaConfig's class defaults: head_dim 128, every layer full (half of head_dim roped at 5e5), num_attention_heads
+    on every layer, gated per head, layer 0 dense."""
+    spec = parse_config(CASES["laguna-defaults"])
+    assert [(m.num_attention_heads, m.window, m.rotary_dim, m.rope_theta, m.gate_dim) for m in
+            (layer.mixer for layer in spec.layers)] == [(8, None, 64, 5e5, 8)] * 4
+    assert [layer.kind.endswith("+moe") for layer in spec.layers] == [False, True, True, True]
+
+
+@pytest.mark.parametrize("name,past_window", [("laguna", 20), ("laguna-per-element-bias", 20)])
+def test_laguna_kv_and_decode_flops_equal_transformers(name, past_window):
+    """transformers' own cache after a prefill holds exactly our bytes per token per layer, and FlopCounterMode over
+    its decode step (eager attention and experts: g_proj, the per-layer heads, the router and the routed experts)
+    equals the trace's, past the 8-token window too."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    cfg = dict(CASES[name], sliding_window=8)
+    torch, model = _hf_text_model(cfg)
+    from torch.utils.flop_counter import FlopCounterMode
+
+    spec = parse_config(cfg)
+    fp32 = get_dtype("fp32")
+    n = 5
+    with torch.no_grad():
+        cache = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True).cache
+        per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
+        assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
+        for cached in (n, past_window):
+            if cached > n:  # the first decode step cached one more token
+                model(torch.randint(0, cfg["vocab_size"], (1, cached - n - 1)), cache=cache, use_cache=True)
+            counter = FlopCounterMode(display=False)
+            with counter:
+                model(torch.randint(0, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
+            fmt, _ = weight_format(spec, "fp32")
+            want = sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=cached))
+            assert counter.get_total_flops() == want
+
+
+@pytest.mark.parametrize("change,error", [
+    ({"num_attention_heads_per_layer": [8, 3, 6, 2]}, "layer 1 3 query heads, not a multiple"),
+    ({"num_attention_heads_per_layer": [8, 4]}, "num_attention_heads_per_layer"),
+    ({"gating": "per-channel"}, "'gating' is"),
+    ({"rope_parameters": {"rope_type": "default", "rope_theta": 1e4}}, "keyed by layer type"),
+    ({"rope_parameters": {"full_attention": {"rope_theta": 1e4}}}, "no entry for sliding_attention"),
+    ({"rope_parameters": {"full_attention": {"rope_theta": 1e4}, "sliding_attention": {"rope_theta": 1e4,
+                                                                                       "partial_rotary_factor": 2}}},
+     "partial_rotary_factor"),
+    ({"layer_types": ["full_attention", "linear_attention", "full_attention", "full_attention"]}, "layer_types"),
+    ({"sliding_window": None}, "sliding_window"),
+    ({"num_experts_per_tok": 9}, "exceeds num_experts"),
+])
+def test_laguna_bad_configs_are_clear_config_errors(change, error):
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=error):
+        parse_config(dict(CASES["laguna"], **change))
+
+
+def test_laguna_router_weight_on_input_is_refused():
+    """LagunaConfig raises NotImplementedError for it: refused by name, not miscounted."""
+    from planner.analysis.errors import UnsupportedModelError
+
+    with pytest.raises(UnsupportedModelError, match="moe_apply_router_weight_on_input"):
+        parse_config(dict(CASES["laguna"], moe_apply_router_weight_on_input=True))
+
+
+def test_sarvam_moe_reads_glm4_moe_with_sarvams_defaults_and_names():
+    """SarvamMoEConfig: RoPE over the whole head unless partial_rotary_factor says otherwise (GLM-4.5: half), per-head
+    q/k norms on by default, head_dim 64, routed_scaling_factor 2.5; the original names (num_experts,
+    num_shared_experts, use_qkv_bias) read as n_routed_experts, n_shared_experts, attention_bias; layers from
+    first_k_dense_replace MoE; the KV cache that of 2 KV heads per layer."""
+    spec = parse_config(CASES["sarvam_moe"])
+    att = spec.layers[0].mixer
+    assert (att.head_dim, att.rotary_dim, att.q_norm_dim, att.q_bias, att.o_bias) == (32, 32, 32, True, False)
+    assert [layer.kind.endswith("+moe") for layer in spec.layers] == [False, False, True, True]
+    moe = spec.layers[2].ffn
+    assert (moe.num_experts, moe.shared_intermediate_size) == (8, 2 * 48)
+    assert (spec.numerics.routed_scaling_factor, spec.numerics.router.value) == (2.5, "sigmoid")
+    same = dict(CASES["sarvam_moe"], n_routed_experts=8, n_shared_experts=2, attention_bias=True)
+    for k in ("num_experts", "num_shared_experts", "use_qkv_bias"):
+        del same[k]
+    assert count_params(parse_config(same)) == count_params(spec)
+    d = parse_config(CASES["sarvam_moe-defaults"]).layers[0].mixer
+    assert (d.head_dim, d.rotary_dim, d.q_norm_dim) == (64, 64, 64)
+    p = parse_config(CASES["sarvam_moe-no-qk-norm-partial"]).layers[0].mixer
+    assert (p.rotary_dim, p.q_norm_dim) == (32, 0)
+    a = analyze(spec, Options(context=100, dtype="bf16", kv_dtype="bf16"))
+    assert a.kv.bytes_per_token == 4 * 2 * 2 * 32 * 2
+
+
+# ---- DiffLlama: differential attention -----------------------------------------------------------------------
+
+DIFFLLAMA = ["diffllama", "diffllama-gqa-headdim-bias-tied"]
+
+
+def test_diffllama_lambdas_by_hand():
+    """Llama's tensors plus lambda_q1 / k1 / q2 / k2 (head_dim each) per layer; the group norm has no weight."""
+    cfg = CASES["diffllama-gqa-headdim-bias-tied"]
+    llama = count_params(parse_config(dict(cfg, model_type="llama", mlp_bias=False))).total
+    assert count_params(parse_config(cfg)).total == llama + 3 * 4 * 12
+
+
+@pytest.mark.parametrize("name", DIFFLLAMA)
+def test_diffllama_kv_and_decode_flops_equal_transformers(name):
+    """transformers' own cache holds Llama's K and V per token and layer; FlopCounterMode over a decode step (eager)
+    equals the trace: the attention as transformers' two calls (scores twice, each half of V once per call)."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    cfg = CASES[name]
+    torch, model = _hf_text_model(cfg)
+    from torch.utils.flop_counter import FlopCounterMode
+
+    spec = parse_config(cfg)
+    fp32 = get_dtype("fp32")
+    n = 6
+    with torch.no_grad():
+        cache = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True).cache
+        per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
+        assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
+        counter = FlopCounterMode(display=False)
+        with counter:
+            model(torch.randint(0, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
+    fmt, _ = weight_format(spec, "fp32")
+    want = sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n))
+    assert counter.get_total_flops() == want
+
+
+@pytest.mark.parametrize("change,field", [({"num_key_value_heads": 1}, "num_key_value_heads"),
+                                          ({"num_attention_heads": 3, "head_dim": 16}, "num_key_value_heads"),
+                                          ({"attention_dropout": 0.1}, "attention_dropout")])
+def test_diffllama_refuses_what_transformers_does_not_build(change, field):
+    """An odd number of KV heads (the value heads split in halves) or attention dropout: DiffLlamaAttention
+    raises; so do we, naming the field."""
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=field):
+        parse_config(dict(CASES["diffllama"], **change))
+
+
+# ---- Cohere 2 MoE (cohere2_moe) -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name,ffn,windows,rope", [
+    # default layer_types: 3 sliding (RoPE) : 1 full (NoPE); every layer MoE
+    ("cohere2_moe", ["MoE"] * 4, [64, 64, 64, None], [16, 16, 16, 0]),
+    # first_k_dense_replace 1: the dense prefix layer full at prefix pattern 1 with RoPE forced, then the pattern
+    # restarts (layers 1-3 are its first three: sliding)
+    ("cohere2_moe-prefix-shared-rms-untied", ["MLP", "MoE", "MoE", "MoE"], [None, 64, 64, 64], [128, 128, 128, 128]),
+    # explicit lists, prefix pattern 2: no forced RoPE, so the full dense layer 1 is NoPE
+    ("cohere2_moe-lists", ["MLP", "MLP", "MoE", "MoE"], [64, None, None, 64], [24, 0, 0, 24]),
+])
+def test_cohere2_moe_layout_windows_and_rope(name, ffn, windows, rope):
+    spec = parse_config(CASES[name])
+    assert [type(layer.ffn).__name__ for layer in spec.layers] == ffn
+    assert [layer.mixer.window for layer in spec.layers] == windows
+    assert [layer.mixer.rotary_dim for layer in spec.layers] == rope
+    assert all(layer.parallel and len(layer.norms) == 1 for layer in spec.layers)
+
+
+def test_cohere2_moe_experts_router_norms_and_kv_by_hand():
+    """Experts (and shared experts) are intermediate_size wide, the dense prefix prefix_dense_intermediate_size;
+    softmax over the top-k logits (or their sigmoids, renormalised by norm_topk_prob); the shared expert averaged
+    in by default; RMSNorms only with rms_norm_eps; sliding layers cache sliding_window tokens."""
+    from planner.analysis.spec import NormKind, RouterKind
+
+    spec = parse_config(CASES["cohere2_moe"])
+    moe = spec.layers[0].ffn
+    assert (moe.num_experts, moe.num_experts_per_tok, moe.moe_intermediate_size, moe.shared_intermediate_size) == \
+        (8, 2, 352, 0)
+    assert (spec.numerics.router, spec.numerics.logit_scale, spec.final_norm.kind, spec.tie_word_embeddings) == \
+        (RouterKind.TOPK_SOFTMAX, 0.0625, NormKind.LAYER, True)
+    other = parse_config(CASES["cohere2_moe-prefix-shared-rms-untied"])
+    assert other.layers[0].ffn.intermediate_size == 200
+    assert (other.layers[1].ffn.shared_intermediate_size, other.layers[1].ffn.shared_average) == (2 * 352, False)
+    assert (other.numerics.router, other.numerics.norm_topk_prob, other.final_norm.kind) == \
+        (RouterKind.LOGIT_SIGMOID, True, NormKind.RMS)
+    assert parse_config(CASES["cohere2_moe-lists"]).layers[2].ffn.shared_average
+    a = analyze(spec, Options(context=1000, dtype="bf16", kv_dtype="bf16"))
+    per_layer = 2 * 2 * 16 * 2  # K and V, 2 KV heads of 16, bf16
+    assert a.kv.bytes_per_token == 4 * per_layer
+    assert a.kv_bytes_per_sequence == 3 * per_layer * 64 + per_layer * 1000
+
+
+#: North-Mini-Code-1.0's geometry (as an MLX port of it reads the checkpoint): 49 layers, layer 0 dense, 128
+#: sigmoid-routed experts of 768, top-8, no shared expert, 3 sliding : 1 full
+NORTH_MINI = {"model_type": "cohere2_moe", "hidden_size": 2048, "head_dim": 128, "num_hidden_layers": 49,
+              "intermediate_size": 768, "prefix_dense_intermediate_size": 3072, "num_attention_heads": 32,
+              "num_key_value_heads": 4, "vocab_size": 262144, "rope_theta": 50000.0, "rms_norm_eps": 1e-06,
+              "logit_scale": 1.0, "sliding_window": 4096, "max_position_embeddings": 500000,
+              "tie_word_embeddings": True, "num_experts": 128, "num_experts_per_tok": 8, "num_shared_experts": 0,
+              "norm_topk_prob": False, "first_k_dense_replace": 1, "expert_selection_fn": "sigmoid"}
+
+
+def test_cohere2_moe_north_mini_counts_by_hand_and_equal_transformers():
+    h, v, e, k, m = 2048, 262144, 128, 8, 768
+    attention = 2 * h * 32 * 128 + 2 * h * 4 * 128  # q, o; k, v (no biases)
+    common = v * h + h + 49 * (attention + h) + 3 * h * 3072  # tied embedding, final norm, one norm a layer, layer 0
+    p = count_params(parse_config(NORTH_MINI))
+    assert p.total == common + 48 * (e * h + e * 3 * h * m) == hf_param_count(NORTH_MINI) == 30_484_303_872
+    assert p.active == common + 48 * (e * h + k * 3 * h * m) == 3_305_213_952
+
+
+@pytest.mark.parametrize("change,field", [
+    ({"num_experts_per_tok": 9}, "num_experts_per_tok"),
+    ({"num_shared_experts": 1, "shared_expert_combination_strategy": "max"}, "shared_expert_combination_strategy"),
+    ({"expert_selection_fn": "relu"}, "expert_selection_fn"),
+    ({"layer_types": ["sliding_attention"] * 3}, "layer_types"),
+    ({"layer_types": ["chunked_attention"] * 4}, "layer_types"),
+    ({"mlp_layer_types": ["dense", "moe", "sparse", "sparse"]}, "mlp_layer_types"),
+    ({"first_k_dense_replace": 5}, "first_k_dense_replace"),
+    ({"num_key_value_heads": 3}, "num_key_value_heads"),
+])
+def test_cohere2_moe_refuses_what_transformers_does_not_build(change, field):
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=field):
+        parse_config(dict(CASES["cohere2_moe"], **change))
+
+
+def test_jetmoe_tensor_parallel_split_and_refusal():
+    """Over tp ranks every attention expert's heads split with the KV heads (k/v projections too); the two routers,
+    the two output biases and the norms stay whole on every rank. A tp that does not divide the KV heads is
+    refused, naming JetMoE."""
+    from planner.analysis.errors import OptionError
+    from planner.analysis.parallel import shard_params, tp_plan
+
+    cfg = CASES["jetmoe"]  # hidden 64, 2 layers, 4 KV heads of 16, 4 experts, SwiGLU 96, vocab 300 (tied)
+    spec = parse_config(cfg)
+    h, e = 64, 4
+    whole = 2 * (2 * e * h + 2 * h + 2 * h) + h  # routers, output biases, layer norms; the final norm
+    split = count_params(spec).total - whole
+    assert shard_params(spec, tp_plan(spec, 2)) == whole + split // 2
+    with pytest.raises(OptionError, match="JetMoE's 4 KV heads"):
+        tp_plan(spec, 8)

@@ -311,6 +311,28 @@ TINY["sarvam_mla"] = dict(_MLA_MOE, model_type="sarvam_mla", num_experts=4, num_
                           rope_scaling={"type": "deepseek_yarn", "factor": 4.0, "original_max_position_embeddings": 64,
                                         "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0})
 MOE |= {"glm4_moe_lite", "axk1", "sarvam_mla"}
+# Sarvam-30B (sarvam_moe): GLM-4.5's block (Glm4MoeForCausalLM) under the original sarvam-30b names, RoPE on the
+# whole head by default, per-head q/k norms on by default, layer 0 dense
+TINY["sarvam_moe"] = dict(BASE, model_type="sarvam_moe", head_dim=16, num_experts=4, num_shared_experts=1,
+                          num_experts_per_tok=2, moe_intermediate_size=32, use_qkv_bias=True, rope_theta=10000.0)
+# Laguna: per-layer query heads over 2 KV heads, softplus(g_proj(x)) on each head's (or each feature's) output, RoPE
+# per layer type (full: YaRN on half of head_dim; sliding: its own base, plain or linearly scaled), sigmoid router
+# steered by its e_score_correction_bias parameter, always renormalised, scaled, optionally soft-capped logits
+_LAGUNA = dict(BASE, model_type="laguna", num_hidden_layers=3, head_dim=16, num_attention_heads_per_layer=[4, 6, 2],
+               layer_types=["full_attention", "sliding_attention", "sliding_attention"], sliding_window=8,
+               num_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=16,
+               moe_routed_scaling_factor=2.5,
+               rope_parameters={"full_attention": {"rope_type": "yarn", "rope_theta": 500000.0, "factor": 4.0,
+                                                   "original_max_position_embeddings": 64, "beta_fast": 64.0,
+                                                   "beta_slow": 1.0, "partial_rotary_factor": 0.5},
+                                "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})
+TINY["laguna"] = _LAGUNA
+TINY["laguna-per-element-softcap"] = dict(
+    _LAGUNA, gating="per-element", attention_bias=True, moe_router_logit_softcapping=3.0,
+    layer_types=["sliding_attention", "full_attention", "sliding_attention"], mlp_layer_types=["sparse", "dense", "sparse"],
+    rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 500000.0, "partial_rotary_factor": 0.5},
+                     "sliding_attention": {"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0}})
+MOE |= {"sarvam_moe", "laguna", "laguna-per-element-softcap"}
 # LFM2-MoE without conv layers: a dense layer, then sigmoid-routed experts whose choice adds the expert_bias buffer
 TINY["lfm2_moe-attention-only"] = dict(NO_EPS, model_type="lfm2_moe", norm_eps=1e-5, num_dense_layers=1,
                                        layer_types=["full_attention", "full_attention"], moe_intermediate_size=32,
@@ -320,6 +342,51 @@ MOE |= {"lfm2_moe-attention-only"}
 # sigmoid(g_proj(x)), sandwich norms, q/k/v/o biases, per-head q/k norms; the full layer's RoPE proportional
 TINY["lfm3-attention-only"] = dict(NO_EPS, model_type="lfm3", head_dim=16, norm_eps=1e-5, sliding_window=8,
                                    attention_bias=True, layer_types=["sliding_attention", "full_attention"])
+# Hunyuan V3: layer 0 dense, layer 1 MoE (sigmoid router steered by the correction bias, top-k renormalised and
+# scaled by router_scaling_factor, a biased shared MLP of two experts' width), per-head q/k norms before RoPE
+TINY["hy_v3"] = dict(BASE, model_type="hy_v3", head_dim=16, num_experts=4, num_experts_per_tok=2,
+                     moe_intermediate_size=32, num_shared_experts=2, router_scaling_factor=1.7, mlp_bias=True,
+                     attention_bias=True, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+MOE |= {"hy_v3"}
+# Cohere 2 MoE: Cohere 2's parallel block over experts; a sliding (RoPE) and a full (NoPE) layer, both MoE with the
+# top-k logits softmaxed and a shared expert averaged in ("average"); the other row: a dense prefix layer (full, RoPE
+# forced), sigmoid weights renormalised, two shared experts summed in, RMSNorms, q/k/v/o biases, untied
+TINY["cohere2_moe"] = dict(NO_EPS, model_type="cohere2_moe", head_dim=16, sliding_window=8, sliding_window_pattern=2,
+                           num_experts=4, num_experts_per_tok=2, num_shared_experts=1, logit_scale=0.5,
+                           layer_norm_eps=1e-5, rope_theta=10000.0)
+TINY["cohere2_moe-prefix-sigmoid-rms"] = dict(NO_EPS, model_type="cohere2_moe", head_dim=16, num_hidden_layers=3,
+                                              sliding_window=8, sliding_window_pattern=2, first_k_dense_replace=1,
+                                              prefix_dense_intermediate_size=80, num_experts=4, num_experts_per_tok=2,
+                                              num_shared_experts=2, shared_expert_combination_strategy="sum",
+                                              expert_selection_fn="sigmoid", rms_norm_eps=1e-6, attention_bias=True,
+                                              tie_word_embeddings=False, logit_scale=0.5, rope_theta=10000.0)
+MOE |= {"cohere2_moe", "cohere2_moe-prefix-sigmoid-rms"}
+# Persimmon: a biased (heads, 3, d) fused query_key_value, LayerNorms with bias over head_dim on q and k (before
+# RoPE), RoPE on a quarter of each head, a biased relu2 MLP (Fuyu: in WRAPPED); BioGPT: the scaled embedding plus
+# positions at row p + 2, fc1 / fc2, LayerNorms at torch's eps whatever layer_norm_eps says, tied
+_PERSIMMON = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=96, vocab_size=128,
+                  max_position_embeddings=256, layer_norm_eps=1e-5, pad_token_id=0)
+TINY["persimmon"] = dict(_PERSIMMON, model_type="persimmon", partial_rotary_factor=0.25, rope_theta=25000.0)
+TINY["biogpt"] = dict(_PERSIMMON, model_type="biogpt", layer_norm_eps=1e-12)
+# AFMoE (Trinity): a sliding (RoPE) dense layer, then a full (NoPE) MoE layer; the attention output scaled by
+# sigmoid(gate_proj(x)), sandwich norms, per-head q/k norms, q/k/v/o biases, muP's sqrt(hidden) embedding scale;
+# experts chosen by sigmoid scores + the (perturbed) expert_bias parameter, renormalised, times route_scale
+TINY["afmoe"] = dict(BASE, model_type="afmoe", head_dim=16, num_experts=4, num_experts_per_tok=2,
+                     moe_intermediate_size=32, num_shared_experts=1, route_scale=1.7, sliding_window=8,
+                     attention_bias=True, mup_enabled=True, layer_types=["sliding_attention", "full_attention"],
+                     rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
+MOE |= {"afmoe"}
+# MiMo-V2-Flash: layer 0 full and dense, layers 1-2 sliding (twice the KV heads, a sink per head; window
+# sliding_window_size + 1) with MoE (sigmoid router in two groups, correction bias, scaled); q/k 24 wide, v 16, V
+# scaled by attention_value_scale (the class's 0.707) before the cache; RoPE on int(24 x 0.334) = 8 channels, a
+# base per layer type
+TINY["mimo_v2_flash"] = dict(BASE, model_type="mimo_v2_flash", num_hidden_layers=3, num_key_value_heads=1,
+                             head_dim=24, v_head_dim=16, sliding_window_size=7, attention_bias=True,
+                             n_routed_experts=4, num_experts_per_tok=2, moe_intermediate_size=32, n_group=2,
+                             topk_group=1, routed_scaling_factor=1.5,
+                             rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 500000.0},
+                                              "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})
+MOE |= {"mimo_v2_flash"}
 
 
 def hf_model(cfg: dict):
@@ -493,6 +560,10 @@ WRAPPED.update({
 })
 
 
+# Fuyu: Persimmon behind a patch projection (vision_embed_tokens), its published config flat
+WRAPPED["fuyu"] = dict(_PERSIMMON, model_type="fuyu", rope_theta=25000.0, patch_size=4)
+
+
 @pytest.mark.parametrize("family", sorted(WRAPPED))
 def test_wrapper_text_logits_equal_transformers(family):
     cfg = WRAPPED[family]
@@ -500,7 +571,7 @@ def test_wrapper_text_logits_equal_transformers(family):
     spec, ours = ours_from_hf(cfg, hf)
     vision = sum(p.numel() for n, p in hf.named_parameters()
                  if any(k in n for k in (".vision_tower.", ".multi_modal_projector.", ".visual.", ".embed_vision.",
-                                         ".vision_model.")))
+                                         ".vision_model.", ".vision_embed_tokens.")))
     audio = sum(p.numel() for n, p in hf.named_parameters() if ".audio_tower." in n or ".embed_audio." in n)
     if cfg["model_type"] in VISION_COUNTED:
         assert (count_params(spec).vision, count_params(spec).audio) == (vision, audio)
@@ -613,6 +684,32 @@ def test_exaone_checkpoint_with_its_original_names_loads():
             n = n.replace(ours, orig) if ours.startswith(".") or n.startswith(ours) else n
         items.append((n, t))
     assert any(".attn.attention.out_proj." in n for n, _ in items)
+    assert_loads_and_matches(cfg, items, hf)
+
+
+def test_sarvam_moe_checkpoint_with_its_original_names_loads():
+    """sarvam-30b's checkpoint keeps its remote-code names (model.word_embeddings, attention.query_key_value with rows
+    [q | k | v], attention.dense, query_layernorm / key_layernorm, mlp.gate.expert_bias): read as transformers'
+    conversion mapping reads them, q / k / v split by their sizes."""
+    cfg = TINY["sarvam_moe"]
+    hf = hf_model(cfg)
+    sd = hf.state_dict()
+    items = []
+    for n, t in sd.items():
+        if ".self_attn.k_proj." in n or ".self_attn.v_proj." in n:
+            continue
+        if ".self_attn.q_proj." in n:  # fused in q, k, v order
+            t = torch.cat([t, sd[n.replace("q_proj", "k_proj")], sd[n.replace("q_proj", "v_proj")]])
+            n = n.replace(".self_attn.q_proj.", ".attention.query_key_value.")
+        for ours, orig in (("model.embed_tokens.", "model.word_embeddings."), (".self_attn.o_proj.", ".attention.dense."),
+                           (".self_attn.q_norm.", ".attention.query_layernorm."),
+                           (".self_attn.k_norm.", ".attention.key_layernorm."),
+                           (".mlp.gate.e_score_correction_bias", ".mlp.gate.expert_bias")):
+            n = n.replace(ours, orig)
+        items.append((n, t))
+    assert any(".attention.query_key_value.bias" in n for n, _ in items)
+    assert any(n.endswith(".mlp.gate.expert_bias") for n, _ in items)
+    assert not any(".self_attn." in n for n, _ in items)
     assert_loads_and_matches(cfg, items, hf)
 
 
@@ -778,6 +875,12 @@ def test_kimi_linear_is_refused_clearly(tmp_path):
     ("doge", "verify does not support Doge dynamic-mask attention layers yet"),
     # xLSTM: the mLSTM recurrence (exponential input gates, a d_k x d_v matrix memory per head)
     ("xlstm", "verify does not support mLSTM layers yet"),
+    # RecurrentGemma: the RG-LRU recurrence behind a temporal conv (its local attention layers alone would run)
+    ("recurrent_gemma", "verify does not support RG-LRU layers yet"),
+    # JetMoE: routed query / output attention experts over a shared kv_proj, a MoE with an output bias
+    ("jetmoe", "verify does not support JetMoE mixture-of-attention layers yet"),
+    # DiffLlama: differential attention (head pairs subtracted by a learned lambda, a per-pair group norm)
+    ("diffllama", "verify does not support differential attention layers yet"),
     # dots3-note: DSA layers; without DSA, its gated MLA (a sliding window, a normed rope key)
     ("dots3_note_text", "verify does not support DeepSeek sparse attention layers yet"),
     ("dots3_note_text-no-dsa-freq", "verify does not support dots3-note's gated MLA"),
@@ -1125,4 +1228,33 @@ def test_kolibri1_and_flint_released_checkpoint_names_load(family, back):
             n = n.replace(ours, orig)
         items.append((n, t))
     assert all(any(orig in n for n, _ in items) for _, orig in back)
+    assert_loads_and_matches(cfg, items, hf)
+
+
+def test_afmoe_released_layout_with_a_live_router_loads_and_matches():
+    """AFMoE (Trinity): transformers zeroes the router's gate at init, so the parity test's experts are chosen by
+    the expert_bias alone; here the router is random too (the choice and the weights by sigmoid scores), and the
+    checkpoint is in the released layout (one tensor per expert, transformers' qwen2_moe conversion), its
+    (E,) expert_bias parameter loaded into our router."""
+    cfg = dict(TINY["afmoe"], num_hidden_layers=3, num_dense_layers=1, num_experts=6, num_experts_per_tok=3,
+               layer_types=["sliding_attention", "sliding_attention", "full_attention"])
+    hf = hf_model(cfg)
+    g = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for n, p in hf.named_parameters():
+            if n.endswith("mlp.router.gate.weight"):
+                p.copy_(torch.randn(p.shape, generator=g))
+    items = []
+    for n, t in hf.state_dict().items():
+        if n.endswith("mlp.experts.gate_up_proj"):
+            pre, inter = n[: -len("gate_up_proj")], t.shape[1] // 2
+            for e in range(t.shape[0]):
+                items += [(f"{pre}{e}.gate_proj.weight", t[e, :inter]), (f"{pre}{e}.up_proj.weight", t[e, inter:])]
+            continue
+        if n.endswith("mlp.experts.down_proj"):
+            items += [(f"{n[: -len('down_proj')]}{e}.down_proj.weight", t[e]) for e in range(t.shape[0])]
+            continue
+        items.append((n, t))
+    assert any(n.endswith("mlp.expert_bias") and t.shape == (6,) for n, t in items)
+    assert any(n.endswith("self_attn.gate_proj.weight") for n, _ in items)
     assert_loads_and_matches(cfg, items, hf)

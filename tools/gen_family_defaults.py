@@ -46,9 +46,17 @@ TYPES = sys.argv[1:] or [
     "inkling_text", "inkling2_text", "inkling_mm_model", "inkling_vision", "inkling_audio", "inkling2",
     "inkling2_vision",
     "glm4_moe_lite", "sarvam_mla", "axk1",
+    "sarvam_moe", "laguna",
+    "afmoe",
     "qwen4_exp", "qwen4_exp_text",
     "minimax_m3_vl_text", "minimax_m3_vl", "minimax_m3_vl_vision", "doge",
     "xlstm",
+    "recurrent_gemma",
+    "jetmoe", "diffllama",
+    "mimo_v2_flash",
+    "persimmon", "fuyu", "biogpt",
+    "hy_v3", "cohere2_moe",
+    "longcat_flash",
     "dots3_note_text", "dots3_note", "dots3_note_vision_encoder", "dots3_note_audio_encoder",
 ]
 #: Families whose config nests blocks of fields in sub-config classes: their defaults go under "<type>.<key>".

@@ -35,6 +35,16 @@ from . import doge, minimax_m3
 from . import ctrl
 from . import dots3_note
 from . import xlstm
+from . import longcat
+from . import jetmoe
+from . import diffllama
+from . import mimo_v2_flash
+from . import recurrent_gemma
+from . import biogpt, persimmon
+from . import hy_v3
+from . import cohere2_moe
+from . import afmoe
+from . import laguna
 from .common import Traits
 
 Builder = Callable[..., ModelSpec]
@@ -75,30 +85,6 @@ def _refused(title: str, why: str) -> Builder:
 
 #: MoE families transformers ships that the generic decoder would miscount (refused by name until modelled)
 REFUSED: dict[str, Builder] = {
-    "afmoe": _refused("Arcee AFMoE / Trinity", "a sigmoid-gated attention output (its own gate_proj), sandwich "
-                      "norms, muP scaling and an expert_bias parameter are not modelled"),
-    "jetmoe": _refused("JetMoE", "its mixture-of-attention-heads (attention experts) is not modelled"),
-    "sarvam_moe": _refused("Sarvam MoE", "its MoE layout is not modelled"),
-    "longcat_flash": _refused("LongCat-Flash", "its MLA attention, two attention blocks per layer and "
-                              "zero-computation experts are not modelled"),
-    "mimo_v2_flash": _refused("MiMo-V2-Flash", "its hybrid attention with per-type head dims and its MoE layout are "
-                              "not modelled"),
-    "recurrent_gemma": _refused("RecurrentGemma / Griffin", "its recurrent blocks (RG-LRU: a gated linear recurrence "
-                                "with block-diagonal gates behind a temporal conv, in lru_width channels) have no "
-                                "mixer yet"),
-    # decoders transformers ships whose blocks the generic decoder miscounts (0.96x .. 1.35x, or off by their
-    # own small parameters), refused by name until modelled
-    "diffllama": _refused("DiffLlama", "its differential attention (two softmax maps per head, the learned "
-                          "lambda_q1/k1/q2/k2 vectors and a per-head group norm) is not modelled"),
-    "cohere2_moe": _refused("Command A MoE (cohere2_moe)", "Cohere 2's parallel block with a mixture of experts is "
-                            "not modelled"),
-    "laguna": _refused("Laguna", "its softplus attention output gate (g_proj), per-layer head counts, per-layer-type "
-                       "partial RoPE and sigmoid router with shared experts are not modelled"),
-    "hy_v3": _refused("Hunyuan V3 (hy_v3)", "its dense-then-MoE layout and router are not modelled"),
-    "persimmon": _refused("Persimmon", "its fused per-head query_key_value projection, LayerNorm q/k norms and "
-                          "biased relu2 MLP are not modelled"),
-    "biogpt": _refused("BioGPT", "its post-offset learned positions, scaled embeddings and fc1 / fc2 block are not "
-                       "modelled"),
     # the Omni checkpoints nest three models (thinker, talker, code-to-wav); the thinker alone is a wrapper we read
     "qwen3_omni_moe": _refused("Qwen3-Omni", "the checkpoint holds a thinker, a talker and a code-to-wav model "
                                "(thinker_config, talker_config, code2wav_config); the thinker alone can be analysed: "
@@ -207,6 +193,18 @@ REGISTRY: dict[str, Family] = {
     # GLM-4.5V's language model (glm4v_moe wrapper): GLM-4.5's MoE without q/k norms (use_qk_norm is not read),
     # q/k/v biased by attention_bias (true by default); head_dim from the config (hidden / heads when absent)
     "glm4v_moe_text": replace(_GLM4_MOE, qk_norm=None, qk_norm_key=None),
+    # Sarvam-30B (sarvam_moe): transformers builds it as GLM-4.5 (Glm4MoeForCausalLM) from SarvamMoEConfig: RoPE
+    # over the whole head when partial_rotary_factor is absent, q/k norms on by default (use_qk_norm), and the
+    # original sarvam-30b names (its attribute_map) for the experts, the q/k/v bias and the MTP layers; its
+    # checkpoint's names as transformers' conversion mapping renames them (query_key_value split by the runtime)
+    "sarvam_moe": replace(_GLM4_MOE, rotary_default=1.0,
+                          aliases=(("n_routed_experts", ("num_experts", "num_local_experts")),
+                                   ("n_shared_experts", ("num_shared_experts",)), ("attention_bias", ("use_qkv_bias",)),
+                                   ("num_nextn_predict_layers", ("num_mtp_layers",))),
+                          renames=(("model.word_embeddings.", "model.embed_tokens."),),
+                          modules=((".attention.query_layernorm.", ".self_attn.q_norm."),
+                                   (".attention.key_layernorm.", ".self_attn.k_norm."),
+                                   (".mlp.gate.expert_bias", ".mlp.gate.e_score_correction_bias"))),
     # MiniMax-M2: q/k RMSNorms over all heads' features, always; sigmoid router (its score-correction
     # bias is a buffer, not a parameter; the top-k weights renormalised, never scaled)
     "minimax_m2": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, qk_norm="full", windows="none", moe="mixtral",
@@ -363,11 +361,14 @@ REGISTRY: dict[str, Family] = {
     "axk2": deepseek.build_axk2,  # A.X-K2: V3.2's DSA with a fused query / output-gate projection, gated norms
     # dots3-note: gated MLA layers, DSA / sliding-window / full by layer_types, per-layer geometry (per_layer_config)
     "dots3_note_text": dots3_note.build,
+    # LongCat-Flash: two MLA + MLP sublayers per layer, a shortcut MoE with zero-computation experts
+    "longcat_flash": longcat.build,
     "minicpm3": deepseek.build_minicpm3,  # MLA with a dense MLP and MiniCPM's multipliers
     "youtu": deepseek.build_youtu,  # Youtu-LLM: DeepSeek V3's MLA with a dense MLP on every layer
     "glm4_moe_lite": deepseek.build_glm4_moe_lite,  # GLM-4.7-Flash: V3's MLA and MoE, MoE by mlp_layer_types
     "axk1": deepseek.build_axk1,  # A.X-K1 (SK Telecom): V3 with an RMSNorm on each MoE block's output
     "sarvam_mla": deepseek.build_sarvam_mla,  # Sarvam-105B: a DeepSeek V3 (its original config names read)
+    "laguna": laguna.build,  # Laguna (Poolside): per-layer heads, softplus g_proj gate, RoPE per layer type, MoE
     "gpt_neox": gpt_neox.build,
     "gpt_neox_japanese": gpt_neox.build_japanese,  # serial NeoX block, bias-free, an output bias on the last layer
     "gpt2": gpt2.build_gpt2,
@@ -376,10 +377,14 @@ REGISTRY: dict[str, Family] = {
     "gpt_neo": gpt2.build_gpt_neo,
     "openai-gpt": gpt2.build_openai_gpt,  # GPT-1: learned positions, post-LN, Conv1D projections
     "ctrl": ctrl.build,  # Salesforce CTRL: sinusoidal positions, scaled embedding, a tied head with a bias
+    "persimmon": persimmon.build,  # Adept Persimmon: fused per-head QKV, biased LayerNorm q/k norms, relu2 MLP
+    "biogpt": biogpt.build,  # BioGPT: OPT-style offset learned positions, scaled embedding, biased fc1 / fc2
     "codegen": gpt2.build_codegen,  # Salesforce CodeGen: GPT-J's block, fused qkv_proj in 4 [q | v | k] blocks
     "bloom": bloom.build,
     "cohere": cohere.build_v1,
     "cohere2": cohere.build_v2,
+    "hy_v3": hy_v3.build,
+    "cohere2_moe": cohere2_moe.build,
     "falcon": falcon.build,
     "opt": opt.build,
     "dbrx": dbrx.build,
@@ -410,6 +415,13 @@ REGISTRY: dict[str, Family] = {
     "minimax_m3_vl_text": minimax_m3.build,
     "doge": doge.build,  # SmallDoge: dynamic-mask attention (analysis.mixers.doge), learned residual scales
     "xlstm": xlstm.build,  # NX-AI xLSTM-7B: mLSTM blocks (analysis.mixers.mlstm) and SwiGLU feed-forwards
+    "jetmoe": jetmoe.build,  # JetMoE: mixture of attention heads (analysis.mixers.moa) and a biased MoE
+    "diffllama": diffllama.build,  # DiffLlama: differential attention (analysis.mixers.diff_attention)
+    # Google RecurrentGemma (Griffin): RG-LRU recurrent blocks (analysis.mixers.rglru) and local MQA attention
+    "recurrent_gemma": recurrent_gemma.build,
+    # Arcee AFMoE (Trinity): a sigmoid-gated attention output (gate_proj), sandwich norms, RoPE on sliding layers
+    # only, dense-then-MoE with a sigmoid router whose expert_bias is a counted parameter, muP embedding scale
+    "afmoe": afmoe.build,
     "olmo_hybrid": hybrid.build_olmo_hybrid,
     "phi": hybrid.build_phi,
     "gemma4_text": gemma4.build,
@@ -420,6 +432,8 @@ REGISTRY: dict[str, Family] = {
     # Inkling / Inkling-2 (Thinking Machines): relative-bias attention with short convs (analysis.mixers.inkling)
     "inkling_text": inkling.build_v1,
     "inkling2_text": inkling.build_v2,
+    # MiMo-V2-Flash (Xiaomi): full / sliding layers with their own KV heads and sinks, v_head_dim, sigmoid MoE
+    "mimo_v2_flash": mimo_v2_flash.build,
 }
 
 #: Multimodal wrappers whose language model lives in ``text_config`` (the inner model_type when the
@@ -452,6 +466,7 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "inkling_mm_model": "inkling_text",
     "inkling2": "inkling2_text",
     "dots3_note": "dots3_note_text",
+    "fuyu": "persimmon",  # Fuyu: Persimmon's language model; its patch projection counted (VISION_COUNTED)
 }
 
 #: Wrappers whose vision tower and projector are counted, as their ``*ForConditionalGeneration`` builds
@@ -478,6 +493,7 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
     "inkling_mm_model": inkling.inkling_towers,  # its HMLP vision tower and dMel audio embedding
     "inkling2": inkling.inkling2_vision,
     "dots3_note": dots3_note.dots3_towers,  # its MoE vision tower (experts per block) and audio encoder
+    "fuyu": persimmon.fuyu_vision,  # no tower: one biased Linear from a flattened patch to the hidden size
 }
 
 #: Wrappers whose language model has image cross-attention layers: model_type -> (top-level config,
@@ -487,7 +503,7 @@ IMAGE_TOKENS: dict[str, Callable[[dict, str], int]] = {"mllama": vision.mllama_i
 #: Wrappers whose published configs may be flat: the language model's fields at the top level beside
 #: vision_config (Qwen2-VL, Qwen2.5-VL: transformers' config pops them into its text_config; dots3-note: Dots3NoteConfig
 #: builds its text_config from them).
-FLAT_TEXT_WRAPPERS = frozenset({"qwen2_vl", "qwen2_5_vl", "dots3_note"})
+FLAT_TEXT_WRAPPERS = frozenset({"qwen2_vl", "qwen2_5_vl", "dots3_note", "fuyu"})
 
 #: How a wrapper ties lm_head to the embedding (its ``tie_word_embeddings``, class default included), counted or
 #: text-only: "wrapper" — the wrapper's flag alone decides (Mistral3Config); "either" — tied when the wrapper's or
@@ -502,7 +518,8 @@ WRAPPER_TIE: dict[str, str] = {"llava": "either", "mistral3": "wrapper", "qwen2_
                                 "deepseek_vl_hybrid": "wrapper", "janus": "wrapper", "hyperclovax_vision_v2": "wrapper",
                                 "lighton_ocr": "wrapper", "minicpm_ocr": "wrapper", "qwen2_5_omni_thinker": "wrapper",
                                 "qwen3_omni_moe_thinker": "wrapper", "minimax_m3_vl": "either",
-                                "gemma4_unified": "wrapper", "gemma4": "wrapper", "dots3_note": "wrapper"}
+                                "gemma4_unified": "wrapper", "gemma4": "wrapper", "dots3_note": "wrapper",
+                                "fuyu": "wrapper"}
 
 #: The smallest Llama-shaped config (hidden 64, 2 layers): calibration times eager dispatch with it.
 TINY_DECODER = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,

@@ -24,17 +24,21 @@ from .mamba import Mamba
 from .mla import MLA
 from .short_conv import ShortConv
 from .zamba import SharedBlockMamba
+from .moa import MixtureOfAttention
+from .diff_attention import DiffAttention
+from .rglru import RGLRU
 
 #: Every mixer spec class: what tensor-parallel tables collect over (``analysis.parallel``).
 MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, SparseMLA, Mamba, GatedDeltaNet,
                                             ShortConv, ParallelHybrid, SharedBlockMamba, LightningAttention,
                                             CompressedMQA, InklingAttention, HyperBlock, KimiDeltaAttention,
-                                            BlockSparseAttention, DogeAttention, MLSTM)
+                                            BlockSparseAttention, DogeAttention, MLSTM, RGLRU,
+                                            MixtureOfAttention, DiffAttention)
 
 Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid, SharedBlockMamba,
               LightningAttention, CompressedMQA, InklingAttention, HyperBlock, KimiDeltaAttention,
-              BlockSparseAttention, DogeAttention, MLSTM]
+              BlockSparseAttention, DogeAttention, MLSTM, RGLRU, MixtureOfAttention, DiffAttention]
 
-__all__ = ["MIXER_TYPES", "MLA", "MLSTM", "Attention", "BlockSparseAttention", "DogeAttention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "HyperBlock", "InklingAttention", "KimiDeltaAttention", "LightningAttention", "Mamba", "Mixer",
-           "MixerKind", "MixerSpec", "ParallelHybrid", "SharedBlockMamba", "ShortConv", "SparseMLA", "attended_keys",
+__all__ = ["MIXER_TYPES", "MLA", "MLSTM", "Attention", "BlockSparseAttention", "DiffAttention", "DogeAttention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "HyperBlock", "InklingAttention", "KimiDeltaAttention", "LightningAttention", "Mamba", "Mixer", "MixtureOfAttention",
+           "MixerKind", "MixerSpec", "ParallelHybrid", "RGLRU", "SharedBlockMamba", "ShortConv", "SparseMLA", "attended_keys",
            "distinct_keys"]

@@ -95,6 +95,7 @@ class Attention(MixerSpec):
     output_gate = False
     qk_norm_bias = False
     head_gate = False
+    proj_gate = False
 
     @property
     def q_dim(self) -> int:
@@ -170,6 +171,9 @@ class Attention(MixerSpec):
         if b.spec.numerics.clip_qkv is not None:  # DBRX: q, k and v clamped in place
             qkv = n * (self.q_dim + self.k_dim + self.v_dim)
             b.elementwise("clip_qkv", qkv, qkv, i, "attention")
+        if b.spec.numerics.value_scale != 1.0 and not self.kv_shared:  # MiMo-V2-Flash: V scaled before caching
+            v = n * self.v_dim
+            b.elementwise("value_scale", v, v, i, "attention")
         own_k = 0 if self.kv_shared else self.k_dim  # keys this layer projects, norms and ropes itself
         if self.q_norm_dim:
             b.norm("q_norm", None, self.q_dim, i, tensors=tensors.get("q_norm", []))
@@ -257,13 +261,19 @@ class GatedAttention(Attention):
     ``2 · num_attention_heads · head_dim`` rows; the attention output is multiplied by
     ``sigmoid(gate)`` before ``o_proj``. ``qk_norm_bias`` (Phi's ``qk_layernorm``): the q/k norms
     are LayerNorms with a bias. ``head_gate`` (LFM3): a bias-free ``g_proj`` (hidden -> heads) whose
-    sigmoid scales each head's output before ``o_proj``. KV cache, windows and everything else are
-    those of ``Attention``.
+    sigmoid scales each head's output before ``o_proj``. ``proj_gate`` (AFMoE / Trinity): its own bias-free
+    ``gate_proj`` (hidden -> heads · v_head_dim) whose sigmoid scales each output feature before ``o_proj``.
+    Laguna's ``g_proj`` gate is a softplus (``gate_softplus``), per head or, with ``gate_per_element``, per
+    output feature (``g_proj``: hidden -> heads · v_head_dim).
+    KV cache, windows and everything else are those of ``Attention``.
     """
 
     output_gate: bool = False
     qk_norm_bias: bool = False
     head_gate: bool = False
+    proj_gate: bool = False
+    gate_softplus: bool = False  # Laguna: softplus(g_proj(x)) in place of LFM3's sigmoid
+    gate_per_element: bool = False  # Laguna's "per-element" gating: g_proj emits one gate per output feature
 
     def __post_init__(self) -> None:
         if self.output_gate and self.fused_qkv:
@@ -280,8 +290,15 @@ class GatedAttention(Attention):
             if self.qk_norm_bias and t.name in (f"{prefix}.q_norm.weight", f"{prefix}.k_norm.weight"):
                 out.append(Tensor(t.name[: -len("weight")] + "bias", t.shape, "norm"))
         if self.head_gate:
-            _linear(out, f"{prefix}.g_proj", self.num_attention_heads, self.hidden_size, False)
+            _linear(out, f"{prefix}.g_proj", self.gate_dim, self.hidden_size, False)
+        if self.proj_gate:
+            _linear(out, f"{prefix}.gate_proj", self.o_in, self.hidden_size, False)
         return out
+
+    @property
+    def gate_dim(self) -> int:
+        """g_proj's outputs: one gate per head, or (Laguna's per-element gating) one per output feature."""
+        return self.o_in if self.gate_per_element else self.num_attention_heads
 
     def trace(self, b, i: int, tensors: dict[str, list[Tensor]]) -> None:
         super().trace(b, i, tensors)
@@ -293,10 +310,19 @@ class GatedAttention(Attention):
             b.elementwise("output_gate", n * (self.q_dim + self.o_in), n * self.o_in, i, "attention", kernels=2)
             b.ops.append(o_proj)
         if self.head_gate:
-            # LFM3: sigmoid(g_proj(x)), one scalar per head, scales that head's output before o_proj
+            # LFM3: sigmoid(g_proj(x)), one scalar per head, scales that head's output before o_proj (Laguna:
+            # softplus, per head or per output feature)
             o_proj = b.ops.pop()
             n = b.shape.tokens
             b.matmul("g_proj", tensors["g_proj"], i, "attention")
-            heads = self.num_attention_heads
-            b.elementwise("head_gate", n * (heads + self.o_in), n * self.o_in, i, "attention", kernels=2)
+            b.elementwise("head_gate", n * (self.gate_dim + self.o_in), n * self.o_in, i, "attention", kernels=2)
+            b.ops.append(o_proj)
+        if self.proj_gate:
+            # AFMoE: sigmoid(gate_proj(x)) scales every output feature before o_proj (reads gate and output)
+            o_proj = b.ops.pop()
+            n = b.shape.tokens
+            # (the layer's dense MLP has a gate_proj too: the short name holds both)
+            own = [t for t in tensors["gate_proj"] if f".{self.module}." in t.name]
+            b.matmul("attn_gate_proj", own, i, "attention")
+            b.elementwise("output_gate", 2 * n * self.o_in, n * self.o_in, i, "attention", kernels=2)
             b.ops.append(o_proj)

@@ -17,7 +17,8 @@ module says everything the arithmetic needs to know about it, so nothing else in
   (``analysis.opkinds.Parallel``); the step's shape (decode or prefill) is ``b.shape``;
 - **cache**: ``kv_elements_per_token()`` (what one token adds to the layer's cache),
   ``expanded_kv_elements_per_token()`` (the naive per-head form, MLA), ``kv_cap()`` (tokens kept: a
-  window or chunk; None: all), ``state_elements()`` (a fixed per-sequence ``(conv, recurrent)`` state),
+  window or chunk; None: all), ``state_elements()`` (a fixed per-sequence ``(conv, recurrent)`` state;
+  ``state_bytes(state_dtype)`` its bytes),
   ``latent_kv()`` (MLA's ``(latent, rope)`` widths, for engines with their own latent layout),
   ``kv_bytes_per_token(kv_dtype)`` and ``indexer_kv_bytes(kv_dtype)`` (DSA's indexer key cache, which
   engines keep in a format of their own);
@@ -60,6 +61,9 @@ class MixerKind(StrEnum):
     BLOCK_SPARSE = "block_sparse"  # MiniMax-M3: GQA attention over the key blocks a lightning indexer selects
     DOGE = "doge"  # SmallDoge: GQA attention with a dynamic mask (a per-key bias from the cached values)
     MLSTM = "mlstm"  # xLSTM: the mLSTM matrix memory (linear attention with exponential input gates)
+    MOA = "moa"  # JetMoE: mixture of attention heads (routed query / output experts, shared K/V)
+    DIFF_ATTENTION = "diff_attention"  # DiffLlama: differential attention (head pairs subtracted by λ)
+    RG_LRU = "rg_lru"  # RecurrentGemma / Griffin: a gated linear recurrence behind a temporal conv
 
 
 class MixerSpec:
@@ -132,6 +136,12 @@ class MixerSpec:
         """(conv window, recurrent state) elements kept per sequence, whatever the context."""
         return 0, 0
 
+    def state_bytes(self, state_dtype) -> int:
+        """Bytes of that fixed state in ``state_dtype`` (what ``analysis.kv`` counts): both parts in that dtype,
+        unless the mixer keeps part of it in a dtype of its own (RG-LRU: its recurrence in fp32)."""
+        conv, rec = self.state_elements()
+        return state_dtype.nbytes(conv) + state_dtype.nbytes(rec)
+
     def latent_kv(self) -> tuple[int, int] | None:
         """(latent, rope key) widths of a latent cache (MLA); None for any other cache."""
         return None
@@ -158,6 +168,10 @@ class MixerSpec:
     def rope_tables(self) -> tuple[tuple[int, float], ...]:
         """(rotary dims, theta) of the RoPE this mixer applies, one per cos/sin table an engine keeps."""
         return ()
+
+    def inactive_params(self) -> int:
+        """Parameters of the mixer one token does not use (JetMoE's unrouted attention experts); 0: all used."""
+        return 0
 
     def attention_shape(self) -> tuple[int, int] | None:
         """(query heads per KV head, head_dim) of softmax attention; None for other mixers."""
