@@ -60,13 +60,21 @@ def tp_plan(spec: ModelSpec, tp: int) -> TPPlan:
     return TPPlan(tp, kv_div, repl, tuple(notes))
 
 
+def allreduces_per_pass(spec: ModelSpec) -> int:
+    """All-reduces one forward pass of the decoder layers runs under tensor parallelism: one after each sub-block
+    that ends in a row-parallel projection (the mixer's output projection, the FFN's or MoE's down projection),
+    so two per standard layer; a hybrid's mixer-only or MLP-only layer runs one, a NAS model's no-op block none,
+    and a mixer its ``tp_allreduces`` (RWKV-4's two: time mix and channel mix)."""
+    return sum((layer.mixer.tp_allreduces if layer.mixer is not None else 0) + (layer.ffn is not None)
+               for layer in spec.layers)
+
+
 def allreduce_bytes_per_gpu(spec: ModelSpec, tokens: int, act_bytes: int, tp: int) -> int:
-    """Bytes each GPU sends in one step's all-reduces (two per layer, ring algorithm)."""
+    """Bytes each GPU sends in one step's all-reduces (``allreduces_per_pass`` of them, ring algorithm)."""
     if tp == 1:
         return 0
     message = tokens * spec.hidden_size * act_bytes
-    per_layer = 2 * message * 2 * (tp - 1) // tp
-    return per_layer * spec.num_layers
+    return allreduces_per_pass(spec) * (message * 2 * (tp - 1) // tp)
 
 
 #: The attention projections whose output is the KV heads: when ``tp`` exceeds the KV heads, each rank

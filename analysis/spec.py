@@ -131,6 +131,7 @@ class Numerics:
     attention_multiplier: float | None = None  # Granite: the softmax scale
     logits_scaling: float = 1.0  # Granite: logits are divided by it
     logit_scale: float = 1.0  # Cohere: logits are multiplied by it
+    lm_head_l2_norm: bool = False  # Bailing's norm_head: the checkpoint's lm_head columns L2-normalised at load (vLLM)
     mla_norm_eps: float = 1e-6  # DeepSeek's q_a / kv_a layernorms use the class default eps
     topk_norm_p: float = 1.0  # DBRX: with norm_topk_prob, the top-k weights are divided by their p-norm (1: their sum)
     clip_qkv: float | None = None  # DBRX: q, k and v clamped to [-clip_qkv, clip_qkv] after the projection
@@ -144,12 +145,25 @@ class Numerics:
     # CTRL: a fixed sinusoidal table (no parameters) added to the scaled token embedding: position p's row is
     # [sin(p·r_j) | cos(p·r_j)], r_j = 10000^(-2j / hidden), j < hidden / 2
     sinusoidal_positions: bool = False
+    # XGLM: fairseq's table instead: position p is row p + position_offset of [sin(n·r_j) | cos(n·r_j)],
+    # r_j = exp(-j·ln(10000) / (hidden/2 - 1)) (a zero column when hidden is odd), row sinusoid_padding_row zeroed
+    sinusoid_fairseq: bool = False
+    sinusoid_padding_row: int | None = None
     # MiMo-V2-Flash: V multiplied by attention_value_scale after v_proj, before it is cached
     value_scale: float = 1.0
     # LongCat-Flash: layers come in pairs (one checkpoint layer); the MoE of the first reads that layer's
     # post-attention norm beside its dense MLP (here its shared expert) and its output joins the residual only after
     # the second layer's MLP (the "shortcut" MoE), with LongCat's LoRA-scaled MLA
     shortcut_moe: bool = False
+    # Snowflake Arctic: a MoE layer's experts read the layer's input (post_attention_layernorm of the block input),
+    # beside attention; its residual MLP (the spec's shared expert, behind its "pre_shared" norm) reads the
+    # attention's output; both outputs join the residual together
+    moe_beside_attention: bool = False
+    # Jais: the embedding multiplier scales the sum of the token and the learned position embeddings (elsewhere
+    # the token embedding alone, before positions are added)
+    embedding_scale_after_positions: bool = False
+    # Jais: ALiBi's linear scaling (alibi_scaling's items: type and factor or train_seq_len); () none
+    alibi_scaling: tuple = ()
 
 
 @frozen
@@ -170,6 +184,9 @@ class CheckpointLayout:
     transposed: bool = False  # GPT-2's Conv1D: every matmul weight of a layer stored (in, out)
     # CodeGen: the fused QKV rows are ``qkv_mp`` blocks of [q | v | k], hidden / qkv_mp rows each (0: not so)
     qkv_mp: int = 0
+    # Baichuan 2's NormHead: the model multiplies by the L2-normalised rows of lm_head.weight; the checkpoint stores
+    # them unnormalised, so loading normalises each row (as vLLM's lm_head_weight_loader does)
+    head_normalized: bool = False
 
 
 # ---- norms (the mixers, one module each, are in analysis.mixers) ---------------------------------
@@ -414,10 +431,11 @@ class Layer:
     def kind(self) -> str:
         """A short label: 'full', 'sliding(4096)', 'chunked(8192)', 'mla', 'mamba', ... + '+moe'."""
         m = self.mixer
-        label = "mlp-only" if m is None else m.label()
+        # a layer with neither (Nemotron-NAS: attention and FFN both no-ops) is the identity
+        label = ("identity" if self.ffn is None else "mlp-only") if m is None else m.label()
         if isinstance(self.ffn, MoE):
             label += "+moe"
-        elif self.ffn is None and m is not None:
+        elif self.ffn is None and m is not None and not m.includes_ffn:
             label += "-only"
         return label
 
@@ -492,6 +510,9 @@ class ModelSpec:
     mtp_layers: tuple[Layer, ...] = ()  # DeepSeek multi-token prediction (reported, not in total)
     mtp_extra_params: int = 0  # MTP's own projections and norms besides its decoder block
     head_hc: tuple[Tensor, ...] = ()  # DeepSeek-V4's hc_head: collapses the hyper-connection streams before the final norm
+    # Jais: ALiBi's slopes kept as a never-trained (heads, 1) parameter, ``model.relative_pe.slopes`` (counted with
+    # the model-level norms; no op reads it, engines compute the slopes); 0: none
+    alibi_slopes: int = 0
     vision: tuple[Tensor, ...] = ()  # a multimodal wrapper's encoders and projectors (kind "vision", or "audio")
     # Gemma 4 per-layer inputs (PLE): a second token table ``embed_tokens_per_layer`` (per_layer_vocab_size
     # rows, num_layers x per_layer_input_size wide) plus ``per_layer_model_projection`` of the embedding,
@@ -590,7 +611,10 @@ class ModelSpec:
     def final_norm_tensors(self) -> list[Tensor]:
         """The model-level norms: the final norm and, where there is one, the embedding's norm."""
         out = self.embedding_norm.tensors("model.embed_layernorm") if self.embedding_norm else []
-        return out + (self.final_norm.tensors("model.norm") if self.final_norm else []) + list(self.head_hc)
+        out = out + (self.final_norm.tensors("model.norm") if self.final_norm else []) + list(self.head_hc)
+        if self.alibi_slopes:  # Jais's relative_pe.slopes
+            out.append(Tensor("model.relative_pe.slopes", (self.alibi_slopes, 1), "other"))
+        return out
 
     @cached_property
     def layer_groups(self) -> tuple[tuple[int, ...], ...]:

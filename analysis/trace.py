@@ -276,6 +276,7 @@ class _Builder:
                 self.placed_norm(layer, "post_mixer_residual", i, tensors)  # post-LN (OPT-350m)
         if layer.ffn is not None:
             self.placed_norm(layer, "pre_ffn", i, tensors)
+            self.placed_norm(layer, "pre_shared", i, tensors)  # Arctic: the residual MLP's own norm
             if isinstance(layer.ffn, MoE):
                 self.moe(i, layer.ffn, tensors)
             else:

@@ -645,8 +645,12 @@ class EngineMemory:
             rows.append(("non-torch memory", self.non_torch_bytes, "CUDA context, cuBLAS, NCCL buffers"))
         if self.cuda_graph_bytes:
             rows.append(("CUDA graph pool", self.cuda_graph_bytes, "inside the cap" if self.engine == "trtllm" else "outside the cap"))
-        rows.append(("KV cache pool", self.kv_pool_bytes, f"{self.kv_capacity_tokens:,} tokens × "
-                                                         f"{self.kv_bytes_per_token:,} B per GPU"))
+        if self.kv_bytes_per_token or not self.state_bytes_per_sequence:
+            pool = f"{self.kv_capacity_tokens:,} tokens × {self.kv_bytes_per_token:,} B per GPU"
+        else:  # recurrent-only (RWKV, xLSTM, Mamba): no per-token cache, a fixed state per sequence
+            pool = (f"{max(self.kv_pool_bytes, 0) // self.state_bytes_per_sequence:,} sequences × "
+                    f"{self.state_bytes_per_sequence:,} B of state per GPU")
+        rows.append(("KV cache pool", self.kv_pool_bytes, pool))
         return rows
 
 

@@ -83,10 +83,13 @@ class StepModel:
     """Prices engine steps of one model on one rank of a ``plan.tp``-GPU replica."""
 
     def __init__(self, a, hw, plan, factors: Factors, *, ops_cache: dict | None = None, detail: bool = True):
+        from planner.analysis.parallel import allreduces_per_pass
+
         self.a, self.hw, self.plan, self.f = a, hw, plan, factors
         self.compute_key = a.fmt.compute.compute
         self.weight_only_bits = self.weight_only_bits_of(a, hw)
-        self.allreduce_calls = 2 * a.spec.num_layers + 2 if plan.tp > 1 else 0  # two per layer, embedding, logits
+        # one after each sub-block (two per standard layer: parallel.allreduces_per_pass), the embedding, the logits
+        self.allreduce_calls = allreduces_per_pass(a.spec) + 2 if plan.tp > 1 else 0
         moe = a.spec.first_moe
         self.moe_shape = (moe.num_experts, moe.num_experts_per_tok) if moe is not None else None
         self.expert_inner = expert_inner(a.spec, plan.tp)

@@ -83,6 +83,10 @@ def translate(spec: ModelSpec, hf_name: str, t: torch.Tensor) -> Iterator[tuple[
     if not m:
         if name == "lm_head.weight" and spec.tie_word_embeddings:
             return
+        if name == "lm_head.weight" and spec.numerics.lm_head_l2_norm:  # Bailing's norm_head, as vLLM loads it
+            t = torch.nn.functional.normalize(t.float(), dim=0, p=2, eps=1e-7).to(t.dtype)
+        if name == "lm_head.weight" and spec.checkpoint.head_normalized:  # Baichuan 2's NormHead: each row
+            t = torch.nn.functional.normalize(t.float(), dim=-1).to(t.dtype)
         yield name, None, t
         return
     i, rest = int(m.group(1)), m.group(2)

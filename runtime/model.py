@@ -77,9 +77,11 @@ def check_supported(spec: ModelSpec) -> None:
         if what:
             raise RuntimeUnavailableError(f"verify does not support {what} yet (layer {i} of {spec.label})",
                                           "analyze and trace work for this model")
-    if spec.numerics.residual_after_norm:  # MiniMax with softmax layers only: the mixers run, its residual does not
-        raise RuntimeUnavailableError(f"verify does not support MiniMax's decoder layer yet ({spec.label}: the "
-                                      "residual is taken after each norm and scaled by the alpha / beta factors)",
+    if spec.numerics.residual_after_norm:  # MiniMax with softmax layers only, ChatGLM with
+        # apply_residual_connection_post_layernorm: the mixers run, the residual does not
+        raise RuntimeUnavailableError(f"verify does not support a residual taken after each norm yet ({spec.label}: "
+                                      "MiniMax's decoder layer, scaled by its alpha / beta factors; ChatGLM's "
+                                      "apply_residual_connection_post_layernorm)",
                                       "analyze and trace work for this model")
     if spec.numerics.glu == GLU.GPT_OSS and any(isinstance(layer.ffn, MLP) or (isinstance(layer.ffn, MoE) and
                                                                                layer.ffn.shared_intermediate_size)
@@ -99,6 +101,13 @@ def check_supported(spec: ModelSpec) -> None:
                                       "analyze and trace work for this model")
     if spec.position_embeddings and spec.max_position_embeddings is None:
         raise RuntimeUnavailableError("learned position embeddings without max_position_embeddings")
+    if spec.numerics.alibi_scaling:
+        raise RuntimeUnavailableError(f"verify does not support ALiBi's linear scaling (alibi_scaling) yet "
+                                      f"({spec.label})", "analyze and trace work for this model")
+    if spec.numerics.moe_beside_attention:
+        raise RuntimeUnavailableError(f"verify does not support Snowflake Arctic's decoder layer yet ({spec.label}: "
+                                      "the experts read the layer's input beside attention, the residual MLP the "
+                                      "attention's output)", "analyze and trace work for this model")
 
 
 # ---- activations ---------------------------------------------------------------------------------
@@ -367,18 +376,42 @@ class Sinusoids(nn.Module):
     ``r_j = 10000^(-2j / dim)``, in fp32 as transformers computes it; only the rows asked for are computed (the
     rates are the buffer), nothing is loaded."""
 
-    def __init__(self, dim: int):
+    def __init__(self, dim: int, fairseq: bool = False, offset: int = 0, padding_row: int | None = None):
         super().__init__()
-        self.dim = dim
-        self.register_buffer("rates", torch.empty(dim, dtype=torch.float32), persistent=False)
+        self.dim, self.fairseq, self.offset, self.padding_row = dim, fairseq, offset, padding_row
+        n = dim // 2 if fairseq else dim
+        self.register_buffer("rates", torch.empty(n, dtype=torch.float32), persistent=False)
 
     def reset_buffers(self) -> None:
+        if self.fairseq:  # XGLM (transformers' XGLMSinusoidalPositionalEmbedding.get_embedding)
+            half = self.dim // 2
+            step = math.log(10000) / (half - 1)
+            self.rates = torch.exp(torch.arange(half, dtype=torch.int64).float() * -step).to(self.rates.device)
+            return
         i = torch.arange(self.dim, dtype=torch.int64).float()
         self.rates = (1 / torch.pow(10000, (2 * (i // 2)) / self.dim)).to(self.rates.device)
 
     def forward(self, pos_T: torch.Tensor) -> torch.Tensor:
+        if self.fairseq:  # row p + offset of [sin | cos] (| 0 when dim is odd), the padding row zeroed
+            row_T = pos_T + self.offset
+            angle_TH = row_T.float()[:, None] * self.rates[None]
+            out_TD = torch.cat([torch.sin(angle_TH), torch.cos(angle_TH)], dim=-1)
+            if self.dim % 2:
+                out_TD = torch.cat([out_TD, out_TD.new_zeros(out_TD.shape[0], 1)], dim=-1)
+            if self.padding_row is not None:
+                out_TD = out_TD.masked_fill((row_T == self.padding_row)[:, None], 0.0)
+            return out_TD
         angle_TD = pos_T.float()[:, None] * self.rates[None]
         return torch.cat([torch.sin(angle_TD[:, 0::2]), torch.cos(angle_TD[:, 1::2])], dim=-1)
+
+
+class AlibiSlopes(nn.Module):
+    """Jais's ``relative_pe``: ALiBi's slopes as a (heads, 1) parameter that never trains (the checkpoint holds
+    it); the attention layers compute the same slopes themselves (``alibi_slopes``)."""
+
+    def __init__(self, heads: int, dtype):
+        super().__init__()
+        self.slopes = nn.Parameter(torch.empty(heads, 1, dtype=dtype), requires_grad=False)
 
 
 class HeadBias(nn.Module):
@@ -1240,9 +1273,12 @@ class Body(nn.Module):
         if spec.position_embeddings:
             self.embed_positions = nn.Embedding(spec.position_embeddings, spec.hidden_size, dtype=dtype)
         if num.sinusoidal_positions:  # CTRL: a fixed table, added like learned positions
-            self.embed_sinusoids = Sinusoids(spec.hidden_size)
+            self.embed_sinusoids = Sinusoids(spec.hidden_size, num.sinusoid_fairseq, num.position_offset,
+                                             num.sinusoid_padding_row)
         if spec.embedding_norm is not None:
             self.embed_layernorm = make_norm(spec.embedding_norm, spec, dtype)
+        if spec.alibi_slopes:  # Jais: ALiBi's slopes kept as a parameter (loaded, never read: Alibi computes them)
+            self.relative_pe = AlibiSlopes(spec.alibi_slopes, dtype)
         if spec.per_layer_input_size:  # Gemma 4 per-layer inputs: a second token table and a projection
             LW = spec.num_layers * spec.per_layer_input_size
             self.embed_tokens_per_layer = nn.Embedding(spec.per_layer_vocab_size, LW, dtype=dtype)
@@ -1318,14 +1354,16 @@ class Decoder(nn.Module):
         A pipeline's first stage runs this alone (``runtime.pipeline``)."""
         with region("embedding"):
             x_BTD = self.model.embed_tokens(tokens_BT)
-            if self.embedding_multiplier != 1.0:  # rounded to the activation dtype, as transformers does
-                x_BTD = x_BTD * _rounded(self.embedding_multiplier, x_BTD.dtype)
+            if self.embedding_multiplier != 1.0 and not self.num.embedding_scale_after_positions:
+                x_BTD = x_BTD * _rounded(self.embedding_multiplier, x_BTD.dtype)  # rounded as transformers does
         if self.spec.word_embed_proj_dim:
             with region("matmul"):
                 x_BTD = self.model.project_in(x_BTD)
         if self.spec.position_embeddings:
             with region("embedding"):  # OPT looks position p up at row p + 2
                 x_BTD = x_BTD + self.model.embed_positions(pos_T + self.num.position_offset)[None]
+            if self.num.embedding_scale_after_positions:  # Jais: the sum of both embeddings is scaled
+                x_BTD = x_BTD * _rounded(self.embedding_multiplier, x_BTD.dtype)
         if self.num.sinusoidal_positions:
             x_BTD = x_BTD + self.model.embed_sinusoids(pos_T).to(x_BTD.dtype)[None]
         if self.spec.embedding_norm is not None:

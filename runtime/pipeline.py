@@ -102,7 +102,7 @@ def build_stage(spec: ModelSpec, plan: LayoutPlan, stage: int, *, dtype, device,
         if not (last and spec.tie_word_embeddings):
             del body.embed_tokens
     if not last:
-        for name in ("norm", "project_out"):
+        for name in ("norm", "project_out", "relative_pe"):  # (Jais's relative_pe: with the model-level norms)
             if hasattr(body, name):
                 delattr(body, name)
         if hasattr(model, "lm_head"):

@@ -657,6 +657,35 @@ CASES.update({
 })
 
 
+# Aria's language model: Llama attention, every layer a MoE (stacked SiLU experts of intermediate_size, a top-k
+# softmax router, one shared MLP of intermediate_size x moe_num_shared_experts). The second row: q/k/v/o and the
+# shared MLP biased, head_dim apart from hidden / heads, one shared expert, tied. XGLM: its own field names (d_model,
+# num_layers, attention_heads, ffn_dim), biased attention and fc1 / fc2, LayerNorms, fixed sinusoidal positions
+# (no parameters), tied; the second row under the standard names (its attribute_map), untied, unscaled, ReLU
+CASES.update({
+    "aria_text": dict(BASE, model_type="aria_text", moe_num_experts=8, moe_topk=2, moe_num_shared_experts=2),
+    "aria_text-bias-head_dim-tied": dict(BASE, model_type="aria_text", head_dim=24, moe_num_experts=6, moe_topk=3,
+                                         moe_num_shared_experts=1, attention_bias=True, mlp_bias=True,
+                                         tie_word_embeddings=True, intermediate_size=80),
+    "xglm": {"model_type": "xglm", "d_model": 64, "num_layers": 2, "attention_heads": 4, "ffn_dim": 96,
+             "vocab_size": 300, "max_position_embeddings": 128},
+    "xglm-standard-names-untied-unscaled": {"model_type": "xglm", "hidden_size": 48, "num_hidden_layers": 3,
+                                            "num_attention_heads": 6, "ffn_dim": 80, "vocab_size": 200,
+                                            "scale_embedding": False, "tie_word_embeddings": False,
+                                            "activation_function": "relu"},
+})
+
+
+CASES.update({
+    # RWKV-4: attention_hidden_size / intermediate_size default to hidden / 4 x hidden; a narrower channel-mix, a
+    # wider time-mix and a tied head (transformers ties head.weight to the embedding only when asked)
+    "rwkv": {"model_type": "rwkv", "hidden_size": 64, "num_hidden_layers": 3, "vocab_size": 300},
+    "rwkv-att-inter-tied": {"model_type": "rwkv", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 300,
+                            "attention_hidden_size": 96, "intermediate_size": 200, "tie_word_embeddings": True,
+                            "rescale_every": 0},
+})
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_total_equals_transformers(name):
     cfg = {k: v for k, v in CASES[name].items() if v is not None}
@@ -1171,6 +1200,21 @@ WRAPPERS.update({
 # Fuyu: Persimmon's language model and a biased patch Linear (patch_size² x num_channels -> hidden), no tower
 WRAPPERS.update({
     "fuyu": {"model_type": "fuyu", "text_config": _PERSIMMON_TINY, "patch_size": 5, "num_channels": 2},
+})
+
+
+# Aria: an Idefics3 vision tower (SigLIP's blocks, (image_size // patch_size)^2 positions, no head) and AriaProjector
+# (learned queries as many as the largest projector_patch_to_query_dict value, a cross-attention with an
+# nn.MultiheadAttention inside, LayerNorms, a bias-free MLP to the text hidden size); the second row: the default
+# tower (Idefics3VisionConfig's) and query table
+_ARIA_TEXT = {"model_type": "aria_text", "hidden_size": 64, "intermediate_size": 48, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 300, "moe_num_experts": 4,
+              "moe_topk": 2, "moe_num_shared_experts": 2}
+WRAPPERS.update({
+    "aria": {"model_type": "aria", "text_config": _ARIA_TEXT, "projector_patch_to_query_dict": {"16": 6, "4": 10},
+             "vision_config": {"model_type": "idefics3_vision", "hidden_size": 32, "intermediate_size": 48,
+                               "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 36, "patch_size": 8}},
+    "aria-default-tower": {"model_type": "aria", "text_config": dict(_ARIA_TEXT, hidden_size=96)},
 })
 
 
@@ -3547,3 +3591,259 @@ def test_jetmoe_tensor_parallel_split_and_refusal():
     assert shard_params(spec, tp_plan(spec, 2)) == whole + split // 2
     with pytest.raises(OptionError, match="JetMoE's 4 KV heads"):
         tp_plan(spec, 8)
+
+
+# ---- Aria and XGLM -------------------------------------------------------------------------------------
+
+#: rhymes-ai/Aria's config.json (transformers' AriaForConditionalGeneration layout), its routing and geometry fields
+ARIA = {"model_type": "aria", "projector_patch_to_query_dict": {"1225": 128, "4900": 256}, "image_token_index": 9,
+        "text_config": {"model_type": "aria_text", "hidden_size": 2560, "intermediate_size": 1664,
+                        "max_position_embeddings": 65536, "moe_num_experts": 64, "moe_num_shared_experts": 2,
+                        "moe_topk": 6, "num_attention_heads": 20, "num_hidden_layers": 28, "num_key_value_heads": 20,
+                        "rope_theta": 5000000, "vocab_size": 100352, "pad_token_id": 2},
+        "vision_config": {"model_type": "idefics3_vision", "hidden_size": 1152, "image_size": 980,
+                          "intermediate_size": 4304, "num_attention_heads": 16, "num_hidden_layers": 27,
+                          "patch_size": 14},
+        "torch_dtype": "bfloat16"}
+#: facebook/xglm-7.5B's config.json (its shape fields)
+XGLM_7B5 = {"model_type": "xglm", "activation_function": "gelu", "attention_heads": 32, "d_model": 4096,
+            "ffn_dim": 16384, "max_position_embeddings": 2048, "num_layers": 32, "pad_token_id": 1,
+            "scale_embedding": True, "vocab_size": 256008, "torch_dtype": "float16"}
+
+
+@pytest.mark.parametrize("name", ["aria_text", "aria_text-bias-head_dim-tied"])
+def test_aria_active_parameters_equal_transformers(name):
+    """Active: transformers' parameters with each layer's stacked (E, ...) expert tensors counted moe_topk / E; the
+    router and the shared MLP in full."""
+    from tests.oracle import hf_model
+
+    cfg = CASES[name]
+    seen, active = set(), 0
+    for n, p in hf_model(cfg).named_parameters():
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        active += p.numel() // p.shape[0] * cfg["moe_topk"] if ".experts." in n and p.dim() == 3 else p.numel()
+    p = count_params(parse_config(cfg))
+    assert (p.total, p.active) == (hf_param_count(cfg), active)
+
+
+def test_aria_published_counts_by_hand():
+    """rhymes-ai/Aria: 25.3B in all (the published figure); per token the attention, 6 of 64 experts, the shared MLP
+    (2 x 1664 wide), the router, the norms, embedding and untied lm_head, and (the planner's convention) the
+    vision tower and projector. Text-only active without embedding and head: ~3.6B (published: 3.5B per text
+    token)."""
+    h, i, e, k, L, v = 2560, 1664, 64, 6, 28, 100352
+    vh, vi, vl, side = 1152, 4304, 27, 980 // 14
+    attn, norms, router, expert, shared = 4 * h * h, 2 * h, e * h, 3 * h * i, 3 * h * 2 * i
+    block = 2 * vh + 4 * (vh * vh + vh) + 2 * vh + vi * vh + vi + vh * vi + vh
+    tower = vh * 3 * 14 * 14 + vh + side * side * vh + vl * block + 2 * vh
+    projector = 256 * vh + 3 * vh * vh + (3 * vh * vh + 3 * vh) + 2 * (vh * vh + vh) + 3 * 2 * vh + vh * h + h * h
+    common = 2 * v * h + h + tower + projector
+    p = count_params(parse_config(ARIA))
+    assert p.vision == tower + projector
+    assert p.total == common + L * (attn + norms + router + e * expert + shared) == hf_param_count(ARIA) \
+        == 25_307_311_216
+    assert p.active == common + L * (attn + norms + router + k * expert + shared)
+    assert round((p.active - p.vision - 2 * v * h) / 1e9, 1) == 3.6
+
+
+@pytest.mark.parametrize("name", ["aria_text-bias-head_dim-tied", "xglm", "xglm-standard-names-untied-unscaled"])
+def test_aria_and_xglm_kv_equal_transformers_cache(name):
+    """transformers' own cache after a prefill (fp32) holds exactly our bytes per token per layer (Aria: GQA K and V
+    of head_dim; XGLM: K and V of every head, hidden / heads wide)."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+
+    cfg = CASES[name]
+    torch, model = _hf_text_model(cfg)
+    n = 5
+    with torch.no_grad():
+        out = model(torch.randint(3, cfg["vocab_size"], (1, n)), use_cache=True)
+    cache = out.cache if hasattr(out, "cache") else out.past_key_values
+    per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
+    fp32 = get_dtype("fp32")
+    assert per_layer == [lk.bytes_per_token for lk in kv_cache(parse_config(cfg), fp32, fp32).layers]
+
+
+def test_xglm_positions_scale_and_published_total():
+    """XGLM: no position parameters (a fixed fairseq table, row p + 2, the pad row zeroed), the embedding scaled by
+    sqrt(d_model) unless scale_embedding is false; facebook/xglm-7.5B counts 7.49B, as published (7.5B)."""
+    spec = parse_config(CASES["xglm"])
+    num = spec.numerics
+    assert (spec.position_embeddings, num.sinusoidal_positions, num.sinusoid_fairseq, num.position_offset) == \
+        (0, True, True, 2)
+    assert spec.embedding_multiplier == 8.0
+    assert parse_config(CASES["xglm-standard-names-untied-unscaled"]).embedding_multiplier == 1.0
+    h, f, L, v = 4096, 16384, 32, 256008
+    layer = 4 * (h * h + h) + 2 * (2 * h) + (f * h + f) + (h * f + h)
+    p = count_params(parse_config(XGLM_7B5))
+    assert p.total == v * h + L * layer + 2 * h == hf_param_count(XGLM_7B5) == 7_492_771_840
+
+
+@pytest.mark.parametrize("cfg,error,field", [
+    (dict(CASES["aria_text"], hidden_act="gelu"), "UnsupportedModelError", "hidden_act"),
+    (dict(CASES["aria_text"], moe_topk=9), "ConfigError", "moe_topk"),
+    (dict(CASES["aria_text"], moe_num_experts=0), "ConfigError", "moe_num_experts"),
+    (dict(WRAPPERS["aria"], vision_config={"model_type": "siglip_vision_model"}), "UnsupportedModelError",
+     "siglip_vision_model"),
+    (dict(WRAPPERS["aria"], projector_patch_to_query_dict={"16": 0}), "ConfigError", "projector_patch_to_query_dict"),
+    (dict(WRAPPERS["aria"], projector_patch_to_query_dict={}), "ConfigError", "projector_patch_to_query_dict"),
+    (dict(WRAPPERS["aria"], vision_config=dict(WRAPPERS["aria"]["vision_config"], patch_size=64)), "ConfigError",
+     "patch_size"),
+    (dict(CASES["xglm"], add_cross_attention=True), "UnsupportedModelError", "add_cross_attention"),
+    (dict(CASES["xglm"], attention_heads=5), "ConfigError", "attention_heads"),
+    (dict(CASES["xglm"], d_model="64"), "ConfigError", "d_model"),
+    (dict(CASES["xglm"], d_model=3, attention_heads=1), "ConfigError", "d_model"),  # transformers: ZeroDivisionError
+])
+def test_aria_and_xglm_refuse_what_transformers_does_not_build(cfg, error, field):
+    from planner.analysis import errors
+
+    with pytest.raises(getattr(errors, error), match=field):
+        parse_config(cfg)
+
+
+# ---- RWKV-4 (time-mix and channel-mix blocks) ------------------------------------------------------
+
+
+def test_rwkv_state_and_decode_flops_equal_transformers():
+    """transformers' RWKV state after a 5-token bf16 prefill: five (batch, hidden, layers) tensors, the two shifted
+    tokens in the model's dtype and the WKV numerator / denominator / max in fp32, exactly our state bytes per
+    layer, nothing per token; FlopCounterMode over its decode step counts only matmuls (projections, channel-mix,
+    head): our matmul FLOPs; the WKV scan is 8 FLOPs per channel per layer by our convention (4 multiply-adds)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    cfg = CASES["rwkv"]
+    torch, model = _hf_text_model(cfg)
+    model = model.to(torch.bfloat16)
+    spec = parse_config(cfg)
+    bf16 = get_dtype("bf16")
+    n = 5
+    with torch.no_grad():
+        state = model(torch.randint(2, cfg["vocab_size"], (1, n)), use_cache=True).state
+        assert len(state) == 5 and [s.dtype for s in state] == [torch.bfloat16] * 2 + [torch.float32] * 3
+        layers = kv_cache(spec, bf16, bf16).layers
+        assert len(layers) == cfg["num_hidden_layers"] == state[0].shape[2]
+        for i, lk in enumerate(layers):
+            theirs = sum(s[:, :, i].numel() * s.element_size() for s in state)
+            assert (lk.bytes_per_token, lk.state_bytes) == (0, theirs) == (0, 2 * 64 * 2 + 3 * 64 * 4)
+        counter = FlopCounterMode(display=False)
+        with counter:
+            model(torch.randint(2, cfg["vocab_size"], (1, 1)), state=state, use_cache=True)
+    hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+    fmt, _ = weight_format(spec, "bf16")
+    ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n)
+    matmul = sum(o.flops for o in ops if o.kind == "matmul")
+    assert hf.get("aten.mm", 0) + hf.get("aten.addmm", 0) == counter.get_total_flops() == matmul
+    # by hand: per layer 4·h·h (time-mix) + 2·h·4h + h·h (channel-mix), and the 300 x 64 head, 2 FLOPs per MAC
+    assert matmul == 2 * (3 * (4 * 64 * 64 + 2 * 64 * 256 + 64 * 64) + 300 * 64)
+    assert sum(o.flops for o in ops if o.kind == "scan") == 3 * 8 * 64
+
+
+def test_rwkv_4_169m_pile_by_hand():
+    """RWKV/rwkv-4-169m-pile's config.json: 12 blocks of 768, vocab 50277, untied head. Per block ln1 / ln2 (4h),
+    time-mix 4 x h·h + time_decay / time_first (2h) + three time_mix vectors (3h), channel-mix h·4h twice + h·h + two
+    time_mix vectors (2h); pre_ln and ln_out (4h); embedding and head. State per sequence in bf16: 12 x (2 shifted
+    tokens x 768 x 2 bytes + 3 x 768 fp32)."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+
+    cfg = {"model_type": "rwkv", "attention_hidden_size": 768, "context_length": 1024, "hidden_size": 768,
+           "intermediate_size": 3072, "layer_norm_epsilon": 1e-05, "num_hidden_layers": 12, "rescale_every": 6,
+           "tie_word_embeddings": False, "vocab_size": 50277}
+    spec = parse_config(cfg)
+    h, v = 768, 50277
+    block = 4 * h + 4 * h * h + 2 * h + 3 * h + 2 * h * 4 * h + h * h + 2 * h
+    p = count_params(spec)
+    assert p.total == p.active == 2 * v * h + 12 * block + 4 * h == 169_342_464
+    cache = kv_cache(spec, get_dtype("bf16"), get_dtype("bf16"))
+    assert cache.bytes_per_token == 0 and cache.state_bytes_per_sequence == 12 * (2 * h * 2 + 3 * h * 4)
+    assert [layer.kind for layer in spec.layers] == ["rwkv"] * 12  # (the block's channel-mix: not "rwkv-only")
+
+
+@pytest.mark.parametrize("name", ["rwkv", "rwkv-att-inter-tied"])
+def test_rwkv_trace_reads_weights_once_and_its_state_per_step(name):
+    """A decode step reads every tensor once (the embedding one row per token) and the state once, writes it once;
+    a fresh prompt only writes it; the WKV scan's FLOPs grow linearly with the prompt."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    spec = parse_config(CASES[name])
+    fmt, _ = weight_format(spec)
+    per_seq = kv_cache(spec, get_dtype("bf16"), fmt.act).state_bytes_per_sequence
+    emb = spec.embedding_tensors()
+    ops = step_ops(spec, fmt, get_dtype("bf16"), batch=1, new_tokens=1, cached_tokens=7)
+    once = fmt.bytes_of(spec.tensors()) - fmt.bytes_of(emb) + fmt.bytes_of(emb) // emb[0].shape[0]
+    if spec.tie_word_embeddings:  # a tied head reads the whole embedding as its weight
+        once += fmt.bytes_of(emb)
+    assert sum(o.weight_bytes for o in ops) == once
+    ops = step_ops(spec, fmt, get_dtype("bf16"), batch=3, new_tokens=1, cached_tokens=7)
+    assert sum(o.state_read_bytes for o in ops) == sum(o.state_write_bytes for o in ops) == 3 * per_seq > 0
+    prefill = step_ops(spec, fmt, get_dtype("bf16"), batch=2, new_tokens=9, cached_tokens=0)
+    assert sum(o.state_read_bytes for o in prefill) == 0 and sum(o.state_write_bytes for o in prefill) == 2 * per_seq
+    one = step_ops(spec, fmt, get_dtype("bf16"), new_tokens=1)
+    nine = step_ops(spec, fmt, get_dtype("bf16"), new_tokens=9)
+    assert all(b.flops == 9 * a.flops for a, b in zip(one, nine) if a.kind == "scan")
+
+
+@pytest.mark.parametrize("name", ["rwkv", "rwkv-att-inter-tied"])
+def test_rwkv_checkpoint_names_map_onto_ours(name):
+    """transformers' parameter names (rwkv.blocks.N.attention / feed_forward, blocks.0.pre_ln, ln_out, head) through
+    the spec's CheckpointLayout are exactly our tensors, with their shapes."""
+    torch = pytest.importorskip("torch", reason="needs torch (the runtime extra)")
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from planner.runtime.load import translate
+
+    cfg = dict(CASES[name])
+    spec = parse_config(cfg)
+    mt = cfg.pop("model_type")
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(mt, **cfg))
+    theirs = {n: tuple(t.shape) for hf, p in model.named_parameters() for n, _, t in translate(spec, hf, p)}
+    assert theirs == {t.name: tuple(t.shape) for t in spec.tensors()}
+
+
+@pytest.mark.parametrize("change,field", [({"hidden_size": 0}, "hidden_size"),
+                                          ({"attention_hidden_size": -4}, "attention_hidden_size"),
+                                          ({"intermediate_size": "wide"}, "intermediate_size"),
+                                          ({"num_hidden_layers": 10 ** 9}, "num_hidden_layers"),
+                                          ({"rescale_every": 1.5}, "rescale_every"),
+                                          ({"tie_word_embeddings": "yes"}, "tie_word_embeddings")])
+def test_rwkv_bad_fields_are_config_errors(change, field):
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=field):
+        parse_config(dict(CASES["rwkv"], **change))
+
+
+@pytest.mark.parametrize("model_type,title", [("rwkv5", "RWKV-5"), ("rwkv6", "RWKV-6"), ("rwkv7", "RWKV-7")])
+def test_rwkv_successors_are_refused_by_name(model_type, title):
+    """RWKV-5 / 6 / 7 (remote code: a matrix-valued state per head, data-dependent shifts and decays, the
+    generalized delta rule) are not RWKV-4's block: refused by name, never read as RWKV-4 or as Llama."""
+    from planner.analysis.errors import UnsupportedModelError
+
+    with pytest.raises(UnsupportedModelError, match=title) as e:
+        parse_config({"model_type": model_type, "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 300,
+                      "head_size": 16})
+    assert "not supported yet" in e.value.message and "rwkv is" in e.value.message
+
+
+def test_rwkv_tensor_parallel_split_and_refusal():
+    """Over tp ranks the projections, the WKV state and the time-mix vectors split; the norms stay whole. A tp that
+    does not divide attention_hidden_size is refused, naming RWKV."""
+    from planner.analysis.errors import OptionError
+    from planner.analysis.parallel import shard_params, tp_plan
+
+    spec = parse_config(CASES["rwkv"])  # hidden 64, 3 layers
+    whole = 3 * 4 * 64 + 4 * 64  # ln1 / ln2 per layer; pre_ln and ln_out
+    assert shard_params(spec, tp_plan(spec, 2)) == whole + (count_params(spec).total - whole) // 2
+    with pytest.raises(OptionError, match="RWKV's attention_hidden_size"):
+        tp_plan(parse_config(CASES["rwkv-att-inter-tied"]), 64)

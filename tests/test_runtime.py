@@ -435,6 +435,17 @@ def ours_from_hf(cfg: dict, hf, **kw):
     return spec, model
 
 
+# Aria's language model: every layer a MoE of stacked (in x out) SiLU experts, the top-k logits softmaxed, a biased
+# shared MLP of intermediate_size x moe_num_shared_experts, GQA with biased q/k/v/o; XGLM: fairseq's sinusoidal
+# table (row p + 2, odd width padded with a zero column; pad_token_id 3 zeroes the row of position 1), the scaled
+# embedding, biased attention and fc1 / fc2 (GELU), LayerNorms at torch's eps, tied
+TINY["aria_text"] = dict(BASE, model_type="aria_text", head_dim=24, moe_num_experts=4, moe_topk=2,
+                         moe_num_shared_experts=2, attention_bias=True, mlp_bias=True, rope_theta=10000.0)
+TINY["xglm"] = {"model_type": "xglm", "d_model": 63, "num_layers": 2, "attention_heads": 7, "ffn_dim": 96,
+                "vocab_size": 128, "max_position_embeddings": 256, "pad_token_id": 3, "torch_dtype": "float32"}
+MOE |= {"aria_text"}
+
+
 # ---- parity with transformers ------------------------------------------------------------------------
 
 
@@ -562,6 +573,9 @@ WRAPPED.update({
 
 # Fuyu: Persimmon behind a patch projection (vision_embed_tokens), its published config flat
 WRAPPED["fuyu"] = dict(_PERSIMMON, model_type="fuyu", rope_theta=25000.0, patch_size=4)
+# Aria: its Idefics3 tower and cross-attention projector counted, not built; the MoE language model runs
+WRAPPED["aria"] = {"model_type": "aria", "text_config": TINY["aria_text"], "image_token_index": 127,
+                   "vision_config": dict(_VISION, model_type="idefics3_vision")}
 
 
 @pytest.mark.parametrize("family", sorted(WRAPPED))
@@ -800,7 +814,8 @@ def test_minimax_is_refused_clearly(tmp_path):
     cfg = CASES["minimax"]
     with pytest.raises(RuntimeUnavailableError, match="verify does not support lightning attention layers yet"):
         build_decoder(parse_config(cfg), device="meta")
-    with pytest.raises(RuntimeUnavailableError, match="verify does not support MiniMax's decoder layer"):
+    with pytest.raises(RuntimeUnavailableError,
+                       match="verify does not support a residual taken after each norm yet .*MiniMax's decoder layer"):
         build_decoder(parse_config(dict(cfg, layer_types=["full_attention"] * 4)), device="meta")
     (tmp_path / "config.json").write_text(json.dumps(cfg))
     r = run_cli("verify", str(tmp_path), "--device", "cpu", "--steps", "1")
@@ -877,6 +892,8 @@ def test_kimi_linear_is_refused_clearly(tmp_path):
     ("xlstm", "verify does not support mLSTM layers yet"),
     # RecurrentGemma: the RG-LRU recurrence behind a temporal conv (its local attention layers alone would run)
     ("recurrent_gemma", "verify does not support RG-LRU layers yet"),
+    # RWKV-4: the WKV recurrence and the channel-mix's token shift (one block with two residuals)
+    ("rwkv", "verify does not support RWKV-4 layers yet"),
     # JetMoE: routed query / output attention experts over a shared kv_proj, a MoE with an output bias
     ("jetmoe", "verify does not support JetMoE mixture-of-attention layers yet"),
     # DiffLlama: differential attention (head pairs subtracted by a learned lambda, a per-pair group norm)

@@ -132,6 +132,17 @@ def test_sglang_mem_fraction_static_default_and_pool():
     assert m.kv_capacity_tokens == m.kv_pool_bytes // (32 * 8 * 128 * 2 * 2)  # page size 1
 
 
+def test_recurrent_only_pool_is_shown_in_sequences_of_state():
+    """Falcon-Mamba keeps no per-token cache: its pool row gives the sequences whose fixed state it holds (64 layers
+    × (conv 8,192 × 3 + SSM 8,192 × 16) bf16 elements each), not a token count."""
+    spec = _model("falcon-mamba-7b")
+    a = analyze(spec, Options())
+    m = engine_memory(a, load_profile("h100-sxm"), load_engine("vllm"), tp_plan(spec, 1))
+    state = 64 * (8192 * 3 + 8192 * 16) * 2
+    assert m.kv_bytes_per_token == 0 and m.state_bytes_per_sequence == state
+    row = dict((what, note) for what, _, note in m.breakdown())["KV cache pool"]
+    assert row == f"{m.kv_pool_bytes // state:,} sequences × {state:,} B of state per GPU"
+
 def test_trtllm_free_fraction():
     spec = _model("llama-3.1-8b")
     hw = load_profile("h100-sxm")

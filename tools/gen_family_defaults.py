@@ -52,12 +52,14 @@ TYPES = sys.argv[1:] or [
     "minimax_m3_vl_text", "minimax_m3_vl", "minimax_m3_vl_vision", "doge",
     "xlstm",
     "recurrent_gemma",
+    "rwkv",
     "jetmoe", "diffllama",
     "mimo_v2_flash",
     "persimmon", "fuyu", "biogpt",
     "hy_v3", "cohere2_moe",
     "longcat_flash",
     "dots3_note_text", "dots3_note", "dots3_note_vision_encoder", "dots3_note_audio_encoder",
+    "aria_text", "aria", "idefics3_vision", "xglm",
 ]
 #: Families whose config nests blocks of fields in sub-config classes: their defaults go under "<type>.<key>".
 NESTED = {"dbrx": ("attn_config", "ffn_config"), "mpt": ("attn_config",)}

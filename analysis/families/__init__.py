@@ -40,11 +40,19 @@ from . import jetmoe
 from . import diffllama
 from . import mimo_v2_flash
 from . import recurrent_gemma
+from . import rwkv
 from . import biogpt, persimmon
 from . import hy_v3
 from . import cohere2_moe
 from . import afmoe
+from . import bailing
 from . import laguna
+from . import step3
+from . import aria, xglm
+from . import remote
+from . import chatglm
+from . import arctic, jais
+from . import nemotron_nas
 from .common import Traits
 
 Builder = Callable[..., ModelSpec]
@@ -139,12 +147,33 @@ REFUSED: dict[str, Builder] = {
     "phi4_multimodal": _refused("Phi-4-multimodal", "it is a vision-and-audio multimodal model: its Phi-3 decoder's "
                                 "model also holds an image encoder and an audio (conformer) encoder "
                                 "(embed_tokens_extend), which are not modelled"),
+    # StepFun Step-3.5-Flash (remote code; vLLM's step3p5.py): read generically its experts would be one dense MLP
+    "step3p5": _refused("StepFun Step-3.5-Flash", "its blocks are not modelled: full and sliding layers with their "
+                        "own query-head counts (num_attention_heads vs attention_other_setting), a per-head sigmoid "
+                        "gate (g_proj), zero-centred RMSNorms (GemmaRMSNorm) and per-head q/k norms, per-layer "
+                        "rope_theta and partial_rotary_factors, a sigmoid router with a router_bias parameter scaled "
+                        "by moe_router_scaling_factor, clamped SwiGLU experts (swiglu_limits, swiglu_limits_shared) "
+                        "and num_nextn_predict_layers MTP layers; no verbatim published config.json was at hand to "
+                        "check a count against the card's 196.81B (196B backbone + 0.81B head)"),
     "zaya": _refused("Zyphra ZAYA", "its Compressed Convolutional Attention (q and k mixed by a depthwise and a "
                      "grouped causal conv with biases plus residual paths, half of each value head taken from the "
                      "previous token through a per-layer recurrent state, L2 q/k norms with a learned per-KV-head "
                      "temperature), its top-1 MLP router (down_proj to router_hidden_size, a norm and three "
                      "linears, a skip expert that computes nothing, router state carried from layer to layer) and "
                      "its learned residual / input scales and biases are not modelled"),
+    # RWKV's successors (remote code, not in transformers; RWKV-4, rwkv, is modelled): refused by name
+    "rwkv5": _refused("RWKV-5 (Eagle)", "its multi-head WKV keeps a head_size x head_size matrix state per head "
+                      "(not RWKV-4's per-channel numerator / denominator), with a per-head time_faaaa bonus, a SiLU "
+                      "gate projection and a GroupNorm (ln_x) over the heads; this remote-code model is not "
+                      "modelled (RWKV-4's model_type rwkv is)"),
+    "rwkv6": _refused("RWKV-6 (Finch)", "besides RWKV-5's matrix-valued per-head state, gate and GroupNorm, its "
+                      "token shift and decay are data-dependent through low-rank (LoRA) projections "
+                      "(time_maa_w1 / w2, time_decay_w1 / w2); this remote-code model is not modelled (RWKV-4's "
+                      "model_type rwkv is)"),
+    "rwkv7": _refused("RWKV-7 (Goose)", "its generalized delta-rule state (head_size x head_size per head, with an "
+                      "in-context learning rate) and its low-rank w / a / v / g projections, value residual from "
+                      "the first layer and per-channel k_k / k_a / r_k parameters (fla-hub remote code) are not "
+                      "modelled (RWKV-4's model_type rwkv is)"),
 }
 
 REGISTRY: dict[str, Family] = {
@@ -377,6 +406,7 @@ REGISTRY: dict[str, Family] = {
     "gpt_neo": gpt2.build_gpt_neo,
     "openai-gpt": gpt2.build_openai_gpt,  # GPT-1: learned positions, post-LN, Conv1D projections
     "ctrl": ctrl.build,  # Salesforce CTRL: sinusoidal positions, scaled embedding, a tied head with a bias
+    "chatglm": chatglm.build,  # ChatGLM2/3, GLM-4-9B (remote code): fused [q; k; v] with bias, MQA groups, half-head pair RoPE
     "persimmon": persimmon.build,  # Adept Persimmon: fused per-head QKV, biased LayerNorm q/k norms, relu2 MLP
     "biogpt": biogpt.build,  # BioGPT: OPT-style offset learned positions, scaled embedding, biased fc1 / fc2
     "codegen": gpt2.build_codegen,  # Salesforce CodeGen: GPT-J's block, fused qkv_proj in 4 [q | v | k] blocks
@@ -385,6 +415,9 @@ REGISTRY: dict[str, Family] = {
     "cohere2": cohere.build_v2,
     "hy_v3": hy_v3.build,
     "cohere2_moe": cohere2_moe.build,
+    # Ling / Ring (inclusionAI, remote code): fused QKV, Ling 2.0 q/k norms + half RoPE + sigmoid grouped MoE, MTP
+    "bailing_moe": bailing.build,
+    "bailing_moe_v2": bailing.build,
     "falcon": falcon.build,
     "opt": opt.build,
     "dbrx": dbrx.build,
@@ -414,11 +447,16 @@ REGISTRY: dict[str, Family] = {
     # MiniMax-M3 (the language model of minimax_m3_vl): full and block-sparse layers (analysis.mixers.block_sparse)
     "minimax_m3_vl_text": minimax_m3.build,
     "doge": doge.build,  # SmallDoge: dynamic-mask attention (analysis.mixers.doge), learned residual scales
+    # NVIDIA Llama-Nemotron Super / Ultra / 51B (remote code): per-layer block_configs (no-op, linear, GQA, ffn_mult)
+    "nemotron-nas": nemotron_nas.build,
+    "deci": nemotron_nas.build_deci,  # Deci/DeciLM-7B (remote code): Llama with num_key_value_heads_per_layer
     "xlstm": xlstm.build,  # NX-AI xLSTM-7B: mLSTM blocks (analysis.mixers.mlstm) and SwiGLU feed-forwards
     "jetmoe": jetmoe.build,  # JetMoE: mixture of attention heads (analysis.mixers.moa) and a biased MoE
     "diffllama": diffllama.build,  # DiffLlama: differential attention (analysis.mixers.diff_attention)
     # Google RecurrentGemma (Griffin): RG-LRU recurrent blocks (analysis.mixers.rglru) and local MQA attention
     "recurrent_gemma": recurrent_gemma.build,
+    # RWKV-4 (BlinkDL, transformers' rwkv): time-mix and channel-mix blocks (analysis.mixers.rwkv), a fixed state
+    "rwkv": rwkv.build,
     # Arcee AFMoE (Trinity): a sigmoid-gated attention output (gate_proj), sandwich norms, RoPE on sliding layers
     # only, dense-then-MoE with a sigmoid router whose expert_bias is a counted parameter, muP embedding scale
     "afmoe": afmoe.build,
@@ -434,6 +472,22 @@ REGISTRY: dict[str, Family] = {
     "inkling2_text": inkling.build_v2,
     # MiMo-V2-Flash (Xiaomi): full / sliding layers with their own KV heads and sinks, v_head_dim, sigmoid MoE
     "mimo_v2_flash": mimo_v2_flash.build,
+    # StepFun Step-3 (remote code, read as vLLM builds it): MFA (low-rank query, one shared KV head), shared-expert MoE
+    "step3_text": step3.build,
+    # Aria (Rhymes): Llama attention, every layer a MoE of stacked (in x out) SiLU experts, a top-k softmax router
+    # and a shared MLP of intermediate_size x moe_num_shared_experts
+    "aria_text": aria.build_text,
+    "xglm": xglm.build,  # XGLM: fairseq sinusoidal positions (offset 2), scaled embedding, biased fc1 / fc2
+    # remote-code families (hub trust_remote_code; no transformers class): analysis.families.remote
+    "internlm2": remote.build_internlm2,  # fused per-KV-group wqkv, untied output head
+    "qwen": remote.build_qwen,  # Qwen-1: biased fused c_attn, SwiGLU of intermediate_size / 2
+    "baichuan": remote.build_baichuan,  # W_pack fused qkv; RoPE (7B) or ALiBi (13B); Baichuan 2's NormHead
+    "minicpm": remote.build_minicpm,  # Llama with MiniCPM's muP multipliers (scale_emb, scale_depth, dim_model_base)
+    "mimo": remote.build_mimo,  # Qwen2 + MTP layers (reported, not served by vLLM's main model)
+    # Snowflake Arctic: dense / MoE layers, a MoE layer's experts beside attention plus a residual SwiGLU MLP
+    "arctic": arctic.build,
+    # Jais (Inception / Core42 / Cerebras): GPT-2's biased block with SwiGLU (c_fc, c_fc2), ALiBi, muP scales
+    "jais": jais.build,
 }
 
 #: Multimodal wrappers whose language model lives in ``text_config`` (the inner model_type when the
@@ -466,7 +520,9 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "inkling_mm_model": "inkling_text",
     "inkling2": "inkling2_text",
     "dots3_note": "dots3_note_text",
+    "aria": "aria_text",
     "fuyu": "persimmon",  # Fuyu: Persimmon's language model; its patch projection counted (VISION_COUNTED)
+    "step3_vl": "step3_text",  # StepFun Step-3's VLM wrapper (vLLM's Step3VLForConditionalGeneration)
 }
 
 #: Wrappers whose vision tower and projector are counted, as their ``*ForConditionalGeneration`` builds
@@ -493,7 +549,9 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
     "inkling_mm_model": inkling.inkling_towers,  # its HMLP vision tower and dMel audio embedding
     "inkling2": inkling.inkling2_vision,
     "dots3_note": dots3_note.dots3_towers,  # its MoE vision tower (experts per block) and audio encoder
+    "aria": aria.aria_vision,  # its Idefics3 (SigLIP-shaped) tower and cross-attention projector
     "fuyu": persimmon.fuyu_vision,  # no tower: one biased Linear from a flattened patch to the hidden size
+    "step3_vl": step3.step3_vision,  # its CLIP-like tower, two conv downsamplers and the projector (vLLM)
 }
 
 #: Wrappers whose language model has image cross-attention layers: model_type -> (top-level config,
@@ -519,7 +577,7 @@ WRAPPER_TIE: dict[str, str] = {"llava": "either", "mistral3": "wrapper", "qwen2_
                                 "lighton_ocr": "wrapper", "minicpm_ocr": "wrapper", "qwen2_5_omni_thinker": "wrapper",
                                 "qwen3_omni_moe_thinker": "wrapper", "minimax_m3_vl": "either",
                                 "gemma4_unified": "wrapper", "gemma4": "wrapper", "dots3_note": "wrapper",
-                                "fuyu": "wrapper"}
+                                "fuyu": "wrapper", "aria": "wrapper"}
 
 #: The smallest Llama-shaped config (hidden 64, 2 layers): calibration times eager dispatch with it.
 TINY_DECODER = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,

@@ -27,18 +27,23 @@ from .zamba import SharedBlockMamba
 from .moa import MixtureOfAttention
 from .diff_attention import DiffAttention
 from .rglru import RGLRU
+from .rwkv import RWKV4
+from .mfa import MFAttention
+from .linear_replacement import LinearReplacement
 
 #: Every mixer spec class: what tensor-parallel tables collect over (``analysis.parallel``).
 MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, SparseMLA, Mamba, GatedDeltaNet,
                                             ShortConv, ParallelHybrid, SharedBlockMamba, LightningAttention,
                                             CompressedMQA, InklingAttention, HyperBlock, KimiDeltaAttention,
                                             BlockSparseAttention, DogeAttention, MLSTM, RGLRU,
-                                            MixtureOfAttention, DiffAttention)
+                                            MixtureOfAttention, DiffAttention, MFAttention, RWKV4,
+                                            LinearReplacement)
 
 Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid, SharedBlockMamba,
               LightningAttention, CompressedMQA, InklingAttention, HyperBlock, KimiDeltaAttention,
-              BlockSparseAttention, DogeAttention, MLSTM, RGLRU, MixtureOfAttention, DiffAttention]
+              BlockSparseAttention, DogeAttention, MLSTM, RGLRU, MixtureOfAttention, DiffAttention, MFAttention, RWKV4,
+              LinearReplacement]
 
-__all__ = ["MIXER_TYPES", "MLA", "MLSTM", "Attention", "BlockSparseAttention", "DiffAttention", "DogeAttention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "HyperBlock", "InklingAttention", "KimiDeltaAttention", "LightningAttention", "Mamba", "Mixer", "MixtureOfAttention",
-           "MixerKind", "MixerSpec", "ParallelHybrid", "RGLRU", "SharedBlockMamba", "ShortConv", "SparseMLA", "attended_keys",
+__all__ = ["MIXER_TYPES", "MLA", "MLSTM", "Attention", "BlockSparseAttention", "DiffAttention", "DogeAttention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "HyperBlock", "InklingAttention", "KimiDeltaAttention", "LightningAttention", "LinearReplacement", "MFAttention", "Mamba", "Mixer", "MixtureOfAttention",
+           "MixerKind", "MixerSpec", "ParallelHybrid", "RGLRU", "RWKV4", "SharedBlockMamba", "ShortConv", "SparseMLA", "attended_keys",
            "distinct_keys"]

@@ -64,6 +64,9 @@ class MixerKind(StrEnum):
     MOA = "moa"  # JetMoE: mixture of attention heads (routed query / output experts, shared K/V)
     DIFF_ATTENTION = "diff_attention"  # DiffLlama: differential attention (head pairs subtracted by λ)
     RG_LRU = "rg_lru"  # RecurrentGemma / Griffin: a gated linear recurrence behind a temporal conv
+    RWKV = "rwkv"  # RWKV-4: time-mix (WKV, a per-channel decay) and channel-mix behind a one-token time shift
+    MFA = "mfa"  # StepFun Step-3: multi-matrix factorization attention (low-rank query, one shared KV head)
+    LINEAR_REPLACEMENT = "linear"  # Nemotron-NAS: a sub-block replaced by one hidden x hidden Linear
 
 
 class MixerSpec:
@@ -79,6 +82,12 @@ class MixerSpec:
     tp_kv_modules: tuple[str, ...] = ()
     tp_replicated_kv = False
     tp_note: str | None = None
+    #: the mixer holds the block's feed-forward too (RWKV's channel-mix shares the time shift): the layer has no
+    #: ``ffn`` and is not "mixer-only"
+    includes_ffn = False
+    #: all-reduces the mixer's outputs take under tensor parallelism (one per row-parallel output projection;
+    #: RWKV-4: the time mix's and the channel mix's)
+    tp_allreduces = 1
     #: the fp8 layout of a latent cache the mixer's serving kernels dictate whatever the engine (DSA: FlashMLA's
     #: sparse kernels), as the engine profiles' ``mla_fp8``; None: the engine profile's
     fp8_latent_layout: dict | None = None

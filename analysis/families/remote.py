@@ -1,0 +1,243 @@
+"""Remote-code families: model_types the hub serves with ``trust_remote_code`` modeling files and transformers
+does not ship, counted from vLLM's implementation (vllm/model_executor/models/<name>.py, the engine that
+serves them: its weight shapes are what a checkpoint loads into) and the hub's own configuration / modeling
+code (its class defaults are the builders' defaults here: no transformers class exists to generate them).
+
+- InternLM2 / 2.5 (``internlm2``; InternLM3 is transformers' ``internlm3``): Llama with GQA whose q, k and v
+  are one fused ``attention.wqkv`` stored per KV group, (K, G + 2, head_dim) rows (G query heads, then that
+  group's k and v: vLLM ``InternLM2Attention.split_qkv``), ``attention.wo``, a SwiGLU ``feed_forward`` of
+  ``w1`` (gate), ``w3`` (up), ``w2`` (down), ``attention_norm`` / ``ffn_norm``, ``model.tok_embeddings`` and an
+  untied ``output`` head. head_dim is hidden / heads. ``bias`` (InternLM2Config's default true; every
+  published config says false) puts a bias on wqkv and wo (the hub's modeling_internlm2.py; vLLM builds
+  neither and cannot load such a checkpoint).
+- Qwen (1) (``qwen``: Qwen-1.8B / 7B / 14B / 72B): pre-RMSNorm blocks under ``transformer.h`` (``ln_1``,
+  ``ln_2``, ``ln_f``, ``wte``), multi-head attention whose ``attn.c_attn`` is one biased [q; k; v] projection
+  of 3 × kv_channels × heads rows and ``attn.c_proj`` its bias-free output; a SwiGLU MLP of ``intermediate_size
+  // 2`` (``mlp.w2`` the gate through SiLU, ``mlp.w1`` the up, ``mlp.c_proj`` the down: vLLM merges
+  ``[w2, w1]`` into its gate_up_proj), bias-free (``no_bias``, true by default and in every published config;
+  false puts a bias on c_proj, w1, w2 and the MLP's c_proj, as the hub's code builds them); an untied
+  ``lm_head``. RoPE of base ``rotary_emb_base`` on ``rotary_pct`` of each head. ``use_dynamic_ntk`` and
+  ``use_logn_attn`` change nothing up to ``seq_length`` (the hub's code: NTK alpha 1 and log-n factor 1 there);
+  past it (Qwen-14B: seq_length 2048, max_position_embeddings 8192) they rescale RoPE and the queries, which
+  is not modelled (a caveat says so); the counts do not depend on them.
+"""
+
+from __future__ import annotations
+
+from ..fields import MAX_LAYERS, Fields
+from ..mixers import Attention
+from ..spec import MLP, CheckpointLayout, Layer, ModelSpec, Norm
+from .common import Traits, pre_norms, read_act, read_rotary, read_tie
+
+_SILU = Traits()  # hidden_act, default silu (both remote configs' default)
+
+# ---- InternLM2 -----------------------------------------------------------------------------------
+
+#: InternLM2ForCausalLM's checkpoint names -> ours; wqkv's rows are per KV group (K, G + 2, d), as Falcon's
+INTERNLM2_LAYOUT = CheckpointLayout(
+    renames=(("model.tok_embeddings.", "model.embed_tokens."), ("output.", "lm_head.")),
+    modules=((".attention.wqkv.", ".self_attn.qkv_proj."), (".attention.wo.", ".self_attn.o_proj."),
+             (".feed_forward.w1.", ".mlp.gate_proj."), (".feed_forward.w3.", ".mlp.up_proj."),
+             (".feed_forward.w2.", ".mlp.down_proj."),
+             (".attention_norm.", ".input_layernorm."), (".ffn_norm.", ".post_attention_layernorm.")),
+    qkv_grouped=True)
+
+
+def _mha_core(f: Fields, defaults: dict) -> tuple[int, int, int, int, int]:
+    """hidden, layers, heads, head_dim (hidden / heads), vocab, with the remote config class's defaults."""
+    hidden = f.int("hidden_size", defaults["hidden_size"])
+    n_layers = f.int("num_hidden_layers", defaults["num_hidden_layers"], hi=MAX_LAYERS)
+    heads = f.int("num_attention_heads", defaults["num_attention_heads"])
+    vocab = f.int("vocab_size", defaults["vocab_size"], hi=1 << 26)
+    if hidden % heads:
+        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({hidden}): the head width is "
+                                             "hidden_size / num_attention_heads")
+    return hidden, n_layers, heads, hidden // heads, vocab
+
+
+def build_internlm2(f: Fields, model_type: str) -> ModelSpec:
+    # InternLM2Config (the hub's configuration_internlm2.py) defaults
+    hidden, n_layers, heads, hd, vocab = _mha_core(f, dict(hidden_size=4096, num_hidden_layers=32,
+                                                           num_attention_heads=32, vocab_size=103168))
+    kv = f.int("num_key_value_heads", lambda: heads, note="absent: equal to num_attention_heads (no GQA)")
+    if kv > heads or heads % kv:
+        raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
+    bias = f.bool("bias", True, note="InternLM2Config's default")
+    intermediate = f.int("intermediate_size", 11008)
+    act = read_act(f, _SILU)
+    theta, rotary_dim, scaling = read_rotary(f, hd)
+    attn = Attention(hidden, heads, kv, hd, hd, bias, bias, bias, bias, fused_qkv=True, rotary_dim=rotary_dim,
+                     rope_theta=theta)
+    layer = Layer(attn, MLP(hidden, intermediate, act=act), pre_norms(lambda: Norm(hidden)))
+    return ModelSpec(
+        model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=(layer,) * n_layers,
+        tie_word_embeddings=read_tie(f, False), final_norm=Norm(hidden), hidden_act=act,
+        norm_eps=f.float("rms_norm_eps", 1e-6), rope_scaling=scaling, checkpoint=INTERNLM2_LAYOUT,
+    )
+
+
+# ---- Qwen (1) ------------------------------------------------------------------------------------
+
+#: QWenLMHeadModel's checkpoint names -> ours; c_attn's rows are [q; k; v] (vLLM: view(3, heads, d, hidden))
+QWEN_LAYOUT = CheckpointLayout(
+    renames=(("transformer.wte.", "model.embed_tokens."), ("transformer.h.", "model.layers."),
+             ("transformer.ln_f.", "model.norm.")),
+    modules=((".attn.c_attn.", ".self_attn.qkv_proj."), (".attn.c_proj.", ".self_attn.o_proj."),
+             (".mlp.w2.", ".mlp.gate_proj."), (".mlp.w1.", ".mlp.up_proj."), (".mlp.c_proj.", ".mlp.down_proj."),
+             (".ln_1.", ".input_layernorm."), (".ln_2.", ".post_attention_layernorm.")))
+
+
+def build_qwen(f: Fields, model_type: str) -> ModelSpec:
+    # QWenConfig (the hub's configuration_qwen.py) defaults
+    hidden, n_layers, heads, hd, vocab = _mha_core(f, dict(hidden_size=4096, num_hidden_layers=32,
+                                                           num_attention_heads=32, vocab_size=151936))
+    kv_channels = f.int("kv_channels", 128)
+    if kv_channels != hd:
+        # QWenAttention: c_attn is 3 x kv_channels x heads wide but c_proj is Linear(hidden_size, kv_channels x
+        # heads) applied to heads x (hidden / heads) features: it runs only when the two agree (vLLM: hidden / heads)
+        raise f.error("kv_channels", f"({kv_channels}) must equal hidden_size / num_attention_heads ({hd}): "
+                                     "Qwen's attention output projection runs only then")
+    full = f.int("intermediate_size", 22016)
+    if full % 2:
+        raise f.error("intermediate_size", f"({full}) must be even: Qwen's w1 / w2 are intermediate_size / 2 wide")
+    inner = f.derived("mlp_width", full // 2, "intermediate_size / 2: the width of w1, w2 and c_proj's input")
+    bias = not f.bool("no_bias", True, note="QWenConfig's default")
+    # QWenModel: RoPE of base rotary_emb_base over kv_channels x rotary_pct channels (rope_theta / rope_scaling unread)
+    theta = f.float("rotary_emb_base", 10000.0)
+    pct = f.float("rotary_pct", 1.0)
+    if pct > 1:
+        raise f.error("rotary_pct", f"must be in (0, 1], got {pct}")
+    rotary_dim = kv_channels if pct == 1.0 else int(kv_channels * pct)
+    if rotary_dim < 2:
+        raise f.error("rotary_pct", f"({pct}) leaves {rotary_dim} rotary channels of {kv_channels}")
+    act = read_act(f, _SILU)
+    attn = Attention(hidden, heads, heads, hd, hd, True, True, True, bias, fused_qkv=True, rotary_dim=rotary_dim,
+                     rope_theta=theta)
+    layer = Layer(attn, MLP(hidden, inner, bias=bias, act=act), pre_norms(lambda: Norm(hidden)))
+    caveats: tuple[str, ...] = ()
+    seq = f.raw("seq_length")
+    pos = f.raw("max_position_embeddings")
+    if isinstance(seq, int) and isinstance(pos, int) and pos > seq and \
+            (f.bool("use_dynamic_ntk", True) or f.bool("use_logn_attn", True)):
+        caveats = (f"Qwen: past seq_length ({seq}) the hub's code rescales RoPE (dynamic NTK) and the queries (log-n); "
+                   "not modelled (counts unaffected; numerics as within seq_length)",)
+    return ModelSpec(
+        model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=(layer,) * n_layers,
+        tie_word_embeddings=read_tie(f, False), final_norm=Norm(hidden), hidden_act=act,
+        norm_eps=f.float("layer_norm_epsilon", 1e-6), checkpoint=QWEN_LAYOUT, caveats=caveats,
+    )
+
+
+# ---- Baichuan / Baichuan 2 -----------------------------------------------------------------------
+
+#: Baichuan's checkpoint names are Llama's but for W_pack, one [q; k; v] projection (vLLM: chunk(3))
+BAICHUAN_LAYOUT = CheckpointLayout(modules=((".self_attn.W_pack.", ".self_attn.qkv_proj."),))
+BAICHUAN2_VOCAB = 125696  # vLLM tells Baichuan 2 (NormHead) from Baichuan 1 by this vocabulary size
+
+
+def build_baichuan(f: Fields, model_type: str) -> ModelSpec:
+    """Baichuan 7B / 13B and Baichuan 2 7B / 13B (all ``baichuan``), as vLLM's baichuan.py builds them:
+    multi-head attention with one bias-free ``W_pack`` ([q; k; v], hidden rows each) and a bias-free ``o_proj``,
+    a Llama SwiGLU MLP, RMSNorms, an untied ``lm_head``. Positions: RoPE (base 10000) for the 7B models,
+    ALiBi (BLOOM's slopes, no RoPE) for the 13B ones; vLLM decides by the class (``BaiChuanForCausalLM``,
+    Baichuan 1 7B: RoPE) else by ``hidden_size == 4096`` (RoPE; else ALiBi), as its BaichuanForCausalLM does.
+    Baichuan 2 (vocabulary 125696) normalises each lm_head row (NormHead): the same parameters, normalised as
+    the checkpoint is loaded. Class defaults: Baichuan 2 7B's configuration_baichuan.py."""
+    hidden, n_layers, heads, hd, vocab = _mha_core(f, dict(hidden_size=4096, num_hidden_layers=32,
+                                                           num_attention_heads=32, vocab_size=BAICHUAN2_VOCAB))
+    intermediate = f.int("intermediate_size", 11008)
+    act = read_act(f, _SILU)
+    arch = f.raw("architectures")
+    rope = (isinstance(arch, list) and "BaiChuanForCausalLM" in arch) or hidden == 4096
+    theta = f.float("rope_theta", 10000.0) if rope else 10000.0
+    attn = Attention(hidden, heads, heads, hd, hd, fused_qkv=True, rotary_dim=hd if rope else 0, rope_theta=theta,
+                     alibi=not rope)
+    layer = Layer(attn, MLP(hidden, intermediate, act=act), pre_norms(lambda: Norm(hidden)))
+    tie = read_tie(f, False)
+    layout = BAICHUAN_LAYOUT
+    if vocab == BAICHUAN2_VOCAB:
+        if tie:
+            raise f.error("tie_word_embeddings", "is true, but Baichuan 2's NormHead (normalised lm_head rows) "
+                                                 "cannot share the embedding")
+        layout = CheckpointLayout(modules=BAICHUAN_LAYOUT.modules, head_normalized=True)
+    return ModelSpec(
+        model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=(layer,) * n_layers,
+        tie_word_embeddings=tie, final_norm=Norm(hidden), hidden_act=act, norm_eps=f.float("rms_norm_eps", 1e-6),
+        checkpoint=layout, caveats=(f"Baichuan: {'RoPE' if rope else 'ALiBi'} positions, chosen as vLLM does "
+                                    "(BaiChuanForCausalLM or hidden_size 4096: RoPE; else ALiBi)",),
+    )
+
+
+# ---- MiniCPM -------------------------------------------------------------------------------------
+
+
+def build_minicpm(f: Fields, model_type: str) -> ModelSpec:
+    """MiniCPM 1 / 2 / 4 and MiniCPM-MoE (``minicpm``), as vLLM's minicpm.py and the hub's modeling_minicpm.py
+    build them: Llama (GQA, q/k/v/o biased by ``attention_bias``, default false; head_dim hidden / heads; RoPE)
+    with MiniCPM's multipliers: the embedding times ``scale_emb``, each residual branch times ``scale_depth /
+    sqrt(num_hidden_layers)``, the final hidden state divided by ``hidden_size / dim_model_base`` before the
+    head (tied by default). With ``num_experts`` (MiniCPM-MoE-8x2B) every layer's MLP is that many experts of
+    ``intermediate_size`` (``mlp.experts.N.w1 / w3 / w2``, router ``mlp.gate``), top-``num_experts_per_tok`` of
+    a softmax, renormalised. Class defaults: MiniCPMConfig's (scale_emb, dim_model_base, scale_depth 1).
+    MiniCPM4's ``sparse_config`` (InfLLM v2 sparse attention) is not modelled: counted and priced as dense
+    attention, which is how vLLM's minicpm.py serves it."""
+    from ..spec import MoE, Numerics
+
+    hidden, n_layers, heads, hd, vocab = _mha_core(f, dict(hidden_size=4096, num_hidden_layers=32,
+                                                           num_attention_heads=32, vocab_size=32000))
+    kv = f.int("num_key_value_heads", lambda: heads, note="absent: equal to num_attention_heads (no GQA)")
+    if kv > heads or heads % kv:
+        raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
+    bias = f.bool("attention_bias", False)
+    intermediate = f.int("intermediate_size", 11008)
+    act = read_act(f, _SILU)
+    theta, rotary_dim, scaling = read_rotary(f, hd)
+    attn = Attention(hidden, heads, kv, hd, hd, bias, bias, bias, bias, rotary_dim=rotary_dim, rope_theta=theta)
+    n_exp = f.int("num_experts", 0, lo=0, hi=1 << 16)
+    if n_exp:
+        k = f.int("num_experts_per_tok", 2)
+        if k > n_exp:
+            raise f.error("num_experts_per_tok", f"({k}) exceeds num_experts ({n_exp})")
+        ffn = MoE(hidden, n_exp, k, intermediate, act=act)
+    else:
+        ffn = MLP(hidden, intermediate, act=act)
+    layer = Layer(attn, ffn, pre_norms(lambda: Norm(hidden)))
+    scale_emb = f.float("scale_emb", 1.0, note="MiniCPMConfig's default")
+    depth = f.float("scale_depth", 1.0, note="MiniCPMConfig's default")
+    base = f.float("dim_model_base", 1.0, note="MiniCPMConfig's default")
+    num = Numerics(residual_multiplier=depth / n_layers ** 0.5, logits_scaling=hidden / base, norm_topk_prob=True)
+    caveats = ("MiniCPM4's sparse_config (InfLLM v2 sparse attention) is not modelled: priced as dense attention, "
+               "as vLLM's minicpm.py serves it",) if f.raw("sparse_config") is not None else ()
+    return ModelSpec(
+        model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=(layer,) * n_layers,
+        tie_word_embeddings=read_tie(f, True), final_norm=Norm(hidden), hidden_act=act,
+        norm_eps=f.float("rms_norm_eps", 1e-6), embedding_multiplier=scale_emb, rope_scaling=scaling, numerics=num,
+        caveats=caveats,
+    )
+
+
+# ---- MiMo ----------------------------------------------------------------------------------------
+
+
+def build_mimo(f: Fields, model_type: str) -> ModelSpec:
+    """Xiaomi MiMo-7B (``mimo``): Qwen2 (transformers' qwen2 row: q/k/v biased, o not, Qwen2's sliding-window
+    fields) plus ``num_nextn_predict_layers`` multi-token-prediction layers (``model.mtp_layers.N``: a Qwen2
+    decoder layer, token_layernorm, hidden_layernorm, input_proj (2·hidden -> hidden, no bias),
+    final_layernorm; the hub's modeling_mimo.py). vLLM's mimo.py serves the Qwen2 model and skips the
+    ``mtp_layers`` tensors (they load only into its separate MTP speculative-decoding model), so the MTP
+    parameters are reported as ``mtp`` and not counted in the total, as for DeepSeek V3."""
+    from dataclasses import replace
+
+    from . import REGISTRY
+    from . import decoder as _decoder
+    from .common import mtp_layers
+
+    from ..family_defaults import FAMILY_DEFAULTS
+    from ..fields import CORE_FIELDS
+
+    if not f.defaults:  # MiMoConfig(Qwen2Config): Qwen2's class defaults, num_nextn_predict_layers 0
+        f.defaults = {k: v for k, v in FAMILY_DEFAULTS["qwen2"].items() if k not in CORE_FIELDS}
+    spec = _decoder.build(f, model_type, REGISTRY["qwen2"])
+    hidden = spec.hidden_size
+    mtp = mtp_layers(f, list(spec.layers))
+    return replace(spec, mtp_layers=mtp, mtp_extra_params=len(mtp) * (3 * hidden + 2 * hidden * hidden))
