@@ -126,7 +126,14 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         # a flat hub config (Qwen2-VL, Qwen2.5-VL): the language model's fields sit beside vision_config
         cfg = dict(cfg, text_config={k: v for k, v in cfg.items() if k not in ("model_type", "vision_config",
                                                                               "audio_config")})
+    llm_config = families.LLM_CONFIG_WRAPPERS.get(cfg["model_type"]) if isinstance(cfg.get("model_type"), str) else None
+    if llm_config is not None and cfg.get("text_config") is None:
+        # InternVL's remote-code format (internvl_chat): the language model's fields are in llm_config
+        cfg = dict(cfg, text_config=llm_config(cfg, where))
+    else:
+        llm_config = None  # (Nemotron-3 Nano Omni: a text_config, when given, is read as such)
     top = cfg
+    top_where = where
     nested = False
     wrapper = None
     model_type = cfg.get("model_type")
@@ -146,19 +153,26 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
             raise ConfigError(f"{where}: field 'text_config.model_type' must be a string, got {short(inner)}")
         if inner == model_type and inner in TEXT_WRAPPERS and TEXT_WRAPPERS[inner]:
             inner = TEXT_WRAPPERS[inner]
+        inner = families.TEXT_TYPE_RENAMES.get(model_type or "", {}).get(inner, inner)  # EXAONE 4.5's old name
         text["model_type"] = inner
         for key in ("torch_dtype", "dtype", "quantization_config", "tie_word_embeddings"):
             if key in cfg and key not in text:
                 text[key] = cfg[key]
         rule = WRAPPER_TIE.get(model_type or "")
-        if rule is not None:
+        if rule == "never":  # transformers never ties them (Cosmos3-Edge's _tied_weights_keys = {}, ...)
+            text["tie_word_embeddings"] = False
+        elif rule is not None:
             from .family_defaults import FAMILY_DEFAULTS
 
             tie = cfg.get("tie_word_embeddings", FAMILY_DEFAULTS.get(model_type, {}).get("tie_word_embeddings"))
+            if model_type == "lfm2_vl" and "tie_embedding" in cfg:  # Lfm2VlConfig: it overrides tie_word_embeddings
+                tie = cfg["tie_embedding"]
             if not isinstance(tie, bool):
                 raise ConfigError(f"{where}: field 'tie_word_embeddings' must be true or false, got {short(tie)}")
             if rule == "wrapper" or tie:
                 text["tie_word_embeddings"] = tie
+            if rule == "wrapper":
+                text.pop("tie_embedding", None)  # LFM2's own alias: the wrapper's flag decides, not the text's
         wrapper = model_type
         if model_type in VISION_COUNTED:
             caveats.append(f"multimodal config ({model_type}): the vision (and audio) encoders are counted in the "
@@ -170,7 +184,7 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
                            "memory are short by that encoder")
         cfg = text
         model_type = inner
-        where = f"{where} (text_config)"
+        where = f"{where} ({'llm_config' if llm_config is not None else 'text_config'})"
         nested = True
     if not model_type:
         raise ConfigError(f"{where}: required field 'model_type' is missing",
@@ -228,11 +242,16 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
     else:
         spec = family(f, model_type)
     if wrapper in VISION_COUNTED:
-        spec = replace(spec, vision=VISION_COUNTED[wrapper](top, spec.hidden_size, where.replace(" (text_config)", "")))
+        spec = replace(spec, vision=VISION_COUNTED[wrapper](top, spec.hidden_size, top_where))
+    if wrapper in families.UNSCALED_LOGITS_WRAPPERS and spec.numerics.logit_scale != 1.0:
+        caveats.append(f"{wrapper}: transformers' *ForConditionalGeneration head does not multiply the logits by "
+                       f"text_config.logit_scale ({spec.numerics.logit_scale}), so verify runs without it (vLLM's "
+                       "Cohere 2 head applies it: logits, not counts, differ)")
+        spec = replace(spec, numerics=replace(spec.numerics, logit_scale=1.0))
     if spec.cross_attention is not None:
         x = spec.cross_attention
         if wrapper in IMAGE_TOKENS:
-            x = replace(x, image_tokens=IMAGE_TOKENS[wrapper](top, where.replace(" (text_config)", "")))
+            x = replace(x, image_tokens=IMAGE_TOKENS[wrapper](top, top_where))
             spec = replace(spec, cross_attention=x)
         caveats.append(f"{len(x.layers)} cross-attention layers (checkpoint layers {', '.join(map(str, x.layers))}) "
                        "attend to image tokens: their weights are counted, their KV cache is per image "

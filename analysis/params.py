@@ -24,7 +24,7 @@ def category(t: Tensor) -> str:
         return "norm"
     if t.kind == "router":
         return "router"
-    if ".mlp.experts." in t.name:
+    if ".mlp.experts." in t.name or ".mlp.vision_experts." in t.name:  # (ERNIE-4.5-VL's vision experts too)
         return "experts"
     if ".mlp.shared_expert." in t.name:
         return "shared_experts"
@@ -112,6 +112,7 @@ def layer_active(layer: Layer, tensors: list[Tensor]) -> int:
         routed = sum(t.numel for t in tensors if category(t) == "experts")
         total -= routed
         total += moe.num_experts_per_tok * moe.expert_params
+        total -= moe.vision_router_params  # ERNIE-4.5-VL: the vision experts' router runs on image tokens only
     return total
 
 

@@ -138,6 +138,7 @@ class Numerics:
     # Ministral 3: (beta, original_max_position_embeddings): after RoPE, the queries at position p are scaled by
     # 1 + beta·log(1 + floor(p / original)) on every layer; None: not used
     query_position_scale: tuple[float, float] | None = None
+    rope_unscaled_layers: tuple[int, ...] = ()  # Molmo2: layers outside rope_scaling_layers run RoPE unscaled
     position_offset: int = 0  # OPT: learned position p is row p + 2 of embed_positions
     # ALiBi's slopes 2^(-alibi_bias_max·i / n) over the next power of two n of heads (MPT's alibi_bias_max;
     # BLOOM's slopes are these at 8)
@@ -286,8 +287,25 @@ class MoE:
     # LongCat-Flash: zero-computation (identity) experts the router scores beside the routed ones (router rows
     # num_experts + zero_experts); they have no weights, and a token routed to one skips that expert's compute
     zero_experts: int = 0
+    # ERNIE-4.5-VL: modality-isolated experts: beside the text experts (the fields above, the only ones a text token
+    # uses) a second set of num_experts experts of this width with its own router (and e_score_correction_bias
+    # parameter) that only image / video tokens are routed to (``vision_router``, ``vision_experts``; 0: none)
+    vision_intermediate_size: int = 0
 
     kind = FFNKind.MOE
+
+    def vision_moe(self) -> "MoE | None":
+        """ERNIE-4.5-VL's vision experts and router as a MoE of their own (no shared experts), else None."""
+        if not self.vision_intermediate_size:
+            return None
+        return MoE(self.hidden_size, self.num_experts, self.num_experts_per_tok, self.vision_intermediate_size,
+                   correction_bias_param=self.correction_bias_param, act=self.act)
+
+    @property
+    def vision_router_params(self) -> int:
+        """The vision experts' router parameters (a text token never runs them; 0: no vision experts)."""
+        v = self.vision_moe()
+        return 0 if v is None else sum(t.numel for t in v.tensors("x") if t.kind == "router")
 
     @property
     def router_experts(self) -> int:
@@ -334,6 +352,11 @@ class MoE:
             out.extend(shared.tensors(f"{prefix}.shared_expert"))
             if self.shared_expert_gate:
                 out.append(Tensor(f"{prefix}.shared_expert_gate.weight", (1, h), "router"))
+        vision = self.vision_moe()
+        if vision is not None:  # ERNIE-4.5-VL: mlp.vision_router.*, mlp.vision_experts.*
+            for t in vision.tensors(prefix):
+                name = t.name.replace(f"{prefix}.router.", f"{prefix}.vision_router.")
+                out.append(Tensor(name.replace(f"{prefix}.experts.", f"{prefix}.vision_experts."), t.shape, t.kind))
         return out
 
 

@@ -51,13 +51,35 @@ def _side(f: Fields, key: str) -> int:
     return v * v
 
 
+def _pair(f: Fields, key: str) -> tuple[int, int]:
+    raw = f.raw(key)
+    if isinstance(raw, (list, tuple)) and len(raw) == 2:
+        _side(f, key)  # checks the pair
+        return raw[0], raw[1]
+    v = f.int(key)
+    return v, v
+
+
+def _grid(f: Fields) -> int:
+    """Patches of a ViT tower: (image_size // patch_size) per side, floored as its embeddings do (SigLIP's 384-pixel
+    image in 14-pixel patches is 27 × 27 = 729, not 384² // 14² = 752)."""
+    (ih, iw), (ph, pw) = _pair(f, "image_size"), _pair(f, "patch_size")
+    return (ih // ph) * (iw // pw)
+
+
+def vision_config_dict(vision_config: object, where: str) -> dict:
+    """``vision_config`` as a dict: ``{}`` when absent (null), a ConfigError when not an object."""
+    if vision_config is None:
+        return {}
+    if not isinstance(vision_config, dict):
+        raise ConfigError(f"{where}: field 'vision_config' must be an object")
+    return vision_config
+
+
 def _vision_fields(vision_config: object, where: str, family: str) -> Fields:
     from .family_defaults import FAMILY_DEFAULTS
 
-    if vision_config is None:
-        vision_config = {}
-    if not isinstance(vision_config, dict):
-        raise ConfigError(f"{where}: field 'vision_config' must be an object")
+    vision_config = vision_config_dict(vision_config, where)
     return Fields(vision_config, f"{where} (vision_config)", defaults=FAMILY_DEFAULTS.get(family), nested=True,
                   family=family)
 
@@ -72,8 +94,12 @@ def _encoder_block(out: list[Tensor], p: str, h: int, inter: int) -> None:
     _lin(out, f"{p}.mlp.fc2", h, inter)
 
 
-def siglip_tensors(vision_config: object, where: str, prefix: str = "model.vision_tower.vision_model") -> list[Tensor]:
-    f = _vision_fields(vision_config, where, "siglip_vision_model")
+def siglip_tensors(vision_config: object, where: str, prefix: str = "model.vision_tower.vision_model",
+                   family: str = "siglip_vision_model") -> list[Tensor]:
+    """SigLIP's vision tower; with ``family="siglip2_vision_model"`` SigLIP2's (NaFlex): the same blocks, post norm
+    and head, but a biased Linear patch embedding (channels·patch² → hidden) and ``num_patches`` learned positions
+    (a config field, not image_size / patch_size)."""
+    f = _vision_fields(vision_config, where, family)
     h = f.int("hidden_size")
     inter = f.int("intermediate_size")
     layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
@@ -81,15 +107,20 @@ def siglip_tensors(vision_config: object, where: str, prefix: str = "model.visio
     if h % heads:
         raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({h})")
     channels = f.int("num_channels", hi=64)
-    image_area = _side(f, "image_size")
-    patch_area = _side(f, "patch_size")
-    patches = image_area // patch_area
-    if patches < 1:
-        raise f.error("patch_size", "is larger than image_size")
-    patch = int(round(patch_area ** 0.5))
+    if family in ("siglip2_vision_model", "cosmos3_edge_vision"):  # Cosmos3-Edge: a SigLIP2 tower
+        patch = f.int("patch_size", hi=4096)  # Siglip2VisionEmbeddings squares it: an int only
+        patch_shape: tuple[int, ...] = (h, channels * patch * patch)
+        patches = f.int("num_patches", hi=1 << 24)
+    else:
+        image_area = _side(f, "image_size")
+        patch_area = _side(f, "patch_size")
+        patches = _grid(f) if image_area >= patch_area else 0
+        if patches < 1:
+            raise f.error("patch_size", "is larger than image_size")
+        patch = int(round(patch_area ** 0.5))
+        patch_shape = (h, channels, patch, patch) if patch * patch == patch_area else (h, channels, patch_area)
     out: list[Tensor] = [
-        Tensor(f"{prefix}.embeddings.patch_embedding.weight", (h, channels, patch, patch) if patch * patch == patch_area
-               else (h, channels, patch_area), "vision"),
+        Tensor(f"{prefix}.embeddings.patch_embedding.weight", patch_shape, "vision"),
         Tensor(f"{prefix}.embeddings.patch_embedding.bias", (h,), "vision"),
         Tensor(f"{prefix}.embeddings.position_embedding.weight", (patches, h), "vision"),
     ]
@@ -104,6 +135,32 @@ def siglip_tensors(vision_config: object, where: str, prefix: str = "model.visio
         _ln(out, f"{prefix}.head.layernorm", h)
         _lin(out, f"{prefix}.head.mlp.fc1", inter, h)
         _lin(out, f"{prefix}.head.mlp.fc2", h, inter)
+    return out
+
+
+def idefics_tower(vision_config: object, where: str, family: str = "idefics3_vision",
+                  prefix: str = "model.vision_tower") -> list[Tensor]:
+    """The NaViT-style SigLIP tower of Idefics2 / Idefics3 / SmolVLM / Aria / Granite-Docling (its
+    ``family``'s defaults): a biased patch conv, (image_size // patch_size)² learned positions (integer sides
+    only), SigLIP encoder blocks and a final LayerNorm, no pooling head."""
+    f = _vision_fields(vision_config, where, family)
+    h = f.int("hidden_size")
+    inter = f.int("intermediate_size")
+    layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
+    heads = f.int("num_attention_heads")
+    if h % heads:
+        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({h})")
+    channels = f.int("num_channels", hi=64)
+    image = f.int("image_size", hi=1 << 16)
+    patch = f.int("patch_size", hi=4096)
+    if patch > image:
+        raise f.error("patch_size", f"({patch}) is larger than image_size ({image})")
+    out = [Tensor(f"{prefix}.embeddings.patch_embedding.weight", (h, channels, patch, patch), "vision"),
+           Tensor(f"{prefix}.embeddings.patch_embedding.bias", (h,), "vision"),
+           Tensor(f"{prefix}.embeddings.position_embedding.weight", ((image // patch) ** 2, h), "vision")]
+    for i in range(layers):
+        _encoder_block(out, f"{prefix}.encoder.layers.{i}", h, inter)
+    _ln(out, f"{prefix}.post_layernorm", h)
     return out
 
 
@@ -122,7 +179,7 @@ def _patches(f: Fields) -> tuple[int, int]:
     """(patch count, patch side) of a square-patch tower."""
     image_area = _side(f, "image_size")
     patch = f.int("patch_size", hi=4096)
-    patches = image_area // (patch * patch)
+    patches = _grid(f) if image_area >= patch * patch else 0
     if patches < 1:
         raise f.error("patch_size", "is larger than image_size")
     return patches, patch
@@ -208,10 +265,14 @@ MISTRAL3_VISION_DEFAULT = {"model_type": "pixtral", "intermediate_size": 4096, "
                            "image_size": 1540, "num_hidden_layers": 24, "num_attention_heads": 16}
 
 #: vision_config.model_type -> its tower's tensors (the towers LLaVA-style wrappers are built with here).
-TOWERS = {"clip_vision_model": clip_tensors, "siglip_vision_model": siglip_tensors, "pixtral": pixtral_tensors}
+TOWERS = {"clip_vision_model": clip_tensors, "siglip_vision_model": siglip_tensors, "pixtral": pixtral_tensors,
+          # Siglip2VisionModel holds its embeddings / encoder itself (no .vision_model inside)
+          "siglip2_vision_model": lambda vc, where, prefix="model.vision_tower": siglip_tensors(
+              vc, where, prefix.removesuffix(".vision_model"), family="siglip2_vision_model")}
 
 
-def _tower(top: dict, where: str, default: dict) -> list[Tensor]:
+def _tower(top: dict, where: str, default: dict, root: str = "model.vision_tower") -> list[Tensor]:
+    """The tower of ``vision_config`` (``default`` when absent) under ``root`` (Video-LLaVA: two towers)."""
     vc = top.get("vision_config")
     if vc is None:
         vc = default
@@ -224,7 +285,7 @@ def _tower(top: dict, where: str, default: dict) -> list[Tensor]:
 
         raise UnsupportedModelError(f"{where}: vision tower '{mt}' is not one we can count",
                                     f"supported vision towers: {', '.join(sorted(TOWERS))}")
-    return build(vc, where)
+    return build(vc, where, prefix=root if mt == "pixtral" else f"{root}.vision_model")
 
 
 def llava_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
@@ -303,20 +364,31 @@ def qwen2_vl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ..
     return tuple(out)
 
 
-def qwen2_5_vl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
-    f = _qwen_vision_fields(top, where, "qwen2_5_vl_vision")
+def qwen2_5_vl_vision(top: dict, text_hidden: int, where: str, family: str = "qwen2_5_vl_vision",
+                      prefix: str = "model.visual", gqa: bool = False) -> tuple[Tensor, ...]:
+    """The Qwen2.5-VL tower; ``family`` / ``prefix`` for the wrappers that reuse it (HyperCLOVAX-Vision's
+    ``model.vision_model``); ``gqa``: EXAONE 4.5's grouped qkv (num_heads query heads, num_key_value_heads
+    key / value heads of hidden_size // num_heads)."""
+    f = _qwen_vision_fields(top, where, family)
     h = f.int("hidden_size")
     depth = _qwen_blocks(f, h)
     inter = f.int("intermediate_size")
     merged = h * f.int("spatial_merge_size", hi=64) ** 2
     out_dim = f.int("out_hidden_size")
-    p = "model.visual"
+    qkv = 3 * h
+    if gqa:
+        heads = f.int("num_heads")
+        kv = f.int("num_key_value_heads")
+        if kv > heads or heads % kv:
+            raise f.error("num_key_value_heads", f"({kv}) must divide num_heads ({heads})")
+        qkv = h + 2 * kv * (h // heads)
+    p = prefix
     out = [Tensor(f"{p}.patch_embed.proj.weight", _qwen_patch(f, h), "vision")]
     for i in range(depth):
         b = f"{p}.blocks.{i}"
         _rms(out, f"{b}.norm1", h)
         _rms(out, f"{b}.norm2", h)
-        _lin(out, f"{b}.attn.qkv", 3 * h, h)
+        _lin(out, f"{b}.attn.qkv", qkv, h)
         _lin(out, f"{b}.attn.proj", h, h)
         _lin(out, f"{b}.mlp.gate_proj", inter, h)
         _lin(out, f"{b}.mlp.up_proj", inter, h)

@@ -13,7 +13,8 @@ What differs, and is translated here:
   (per KV group for Falcon); CodeGen's are 4 blocks of ``[q | v | k]``; ours are ``[q; k; v]``;
 - what differs per family is in the spec's ``CheckpointLayout`` (prefix renames, grouped QKV rows,
   the experts' storage), filled by the family's builder: nothing here looks at the family;
-- multimodal wrappers prefix the language model (``model.language_model.``, ``language_model.``).
+- multimodal wrappers prefix the language model (``model.language_model.``, ``language_model.``,
+  ``model.text_model.``).
 
 Safetensors files are read one tensor at a time straight onto the model's device and copied into the
 allocated parameters (``build_decoder(..., seed=None)``), so loading never holds two copies.
@@ -48,7 +49,8 @@ class LoadReport:
 
 def _strip_prefix(name: str) -> str:
     for old, new in (("model.language_model.", "model."), ("language_model.model.", "model."),
-                     ("language_model.lm_head.", "lm_head."), ("language_model.", "")):
+                     ("language_model.lm_head.", "lm_head."), ("language_model.", ""),
+                     ("model.text_model.", "model.")):  # Idefics2 / Idefics3 / SmolVLM / Granite-Docling
         if name.startswith(old):
             return new + name[len(old):]
     return name

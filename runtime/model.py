@@ -101,6 +101,11 @@ def check_supported(spec: ModelSpec) -> None:
                                       "analyze and trace work for this model")
     if spec.position_embeddings and spec.max_position_embeddings is None:
         raise RuntimeUnavailableError("learned position embeddings without max_position_embeddings")
+    if spec.numerics.rope_unscaled_layers:
+        raise RuntimeUnavailableError(f"verify does not support RoPE scaled on some layers only yet ({spec.label}: "
+                                      "Molmo2's rope_scaling_layers leave layers "
+                                      f"{list(spec.numerics.rope_unscaled_layers)} unscaled)",
+                                      "analyze and trace work for this model")
     if spec.numerics.alibi_scaling:
         raise RuntimeUnavailableError(f"verify does not support ALiBi's linear scaling (alibi_scaling) yet "
                                       f"({spec.label})", "analyze and trace work for this model")
@@ -1092,6 +1097,10 @@ class SparseMoE(nn.Module):
             self.shared_expert = FeedForward(shared, notes, dtype)
             if m.shared_expert_gate:
                 self.shared_expert_gate = linear(m.hidden_size, 1, False, dtype)
+        vision = m.vision_moe()
+        if vision is not None:  # ERNIE-4.5-VL: held (loaded, counted) but never run: a text token uses the text experts
+            self.vision_router = Router(vision, num, dtype)
+            self.vision_experts = Experts(vision, num, notes, dtype)
 
     def route(self, logits_NE: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """(weights, expert indices), each (N, k), as the family's router computes them."""

@@ -65,7 +65,8 @@ def check_tp_supported(spec: ModelSpec, tp: int) -> None:
     for i, layer in enumerate(spec.layers):
         m, f = layer.mixer, layer.ffn
         if isinstance(f, MoE):
-            for what, n in (("routed experts'", f.moe_intermediate_size), ("shared experts'", f.shared_intermediate_size)):
+            for what, n in (("routed experts'", f.moe_intermediate_size), ("shared experts'", f.shared_intermediate_size),
+                            ("vision experts'", f.vision_intermediate_size)):  # (ERNIE-4.5-VL's; 0 elsewhere)
                 if n % tp:
                     raise OptionError(f"--tp {tp}: the {what} {n} features do not split {tp} ways (layer {i})")
         if isinstance(f, MLP) and f.intermediate_size % tp:
@@ -96,7 +97,8 @@ def shard_spec(spec: ModelSpec, tp: int) -> ModelSpec:
             f = replace(f, intermediate_size=f.intermediate_size // tp)
         elif isinstance(f, MoE):  # every expert (and the shared one) split tp ways; the router whole
             f = replace(f, moe_intermediate_size=f.moe_intermediate_size // tp,
-                        shared_intermediate_size=f.shared_intermediate_size // tp)
+                        shared_intermediate_size=f.shared_intermediate_size // tp,
+                        vision_intermediate_size=f.vision_intermediate_size // tp)
         layers.append(replace(layer, mixer=m, ffn=f))
     return replace(spec, layers=tuple(layers), vocab_size=spec.vocab_size // tp)
 

@@ -49,3 +49,19 @@ def hf_language_model_count(cfg: dict) -> int:
     model = hf_model(cfg, image_text=True)
     # named_parameters yields a tied lm_head once, under the embedding's name
     return sum(p.numel() for n, p in model.named_parameters() if "language_model." in n or n.startswith("lm_head."))
+
+
+def hub_alibi_slopes(n: int) -> list[float]:
+    """ALiBi's head slopes as the hub's remote code computes them (Baichuan 13B's modeling_baichuan.py
+    _get_interleave, Jais's modeling_jais.py AlibiPositionEmbeddingLayer._get_alibi_slopes): a geometric series
+    from 2^(-8/n) for a power of two n, else the nearest lower power's series plus every other slope of the
+    next power's."""
+    import math
+
+    def pow2(m):
+        start = 2 ** (-(2 ** -(math.log2(m) - 3)))
+        return [start * start ** i for i in range(m)]
+    if math.log2(n).is_integer():
+        return pow2(n)
+    c = 2 ** math.floor(math.log2(n))
+    return pow2(c) + hub_alibi_slopes(2 * c)[0::2][: n - c]

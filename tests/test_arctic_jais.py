@@ -7,7 +7,6 @@ checked against a forward written here from the hub's modeling_jais.py; Arctic's
 from __future__ import annotations
 
 import json
-import math
 
 import pytest
 
@@ -15,6 +14,7 @@ from planner.analysis.analyze import Options, analyze
 from planner.analysis.config import parse_config
 from planner.analysis.errors import ConfigError
 from planner.analysis.params import count_params
+from tests.oracle import hub_alibi_slopes
 
 # Snowflake/snowflake-arctic-instruct config.json (the hub), but for auto_map and enc_index
 ARCTIC_INSTRUCT = {
@@ -230,18 +230,6 @@ def test_arctic_is_refused_by_verify_clearly(tmp_path):
     build_decoder(parse_config(dict(cfg, use_residual=False, parallel_attn_mlp_res=False)), device="meta")
 
 
-def _jais_slopes(n):
-    """modeling_jais.py AlibiPositionEmbeddingLayer._get_alibi_slopes."""
-    def power_of_2(n):
-        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
-        return [start * start ** i for i in range(n)]
-
-    if math.log2(n).is_integer():
-        return power_of_2(n)
-    closest = 2 ** math.floor(math.log2(n))
-    return power_of_2(closest) + _jais_slopes(2 * closest)[0::2][: n - closest]
-
-
 def _ln(x, w, b, eps):
     return torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, eps)
 
@@ -305,7 +293,7 @@ def _jais_checkpoint(c, g):
                                                                           else 0.0)
          for n, s in shapes.items()}
     if "transformer.relative_pe.slopes" in w:
-        w["transformer.relative_pe.slopes"] = torch.tensor(_jais_slopes(H))[:, None]
+        w["transformer.relative_pe.slopes"] = torch.tensor(hub_alibi_slopes(H))[:, None]
     return w
 
 
@@ -325,21 +313,13 @@ def test_jais_checkpoint_loads_and_matches_the_hub_forward(case, tmp_path):
     """A checkpoint in Jais's own names (transformer.h.N, Conv1D (in, out) weights, c_fc / c_fc2, relative_pe.slopes)
     loads into our decoder with nothing missing or left over, and its logits equal a forward written from the hub's
     modeling_jais.py; a cached decode step equals the recompute."""
-    from safetensors.torch import save_file
-
     from planner.runtime.cache import KVCache
-    from planner.runtime.load import load_checkpoint
-    from planner.runtime.model import build_decoder
+    from tests.test_runtime import load_saved_checkpoint
 
     cfg = TINY_JAIS[case]
     g = torch.Generator().manual_seed(11)
     w = _jais_checkpoint(cfg, g)
-    save_file({n: t.contiguous() for n, t in w.items()}, tmp_path / "model.safetensors", metadata={"format": "pt"})
-    (tmp_path / "config.json").write_text(json.dumps(cfg))
-    spec = parse_config(cfg)
-    ours = build_decoder(spec, seed=None)
-    report = load_checkpoint(ours, tmp_path)
-    assert report.missing == [] and report.ignored == []
+    spec, ours = load_saved_checkpoint(tmp_path, cfg, w)
     tokens = torch.randint(0, cfg["vocab_size"], (2, 9), generator=g)
     ref = _jais_reference(w, cfg, tokens)
     with torch.no_grad():

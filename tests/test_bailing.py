@@ -249,10 +249,10 @@ def bailing_checkpoint(hf, inter: int):
     return out
 
 
-def _parity(cfg: dict, hf, items, torch):
-    from planner.runtime.cache import KVCache
+def _parity(cfg: dict, hf, items):
     from planner.runtime.load import load_tensors
     from planner.runtime.model import build_decoder
+    from tests.test_runtime import assert_logits_and_cached_decode
 
     assert not any("self_attn" in n or "embed_tokens" in n for n, _ in items)
     spec = parse_config(cfg)
@@ -260,16 +260,7 @@ def _parity(cfg: dict, hf, items, torch):
     report = load_tensors(ours, items)
     assert report.missing == []
     assert sum(p.numel() for p in ours.parameters()) == count_params(spec).total == hand_count(cfg)[0]
-    tokens = torch.randint(0, 128, (2, 20), generator=torch.Generator().manual_seed(2))
-    with torch.no_grad():
-        ref = hf(tokens).logits
-        full = ours(tokens, 0, None, all_logits=True)
-        assert ref.std() > 0.1
-        torch.testing.assert_close(full, ref, atol=1e-4, rtol=0)
-        cache = KVCache(spec, 2, 20)
-        torch.testing.assert_close(ours(tokens[:, :12], 0, cache, all_logits=True), full[:, :12], atol=1e-5, rtol=0)
-        for p in range(12, 20):
-            torch.testing.assert_close(ours(tokens[:, p:p + 1], p, cache), full[:, p], atol=1e-5, rtol=0)
+    assert_logits_and_cached_decode(spec, ours, hf)
 
 
 def test_runtime_ling_2_logits_equal_transformers_glm4_moe_loaded_from_bailing_names():
@@ -285,7 +276,7 @@ def test_runtime_ling_2_logits_equal_transformers_glm4_moe_loaded_from_bailing_n
     assert any(n.endswith("attention.query_layernorm.weight") for n, _ in items)
     # an MTP layer after the decoder (model.layers.3, as Ling 2.0 base checkpoints store it) is not loaded
     items.append(("model.layers.3.eh_proj.weight", torch.zeros(48, 96)))
-    _parity(TINY_V2, hf, items, torch)
+    _parity(TINY_V2, hf, items)
 
 
 def test_runtime_ling_1_logits_equal_transformers_mixtral_with_norm_head():
@@ -298,4 +289,4 @@ def test_runtime_ling_1_logits_equal_transformers_mixtral_with_norm_head():
     with torch.no_grad():  # norm_head: vLLM loads lm_head with its columns L2-normalised
         w = hf.lm_head.weight
         w.copy_(w / (w.norm(dim=0, keepdim=True) + 1e-7))
-    _parity(TINY_V1, hf, items, torch)
+    _parity(TINY_V1, hf, items)

@@ -177,11 +177,10 @@ def chatglm_checkpoint(hf):
 
 
 def test_runtime_logits_equal_transformers_glm_loaded_from_chatglm_names():
-    torch = pytest.importorskip("torch")
-    from planner.runtime.cache import KVCache
+    pytest.importorskip("torch")
     from planner.runtime.load import load_tensors
     from planner.runtime.model import build_decoder
-    from tests.test_runtime import hf_model
+    from tests.test_runtime import assert_logits_and_cached_decode, hf_model
 
     hf = hf_model(TINY_GLM)
     items = chatglm_checkpoint(hf)
@@ -193,16 +192,7 @@ def test_runtime_logits_equal_transformers_glm_loaded_from_chatglm_names():
     # a checkpoint's rotary_pos_emb.inv_freq buffer is recomputed, not loaded (the runtime's own RoPE)
     assert report.missing == [] and report.ignored == ["transformer.rotary_pos_emb.inv_freq"]
     assert sum(p.numel() for p in ours.parameters()) == count_params(spec).total == hand_count(TINY)
-    tokens = torch.randint(0, 128, (2, 20), generator=torch.Generator().manual_seed(2))
-    with torch.no_grad():
-        ref = hf(tokens).logits
-        full = ours(tokens, 0, None, all_logits=True)
-        assert ref.std() > 0.1
-        torch.testing.assert_close(full, ref, atol=1e-4, rtol=0)
-        cache = KVCache(spec, 2, 20)
-        torch.testing.assert_close(ours(tokens[:, :12], 0, cache, all_logits=True), full[:, :12], atol=1e-5, rtol=0)
-        for p in range(12, 20):
-            torch.testing.assert_close(ours(tokens[:, p:p + 1], p, cache), full[:, p], atol=1e-5, rtol=0)
+    assert_logits_and_cached_decode(spec, ours, hf)
 
 
 def test_runtime_refuses_the_residual_after_the_norm_clearly():

@@ -1218,6 +1218,372 @@ WRAPPERS.update({
 })
 
 
+# ERNIE-4.5-VL: ERNIE 4.5 with modality-isolated experts (text and vision experts, each with a router and its
+# e_score_correction_bias parameter, shared experts of the text width), its ViT (Linear patch embedding, fused qkv) and
+# the resampler (spatial / temporal MLPs, mlp, after_norm); the wrapper's tie_word_embeddings alone decides tying
+_ERNIE_VL_TEXT = {"model_type": "ernie4_5_vl_moe_text", "hidden_size": 64, "intermediate_size": 96,
+                  "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 300,
+                  "moe_num_experts": 4, "moe_k": 2, "moe_intermediate_size": [32, 16], "moe_num_shared_experts": 1,
+                  "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 2, 4]}}
+_ERNIE_VL_VISION = {"depth": 2, "hidden_size": 32, "intermediate_size": 48, "num_heads": 2, "patch_size": 4}
+WRAPPERS.update({
+    "ernie4_5_vl_moe": {"model_type": "ernie4_5_vl_moe", "text_config": _ERNIE_VL_TEXT,
+                        "vision_config": _ERNIE_VL_VISION},
+    # biased projections, layer types given (two dense), untied, no shared experts; attribute_map names; merges 3 / 1
+    "ernie4_5_vl_moe-bias-types-untied": {
+        "model_type": "ernie4_5_vl_moe", "tie_word_embeddings": False,
+        "text_config": dict({k: v for k, v in _ERNIE_VL_TEXT.items() if k not in ("moe_num_experts", "moe_k")},
+                            use_bias=True, mlp_layer_types=["dense", "sparse", "dense"], num_experts=6,
+                            num_experts_per_tok=3, moe_num_shared_experts=0, head_dim=8, moe_intermediate_size=[24, 40],
+                            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [1, 1, 2]}),
+        "vision_config": {"num_hidden_layers": 1, "num_attention_heads": 4, "hidden_size": 32, "intermediate_size": 48,
+                          "patch_size": 4, "in_channels": 2, "spatial_merge_size": 3, "temporal_merge_size": 1}},
+})
+
+
+# Qwen2.5-Omni's thinker: Qwen2.5-VL's tower with split q / k / v and a Whisper-style audio encoder (convs, k_proj
+# bias-free, audio_bos_eos_token, ln_post, proj to output_dim); untied unless the wrapper says so (its text class
+# default is tied); the audio config's attribute_map names in the second
+_OMNI25_VISION = {"depth": 2, "hidden_size": 32, "intermediate_size": 48, "num_heads": 2, "out_hidden_size": 128,
+                  "patch_size": 4, "spatial_merge_size": 2, "temporal_patch_size": 2}
+WRAPPERS.update({
+    "qwen2_5_omni_thinker": {"model_type": "qwen2_5_omni_thinker",
+                             "text_config": dict(_TEXT, model_type="qwen2_5_omni_text"), "vision_config": _OMNI25_VISION,
+                             "audio_config": {"num_mel_bins": 16, "encoder_layers": 2, "encoder_attention_heads": 2,
+                                              "encoder_ffn_dim": 48, "d_model": 32, "output_dim": 128}},
+    "qwen2_5_omni_thinker-aliases-tied": {
+        "model_type": "qwen2_5_omni_thinker", "tie_word_embeddings": True,
+        "text_config": dict(_TEXT, model_type="qwen2_5_omni_text", tie_word_embeddings=False),
+        "vision_config": dict(_OMNI25_VISION, spatial_merge_size=1, in_channels=2),
+        "audio_config": {"num_mel_bins": 8, "num_hidden_layers": 1, "num_attention_heads": 4, "intermediate_size": 40,
+                         "hidden_size": 24, "output_dim": 96}},
+})
+
+
+# MiniCPM-V 4.6 / 4.7 and MiniCPM-o OCR: a SigLIP tower (no head) with a window-attention merger (vit_merger), then
+# merger_times DownsampleMLPs (4 x hidden, the last to the text hidden size); the wrapper's flag ties
+_MINICPMV_VISION = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 2,
+                    "image_size": 32, "patch_size": 8}
+WRAPPERS.update({
+    "minicpmv4_6": {"model_type": "minicpmv4_6", "text_config": _QWEN35_TEXT, "vision_config": _MINICPMV_VISION},
+    "minicpmv4_6-qwen3-merger2-window3x1": {
+        "model_type": "minicpmv4_6", "merger_times": 2, "tie_word_embeddings": True,
+        "text_config": dict(_TEXT, model_type="qwen3", head_dim=32),
+        "vision_config": dict(_MINICPMV_VISION, window_kernel_size=[3, 1], num_channels=1)},
+    "minicpmv4_7": {"model_type": "minicpmv4_7", "text_config": _QWEN35_TEXT, "vision_config": _MINICPMV_VISION},
+    "minicpm_ocr": {"model_type": "minicpm_ocr", "text_config": _QWEN35_TEXT,
+                    "vision_config": dict(_MINICPMV_VISION, image_size=48)},
+})
+
+
+# VideoLLaMA3: SigLIP layers without positions or head, a post LayerNorm and a two-Linear readout; tied when either flag
+# is set. Qianfan-OCR: InternVL's InternViT (layers under layers.N, q/k/v biased by default) and pixel-shuffle projector;
+# the wrapper's flag ties
+_VL3_VISION = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 2,
+               "patch_size": 8}
+_QIANFAN_VISION = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 2,
+                   "image_size": 32, "patch_size": 8}
+WRAPPERS.update({
+    "video_llama_3": {"model_type": "video_llama_3", "text_config": dict(_TEXT, model_type="qwen2"),
+                      "vision_config": _VL3_VISION},
+    "video_llama_3-text-tied-channels1": {
+        "model_type": "video_llama_3", "text_config": dict(_TEXT, model_type="qwen2", tie_word_embeddings=True),
+        "vision_config": dict(_VL3_VISION, num_channels=1, patch_size=4)},
+    "qianfan_ocr": {"model_type": "qianfan_ocr", "text_config": dict(_TEXT, model_type="qwen3", head_dim=32),
+                    "vision_config": _QIANFAN_VISION},
+    "qianfan_ocr-rms-qknorm-nobias-pooled-ratio4": {
+        "model_type": "qianfan_ocr", "downsample_ratio": 0.25, "tie_word_embeddings": True,
+        "text_config": dict(_TEXT, model_type="qwen3", head_dim=32),
+        "vision_config": dict(_QIANFAN_VISION, norm_type="rms_norm", use_qk_norm=True, attention_bias=False,
+                              use_mean_pooling=False, use_mask_token=True, image_size=[32, 48], patch_size=[8, 16])},
+})
+
+
+# Idefics2 / Idefics3 / SmolVLM / Granite-Docling: the NaViT SigLIP tower ((image_size // patch_size)^2 positions:
+# 36 // 8 floors) and their connectors: Idefics2's gated MLP + GQA perceiver resampler (at the text hidden size even
+# when perceiver_config says otherwise), Idefics3's / SmolVLM's pixel-shuffle Linear, Granite-Docling's coarse / fine
+# DeepStack paths and density router; "-default-*": the class defaults of the parts left out
+_IDEFICS_VISION = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 2,
+                   "image_size": 36, "patch_size": 8}
+_GRANITE_DOCLING_TEXT = {"model_type": "granite_docling_text", "hidden_size": 64, "intermediate_size": 96,
+                         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 300,
+                         "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
+_GRANITE_DOCLING_VISION = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 4,
+                           "num_attention_heads": 2, "image_size": 64, "patch_size": 8, "out_hidden_size": 64,
+                           "scale_factor": 4, "deepstack_visual_indexes": [0, 2]}
+WRAPPERS.update({
+    "idefics2": {"model_type": "idefics2", "text_config": dict(_TEXT, model_type="mistral"),
+                 "vision_config": _IDEFICS_VISION,
+                 "perceiver_config": {"hidden_size": 96, "resampler_n_latents": 5, "resampler_depth": 2,
+                                      "resampler_n_heads": 4, "resampler_head_dim": 12, "num_key_value_heads": 2}},
+    "idefics2-default-tower-and-perceiver": {"model_type": "idefics2", "text_config": dict(_TEXT, model_type="mistral")},
+    "idefics3": {"model_type": "idefics3", "text_config": _TEXT, "scale_factor": 3,
+                 "vision_config": dict(_IDEFICS_VISION, image_size=48)},
+    "idefics3-default-tower": {"model_type": "idefics3", "text_config": _TEXT},
+    "smolvlm": {"model_type": "smolvlm", "text_config": dict(_TEXT, tie_word_embeddings=True),
+                "vision_config": dict(_IDEFICS_VISION, patch_size=6, num_channels=4)},
+    "smolvlm-default-tower": {"model_type": "smolvlm", "text_config": _TEXT},
+    "granite_docling": {"model_type": "granite_docling", "text_config": _GRANITE_DOCLING_TEXT,
+                        "vision_config": _GRANITE_DOCLING_VISION},
+    "granite_docling-coarse-only-default-deepstack": {
+        "model_type": "granite_docling", "text_config": _GRANITE_DOCLING_TEXT,
+        "vision_config": {k: v for k, v in dict(_GRANITE_DOCLING_VISION, use_fine_route=False,
+                                                 num_hidden_layers=11).items() if k != "deepstack_visual_indexes"}},
+    "granite_docling-density-router": {"model_type": "granite_docling", "text_config": _GRANITE_DOCLING_TEXT,
+                                       "vision_config": _GRANITE_DOCLING_VISION, "density_router_hidden_size": 24},
+})
+
+
+# InternVL (transformers' HF format): InternViT (cls token, learned positions, q/k/v biased by attention_bias, a biased
+# projection_layer, optional whole-width q/k RMSNorms, LayerNorm or RMSNorm blocks, layer scales lambda_1 / lambda_2, a
+# final LayerNorm only without mean pooling) and the pixel-shuffle projector (LayerNorm over hidden x int(1 / ratio)^2,
+# two biased linears); tied unless the wrapper says otherwise, whatever text_config says
+_INTERNVL_VISION = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 2,
+                    "image_size": 32, "patch_size": 8}
+WRAPPERS.update({
+    "internvl-qwen2": {"model_type": "internvl", "vision_config": _INTERNVL_VISION,
+                       "text_config": dict(_TEXT, model_type="qwen2", tie_word_embeddings=False)},
+    "internvl-qwen3_moe-untied-6b-style": {
+        "model_type": "internvl", "tie_word_embeddings": False, "downsample_ratio": 0.25,
+        "text_config": dict(_TEXT, model_type="qwen3_moe", head_dim=32, num_experts=4, num_experts_per_tok=2,
+                            moe_intermediate_size=64),
+        "vision_config": dict(_INTERNVL_VISION, norm_type="rms_norm", use_qk_norm=True, attention_bias=True,
+                              image_size=[40, 24], patch_size=[8, 4], num_channels=2)},
+    "internvl-mask-token-no-positions-final-norm": {
+        "model_type": "internvl", "downsample_ratio": 0.3, "text_config": dict(_TEXT, model_type="qwen2"),
+        "vision_config": dict(_INTERNVL_VISION, use_mask_token=True, use_absolute_position_embeddings=False,
+                              use_mean_pooling=False)},
+    "internvl-default-tower": {"model_type": "internvl", "text_config": dict(_TEXT, model_type="qwen2")},
+})
+
+
+# The LLaVA variants: LLaVA's tower (CLIP, or SigLIP without its head) and projector, plus model.image_newline (NeXT,
+# NeXT-Video, OneVision); NeXT-Video's conv resampler (spatial_pool_mode "conv"); Video-LLaVA's image and video towers
+# from one vision_config (224-pixel CLIP-L by default); ViP-LLaVA's LayerNorm over the concatenated feature layers
+# (vision_feature_layers, always-biased linears). The SigLIP row's 36-pixel image in 8-pixel patches is 4 x 4
+# positions, not 36² // 8² = 20. Tied: the wrapper's flag alone (NeXT, Video-LLaVA, ViP), or either (NeXT-Video,
+# OneVision)
+WRAPPERS.update({
+    "llava_next": {"model_type": "llava_next", "text_config": _TEXT, "vision_config": _CLIP},
+    "llava_next-siglip-2-layers-no-bias": {"model_type": "llava_next", "text_config": dict(_TEXT, model_type="qwen2"),
+                                           "vision_config": _SIGLIP, "vision_feature_layer": [-1, -3],
+                                           "multimodal_projector_bias": False},
+    "llava_next_video": {"model_type": "llava_next_video", "text_config": _TEXT, "vision_config": _CLIP},
+    "llava_next_video-conv-resampler": {"model_type": "llava_next_video", "text_config": _TEXT, "vision_config": _CLIP,
+                                        "spatial_pool_mode": "conv", "spatial_pool_stride": 3,
+                                        "spatial_pool_out_channels": 40},
+    "llava_onevision": {"model_type": "llava_onevision", "text_config": dict(_TEXT, model_type="qwen2"),
+                        "vision_config": dict(_SIGLIP, image_size=36, patch_size=8)},
+    "llava_onevision-siglip-head-llama": {"model_type": "llava_onevision", "text_config": _TEXT,
+                                          "vision_config": dict(_SIGLIP, vision_use_head=True)},
+    "video_llava": {"model_type": "video_llava", "text_config": _TEXT, "vision_config": _CLIP},
+    "video_llava-default-towers": {"model_type": "video_llava", "text_config": _TEXT},
+    "vipllava": {"model_type": "vipllava", "text_config": _TEXT, "vision_config": _CLIP,
+                 "vision_feature_layers": [-2, -1]},
+    "vipllava-default-layers-siglip": {"model_type": "vipllava", "text_config": _TEXT, "vision_config": _SIGLIP},
+})
+
+
+# PaliGemma: SigLIP (head as the vision_config says: a given one without the field gets SiglipVisionConfig's head,
+# an absent one PaliGemma's headless 27-layer default) and a biased Linear to projection_dim; Gemma (1) or Gemma 2
+# (2) text. ShieldGemma 2: Gemma3ForConditionalGeneration (SigLIP's class-default tower when none is given).
+# DeepSeek-VL: SigLIP + a two-Linear aligner; the hybrid adds a SAM ViT (windowed / global rel-pos tables), two
+# necks, two stride-2 convs, alpha and a three-Linear aligner; Janus: its SigLIP-shaped tower (q/k norms, bias-free
+# q/k/v here), a depth-3 aligner, the VQ-VAE (GroupNorm'd resnets over two levels) and the generation heads.
+_PG_TEXT = dict(_TEXT, model_type="gemma", head_dim=32, num_key_value_heads=1)
+_PG2_TEXT = dict(_TEXT, model_type="gemma2", head_dim=32, sliding_window=16)
+_SAM = {"model_type": "sam_vision_model", "hidden_size": 32, "num_hidden_layers": 3, "num_attention_heads": 2,
+        "image_size": 32, "patch_size": 8, "window_size": 2, "global_attn_indexes": [1], "output_channels": 16,
+        "mlp_dim": 40}
+_JANUS_VISION = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 16,
+                 "patch_size": 4, "projection_dim": 128, "depth": 3, "use_qk_norm": True, "attention_bias": False,
+                 "mlp_ratio": 2.5}
+_JANUS_VQ = {"base_channels": 32, "channel_multiplier": [1, 2], "num_res_blocks": 1, "latent_channels": 32,
+             "embed_dim": 8, "num_embeddings": 64, "projection_dim": 128, "num_hidden_layers": 3,
+             "image_token_embed_dim": 128}
+WRAPPERS.update({
+    "paligemma": {"model_type": "paligemma", "text_config": _PG_TEXT, "projection_dim": 128,
+                  "vision_config": dict(_SIGLIP, vision_use_head=False)},
+    "paligemma2-siglip-head-untied": {"model_type": "paligemma", "text_config": _PG2_TEXT, "projection_dim": 128,
+                                      "vision_config": _SIGLIP, "tie_word_embeddings": False},
+    "paligemma-default-tower": {"model_type": "paligemma", "text_config": _PG_TEXT, "projection_dim": 128},
+    "shieldgemma2": {"model_type": "shieldgemma2", "vision_config": _SIGLIP,
+                     "text_config": dict(_TEXT, model_type="gemma3_text", head_dim=32, sliding_window=16)},
+    "shieldgemma2-default-tower": {"model_type": "shieldgemma2",
+                                   "text_config": dict(_TEXT, model_type="gemma3_text", head_dim=32)},
+    "deepseek_vl": {"model_type": "deepseek_vl", "text_config": _TEXT, "vision_config": _SIGLIP},
+    "deepseek_vl-default-tower": {"model_type": "deepseek_vl", "text_config": _TEXT},
+    "deepseek_vl_hybrid": {"model_type": "deepseek_vl_hybrid", "text_config": _TEXT, "vision_config": _SIGLIP,
+                           "high_res_vision_config": _SAM},
+    "deepseek_vl_hybrid-sam-no-rel-pos-window-0": {
+        "model_type": "deepseek_vl_hybrid", "text_config": _TEXT, "vision_config": dict(_SIGLIP, vision_use_head=False),
+        "high_res_vision_config": dict(_SAM, use_rel_pos=False, qkv_bias=False, use_abs_pos=False, mlp_dim=None,
+                                       mlp_ratio=1.5)},
+    "deepseek_vl_hybrid-sam-window-0": {"model_type": "deepseek_vl_hybrid", "text_config": _TEXT,
+                                        "vision_config": _SIGLIP, "high_res_vision_config": dict(_SAM, window_size=0)},
+    "deepseek_vl_hybrid-default-towers": {"model_type": "deepseek_vl_hybrid", "text_config": _TEXT},
+    "janus": {"model_type": "janus", "text_config": _TEXT, "vision_config": _JANUS_VISION, "vq_config": _JANUS_VQ},
+    "janus-double-latent-untied": {"model_type": "janus", "text_config": _TEXT, "tie_word_embeddings": False,
+                                   "vision_config": dict(_JANUS_VISION, depth=1, use_qk_norm=False),
+                                   "vq_config": dict(_JANUS_VQ, double_latent=True, num_res_blocks=2,
+                                                     channel_multiplier=[1, 1, 2], num_hidden_layers=1)},
+    "janus-default-towers": {"model_type": "janus", "text_config": _TEXT},
+})
+
+
+# LFM2-VL: a SigLIP2 NaFlex tower (Linear patch embedding, num_patches positions, pooling head by default) or any
+# tower AutoModel builds, a pixel-unshuffle projector (LayerNorm, biases optional); LFM3-VL: its conv / attention
+# encoder (layer_types, GQA, q/k norms) and merging projector; Command A Vision and Aya Vision: SigLIP towers and
+# a pixel-shuffle SwiGLU projector (linear_2 reads half of alignment_intermediate_size; Aya: LayerNorm first,
+# alignment_intermediate_size absent -> the text hidden size); Command A Vision's default 27-layer tower
+_LFM2_VL_TEXT = {"model_type": "lfm2", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 3,
+                 "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 300,
+                 "layer_types": ["conv", "full_attention", "conv"]}
+_LFM3_VL_TEXT = {"model_type": "lfm3", "hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 4,
+                 "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 300,
+                 "pad_token_id": 0, "sliding_window": 4}
+_SIGLIP2 = {"model_type": "siglip2_vision_model", "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+            "num_attention_heads": 2, "num_patches": 16, "patch_size": 4}
+_LFM3_VISION = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 4, "num_attention_heads": 4,
+                "num_key_value_heads": 2, "patch_size": 4}
+WRAPPERS.update({
+    "lfm2_vl": {"model_type": "lfm2_vl", "text_config": _LFM2_VL_TEXT, "vision_config": _SIGLIP2,
+                "projector_hidden_size": 48},
+    "lfm2_vl-siglip-plain-ds3": {"model_type": "lfm2_vl", "text_config": _LFM2_VL_TEXT,
+                                 "vision_config": dict(_SIGLIP, vision_use_head=False), "downsample_factor": 3,
+                                 "projector_use_layernorm": False, "projector_bias": False},
+    "lfm2_vl-tie_embedding-untied": {"model_type": "lfm2_vl", "text_config": _LFM2_VL_TEXT, "tie_embedding": False,
+                                     "tie_word_embeddings": True, "vision_config": dict(_SIGLIP2, vision_use_head=False)},
+    "lfm3_vl": {"model_type": "lfm3_vl", "text_config": _LFM3_VL_TEXT, "vision_config": _LFM3_VISION,
+                "projector_hidden_size": 40},
+    "lfm3_vl-layer_types-no-bias": {"model_type": "lfm3_vl", "text_config": _LFM3_VL_TEXT, "projector_bias": False,
+                                    "vision_config": dict(_LFM3_VISION, num_hidden_layers=3, spatial_merge_size=3,
+                                                          layer_types=["full_attention", "full_attention", "conv"],
+                                                          conv_kernel_size=5, temporal_patch_size=1, in_channels=2)},
+    "cohere2_vision": {"model_type": "cohere2_vision", "text_config": CASES["cohere2"], "vision_config": _SIGLIP,
+                       "alignment_intermediate_size": 50},
+    "cohere2_vision-default-tower-ds1": {"model_type": "cohere2_vision", "text_config": CASES["cohere2"],
+                                         "downsample_factor": 1, "alignment_intermediate_size": 33},
+    "aya_vision": {"model_type": "aya_vision", "text_config": CASES["cohere2"],
+                   "vision_config": dict(_SIGLIP, vision_use_head=False)},
+    "aya_vision-alignment-ds3-head": {"model_type": "aya_vision", "text_config": CASES["cohere2"],
+                                      "vision_config": _SIGLIP, "downsample_factor": 3,
+                                      "alignment_intermediate_size": 71},
+})
+
+
+# Molmo2: a Qwen3-shaped LM (embedding vocab + additional_vocab_size rows, lm_head vocab, never tied), its ViT
+# (learned positions, Linear patches, GQA blocks) and adapter (a pooling attention over the concatenated feature
+# layers, a SwiGLU to text_hidden_size); the second row: q/k norms over all heads, post-norm, biases, and the hub's
+# remote-code keys (vit_config cut to the deepest vit_layers entry, image_patch_size, image_num_pos)
+_MOLMO2_TEXT = {"model_type": "molmo2_text", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "head_dim": 16, "intermediate_size": 96, "vocab_size": 300, "additional_vocab_size": 12}
+_MOLMO2_VISION = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 3, "num_attention_heads": 4,
+                  "num_key_value_heads": 2, "head_dim": 8, "patch_size": 4, "image_size": [16, 24]}
+_MOLMO2_ADAPTER = {"hidden_size": 32, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 8,
+                   "intermediate_size": 40, "text_hidden_size": 64, "vision_feature_layer": [-1, 1]}
+WRAPPERS.update({
+    "molmo2": {"model_type": "molmo2", "text_config": _MOLMO2_TEXT, "vision_config": _MOLMO2_VISION,
+               "adapter_config": _MOLMO2_ADAPTER},
+    "molmo2-olmo-norm_after-legacy-keys": {
+        "model_type": "molmo2", "text_config": dict(_MOLMO2_TEXT, qk_norm_type="olmo", norm_after=True,
+                                                    attention_bias=True, additional_vocab_size=0),
+        "vit_config": {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 5, "num_attention_heads": 4,
+                       "num_key_value_heads": 4, "head_dim": 8, "image_patch_size": 2, "image_num_pos": 20,
+                       "attention_bias": False},
+        "adapter_config": dict(_MOLMO2_ADAPTER, vision_feature_layer=None, vit_layers=[-3, 0, 1], mlp_bias=True,
+                               text_hidden_size=48)},
+})
+
+
+def test_aya_vision_default_tower_is_a_config_error():
+    """AyaVisionConfig's default tower (14 heads over 1152) does not build in transformers either: a ConfigError
+    naming the field, never a traceback."""
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="num_attention_heads"):
+        parse_config({"model_type": "aya_vision", "text_config": CASES["cohere2"]})
+
+
+# ---- Wrappers whose towers analysis/vision_wrappers.py counts: Llama 4, Kimi K2.5, Cosmos3-Edge / -Omni, EXAONE 4.5,
+# HyperCLOVAX-Vision V2, Nemotron-3 Nano Omni (RADIO tower and Parakeet audio encoder). Before, their towers were left
+# out (Llama 4: 0.9958 of transformers' default checkpoint, EXAONE 4.5 0.78, HyperCLOVAX 0.68, Nemotron omni 0.74,
+# Cosmos3-Omni 0.955) or miscounted (Cosmos3-Edge's text MLP read as gated: 1.016; Kimi K2.5's lm_head untied though
+# the wrapper ties it: 1.0007)
+_LLAMA4_VISION = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 2,
+                  "image_size": 28, "patch_size": 7, "num_channels": 2, "projector_input_dim": 40,
+                  "projector_output_dim": 24, "vision_output_dim": 56}
+_KIMI_VISION = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 2,
+                "patch_size": 4, "pos_emb_height": 8, "pos_emb_width": 6, "merge_kernel_size": [2, 3]}
+_COSMOS_EDGE_TEXT = {"model_type": "cosmos3_edge_text", "hidden_size": 128, "intermediate_size": 200,
+                     "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 32,
+                     "vocab_size": 512, "rope_parameters": {"rope_type": "default", "rope_theta": 1e6,
+                                                            "mrope_section": [6, 5, 5]}}
+_COSMOS_EDGE_VISION = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 2,
+                       "patch_size": 4, "num_patches": 16, "spatial_merge_size": 2}
+_RADIO = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2, "patch_size": 4, "max_img_size": 32,
+          "num_cls_tokens": 2, "num_registers": 1, "mlp_ratio": 3.0, "video_temporal_patch_size": 2}
+_NEMOTRON_H_TEXT = dict(vocab_size=128, hidden_size=64, model_type="nemotron_h", hybrid_override_pattern="M-M*-",
+                        num_hidden_layers=5, mamba_num_heads=8, mamba_head_dim=16, n_groups=2, ssm_state_size=8,
+                        conv_kernel=4, intermediate_size=96, num_attention_heads=4, num_key_value_heads=2, head_dim=16)
+_PARAKEET = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_attention_heads": 2,
+             "subsampling_conv_channels": 8, "num_mel_bins": 24, "conv_kernel_size": 5, "projection_hidden_size": 40,
+             "projection_bias": True}
+WRAPPERS.update({
+    "llama4": {"model_type": "llama4", "text_config": CASES["llama4_text"], "vision_config": _LLAMA4_VISION},
+    "llama4-default-tower": {"model_type": "llama4", "text_config": CASES["llama4_text"], "vision_config": {}},
+    "kimi_k25": {"model_type": "kimi_k25", "text_config": CASES["deepseek_v3"], "vision_config": _KIMI_VISION,
+                 "projection_hidden_size": 32},
+    "cosmos3_edge": {"model_type": "cosmos3_edge", "text_config": _COSMOS_EDGE_TEXT, "vision_config": _COSMOS_EDGE_VISION,
+                     "projector_hidden_size": 96},
+    # biased MLP; both tie flags set: transformers never ties (_tied_weights_keys = {})
+    "cosmos3_edge-mlp-bias-flags-tied": {"model_type": "cosmos3_edge", "tie_word_embeddings": True,
+                                         "text_config": dict(_COSMOS_EDGE_TEXT, mlp_bias=True, attention_bias=True,
+                                                             tie_word_embeddings=True),
+                                         "vision_config": dict(_COSMOS_EDGE_VISION, spatial_merge_size=1)},
+    "cosmos3_omni": {"model_type": "cosmos3_omni", "text_config": _QWEN3_TEXT,
+                     "vision_config": dict(_QWEN3_VISION, model_type="qwen3_vl_vision")},
+    "exaone4_5": {"model_type": "exaone4_5", "text_config": CASES["exaone4"],
+                  "vision_config": dict(_QWEN25_VISION, num_key_value_heads=1)},
+    "hyperclovax_vision_v2": {"model_type": "hyperclovax_vision_v2", "text_config": CASES["hyperclovax"],
+                              "vision_config": dict(_QWEN25_VISION, model_type="qwen2_5_vl")},
+    "nemotron_h_omni": {"model_type": "nemotron_h_omni", "text_config": _NEMOTRON_H_TEXT, "vision_config": _RADIO,
+                        "vision_hidden_size": 32, "projector_hidden_size": 48},
+    # SwiGLU RADIO without q/k/v biases, an MTP layer (the vision_final_layernorm), downsample 1/4, the audio encoder
+    # (Parakeet: attention_bias false unless given, as the wrapper's __post_init__ sets; 3 subsampling stages)
+    "nemotron_h_omni-swiglu-mtp-audio": {
+        "model_type": "nemotron_h_omni", "text_config": dict(_NEMOTRON_H_TEXT, num_nextn_predict_layers=1),
+        "vision_config": dict(_RADIO, use_swiglu_ffn=True, qkv_bias=False), "vision_hidden_size": 32,
+        "projector_hidden_size": 48, "downsample_ratio": 0.25, "audio_config": _PARAKEET},
+    "nemotron_h_omni-audio-biases": {
+        "model_type": "nemotron_h_omni", "text_config": _NEMOTRON_H_TEXT, "vision_config": _RADIO,
+        "vision_hidden_size": 32, "projector_hidden_size": 48,
+        "audio_config": dict(_PARAKEET, attention_bias=True, convolution_bias=False, subsampling_factor=4, head_dim=8,
+                             projection_bias=False)},
+    # Apertus 1.5: a VQGAN image tokenizer (attention at resolution 8 only, a nin_shortcut where the width doubles)
+    # and a WavTokenizer encoder (weight-normed convs, LSTM); no projector. The second row: GroupNorm'd convs, no
+    # residual shortcut convs, two LSTM layers, pruned lm_head tied by the wrapper's flag
+    "apertus1p5": {"model_type": "apertus1p5", "text_config": CASES["apertus1p5_text"], "image_token_offset": 200,
+                   "audio_token_offset": 264,
+                   "vision_config": {"base_channels": 32, "channel_multiplier": [1, 2], "num_res_blocks": 2,
+                                     "attn_resolutions": [8], "resolution": 16, "latent_channels": 8, "embed_dim": 12,
+                                     "codebook_size": 64},
+                   "audio_config": {"model_type": "wavtokenizer_encoder", "num_filters": 4, "upsampling_ratios": [2, 3],
+                                    "num_residual_layers": 2, "hidden_size": 16, "codebook_dim": 16,
+                                    "codebook_size": 32, "num_lstm_layers": 1}},
+    "apertus1p5-groupnorm-no-shortcut": {
+        "model_type": "apertus1p5", "text_config": CASES["apertus1p5_text"], "image_token_offset": 200,
+        "audio_token_offset": 232,
+        "vision_config": {"base_channels": 64, "channel_multiplier": [1, 1, 2], "num_res_blocks": 1,
+                          "attn_resolutions": [32, 8], "resolution": 32, "latent_channels": 4, "embed_dim": 4,
+                          "codebook_size": 32, "in_channels": 1},
+        "audio_config": {"model_type": "wavtokenizer_encoder", "num_filters": 8, "upsampling_ratios": [4],
+                         "norm_type": "time_group_norm", "use_conv_shortcut": False, "compress": 4,
+                         "hidden_size": 16, "codebook_dim": 16, "codebook_size": 32, "audio_channels": 2,
+                         "kernel_size": 5, "last_kernel_size": 3}},
+})
+
+
 @pytest.mark.parametrize("name", sorted(WRAPPERS))
 def test_multimodal_wrapper_counts_the_whole_checkpoint(name):
     """params.total is the full *ForConditionalGeneration model; the vision part is reported apart, in weights
@@ -1259,21 +1625,9 @@ def test_wrapper_lm_head_tying_follows_transformers(name, text_tie, wrapper_tie)
 #: says
 TEXT_ONLY_WRAPPERS = {
     "glm_ocr": {"model_type": "glm_ocr", "text_config": dict(_GLM4V_TEXT, model_type="glm_ocr_text", head_dim=16)},
-    # InternVL: tied unless the wrapper says otherwise, whatever text_config says
-    "internvl-qwen2": {"model_type": "internvl", "text_config": dict(_TEXT, model_type="qwen2", tie_word_embeddings=False)},
-    "internvl-qwen3_moe-untied": {"model_type": "internvl", "tie_word_embeddings": False,
-                                  "text_config": dict(_TEXT, model_type="qwen3_moe", head_dim=32, num_experts=4,
-                                                      num_experts_per_tok=2, moe_intermediate_size=64)},
-    "deepseek_vl": {"model_type": "deepseek_vl", "text_config": _TEXT},
-    "deepseek_vl_hybrid": {"model_type": "deepseek_vl_hybrid", "text_config": _TEXT},
-    "janus": {"model_type": "janus", "text_config": _TEXT},
-    "hyperclovax_vision_v2": {"model_type": "hyperclovax_vision_v2", "text_config": dict(_TEXT, model_type="hyperclovax")},
     "lighton_ocr": {"model_type": "lighton_ocr", "text_config": dict(_TEXT, model_type="qwen3", head_dim=32)},
-    "minicpm_ocr": {"model_type": "minicpm_ocr", "text_config": _QWEN35_TEXT},
-    # the Qwen-Omni thinkers: untied unless the wrapper says so (Qwen2.5-Omni's text class default is tied)
+    # the Qwen3-Omni thinker: untied unless the wrapper says so
     "qwen3_omni_moe_thinker": {"model_type": "qwen3_omni_moe_thinker", "text_config": _OMNI_MOE_TEXT},
-    "qwen2_5_omni_thinker": {"model_type": "qwen2_5_omni_thinker",
-                             "text_config": dict(_TEXT, model_type="qwen2_5_omni_text")},
 }
 
 
@@ -1505,11 +1859,8 @@ def test_dsa_kv_equals_transformers_cache(name):
     from planner.analysis.kv import kv_cache
 
     cfg = dict(CASES[name], num_key_value_heads=CASES[name]["num_attention_heads"])  # MLA: no GQA in eager
-    torch, model = _hf_text_model(cfg)
     n = 5
-    with torch.no_grad():
-        out = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True)
-    cache = out.cache if hasattr(out, "cache") else out.past_key_values
+    _, _, cache = _hf_prefill(cfg, n)
     per_layer = [sum(t.numel() * 4 for t in (getattr(lc, k, None) for k in ("keys", "values", "indexer_keys"))
                      if t is not None) // n for lc in cache.layers]
     fp32 = get_dtype("fp32")
@@ -1754,6 +2105,26 @@ def _hf_text_model(cfg: dict):
     return torch, AutoModelForCausalLM.from_config(conf).eval()
 
 
+def _hf_prefill(cfg: dict, n: int, low: int = 0, high: int | None = None):
+    """transformers' model of ``cfg`` (_hf_text_model) after a random ``n``-token prefill with ``use_cache`` (no
+    grad; token ids from [low, high), high the vocabulary by default): (torch, model, its cache)."""
+    torch, model = _hf_text_model(cfg)
+    with torch.no_grad():
+        out = model(torch.randint(low, cfg["vocab_size"] if high is None else high, (1, n)), use_cache=True)
+    return torch, model, (out.cache if hasattr(out, "cache") else out.past_key_values)
+
+
+def _hf_decode_flops(torch, model, high: int, low: int = 0, **past) -> dict[str, int]:
+    """FlopCounterMode over one decode step of ``model`` (no grad; one random token id from [low, high), ``past``
+    its ``cache=`` / ``state=`` and any other keyword arguments): {aten op name: FLOPs}."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter:
+        model(torch.randint(low, high, (1, 1)), use_cache=True, **past)
+    return {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+
+
 @pytest.mark.parametrize("name,past_window,shared", [("gemma4_text", 40, 2), ("gemma4_text-moe-default-layers", 40, 0),
                                                      ("gemma4_unified_text", 40, 2),
                                                      ("gemma3n_text-tiny", 20, 2)])
@@ -1768,14 +2139,11 @@ def test_gemma4_kv_and_decode_flops_equal_transformers(name, past_window, shared
     from planner.analysis.weights import weight_format
 
     cfg = CASES[name]
-    torch, model = _hf_text_model(cfg)
-    from torch.utils.flop_counter import FlopCounterMode
-
     spec = parse_config(cfg)
     fp32 = get_dtype("fp32")
     n = 5
+    torch, model, cache = _hf_prefill(cfg, n)
     with torch.no_grad():
-        cache = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True).cache
         per_layer = [sum(t.numel() * 4 for t in (getattr(lc, "keys", None), getattr(lc, "values", None))
                          if t is not None) // n for lc in cache.layers]
         assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
@@ -1783,12 +2151,10 @@ def test_gemma4_kv_and_decode_flops_equal_transformers(name, past_window, shared
         for cached in (n, past_window):
             if cached > n:  # the first decode step cached one more token
                 model(torch.randint(0, cfg["vocab_size"], (1, cached - n - 1)), cache=cache, use_cache=True)
-            counter = FlopCounterMode(display=False)
-            with counter:
-                model(torch.randint(0, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
+            hf = _hf_decode_flops(torch, model, cfg["vocab_size"], cache=cache)
             fmt, _ = weight_format(spec, "fp32")
             want = sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=cached))
-            assert counter.get_total_flops() == want
+            assert sum(hf.values()) == want
 
 
 #: Zamba2-2.7B's shape: 54 layers in transformers' default layout (9 hybrid), two shared blocks, MHA of
@@ -1843,14 +2209,11 @@ def test_zamba2_cache_and_decode_flops_equal_transformers(name):
     from planner.analysis.weights import weight_format
 
     cfg = {k: v for k, v in CASES[name].items() if v is not None}
-    torch, model = _hf_text_model(cfg)
-    from torch.utils.flop_counter import FlopCounterMode
-
     spec = parse_config(cfg)
     fp32 = get_dtype("fp32")
     n = 5
+    torch, model, cache = _hf_prefill(cfg, n, low=1)
     with torch.no_grad():
-        cache = model(torch.randint(1, cfg["vocab_size"], (1, n)), use_cache=True).cache
         for lk, lc in zip(kv_cache(spec, fp32, fp32).layers, cache.layers):
             keys = getattr(lc, "keys", None)
             assert lk.bytes_per_token == (0 if keys is None else 2 * keys.numel() * 4 // n)
@@ -1858,10 +2221,7 @@ def test_zamba2_cache_and_decode_flops_equal_transformers(name):
             conv, rec = cache.get_conv_state(i), cache.get_recurrent_state(i)
             k = conv.shape[-1]
             assert lk.state_bytes == 4 * (conv.numel() // k * (k - 1) + rec.numel())
-        counter = FlopCounterMode(display=False)
-        with counter:
-            model(torch.randint(1, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
-    hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+        hf = _hf_decode_flops(torch, model, cfg["vocab_size"], low=1, cache=cache)
     fmt, _ = weight_format(spec, "fp32")
     ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n)
     per_head = sum(o.flops for o in ops if o.name in ("x_proj", "dt_proj"))  # Zamba: batched over heads (bmm)
@@ -1947,14 +2307,11 @@ def test_minimax_cache_and_decode_flops_equal_transformers(name):
     from planner.analysis.weights import weight_format
 
     cfg = CASES[name]
-    torch, model = _hf_text_model(cfg)
-    from torch.utils.flop_counter import FlopCounterMode
-
     spec = parse_config(cfg)
     fp32 = get_dtype("fp32")
     n = 5
+    torch, model, cache = _hf_prefill(cfg, n, low=1)
     with torch.no_grad():
-        cache = model(torch.randint(1, cfg["vocab_size"], (1, n)), use_cache=True).cache
         for i, lk in enumerate(kv_cache(spec, fp32, fp32).layers):
             if spec.layers[i].mixer.kind == "lightning":
                 state = cache.linear_cache[i]
@@ -1964,16 +2321,13 @@ def test_minimax_cache_and_decode_flops_equal_transformers(name):
             else:
                 lc = cache.layers[i]
                 assert (lk.bytes_per_token, lk.state_bytes) == (2 * lc.keys.numel() * 4 // n, 0)
-        counter = FlopCounterMode(display=False)
-        with counter:
-            model(torch.randint(1, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
-    hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+        hf = _hf_decode_flops(torch, model, cfg["vocab_size"], low=1, cache=cache)
     fmt, _ = weight_format(spec, "fp32")
     ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n)
     assert hf["aten.mm"] + hf.get("aten.addmm", 0) == sum(o.flops for o in ops if o.kind in ("matmul", "router",
                                                                                               "experts"))
     assert hf["aten.bmm"] == sum(o.flops for o in ops if o.kind in ("attention", "scan"))
-    assert counter.get_total_flops() == sum(o.flops for o in ops)
+    assert sum(hf.values()) == sum(o.flops for o in ops)
 
 
 # ---- Inkling / Inkling-2 (relative-bias attention, short convs) -----------------------------------------
@@ -1988,12 +2342,10 @@ def test_inkling_kv_and_conv_state_equal_transformers_cache(name):
     from planner.analysis.kv import kv_cache
 
     cfg = CASES[name]
-    torch, model = _hf_text_model(cfg)
     spec = parse_config(cfg)
     fp32 = get_dtype("fp32")
     n = 40
-    with torch.no_grad():
-        cache = model(torch.randint(1, 500, (1, n)), use_cache=True).cache
+    _, _, cache = _hf_prefill(cfg, n, low=1, high=500)
     for i, lk in enumerate(kv_cache(spec, fp32, fp32).layers):
         lc, m = cache.layers[i], spec.layers[i].mixer
         held = lc.keys.shape[2]
@@ -2013,20 +2365,13 @@ def test_inkling_decode_flops_equal_transformers(name):
     real model's step). Its ``aten.convolution`` is twice our static convs: its decode conv runs over the
     conv_kernel cached columns and the new one (two outputs); Inkling-2's dynamic K / V convs are elementwise
     there (not counted), matmul-shaped taps here."""
-    from torch.utils.flop_counter import FlopCounterMode
-
     from planner.analysis.trace import step_ops
     from planner.analysis.weights import weight_format
 
     cfg = CASES[name]
-    torch, model = _hf_text_model(cfg)
     n = 40
-    with torch.no_grad():
-        cache = model(torch.randint(1, 500, (1, n)), use_cache=True).cache
-        counter = FlopCounterMode(display=False)
-        with counter:
-            model(torch.randint(1, 500, (1, 1)), cache=cache, use_cache=True)
-    hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+    torch, model, cache = _hf_prefill(cfg, n, low=1, high=500)
+    hf = _hf_decode_flops(torch, model, 500, low=1, cache=cache)
     spec = parse_config(cfg)
     fmt, _ = weight_format(spec, "fp32")
     ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n)
@@ -2071,13 +2416,10 @@ def test_deepseek_v4_kv_equals_transformers_cache(n):
     from planner.analysis.kv import kv_cache
 
     cfg = CASES["deepseek_v4"]
-    torch, model = _hf_text_model(cfg)
     spec = parse_config(cfg)
     fp32 = get_dtype("fp32")
     kv = kv_cache(spec, fp32, fp32)
-    with torch.no_grad():
-        out = model(torch.randint(1, cfg["vocab_size"], (1, n)), use_cache=True)
-    cache = out.cache if hasattr(out, "cache") else out.past_key_values
+    _, _, cache = _hf_prefill(cfg, n, low=1)
     for i, (lc, lk) in enumerate(zip(cache.layers, kv.layers)):
         m = spec.layers[i].mixer
         assert lc.keys.numel() * 4 == lk.bytes_per_token * min(n, lk.window - 1)
@@ -2443,20 +2785,17 @@ def test_xlstm_state_and_decode_flops_equal_transformers(name):
     our state bytes in fp32 and nothing per token; FlopCounterMode over its decode step (the recurrent step
     kernel): its ``aten.mm`` / ``aten.addmm`` are our matmuls (projections, gates, FFN, lm_head), its ``aten.bmm``
     our mLSTM cell (k vᵀ, q·C and q·n), and nothing else is counted."""
-    from torch.utils.flop_counter import FlopCounterMode
-
     from planner.analysis.dtypes import get_dtype
     from planner.analysis.kv import kv_cache
     from planner.analysis.trace import step_ops
     from planner.analysis.weights import weight_format
 
     cfg = CASES[name]
-    torch, model = _hf_text_model(cfg)
     spec = parse_config(cfg)
     fp32 = get_dtype("fp32")
     n = 5
+    torch, model, cache = _hf_prefill(cfg, n, low=2)
     with torch.no_grad():
-        cache = model(torch.randint(2, cfg["vocab_size"], (1, n)), use_cache=True).cache
         layers = kv_cache(spec, fp32, fp32).layers
         assert len(layers) == len(model.backbone.blocks)
         for i, lk in enumerate(layers):
@@ -2464,15 +2803,12 @@ def test_xlstm_state_and_decode_flops_equal_transformers(name):
             c, nn_, mm = cache.rnn_state[i]
             assert c.shape == (1, m.num_heads, m.head_k_dim, m.head_v_dim) and mm.shape == (1, m.num_heads, 1)
             assert (lk.bytes_per_token, lk.state_bytes) == (0, 4 * (c.numel() + nn_.numel() + mm.numel()))
-        counter = FlopCounterMode(display=False)
-        with counter:
-            model(torch.randint(2, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
-    hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+        hf = _hf_decode_flops(torch, model, cfg["vocab_size"], low=2, cache=cache)
     fmt, _ = weight_format(spec, "fp32")
     ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n)
     assert hf.get("aten.mm", 0) + hf.get("aten.addmm", 0) == sum(o.flops for o in ops if o.kind == "matmul")
     assert hf["aten.bmm"] == sum(o.flops for o in ops if o.kind == "scan")
-    assert counter.get_total_flops() == sum(o.flops for o in ops)
+    assert sum(hf.values()) == sum(o.flops for o in ops)
 
 
 def test_xlstm_7b_by_hand():
@@ -2663,27 +2999,21 @@ def test_hy_v3_and_cohere2_moe_kv_and_decode_flops_equal_transformers(name):
     """transformers' own cache after a prefill shorter than the window (fp32) holds exactly our bytes per token per
     layer, and FlopCounterMode over its decode step (eager attention and experts: the k chosen experts, the
     router, the shared expert) equals the trace's FLOPs."""
-    from torch.utils.flop_counter import FlopCounterMode
-
     from planner.analysis.dtypes import get_dtype
     from planner.analysis.kv import kv_cache
     from planner.analysis.trace import step_ops
     from planner.analysis.weights import weight_format
 
     cfg = CASES[name]
-    torch, model = _hf_text_model(cfg)
     spec, n = parse_config(cfg), 5
+    torch, model, cache = _hf_prefill(cfg, n)
     with torch.no_grad():
-        out = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True)
-        cache = out.cache if hasattr(out, "cache") else out.past_key_values
         per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
         fp32 = get_dtype("fp32")
         assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
-        counter = FlopCounterMode(display=False)
-        with counter:
-            model(torch.randint(0, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
+        hf = _hf_decode_flops(torch, model, cfg["vocab_size"], cache=cache)
     fmt, _ = weight_format(spec, "fp32")
-    assert counter.get_total_flops() == sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1,
+    assert sum(hf.values()) == sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1,
                                                                         cached_tokens=n))
 
 
@@ -2778,23 +3108,18 @@ def test_jetmoe_kv_and_decode_flops_equal_transformers(name):
     from planner.analysis.weights import weight_format
 
     cfg = CASES[name]
-    torch, model = _hf_text_model(cfg)
-    from torch.utils.flop_counter import FlopCounterMode
-
     spec = parse_config(cfg)
     fp32 = get_dtype("fp32")
     n = 5
+    torch, model, cache = _hf_prefill(cfg, n)
     with torch.no_grad():
-        cache = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True).cache
         per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
         assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
         assert per_layer[0] == 2 * cfg["num_key_value_heads"] * cfg["kv_channels"] * 4
-        counter = FlopCounterMode(display=False)
-        with counter:
-            model(torch.randint(0, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
+        hf = _hf_decode_flops(torch, model, cfg["vocab_size"], cache=cache)
     fmt, _ = weight_format(spec, "fp32")
     want = sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n))
-    assert counter.get_total_flops() == want
+    assert sum(hf.values()) == want
 
 
 def test_jetmoe_refuses_what_transformers_does_not_build():
@@ -2820,8 +3145,6 @@ def test_recurrent_gemma_cache_and_decode_flops_equal_transformers(name):
     two block-diagonal gates, ``aten.bmm`` eager attention over the window; its decode conv and recurrence are
     elementwise there (not counted), conv taps and one multiply-add per channel here."""
     from transformers import DynamicCache
-    from torch.utils.flop_counter import FlopCounterMode
-
     from planner.analysis.dtypes import get_dtype
     from planner.analysis.kv import kv_cache
     from planner.analysis.trace import step_ops
@@ -2863,11 +3186,7 @@ def test_recurrent_gemma_cache_and_decode_flops_equal_transformers(name):
         model.to(torch.float32)
         cache = DynamicCache(config=model.config)
         model(torch.randint(3, cfg["vocab_size"], (1, n)), cache=cache, use_cache=True)
-        counter = FlopCounterMode(display=False)
-        with counter:
-            model(torch.randint(3, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True,
-                  position_ids=torch.tensor([[n]]))
-    hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+        hf = _hf_decode_flops(torch, model, cfg["vocab_size"], low=3, cache=cache, position_ids=torch.tensor([[n]]))
     fmt, _ = weight_format(spec, "fp32")
     ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n)
     gates = [o for o in ops if o.name in ("input_gate", "recurrent_gate")]
@@ -2875,7 +3194,7 @@ def test_recurrent_gemma_cache_and_decode_flops_equal_transformers(name):
     assert hf["aten.mm"] + hf["aten.addmm"] == sum(o.flops for o in ops if o.kind == "matmul" and o not in gates)
     assert hf["aten.baddbmm"] == sum(o.flops for o in gates)
     assert hf["aten.bmm"] == sum(o.flops for o in ops if o.kind == "attention")
-    assert counter.get_total_flops() == sum(o.flops for o in ops if o.kind not in ("conv", "scan"))
+    assert sum(hf.values()) == sum(o.flops for o in ops if o.kind not in ("conv", "scan"))
 
 
 def test_recurrentgemma_2b_and_9b_by_hand():
@@ -2968,11 +3287,8 @@ def test_persimmon_fuyu_biogpt_kv_equals_transformers_cache(name):
     from planner.analysis.kv import kv_cache
 
     cfg = CASES[name]
-    torch, model = _hf_text_model(cfg)
     n = 5
-    with torch.no_grad():
-        out = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True)
-    cache = out.cache if hasattr(out, "cache") else out.past_key_values
+    _, _, cache = _hf_prefill(cfg, n)
     per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
     fp32 = get_dtype("fp32")
     assert per_layer == [lk.bytes_per_token for lk in kv_cache(parse_config(cfg), fp32, fp32).layers]
@@ -3087,29 +3403,23 @@ def test_mimo_v2_flash_kv_and_decode_flops_equal_transformers(name):
     """transformers' cache after a 12-token prefill (fp32; windows of 8): K and V per token as ours, sliding layers
     holding window - 1 tokens; FlopCounterMode over its eager decode step (aten.mm / addmm / bmm) equals our matmul,
     router, expert and attention FLOPs."""
-    from torch.utils.flop_counter import FlopCounterMode
-
     from planner.analysis.dtypes import get_dtype
     from planner.analysis.kv import kv_cache
     from planner.analysis.trace import step_ops
     from planner.analysis.weights import weight_format
 
     cfg = CASES[name]
-    torch, model = _hf_text_model(cfg)
     spec = parse_config(cfg)
     fp32 = get_dtype("fp32")
     n = 12
+    torch, model, cache = _hf_prefill(cfg, n, low=1, high=500)
     with torch.no_grad():
-        cache = model(torch.randint(1, 500, (1, n)), use_cache=True).cache
         for i, lk in enumerate(kv_cache(spec, fp32, fp32).layers):
             lc, m = cache.layers[i], spec.layers[i].mixer
             held = lc.keys.shape[2]
             assert held == (min(n, m.window - 1) if m.window else n)
             assert lk.bytes_per_token == (lc.keys.numel() + lc.values.numel()) * 4 // held
-        counter = FlopCounterMode(display=False)
-        with counter:
-            model(torch.randint(1, 500, (1, 1)), cache=cache, use_cache=True)
-    hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+        hf = _hf_decode_flops(torch, model, 500, low=1, cache=cache)
     fmt, _ = weight_format(spec, "fp32")
     ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n)
     hf_flops = hf["aten.mm"] + hf["aten.bmm"] + hf.get("aten.addmm", 0)  # addmm: the biased q/k/v projections
@@ -3221,10 +3531,7 @@ def test_afmoe_kv_equals_transformers_cache(name):
     fp32 = get_dtype("fp32")
     for window, n in ((None, 5), (4, 11)):
         cfg = dict(CASES[name], sliding_window=window or CASES[name]["sliding_window"])
-        torch, model = _hf_text_model(cfg)
-        with torch.no_grad():
-            out = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True)
-        cache = out.cache if hasattr(out, "cache") else out.past_key_values
+        _, _, cache = _hf_prefill(cfg, n)
         ours = kv_cache(parse_config(cfg), fp32, fp32).layers
         kept = [lc.keys.shape[2] for lc in cache.layers]
         per_token = [(lc.keys.numel() + lc.values.numel()) * 4 // k for lc, k in zip(cache.layers, kept)]
@@ -3372,25 +3679,20 @@ def test_laguna_kv_and_decode_flops_equal_transformers(name, past_window):
     from planner.analysis.weights import weight_format
 
     cfg = dict(CASES[name], sliding_window=8)
-    torch, model = _hf_text_model(cfg)
-    from torch.utils.flop_counter import FlopCounterMode
-
     spec = parse_config(cfg)
     fp32 = get_dtype("fp32")
     n = 5
+    torch, model, cache = _hf_prefill(cfg, n)
     with torch.no_grad():
-        cache = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True).cache
         per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
         assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
         for cached in (n, past_window):
             if cached > n:  # the first decode step cached one more token
                 model(torch.randint(0, cfg["vocab_size"], (1, cached - n - 1)), cache=cache, use_cache=True)
-            counter = FlopCounterMode(display=False)
-            with counter:
-                model(torch.randint(0, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
+            hf = _hf_decode_flops(torch, model, cfg["vocab_size"], cache=cache)
             fmt, _ = weight_format(spec, "fp32")
             want = sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=cached))
-            assert counter.get_total_flops() == want
+            assert sum(hf.values()) == want
 
 
 @pytest.mark.parametrize("change,error", [
@@ -3467,22 +3769,17 @@ def test_diffllama_kv_and_decode_flops_equal_transformers(name):
     from planner.analysis.weights import weight_format
 
     cfg = CASES[name]
-    torch, model = _hf_text_model(cfg)
-    from torch.utils.flop_counter import FlopCounterMode
-
     spec = parse_config(cfg)
     fp32 = get_dtype("fp32")
     n = 6
+    torch, model, cache = _hf_prefill(cfg, n)
     with torch.no_grad():
-        cache = model(torch.randint(0, cfg["vocab_size"], (1, n)), use_cache=True).cache
         per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
         assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
-        counter = FlopCounterMode(display=False)
-        with counter:
-            model(torch.randint(0, cfg["vocab_size"], (1, 1)), cache=cache, use_cache=True)
+        hf = _hf_decode_flops(torch, model, cfg["vocab_size"], cache=cache)
     fmt, _ = weight_format(spec, "fp32")
     want = sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n))
-    assert counter.get_total_flops() == want
+    assert sum(hf.values()) == want
 
 
 @pytest.mark.parametrize("change,field", [({"num_key_value_heads": 1}, "num_key_value_heads"),
@@ -3656,11 +3953,8 @@ def test_aria_and_xglm_kv_equal_transformers_cache(name):
     from planner.analysis.kv import kv_cache
 
     cfg = CASES[name]
-    torch, model = _hf_text_model(cfg)
     n = 5
-    with torch.no_grad():
-        out = model(torch.randint(3, cfg["vocab_size"], (1, n)), use_cache=True)
-    cache = out.cache if hasattr(out, "cache") else out.past_key_values
+    _, _, cache = _hf_prefill(cfg, n, low=3)
     per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
     fp32 = get_dtype("fp32")
     assert per_layer == [lk.bytes_per_token for lk in kv_cache(parse_config(cfg), fp32, fp32).layers]
@@ -3711,8 +4005,6 @@ def test_rwkv_state_and_decode_flops_equal_transformers():
     tokens in the model's dtype and the WKV numerator / denominator / max in fp32, exactly our state bytes per
     layer, nothing per token; FlopCounterMode over its decode step counts only matmuls (projections, channel-mix,
     head): our matmul FLOPs; the WKV scan is 8 FLOPs per channel per layer by our convention (4 multiply-adds)."""
-    from torch.utils.flop_counter import FlopCounterMode
-
     from planner.analysis.dtypes import get_dtype
     from planner.analysis.kv import kv_cache
     from planner.analysis.trace import step_ops
@@ -3732,14 +4024,11 @@ def test_rwkv_state_and_decode_flops_equal_transformers():
         for i, lk in enumerate(layers):
             theirs = sum(s[:, :, i].numel() * s.element_size() for s in state)
             assert (lk.bytes_per_token, lk.state_bytes) == (0, theirs) == (0, 2 * 64 * 2 + 3 * 64 * 4)
-        counter = FlopCounterMode(display=False)
-        with counter:
-            model(torch.randint(2, cfg["vocab_size"], (1, 1)), state=state, use_cache=True)
-    hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+        hf = _hf_decode_flops(torch, model, cfg["vocab_size"], low=2, state=state)
     fmt, _ = weight_format(spec, "bf16")
     ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n)
     matmul = sum(o.flops for o in ops if o.kind == "matmul")
-    assert hf.get("aten.mm", 0) + hf.get("aten.addmm", 0) == counter.get_total_flops() == matmul
+    assert hf.get("aten.mm", 0) + hf.get("aten.addmm", 0) == sum(hf.values()) == matmul
     # by hand: per layer 4·h·h (time-mix) + 2·h·4h + h·h (channel-mix), and the 300 x 64 head, 2 FLOPs per MAC
     assert matmul == 2 * (3 * (4 * 64 * 64 + 2 * 64 * 256 + 64 * 64) + 300 * 64)
     assert sum(o.flops for o in ops if o.kind == "scan") == 3 * 8 * 64
@@ -3847,3 +4136,389 @@ def test_rwkv_tensor_parallel_split_and_refusal():
     assert shard_params(spec, tp_plan(spec, 2)) == whole + (count_params(spec).total - whole) // 2
     with pytest.raises(OptionError, match="RWKV's attention_hidden_size"):
         tp_plan(parse_config(CASES["rwkv-att-inter-tied"]), 64)
+
+
+# ---- InternVL's remote-code format (internvl_chat) ------------------------------------------------------------------
+# No transformers class: the language model (llm_config, built by its architectures[0]) is checked against transformers'
+# build of llm_config, InternViT and mlp1 against a hand count of the remote code's shapes (vLLM's intern_vit.py):
+# class_embedding, a biased 3-channel patch conv, (image // patch)^2 + 1 positions; per layer a fused qkv (biased by
+# qkv_bias), q_norm / k_norm RMSNorms over the hidden size (qk_normalization), a biased proj and fc1 / fc2,
+# norm1 / norm2 (LayerNorm: weight and bias; RMSNorm: weight), ls1 / ls2; mlp1 = LayerNorm(m), Linear(m, text),
+# Linear(text, text) with m = vision hidden x int(1 / downsample_ratio)^2.
+def _intern_vit_by_hand(h, layers, inter, image, patch, qkv_bias, qk_norm, layer_norm, text, ratio):
+    attn = 3 * h * h + (3 * h if qkv_bias else 0) + (2 * h if qk_norm else 0) + (h * h + h)
+    mlp = (h * inter + inter) + (inter * h + h)
+    norms = (2 * 2 * h if layer_norm else 2 * h) + 2 * h  # norm1 / norm2, then ls1 / ls2
+    embeddings = h + (3 * patch * patch * h + h) + ((image // patch) ** 2 + 1) * h
+    m = h * int(1 / ratio) ** 2
+    return layers * (attn + mlp + norms) + embeddings + (2 * m + m * text + text + text * text + text)
+
+
+_CHAT_VIT = {"model_type": "intern_vit_6b", "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+             "num_attention_heads": 2, "image_size": 32, "patch_size": 8, "qkv_bias": True, "qk_normalization": False,
+             "norm_type": "layer_norm", "num_channels": 5}  # num_channels is not read: the conv takes 3
+
+
+@pytest.mark.parametrize("llm_tie,top_tie", [(True, False), (False, True)])
+@pytest.mark.parametrize("variant", ["300m", "6b"])
+def test_internvl_chat_counts_the_whole_checkpoint(variant, llm_tie, top_tie):
+    """InternVL2.5 / 3's remote-code config: the language model is llm_config's, tied as llm_config says (the wrapper's
+    flag is not read); the 6B-style tower has RMSNorms, q/k norms and no qkv bias."""
+    llm = dict(_TEXT, model_type="qwen2", architectures=["Qwen2ForCausalLM"], tie_word_embeddings=llm_tie)
+    vit = _CHAT_VIT if variant == "300m" else dict(_CHAT_VIT, qkv_bias=False, qk_normalization=True,
+                                                    norm_type="rms_norm", image_size=40, patch_size=6)
+    ratio = 0.5 if variant == "300m" else 0.25
+    cfg = {"model_type": "internvl_chat", "architectures": ["InternVLChatModel"], "llm_config": llm,
+           "vision_config": vit, "downsample_ratio": ratio, "tie_word_embeddings": top_tie, "select_layer": -1}
+    spec = parse_config(cfg)
+    p = count_params(spec)
+    by_hand = _intern_vit_by_hand(32, 2, 48, vit["image_size"], vit["patch_size"], vit["qkv_bias"],
+                                  vit["qk_normalization"], vit["norm_type"] == "layer_norm", 128, ratio)
+    assert p.vision == by_hand
+    assert p.total == hf_param_count(llm) + by_hand
+    assert spec.tie_word_embeddings is llm_tie
+    opts = Options(context=64, dtype="bf16", kv_dtype="bf16")
+    assert analyze(spec, opts).kv.bytes_per_token == analyze(parse_config(llm), opts).kv.bytes_per_token
+
+
+def test_internvl_chat_published_internvl2_5_8b_total():
+    """OpenGVLab/InternVL2_5-8B's config (InternViT-300M-448px-V2_5 + internlm2_5-7b-chat): the hub's 8.08B. By hand:
+    ViT 24 x 12,598,272 + 1,653,760 = 304,012,288; mlp1 33,570,816; InternLM2.5-7B 7,737,782,272."""
+    cfg = {"model_type": "internvl_chat", "architectures": ["InternVLChatModel"], "downsample_ratio": 0.5,
+           "select_layer": -1, "force_image_size": 448, "template": "internvl2_5", "torch_dtype": "bfloat16",
+           "llm_config": {"architectures": ["InternLM2ForCausalLM"], "model_type": "internlm2", "hidden_size": 4096,
+                          "intermediate_size": 14336, "num_attention_heads": 32, "num_hidden_layers": 32,
+                          "num_key_value_heads": 8, "vocab_size": 92553, "rope_theta": 1000000,
+                          "max_position_embeddings": 32768, "bias": False, "rms_norm_eps": 1e-5,
+                          "tie_word_embeddings": False, "rope_scaling": {"type": "dynamic", "factor": 2.0}},
+           "vision_config": {"architectures": ["InternVisionModel"], "model_type": "intern_vit_6b", "hidden_size": 1024,
+                             "intermediate_size": 4096, "num_attention_heads": 16, "num_hidden_layers": 24,
+                             "image_size": 448, "patch_size": 14, "qkv_bias": True, "qk_normalization": False,
+                             "norm_type": "layer_norm", "use_flash_attn": True, "drop_path_rate": 0.1}}
+    p = count_params(parse_config(cfg))
+    assert p.vision == 304_012_288 + 33_570_816
+    assert p.total == 8_075_365_376
+
+
+def test_internvl_chat_refuses_what_it_cannot_read():
+    from planner.analysis.errors import ConfigError, UnsupportedModelError
+
+    llm = dict(_TEXT, model_type="qwen2", architectures=["Qwen2ForCausalLM"])
+    base = {"model_type": "internvl_chat", "llm_config": llm, "vision_config": _CHAT_VIT}
+    with pytest.raises(ConfigError, match="llm_config"):
+        parse_config({"model_type": "internvl_chat", "vision_config": _CHAT_VIT})
+    with pytest.raises(ConfigError, match="disagrees with its architectures"):
+        parse_config(dict(base, llm_config=dict(llm, model_type="llama")))
+    with pytest.raises(UnsupportedModelError, match="Mono-InternVL"):
+        parse_config(dict(base, llm_config=dict(llm, model_type="internlm2", architectures=["InternLM2VEForCausalLM"])))
+    with pytest.raises(UnsupportedModelError, match="architecture 'MistralForCausalLM'"):
+        parse_config(dict(base, llm_config=dict(llm, architectures=["MistralForCausalLM"])))
+    with pytest.raises(ConfigError, match="norm_type"):
+        parse_config(dict(base, vision_config=dict(_CHAT_VIT, norm_type="batch_norm")))
+    with pytest.raises(ConfigError, match="downsample_ratio"):
+        parse_config(dict(base, downsample_ratio=2))
+    with pytest.raises(ConfigError, match=r"^config\.json \(llm_config\): field 'num_key_value_heads'"):
+        parse_config(dict(base, llm_config=dict(llm, num_attention_heads=3)))
+    with pytest.raises(ConfigError, match="patch_size"):
+        parse_config({"model_type": "internvl", "text_config": dict(_TEXT, model_type="qwen2"),
+                      "vision_config": {"image_size": 8, "patch_size": 16}})
+
+
+# ---- the LLaVA variants' published checkpoints and bad fields --------------------------------------
+
+_VICUNA_7B = {"model_type": "llama", "max_position_embeddings": 4096, "rms_norm_eps": 1e-05, "vocab_size": 32064}
+_CLIP_L = {"model_type": "clip_vision_model", "hidden_size": 1024, "image_size": 336, "intermediate_size": 4096,
+           "num_attention_heads": 16, "num_hidden_layers": 24, "patch_size": 14, "projection_dim": 768}
+#: the hub's config.json files (fields that do not change shapes left out) and the parameter counts the hub shows
+LLAVA_VARIANTS_PUBLISHED = {
+    "llava-hf/llava-v1.6-mistral-7b-hf": ({
+        "model_type": "llava_next", "vision_config": _CLIP_L, "vision_feature_layer": -2,
+        "text_config": {"model_type": "mistral", "intermediate_size": 14336, "num_key_value_heads": 8,
+                        "rope_theta": 1000000.0, "sliding_window": None, "vocab_size": 32064}}, 7.57e9),
+    "llava-hf/llava-onevision-qwen2-7b-ov-hf": ({
+        "model_type": "llava_onevision", "tie_word_embeddings": False, "vision_feature_layer": -1,
+        "text_config": {"model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944, "num_attention_heads": 28,
+                        "num_hidden_layers": 28, "num_key_value_heads": 4, "rope_theta": 1000000.0,
+                        "vocab_size": 152128},
+        "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152, "image_size": 384,
+                          "intermediate_size": 4304, "num_attention_heads": 16, "num_hidden_layers": 26,
+                          "patch_size": 14, "vision_use_head": False}}, 8.03e9),
+    "LanguageBind/Video-LLaVA-7B-hf": ({
+        "model_type": "video_llava", "text_config": _VICUNA_7B, "vision_config": dict(_CLIP_L, image_size=224)}, 7.37e9),
+    "llava-hf/vip-llava-7b-hf": ({
+        "model_type": "vipllava", "text_config": _VICUNA_7B, "vision_config": _CLIP_L,
+        "vision_feature_layers": [-2, -5, -8, -11, 6]}, 7.08e9),
+    "llava-hf/LLaVA-NeXT-Video-7B-hf": ({
+        "model_type": "llava_next_video", "spatial_pool_mode": "average", "spatial_pool_stride": 2,
+        "text_config": _VICUNA_7B, "vision_config": _CLIP_L}, 7.06e9),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LLAVA_VARIANTS_PUBLISHED))
+def test_llava_variants_published_checkpoints(name):
+    cfg, shown = LLAVA_VARIANTS_PUBLISHED[name]
+    total = count_params(parse_config(cfg)).total
+    assert total == hf_param_count(cfg)
+    assert round(total / 1e7) == round(shown / 1e7)  # the hub rounds to 0.01 B
+
+
+def test_llava_variants_read_text_config_without_model_type_as_their_config_classes_do():
+    """LlavaNextConfig & co. build a text_config without model_type as Llama, LlavaOnevisionConfig as Qwen2 (biased
+    q/k/v): both counts equal transformers'."""
+    for name in ("llava_next", "video_llava", "vipllava", "llava_onevision"):
+        text = {k: v for k, v in WRAPPERS[name]["text_config"].items() if k != "model_type"}
+        cfg = dict(WRAPPERS[name], text_config=text)
+        assert count_params(parse_config(cfg)).total == hf_param_count(cfg), name
+
+
+@pytest.mark.parametrize("cfg,error,field", [
+    (dict(WRAPPERS["llava_next_video"], spatial_pool_mode="median"), "ConfigError", "spatial_pool_mode"),
+    (dict(WRAPPERS["llava_next_video"], spatial_pool_mode="conv", spatial_pool_stride=0), "ConfigError",
+     "spatial_pool_stride"),
+    (dict(WRAPPERS["vipllava"], vision_feature_layers=[]), "ConfigError", "vision_feature_layers"),
+    (dict(WRAPPERS["vipllava"], vision_feature_layers="last"), "ConfigError", "vision_feature_layers"),
+    (dict(WRAPPERS["llava_next"], vision_feature_layer=[True]), "ConfigError", "vision_feature_layer"),
+    (dict(WRAPPERS["video_llava"], vision_config={"model_type": "idefics3_vision"}), "UnsupportedModelError",
+     "idefics3_vision"),
+    (dict(WRAPPERS["llava_onevision"], vision_config=dict(_SIGLIP, patch_size=64)), "ConfigError", "patch_size"),
+    (dict(WRAPPERS["llava_onevision"], vision_config="siglip"), "ConfigError", "vision_config"),
+])
+def test_llava_variants_refuse_bad_fields_clearly(cfg, error, field):
+    from planner.analysis import errors
+
+    with pytest.raises(getattr(errors, error), match=field):
+        parse_config(cfg)
+
+
+# ---- ERNIE-4.5-VL: modality-isolated experts ------------------------------------------------------------------
+
+
+def _ernie_vl_hf(cfg: dict):
+    torch = pytest.importorskip("torch", reason="the transformers oracle needs torch (the runtime extra)")
+    pytest.importorskip("transformers", reason="the transformers oracle needs transformers (dev extra)")
+    from transformers import AutoConfig, AutoModelForImageTextToText
+
+    d = dict(cfg)
+    conf = AutoConfig.for_model(d.pop("model_type"), **d, attn_implementation="eager")
+    torch.manual_seed(0)
+    return torch, AutoModelForImageTextToText.from_config(conf).eval()
+
+
+@pytest.mark.parametrize("name", ["ernie4_5_vl_moe", "ernie4_5_vl_moe-bias-types-untied"])
+def test_ernie_vl_active_parameters_are_a_text_tokens(name):
+    """A text token runs attention, the dense MLPs, the shared experts, the text router and moe_k of the text
+    experts: transformers' parameters less the vision experts and their router (vision_moe) and the unchosen text
+    experts (counted from transformers' modules); the tower and resampler count as every wrapper's do (model-level)."""
+    cfg = WRAPPERS[name]
+    _, hf = _ernie_vl_hf(cfg)
+    text = cfg["text_config"]
+    e = text.get("moe_num_experts", text.get("num_experts"))
+    k = text.get("moe_k", text.get("num_experts_per_tok"))
+    want = 0
+    for n, p in hf.named_parameters():
+        if ".mlp.vision_moe." in n:
+            continue
+        want += p.numel() * k // e if ".mlp.text_moe.experts." in n else p.numel()
+    p = count_params(parse_config(cfg))
+    assert p.active == want
+    vision_experts = sum(q.numel() for n, q in hf.named_parameters() if ".mlp.vision_moe.experts." in n)
+    text_experts = sum(q.numel() for n, q in hf.named_parameters() if ".mlp.text_moe.experts." in n)
+    assert p.experts == vision_experts + text_experts
+    assert p.vision == sum(q.numel() for n, q in hf.named_parameters()
+                           if ".vision_tower." in n or ".resampler_model." in n)
+
+
+def test_ernie_vl_kv_equals_transformers_cache():
+    """transformers' cache after a text prefill (fp32): K and V of every layer, kv heads x head_dim each."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+
+    cfg = WRAPPERS["ernie4_5_vl_moe-bias-types-untied"]
+    torch, hf = _ernie_vl_hf(cfg)
+    n = 5
+    with torch.no_grad():
+        out = hf(input_ids=torch.randint(0, 200, (1, n)), use_cache=True)
+    cache = out.cache if hasattr(out, "cache") else out.past_key_values
+    per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
+    fp32 = get_dtype("fp32")
+    assert per_layer == [lk.bytes_per_token for lk in kv_cache(parse_config(cfg), fp32, fp32).layers]
+
+
+@pytest.mark.parametrize("text,vision,match", [
+    ({"moe_intermediate_size": 32}, {}, "moe_intermediate_size"),
+    ({"moe_intermediate_size": [32, 0]}, {}, "moe_intermediate_size"),
+    ({"moe_num_experts": [4, 4]}, {}, "moe_num_experts"),
+    ({"moe_k": 5}, {}, "moe_k"),
+    ({"mlp_layer_types": ["dense", "sparse"]}, {}, "mlp_layer_types"),
+    ({"rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "mrope_section": [3, 1, 4]}}, {}, "mrope_section"),
+    ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 1e4, "factor": 2.0}}, {}, "rope_type"),
+    ({}, {"num_heads": 5}, "num_heads"),
+    ({}, {"patch_size": [4, 4]}, "patch_size"),
+])
+def test_ernie_vl_bad_configs_are_config_errors(text, vision, match):
+    from planner.analysis.errors import ConfigError
+
+    cfg = {"model_type": "ernie4_5_vl_moe", "text_config": dict(_ERNIE_VL_TEXT, **text),
+           "vision_config": dict(_ERNIE_VL_VISION, **vision)}
+    with pytest.raises(ConfigError, match=match):
+        parse_config(cfg)
+
+
+# ---- Idefics2 / Idefics3 / SmolVLM / Granite-Docling: published configs; IDEFICS v1 refused -------------------------
+# hub config.json files as published (written from the hub pages), with the cards' parameter counts
+_SIGLIP_SO400M_NAVIT = {"hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27,
+                        "num_attention_heads": 16, "patch_size": 14}
+IDEFICS_PUBLISHED = {
+    "HuggingFaceM4/idefics2-8b": ({
+        "model_type": "idefics2", "image_token_id": 32001, "tie_word_embeddings": False, "torch_dtype": "float32",
+        "perceiver_config": {"model_type": "idefics2", "resampler_depth": 3, "resampler_head_dim": 96,
+                             "resampler_n_heads": 16, "resampler_n_latents": 64, "num_key_value_heads": 4},
+        "text_config": {"model_type": "mistral", "rms_norm_eps": 1e-05, "sliding_window": 4096, "vocab_size": 32003,
+                        "max_position_embeddings": 32768, "pad_token_id": 0},
+        "vision_config": dict(_SIGLIP_SO400M_NAVIT, model_type="idefics2", image_size=980)}, 8.40e9),
+    "HuggingFaceM4/Idefics3-8B-Llama3": ({
+        "model_type": "idefics3", "image_token_id": 128257, "scale_factor": 2, "tie_word_embeddings": False,
+        "text_config": {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                        "num_attention_heads": 32, "num_key_value_heads": 8, "rms_norm_eps": 1e-05,
+                        "rope_theta": 500000.0, "vocab_size": 128259, "max_position_embeddings": 131072,
+                        "pad_token_id": 128002},
+        "vision_config": dict(_SIGLIP_SO400M_NAVIT, model_type="idefics3", image_size=364)}, 8.46e9),
+    "HuggingFaceTB/SmolVLM-Instruct": ({
+        "model_type": "idefics3", "image_token_id": 49153, "scale_factor": 3, "tie_word_embeddings": False,
+        "text_config": {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 24,
+                        "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 49155,
+                        "rope_theta": 273768.0, "max_position_embeddings": 16384, "pad_token_id": 2},
+        "vision_config": dict(_SIGLIP_SO400M_NAVIT, model_type="idefics3", image_size=384)}, 2.25e9),
+    "HuggingFaceTB/SmolVLM2-2.2B-Instruct": ({
+        "model_type": "smolvlm", "image_token_id": 49190, "scale_factor": 3, "tie_word_embeddings": False,
+        "text_config": {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 24,
+                        "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 49280,
+                        "rope_theta": 130000, "max_position_embeddings": 8192, "pad_token_id": 2},
+        "vision_config": dict(_SIGLIP_SO400M_NAVIT, model_type="smolvlm_vision", image_size=384)}, 2.25e9),
+    # Granite-Docling-258M is published as an Idefics3 checkpoint (Granite 165M-class Llama + SigLIP2-base-512)
+    "ibm-granite/granite-docling-258M": ({
+        "model_type": "idefics3", "image_token_id": 100270, "scale_factor": 4, "tie_word_embeddings": True,
+        "text_config": {"model_type": "llama", "hidden_size": 576, "intermediate_size": 1536, "num_hidden_layers": 30,
+                        "num_attention_heads": 9, "num_key_value_heads": 3, "vocab_size": 100352,
+                        "rope_theta": 100000.0, "pad_token_id": 100257, "tie_word_embeddings": True},
+        "vision_config": {"model_type": "idefics3_vision", "hidden_size": 768, "intermediate_size": 3072,
+                          "num_hidden_layers": 12, "num_attention_heads": 12, "image_size": 512, "patch_size": 16}},
+                                         258e6),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IDEFICS_PUBLISHED))
+def test_idefics_published_checkpoints_equal_transformers_and_their_cards(name):
+    """Whole checkpoint (tower + connector + language model) equals transformers on meta, and lands on the card's
+    parameter count (rounded as the card rounds it)."""
+    cfg, card = IDEFICS_PUBLISHED[name]
+    p = count_params(parse_config(cfg))
+    assert p.total == hf_param_count(cfg)
+    assert abs(p.total / card - 1) < 0.005 and p.vision > 0
+
+
+@pytest.mark.parametrize("model_type,vision,top,match", [
+    ("granite_docling", {"out_hidden_size": 48}, {}, "out_hidden_size"),
+    ("granite_docling", {"use_fine_route": False}, {"density_router_hidden_size": 8}, "density_router_hidden_size"),
+    ("granite_docling", {"scale_factor": 1}, {}, "scale_factor"),
+    ("granite_docling", {"deepstack_visual_indexes": "3,7"}, {}, "deepstack_visual_indexes"),
+    ("idefics3", {"patch_size": 64}, {}, "patch_size"),
+    ("idefics3", {}, {"scale_factor": 0}, "scale_factor"),
+    ("idefics2", {}, {"perceiver_config": {"resampler_n_heads": 4, "num_key_value_heads": 3}}, "num_key_value_heads"),
+    ("idefics2", {"num_attention_heads": 5}, {}, "num_attention_heads"),
+])
+def test_idefics_family_bad_fields_are_config_errors(model_type, vision, top, match):
+    from planner.analysis.errors import ConfigError
+
+    base = {"idefics2": "idefics2", "idefics3": "idefics3", "granite_docling": "granite_docling"}[model_type]
+    cfg = dict(WRAPPERS[base], **top)
+    cfg["vision_config"] = dict(cfg["vision_config"], **vision)
+    with pytest.raises(ConfigError, match=match):
+        parse_config(cfg)
+
+
+def test_idefics_v1_is_refused_by_name():
+    """IDEFICS (v1): gated cross-attention blocks run at every decode step beside the Llama layers (with image K/V
+    transformers recomputes), a CLIP tower, a perceiver and decoupled vocab rows; read generically it came to about
+    half of the checkpoint. Refused by name, its flat config never read as Llama."""
+    from planner.analysis.errors import UnsupportedModelError
+
+    cfg = {"model_type": "idefics", "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "vocab_size": 32000, "additional_vocab_size": 2, "cross_layer_interval": 4,
+           "use_resampler": True, "vision_config": {"embed_dim": 1280, "image_size": 224, "intermediate_size": 5120,
+                                                    "num_attention_heads": 16, "num_hidden_layers": 32,
+                                                    "patch_size": 14}}
+    with pytest.raises(UnsupportedModelError, match=r"IDEFICS \(v1\)") as e:
+        parse_config(cfg)
+    assert "gated cross-attention" in e.value.message
+
+
+
+def test_exaone4_5_old_text_model_type_reads_as_exaone4():
+    """EXAONE 4.5's first release named its language model exaone4_5_text; Exaone4_5_Config renames it exaone4 (before,
+    read as an unknown model_type by the generic decoder)."""
+    cfg = dict(WRAPPERS["exaone4_5"], text_config=dict(CASES["exaone4"], model_type="exaone4_5_text"))
+    spec = parse_config(cfg)
+    assert spec.model_type == "exaone4" and count_params(spec).total == hf_param_count(cfg)
+
+
+def test_nemotron_h_omni_released_field_names():
+    """The released Nemotron-3 Nano Omni config keeps its language model in llm_config and the tower width in
+    vit_hidden_size (transformers maps both); read so, the count is the same."""
+    cfg = WRAPPERS["nemotron_h_omni"]
+    legacy = {k: v for k, v in cfg.items() if k not in ("text_config", "vision_hidden_size")}
+    legacy.update(llm_config=cfg["text_config"], vit_hidden_size=cfg["vision_hidden_size"])
+    assert count_params(parse_config(legacy)).total == count_params(parse_config(cfg)).total == hf_param_count(cfg)
+
+
+@pytest.mark.parametrize("model_type", ["muse_spark", "muse_spark_text"])
+def test_muse_spark_is_refused_by_name(model_type):
+    """Muse Spark read by the generic decoder came to 1.96x transformers' default checkpoint (its experts run in a
+    projected moe_hidden_size): refused by name, the wrapper too."""
+    from planner.analysis.errors import UnsupportedModelError
+
+    cfg = {"model_type": "muse_spark", "text_config": dict(BASE, model_type="muse_spark_text", moe_hidden_size=64,
+                                                           num_local_experts=4)}
+    with pytest.raises(UnsupportedModelError, match=f"'{model_type}'.*not supported"):
+        parse_config(cfg if model_type == "muse_spark" else cfg["text_config"])
+
+
+@pytest.mark.parametrize("cfg,match", [
+    ({"model_type": "minicpmv4_6", "text_config": _QWEN35_TEXT,
+      "vision_config": dict(_MINICPMV_VISION, window_kernel_size=[2])}, "window_kernel_size"),
+    ({"model_type": "minicpmv4_7", "text_config": _QWEN35_TEXT,
+      "vision_config": dict(_MINICPMV_VISION, image_size=[32, 32])}, "image_size"),
+    ({"model_type": "minicpm_ocr", "text_config": _QWEN35_TEXT, "merger_times": 0,
+      "vision_config": _MINICPMV_VISION}, "merger_times"),
+    ({"model_type": "qwen2_5_omni_thinker", "text_config": dict(_TEXT, model_type="qwen2_5_omni_text"),
+      "vision_config": _OMNI25_VISION, "audio_config": {"d_model": 33, "encoder_attention_heads": 3}}, "d_model"),
+    ({"model_type": "qwen2_5_omni_thinker", "text_config": dict(_TEXT, model_type="qwen2_5_omni_text"),
+      "vision_config": _OMNI25_VISION, "audio_config": {"d_model": 32, "encoder_attention_heads": 3}},
+     "encoder_attention_heads"),
+    ({"model_type": "qwen2_5_omni_thinker", "text_config": dict(_TEXT, model_type="qwen2_5_omni_text"),
+      "vision_config": _OMNI25_VISION, "audio_config": [1]}, "audio_config"),
+    ({"model_type": "video_llama_3", "text_config": dict(_TEXT, model_type="qwen2"),
+      "vision_config": dict(_VL3_VISION, num_attention_heads=5)}, "num_attention_heads"),
+    ({"model_type": "video_llama_3", "text_config": dict(_TEXT, model_type="qwen2"),
+      "vision_config": dict(_VL3_VISION, patch_size=[8, 8])}, "patch_size"),
+    ({"model_type": "qianfan_ocr", "text_config": dict(_TEXT, model_type="qwen3", head_dim=32),
+      "vision_config": dict(_QIANFAN_VISION, norm_type="batch_norm")}, "norm_type"),
+    ({"model_type": "qianfan_ocr", "text_config": dict(_TEXT, model_type="qwen3", head_dim=32), "downsample_ratio": 2,
+      "vision_config": _QIANFAN_VISION}, "downsample_ratio"),
+])
+def test_minicpmv_omni_videollama3_qianfan_bad_tower_configs_are_config_errors(cfg, match):
+    from planner.analysis.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=match):
+        parse_config(cfg)
+
+
+def test_ernie_vl_remote_code_format_is_refused_naming_the_transformers_format():
+    """ERNIE-4.5-VL's original flat config (list-valued moe_num_experts) is refused by name, pointing at the
+    transformers format, never read as a generic decoder."""
+    from planner.analysis.errors import UnsupportedModelError
+
+    cfg = {"model_type": "ernie4_5_moe_vl", "hidden_size": 2560, "num_hidden_layers": 28, "num_attention_heads": 20,
+           "vocab_size": 103424, "moe_num_experts": [64, 64], "moe_intermediate_size": [1536, 512]}
+    with pytest.raises(UnsupportedModelError, match="ernie4_5_vl_moe"):
+        parse_config(cfg)

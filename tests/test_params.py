@@ -60,13 +60,8 @@ def test_reference_counts(model_id):
 
 
 def _oracle_config(cfg: dict) -> dict:
-    """What AutoModelForCausalLM builds for a bundled config: llama4's causal-LM class is its text model
-    alone (so the oracle is built from text_config); gemma3's includes the vision tower (so the whole
-    config is built, and we count the tower too)."""
-    if isinstance(cfg.get("text_config"), dict) and cfg.get("model_type") == "llama4":
-        inner = dict(cfg["text_config"])
-        inner.setdefault("model_type", "llama4_text")
-        return inner
+    """What transformers builds for a bundled config: a multimodal wrapper's whole *ForConditionalGeneration
+    model (gemma3's, llama4's: the vision tower and projector are counted too)."""
     return cfg
 
 

@@ -11,6 +11,7 @@ from planner.analysis.analyze import Options, analyze
 from planner.analysis.config import parse_config
 from planner.analysis.errors import ConfigError
 from planner.analysis.params import count_params
+from tests.oracle import hub_alibi_slopes
 
 # internlm/internlm2_5-7b-chat config.json (the hub), verbatim but for auto_map
 INTERNLM2_5_7B = {
@@ -239,24 +240,14 @@ def test_remote_checkpoint_loads_and_matches_the_hub_forward(family, tmp_path):
     """A checkpoint in the family's own names and fused layouts (InternLM2's per-group wqkv, Qwen's biased
     c_attn and w1 / w2 MLP) loads into our decoder with nothing missing or left over, and its logits equal a
     forward written from the hub's modeling file."""
-    import json
-
-    from safetensors.torch import save_file
-
-    from planner.runtime.load import load_checkpoint
-    from planner.runtime.model import build_decoder
+    from tests.test_runtime import load_saved_checkpoint
 
     cfg = TINY_REMOTE[family]
     g = torch.Generator().manual_seed(7)
     w = {n: (torch.randn(s, generator=g) * (0.3 if len(s) == 2 else 0.1) + (1.0 if n.endswith("norm.weight")
                                                                               or ".ln_" in n else 0.0))
          for n, s in _checkpoint_shapes(family, cfg).items()}
-    save_file({n: t.contiguous() for n, t in w.items()}, tmp_path / "model.safetensors", metadata={"format": "pt"})
-    (tmp_path / "config.json").write_text(json.dumps(cfg))
-    spec = parse_config(cfg)
-    ours = build_decoder(spec, seed=None)
-    report = load_checkpoint(ours, tmp_path)
-    assert report.missing == [] and report.ignored == []
+    _, ours = load_saved_checkpoint(tmp_path, cfg, w)
     tokens = torch.randint(0, cfg["vocab_size"], (2, 9), generator=g)
     ref = (_internlm2_reference if family == "internlm2" else _qwen_reference)(w, cfg, tokens)
     with torch.no_grad():
@@ -403,19 +394,6 @@ def test_remote_bad_configs_baichuan_minicpm_mimo(cfg, change, field):
         parse_config(dict(cfg, **change))
 
 
-def _alibi_slopes_hub(n):
-    """The hub's Baichuan 13B modeling_baichuan.py _get_interleave."""
-    import math
-
-    def pow2(m):
-        start = 2 ** (-(2 ** -(math.log2(m) - 3)))
-        return [start * start ** i for i in range(m)]
-    if math.log2(n).is_integer():
-        return pow2(n)
-    c = 2 ** math.floor(math.log2(n))
-    return pow2(c) + _alibi_slopes_hub(2 * c)[0::2][: n - c]
-
-
 def _llama_like_reference(w, tokens, *, L, H, K, eps, theta, qkv, names, alibi=False, head=None, emb_scale=1.0,
                           res_scale=1.0, logit_div=1.0):
     """A Llama-shaped forward over checkpoint tensors: ``qkv(prefix, h)`` gives q, k, v (B, T, heads, d)."""
@@ -428,7 +406,7 @@ def _llama_like_reference(w, tokens, *, L, H, K, eps, theta, qkv, names, alibi=F
         q, k, v = qkv(p, h)
         d = q.shape[-1]
         if alibi:
-            slopes = torch.tensor(_alibi_slopes_hub(H))
+            slopes = torch.tensor(hub_alibi_slopes(H))
             kk = k.repeat_interleave(H // K, 2)
             s = torch.einsum("bthd,bshd->bhts", q, kk) / d ** 0.5 + slopes[:, None, None] * pos[None, None, :]
             s = s.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
@@ -480,23 +458,14 @@ def _shapes_llama_like(c, *, w_pack, tied):
 def test_remote_checkpoint_loads_baichuan_minicpm(family, tmp_path):
     """Baichuan's W_pack, ALiBi and NormHead (lm_head rows normalised at load, as the hub's NormHead at
     inference), and MiniCPM's multipliers with a tied head: logits equal a forward written from the hub code."""
-    import json
-
-    from safetensors.torch import save_file
-
-    from planner.runtime.load import load_checkpoint
-    from planner.runtime.model import build_decoder
+    from tests.test_runtime import load_saved_checkpoint
 
     cfg = TINY_REMOTE[family]
     baichuan = family.startswith("baichuan")
     g = torch.Generator().manual_seed(11)
     w = {n: torch.randn(s, generator=g) * (0.3 if len(s) == 2 else 0.1) + (1.0 if n.endswith("norm.weight") else 0.0)
          for n, s in _shapes_llama_like(cfg, w_pack=baichuan, tied=not baichuan).items()}
-    save_file({n: t.contiguous() for n, t in w.items()}, tmp_path / "model.safetensors", metadata={"format": "pt"})
-    (tmp_path / "config.json").write_text(json.dumps(cfg))
-    ours = build_decoder(parse_config(cfg), seed=None)
-    report = load_checkpoint(ours, tmp_path)
-    assert report.missing == [] and report.ignored == []
+    _, ours = load_saved_checkpoint(tmp_path, cfg, w)
     D, H = cfg["hidden_size"], cfg["num_attention_heads"]
     K, d = cfg.get("num_key_value_heads", H), D // H
     tokens = torch.randint(0, 128, (2, 9), generator=g)

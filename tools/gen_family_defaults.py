@@ -23,6 +23,7 @@ TYPES = sys.argv[1:] or [
     "bailing_hybrid", "kimi_linear", "zamba2", "zamba",
     "siglip_vision_model", "cohere", "cohere2", "gpt2", "gpt_bigcode", "gptj", "gpt_neo", "bloom",
     "clip_vision_model", "pixtral", "llava", "mistral3",
+    "llava_next", "llava_next_video", "llava_onevision", "video_llava", "vipllava",
     "minimax_m2", "stablelm", "phimoe",
     "qwen2_vl", "qwen2_vl_text", "qwen2_vl_vision", "qwen2_5_vl", "qwen2_5_vl_text", "qwen2_5_vl_vision",
     "qwen3_vl", "qwen3_vl_text", "qwen3_vl_vision", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_vl_moe_vision",
@@ -41,7 +42,7 @@ TYPES = sys.argv[1:] or [
     # language models of multimodal wrappers, and the wrappers whose tie_word_embeddings default decides lm_head
     "glm4v_text", "glm_ocr_text", "glm4v_moe_text", "qwen3_omni_moe_text", "qwen2_5_omni_text",
     "glm4v_vision", "glm4v_moe_vision",
-    "glm4v", "glm46v", "glmga", "glm_ocr", "glm4v_moe", "internvl", "deepseek_vl", "deepseek_vl_hybrid", "janus",
+    "glm4v", "glm46v", "glmga", "glm_ocr", "glm4v_moe", "internvl", "internvl_vision", "deepseek_vl", "deepseek_vl_hybrid", "janus",
     "hyperclovax_vision_v2", "lighton_ocr", "minicpm_ocr", "qwen2_5_omni_thinker", "qwen3_omni_moe_thinker",
     "inkling_text", "inkling2_text", "inkling_mm_model", "inkling_vision", "inkling_audio", "inkling2",
     "inkling2_vision",
@@ -60,6 +61,18 @@ TYPES = sys.argv[1:] or [
     "longcat_flash",
     "dots3_note_text", "dots3_note", "dots3_note_vision_encoder", "dots3_note_audio_encoder",
     "aria_text", "aria", "idefics3_vision", "xglm",
+    "ernie4_5_vl_moe", "ernie4_5_vl_moe_text", "ernie4_5_vl_moe_vision",
+    "qwen2_5_omni_vision_encoder", "qwen2_5_omni_audio_encoder",
+    "minicpmv4_6", "minicpmv4_6_vision", "minicpmv4_7", "minicpmv4_7_vision", "minicpm_ocr_vision",
+    "video_llama_3", "video_llama_3_vision", "qianfan_ocr", "qianfan_ocr_vision",
+    "idefics2", "idefics2_vision", "idefics2_perceiver", "idefics3", "smolvlm", "smolvlm_vision",
+    "granite_docling", "granite_docling_text", "granite_docling_vision",
+    "siglip2_vision_model", "lfm2_vl", "lfm3_vl", "lfm3_vl_vision", "cohere2_vision", "aya_vision",
+    "molmo2", "molmo2_text", "molmo2_vision", "molmo2_adapter",
+    "paligemma", "shieldgemma2", "sam_vision_model", "janus_vision_model", "janus_vqgan",
+    "cosmos3_edge", "cosmos3_edge_text", "cosmos3_edge_vision", "kimi_k25", "kimi_k25_vision", "llama4",
+    "llama4_vision_model", "exaone4_5", "exaone4_5_vision", "cosmos3_omni", "nemotron_h_omni", "radio",
+    "parakeet_encoder", "apertus1p5", "apertus1p5_vision_tokenizer", "wavtokenizer_encoder",
 ]
 #: Families whose config nests blocks of fields in sub-config classes: their defaults go under "<type>.<key>".
 NESTED = {"dbrx": ("attn_config", "ffn_config"), "mpt": ("attn_config",)}

@@ -27,6 +27,8 @@ from dataclasses import replace
 from typing import Callable, Union
 
 from .. import vision
+from .. import vision_shuffle
+from .. import vision_wrappers
 from ..spec import ModelSpec, NormKind, RopeStyle, RouterKind
 from . import bloom, cohere, dbrx, deepseek, falcon, gemma3n, gemma4, gpt2, gpt_neox, hybrid, mllama, mpt, opt
 from . import inkling
@@ -36,6 +38,7 @@ from . import ctrl
 from . import dots3_note
 from . import xlstm
 from . import longcat
+from . import idefics
 from . import jetmoe
 from . import diffllama
 from . import mimo_v2_flash
@@ -52,7 +55,15 @@ from . import aria, xglm
 from . import remote
 from . import chatglm
 from . import arctic, jais
+from . import molmo2
 from . import nemotron_nas
+from . import ernie4_5_vl
+from . import qwen2_5_omni
+from . import minicpmv
+from . import video_llama_3, qianfan_ocr
+from . import llava_next
+from . import internvl
+from . import deepseek_vl, paligemma
 from .common import Traits
 
 Builder = Callable[..., ModelSpec]
@@ -170,10 +181,34 @@ REFUSED: dict[str, Builder] = {
                       "token shift and decay are data-dependent through low-rank (LoRA) projections "
                       "(time_maa_w1 / w2, time_decay_w1 / w2); this remote-code model is not modelled (RWKV-4's "
                       "model_type rwkv is)"),
+    # ERNIE-4.5-VL's original remote-code config (a flat config, list-valued moe_num_experts); the transformers format
+    # (model_type ernie4_5_vl_moe, with text_config / vision_config) is modelled
+    "ernie4_5_moe_vl": _refused("ERNIE-4.5-VL (remote-code format)", "its flat original config (list-valued "
+                                "moe_num_experts / moe_intermediate_size for the text and vision experts, "
+                                "moe_layer_start_index, a vision_config of the remote DFNRope tower) is not read; use the "
+                                "transformers-format config (model_type ernie4_5_vl_moe, with text_config and "
+                                "vision_config), whose checkpoint is the same model"),
     "rwkv7": _refused("RWKV-7 (Goose)", "its generalized delta-rule state (head_size x head_size per head, with an "
                       "in-context learning rate) and its low-rank w / a / v / g projections, value residual from "
                       "the first layer and per-channel k_k / k_a / r_k parameters (fla-hub remote code) are not "
                       "modelled (RWKV-4's model_type rwkv is)"),
+    # Muse Spark: read generically (transformers 5.24 default config) it came to 1.96x transformers: its experts run in
+    # moe_hidden_size (between pre_expert_proj / post_expert_proj), not hidden_size
+    "muse_spark_text": _refused("Muse Spark text", "its blocks are not modelled: a per-head sigmoid attention gate "
+                                "(gate_proj), weightless q/k/o RMSNorms, centred and input-scaled RMSNorms, learned "
+                                "residual gates (post_attention_residual_gate / post_feedforward_residual_gate), "
+                                "and MoE layers whose experts run in moe_hidden_size between a pre_expert_proj / "
+                                "post_expert_proj pair (with pre / post expert norms) instead of at hidden_size"),
+    "muse_spark": _refused("Muse Spark", "its language model (muse_spark_text: gated attention, residual gates, "
+                           "experts in a projected moe_hidden_size) is not modelled, nor its vision tower, vision "
+                           "adapter and projection and its convolutional audio tower"),
+    # IDEFICS (v1, HuggingFaceM4/idefics-9b / -80b): a flat config read generically came to ~0.53 of the checkpoint
+    "idefics": _refused("IDEFICS (v1)", "besides its Llama decoder, every cross_layer_interval-th layer is preceded "
+                        "by a gated cross-attention block (tanh-gated cross-attention to the image tokens with k/v "
+                        "from the vision width, optional q/k RMSNorms, and its own gated MLP) that runs at every "
+                        "decode step with the image K/V recomputed (transformers caches none), plus a CLIP-style "
+                        "vision tower, an optional perceiver resampler and decoupled embedding / lm_head rows "
+                        "(additional_vocab_size); none of this is modelled (Idefics2 / Idefics3 / SmolVLM are)"),
 }
 
 REGISTRY: dict[str, Family] = {
@@ -488,6 +523,11 @@ REGISTRY: dict[str, Family] = {
     "arctic": arctic.build,
     # Jais (Inception / Core42 / Cerebras): GPT-2's biased block with SwiGLU (c_fc, c_fc2), ALiBi, muP scales
     "jais": jais.build,
+    "molmo2_text": molmo2.build_text,  # Molmo2's Qwen3-shaped LM: q/k norms per head or whole, norm_after, extra vocab rows
+    # ERNIE-4.5-VL's language model: ERNIE 4.5 with modality-isolated experts (text and vision experts per layer)
+    "ernie4_5_vl_moe_text": ernie4_5_vl.build_text,
+    # Granite-Docling's language model: Granite's decoder (embedding / residual / attention / logits multipliers)
+    "granite_docling_text": Traits(multipliers=True),
 }
 
 #: Multimodal wrappers whose language model lives in ``text_config`` (the inner model_type when the
@@ -497,6 +537,12 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "gemma3": "gemma3_text",
     "mistral3": "mistral",
     "llava": None,
+    # LLaVA variants: text_config defaults to Llama (OneVision: Qwen2), as their config classes say
+    "llava_next": "llama",
+    "llava_next_video": "llama",
+    "llava_onevision": "qwen2",
+    "video_llava": "llama",
+    "vipllava": "llama",
     "qwen2_vl": "qwen2_vl_text",
     "qwen2_5_vl": "qwen2_5_vl_text",
     "qwen3_vl": "qwen3_vl_text",
@@ -523,6 +569,23 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "aria": "aria_text",
     "fuyu": "persimmon",  # Fuyu: Persimmon's language model; its patch projection counted (VISION_COUNTED)
     "step3_vl": "step3_text",  # StepFun Step-3's VLM wrapper (vLLM's Step3VLForConditionalGeneration)
+    "lfm2_vl": "lfm2",  # LFM2-VL: SigLIP2 NaFlex tower, pixel-unshuffle projector (analysis.vision_shuffle)
+    "lfm3_vl": "lfm3",  # LFM3-VL: its conv / attention encoder, merging projector
+    "cohere2_vision": "cohere2",  # Command A Vision: SigLIP tower, pixel shuffle into a SwiGLU projector
+    "aya_vision": "cohere2",  # Aya Vision: SigLIP tower, LayerNorm, pixel shuffle into a SwiGLU projector
+    "molmo2": "molmo2_text",  # Ai2 Molmo2: its ViT and pooling adapter counted (analysis.families.molmo2)
+    "ernie4_5_vl_moe": "ernie4_5_vl_moe_text",
+    "idefics2": "mistral",  # Idefics2: Mistral + SigLIP (NaViT) + perceiver resampler (analysis.families.idefics)
+    "idefics3": "llama",  # Idefics3: Llama 3 + SigLIP (NaViT) + pixel-shuffle connector
+    "smolvlm": "llama",  # SmolVLM / SmolVLM2: SmolLM2 (Llama) + Idefics3's tower and connector
+    "granite_docling": "granite_docling_text",  # Granite-Docling: Granite + SigLIP + DeepStack connector
+    "internvl": "qwen2",  # InternVL 2.5 / 3 in transformers' format (InternVLConfig's text_config default: Qwen2)
+    "internvl_chat": None,  # InternVL's remote-code format: the language model is llm_config (LLM_CONFIG_WRAPPERS)
+    "paligemma": "gemma",  # PaliGemma 1 (Gemma) / 2 (Gemma 2, text_config names it) + SigLIP + a Linear projector
+    "shieldgemma2": "gemma3_text",  # transformers builds Gemma3ForConditionalGeneration from it
+    "deepseek_vl": "llama",  # DeepSeek-VL: Llama + SigLIP + a two-Linear aligner
+    "deepseek_vl_hybrid": "llama",  # DeepSeek-VL 7B: Llama + SigLIP + SAM ViT + the hybrid aligner
+    "janus": "llama",  # Janus / Janus-Pro: Llama + SigLIP-shaped tower + the VQ-VAE and image-generation heads
 }
 
 #: Wrappers whose vision tower and projector are counted, as their ``*ForConditionalGeneration`` builds
@@ -530,6 +593,13 @@ TEXT_WRAPPERS: dict[str, str | None] = {
 VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
     "gemma3": vision.gemma3_vision,
     "llava": vision.llava_vision,
+    # the LLaVA variants: LLaVA's tower and projector, image_newline (NeXT, NeXT-Video, OneVision), NeXT-Video's
+    # conv resampler, Video-LLaVA's two towers, ViP-LLaVA's LayerNormed multi-layer projector
+    "llava_next": llava_next.llava_next_vision,
+    "llava_next_video": llava_next.llava_next_video_vision,
+    "llava_onevision": llava_next.llava_onevision_vision,
+    "video_llava": llava_next.video_llava_vision,
+    "vipllava": llava_next.vipllava_vision,
     "mistral3": vision.mistral3_vision,
     "qwen2_vl": vision.qwen2_vl_vision,
     "qwen2_5_vl": vision.qwen2_5_vl_vision,
@@ -551,8 +621,36 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
     "dots3_note": dots3_note.dots3_towers,  # its MoE vision tower (experts per block) and audio encoder
     "aria": aria.aria_vision,  # its Idefics3 (SigLIP-shaped) tower and cross-attention projector
     "fuyu": persimmon.fuyu_vision,  # no tower: one biased Linear from a flattened patch to the hidden size
+    "internvl": internvl.internvl_vision,  # InternViT (layer scales, optional qk norms) + pixel-shuffle projector
+    "internvl_chat": internvl.internvl_chat_vision,  # remote code: InternViT-300M / -6B (fused qkv) + mlp1
     "step3_vl": step3.step3_vision,  # its CLIP-like tower, two conv downsamplers and the projector (vLLM)
+    "lfm2_vl": vision_shuffle.lfm2_vl_vision,
+    "lfm3_vl": vision_shuffle.lfm3_vl_vision,
+    "cohere2_vision": vision_shuffle.cohere2_vision_vision,
+    "aya_vision": vision_shuffle.aya_vision_vision,
+    "molmo2": molmo2.molmo2_vision,
+    "ernie4_5_vl_moe": ernie4_5_vl.ernie_vl_vision,  # its ViT (Linear patch embed) and the resampler
+    "qwen2_5_omni_thinker": qwen2_5_omni.thinker_towers,  # Qwen2.5-VL's tower (split q/k/v) and a Whisper encoder
+    # MiniCPM-V 4.6 / 4.7, MiniCPM-o OCR: a SigLIP tower with a window-attention merger, then DownsampleMLPs
+    "minicpmv4_6": minicpmv.minicpmv4_6_vision,
+    "minicpmv4_7": minicpmv.minicpmv4_7_vision,
+    "minicpm_ocr": minicpmv.minicpm_ocr_vision,
+    "video_llama_3": video_llama_3.video_llama_3_vision,  # SigLIP layers without positions, a two-Linear readout
+    "qianfan_ocr": qianfan_ocr.qianfan_ocr_vision,  # InternViT (its layers under layers.N) + pixel-shuffle projector
+    "idefics2": idefics.idefics2_vision,  # NaViT SigLIP tower, gated MLP projection and perceiver resampler
+    "idefics3": idefics.idefics3_vision,  # NaViT SigLIP tower and a pixel-shuffle Linear
+    "smolvlm": idefics.smolvlm_vision,
+    "granite_docling": idefics.granite_docling_vision,  # tower, coarse / fine DeepStack connector, density router
+    "paligemma": paligemma.paligemma_vision,  # SigLIP tower + a biased Linear to projection_dim
+    "shieldgemma2": vision.gemma3_vision,  # Gemma 3's SigLIP tower and projector (SigLIP's class defaults)
+    "deepseek_vl": deepseek_vl.deepseek_vl_vision,  # SigLIP tower (head included) + the two-Linear aligner
+    "deepseek_vl_hybrid": deepseek_vl.deepseek_vl_hybrid_vision,  # + SAM ViT, its neck and convs, hybrid aligner
+    "janus": deepseek_vl.janus_vision,  # understanding tower + aligner; VQ-VAE, generation embeddings / heads
 }
+
+#: Wrappers whose language model is not in text_config: model_type -> (top-level config, where) -> the text_config
+#: to read (InternVL's remote-code format keeps it in llm_config, built by its architectures[0]).
+LLM_CONFIG_WRAPPERS: dict[str, Callable[[dict, str], dict]] = {"internvl_chat": internvl.chat_text_config}
 
 #: Wrappers whose language model has image cross-attention layers: model_type -> (top-level config,
 #: where) -> image tokens one image puts in their cache.
@@ -568,16 +666,52 @@ FLAT_TEXT_WRAPPERS = frozenset({"qwen2_vl", "qwen2_5_vl", "dots3_note", "fuyu"})
 #: the text_config's flag is set (LlavaConfig.__post_init__ forwards the text flag). InternVL, DeepSeek-VL, Janus,
 #: HyperCLOVAX-Vision, LightOnOCR and MiniCPM-o OCR default to tied at the wrapper (transformers 5 ties them
 #: whatever text_config says); the GLM-V wrappers and the Qwen-Omni thinkers to untied.
-WRAPPER_TIE: dict[str, str] = {"llava": "either", "mistral3": "wrapper", "qwen2_vl": "either", "qwen2_5_vl": "either",
+WRAPPER_TIE: dict[str, str] = {"llava": "either", "llava_next_video": "either", "llava_onevision": "either",
+                                "llava_next": "wrapper", "video_llava": "wrapper", "vipllava": "wrapper",
+                                "mistral3": "wrapper", "qwen2_vl": "either", "qwen2_5_vl": "either",
                                 "qwen3_vl": "wrapper", "qwen3_vl_moe": "wrapper", "qwen3_5": "wrapper",
                                 "qwen3_5_moe": "wrapper", "qwen4_exp": "wrapper",
                                 "glm4v": "either", "glm4v_moe": "either", "glm_ocr": "either", "glm46v": "wrapper",
                                 "glmga": "wrapper", "internvl": "wrapper", "deepseek_vl": "wrapper",
                                 "deepseek_vl_hybrid": "wrapper", "janus": "wrapper", "hyperclovax_vision_v2": "wrapper",
-                                "lighton_ocr": "wrapper", "minicpm_ocr": "wrapper", "qwen2_5_omni_thinker": "wrapper",
+                                "lighton_ocr": "wrapper", "minicpm_ocr": "wrapper", "minicpmv4_6": "wrapper", "minicpmv4_7": "wrapper", "video_llama_3": "either", "qianfan_ocr": "wrapper", "qwen2_5_omni_thinker": "wrapper",
                                 "qwen3_omni_moe_thinker": "wrapper", "minimax_m3_vl": "either",
                                 "gemma4_unified": "wrapper", "gemma4": "wrapper", "dots3_note": "wrapper",
-                                "fuyu": "wrapper", "aria": "wrapper"}
+                                "fuyu": "wrapper", "aria": "wrapper", "ernie4_5_vl_moe": "wrapper", "idefics2": "wrapper", "idefics3": "wrapper",
+                                "smolvlm": "wrapper", "granite_docling": "wrapper"}
+WRAPPER_TIE.update({"lfm2_vl": "wrapper", "lfm3_vl": "wrapper", "cohere2_vision": "wrapper", "aya_vision": "wrapper"})
+
+#: Wrappers around a Cohere language model whose own lm_head leaves text_config.logit_scale out (transformers'
+#: Cohere2Vision / AyaVision ForConditionalGeneration: ``logits = self.lm_head(hidden_states)``).
+UNSCALED_LOGITS_WRAPPERS = frozenset({"cohere2_vision", "aya_vision"})
+# PaliGemma: the wrapper's flag (default tied); ShieldGemma2Config.__post_init__ ties when the text_config's flag is set
+WRAPPER_TIE.update({"paligemma": "wrapper", "shieldgemma2": "either"})
+
+# Cosmos3-Edge's language model: Llama with a plain relu2 MLP (fc1 / fc2, no gate) and M-RoPE (for text, plain RoPE)
+REGISTRY["cosmos3_edge_text"] = Traits(gated=False, act_default="relu2", head_dim_default=128, windows="none",
+                                       modules=((".mlp.fc1.", ".mlp.up_proj."), (".mlp.fc2.", ".mlp.down_proj.")))
+# wrappers whose towers analysis/vision_wrappers.py counts (Llama 4's language model is registered above)
+TEXT_WRAPPERS.update({"cosmos3_edge": "cosmos3_edge_text", "cosmos3_omni": "qwen3_vl_text", "kimi_k25": "deepseek_v3",
+                      "exaone4_5": "exaone4", "hyperclovax_vision_v2": "hyperclovax", "nemotron_h_omni": "nemotron_h",
+                      "apertus1p5": "apertus1p5_text"})
+VISION_COUNTED.update({
+    "llama4": vision_wrappers.llama4_vision,  # its ViT, pixel-shuffle adapter and one Linear projector
+    "kimi_k25": vision_wrappers.kimi_k25_vision,  # MoonViT and the patch-merging projector
+    "cosmos3_edge": vision_wrappers.cosmos3_edge_vision,  # SigLIP2 (no head) and the merger
+    "cosmos3_omni": vision_wrappers.cosmos3_omni_vision,  # the Qwen3-VL tower with DeepStack mergers
+    "exaone4_5": vision_wrappers.exaone4_5_vision,  # the Qwen2.5-VL tower with a grouped qkv
+    "hyperclovax_vision_v2": vision_wrappers.hyperclovax_vision_v2_vision,  # Qwen2.5-VL tower + a Linear
+    "nemotron_h_omni": vision_wrappers.nemotron_h_omni_vision,  # C-RADIO + projector; Parakeet + embed_audio
+    "apertus1p5": vision_wrappers.apertus1p5_towers,  # VQGAN image tokenizer, WavTokenizer audio encoder
+})
+# whose flag ties lm_head, as transformers builds them (checked on meta): Kimi K2.5, Cosmos3-Omni, EXAONE 4.5 and
+# Apertus 1.5 the wrapper's; Cosmos3-Edge (_tied_weights_keys = {}) and Nemotron-3 Nano Omni (its own language model)
+# never
+WRAPPER_TIE.update({"kimi_k25": "wrapper", "cosmos3_omni": "wrapper", "exaone4_5": "wrapper", "cosmos3_edge": "never",
+                    "nemotron_h_omni": "never", "apertus1p5": "wrapper"})
+LLM_CONFIG_WRAPPERS["nemotron_h_omni"] = vision_wrappers.nemotron_h_omni_text_config
+#: The language model's model_type a wrapper's config renames on load (their __post_init__): wrapper -> {old: new}.
+TEXT_TYPE_RENAMES: dict[str, dict[str, str]] = {"exaone4_5": {"exaone4_5_text": "exaone4"}}
 
 #: The smallest Llama-shaped config (hidden 64, 2 layers): calibration times eager dispatch with it.
 TINY_DECODER = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,

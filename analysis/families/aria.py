@@ -24,9 +24,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import ConfigError, UnsupportedModelError
-from ..fields import MAX_LAYERS, Fields
+from ..fields import Fields
 from ..spec import CheckpointLayout, ExpertLayout, ModelSpec, MoE, RouterKind, Tensor
-from ..vision import _encoder_block, _lin, _ln, _vision_fields
+from ..vision import _lin, _ln, idefics_tower, vision_config_dict
 from . import decoder
 from .common import Traits, read_act
 
@@ -83,36 +83,12 @@ def _queries(top: dict, where: str) -> int:
 
 
 def idefics3_tower(vision_config: dict, where: str, prefix: str = "model.vision_tower") -> list[Tensor]:
-    """Idefics3VisionTransformer: a biased patch conv, (image_size // patch_size)² learned positions, SigLIP
-    encoder blocks, a final LayerNorm (no pooling head)."""
-    f = _vision_fields(vision_config, where, VISION_TYPE)
-    h = f.int("hidden_size")
-    inter = f.int("intermediate_size")
-    layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
-    heads = f.int("num_attention_heads")
-    if h % heads:
-        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({h})")
-    channels = f.int("num_channels", hi=64)
-    image = f.int("image_size", hi=1 << 16)
-    patch = f.int("patch_size", hi=4096)
-    if patch > image:
-        raise f.error("patch_size", f"({patch}) is larger than image_size ({image})")
-    positions = (image // patch) ** 2
-    out = [Tensor(f"{prefix}.embeddings.patch_embedding.weight", (h, channels, patch, patch), "vision"),
-           Tensor(f"{prefix}.embeddings.patch_embedding.bias", (h,), "vision"),
-           Tensor(f"{prefix}.embeddings.position_embedding.weight", (positions, h), "vision")]
-    for i in range(layers):
-        _encoder_block(out, f"{prefix}.encoder.layers.{i}", h, inter)
-    _ln(out, f"{prefix}.post_layernorm", h)
-    return out
+    """Idefics3VisionTransformer (analysis.vision.idefics_tower with Idefics3VisionConfig's defaults)."""
+    return idefics_tower(vision_config, where, VISION_TYPE, prefix)
 
 
 def aria_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
-    vc = top.get("vision_config")
-    if vc is None:
-        vc = {}
-    if not isinstance(vc, dict):
-        raise ConfigError(f"{where}: field 'vision_config' must be an object")
+    vc = vision_config_dict(top.get("vision_config"), where)
     mt = vc.get("model_type", VISION_TYPE)
     if mt != VISION_TYPE:
         raise UnsupportedModelError(f"{where}: vision tower '{mt}' is not one we can count for Aria",

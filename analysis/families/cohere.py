@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..fields import MAX_LAYERS, Fields
 from ..spec import MLP, Attention, Layer, ModelSpec, Norm, NormKind, Numerics, PlacedNorm, RopeStyle
-from .common import Traits, check_layer_types, read_act, read_eps, read_head_dim, read_rope, read_tie
+from .common import Traits, check_layer_types, read_act, read_eps, read_head_dim, read_kv_heads, read_rope, read_tie
 
 TRAITS = Traits(act_default="silu")
 
@@ -35,9 +35,7 @@ def build(f: Fields, model_type: str, *, version: int) -> ModelSpec:
     n_layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
     heads = f.int("num_attention_heads")
     vocab = f.int("vocab_size", hi=1 << 26)
-    kv = f.int("num_key_value_heads", heads, note="absent: equal to num_attention_heads (no GQA)")
-    if kv > heads or heads % kv:
-        raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
+    kv = read_kv_heads(f, heads)
     if version == 2:
         if hidden % heads:
             raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({hidden})")

@@ -27,7 +27,8 @@ from __future__ import annotations
 from ..fields import MAX_LAYERS, Fields
 from ..spec import (MLP, Attention, Layer, ModelSpec, MoE, Norm, NormKind, Numerics, PlacedNorm, RopeStyle,
                     RouterKind)
-from .common import Traits, per_layer_types, read_act, read_head_dim, read_rope, read_tie, sparse_layers
+from .common import (Traits, per_layer_types, read_act, read_head_dim, read_kv_heads, read_rope, read_tie,
+                     sparse_layers)
 
 TRAITS = Traits(act_default="silu")
 
@@ -48,9 +49,7 @@ def build(f: Fields, model_type: str) -> ModelSpec:
     n_layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
     heads = f.int("num_attention_heads")
     vocab = f.int("vocab_size", hi=1 << 26)
-    kv = f.int("num_key_value_heads", heads, note="absent: equal to num_attention_heads (no GQA)")
-    if kv > heads or heads % kv:
-        raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
+    kv = read_kv_heads(f, heads)
     hd = read_head_dim(f, hidden, heads, 128)
     theta, rotary_dim, scaling = read_rope(f, hd)
     bias = f.bool("attention_bias", False)

@@ -179,6 +179,26 @@ def merge_nested(f: Fields, key: str, sub: Fields) -> None:
         f.records[f"{key}.{name}"] = Provenance(f"{key}.{name}", p.status, p.value, p.note)
 
 
+def read_mha_core(f: Fields, defaults: dict, head_width: str = "the head width is hidden_size / "
+                                                                   "num_attention_heads") -> tuple[int, int, int, int, int]:
+    """hidden, layers, heads, head_dim (hidden / heads), vocab, with a (remote) config class's defaults."""
+    hidden = f.int("hidden_size", defaults["hidden_size"])
+    n_layers = f.int("num_hidden_layers", defaults["num_hidden_layers"], hi=MAX_LAYERS)
+    heads = f.int("num_attention_heads", defaults["num_attention_heads"])
+    vocab = f.int("vocab_size", defaults["vocab_size"], hi=1 << 26)
+    if hidden % heads:
+        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({hidden}): {head_width}")
+    return hidden, n_layers, heads, hidden // heads, vocab
+
+
+def read_kv_heads(f: Fields, heads: int) -> int:
+    """num_key_value_heads (absent: num_attention_heads, no GQA); it must divide num_attention_heads."""
+    kv = f.int("num_key_value_heads", heads, note="absent: equal to num_attention_heads (no GQA)")
+    if kv > heads or heads % kv:
+        raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
+    return kv
+
+
 def read_head_dim(f: Fields, hidden: int, heads: int, family_default: int | None = None) -> int:
     if f.has("head_dim"):
         return f.int("head_dim")

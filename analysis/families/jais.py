@@ -25,9 +25,9 @@ KV cache: K and V of every layer, ``n_head x head_dim`` each per token. ``scale_
 
 from __future__ import annotations
 
-from ..fields import MAX_LAYERS, Fields
+from ..fields import Fields
 from ..spec import MLP, Attention, CheckpointLayout, Layer, ModelSpec, Norm, NormKind, Numerics
-from .common import pre_norms, read_tie
+from .common import pre_norms, read_mha_core, read_tie
 
 LAYOUT = CheckpointLayout(
     renames=(("transformer.h.", "model.layers."), ("transformer.wte.", "model.embed_tokens."),
@@ -78,14 +78,10 @@ def _alibi_scaling(f: Fields) -> tuple:
 
 
 def build(f: Fields, model_type: str) -> ModelSpec:
-    hidden = f.int("hidden_size", DEFAULTS["n_embd"])
-    n_layers = f.int("num_hidden_layers", DEFAULTS["n_layer"], hi=MAX_LAYERS)
-    heads = f.int("num_attention_heads", DEFAULTS["n_head"])
-    vocab = f.int("vocab_size", DEFAULTS["vocab_size"], hi=1 << 26)
-    if hidden % heads:
-        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({hidden}): Jais's head_dim is "
-                                             "n_embd / n_head")
-    hd = hidden // heads
+    hidden, n_layers, heads, hd, vocab = read_mha_core(
+        f, dict(hidden_size=DEFAULTS["n_embd"], num_hidden_layers=DEFAULTS["n_layer"],
+                num_attention_heads=DEFAULTS["n_head"], vocab_size=DEFAULTS["vocab_size"]),
+        "Jais's head_dim is n_embd / n_head")
     inner = f.int("intermediate_size", lambda: 4 * hidden, note="n_inner absent or null: 4 x n_embd")
     for key in ("scale_attn_by_inverse_layer_idx", "add_cross_attention"):
         if f.bool(key, False):

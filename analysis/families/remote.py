@@ -24,10 +24,10 @@ code (its class defaults are the builders' defaults here: no transformers class 
 
 from __future__ import annotations
 
-from ..fields import MAX_LAYERS, Fields
+from ..fields import Fields
 from ..mixers import Attention
 from ..spec import MLP, CheckpointLayout, Layer, ModelSpec, Norm
-from .common import Traits, pre_norms, read_act, read_rotary, read_tie
+from .common import Traits, pre_norms, read_act, read_mha_core, read_rotary, read_tie
 
 _SILU = Traits()  # hidden_act, default silu (both remote configs' default)
 
@@ -43,21 +43,9 @@ INTERNLM2_LAYOUT = CheckpointLayout(
     qkv_grouped=True)
 
 
-def _mha_core(f: Fields, defaults: dict) -> tuple[int, int, int, int, int]:
-    """hidden, layers, heads, head_dim (hidden / heads), vocab, with the remote config class's defaults."""
-    hidden = f.int("hidden_size", defaults["hidden_size"])
-    n_layers = f.int("num_hidden_layers", defaults["num_hidden_layers"], hi=MAX_LAYERS)
-    heads = f.int("num_attention_heads", defaults["num_attention_heads"])
-    vocab = f.int("vocab_size", defaults["vocab_size"], hi=1 << 26)
-    if hidden % heads:
-        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({hidden}): the head width is "
-                                             "hidden_size / num_attention_heads")
-    return hidden, n_layers, heads, hidden // heads, vocab
-
-
 def build_internlm2(f: Fields, model_type: str) -> ModelSpec:
     # InternLM2Config (the hub's configuration_internlm2.py) defaults
-    hidden, n_layers, heads, hd, vocab = _mha_core(f, dict(hidden_size=4096, num_hidden_layers=32,
+    hidden, n_layers, heads, hd, vocab = read_mha_core(f, dict(hidden_size=4096, num_hidden_layers=32,
                                                            num_attention_heads=32, vocab_size=103168))
     kv = f.int("num_key_value_heads", lambda: heads, note="absent: equal to num_attention_heads (no GQA)")
     if kv > heads or heads % kv:
@@ -89,7 +77,7 @@ QWEN_LAYOUT = CheckpointLayout(
 
 def build_qwen(f: Fields, model_type: str) -> ModelSpec:
     # QWenConfig (the hub's configuration_qwen.py) defaults
-    hidden, n_layers, heads, hd, vocab = _mha_core(f, dict(hidden_size=4096, num_hidden_layers=32,
+    hidden, n_layers, heads, hd, vocab = read_mha_core(f, dict(hidden_size=4096, num_hidden_layers=32,
                                                            num_attention_heads=32, vocab_size=151936))
     kv_channels = f.int("kv_channels", 128)
     if kv_channels != hd:
@@ -143,7 +131,7 @@ def build_baichuan(f: Fields, model_type: str) -> ModelSpec:
     Baichuan 1 7B: RoPE) else by ``hidden_size == 4096`` (RoPE; else ALiBi), as its BaichuanForCausalLM does.
     Baichuan 2 (vocabulary 125696) normalises each lm_head row (NormHead): the same parameters, normalised as
     the checkpoint is loaded. Class defaults: Baichuan 2 7B's configuration_baichuan.py."""
-    hidden, n_layers, heads, hd, vocab = _mha_core(f, dict(hidden_size=4096, num_hidden_layers=32,
+    hidden, n_layers, heads, hd, vocab = read_mha_core(f, dict(hidden_size=4096, num_hidden_layers=32,
                                                            num_attention_heads=32, vocab_size=BAICHUAN2_VOCAB))
     intermediate = f.int("intermediate_size", 11008)
     act = read_act(f, _SILU)
@@ -183,7 +171,7 @@ def build_minicpm(f: Fields, model_type: str) -> ModelSpec:
     attention, which is how vLLM's minicpm.py serves it."""
     from ..spec import MoE, Numerics
 
-    hidden, n_layers, heads, hd, vocab = _mha_core(f, dict(hidden_size=4096, num_hidden_layers=32,
+    hidden, n_layers, heads, hd, vocab = read_mha_core(f, dict(hidden_size=4096, num_hidden_layers=32,
                                                            num_attention_heads=32, vocab_size=32000))
     kv = f.int("num_key_value_heads", lambda: heads, note="absent: equal to num_attention_heads (no GQA)")
     if kv > heads or heads % kv:
