@@ -25,7 +25,7 @@ with biases), a final LayerNorm, and — when ``vision_use_head`` — an attenti
 
 from __future__ import annotations
 
-from .errors import ConfigError
+from .errors import ConfigError, UnsupportedModelError
 from .fields import MAX_LAYERS, Fields
 from .spec import Tensor
 
@@ -67,13 +67,24 @@ def _grid(f: Fields) -> int:
     return (ih // ph) * (iw // pw)
 
 
-def vision_config_dict(vision_config: object, where: str) -> dict:
-    """``vision_config`` as a dict: ``{}`` when absent (null), a ConfigError when not an object."""
+def vision_config_dict(vision_config: object, where: str, key: str = "vision_config") -> dict:
+    """A sub-config (``vision_config`` unless ``key`` names another, e.g. ``audio_config``) as a dict: ``{}`` when
+    absent (null), a ConfigError when not an object."""
     if vision_config is None:
         return {}
     if not isinstance(vision_config, dict):
-        raise ConfigError(f"{where}: field 'vision_config' must be an object")
+        raise ConfigError(f"{where}: field '{key}' must be an object")
     return vision_config
+
+
+def vision_tower_config(top: dict, where: str, model_type: str, wrapper: str, hint: str) -> dict:
+    """The wrapper's ``vision_config`` as a dict (see vision_config_dict), its ``model_type`` (``model_type`` when
+    absent) checked to be ``model_type``: an UnsupportedModelError naming ``wrapper``, with ``hint``, otherwise."""
+    vc = vision_config_dict(top.get("vision_config"), where)
+    mt = vc.get("model_type", model_type)
+    if mt != model_type:
+        raise UnsupportedModelError(f"{where}: vision tower '{mt}' is not one we can count for {wrapper}", hint)
+    return vc
 
 
 def _vision_fields(vision_config: object, where: str, family: str) -> Fields:
@@ -94,19 +105,24 @@ def _encoder_block(out: list[Tensor], p: str, h: int, inter: int) -> None:
     _lin(out, f"{p}.mlp.fc2", h, inter)
 
 
+def _qkv_block(out: list[Tensor], b: str, h: int, inter: int, fc: str = "fc") -> None:
+    """One Qwen-VL-style vision block: LayerNorms norm1 / norm2, a biased fused attn.qkv and attn.proj, biased
+    mlp.{fc}1 / mlp.{fc}2 (``fc="linear_fc"`` for Qwen3-VL's names)."""
+    _ln(out, f"{b}.norm1", h)
+    _ln(out, f"{b}.norm2", h)
+    _lin(out, f"{b}.attn.qkv", 3 * h, h)
+    _lin(out, f"{b}.attn.proj", h, h)
+    _lin(out, f"{b}.mlp.{fc}1", inter, h)
+    _lin(out, f"{b}.mlp.{fc}2", h, inter)
+
+
 def siglip_tensors(vision_config: object, where: str, prefix: str = "model.vision_tower.vision_model",
                    family: str = "siglip_vision_model") -> list[Tensor]:
     """SigLIP's vision tower; with ``family="siglip2_vision_model"`` SigLIP2's (NaFlex): the same blocks, post norm
     and head, but a biased Linear patch embedding (channels·patch² → hidden) and ``num_patches`` learned positions
     (a config field, not image_size / patch_size)."""
     f = _vision_fields(vision_config, where, family)
-    h = f.int("hidden_size")
-    inter = f.int("intermediate_size")
-    layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
-    heads = f.int("num_attention_heads")
-    if h % heads:
-        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({h})")
-    channels = f.int("num_channels", hi=64)
+    h, inter, layers, channels = _tower_shape(f)
     if family in ("siglip2_vision_model", "cosmos3_edge_vision"):  # Cosmos3-Edge: a SigLIP2 tower
         patch = f.int("patch_size", hi=4096)  # Siglip2VisionEmbeddings squares it: an int only
         patch_shape: tuple[int, ...] = (h, channels * patch * patch)
@@ -144,13 +160,7 @@ def idefics_tower(vision_config: object, where: str, family: str = "idefics3_vis
     ``family``'s defaults): a biased patch conv, (image_size // patch_size)² learned positions (integer sides
     only), SigLIP encoder blocks and a final LayerNorm, no pooling head."""
     f = _vision_fields(vision_config, where, family)
-    h = f.int("hidden_size")
-    inter = f.int("intermediate_size")
-    layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
-    heads = f.int("num_attention_heads")
-    if h % heads:
-        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({h})")
-    channels = f.int("num_channels", hi=64)
+    h, inter, layers, channels = _tower_shape(f)
     image = f.int("image_size", hi=1 << 16)
     patch = f.int("patch_size", hi=4096)
     if patch > image:
@@ -351,13 +361,7 @@ def qwen2_vl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ..
     p = "model.visual"
     out = [Tensor(f"{p}.patch_embed.proj.weight", _qwen_patch(f, e), "vision")]
     for i in range(depth):
-        b = f"{p}.blocks.{i}"
-        _ln(out, f"{b}.norm1", e)
-        _ln(out, f"{b}.norm2", e)
-        _lin(out, f"{b}.attn.qkv", 3 * e, e)
-        _lin(out, f"{b}.attn.proj", e, e)
-        _lin(out, f"{b}.mlp.fc1", mlp, e)
-        _lin(out, f"{b}.mlp.fc2", e, mlp)
+        _qkv_block(out, f"{p}.blocks.{i}", e, mlp)
     _ln(out, f"{p}.merger.ln_q", e)
     _lin(out, f"{p}.merger.mlp.0", merged, merged)
     _lin(out, f"{p}.merger.mlp.2", out_dim, merged)
@@ -420,13 +424,7 @@ def _qwen3_vision(top: dict, where: str, family: str, deepstack_mergers: bool = 
            Tensor(f"{p}.patch_embed.proj.bias", (h,), "vision")]
     out.append(Tensor(f"{p}.pos_embed.weight", (f.int("num_position_embeddings", hi=1 << 24), h), "vision"))
     for i in range(depth):
-        b = f"{p}.blocks.{i}"
-        _ln(out, f"{b}.norm1", h)
-        _ln(out, f"{b}.norm2", h)
-        _lin(out, f"{b}.attn.qkv", 3 * h, h)
-        _lin(out, f"{b}.attn.proj", h, h)
-        _lin(out, f"{b}.mlp.linear_fc1", inter, h)
-        _lin(out, f"{b}.mlp.linear_fc2", h, inter)
+        _qkv_block(out, f"{p}.blocks.{i}", h, inter, fc="linear_fc")
     _qwen3_merger(out, f"{p}.merger", h, merged, out_dim)
     for k in range(len(deepstack)):
         _qwen3_merger(out, f"{p}.deepstack_merger_list.{k}", merged, merged, out_dim)

@@ -33,7 +33,7 @@ from .errors import ConfigError, UnsupportedModelError
 from .fields import MAX_LAYERS, Fields
 from .spec import Tensor
 from .vision import (_heads_divide, _lin, _ln, _tower_shape, _vision_fields, qwen2_5_vl_vision,
-                     qwen3_vl_vision, siglip_tensors)
+                     qwen3_vl_vision, siglip_tensors, vision_config_dict)
 
 
 def _top(top: dict, where: str, family: str) -> Fields:
@@ -43,12 +43,7 @@ def _top(top: dict, where: str, family: str) -> Fields:
 
 
 def _vc(top: dict, where: str) -> dict:
-    vc = top.get("vision_config")
-    if vc is None:
-        return {}
-    if not isinstance(vc, dict):
-        raise ConfigError(f"{where}: field 'vision_config' must be an object")
-    return vc
+    return vision_config_dict(top.get("vision_config"), where)
 
 
 def _tower_type(top: dict, where: str, wrapper: str, accepted: tuple[str, ...]) -> None:
@@ -488,11 +483,7 @@ def apertus1p5_towers(top: dict, text_hidden: int, where: str) -> tuple[Tensor, 
 def _mm_audio_fields(top: dict, where: str) -> Fields:
     from .family_defaults import FAMILY_DEFAULTS
 
-    ac = top.get("audio_config")
-    if ac is None:
-        ac = {}
-    if not isinstance(ac, dict):
-        raise ConfigError(f"{where}: field 'audio_config' must be an object")
+    ac = vision_config_dict(top.get("audio_config"), where, "audio_config")
     mt = ac.get("model_type", "wavtokenizer_encoder")
     if mt != "wavtokenizer_encoder":  # Apertus1p5Config.validate_architecture
         raise ConfigError(f"{where}: audio_config.model_type must be 'wavtokenizer_encoder', got {mt!r}")

@@ -4368,6 +4368,19 @@ def test_ernie_vl_bad_configs_are_config_errors(text, vision, match):
 # hub config.json files as published (written from the hub pages), with the cards' parameter counts
 _SIGLIP_SO400M_NAVIT = {"hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27,
                         "num_attention_heads": 16, "patch_size": 14}
+
+
+def _smolvlm_2b(model_type: str, image_token_id: int, vocab: int, rope_theta: float, max_positions: int,
+                vision_type: str) -> dict:
+    """SmolVLM(2)'s 2B-class config: a 24-layer 2048-wide Llama and the SO400M NaViT tower at 384 pixels."""
+    return {
+        "model_type": model_type, "image_token_id": image_token_id, "scale_factor": 3, "tie_word_embeddings": False,
+        "text_config": {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 24,
+                        "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": vocab,
+                        "rope_theta": rope_theta, "max_position_embeddings": max_positions, "pad_token_id": 2},
+        "vision_config": dict(_SIGLIP_SO400M_NAVIT, model_type=vision_type, image_size=384)}
+
+
 IDEFICS_PUBLISHED = {
     "HuggingFaceM4/idefics2-8b": ({
         "model_type": "idefics2", "image_token_id": 32001, "tie_word_embeddings": False, "torch_dtype": "float32",
@@ -4383,18 +4396,9 @@ IDEFICS_PUBLISHED = {
                         "rope_theta": 500000.0, "vocab_size": 128259, "max_position_embeddings": 131072,
                         "pad_token_id": 128002},
         "vision_config": dict(_SIGLIP_SO400M_NAVIT, model_type="idefics3", image_size=364)}, 8.46e9),
-    "HuggingFaceTB/SmolVLM-Instruct": ({
-        "model_type": "idefics3", "image_token_id": 49153, "scale_factor": 3, "tie_word_embeddings": False,
-        "text_config": {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 24,
-                        "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 49155,
-                        "rope_theta": 273768.0, "max_position_embeddings": 16384, "pad_token_id": 2},
-        "vision_config": dict(_SIGLIP_SO400M_NAVIT, model_type="idefics3", image_size=384)}, 2.25e9),
-    "HuggingFaceTB/SmolVLM2-2.2B-Instruct": ({
-        "model_type": "smolvlm", "image_token_id": 49190, "scale_factor": 3, "tie_word_embeddings": False,
-        "text_config": {"model_type": "llama", "hidden_size": 2048, "intermediate_size": 8192, "num_hidden_layers": 24,
-                        "num_attention_heads": 32, "num_key_value_heads": 32, "vocab_size": 49280,
-                        "rope_theta": 130000, "max_position_embeddings": 8192, "pad_token_id": 2},
-        "vision_config": dict(_SIGLIP_SO400M_NAVIT, model_type="smolvlm_vision", image_size=384)}, 2.25e9),
+    "HuggingFaceTB/SmolVLM-Instruct": (_smolvlm_2b("idefics3", 49153, 49155, 273768.0, 16384, "idefics3"), 2.25e9),
+    "HuggingFaceTB/SmolVLM2-2.2B-Instruct": (_smolvlm_2b("smolvlm", 49190, 49280, 130000, 8192, "smolvlm_vision"),
+                                             2.25e9),
     # Granite-Docling-258M is published as an Idefics3 checkpoint (Granite 165M-class Llama + SigLIP2-base-512)
     "ibm-granite/granite-docling-258M": ({
         "model_type": "idefics3", "image_token_id": 100270, "scale_factor": 4, "tie_word_embeddings": True,

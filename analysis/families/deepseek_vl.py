@@ -30,10 +30,10 @@ of it is counted (kind ``vision``); none of it takes part in a text decode step.
 
 from __future__ import annotations
 
-from ..errors import ConfigError, UnsupportedModelError
+from ..errors import UnsupportedModelError
 from ..fields import MAX_LAYERS, Fields
 from ..spec import Tensor
-from ..vision import _lin, _ln, siglip_tensors
+from ..vision import _lin, _ln, siglip_tensors, vision_config_dict, vision_tower_config
 
 #: SamVisionConfig's list default (not in the generated scalar table) and its output_channels (a field name the
 #: generator's deny-list drops).
@@ -44,25 +44,16 @@ JANUS_CHANNEL_MULTIPLIER = (1, 1, 2, 2, 4)
 
 
 def _sub(top: dict, key: str, where: str, family: str) -> Fields:
-    sub = top.get(key)
-    if sub is None:
-        sub = {}
-    if not isinstance(sub, dict):
-        raise ConfigError(f"{where}: field '{key}' must be an object")
+    sub = vision_config_dict(top.get(key), where, key)
     from ..family_defaults import FAMILY_DEFAULTS
 
     return Fields(sub, f"{where} ({key})", defaults=FAMILY_DEFAULTS.get(family), nested=True, family=family)
 
 
 def _siglip(top: dict, where: str, prefix: str) -> list[Tensor]:
-    vc = top.get("vision_config")
-    if vc is not None and not isinstance(vc, dict):
-        raise ConfigError(f"{where}: field 'vision_config' must be an object")
-    mt = (vc or {}).get("model_type", "siglip_vision_model")
-    if mt != "siglip_vision_model":
-        raise UnsupportedModelError(f"{where}: vision tower '{mt}' is not one we can count for DeepSeek-VL",
-                                    "DeepSeek-VL's checkpoints use a SigLIP tower (siglip_vision_model)")
-    return siglip_tensors(vc or {}, where, prefix=prefix)
+    vc = vision_tower_config(top, where, "siglip_vision_model", "DeepSeek-VL",
+                             "DeepSeek-VL's checkpoints use a SigLIP tower (siglip_vision_model)")
+    return siglip_tensors(vc, where, prefix=prefix)
 
 
 def deepseek_vl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:

@@ -30,10 +30,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ConfigError
 from ..fields import MAX_LAYERS, Fields
 from ..spec import ModelSpec, MoE, RopeStyle, RouterKind, Tensor
-from ..vision import _lin, _ln
+from ..vision import _lin, _ln, _qkv_block, vision_config_dict
 from . import decoder
 from .common import Traits, read_act
 
@@ -115,11 +114,7 @@ def build_text(f: Fields, model_type: str) -> ModelSpec:
 def _vision_fields(top: dict, where: str) -> Fields:
     from ..family_defaults import FAMILY_DEFAULTS
 
-    vc = top.get("vision_config")
-    if vc is None:
-        vc = {}
-    if not isinstance(vc, dict):
-        raise ConfigError(f"{where}: field 'vision_config' must be an object")
+    vc = vision_config_dict(top.get("vision_config"), where)
     # Ernie4_5_VLMoeVisionConfig's attribute_map: num_attention_heads -> num_heads, num_hidden_layers -> depth
     return Fields(vc, f"{where} (vision_config)", aliases={"num_heads": ("num_attention_heads",),
                                                           "depth": ("num_hidden_layers",)},
@@ -142,13 +137,7 @@ def ernie_vl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ..
     p = "model.vision_tower"
     out = [Tensor(f"{p}.patch_embed.proj.weight", (h, channels * patch * patch), "vision")]
     for i in range(depth):
-        b = f"{p}.blocks.{i}"
-        _ln(out, f"{b}.norm1", h)
-        _ln(out, f"{b}.norm2", h)
-        _lin(out, f"{b}.attn.qkv", 3 * h, h)
-        _lin(out, f"{b}.attn.proj", h, h)
-        _lin(out, f"{b}.mlp.fc1", inter, h)
-        _lin(out, f"{b}.mlp.fc2", h, inter)
+        _qkv_block(out, f"{p}.blocks.{i}", h, inter)
     _ln(out, f"{p}.ln", h)
     r = "model.resampler_model"
     for name, n_in in (("spatial_linear", spatial), ("temporal_linear", temporal)):

@@ -29,7 +29,7 @@ from __future__ import annotations
 from ..errors import ConfigError, UnsupportedModelError
 from ..fields import MAX_LAYERS, Fields
 from ..spec import Tensor
-from ..vision import _lin, _ln, _vision_fields, vision_config_dict
+from ..vision import _lin, _ln, _vision_fields, vision_config_dict, vision_tower_config
 
 #: InternVLVisionConfig's tuple defaults (not in the generated scalar table)
 HF_IMAGE_SIZE = 448
@@ -68,6 +68,24 @@ def _norm(out: list[Tensor], name: str, dim: int, kind: str) -> None:
         _ln(out, name, dim)
     else:
         out.append(Tensor(f"{name}.weight", (dim,), "vision"))
+
+
+def _qk_norms(out: list[Tensor], attn: str, dim: int) -> None:
+    """InternViT's optional q / k RMSNorms (weights only) over the whole hidden size."""
+    out.append(Tensor(f"{attn}.q_norm.weight", (dim,), "vision"))
+    out.append(Tensor(f"{attn}.k_norm.weight", (dim,), "vision"))
+
+
+def _mlp_norms_scales(out: list[Tensor], b: str, h: int, inter: int, kind: str, norms: tuple[str, str],
+                      scales: tuple[str, str]) -> None:
+    """The rest of an InternViT layer after its attention: biased mlp.fc1 / fc2, the two ``norms`` (``kind``) and
+    the two layer-scale vectors ``scales``."""
+    _lin(out, f"{b}.mlp.fc1", inter, h)
+    _lin(out, f"{b}.mlp.fc2", h, inter)
+    for name in norms:
+        _norm(out, f"{b}.{name}", h, kind)
+    for name in scales:
+        out.append(Tensor(f"{b}.{name}", (h,), "vision"))
 
 
 def _norm_type(f: Fields, default=None) -> str:
@@ -112,13 +130,8 @@ def internvl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ..
     """InternVLForConditionalGeneration's vision tower and multi-modal projector (transformers' HF format)."""
     from ..family_defaults import FAMILY_DEFAULTS
 
-    vc = top.get("vision_config")
-    if vc is not None and not isinstance(vc, dict):
-        raise ConfigError(f"{where}: field 'vision_config' must be an object")
-    mt = (vc or {}).get("model_type", "internvl_vision")
-    if mt != "internvl_vision":
-        raise UnsupportedModelError(f"{where}: vision tower '{mt}' is not one we can count for InternVL",
-                                    "InternVLConfig builds its tower as internvl_vision (InternViT)")
+    vc = vision_tower_config(top, where, "internvl_vision", "InternVL",
+                             "InternVLConfig builds its tower as internvl_vision (InternViT)")
     f = _vision_fields(vc, where, "internvl_vision")
     h, layers, inter = _hidden_heads(f)
     channels = f.int("num_channels", hi=64)
@@ -146,14 +159,8 @@ def internvl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ..
                 out.append(Tensor(f"{b}.attention.{name}.bias", (h,), "vision"))
         _lin(out, f"{b}.attention.projection_layer", h, h)
         if qk_norm:
-            out.append(Tensor(f"{b}.attention.q_norm.weight", (h,), "vision"))
-            out.append(Tensor(f"{b}.attention.k_norm.weight", (h,), "vision"))
-        _lin(out, f"{b}.mlp.fc1", inter, h)
-        _lin(out, f"{b}.mlp.fc2", h, inter)
-        _norm(out, f"{b}.layernorm_before", h, norm)
-        _norm(out, f"{b}.layernorm_after", h, norm)
-        out.append(Tensor(f"{b}.lambda_1", (h,), "vision"))
-        out.append(Tensor(f"{b}.lambda_2", (h,), "vision"))
+            _qk_norms(out, f"{b}.attention", h)
+        _mlp_norms_scales(out, b, h, inter, norm, ("layernorm_before", "layernorm_after"), ("lambda_1", "lambda_2"))
     if not f.bool("use_mean_pooling"):
         _ln(out, f"{p}.layernorm", h)
     _projector(out, top, where, "internvl", FAMILY_DEFAULTS.get("internvl"), h, text_hidden,
@@ -191,15 +198,9 @@ def internvl_chat_vision(top: dict, text_hidden: int, where: str) -> tuple[Tenso
         if qkv_bias:
             out.append(Tensor(f"{b}.attn.qkv.bias", (3 * h,), "vision"))
         if qk_norm:
-            out.append(Tensor(f"{b}.attn.q_norm.weight", (h,), "vision"))
-            out.append(Tensor(f"{b}.attn.k_norm.weight", (h,), "vision"))
+            _qk_norms(out, f"{b}.attn", h)
         _lin(out, f"{b}.attn.proj", h, h)
-        _lin(out, f"{b}.mlp.fc1", inter, h)
-        _lin(out, f"{b}.mlp.fc2", h, inter)
-        _norm(out, f"{b}.norm1", h, norm)
-        _norm(out, f"{b}.norm2", h, norm)
-        out.append(Tensor(f"{b}.ls1", (h,), "vision"))
-        out.append(Tensor(f"{b}.ls2", (h,), "vision"))
+        _mlp_norms_scales(out, b, h, inter, norm, ("norm1", "norm2"), ("ls1", "ls2"))
     _projector(out, top, where, "internvl_chat", None, h, text_hidden, "mlp1", ("0", "1", "3"))
     return tuple(out)
 

@@ -12,23 +12,16 @@ downsample_ratio)², linear_1 to the text hidden size, linear_2).
 
 from __future__ import annotations
 
-from ..errors import ConfigError, UnsupportedModelError
 from ..spec import Tensor
+from ..vision import vision_tower_config
 from .internvl import internvl_vision
 
 
 def qianfan_ocr_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
     from ..family_defaults import FAMILY_DEFAULTS
 
-    vc = top.get("vision_config")
-    if vc is None:
-        vc = {}
-    if not isinstance(vc, dict):
-        raise ConfigError(f"{where}: field 'vision_config' must be an object")
-    mt = vc.get("model_type", "qianfan_ocr_vision")
-    if mt != "qianfan_ocr_vision":
-        raise UnsupportedModelError(f"{where}: vision tower '{mt}' is not one we can count for Qianfan-OCR",
-                                    "QianfanOCRConfig builds its tower as qianfan_ocr_vision (InternViT)")
+    vc = vision_tower_config(top, where, "qianfan_ocr_vision", "Qianfan-OCR",
+                             "QianfanOCRConfig builds its tower as qianfan_ocr_vision (InternViT)")
     # InternVL's builder with Qianfan-OCR's own class defaults filled in (the tuple-valued image / patch sizes are
     # the same 448 / 14 as InternVL's)
     vision = {**FAMILY_DEFAULTS.get("qianfan_ocr_vision", {}), **vc, "model_type": "internvl_vision"}

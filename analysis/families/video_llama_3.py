@@ -10,26 +10,15 @@ text hidden → text hidden. Tied when the wrapper's or the text_config's flag i
 
 from __future__ import annotations
 
-from ..errors import ConfigError, UnsupportedModelError
-from ..fields import MAX_LAYERS, Fields
+from ..fields import MAX_LAYERS
 from ..spec import Tensor
-from ..vision import _encoder_block, _lin, _ln
+from ..vision import _encoder_block, _lin, _ln, _vision_fields, vision_tower_config
 
 
 def video_llama_3_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
-    from ..family_defaults import FAMILY_DEFAULTS
-
-    vc = top.get("vision_config")
-    if vc is None:
-        vc = {}
-    if not isinstance(vc, dict):
-        raise ConfigError(f"{where}: field 'vision_config' must be an object")
-    mt = vc.get("model_type", "video_llama_3_vision")
-    if mt != "video_llama_3_vision":
-        raise UnsupportedModelError(f"{where}: vision tower '{mt}' is not one we can count for VideoLLaMA3",
-                                    "VideoLlama3Config builds its tower as video_llama_3_vision")
-    family = "video_llama_3_vision"
-    f = Fields(vc, f"{where} (vision_config)", defaults=FAMILY_DEFAULTS.get(family), nested=True, family=family)
+    vc = vision_tower_config(top, where, "video_llama_3_vision", "VideoLLaMA3",
+                             "VideoLlama3Config builds its tower as video_llama_3_vision")
+    f = _vision_fields(vc, where, "video_llama_3_vision")
     h = f.int("hidden_size")
     heads = f.int("num_attention_heads")
     if h % heads:
