@@ -214,18 +214,12 @@ torch = pytest.importorskip("torch")
 
 
 def test_arctic_is_refused_by_verify_clearly(tmp_path):
-    from planner.analysis.errors import RuntimeUnavailableError
     from planner.runtime.model import build_decoder
-    from tests.clirun import run
+    from tests.test_runtime import assert_verify_refuses
 
     cfg = dict(ARCTIC_INSTRUCT, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, intermediate_size=32,
                num_local_experts=4, num_hidden_layers=2, vocab_size=128)
-    message = "verify does not support Snowflake Arctic's decoder layer yet"
-    with pytest.raises(RuntimeUnavailableError, match=message):
-        build_decoder(parse_config(cfg), device="meta")
-    (tmp_path / "config.json").write_text(json.dumps(cfg))
-    r = run("verify", str(tmp_path), "--device", "cpu", "--steps", "1")
-    assert r.code == 1 and r.err.startswith(f"Error: {message}")
+    assert_verify_refuses(tmp_path, cfg, "verify does not support Snowflake Arctic's decoder layer yet")
     # without the residual MLP Arctic is a Mixtral-like decoder, which runs
     build_decoder(parse_config(dict(cfg, use_residual=False, parallel_attn_mlp_res=False)), device="meta")
 

@@ -1105,7 +1105,12 @@ def test_analysed_but_not_run_families_are_refused_clearly(tmp_path, case, messa
     """Families analysed and traced but not run: build and the verify command refuse them with one message."""
     from tests.test_families import CASES
 
-    cfg = CASES[case]
+    assert_verify_refuses(tmp_path, CASES[case], message)
+
+
+def assert_verify_refuses(tmp_path, cfg: dict, message: str) -> None:
+    """Building ``cfg``'s decoder raises ``message``, and ``planner verify`` on it exits 1 with that one
+    ``Error:`` line."""
     with pytest.raises(RuntimeUnavailableError, match=message):
         build_decoder(parse_config(cfg), device="meta")
     (tmp_path / "config.json").write_text(json.dumps(cfg))

@@ -14,7 +14,6 @@ of the stepfun-ai/step3 model card (README of github.com/stepfun-ai/Step3: 61 la
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
@@ -161,19 +160,12 @@ def test_class_defaults_and_moe_layers_spellings():
 
 def test_runtime_refuses_mfa_clearly(tmp_path):
     pytest.importorskip("torch")
-    from planner.analysis.errors import RuntimeUnavailableError
-    from planner.runtime.model import build_decoder
-    from tests.test_runtime import run_cli
+    from tests.test_runtime import assert_verify_refuses
 
     tiny = dict(model_type="step3_text", hidden_size=64, intermediate_size=96, num_attention_heads=4,
                 num_hidden_layers=2, vocab_size=100, moe_intermediate_size=32, moe_num_experts=4, moe_top_k=2,
                 share_expert_dim=48, share_q_dim=24, head_dim=16, moe_layers_enum="1", max_seq_len=256)
-    message = "verify does not support multi-matrix factorization attention"
-    with pytest.raises(RuntimeUnavailableError, match=message):
-        build_decoder(parse_config(tiny), device="meta")
-    (tmp_path / "config.json").write_text(json.dumps(tiny))
-    r = run_cli("verify", str(tmp_path), "--device", "cpu", "--steps", "1")
-    assert r.exit_code == 1 and r.stderr.startswith(f"Error: {message}")
+    assert_verify_refuses(tmp_path, tiny, "verify does not support multi-matrix factorization attention")
 
 
 def test_step3p5_flash_is_refused_by_name_alone_or_inside_its_vl_wrapper():
