@@ -238,6 +238,8 @@ class MLP:
     act: str = "silu"
     # BitNet: an RMSNorm over the intermediate features (ffn_sub_norm) between the activation and down_proj
     inner_norm: bool = False
+    # TeleChat2: a bias on down_proj only (gate / up bias-free); ``bias`` puts one on every projection
+    down_bias: bool = False
 
     kind = FFNKind.MLP
 
@@ -250,7 +252,7 @@ class MLP:
             if self.gated:
                 _linear(out, f"{prefix}.gate_proj", i, h, self.bias)
             _linear(out, f"{prefix}.up_proj", i, h, self.bias)
-        _linear(out, f"{prefix}.down_proj", h, i, self.bias)
+        _linear(out, f"{prefix}.down_proj", h, i, self.bias or self.down_bias)
         if self.inner_norm:
             out.append(Tensor(f"{prefix}.ffn_sub_norm.weight", (i,), "norm"))
         for name in ACT_PARAMS.get(self.act, ()):

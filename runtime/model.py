@@ -956,7 +956,7 @@ class FeedForward(nn.Module):
             if m.gated:
                 self.gate_proj = linear(D, I, m.bias, dtype)
             self.up_proj = linear(D, I, m.bias, dtype)
-        self.down_proj = linear(I, D, m.bias, dtype)
+        self.down_proj = linear(I, D, m.bias or m.down_bias, dtype)
         if m.inner_norm:  # BitNet: ffn_sub_norm before down_proj
             self.ffn_sub_norm = RMSNorm(I, eps, dtype=dtype)
         parametric = PARAMETRIC_ACTIVATIONS.get(str(m.act).lower())

@@ -34,6 +34,7 @@ from . import bloom, cohere, dbrx, deepseek, falcon, gemma3n, gemma4, gpt2, gpt_
 from . import inkling
 from . import qwen4_exp
 from . import doge, minimax_m3
+from . import remote_moe
 from . import ctrl
 from . import dots3_note
 from . import xlstm
@@ -479,6 +480,11 @@ REGISTRY: dict[str, Family] = {
     "zamba2": hybrid.build_zamba2,
     "zamba": hybrid.build_zamba,
     "minimax": hybrid.build_minimax,
+    # the hub's MiniMax-Text-01 / MiniMax-M1 configs (remote code; vLLM minimax_text_01.py): the same layout
+    "minimax_text_01": remote_moe.build_minimax_m1,
+    "minimax_m1": remote_moe.build_minimax_m1,
+    # DeepSeek-MoE v1 (deepseek-moe-16b, remote code; vLLM deepseek.py): Llama MHA + DeepSeek's softmax MoE
+    "deepseek": remote_moe.build_deepseek_v1,
     # MiniMax-M3 (the language model of minimax_m3_vl): full and block-sparse layers (analysis.mixers.block_sparse)
     "minimax_m3_vl_text": minimax_m3.build,
     "doge": doge.build,  # SmallDoge: dynamic-mask attention (analysis.mixers.doge), learned residual scales
@@ -519,6 +525,9 @@ REGISTRY: dict[str, Family] = {
     "baichuan": remote.build_baichuan,  # W_pack fused qkv; RoPE (7B) or ALiBi (13B); Baichuan 2's NormHead
     "minicpm": remote.build_minicpm,  # Llama with MiniCPM's muP multipliers (scale_emb, scale_depth, dim_model_base)
     "mimo": remote.build_mimo,  # Qwen2 + MTP layers (reported, not served by vLLM's main model)
+    "telechat": remote.build_telechat,  # TeleChat 1/2: Llama, biased dense (o) and down_proj only, n_layer/n_head names
+    "orion": remote.build_orion,  # Orion-14B: Llama with biased LayerNorms
+    "xverse": remote.build_xverse,  # XVERSE dense: vLLM serves it as Llama (MoE variant refused)
     # Snowflake Arctic: dense / MoE layers, a MoE layer's experts beside attention plus a residual SwiGLU MLP
     "arctic": arctic.build,
     # Jais (Inception / Core42 / Cerebras): GPT-2's biased block with SwiGLU (c_fc, c_fc2), ALiBi, muP scales

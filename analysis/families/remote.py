@@ -229,3 +229,95 @@ def build_mimo(f: Fields, model_type: str) -> ModelSpec:
     hidden = spec.hidden_size
     mtp = mtp_layers(f, list(spec.layers))
     return replace(spec, mtp_layers=mtp, mtp_extra_params=len(mtp) * (3 * hidden + 2 * hidden * hidden))
+
+
+# ---- TeleChat / TeleChat2 ------------------------------------------------------------------------
+
+
+def build_telechat(f: Fields, model_type: str) -> ModelSpec:
+    """TeleChat (1) 7B / 12B and TeleChat2 3B / 7B / 35B / 115B (``telechat``: TelechatConfig /
+    Telechat2Config, the hub's configuration_telechat*.py), as vLLM's telechat2.py builds them: Llama
+    (``transformer.h.N``) whose ``self_attention`` has a bias-free ``query`` and ``key_value`` (per head
+    [k_h; v_h], de-interleaved on load) and a biased output ``dense``; an MLP of bias-free ``gate_proj`` /
+    ``up_proj`` and a biased ``down_proj`` (SiLU: vLLM forces silu whatever ``hidden_act`` says);
+    RMSNorms (``layer_norm_epsilon``). Fields: ``n_layer``, ``n_head``, ``ffn_hidden_size``, ``n_embed``
+    (aliases); head_dim hidden / heads. ``num_key_value_heads`` (absent: heads) is read as vLLM's LlamaAttention
+    does. Class defaults: TeleChat-7B's (vocab 160256, hidden 4096, 30 layers, 32 heads, ffn 12288); the
+    embedding is tied unless ``tie_word_embeddings`` is false (PretrainedConfig's default: TeleChat-7B ties,
+    12B and TeleChat2 untie). ``embed_layernorm`` (a LayerNorm after the embedding) is not built by vLLM: refused."""
+    hidden, n_layers, heads, hd, vocab = read_mha_core(f, dict(hidden_size=4096, num_hidden_layers=30,
+                                                           num_attention_heads=32, vocab_size=160256))
+    kv = f.int("num_key_value_heads", lambda: heads, note="absent: equal to num_attention_heads (no GQA)")
+    if kv > heads or heads % kv:
+        raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
+    if f.bool("embed_layernorm", False, note="TelechatConfig's default"):
+        raise f.error("embed_layernorm", "is true: TeleChat's word-embedding LayerNorm is not modelled (vLLM's "
+                                         "telechat2.py does not build it)")
+    if f.bool("apply_residual_connection_post_layernorm", False, note="TelechatConfig's default"):
+        raise f.error("apply_residual_connection_post_layernorm", "is true: TeleChat's post-norm residual is not "
+                                                                  "modelled (vLLM's telechat2.py is pre-norm only)")
+    intermediate = f.int("intermediate_size", 12288)
+    f.derived("hidden_act", "silu", "vLLM's telechat2.py sets hidden_act = silu whatever the config says")
+    theta, rotary_dim, scaling = read_rotary(f, hd)
+    attn = Attention(hidden, heads, kv, hd, hd, False, False, False, True, rotary_dim=rotary_dim, rope_theta=theta)
+    layer = Layer(attn, MLP(hidden, intermediate, act="silu", down_bias=True), pre_norms(lambda: Norm(hidden)))
+    return ModelSpec(
+        model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=(layer,) * n_layers,
+        tie_word_embeddings=read_tie(f, True), final_norm=Norm(hidden), hidden_act="silu",
+        norm_eps=f.float("rms_norm_eps", 1e-5), rope_scaling=scaling,
+        caveats=("TeleChat: real checkpoints' fused key_value (per-head [k; v]) is not mapped for `verify` loading",),
+    )
+
+
+# ---- Orion ---------------------------------------------------------------------------------------
+
+
+def build_orion(f: Fields, model_type: str) -> ModelSpec:
+    """OrionStar Orion-14B (``orion``), as vLLM's orion.py and the hub's modeling_orion.py build it: Llama (GQA,
+    bias-free q/k/v/o and SwiGLU MLP, RoPE over the whole head, head_dim hidden / heads) whose norms are
+    LayerNorms WITH bias (``nn.LayerNorm(hidden, eps=rms_norm_eps)``: input, post-attention and final); an
+    untied ``lm_head``. Defaults: Orion-14B's config.json (the only published shape; the hub's OrionConfig
+    was not at hand to read its class defaults)."""
+    hidden, n_layers, heads, hd, vocab = read_mha_core(f, dict(hidden_size=5120, num_hidden_layers=40,
+                                                           num_attention_heads=40, vocab_size=84608))
+    kv = f.int("num_key_value_heads", lambda: heads, note="absent: equal to num_attention_heads (no GQA)")
+    if kv > heads or heads % kv:
+        raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
+    intermediate = f.int("intermediate_size", 15360)
+    act = read_act(f, _SILU)
+    theta, rotary_dim, scaling = read_rotary(f, hd)
+    attn = Attention(hidden, heads, kv, hd, hd, rotary_dim=rotary_dim, rope_theta=theta)
+    from ..spec import NormKind
+
+    def ln() -> Norm:
+        return Norm(hidden, NormKind.LAYER, bias=True)
+
+    layer = Layer(attn, MLP(hidden, intermediate, act=act), pre_norms(ln))
+    return ModelSpec(
+        model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=(layer,) * n_layers,
+        tie_word_embeddings=read_tie(f, False), final_norm=ln(), hidden_act=act,
+        norm_eps=f.float("rms_norm_eps", 1e-5), rope_scaling=scaling,
+    )
+
+
+# ---- XVERSE --------------------------------------------------------------------------------------
+
+
+def build_xverse(f: Fields, model_type: str) -> ModelSpec:
+    """XVERSE-7B / 13B / 65B (``xverse``): vLLM serves ``XverseForCausalLM`` with its LlamaForCausalLM (the
+    registry maps it to ``("llama", "LlamaForCausalLM")``), so it is read as transformers' llama row with
+    LlamaConfig's defaults (bias-free, GQA via num_key_value_heads: XVERSE-65B; untied head; RoPE).
+    XVERSE-MoE-A4.2B (``num_experts``) is the same model_type with a DeepSeek-style MoE vLLM does not serve:
+    refused."""
+    from . import REGISTRY
+    from . import decoder as _decoder
+
+    from ..family_defaults import FAMILY_DEFAULTS
+    from ..fields import CORE_FIELDS
+
+    if f.raw("num_experts") not in (None, 0, 1):
+        raise f.error("num_experts", "is set: XVERSE-MoE's experts (shared + routed, the hub's modeling_xverse.py) "
+                                     "are not modelled (vLLM serves only the dense XVERSE as Llama)")
+    if not f.defaults:  # XverseConfig: LlamaConfig's fields and defaults
+        f.defaults = {k: v for k, v in FAMILY_DEFAULTS["llama"].items() if k not in CORE_FIELDS}
+    return _decoder.build(f, model_type, REGISTRY["llama"])
