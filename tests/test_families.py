@@ -2113,6 +2113,11 @@ def _hf_prefill(cfg: dict, n: int, low: int = 0, high: int | None = None):
     return torch, model, (out.cache if hasattr(out, "cache") else out.past_key_values)
 
 
+def _hf_cache_bytes_per_token(cache, n: int) -> list[int]:
+    """Bytes per token each layer of transformers' fp32 cache holds (its K and V) after an ``n``-token prefill."""
+    return [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
+
+
 def _hf_decode_flops(torch, model, high: int, low: int = 0, **past) -> dict[str, int]:
     """FlopCounterMode over one decode step of ``model`` (no grad; one random token id from [low, high), ``past``
     its ``cache=`` / ``state=`` and any other keyword arguments): {aten op name: FLOPs}."""
@@ -3013,7 +3018,7 @@ def test_hy_v3_and_cohere2_moe_kv_and_decode_flops_equal_transformers(name):
     spec, n = parse_config(cfg), 5
     torch, model, cache = _hf_prefill(cfg, n)
     with torch.no_grad():
-        per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
+        per_layer = _hf_cache_bytes_per_token(cache, n)
         fp32 = get_dtype("fp32")
         assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
         hf = _hf_decode_flops(torch, model, cfg["vocab_size"], cache=cache)
@@ -3118,7 +3123,7 @@ def test_jetmoe_kv_and_decode_flops_equal_transformers(name):
     n = 5
     torch, model, cache = _hf_prefill(cfg, n)
     with torch.no_grad():
-        per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
+        per_layer = _hf_cache_bytes_per_token(cache, n)
         assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
         assert per_layer[0] == 2 * cfg["num_key_value_heads"] * cfg["kv_channels"] * 4
         hf = _hf_decode_flops(torch, model, cfg["vocab_size"], cache=cache)
@@ -3294,7 +3299,7 @@ def test_persimmon_fuyu_biogpt_kv_equals_transformers_cache(name):
     cfg = CASES[name]
     n = 5
     _, _, cache = _hf_prefill(cfg, n)
-    per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
+    per_layer = _hf_cache_bytes_per_token(cache, n)
     fp32 = get_dtype("fp32")
     assert per_layer == [lk.bytes_per_token for lk in kv_cache(parse_config(cfg), fp32, fp32).layers]
     assert per_layer == [2 * cfg["hidden_size"] * 4] * cfg["num_hidden_layers"]
@@ -3689,7 +3694,7 @@ def test_laguna_kv_and_decode_flops_equal_transformers(name, past_window):
     n = 5
     torch, model, cache = _hf_prefill(cfg, n)
     with torch.no_grad():
-        per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
+        per_layer = _hf_cache_bytes_per_token(cache, n)
         assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
         for cached in (n, past_window):
             if cached > n:  # the first decode step cached one more token
@@ -3779,7 +3784,7 @@ def test_diffllama_kv_and_decode_flops_equal_transformers(name):
     n = 6
     torch, model, cache = _hf_prefill(cfg, n)
     with torch.no_grad():
-        per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
+        per_layer = _hf_cache_bytes_per_token(cache, n)
         assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
         hf = _hf_decode_flops(torch, model, cfg["vocab_size"], cache=cache)
     fmt, _ = weight_format(spec, "fp32")
@@ -3960,7 +3965,7 @@ def test_aria_and_xglm_kv_equal_transformers_cache(name):
     cfg = CASES[name]
     n = 5
     _, _, cache = _hf_prefill(cfg, n, low=3)
-    per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
+    per_layer = _hf_cache_bytes_per_token(cache, n)
     fp32 = get_dtype("fp32")
     assert per_layer == [lk.bytes_per_token for lk in kv_cache(parse_config(cfg), fp32, fp32).layers]
 
@@ -4299,7 +4304,7 @@ def test_ernie_vl_kv_equals_transformers_cache():
     with torch.no_grad():
         out = hf(input_ids=torch.randint(0, 200, (1, n)), use_cache=True)
     cache = out.cache if hasattr(out, "cache") else out.past_key_values
-    per_layer = [(lc.keys.numel() + lc.values.numel()) * 4 // n for lc in cache.layers]
+    per_layer = _hf_cache_bytes_per_token(cache, n)
     fp32 = get_dtype("fp32")
     assert per_layer == [lk.bytes_per_token for lk in kv_cache(parse_config(cfg), fp32, fp32).layers]
 
