@@ -126,12 +126,16 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         # a flat hub config (Qwen2-VL, Qwen2.5-VL): the language model's fields sit beside vision_config
         cfg = dict(cfg, text_config={k: v for k, v in cfg.items() if k not in ("model_type", "vision_config",
                                                                               "audio_config")})
+        cfg["text_config"].update(families.FLAT_TEXT_FIXED.get(cfg["model_type"], {}))  # PaddleOCR-VL's tie
     llm_config = families.LLM_CONFIG_WRAPPERS.get(cfg["model_type"]) if isinstance(cfg.get("model_type"), str) else None
     if llm_config is not None and cfg.get("text_config") is None:
         # InternVL's remote-code format (internvl_chat): the language model's fields are in llm_config
         cfg = dict(cfg, text_config=llm_config(cfg, where))
     else:
         llm_config = None  # (Nemotron-3 Nano Omni: a text_config, when given, is read as such)
+    rebuild = families.TEXT_CONFIG_REBUILDS.get(cfg["model_type"]) if isinstance(cfg.get("model_type"), str) else None
+    if rebuild is not None:  # Kimi-VL: its config class re-reads text_config as DeepseekV2Config (its defaults)
+        cfg = dict(cfg, text_config=rebuild(cfg, where))
     top = cfg
     top_where = where
     nested = False
@@ -154,6 +158,12 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         if inner == model_type and inner in TEXT_WRAPPERS and TEXT_WRAPPERS[inner]:
             inner = TEXT_WRAPPERS[inner]
         inner = families.TEXT_TYPE_RENAMES.get(model_type or "", {}).get(inner, inner)  # EXAONE 4.5's old name
+        why = families.WRAPPER_REFUSED_TEXT.get(model_type or "", {}).get(inner)
+        if why:  # BLIP-2 / InstructBLIP with Flan-T5
+            raise UnsupportedModelError(f"{where}: {model_type} with text_config.model_type '{inner}' is refused: "
+                                        f"{why}",
+                                        f"{model_type} checkpoints with an OPT (or other decoder-only) language model "
+                                        "are supported")
         text["model_type"] = inner
         for key in ("torch_dtype", "dtype", "quantization_config", "tie_word_embeddings"):
             if key in cfg and key not in text:

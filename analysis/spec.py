@@ -165,6 +165,9 @@ class Numerics:
     embedding_scale_after_positions: bool = False
     # Jais: ALiBi's linear scaling (alibi_scaling's items: type and factor or train_seq_len); () none
     alibi_scaling: tuple = ()
+    # PLaMo-2: ((norm name, offset), ...) of RMSNorms that scale by offset + weight, each its own offset (pre norms
+    # 1, post-mixer 1/5, post-MLP 1/5^1.5, final 1); () none (a single offset for all: ``norm_offset``)
+    norm_offsets: tuple = ()
 
 
 @frozen

@@ -117,10 +117,11 @@ def _qkv_block(out: list[Tensor], b: str, h: int, inter: int, fc: str = "fc") ->
 
 
 def siglip_tensors(vision_config: object, where: str, prefix: str = "model.vision_tower.vision_model",
-                   family: str = "siglip_vision_model") -> list[Tensor]:
+                   family: str = "siglip_vision_model", head: bool = True) -> list[Tensor]:
     """SigLIP's vision tower; with ``family="siglip2_vision_model"`` SigLIP2's (NaFlex): the same blocks, post norm
     and head, but a biased Linear patch embedding (channels·patch² → hidden) and ``num_patches`` learned positions
-    (a config field, not image_size / patch_size)."""
+    (a config field, not image_size / patch_size). ``head=False``: a tower class that never builds the pooling head
+    (PaddleOCR-VL's), whatever ``vision_use_head`` says."""
     f = _vision_fields(vision_config, where, family)
     h, inter, layers, channels = _tower_shape(f)
     if family in ("siglip2_vision_model", "cosmos3_edge_vision"):  # Cosmos3-Edge: a SigLIP2 tower
@@ -143,7 +144,7 @@ def siglip_tensors(vision_config: object, where: str, prefix: str = "model.visio
     for i in range(layers):
         _encoder_block(out, f"{prefix}.encoder.layers.{i}", h, inter)
     _ln(out, f"{prefix}.post_layernorm", h)
-    if f.bool("vision_use_head"):
+    if head and f.bool("vision_use_head"):
         out.append(Tensor(f"{prefix}.head.probe", (1, 1, h), "vision"))
         out.append(Tensor(f"{prefix}.head.attention.in_proj_weight", (3 * h, h), "vision"))
         out.append(Tensor(f"{prefix}.head.attention.in_proj_bias", (3 * h,), "vision"))
@@ -310,11 +311,33 @@ def mistral3_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ..
     tower = _tower(top, where, MISTRAL3_VISION_DEFAULT)
     vh = tower[-1].shape[0]
     f = Fields(top, where, defaults=FAMILY_DEFAULTS.get("mistral3"), family="mistral3")
-    merge = f.int("spatial_merge_size", hi=64)
-    merger = [Tensor("model.multi_modal_projector.norm.weight", (vh,), "vision"),
-              Tensor("model.multi_modal_projector.patch_merger.merging_layer.weight", (vh, vh * merge * merge),
-                     "vision")]
+    merger = _pixtral_merger(vh, f.int("spatial_merge_size", hi=64), "model.multi_modal_projector")
     return tuple(tower + merger + _llava_projector(top, vh, text_hidden, where, "mistral3"))
+
+
+def _pixtral_merger(vh: int, merge: int, proj: str) -> list[Tensor]:
+    """Mistral 3's RMSNorm over the vision hidden and its bias-free patch merger (vh·merge² → vh)."""
+    return [Tensor(f"{proj}.norm.weight", (vh,), "vision"),
+            Tensor(f"{proj}.patch_merger.merging_layer.weight", (vh, vh * merge * merge), "vision")]
+
+
+def lighton_ocr_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    """LightOnOCR: Mistral 3's Pixtral tower (``model.vision_encoder``; Mistral 3's default tower when
+    vision_config is absent, as LightOnOcrConfig's) and its projector (``model.vision_projection``: the norm and
+    patch merger, the wrapper's spatial_merge_size), then bias-free linear_1 (vision hidden → text hidden) and
+    linear_2 (text hidden square): one feature layer, no projector bias."""
+    from .family_defaults import FAMILY_DEFAULTS
+
+    vc = vision_tower_config(top, where, "pixtral", "LightOnOCR", "LightOnOCR's checkpoints use a Pixtral tower")
+    tower = pixtral_tensors(vc if top.get("vision_config") is not None else MISTRAL3_VISION_DEFAULT, where,
+                            prefix="model.vision_encoder")
+    vh = tower[0].shape[0]  # patch_conv: (hidden, channels, patch, patch)
+    f = Fields(top, where, defaults=FAMILY_DEFAULTS.get("lighton_ocr"), family="lighton_ocr")
+    p = "model.vision_projection"
+    out = tower + _pixtral_merger(vh, f.int("spatial_merge_size", hi=64), p)
+    out += [Tensor(f"{p}.linear_1.weight", (text_hidden, vh), "vision"),
+            Tensor(f"{p}.linear_2.weight", (text_hidden, text_hidden), "vision")]
+    return tuple(out)
 
 
 # ---- Qwen-VL vision towers (``model.visual``) ----------------------------------------------------
@@ -454,6 +477,11 @@ def qwen3_5_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...
 
 
 def _glm4v_vision(top: dict, where: str, family: str) -> tuple[Tensor, ...]:
+    """GLM-4.xV's tower; with ``family="glm_ocr_vision"`` GLM-OCR's: no learned positions, attention_bias (default
+    true) biasing qkv, proj and the block MLP, RMSNorm q_norm / k_norm over head_dim, the block MLP intermediate_size
+    wide (GLM-4.xV's: out_hidden_size), no post_conv_layernorm, and a merger whose gated MLP is
+    out_hidden_size × in_channels wide (GlmOcrVisionModel's context_dim)."""
+    ocr = family == "glm_ocr_vision"
     f = _qwen_vision_fields(top, where, family)
     h = f.int("hidden_size")
     depth = _qwen_blocks(f, h)
@@ -462,11 +490,14 @@ def _glm4v_vision(top: dict, where: str, family: str) -> tuple[Tensor, ...]:
     merge = f.int("spatial_merge_size", hi=64)
     qkv_bias = f.bool("attention_bias", False)
     patch = f.int("patch_size", hi=4096)
-    positions = (f.int("image_size", hi=1 << 16) // patch) ** 2
     p = "model.visual"
-    out = [Tensor(f"{p}.embeddings.position_embedding.weight", (positions, h), "vision"),
-           Tensor(f"{p}.patch_embed.proj.weight", _qwen_patch(f, h), "vision"),
-           Tensor(f"{p}.patch_embed.proj.bias", (h,), "vision")]
+    out = [] if ocr else [Tensor(f"{p}.embeddings.position_embedding.weight",
+                                 ((f.int("image_size", hi=1 << 16) // patch) ** 2, h), "vision")]
+    out += [Tensor(f"{p}.patch_embed.proj.weight", _qwen_patch(f, h), "vision"),
+            Tensor(f"{p}.patch_embed.proj.bias", (h,), "vision")]
+    mlp = inter if ocr else out_dim
+    biased = qkv_bias and ocr  # GLM-OCR: proj and the MLP biased with qkv
+    hd = h // f.int("num_heads")
     for i in range(depth):
         b = f"{p}.blocks.{i}"
         _rms(out, f"{b}.norm1", h)
@@ -475,17 +506,29 @@ def _glm4v_vision(top: dict, where: str, family: str) -> tuple[Tensor, ...]:
         if qkv_bias:
             out.append(Tensor(f"{b}.attn.qkv.bias", (3 * h,), "vision"))
         out.append(Tensor(f"{b}.attn.proj.weight", (h, h), "vision"))
-        for name, shape in (("gate_proj", (out_dim, h)), ("up_proj", (out_dim, h)), ("down_proj", (h, out_dim))):
+        if ocr:
+            _rms(out, f"{b}.attn.q_norm", hd)
+            _rms(out, f"{b}.attn.k_norm", hd)
+        for name, shape in (("gate_proj", (mlp, h)), ("up_proj", (mlp, h)), ("down_proj", (h, mlp))):
             out.append(Tensor(f"{b}.mlp.{name}.weight", shape, "vision"))
-    _rms(out, f"{p}.post_conv_layernorm", h)
+        if biased:
+            for name, n in (("attn.proj", h), ("mlp.gate_proj", mlp), ("mlp.up_proj", mlp), ("mlp.down_proj", h)):
+                out.append(Tensor(f"{b}.{name}.bias", (n,), "vision"))
+    if not ocr:
+        _rms(out, f"{p}.post_conv_layernorm", h)
     _rms(out, f"{p}.post_layernorm", h)
     out.append(Tensor(f"{p}.downsample.weight", (out_dim, h, merge, merge), "vision"))
     out.append(Tensor(f"{p}.downsample.bias", (out_dim,), "vision"))
     out.append(Tensor(f"{p}.merger.proj.weight", (out_dim, out_dim), "vision"))
     _ln(out, f"{p}.merger.post_projection_norm", out_dim)
-    for name, shape in (("gate_proj", (inter, out_dim)), ("up_proj", (inter, out_dim)), ("down_proj", (out_dim, inter))):
+    ctx = out_dim * f.int("in_channels", hi=64) if ocr else inter
+    for name, shape in (("gate_proj", (ctx, out_dim)), ("up_proj", (ctx, out_dim)), ("down_proj", (out_dim, ctx))):
         out.append(Tensor(f"{p}.merger.{name}.weight", shape, "vision"))
     return tuple(out)
+
+
+def glm_ocr_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    return _glm4v_vision(top, where, "glm_ocr_vision")
 
 
 def glm4v_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:

@@ -106,6 +106,9 @@ def check_supported(spec: ModelSpec) -> None:
                                       "Molmo2's rope_scaling_layers leave layers "
                                       f"{list(spec.numerics.rope_unscaled_layers)} unscaled)",
                                       "analyze and trace work for this model")
+    if spec.numerics.norm_offsets:  # PLaMo-2: each placed RMSNorm scales by its own offset + weight
+        raise RuntimeUnavailableError(f"verify does not support RMSNorms with per-norm weight offsets yet ({spec.label}: "
+                                      "PLaMo-2's pre / post mixer and MLP norms)", "analyze and trace work for this model")
     if spec.numerics.alibi_scaling:
         raise RuntimeUnavailableError(f"verify does not support ALiBi's linear scaling (alibi_scaling) yet "
                                       f"({spec.label})", "analyze and trace work for this model")
@@ -466,6 +469,12 @@ class SelfAttention(MixerModule):
     def unsupported(m: Attention) -> str | None:
         if m.qk_norm_bias and (m.qk_norm_per_head or m.q_norm_dim != m.head_dim):
             return "q/k LayerNorms with bias over more than one head"
+        if m.lf_gate:
+            return ("Yuan 2.0's localized filtering attention (LFA: two causal convolutions and a norm before q_proj / "
+                    "k_proj, a conv state per sequence)")
+        if m.cla:
+            return ("Hunyuan's cross-layer attention (CLA: layers without K/V projections read the previous "
+                    "layer's rotated keys and values, norming the keys with their own key_layernorm)")
         return None
 
     @staticmethod

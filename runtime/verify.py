@@ -539,6 +539,11 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
     progress = progress or _no_progress
     opts.check()
     check_supported(spec)
+    if spec.position_embeddings and spec.max_position_embeddings and opts.context + 1 > spec.max_position_embeddings:
+        # learned positions (OPT, GPT-2, BLIP-2's OPT): the decoded token at position --context needs a row
+        raise OptionError(f"--context {opts.context}: the decoded token's position passes the model's "
+                          f"{spec.max_position_embeddings} learned positions (max_position_embeddings)",
+                          f"use --context {spec.max_position_embeddings - 1} or less")
     dev_type = opts.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if dev_type == "cuda" and not torch.cuda.is_available():
         raise RuntimeUnavailableError(f"--device cuda: CUDA is not available to torch {torch.__version__}",

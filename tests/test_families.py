@@ -1584,6 +1584,60 @@ WRAPPERS.update({
 })
 
 
+# ---- OCR wrappers and BLIP-2 / InstructBLIP: towers, projectors and Q-Formers counted (analysis/families/ocr_vl.py)
+_PADDLE_TEXT = dict(_TEXT, model_type="paddleocr_vl_text", head_dim=48, use_bias=True)
+_PADDLE_VISION = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+                  "image_size": 60, "patch_size": 8, "spatial_merge_size": 3}
+_OPT_TEXT = {"model_type": "opt", "vocab_size": 512, "hidden_size": 64, "num_hidden_layers": 2,
+             "num_attention_heads": 4, "ffn_dim": 96, "max_position_embeddings": 64, "word_embed_proj_dim": 32,
+             "do_layer_norm_before": False}
+_BLIP_VISION = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+                "image_size": 36, "patch_size": 8}
+_QFORMER = {"hidden_size": 48, "num_hidden_layers": 5, "num_attention_heads": 4, "intermediate_size": 80,
+            "cross_attention_frequency": 2, "vocab_size": 100, "max_position_embeddings": 40}
+WRAPPERS.update({
+    # PaddleOCR-VL: SigLIP (no head) + LayerNorm / Linear(vh·m²) / Linear projector; ERNIE-4.5 block, biased
+    "paddleocr_vl": {"model_type": "paddleocr_vl", "text_config": _PADDLE_TEXT, "vision_config": _PADDLE_VISION},
+    # LightOnOCR: Pixtral tower + Mistral 3's merger (the wrapper's spatial_merge_size), bias-free linears; Qwen3
+    "lighton_ocr": {"model_type": "lighton_ocr", "text_config": dict(_TEXT, model_type="qwen3", head_dim=32),
+                    "spatial_merge_size": 3,
+                    "vision_config": {"model_type": "pixtral", "hidden_size": 64, "intermediate_size": 96,
+                                      "num_hidden_layers": 2, "num_attention_heads": 4, "image_size": 64,
+                                      "patch_size": 8}},
+    # no vision_config: LightOnOcrConfig's own default tower (Mistral 3's, not PixtralVisionConfig's defaults)
+    "lighton_ocr-default-tower": {"model_type": "lighton_ocr", "text_config": dict(_TEXT, model_type="qwen3",
+                                                                                    head_dim=32)},
+    # GLM-OCR: q/k norms, biased proj and MLP (attention_bias), merger out_hidden × in_channels wide; and unbiased
+    "glm_ocr": {"model_type": "glm_ocr", "text_config": dict(_GLM4V_TEXT, model_type="glm_ocr_text", head_dim=16),
+                "vision_config": {"depth": 2, "hidden_size": 64, "intermediate_size": 96, "num_heads": 4,
+                                  "out_hidden_size": 48, "patch_size": 4, "spatial_merge_size": 2,
+                                  "temporal_patch_size": 2, "in_channels": 2}},
+    "glm_ocr-unbiased-tied": {"model_type": "glm_ocr", "tie_word_embeddings": True,
+                              "text_config": dict(_GLM4V_TEXT, model_type="glm_ocr_text", head_dim=16),
+                              "vision_config": {"depth": 1, "hidden_size": 64, "intermediate_size": 80, "num_heads": 2,
+                                                "out_hidden_size": 32, "attention_bias": False}},
+    # GOT-OCR 2.0: SAM ViT (windowed and global relative positions, neck) + two stride-2 convs + Linear; Qwen2
+    "got_ocr2": {"model_type": "got_ocr2", "text_config": dict(_TEXT, model_type="qwen2"),
+                 "vision_config": {"hidden_size": 64, "output_channels": 16, "num_hidden_layers": 3,
+                                   "num_attention_heads": 4, "image_size": 64, "patch_size": 8, "window_size": 3,
+                                   "global_attn_indexes": [1], "mlp_dim": 96}},
+    "got_ocr2-no-rel-pos-no-qkv-bias": {"model_type": "got_ocr2", "text_config": dict(_TEXT, model_type="qwen2"),
+                                        "vision_config": {"hidden_size": 64, "output_channels": 16,
+                                                          "num_hidden_layers": 2, "num_attention_heads": 4,
+                                                          "image_size": 64, "patch_size": 8, "use_rel_pos": False,
+                                                          "qkv_bias": False, "use_abs_pos": False, "mlp_dim": 96}},
+    # BLIP-2 (OPT): ViT + Q-Former (cross-attention every 2nd layer) + language_projection; text feed-forward too
+    # when use_qformer_text_input; InstructBLIP: Q-Former text embeddings and feed-forward always
+    "blip-2": {"model_type": "blip-2", "text_config": _OPT_TEXT, "vision_config": _BLIP_VISION,
+               "qformer_config": _QFORMER, "num_query_tokens": 5},
+    "blip-2-text-input-no-qkv-bias-freq3": {
+        "model_type": "blip-2", "text_config": _OPT_TEXT, "vision_config": dict(_BLIP_VISION, qkv_bias=False),
+        "qformer_config": dict(_QFORMER, use_qformer_text_input=True, cross_attention_frequency=3)},
+    "instructblip": {"model_type": "instructblip", "text_config": _OPT_TEXT, "vision_config": _BLIP_VISION,
+                     "qformer_config": _QFORMER, "num_query_tokens": 5},
+})
+
+
 @pytest.mark.parametrize("name", sorted(WRAPPERS))
 def test_multimodal_wrapper_counts_the_whole_checkpoint(name):
     """params.total is the full *ForConditionalGeneration model; the vision part is reported apart, in weights
@@ -1619,12 +1673,32 @@ def test_wrapper_lm_head_tying_follows_transformers(name, text_tie, wrapper_tie)
     assert count_params(parse_config(cfg)).total == hf_param_count(cfg)
 
 
+
+
+def test_paddleocr_vl_flat_config_ties_as_transformers_does():
+    """PaddleOCR-VL's hub config is flat: PaddleOCRVLConfig builds text_config from the other keys, but
+    tie_word_embeddings is its own field, so the text_config keeps its default (true) and the wrapper ties even though
+    the hub file says false; its vision_config's model_type 'paddleocr_vl' is renamed to the tower's."""
+    cfg = dict({k: v for k, v in _PADDLE_TEXT.items() if k != "model_type"}, model_type="paddleocr_vl",
+               tie_word_embeddings=False, use_bias=False, vision_config=dict(_PADDLE_VISION, model_type="paddleocr_vl"))
+    spec = parse_config(cfg)
+    assert spec.tie_word_embeddings
+    assert count_params(spec).total == hf_param_count(cfg)
+
+
+def test_blip_with_an_encoder_decoder_language_model_is_refused_by_name():
+    """BLIP-2 / InstructBLIP Flan-T5 checkpoints build AutoModelForSeq2SeqLM: refused, naming the T5 language model."""
+    from planner.analysis.errors import UnsupportedModelError
+
+    for mt in ("blip-2", "instructblip"):
+        with pytest.raises(UnsupportedModelError, match=f"{mt} with text_config.model_type 't5' is refused: an encoder"):
+            parse_config({"model_type": mt, "text_config": {"model_type": "t5", "d_model": 64}})
+
+
 #: Wrappers whose language model alone is counted (their towers are not modelled yet), with their default towers:
 #: the count is transformers' language model and lm_head, tied as the wrapper's own flag (class default included)
 #: says
 TEXT_ONLY_WRAPPERS = {
-    "glm_ocr": {"model_type": "glm_ocr", "text_config": dict(_GLM4V_TEXT, model_type="glm_ocr_text", head_dim=16)},
-    "lighton_ocr": {"model_type": "lighton_ocr", "text_config": dict(_TEXT, model_type="qwen3", head_dim=32)},
     # the Qwen3-Omni thinker: untied unless the wrapper says so
     "qwen3_omni_moe_thinker": {"model_type": "qwen3_omni_moe_thinker", "text_config": _OMNI_MOE_TEXT},
 }
@@ -2023,11 +2097,10 @@ def test_unmodelled_decoder_families_are_refused_by_name(model_type):
         parse_config(dict(BASE, model_type=model_type))
 
 
-@pytest.mark.parametrize("model_type", ["beam", "hrm_text", "moshi", "git", "bert-generation", "phi4_multimodal",
-                                        "zaya"])
+@pytest.mark.parametrize("model_type", ["beam", "hrm_text", "moshi", "git", "bert-generation", "zaya"])
 def test_generic_misread_families_are_refused_by_name(model_type):
     """Causal LMs transformers ships that the generic decoder read as Llama and miscounted (HRM 2.83x; GIT 0.59x;
-    BertGeneration 1.28x; Moshi 1.65x; Phi-4-multimodal 0.83x; Beam 1.06x): one UnsupportedModelError naming the
+    BertGeneration 1.28x; Moshi 1.65x; Beam 1.06x; Phi-4-multimodal, 0.83x, is now counted: tests/test_phi4mm.py): one UnsupportedModelError naming the
     model_type."""
     from planner.analysis.errors import UnsupportedModelError
 

@@ -578,6 +578,13 @@ WRAPPED.update({
 
 # Fuyu: Persimmon behind a patch projection (vision_embed_tokens), its published config flat
 WRAPPED["fuyu"] = dict(_PERSIMMON, model_type="fuyu", rope_theta=25000.0, patch_size=4)
+# Phi-4-multimodal: Phi-3's decoder (flat fields) behind its SigLIP and conformer audio embeddings, counted not built
+WRAPPED["phi4_multimodal"] = dict(TINY["phi3"], model_type="phi4_multimodal", pad_token_id=0,
+                                  vision_config=dict(_VISION, num_hidden_layers=1),
+                                  audio_config=dict(hidden_size=32, intermediate_size=48, num_blocks=1,
+                                                    num_attention_heads=2, input_size=16, nemo_conv_channels=8,
+                                                    ext_pw_out_channel=16, depthwise_separable_out_channel=32,
+                                                    bias_max_distance=10, time_reduction=4))
 # Aria: its Idefics3 tower and cross-attention projector counted, not built; the MoE language model runs
 WRAPPED["aria"] = {"model_type": "aria", "text_config": TINY["aria_text"], "image_token_index": 127,
                    "vision_config": dict(_VISION, model_type="idefics3_vision")}
@@ -736,6 +743,30 @@ WRAPPED.update({
                    "audio_config": {"model_type": "wavtokenizer_encoder", "num_filters": 4, "upsampling_ratios": [2],
                                     "hidden_size": 16, "codebook_dim": 16, "codebook_size": 16}},
 })
+# OCR wrappers and BLIP-2 / InstructBLIP (OPT): towers, projectors and Q-Formers counted, the language model runs
+_BLIP = {"vision_config": dict(_VISION, image_size=16), "num_query_tokens": 3,
+         "qformer_config": dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=48,
+                                vocab_size=50, max_position_embeddings=16)}
+WRAPPED.update({
+    # PaddleOCR-VL: ERNIE 4.5's biased block with half-split M-RoPE (text positions: plain RoPE)
+    "paddleocr_vl": {"model_type": "paddleocr_vl",
+                     "text_config": dict(BASE, model_type="paddleocr_vl_text", head_dim=8, use_bias=True,
+                                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                                                          "mrope_section": [1, 1, 2]}),
+                     "vision_config": dict(_VISION, spatial_merge_size=2)},
+    "lighton_ocr": {"model_type": "lighton_ocr", "text_config": TINY["qwen3"], "image_token_id": 127,
+                    "vision_config": dict(_VISION, model_type="pixtral")},
+    "got_ocr2": {"model_type": "got_ocr2", "text_config": TINY["qwen2"], "image_token_index": 127,
+                 "vision_config": dict(hidden_size=32, output_channels=8, num_hidden_layers=2, num_attention_heads=2,
+                                       image_size=32, patch_size=8, window_size=2, global_attn_indexes=[1],
+                                       mlp_dim=48)},
+})
+#: BLIP-2 / InstructBLIP: their forward needs pixel_values, so the text check runs their language_model (OPT)
+BLIP_WRAPPED = {
+    "blip-2": dict(_BLIP, model_type="blip-2", text_config=TINY["opt-post-ln-projected"], image_token_index=127),
+    "instructblip": dict(_BLIP, model_type="instructblip", text_config=TINY["opt-post-ln-projected"],
+                         image_token_index=127),
+}
 # (Llama 4's wrapper is not here: transformers 5.24's Llama4ForConditionalGeneration.forward fails on a text-only input
 # (outputs.image_outputs); its language model's logits are checked as TINY["llama4_text"])
 
@@ -753,9 +784,12 @@ def test_wrapper_text_logits_equal_transformers(family):
                                          "model.density_router.",
                                          ".aligner.", ".vqmodel.", ".generation_", ".high_res_vision_",
                                          "model.mm_projector.", "model.projector.", "vision_model.",
-                                         "multi_modal_projector.", ".vision_tokenizer.")))
+                                         "multi_modal_projector.", ".vision_tokenizer.", "model.vision_encoder.",
+                                         "model.vision_projection.", "qformer.", "query_tokens",
+                                         "language_projection.", ".embed_tokens_extend.image_embed.")))
     audio = sum(p.numel() for n, p in hf.named_parameters()
-                if ".audio_tower." in n or ".embed_audio." in n or ".audio_tokenizer." in n)
+                if ".audio_tower." in n or ".embed_audio." in n or ".audio_tokenizer." in n
+                or ".embed_tokens_extend.audio_embed." in n)
     if cfg["model_type"] in VISION_COUNTED:
         assert (count_params(spec).vision, count_params(spec).audio) == (vision, audio)
     else:  # a text-only wrapper: the language model and lm_head, tied or not as transformers builds them
@@ -764,6 +798,27 @@ def test_wrapper_text_logits_equal_transformers(family):
     tokens = torch.randint(0, 127, (2, 12), generator=torch.Generator().manual_seed(2))
     with torch.no_grad():
         ref = hf(input_ids=tokens).logits
+        assert ref.std() > 0.1, "logits too small for the comparison to mean anything"
+        torch.testing.assert_close(ours(tokens, 0, None, all_logits=True), ref, atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("family", sorted(BLIP_WRAPPED))
+def test_blip_text_logits_equal_its_language_model(family):
+    """BLIP-2 / InstructBLIP with OPT: ours, loaded from the whole checkpoint's state dict, gives the logits of the
+    wrapper's own language_model (its forward needs pixel_values); the ViT, Q-Former, query tokens and
+    language_projection are what params.vision counts."""
+    cfg = BLIP_WRAPPED[family]
+    hf = hf_model(cfg)
+    with torch.no_grad():  # BLIP's init (std 0.02 over the whole wrapper) leaves the logits too flat to compare
+        gen = torch.Generator().manual_seed(5)
+        for p in hf.language_model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * (0.3 if p.dim() > 1 else 0.1) + (p.dim() == 1) * 1.0)
+    spec, ours = ours_from_hf(cfg, hf)
+    vision = sum(p.numel() for n, p in hf.named_parameters() if not n.startswith("language_model."))
+    assert count_params(spec).vision == vision > 0
+    tokens = torch.randint(0, 127, (2, 12), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        ref = hf.language_model(input_ids=tokens).logits
         assert ref.std() > 0.1, "logits too small for the comparison to mean anything"
         torch.testing.assert_close(ours(tokens, 0, None, all_logits=True), ref, atol=1e-4, rtol=0)
 
@@ -1360,6 +1415,19 @@ def test_cli_verify_refuses_bad_options_and_missing_cuda(tiny_dir):
     if not torch.cuda.is_available():
         r = run_cli("verify", path, "--device", "cuda", "--steps", "1")
         assert r.exit_code == 1 and "CUDA is not available" in r.stderr and "--device cpu" in r.stderr
+
+
+def test_cli_verify_refuses_a_context_past_the_learned_positions(tmp_path):
+    """OPT (BLIP-2's language model) has max_position_embeddings learned positions: a --context whose decoded token
+    has no row is an option error naming the limit, not an IndexError from the embedding; one less runs."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(BLIP_WRAPPED["blip-2"]))
+    r = run_cli("verify", str(path), "--device", "cpu", "--context", "64", "--steps", "1", "--warmup", "0",
+                "--threads", "1", "--no-profile")
+    assert r.exit_code == 1 and "64 learned positions" in r.stderr and "--context 63" in r.stderr
+    r = run_cli("verify", str(path), "--device", "cpu", "--context", "63", "--steps", "1", "--warmup", "0",
+                "--threads", "1", "--no-profile")
+    assert r.exit_code == 0, r.output
 
 
 def test_cli_says_how_to_install_torch_when_it_is_missing(tiny_dir, monkeypatch):

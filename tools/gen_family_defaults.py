@@ -73,6 +73,10 @@ TYPES = sys.argv[1:] or [
     "cosmos3_edge", "cosmos3_edge_text", "cosmos3_edge_vision", "kimi_k25", "kimi_k25_vision", "llama4",
     "llama4_vision_model", "exaone4_5", "exaone4_5_vision", "cosmos3_omni", "nemotron_h_omni", "radio",
     "parakeet_encoder", "apertus1p5", "apertus1p5_vision_tokenizer", "wavtokenizer_encoder",
+    "paddleocr_vl", "paddleocr_vl_text", "paddleocr_vl_vision", "glm_ocr_vision", "got_ocr2", "got_ocr2_vision",
+    "blip-2", "blip_2_vision_model", "blip_2_qformer", "instructblip", "instructblip_vision_model",
+    "instructblip_qformer",
+    "phi4_multimodal", "phi4_multimodal_vision", "phi4_multimodal_audio",
 ]
 #: Families whose config nests blocks of fields in sub-config classes: their defaults go under "<type>.<key>".
 NESTED = {"dbrx": ("attn_config", "ffn_config"), "mpt": ("attn_config",)}

@@ -35,6 +35,7 @@ from . import inkling
 from . import qwen4_exp
 from . import doge, minimax_m3
 from . import remote_moe
+from . import grok, hunyuan_large, yuan
 from . import ctrl
 from . import dots3_note
 from . import xlstm
@@ -54,10 +55,12 @@ from . import laguna
 from . import step3
 from . import aria, xglm
 from . import remote
+from . import phi3small
 from . import chatglm
 from . import arctic, jais
 from . import molmo2
 from . import nemotron_nas
+from . import plamo
 from . import ernie4_5_vl
 from . import qwen2_5_omni
 from . import minicpmv
@@ -65,6 +68,9 @@ from . import video_llama_3, qianfan_ocr
 from . import llava_next
 from . import internvl
 from . import deepseek_vl, paligemma
+from . import ocr_vl
+from . import phi3_v, phi4mm
+from . import remote_vl
 from .common import Traits
 
 Builder = Callable[..., ModelSpec]
@@ -105,6 +111,10 @@ def _refused(title: str, why: str) -> Builder:
 
 #: MoE families transformers ships that the generic decoder would miscount (refused by name until modelled)
 REFUSED: dict[str, Builder] = {
+    "pangu_ultra_moe": _refused("openPangu-Ultra-MoE", "DeepSeek-V3-style MLA and sigmoid-routed MoE (vLLM's "
+                                "openpangu.py) with openPangu's sandwich norms (post-attention, pre- and post-MLP "
+                                "RMSNorms), optional attention sinks (param_sink_number) and hyper-connections "
+                                "(use_mhc) is not modelled; the generic decoder would count MLA as plain attention"),
     # the Omni checkpoints nest three models (thinker, talker, code-to-wav); the thinker alone is a wrapper we read
     "qwen3_omni_moe": _refused("Qwen3-Omni", "the checkpoint holds a thinker, a talker and a code-to-wav model "
                                "(thinker_config, talker_config, code2wav_config); the thinker alone can be analysed: "
@@ -156,9 +166,6 @@ REFUSED: dict[str, Builder] = {
     "bert-generation": _refused("BertGeneration", "it is a BERT encoder used as the decoder of an encoder-decoder: "
                                 "post-LayerNorm BERT blocks with learned absolute positions and an embedding LayerNorm "
                                 "are not modelled"),
-    "phi4_multimodal": _refused("Phi-4-multimodal", "it is a vision-and-audio multimodal model: its Phi-3 decoder's "
-                                "model also holds an image encoder and an audio (conformer) encoder "
-                                "(embed_tokens_extend), which are not modelled"),
     # StepFun Step-3.5-Flash (remote code; vLLM's step3p5.py): read generically its experts would be one dense MLP
     "step3p5": _refused("StepFun Step-3.5-Flash", "its blocks are not modelled: full and sliding layers with their "
                         "own query-head counts (num_attention_heads vs attention_other_setting), a per-head sigmoid "
@@ -485,9 +492,20 @@ REGISTRY: dict[str, Family] = {
     "minimax_m1": remote_moe.build_minimax_m1,
     # DeepSeek-MoE v1 (deepseek-moe-16b, remote code; vLLM deepseek.py): Llama MHA + DeepSeek's softmax MoE
     "deepseek": remote_moe.build_deepseek_v1,
+    # xAI Grok-1 (remote code; vLLM grok1.py): four norms per block, a GELU-gated 8-expert MoE, scaled and capped
+    "grok-1": grok.build_grok1,
+    # Tencent Hunyuan-Large (remote code; vLLM hunyuan_v1.py): MoE with a shared MLP, cross-layer attention (CLA)
+    "hunyuan": hunyuan_large.build,
+    # IEIT Yuan 2.0 (remote code): MHA behind Localized Filtering (analysis.mixers.lfa); Yuan2.0-M32 refused
+    "yuan": yuan.build,
     # MiniMax-M3 (the language model of minimax_m3_vl): full and block-sparse layers (analysis.mixers.block_sparse)
     "minimax_m3_vl_text": minimax_m3.build,
     "doge": doge.build,  # SmallDoge: dynamic-mask attention (analysis.mixers.doge), learned residual scales
+    # PLaMo-2 (PFN, remote code; vLLM plamo2.py): Mamba (analysis.mixers.plamo2) and sliding-window attention
+    # layers every mamba_step, sandwich RMSNorms with offsets, fused gate_up MLP
+    "plamo2": plamo.build_plamo2,
+    # PLaMo-1 (pfnet/plamo-13b, remote code): Llama pieces in a parallel block, K/V heads = heads / n_shared_head
+    "plamo": plamo.build_plamo,
     # NVIDIA Llama-Nemotron Super / Ultra / 51B (remote code): per-layer block_configs (no-op, linear, GQA, ffn_mult)
     "nemotron-nas": nemotron_nas.build,
     "deci": nemotron_nas.build_deci,  # Deci/DeciLM-7B (remote code): Llama with num_key_value_heads_per_layer
@@ -528,6 +546,15 @@ REGISTRY: dict[str, Family] = {
     "telechat": remote.build_telechat,  # TeleChat 1/2: Llama, biased dense (o) and down_proj only, n_layer/n_head names
     "orion": remote.build_orion,  # Orion-14B: Llama with biased LayerNorms
     "xverse": remote.build_xverse,  # XVERSE dense: vLLM serves it as Llama (MoE variant refused)
+    "internlm": remote.build_internlm,  # InternLM v1: Llama MHA with q/k/v/o biases by `bias`, rotary.base
+    # a transformers port's TeleChat2Config(LlamaConfig) names TeleChat2 so (the hub's TeleChat2 says telechat)
+    "telechat2": remote.build_telechat,
+    # openPangu-Embedded 1B / 7B (hub model_type; a transformers port says openpangu_dense): Llama GQA, biased q/k/v/o
+    "PanguEmbedded": remote.build_pangu_embedded,
+    "openpangu_dense": remote.build_pangu_embedded,
+    "aquila": remote.build_llama_served,  # BAAI Aquila / Aquila2: vLLM serves AquilaForCausalLM as Llama
+    "skywork": remote.build_llama_served,  # Skywork-13B: the hub's modeling_skywork.py is Llama's
+    "phi3small": phi3small.build,  # Phi-3-small: dense / block-sparse layers, GEGELU, biased LayerNorms, muP
     # Snowflake Arctic: dense / MoE layers, a MoE layer's experts beside attention plus a residual SwiGLU MLP
     "arctic": arctic.build,
     # Jais (Inception / Core42 / Cerebras): GPT-2's biased block with SwiGLU (c_fc, c_fc2), ALiBi, muP scales
@@ -567,8 +594,7 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "glm46v": "glm4v_text",
     "glmga": "glm4v_text",
     "glm4v_moe": "glm4v_moe_text",
-    # text-only (their vision / audio towers are not counted yet)
-    "glm_ocr": "glm_ocr_text",
+    "glm_ocr": "glm_ocr_text",  # GLM-OCR: its tower counted (vision.glm_ocr_vision)
     "minimax_m3_vl": "minimax_m3_vl_text",
     "qwen2_5_omni_thinker": "qwen2_5_omni_text",
     "qwen3_omni_moe_thinker": "qwen3_omni_moe_text",
@@ -595,6 +621,9 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "deepseek_vl": "llama",  # DeepSeek-VL: Llama + SigLIP + a two-Linear aligner
     "deepseek_vl_hybrid": "llama",  # DeepSeek-VL 7B: Llama + SigLIP + SAM ViT + the hybrid aligner
     "janus": "llama",  # Janus / Janus-Pro: Llama + SigLIP-shaped tower + the VQ-VAE and image-generation heads
+    "phi3_v": "phi3",  # Phi-3 / 3.5-vision (remote code): flat Phi-3 fields + CLIP ViT-L/14-336 + HD projection
+    "phi4_multimodal": "phi3",  # Phi-4-multimodal: flat Phi-4-mini (Phi-3) fields + SigLIP + conformer audio
+    "phi4mm": "phi3",  # Phi-4-multimodal's remote-code format: the same, plus its vision / speech LoRA adapters
 }
 
 #: Wrappers whose vision tower and projector are counted, as their ``*ForConditionalGeneration`` builds
@@ -655,6 +684,9 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
     "deepseek_vl": deepseek_vl.deepseek_vl_vision,  # SigLIP tower (head included) + the two-Linear aligner
     "deepseek_vl_hybrid": deepseek_vl.deepseek_vl_hybrid_vision,  # + SAM ViT, its neck and convs, hybrid aligner
     "janus": deepseek_vl.janus_vision,  # understanding tower + aligner; VQ-VAE, generation embeddings / heads
+    "phi3_v": phi3_v.phi3_v_vision,  # CLIP ViT-L/14-336 (24 layers), glb_GN / sub_GN, img_projection
+    "phi4_multimodal": phi4mm.phi4_multimodal_towers,  # SigLIP + head, projections; conformer audio encoder
+    "phi4mm": phi4mm.phi4mm_towers,  # the same towers from the remote config; the LoRA adapters
 }
 
 #: Wrappers whose language model is not in text_config: model_type -> (top-level config, where) -> the text_config
@@ -668,7 +700,8 @@ IMAGE_TOKENS: dict[str, Callable[[dict, str], int]] = {"mllama": vision.mllama_i
 #: Wrappers whose published configs may be flat: the language model's fields at the top level beside
 #: vision_config (Qwen2-VL, Qwen2.5-VL: transformers' config pops them into its text_config; dots3-note: Dots3NoteConfig
 #: builds its text_config from them).
-FLAT_TEXT_WRAPPERS = frozenset({"qwen2_vl", "qwen2_5_vl", "dots3_note", "fuyu"})
+FLAT_TEXT_WRAPPERS = frozenset({"qwen2_vl", "qwen2_5_vl", "dots3_note", "fuyu", "phi3_v", "phi4_multimodal",
+                                "phi4mm"})
 
 #: How a wrapper ties lm_head to the embedding (its ``tie_word_embeddings``, class default included), counted or
 #: text-only: "wrapper" — the wrapper's flag alone decides (Mistral3Config); "either" — tied when the wrapper's or
@@ -721,6 +754,44 @@ WRAPPER_TIE.update({"kimi_k25": "wrapper", "cosmos3_omni": "wrapper", "exaone4_5
 LLM_CONFIG_WRAPPERS["nemotron_h_omni"] = vision_wrappers.nemotron_h_omni_text_config
 #: The language model's model_type a wrapper's config renames on load (their __post_init__): wrapper -> {old: new}.
 TEXT_TYPE_RENAMES: dict[str, dict[str, str]] = {"exaone4_5": {"exaone4_5_text": "exaone4"}}
+
+# OCR wrappers whose towers are counted (analysis/families/ocr_vl.py, analysis/vision.py). PaddleOCR-VL's language
+# model: ERNIE 4.5's dense block (use_bias on every projection, head_dim 128, tied by default) with half-split RoPE
+# (its M-RoPE; text-only positions make it plain RoPE), not ERNIE 4.5's interleaved pairs
+REGISTRY["paddleocr_vl_text"] = Traits(qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias", tie_default=True,
+                                       head_dim_default=128, windows="none")
+TEXT_WRAPPERS.update({"paddleocr_vl": "paddleocr_vl_text", "lighton_ocr": "qwen3", "got_ocr2": "qwen2"})
+VISION_COUNTED.update({
+    "paddleocr_vl": ocr_vl.paddleocr_vl_vision,  # SigLIP tower (no head) + LayerNorm / two-Linear projector
+    "lighton_ocr": vision.lighton_ocr_vision,  # Pixtral tower + Mistral 3's merger, bias-free linear_1 / linear_2
+    "glm_ocr": vision.glm_ocr_vision,  # GLM-4.xV-shaped tower with q/k norms, biased MLP, wider merger
+    "got_ocr2": ocr_vl.got_ocr2_vision,  # SAM ViT and neck + two stride-2 convs and a Linear
+})
+#: a flat PaddleOCR-VL config: PaddleOCRVLConfig builds text_config from the other keys, but tie_word_embeddings is
+#: its own field, so the text_config keeps its class default (true) and the wrapper then ties ("either")
+FLAT_TEXT_WRAPPERS = FLAT_TEXT_WRAPPERS | {"paddleocr_vl"}
+FLAT_TEXT_FIXED: dict[str, dict] = {"paddleocr_vl": {"tie_word_embeddings": True}}
+WRAPPER_TIE.update({"paddleocr_vl": "either", "got_ocr2": "wrapper"})
+# BLIP-2 / InstructBLIP: ViT + Q-Former + language_projection around text_config's language model (OPT by default)
+TEXT_WRAPPERS.update({"blip-2": "opt", "instructblip": "opt"})
+VISION_COUNTED.update({"blip-2": ocr_vl.blip2_vision, "instructblip": ocr_vl.instructblip_vision})
+#: Wrappers refused by the model_type of their language model: wrapper -> {text model_type: why}. BLIP-2 and
+#: InstructBLIP build AutoModelForSeq2SeqLM for a non-causal text_config (Flan-T5 checkpoints).
+_ENC_DEC = "an encoder-decoder language model (AutoModelForSeq2SeqLM); planner analyses decoder-only language models"
+WRAPPER_REFUSED_TEXT: dict[str, dict[str, str]] = {
+    w: {t: _ENC_DEC for t in ("t5", "mt5", "umt5", "longt5", "bart", "mbart", "pegasus", "switch_transformers")}
+    for w in ("blip-2", "instructblip")}
+
+# Remote-code VLMs around a DeepSeek MoE language model (analysis/families/remote_vl.py; vLLM kimi_vl.py, moonvit.py,
+# deepseek_vl2.py): the language model read as vLLM reads it (transformers' DeepseekV2Config, its layout by
+# topk_method / use_mla), the MoonViT / SigLIP towers and projectors counted
+TEXT_WRAPPERS.update({"kimi_vl": "deepseek_v2", "deepseek_vl_v2": "deepseek_v2"})
+VISION_COUNTED.update({"kimi_vl": remote_vl.kimi_vl_vision,  # MoonViT (fused wqkv) + pre_norm / linear_1 / linear_2
+                       "deepseek_vl_v2": remote_vl.deepseek_vl2_vision})  # SigLIP-so400m + attn_pool, MLP, 2 vectors
+LLM_CONFIG_WRAPPERS["deepseek_vl_v2"] = remote_vl.deepseek_vl2_text_config  # language_config
+#: Wrappers whose config class rebuilds text_config as another class: model_type -> (top-level config, where) ->
+#: the text_config to read (Kimi-VL: DeepseekV2Config, whatever text_config.model_type says)
+TEXT_CONFIG_REBUILDS: dict[str, Callable[[dict, str], dict]] = {"kimi_vl": remote_vl.kimi_vl_text_config}
 
 #: The smallest Llama-shaped config (hidden 64, 2 layers): calibration times eager dispatch with it.
 TINY_DECODER = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,

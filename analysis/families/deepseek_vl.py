@@ -76,8 +76,9 @@ def _neck(out: list[Tensor], p: str, h: int, ch: int) -> None:
     _ln(out, f"{p}.layer_norm2", ch)
 
 
-def sam_tensors(f: Fields, prefix: str) -> tuple[list[Tensor], int, int]:
-    """SamVisionModel's tensors, its hidden size and output_channels."""
+def sam_tensors(f: Fields, prefix: str, encoder: str = "vision_encoder") -> tuple[list[Tensor], int, int]:
+    """SamVisionModel's tensors (under ``prefix.encoder``; ``encoder=""``: directly under ``prefix``, as GOT-OCR 2.0's
+    tower holds them), its hidden size and output_channels."""
     h = f.int("hidden_size")
     layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
     heads = f.int("num_attention_heads")
@@ -100,7 +101,7 @@ def sam_tensors(f: Fields, prefix: str) -> tuple[list[Tensor], int, int]:
     qkv_bias = f.bool("qkv_bias")
     rel = f.bool("use_rel_pos")
     out: list[Tensor] = []
-    e = f"{prefix}.vision_encoder"
+    e = f"{prefix}.{encoder}" if encoder else prefix
     _plain(out, f"{e}.patch_embed.projection.weight", (h, f.int("num_channels", hi=64), patch, patch))
     _plain(out, f"{e}.patch_embed.projection.bias", (h,))
     if f.bool("use_abs_pos"):

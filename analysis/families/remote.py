@@ -244,7 +244,8 @@ def build_telechat(f: Fields, model_type: str) -> ModelSpec:
     (aliases); head_dim hidden / heads. ``num_key_value_heads`` (absent: heads) is read as vLLM's LlamaAttention
     does. Class defaults: TeleChat-7B's (vocab 160256, hidden 4096, 30 layers, 32 heads, ffn 12288); the
     embedding is tied unless ``tie_word_embeddings`` is false (PretrainedConfig's default: TeleChat-7B ties,
-    12B and TeleChat2 untie). ``embed_layernorm`` (a LayerNorm after the embedding) is not built by vLLM: refused."""
+    12B and TeleChat2 untie; ``telechat2``, a transformers port's LlamaConfig subclass with Llama's field names,
+    unties by default). ``embed_layernorm`` (a LayerNorm after the embedding) is not built by vLLM: refused."""
     hidden, n_layers, heads, hd, vocab = read_mha_core(f, dict(hidden_size=4096, num_hidden_layers=30,
                                                            num_attention_heads=32, vocab_size=160256))
     kv = f.int("num_key_value_heads", lambda: heads, note="absent: equal to num_attention_heads (no GQA)")
@@ -263,7 +264,8 @@ def build_telechat(f: Fields, model_type: str) -> ModelSpec:
     layer = Layer(attn, MLP(hidden, intermediate, act="silu", down_bias=True), pre_norms(lambda: Norm(hidden)))
     return ModelSpec(
         model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=(layer,) * n_layers,
-        tie_word_embeddings=read_tie(f, True), final_norm=Norm(hidden), hidden_act="silu",
+        # TeleChat2Config(LlamaConfig) of the transformers port (model_type telechat2): untied by default
+        tie_word_embeddings=read_tie(f, model_type != "telechat2"), final_norm=Norm(hidden), hidden_act="silu",
         norm_eps=f.float("rms_norm_eps", 1e-5), rope_scaling=scaling,
         caveats=("TeleChat: real checkpoints' fused key_value (per-head [k; v]) is not mapped for `verify` loading",),
     )
@@ -319,5 +321,128 @@ def build_xverse(f: Fields, model_type: str) -> ModelSpec:
         raise f.error("num_experts", "is set: XVERSE-MoE's experts (shared + routed, the hub's modeling_xverse.py) "
                                      "are not modelled (vLLM serves only the dense XVERSE as Llama)")
     if not f.defaults:  # XverseConfig: LlamaConfig's fields and defaults
+        f.defaults = {k: v for k, v in FAMILY_DEFAULTS["llama"].items() if k not in CORE_FIELDS}
+    return _decoder.build(f, model_type, REGISTRY["llama"])
+
+
+# ---- InternLM (1) --------------------------------------------------------------------------------
+
+
+def build_internlm(f: Fields, model_type: str) -> ModelSpec:
+    """InternLM v1 (``internlm``: internlm-7b, internlm-chat-7b, internlm-20b, internlm-chat-20b), as the hub's
+    modeling_internlm.py builds it and vLLM serves it (``InternLMForCausalLM`` -> its LlamaForCausalLM, whose
+    attention bias is ``attention_bias or bias`` on q, k, v and o): Llama multi-head attention whose q/k/v/o
+    carry a bias when ``bias`` (InternLMConfig's default true: internlm-7b; internlm-20b says false), a
+    bias-free SwiGLU MLP, RMSNorms, an untied ``lm_head``; head_dim hidden / heads. RoPE's base is
+    ``rotary.base`` (default 10000); ``rotary.type`` "dynamic" (dynamic NTK) changes nothing up to
+    ``max_position_embeddings`` (its base grows only past it: a caveat says so). The hub's attention is
+    multi-head only: a ``num_key_value_heads`` other than the head count is refused (vLLM would build GQA
+    shapes no InternLM checkpoint has). Class defaults: InternLMConfig's (internlm-7b)."""
+    hidden, n_layers, heads, hd, vocab = read_mha_core(f, dict(hidden_size=4096, num_hidden_layers=32,
+                                                           num_attention_heads=32, vocab_size=103168))
+    kv = f.int("num_key_value_heads", lambda: heads, note="absent: equal to num_attention_heads (no GQA)")
+    if kv != heads:
+        raise f.error("num_key_value_heads", f"({kv}) differs from num_attention_heads ({heads}): InternLM's "
+                                             "attention (modeling_internlm.py) is multi-head only")
+    bias = f.bool("bias", True, note="InternLMConfig's default")
+    intermediate = f.int("intermediate_size", 11008)
+    act = read_act(f, _SILU)
+    rotary = f.raw("rotary")
+    if rotary is None:
+        rotary = {"base": 10000, "type": "dynamic"}  # InternLMConfig's default
+        f.defaulted("rotary", "{base: 10000, type: dynamic}", "InternLMConfig's default")
+    if not isinstance(rotary, dict):
+        raise f.error("rotary", f"must be an object like {{\"base\": 10000, \"type\": \"dynamic\"}}, got {rotary!r}")
+    kind = rotary.get("type", "dynamic")
+    if kind not in ("origin", "dynamic"):
+        raise f.error("rotary", f"type {kind!r} is not one of InternLM's 'origin', 'dynamic'")
+    base = rotary.get("base", 10000)
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or base <= 1:
+        raise f.error("rotary", f"base must be a number > 1, got {base!r}")
+    attn = Attention(hidden, heads, heads, hd, hd, bias, bias, bias, bias, rotary_dim=hd, rope_theta=float(base))
+    layer = Layer(attn, MLP(hidden, intermediate, act=act), pre_norms(lambda: Norm(hidden)))
+    caveats: tuple[str, ...] = ()
+    if kind == "dynamic":
+        pos = f.raw("max_position_embeddings")
+        caveats = (f"InternLM: rotary type 'dynamic' (NTK) grows RoPE's base past max_position_embeddings "
+                   f"({pos if isinstance(pos, int) else 2048}); not modelled (counts unaffected)",)
+    return ModelSpec(
+        model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=(layer,) * n_layers,
+        tie_word_embeddings=read_tie(f, False), final_norm=Norm(hidden), hidden_act=act,
+        norm_eps=f.float("rms_norm_eps", 1e-6), caveats=caveats,
+    )
+
+
+# ---- openPangu-Embedded --------------------------------------------------------------------------
+
+#: config fields of vLLM's openpangu.py variants that the dense openPangu-Embedded reading does not model
+_PANGU_UNMODELLED = (
+    ("sandwich_norm", "sandwich norms (post-attention / pre- and post-MLP RMSNorms)"),
+    ("use_mhc", "multi-stream hyper-connections (mHC)"),
+    ("param_sink_number", "learned attention-sink keys / values (OpenPanguSinkAttention)"),
+    ("interleaved_sliding_window", "interleaved sliding-window attention"),
+    ("n_routed_experts", "routed experts (openPangu Pro / Ultra MoE)"),
+    ("kv_lora_rank", "multi-head latent attention (openPangu Ultra MoE)"),
+)
+
+
+def build_pangu_embedded(f: Fields, model_type: str) -> ModelSpec:
+    """openPangu-Embedded-1B / 7B (``PanguEmbedded``; a transformers port names it ``openpangu_dense``), as
+    the hub's modeling_openpangu_dense.py builds it and vLLM's openpangu.py serves it
+    (``PanguEmbeddedForCausalLM``: OpenPanguEmbeddedAttention + OpenPanguMLP): Llama with GQA, q/k/v and o
+    biased when ``bias`` (PanguEmbeddedConfig's default true; vLLM: ``attention_bias or bias``, and a
+    ``qkv_bias`` field, when present, decides q/k/v alone), a SwiGLU MLP biased only by ``mlp_bias`` (absent:
+    none), RMSNorms, head_dim ``head_dim`` else hidden / heads, RoPE over the whole head (neox style).
+    Class defaults: PanguEmbeddedConfig's (openPangu-Embedded-7B). vLLM's openpangu.py also serves variants
+    with sandwich norms, hyper-connections, attention sinks, sliding windows, MLA and MoE (the Pro / Ultra
+    MoE model_types); a config of this model_type that sets one of those is refused by name."""
+    for key, what in _PANGU_UNMODELLED:
+        if f.raw(key) not in (None, False, 0):
+            raise f.error(key, f"is set: {what} of vLLM's openpangu.py are not modelled for openPangu-Embedded")
+    from .common import read_head_dim
+
+    hidden, n_layers, heads, _, vocab = read_mha_core(f, dict(hidden_size=4096, num_hidden_layers=34,
+                                                          num_attention_heads=32, vocab_size=153376))
+    kv = f.int("num_key_value_heads", 8, note="PanguEmbeddedConfig's default")
+    if kv > heads or heads % kv:
+        raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
+    hd = read_head_dim(f, hidden, heads)
+    o_bias = f.bool("attention_bias", False) or f.bool("bias", True, note="PanguEmbeddedConfig's default")
+    qkv_bias = f.bool("qkv_bias") if f.has("qkv_bias") else o_bias
+    intermediate = f.int("intermediate_size", 12800)
+    act = read_act(f, _SILU)
+    if act != "silu":
+        raise f.error("hidden_act", f"({act}): vLLM's openpangu.py supports only silu")
+    theta = f.float("rope_theta", 16000000.0, note="PanguEmbeddedConfig's default")
+    attn = Attention(hidden, heads, kv, hd, hd, qkv_bias, qkv_bias, qkv_bias, o_bias, rotary_dim=hd, rope_theta=theta)
+    mlp = MLP(hidden, intermediate, bias=f.bool("mlp_bias", False), act=act)
+    layer = Layer(attn, mlp, pre_norms(lambda: Norm(hidden)))
+    return ModelSpec(
+        model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=(layer,) * n_layers,
+        tie_word_embeddings=read_tie(f, False), final_norm=Norm(hidden), hidden_act=act,
+        norm_eps=f.float("rms_norm_eps", 1e-5),
+    )
+
+
+# ---- Aquila / Aquila2, Skywork: vLLM serves them as Llama ----------------------------------------
+
+
+def build_llama_served(f: Fields, model_type: str) -> ModelSpec:
+    """BAAI Aquila / Aquila2 (``aquila``: ``AquilaForCausalLM`` / ``AquilaModel``, which vLLM's registry maps
+    to its LlamaForCausalLM) and Skywork-13B (``skywork``: ``SkyworkForCausalLM``, whose hub modeling_skywork.py
+    is Llama's; TensorRT-LLM and ms-swift run it as Llama): read as transformers' llama row with LlamaConfig's
+    defaults (bias-free, GQA via num_key_value_heads as in Aquila2-34B, untied head, RoPE). A config with
+    experts (``num_experts``) is a different model: refused."""
+    from . import REGISTRY
+    from . import decoder as _decoder
+
+    from ..family_defaults import FAMILY_DEFAULTS
+    from ..fields import CORE_FIELDS
+
+    for key in ("num_experts", "num_local_experts", "n_routed_experts"):
+        if f.raw(key) not in (None, 0, 1):
+            raise f.error(key, f"is set: model_type '{model_type}' is read as Llama (dense); its experts are not "
+                               "modelled")
+    if not f.defaults:  # the hub's config classes are LlamaConfig's fields and defaults
         f.defaults = {k: v for k, v in FAMILY_DEFAULTS["llama"].items() if k not in CORE_FIELDS}
     return _decoder.build(f, model_type, REGISTRY["llama"])

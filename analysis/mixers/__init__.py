@@ -30,6 +30,9 @@ from .rglru import RGLRU
 from .rwkv import RWKV4
 from .mfa import MFAttention
 from .linear_replacement import LinearReplacement
+from .local_strided import LocalStridedAttention
+from .plamo2 import Plamo2Mamba
+from .lfa import LFAttention
 
 #: Every mixer spec class: what tensor-parallel tables collect over (``analysis.parallel``).
 MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, SparseMLA, Mamba, GatedDeltaNet,
@@ -37,13 +40,13 @@ MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, Spar
                                             CompressedMQA, InklingAttention, HyperBlock, KimiDeltaAttention,
                                             BlockSparseAttention, DogeAttention, MLSTM, RGLRU,
                                             MixtureOfAttention, DiffAttention, MFAttention, RWKV4,
-                                            LinearReplacement)
+                                            LinearReplacement, LocalStridedAttention, Plamo2Mamba, LFAttention)
 
 Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid, SharedBlockMamba,
               LightningAttention, CompressedMQA, InklingAttention, HyperBlock, KimiDeltaAttention,
               BlockSparseAttention, DogeAttention, MLSTM, RGLRU, MixtureOfAttention, DiffAttention, MFAttention, RWKV4,
-              LinearReplacement]
+              LinearReplacement, LocalStridedAttention, Plamo2Mamba, LFAttention]
 
-__all__ = ["MIXER_TYPES", "MLA", "MLSTM", "Attention", "BlockSparseAttention", "DiffAttention", "DogeAttention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "HyperBlock", "InklingAttention", "KimiDeltaAttention", "LightningAttention", "LinearReplacement", "MFAttention", "Mamba", "Mixer", "MixtureOfAttention",
-           "MixerKind", "MixerSpec", "ParallelHybrid", "RGLRU", "RWKV4", "SharedBlockMamba", "ShortConv", "SparseMLA", "attended_keys",
+__all__ = ["MIXER_TYPES", "MLA", "MLSTM", "Attention", "BlockSparseAttention", "DiffAttention", "DogeAttention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "HyperBlock", "InklingAttention", "KimiDeltaAttention", "LFAttention", "LightningAttention", "LinearReplacement", "LocalStridedAttention", "MFAttention", "Mamba", "Mixer", "MixtureOfAttention",
+           "MixerKind", "MixerSpec", "ParallelHybrid", "Plamo2Mamba", "RGLRU", "RWKV4", "SharedBlockMamba", "ShortConv", "SparseMLA", "attended_keys",
            "distinct_keys"]

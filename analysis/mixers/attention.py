@@ -83,6 +83,9 @@ class Attention(MixerSpec):
     k_eq_v: bool = False
     v_norm: bool = False
     kv_shared: bool = False
+    # Hunyuan-Large's cross-layer attention (CLA): a ``kv_shared`` layer reading the previous layer's K/V (its
+    # rotated, un-normed keys) that, with q/k norms (k_norm_dim), norms those keys with a key_layernorm of its own
+    cla: bool = False
     # BitNet: an RMSNorm over the attention output (attn_sub_norm, heads x v_head_dim) before o_proj
     o_norm: bool = False
 
@@ -93,6 +96,7 @@ class Attention(MixerSpec):
     tp_kv_modules = ("k_proj", "v_proj")
     # what ``GatedAttention`` adds (fields there): plain attention has neither
     output_gate = False
+    lf_gate = False  # Yuan 2.0's localized filtering before q/k (analysis.mixers.lfa)
     qk_norm_bias = False
     head_gate = False
     proj_gate = False
@@ -148,7 +152,7 @@ class Attention(MixerSpec):
         if self.q_norm_dim:
             shape = (self.num_attention_heads, self.head_dim) if per_head else (self.q_norm_dim,)
             out.append(Tensor(f"{prefix}.q_norm.weight", shape, "norm"))
-        if self.k_norm_dim and not self.kv_shared:
+        if self.k_norm_dim and (not self.kv_shared or self.cla):
             shape = (self.num_key_value_heads, self.head_dim) if per_head else (self.k_norm_dim,)
             out.append(Tensor(f"{prefix}.k_norm.weight", shape, "norm"))
         if self.sinks:
@@ -177,7 +181,7 @@ class Attention(MixerSpec):
         own_k = 0 if self.kv_shared else self.k_dim  # keys this layer projects, norms and ropes itself
         if self.q_norm_dim:
             b.norm("q_norm", None, self.q_dim, i, tensors=tensors.get("q_norm", []))
-            if own_k:
+            if own_k or (self.cla and self.k_norm_dim):  # Hunyuan CLA: its own norm of the shared keys
                 b.norm("k_norm", None, self.k_dim, i, tensors=tensors.get("k_norm", []))
         if self.v_norm and not self.kv_shared:
             b.norm("v_norm", None, self.v_dim, i, tensors=[])

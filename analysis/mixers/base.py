@@ -67,6 +67,7 @@ class MixerKind(StrEnum):
     RWKV = "rwkv"  # RWKV-4: time-mix (WKV, a per-channel decay) and channel-mix behind a one-token time shift
     MFA = "mfa"  # StepFun Step-3: multi-matrix factorization attention (low-rank query, one shared KV head)
     LINEAR_REPLACEMENT = "linear"  # Nemotron-NAS: a sub-block replaced by one hidden x hidden Linear
+    LOCAL_STRIDED = "local_strided"  # Phi-3-small: block-sparse attention, local blocks + vertical strides
 
 
 class MixerSpec:

@@ -1,0 +1,154 @@
+"""PaddleOCR-VL and GOT-OCR 2.0: the towers and projectors of their multimodal wrappers, as transformers'
+``*ForConditionalGeneration`` builds them (the language model is ``text_config``, counted by its own registry
+entry). LightOnOCR's and GLM-OCR's towers are in analysis/vision.py (``lighton_ocr_vision``, ``glm_ocr_vision``).
+
+PaddleOCR-VL (``paddleocr_vl``, PaddleOCR-VL 0.9B): a SigLIP tower (``model.visual.vision_model``: a biased patch
+conv, (image_size // patch_size)² learned positions, SigLIP blocks, a post LayerNorm, never a pooling head) and the
+projector (``model.projector``): a LayerNorm over the vision hidden, a biased Linear (vision hidden ·
+spatial_merge_size² square) and a biased Linear to the text hidden size. Its language model
+(``paddleocr_vl_text``) is ERNIE 4.5's dense block with half-split (not interleaved) M-RoPE; hub configs are flat.
+
+GOT-OCR 2.0 (``got_ocr2``): a SAM ViT (``got_ocr2_vision``: analysis.families.deepseek_vl.sam_tensors, directly under
+``model.vision_tower``, its neck included) and the projector: two bias-free stride-2 3×3 convs (output_channels →
+2·output_channels → text hidden) and a biased text hidden square Linear. Its language model is Qwen2.
+"""
+
+from __future__ import annotations
+
+from ..spec import Tensor
+from ..vision import _lin, _ln, siglip_tensors, vision_tower_config
+from .deepseek_vl import _sub, sam_tensors
+
+
+def paddleocr_vl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    from ..family_defaults import FAMILY_DEFAULTS
+    from ..fields import Fields
+
+    vc = top.get("vision_config")
+    if isinstance(vc, dict) and vc.get("model_type") == "paddleocr_vl":  # PaddleOCRVLConfig renames it
+        vc = dict(vc, model_type="paddleocr_vl_vision")
+    vc = vision_tower_config(dict(top, vision_config=vc), where, "paddleocr_vl_vision", "PaddleOCR-VL",
+                             "PaddleOCR-VL's checkpoints use its SigLIP tower (paddleocr_vl_vision)")
+    out = siglip_tensors(vc, where, prefix="model.visual.vision_model", family="paddleocr_vl_vision", head=False)
+    vh = out[0].shape[0]
+    f = Fields(vc, f"{where} (vision_config)", defaults=FAMILY_DEFAULTS.get("paddleocr_vl_vision"), nested=True,
+               family="paddleocr_vl_vision")
+    merged = vh * f.int("spatial_merge_size", hi=64) ** 2
+    _ln(out, "model.projector.pre_norm", vh)
+    _lin(out, "model.projector.linear_1", merged, merged)
+    _lin(out, "model.projector.linear_2", text_hidden, merged)
+    return tuple(out)
+
+
+def got_ocr2_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    vision_tower_config(top, where, "got_ocr2_vision", "GOT-OCR 2.0",
+                        "GOT-OCR 2.0's checkpoints use its SAM ViT (got_ocr2_vision)")
+    f = _sub(top, "vision_config", where, "got_ocr2_vision")
+    out, _, ch = sam_tensors(f, "model.vision_tower", encoder="")
+    p = "model.multi_modal_projector"
+    out.append(Tensor(f"{p}.conv_upsampler1.weight", (2 * ch, ch, 3, 3), "vision"))
+    out.append(Tensor(f"{p}.conv_upsampler2.weight", (text_hidden, 2 * ch, 3, 3), "vision"))
+    _lin(out, f"{p}.multimodal_projector", text_hidden, text_hidden)
+    return tuple(out)
+
+
+# ---- BLIP-2 / InstructBLIP ------------------------------------------------------------------------------
+# The vision model (``blip_2_vision_model`` / ``instructblip_vision_model``): a class embedding (1, 1, hidden), a
+# learned position table (1, patches + 1, hidden), a biased patch conv (3 channels), blocks of LayerNorms, a fused
+# qkv without its own bias but, when ``qkv_bias``, a (3·hidden) bias (q and v learned, k zeros: one Parameter), a
+# biased ``projection``, a biased fc1/fc2 MLP, and a post LayerNorm. ``query_tokens`` (1, num_query_tokens, Q-Former
+# hidden). The Q-Former (BERT-shaped, biased): per layer self-attention (query/key/value, output dense + LayerNorm),
+# every ``cross_attention_frequency``-th layer (index % frequency == 0) a cross-attention whose key/value read the
+# vision hidden size (the config's encoder_hidden_size is overwritten by it), and the query feed-forward
+# (intermediate_query / output_query + LayerNorm); the text feed-forward (intermediate / output) too in InstructBLIP
+# and in BLIP-2 when ``use_qformer_text_input``. BLIP-2's Q-Former has one LayerNorm over the queries; InstructBLIP's
+# has text embeddings (word and position tables, a LayerNorm) instead. Then ``language_projection`` (biased, Q-Former
+# hidden -> text hidden). The language model is text_config's (OPT by default): a decoder-only one is counted by its
+# own registry entry; an encoder-decoder one (Flan-T5) is refused by name.
+
+
+#: Blip2QFormerConfig's / InstructBlipQFormerConfig's cross_attention_frequency (a field name the generator's deny-list
+#: drops).
+QFORMER_CROSS_ATTENTION_FREQUENCY = 2
+
+
+def _qformer_attention(out: list[Tensor], p: str, qh: int, kv_in: int) -> None:
+    for name, n_in in (("query", qh), ("key", kv_in), ("value", kv_in)):
+        _lin(out, f"{p}.attention.{name}", qh, n_in)
+    _lin(out, f"{p}.output.dense", qh, qh)
+    _ln(out, f"{p}.output.LayerNorm", qh)
+
+
+def _blip_vision(top: dict, text_hidden: int, where: str, instruct: bool) -> tuple[Tensor, ...]:
+    from ..family_defaults import FAMILY_DEFAULTS
+    from ..fields import MAX_LAYERS, Fields
+
+    fam = "instructblip" if instruct else "blip_2"
+    vf = _sub(top, "vision_config", where, f"{fam}_vision_model")
+    qf = _sub(top, "qformer_config", where, f"{fam}_qformer")
+
+    wrapper = "instructblip" if instruct else "blip-2"
+    tf = Fields(top, where, defaults=FAMILY_DEFAULTS.get(wrapper), family=wrapper)
+    h = vf.int("hidden_size")
+    inter = vf.int("intermediate_size")
+    layers = vf.int("num_hidden_layers", hi=MAX_LAYERS)
+    heads = vf.int("num_attention_heads")
+    if h % heads:
+        raise vf.error("num_attention_heads", f"({heads}) must divide hidden_size ({h})")
+    size = vf.int("image_size", hi=1 << 16)
+    patch = vf.int("patch_size", hi=4096)
+    if patch > size:
+        raise vf.error("patch_size", f"({patch}) is larger than image_size ({size})")
+    qkv_bias = vf.bool("qkv_bias")
+    out: list[Tensor] = []
+    v = "vision_model"
+    out.append(Tensor(f"{v}.embeddings.class_embedding", (1, 1, h), "vision"))
+    out.append(Tensor(f"{v}.embeddings.position_embedding", (1, (size // patch) ** 2 + 1, h), "vision"))
+    out.append(Tensor(f"{v}.embeddings.patch_embedding.weight", (h, 3, patch, patch), "vision"))
+    out.append(Tensor(f"{v}.embeddings.patch_embedding.bias", (h,), "vision"))
+    for i in range(layers):
+        b = f"{v}.encoder.layers.{i}"
+        out.append(Tensor(f"{b}.self_attn.qkv.weight", (3 * h, h), "vision"))
+        if qkv_bias:
+            out.append(Tensor(f"{b}.self_attn.qkv.bias", (3 * h,), "vision"))
+        _lin(out, f"{b}.self_attn.projection", h, h)
+        _ln(out, f"{b}.layer_norm1", h)
+        _lin(out, f"{b}.mlp.fc1", inter, h)
+        _lin(out, f"{b}.mlp.fc2", h, inter)
+        _ln(out, f"{b}.layer_norm2", h)
+    _ln(out, f"{v}.post_layernorm", h)
+    qh = qf.int("hidden_size")
+    q_heads = qf.int("num_attention_heads")
+    if qh % q_heads:
+        raise qf.error("num_attention_heads", f"({q_heads}) must divide hidden_size ({qh})")
+    q_inter = qf.int("intermediate_size")
+    freq = qf.int("cross_attention_frequency", QFORMER_CROSS_ATTENTION_FREQUENCY, hi=MAX_LAYERS,
+                  note="absent: the Q-Former config class default")
+    text_ffn = instruct or qf.bool("use_qformer_text_input")
+    out.append(Tensor("query_tokens", (1, tf.int("num_query_tokens", hi=1 << 16), qh), "vision"))
+    if instruct:
+        out.append(Tensor("qformer.embeddings.word_embeddings.weight", (qf.int("vocab_size"), qh), "vision"))
+        out.append(Tensor("qformer.embeddings.position_embeddings.weight",
+                          (qf.int("max_position_embeddings", hi=1 << 24), qh), "vision"))
+        _ln(out, "qformer.embeddings.layernorm", qh)
+    else:
+        _ln(out, "qformer.layernorm", qh)
+    for i in range(qf.int("num_hidden_layers", hi=MAX_LAYERS)):
+        b = f"qformer.encoder.layer.{i}"
+        _qformer_attention(out, f"{b}.attention", qh, qh)
+        if i % freq == 0:
+            _qformer_attention(out, f"{b}.crossattention", qh, h)
+        for ffn in (("", "_query") if text_ffn else ("_query",)):
+            _lin(out, f"{b}.intermediate{ffn}.dense", q_inter, qh)
+            _lin(out, f"{b}.output{ffn}.dense", qh, q_inter)
+            _ln(out, f"{b}.output{ffn}.LayerNorm", qh)
+    _lin(out, "language_projection", text_hidden, qh)
+    return tuple(out)
+
+
+def blip2_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    return _blip_vision(top, text_hidden, where, instruct=False)
+
+
+def instructblip_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    return _blip_vision(top, text_hidden, where, instruct=True)
