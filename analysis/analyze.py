@@ -289,9 +289,12 @@ def cross_attention_dict(a: Analysis) -> dict | None:
         "layers": list(x.layers),
         "image_tokens_per_image": x.image_tokens or None,
         "bytes_per_image": a.kv.cross_bytes_per_image,
-        "convention": "K and V of every cross-attention layer over one image's tokens (max_num_tiles x "
-                      "(patches + 1)), cached once per image; not in bytes_per_token, bytes_per_sequence or "
-                      "memory.kv_bytes, which count text tokens",
+        "convention": ("IDEFICS: transformers caches none of the gated cross-attention blocks' K/V (recomputed from "
+                       "the image features every step); bytes_per_token is the self-attention layers'"
+                       if x.style == "idefics" else
+                       "K and V of every cross-attention layer over one image's tokens (max_num_tiles x "
+                       "(patches + 1)), cached once per image; not in bytes_per_token, bytes_per_sequence or "
+                       "memory.kv_bytes, which count text tokens"),
     }
 
 

@@ -263,10 +263,22 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         if wrapper in IMAGE_TOKENS:
             x = replace(x, image_tokens=IMAGE_TOKENS[wrapper](top, top_where))
             spec = replace(spec, cross_attention=x)
-        caveats.append(f"{len(x.layers)} cross-attention layers (checkpoint layers {', '.join(map(str, x.layers))}) "
-                       "attend to image tokens: their weights are counted, their KV cache is per image "
-                       "(kv_cache.cross_attention), and a text-only step skips them, as transformers does; the "
-                       f"decoder, its FLOPs and its per-token KV are the {spec.num_layers} self-attention layers")
+        if x.style == "idefics":
+            caveats.append(
+                f"{len(x.layers)} gated cross-attention blocks (before decoder layers "
+                f"{', '.join(str(i - k) for k, i in enumerate(x.layers))}) attend to the image features: their "
+                "weights are counted; transformers caches none of their "
+                "K/V (recomputed from the image features every step), so the per-token KV is the "
+                f"{spec.num_layers} self-attention layers'. They run at every step (transformers' forward needs an "
+                "image), but the decoder, trace and FLOPs here are the self-attention layers only: per-token FLOPs "
+                "leave out the blocks' q/o projections, gated MLPs and attention over the image tokens, and their "
+                "K/V projections of the image features")
+        else:
+            caveats.append(f"{len(x.layers)} cross-attention layers (checkpoint layers "
+                           f"{', '.join(map(str, x.layers))}) "
+                           "attend to image tokens: their weights are counted, their KV cache is per image "
+                           "(kv_cache.cross_attention), and a text-only step skips them, as transformers does; the "
+                           f"decoder, its FLOPs and its per-token KV are the {spec.num_layers} self-attention layers")
     spec = finish(spec, f, top_cfg=top, name=name, source=source, caveats=caveats)
     if generic:
         spec = replace(spec, generic=True)

@@ -335,7 +335,7 @@ def stage_tensors(spec: ModelSpec, plan: LayoutPlan):
         yield 0, t, 1
     for i, layer in enumerate(spec.layers):
         s = plan.stage_of(i, "layer")
-        for t in layer.tensors(f"model.layers.{i}"):
+        for t in layer.stored_tensors(f"model.layers.{i}"):  # a looped pass's weights where they are stored
             if t.kind == "norm":  # (the engine's loaded weights split everything else: hardware.engine.loaded_weights)
                 yield s, t, 1
             elif t.kind == "expert" and isinstance(layer.ffn, MoE) and ".mlp." in t.name:  # (not JetMoE's attention experts)
@@ -355,6 +355,8 @@ def stage_tensors(spec: ModelSpec, plan: LayoutPlan):
         if t.name not in names:
             yield last, t, 1
     for t in proj[1:]:
+        yield last, t, 1
+    for t in spec.head_transform:  # ModernBERT decoder's prediction head: replicated
         yield last, t, 1
     for t in spec.lm_head_tensors():
         yield last, t, lo.attn_tp

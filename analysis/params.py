@@ -120,7 +120,7 @@ def count_params(spec: ModelSpec) -> ParamCounts:
     by_cat: Counter = Counter()
     for t in spec.embedding_tensors():
         by_cat["embedding"] += t.numel
-    for t in spec.lm_head_tensors():
+    for t in spec.lm_head_tensors() + list(spec.head_transform):  # (ModernBERT decoder's prediction head)
         by_cat["lm_head"] += t.numel
     proj = spec.projection_tensors()  # [project_in, project_out] or []
     by_cat["embedding"] += sum(t.numel for t in proj[:1])
@@ -139,14 +139,14 @@ def count_params(spec: ModelSpec) -> ParamCounts:
     per_layer = []
     for idx in spec.layer_groups:  # identical layers counted once, times their number
         layer = spec.layers[idx[0]]
-        tensors = layer.tensors(f"model.layers.{idx[0]}")
+        tensors = layer.stored_tensors(f"model.layers.{idx[0]}")  # a looped pass: its weights counted once, not here
         cats: Counter = Counter()
         for t in tensors:
             cats[category(t)] += t.numel
         n = len(idx)
         for k, v in cats.items():
             by_cat[k] += v * n
-        act = layer_active(layer, tensors)
+        act = layer_active(layer, tensors) if layer.stored else 0
         active += act * n
         ffn = cats["mlp"] + cats["experts"] + cats["shared_experts"] + cats["router"]
         per_layer.append(LayerParams(layer.kind, n, idx[0], cats["attention"] + cats["ssm"], ffn, cats["norm"],

@@ -168,6 +168,11 @@ class Numerics:
     # PLaMo-2: ((norm name, offset), ...) of RMSNorms that scale by offset + weight, each its own offset (pre norms
     # 1, post-mixer 1/5, post-MLP 1/5^1.5, final 1); () none (a single offset for all: ``norm_offset``)
     norm_offsets: tuple = ()
+    # ModernBERT decoder: the activation of the prediction head (ModelSpec.head_transform)
+    head_act: str = "gelu"
+    # Beam: each residual add is depth-scaled, x·sqrt((k-1)/k) + f(x)/sqrt(k) for the k-th add (k = 2, 3, ... by
+    # sublayer), and its NoPE layers scale the queries by (1 + (p + 1) / 2048)^0.1
+    depth_scaled_residual: bool = False
 
 
 @frozen
@@ -296,8 +301,26 @@ class MoE:
     # uses) a second set of num_experts experts of this width with its own router (and e_score_correction_bias
     # parameter) that only image / video tokens are routed to (``vision_router``, ``vision_experts``; 0: none)
     vision_intermediate_size: int = 0
+    # Zyphra ZAYA: the router is an MLP of this width (0: one Linear): ``router.down_proj`` (hidden -> width, biased),
+    # on every layer but the first ``router.router_states_scale`` (width; ``router_state_scale``) over the previous
+    # layer's router state, then ``router.router_mlp``: an RMSNorm, ``fc1`` and ``fc2`` (width x width, biased) and a
+    # bias-free ``out_proj`` to router_experts logits
+    router_mlp: int = 0
+    router_state_scale: bool = False
+    # Yuan2.0-M32: an attention router: bias-free ``router.query`` / ``key`` / ``value`` (each num_experts x hidden);
+    # per token softmax(q kᵀ) v over the num_experts "positions" (E x E scores) gives the router's logits
+    attention_router: bool = False
+    # Muse Spark: the routed experts run at this width (0: hidden_size): a bias-free ``pre_expert_proj`` (hidden ->
+    # width) and its RMSNorm ``pre_expert_norm`` before them, one ``experts.post_expert_norm`` (width) on each
+    # expert's output, a bias-free ``post_expert_proj`` (width -> hidden) after their sum; the router reads hidden
+    expert_hidden_size: int = 0
 
     kind = FFNKind.MOE
+
+    @property
+    def expert_dim(self) -> int:
+        """The width the routed experts read and write (Muse Spark's ``moe_hidden_size``, else hidden_size)."""
+        return self.expert_hidden_size or self.hidden_size
 
     def vision_moe(self) -> "MoE | None":
         """ERNIE-4.5-VL's vision experts and router as a MoE of their own (no shared experts), else None."""
@@ -320,7 +343,7 @@ class MoE:
     @property
     def expert_params(self) -> int:
         """Parameters of one routed expert (weights and biases)."""
-        h, i = self.hidden_size, self.moe_intermediate_size
+        h, i = self.expert_dim, self.moe_intermediate_size
         n = (3 if self.gated else 2) * h * i
         if self.expert_bias:
             n += (2 * i if self.gated else i) + h
@@ -335,7 +358,20 @@ class MoE:
     def tensors(self, prefix: str) -> list[Tensor]:
         out: list[Tensor] = []
         h, i, e = self.hidden_size, self.moe_intermediate_size, self.num_experts
-        out.append(Tensor(f"{prefix}.router.weight", (self.router_experts, h), "router"))
+        if self.router_mlp:  # ZAYA's MLP router (its biases and norm are router parameters too)
+            r, rp = self.router_mlp, f"{prefix}.router"
+            out += [Tensor(f"{rp}.down_proj.weight", (r, h), "router"), Tensor(f"{rp}.down_proj.bias", (r,), "router")]
+            if self.router_state_scale:
+                out.append(Tensor(f"{rp}.router_states_scale", (r,), "router"))
+            out.append(Tensor(f"{rp}.router_mlp.norm.weight", (r,), "router"))
+            for fc in ("fc1", "fc2"):
+                out += [Tensor(f"{rp}.router_mlp.{fc}.weight", (r, r), "router"),
+                        Tensor(f"{rp}.router_mlp.{fc}.bias", (r,), "router")]
+            out.append(Tensor(f"{rp}.router_mlp.out_proj.weight", (self.router_experts, r), "router"))
+        elif self.attention_router:
+            out += [Tensor(f"{prefix}.router.{name}.weight", (e, h), "router") for name in ("query", "key", "value")]
+        else:
+            out.append(Tensor(f"{prefix}.router.weight", (self.router_experts, h), "router"))
         if self.router_scales:
             out.append(Tensor(f"{prefix}.router.scale", (h,), "router"))
             out.append(Tensor(f"{prefix}.router.per_expert_scale", (e,), "router"))
@@ -344,12 +380,19 @@ class MoE:
         if self.correction_bias_param:
             out.append(Tensor(f"{prefix}.router.e_score_correction_bias", (1, e), "router"))
         up_rows = 2 * i if self.gated else i
-        out.append(Tensor(f"{prefix}.experts.gate_up_proj", (e, up_rows, h), "expert"))
+        x = self.expert_dim
+        if self.expert_hidden_size:  # Muse Spark: the experts' own width, projected to and from
+            _linear(out, f"{prefix}.pre_expert_proj", x, h, False)
+            out.append(Tensor(f"{prefix}.pre_expert_norm.weight", (x,), "norm"))
+        out.append(Tensor(f"{prefix}.experts.gate_up_proj", (e, up_rows, x), "expert"))
         if self.expert_bias:
             out.append(Tensor(f"{prefix}.experts.gate_up_proj_bias", (e, up_rows), "bias"))
-        out.append(Tensor(f"{prefix}.experts.down_proj", (e, h, i), "expert"))
+        out.append(Tensor(f"{prefix}.experts.down_proj", (e, x, i), "expert"))
         if self.expert_bias:
-            out.append(Tensor(f"{prefix}.experts.down_proj_bias", (e, h), "bias"))
+            out.append(Tensor(f"{prefix}.experts.down_proj_bias", (e, x), "bias"))
+        if self.expert_hidden_size:
+            out.append(Tensor(f"{prefix}.experts.post_expert_norm.weight", (x,), "norm"))
+            _linear(out, f"{prefix}.post_expert_proj", h, x, False)
         if self.output_bias:
             out.append(Tensor(f"{prefix}.bias", (h,), "bias"))
         shared = self.shared_mlp()
@@ -393,6 +436,12 @@ class CrossAttentionLayers:
     intermediate_size: int
     act: str = "silu"
     image_tokens: int = 0  # per image; 0 when the vision config is unknown (a text_config read alone)
+    # IDEFICS v1 (style "idefics"): k/v read the vision width (kv_input_size), q/k norms only when qk_norm, tanh gates
+    # alpha_cross_attn / alpha_dense of gate_size elements, nothing cached (transformers recomputes K/V each step)
+    style: str = "mllama"
+    kv_input_size: int = 0  # 0: hidden_size
+    qk_norm: bool = True
+    gate_size: int = 1
 
     def kv_elements_per_image(self) -> int:
         """K and V of every cross-attention layer for one image's tokens."""
@@ -402,20 +451,25 @@ class CrossAttentionLayers:
         """Every cross-attention layer's tensors, named ``model.cross_layers.{k}.*`` (k-th cross layer)."""
         out: list[Tensor] = []
         h, hd = self.hidden_size, self.head_dim
+        kv_in = self.kv_input_size or h
         mlp = MLP(h, self.intermediate_size, act=self.act)
+        idefics = self.style == "idefics"
+        gates = ("alpha_cross_attn", "alpha_dense") if idefics else ("cross_attn_attn_gate", "cross_attn_mlp_gate")
+        norms = ("q_layer_norm", "k_layer_norm") if idefics else ("q_norm", "k_norm")
         for k in range(len(self.layers)):
-            p = f"model.cross_layers.{k}"
+            p = f"model.gated_cross_attn_layers.{k}" if idefics else f"model.cross_layers.{k}"
             out.append(Tensor(f"{p}.input_layernorm.weight", (h,), "norm"))
             _linear(out, f"{p}.cross_attn.q_proj", self.num_attention_heads * hd, h, False)
-            _linear(out, f"{p}.cross_attn.k_proj", self.num_key_value_heads * hd, h, False)
-            _linear(out, f"{p}.cross_attn.v_proj", self.num_key_value_heads * hd, h, False)
+            _linear(out, f"{p}.cross_attn.k_proj", self.num_key_value_heads * hd, kv_in, False)
+            _linear(out, f"{p}.cross_attn.v_proj", self.num_key_value_heads * hd, kv_in, False)
             _linear(out, f"{p}.cross_attn.o_proj", h, self.num_attention_heads * hd, False)
-            out.append(Tensor(f"{p}.cross_attn.q_norm.weight", (hd,), "norm"))
-            out.append(Tensor(f"{p}.cross_attn.k_norm.weight", (hd,), "norm"))
-            out.append(Tensor(f"{p}.cross_attn_attn_gate", (1,), "other"))
+            if self.qk_norm:
+                out.append(Tensor(f"{p}.cross_attn.{norms[0]}.weight", (hd,), "norm"))
+                out.append(Tensor(f"{p}.cross_attn.{norms[1]}.weight", (hd,), "norm"))
+            out.append(Tensor(f"{p}.{gates[0]}", (self.gate_size,), "other"))
             out.append(Tensor(f"{p}.post_attention_layernorm.weight", (h,), "norm"))
             out.extend(mlp.tensors(f"{p}.mlp"))
-            out.append(Tensor(f"{p}.cross_attn_mlp_gate", (1,), "other"))
+            out.append(Tensor(f"{p}.{gates[1]}", (self.gate_size,), "other"))
         return out
 
 
@@ -451,6 +505,14 @@ class Layer:
     # (``laurel.linear_left`` / ``linear_right``, ``post_laurel_norm``). 0: none
     altup_inputs: int = 0
     laurel_rank: int = 0
+    # Muse Spark: learned residual gates, one vector (hidden) each after attention and after the FFN
+    # (``post_attention_residual_gate.gate``, ``post_feedforward_residual_gate.gate``): the residual becomes
+    # alpha(g)·x + sigmoid(g / T)·f(x) per feature
+    residual_gates: bool = False
+    # a looped model's later pass over its core (Inkling-2 Loop, Dory, HRM): this executed layer runs the weights
+    # of an earlier layer again. Its ops read them (FLOPs and weight bytes per pass) and its cache is its own, but
+    # its tensors are not stored again: ``stored_tensors`` is empty, so parameters and weight memory count once
+    stored: bool = True
 
     def norm(self, role: str) -> PlacedNorm | None:
         return next((p for p in self.norms if p.role == role), None)
@@ -466,6 +528,10 @@ class Layer:
         elif self.ffn is None and m is not None and not m.includes_ffn:
             label += "-only"
         return label
+
+    def stored_tensors(self, prefix: str) -> list[Tensor]:
+        """The tensors this layer holds in the checkpoint: ``tensors`` but none for a looped pass (``stored``)."""
+        return self.tensors(prefix) if self.stored else []
 
     def tensors(self, prefix: str) -> list[Tensor]:
         out: list[Tensor] = []
@@ -492,6 +558,10 @@ class Layer:
             _linear(out, f"{prefix}.laurel.linear_left", self.laurel_rank, h, False)
             _linear(out, f"{prefix}.laurel.linear_right", h, self.laurel_rank, False)
             out.append(Tensor(f"{prefix}.laurel.post_laurel_norm.weight", (h,), "norm"))
+        if self.residual_gates:  # (per-feature vectors like a norm's scale: replicated, never quantized)
+            h = self.mixer.hidden_size  # type: ignore[union-attr]
+            out.append(Tensor(f"{prefix}.post_attention_residual_gate.gate", (h,), "norm"))
+            out.append(Tensor(f"{prefix}.post_feedforward_residual_gate.gate", (h,), "norm"))
         return out
 
 
@@ -535,12 +605,20 @@ class ModelSpec:
     position_embeddings: int = 0  # learned absolute positions (rows)
     word_embed_proj_dim: int = 0  # OPT: embedding and lm_head width, projected to/from hidden_size (0: hidden_size)
     lm_head_bias: bool = False
+    # NVIDIA Dory: ``lm_head.logit_scale``, a learned per-vocabulary-row scale of the logits (tied head or not)
+    lm_head_logit_scale: bool = False
+    # ModernBERT decoder's prediction head before the LM head: ``lm_head.dense`` (hidden x hidden, optional bias),
+    # the hidden_act-like ``classifier_activation`` (Numerics.head_act), ``lm_head.norm`` (a LayerNorm); () none
+    head_transform: tuple[Tensor, ...] = ()
     mtp_layers: tuple[Layer, ...] = ()  # DeepSeek multi-token prediction (reported, not in total)
     mtp_extra_params: int = 0  # MTP's own projections and norms besides its decoder block
     head_hc: tuple[Tensor, ...] = ()  # DeepSeek-V4's hc_head: collapses the hyper-connection streams before the final norm
     # Jais: ALiBi's slopes kept as a never-trained (heads, 1) parameter, ``model.relative_pe.slopes`` (counted with
     # the model-level norms; no op reads it, engines compute the slopes); 0: none
     alibi_slopes: int = 0
+    # HRM: model-level parameters no op reads per token (its low-level stack's initial state ``model.z_L_init``),
+    # counted with the model-level norms
+    model_params: tuple[Tensor, ...] = ()
     vision: tuple[Tensor, ...] = ()  # a multimodal wrapper's encoders and projectors (kind "vision", or "audio")
     # Gemma 4 per-layer inputs (PLE): a second token table ``embed_tokens_per_layer`` (per_layer_vocab_size
     # rows, num_layers x per_layer_input_size wide) plus ``per_layer_model_projection`` of the embedding,
@@ -621,11 +699,12 @@ class ModelSpec:
         return out
 
     def lm_head_tensors(self) -> list[Tensor]:
-        if self.tie_word_embeddings:  # CTRL: a head tied to the embedding with a bias of its own
-            return [Tensor("lm_head.bias", (self.vocab_size,), "bias")] if self.lm_head_bias else []
-        out = [Tensor("lm_head.weight", (self.vocab_size, self.embed_dim), "lm_head")]
+        # CTRL: a head tied to the embedding with a bias of its own
+        out = [] if self.tie_word_embeddings else [Tensor("lm_head.weight", (self.vocab_size, self.embed_dim), "lm_head")]
         if self.lm_head_bias:
             out.append(Tensor("lm_head.bias", (self.vocab_size,), "bias"))
+        if self.lm_head_logit_scale:
+            out.append(Tensor("lm_head.logit_scale", (self.vocab_size,), "other"))
         return out
 
     def projection_tensors(self) -> list[Tensor]:
@@ -642,7 +721,7 @@ class ModelSpec:
         out = out + (self.final_norm.tensors("model.norm") if self.final_norm else []) + list(self.head_hc)
         if self.alibi_slopes:  # Jais's relative_pe.slopes
             out.append(Tensor("model.relative_pe.slopes", (self.alibi_slopes, 1), "other"))
-        return out
+        return out + list(self.model_params)
 
     @cached_property
     def layer_groups(self) -> tuple[tuple[int, ...], ...]:
@@ -668,7 +747,7 @@ class ModelSpec:
         for group in self.layer_groups:
             split: dict[tuple[bool, ...], list[int]] = {}
             for i in group:
-                key = tuple(is_converted(t, q) for t in self.layers[i].tensors(f"model.layers.{i}"))
+                key = tuple(is_converted(t, q) for t in self.layers[i].stored_tensors(f"model.layers.{i}"))
                 split.setdefault(key, []).append(i)
             out.extend(tuple(v) for v in split.values())
         return tuple(sorted(out))
@@ -678,16 +757,17 @@ class ModelSpec:
         return self.cross_attention.tensors() if self.cross_attention is not None else []
 
     def layer_tensors(self, i: int) -> list[Tensor]:
-        """The tensors of layer ``i``, named as in the checkpoint."""
-        return self.layers[i].tensors(f"model.layers.{i}")
+        """The tensors layer ``i`` stores, named as in the checkpoint (none for a looped pass)."""
+        return self.layers[i].stored_tensors(f"model.layers.{i}")
 
     def tensors(self) -> list[Tensor]:
         """Every tensor of the model (tied embeddings once; MTP layers excluded)."""
         out = self.embedding_tensors() + self.projection_tensors() + self.input_tensors()
         for i, layer in enumerate(self.layers):
-            out.extend(layer.tensors(f"model.layers.{i}"))
+            out.extend(layer.stored_tensors(f"model.layers.{i}"))
         out.extend(self.cross_tensors())
         out.extend(self.final_norm_tensors())
+        out.extend(self.head_transform)
         out.extend(self.lm_head_tensors())
         out.extend(self.vision)
         return out

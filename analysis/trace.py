@@ -227,12 +227,22 @@ class _Builder:
         router = tensors["router"]
         # the router is replicated on every tensor-parallel rank (vLLM's ReplicatedLinear gate, SGLang alike)
         # (its width counts LongCat-Flash's zero-computation experts: router_experts)
-        self.add(name="router", kind="router", category="ffn", layer=i, flops=2 * n * h * m.router_experts,
+        # (ZAYA's MLP router: down_proj, fc1, fc2 and out_proj)
+        r = m.router_mlp
+        macs = h * r + 2 * r * r + r * m.router_experts if r else h * m.router_experts
+        if m.attention_router:  # Yuan2.0-M32: q, k, v (E each), then E x E scores and their product with v
+            e = m.num_experts
+            macs = 3 * h * e + 2 * e * e
+        self.add(name="router", kind="router", category="ffn", layer=i, flops=2 * n * macs,
                  weight_bytes=self.fmt.bytes_of(router), act_read_bytes=n * h * a,
                  act_write_bytes=n * m.router_experts * 4, kernels=3, parallel=Parallel.REPLICATED)
-        expert_tensors = tensors["experts"]
+        expert_tensors = [t for t in tensors["experts"] if t.kind != "norm"]  # (Muse Spark's post_expert_norm apart)
         all_bytes = self.fmt.bytes_of(expert_tensors)
         touched = expected_experts(m.num_experts, m.num_experts_per_tok, n)
+        if m.expert_hidden_size:  # Muse Spark: down to the experts' width and normed first
+            self.matmul("pre_expert_proj", tensors["pre_expert_proj"], i, "ffn")
+            self.norm("pre_expert_norm", None, m.expert_dim, i, tensors=tensors["pre_expert_norm"])
+            h = m.expert_dim
         macs = (3 if m.gated else 2) * h * m.moe_intermediate_size
         ii = m.moe_intermediate_size
         routed = n * m.num_experts_per_tok
@@ -241,6 +251,11 @@ class _Builder:
                  act_read_bytes=routed * (h + (3 if m.gated else 1) * ii) * a,
                  act_write_bytes=routed * ((2 if m.gated else 1) * ii + ii + h) * a,
                  kernels=max(1, round(touched)) * (5 if m.gated else 4) + 2)
+        if m.expert_hidden_size:  # each expert's output normed, then the sum back up to hidden_size
+            self.norm("post_expert_norm", None, h, i, n_tokens=routed,
+                      tensors=[t for t in tensors["experts"] if t.kind == "norm"])
+            self.matmul("post_expert_proj", tensors["post_expert_proj"], i, "ffn", parallel=Parallel.ROW)
+            h = m.hidden_size
         if m.output_bias:  # JetMoE: one bias added to the experts' gated sum (whole on every rank)
             self.add(name="experts_bias", kind="elementwise", category="ffn", layer=i,
                      weight_bytes=self.fmt.bytes_of(tensors["bias"]), act_read_bytes=n * h * a,
@@ -285,6 +300,10 @@ class _Builder:
             # parallel blocks add the mixer and the FFN outputs to the residual in one pass
             self.elementwise("residual", (3 if layer.parallel else 2) * n * h, n * h, i, "other")
             self.placed_norm(layer, "post_ffn_residual", i, tensors)
+        if layer.residual_gates:  # Muse Spark: the two residual adds read their learned gates
+            gates = tensors.get("post_attention_residual_gate", []) + tensors.get("post_feedforward_residual_gate", [])
+            self.add(name="residual_gates", kind="elementwise", category="other", layer=i,
+                     weight_bytes=self.fmt.bytes_of(gates), act_read_bytes=0, act_write_bytes=0, kernels=2)
         if layer.altup_inputs or layer.laurel_rank:
             self.altup_laurel(i, layer, tensors)
         if layer.per_layer_input:  # Gemma 4: gate, GELU times this layer's input slice, project, norm, add
@@ -340,6 +359,12 @@ class _Builder:
         if spec.final_norm is not None:
             self.norm("final_norm", spec.final_norm, h, None, n_tokens=last,
                       tensors=spec.final_norm.tensors("model.norm"))
+        if spec.head_transform:  # ModernBERT decoder: dense -> activation -> LayerNorm before the LM head
+            dense = [t for t in spec.head_transform if ".dense." in t.name]
+            self.matmul("head_dense", dense, None, "lm_head", n_tokens=last, parallel=Parallel.REPLICATED)
+            self.elementwise("head_act", last * h, last * h, None, "lm_head")
+            self.norm("head_norm", None, h, None, n_tokens=last,
+                      tensors=[t for t in spec.head_transform if ".norm." in t.name])
         proj = spec.projection_tensors()
         if proj:  # OPT: project_out narrows to the embedding width before the LM head
             self.matmul("project_out", proj[1:], None, "lm_head", n_tokens=last, parallel=Parallel.REPLICATED)

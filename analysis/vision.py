@@ -211,8 +211,10 @@ def _tower_shape(f) -> tuple[int, int, int, int]:
     return h, inter, layers, f.int("num_channels", hi=64)
 
 
-def clip_tensors(vision_config: object, where: str, prefix: str = "model.vision_tower.vision_model") -> list[Tensor]:
-    f = _vision_fields(vision_config, where, "clip_vision_model")
+def clip_tensors(vision_config: object, where: str, prefix: str = "model.vision_tower.vision_model",
+                 family: str = "clip_vision_model") -> list[Tensor]:
+    """CLIP's ViT; ``family``: whose config class defaults fill absent fields (GIT: git_vision_model)."""
+    f = _vision_fields(vision_config, where, family)
     h, inter, layers, channels = _tower_shape(f)
     patches, patch = _patches(f)
     out: list[Tensor] = [

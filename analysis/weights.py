@@ -78,7 +78,8 @@ class WeightFormat:
         """``spec.tensors()`` with identical layers collapsed: each tensor of a distinct layer (as
         stored in this format) once, with the number of layers that hold it; model-level tensors once."""
         for t in (spec.embedding_tensors() + spec.projection_tensors() + spec.input_tensors() + spec.cross_tensors()
-                  + spec.final_norm_tensors() + spec.lm_head_tensors() + list(spec.vision)):
+                  + spec.final_norm_tensors() + list(spec.head_transform) + spec.lm_head_tensors()
+                  + list(spec.vision)):
             yield t, 1
         for group in self.layer_groups(spec):
             for t in spec.layer_tensors(group[0]):

@@ -267,7 +267,9 @@ def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]
     if a.kv.state_bytes_per_sequence:
         kv.add("recurrent state per sequence", fmt_bytes(a.kv.state_bytes_per_sequence), fmt_int(a.kv.state_bytes_per_sequence))
     x = spec.cross_attention
-    if x is not None:  # mllama: image K/V of the cross-attention layers, per image, not per text token
+    if x is not None and x.style == "idefics":  # IDEFICS: transformers caches none of the gated blocks' K/V
+        kv.add(f"cross-attention ({len(x.layers)} gated blocks)", "not cached", "K/V recomputed every step")
+    elif x is not None:  # mllama: image K/V of the cross-attention layers, per image, not per text token
         per_image = a.kv.cross_bytes_per_image
         kv.add(f"cross-attention, per image ({len(x.layers)} layers × {x.image_tokens:,} image tokens)",
                fmt_bytes(per_image) if per_image is not None else "unknown",

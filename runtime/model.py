@@ -63,6 +63,21 @@ def region(kind: str):
 def check_supported(spec: ModelSpec) -> None:
     """Refuse, with one clear message, what the runtime cannot run yet: a mixer kind without a module in
     ``MIXERS``, or what its module says it does not run (``MixerModule.unsupported``)."""
+    if spec.numerics.depth_scaled_residual:
+        raise RuntimeUnavailableError(f"verify does not support Beam's decoder layer yet ({spec.label}: depth-scaled "
+                                      "residual adds, a per-head bias in the attention's sigmoid gate and a "
+                                      "scalable-softmax query scale on its NoPE layers)",
+                                      "analyze and trace work for this model")
+    if any(layer.residual_gates or (isinstance(layer.ffn, MoE) and layer.ffn.expert_hidden_size)
+           for layer in spec.layers):
+        raise RuntimeUnavailableError(f"verify does not support Muse Spark's decoder layer yet ({spec.label}: learned "
+                                      "residual gates, experts run at moe_hidden_size between pre / post expert "
+                                      "projections and norms, weightless q/k/o norms with a query scale)",
+                                      "analyze and trace work for this model")
+    looped = next((i for i, layer in enumerate(spec.layers) if not layer.stored), None)
+    if looped is not None:  # Inkling-2 Loop, Dory, HRM: one module per layer run would not share the weights
+        raise RuntimeUnavailableError(f"verify does not support looped layers yet (layer {looped} of {spec.label} runs "
+                                      "an earlier layer's weights again)", "analyze and trace work for this model")
     for i, layer in enumerate(spec.layers):
         m = layer.mixer
         if m is None:
@@ -99,6 +114,9 @@ def check_supported(spec: ModelSpec) -> None:
                                       "MoE's output joins the residual a sublayer later, its router also picks "
                                       "zero-computation experts, and its MLA scales the latents)",
                                       "analyze and trace work for this model")
+    if any(isinstance(layer.ffn, MoE) and layer.ffn.attention_router for layer in spec.layers):
+        raise RuntimeUnavailableError(f"verify does not support Yuan2.0-M32's attention router yet ({spec.label})",
+                                      "analyze and trace work for this model")
     if spec.position_embeddings and spec.max_position_embeddings is None:
         raise RuntimeUnavailableError("learned position embeddings without max_position_embeddings")
     if spec.numerics.rope_unscaled_layers:
@@ -112,10 +130,19 @@ def check_supported(spec: ModelSpec) -> None:
     if spec.numerics.alibi_scaling:
         raise RuntimeUnavailableError(f"verify does not support ALiBi's linear scaling (alibi_scaling) yet "
                                       f"({spec.label})", "analyze and trace work for this model")
+    if spec.head_transform and spec.numerics.head_act not in ACTIVATIONS:
+        raise RuntimeUnavailableError(f"verify does not support the prediction head's activation "
+                                      f"{spec.numerics.head_act!r} yet ({spec.label})",
+                                      "analyze and trace work for this model")
     if spec.numerics.moe_beside_attention:
         raise RuntimeUnavailableError(f"verify does not support Snowflake Arctic's decoder layer yet ({spec.label}: "
                                       "the experts read the layer's input beside attention, the residual MLP the "
                                       "attention's output)", "analyze and trace work for this model")
+    if spec.cross_attention is not None and spec.cross_attention.style == "idefics":
+        raise RuntimeUnavailableError(f"verify does not support IDEFICS's gated cross-attention blocks yet "
+                                      f"({spec.label}: transformers runs them before every cross_layer_interval-th "
+                                      "layer at every step, its forward needing an image, so the LLaMA layers alone "
+                                      "are not its logits)", "analyze and trace work for this model")
 
 
 # ---- activations ---------------------------------------------------------------------------------
@@ -467,6 +494,8 @@ class SelfAttention(MixerModule):
 
     @staticmethod
     def unsupported(m: Attention) -> str | None:
+        if getattr(m, "gate_bias", False):
+            return "a per-head bias in the attention's sigmoid output gate (Beam's gate_bias)"
         if m.qk_norm_bias and (m.qk_norm_per_head or m.q_norm_dim != m.head_dim):
             return "q/k LayerNorms with bias over more than one head"
         if m.lf_gate:
@@ -1133,7 +1162,8 @@ class SparseMoE(nn.Module):
             return w_Nk * num.routed_scaling_factor, idx_Nk
         if num.router == RouterKind.SIGMOID:  # DeepSeek V3: sigmoid scores, bias only for the choice
             s_NE = torch.sigmoid(logits_NE.float())
-            choice_NE = s_NE + self.router.e_score_correction_bias
+            # openPangu-Ultra-MoE without router_enable_expert_bias: the scores alone choose
+            choice_NE = s_NE + self.router.e_score_correction_bias if num.score_correction_bias else s_NE
         else:
             s_NE = torch.softmax(logits_NE.float(), dim=-1)
             choice_NE = s_NE
@@ -1323,6 +1353,13 @@ class Decoder(nn.Module):
             self.lm_head = linear(spec.embed_dim, spec.vocab_size, spec.lm_head_bias, dtype)
         elif spec.lm_head_bias:  # CTRL: the tied head's bias of its own
             self.lm_head = HeadBias(spec.vocab_size, dtype)
+        if spec.head_transform:  # ModernBERT decoder: lm_head.dense and lm_head.norm before the (tied) head
+            if not hasattr(self, "lm_head"):
+                self.lm_head = nn.Module()
+            names = {t.name for t in spec.head_transform}
+            self.lm_head.dense = linear(spec.hidden_size, spec.hidden_size, "lm_head.dense.bias" in names, dtype)
+            self.lm_head.norm = LayerNorm(spec.hidden_size, spec.norm_eps, bias="lm_head.norm.bias" in names,
+                                          affine=True, dtype=dtype, offset=0.0)
         self.embedding_multiplier = float(spec.embedding_multiplier)
 
     # -- setup ---------------------------------------------------------------------------------------
@@ -1396,7 +1433,9 @@ class Decoder(nn.Module):
         with region("matmul"):
             if self.spec.word_embed_proj_dim:  # OPT: back to the embedding width
                 h_BTD = self.model.project_out(h_BTD)
-            bias = self.lm_head.bias if hasattr(self, "lm_head") else None  # CTRL: tied, with a bias
+            if self.spec.head_transform:  # ModernBERT decoder's prediction head: dense, activation, LayerNorm
+                h_BTD = self.lm_head.norm(ACTIVATIONS[self.num.head_act](self.lm_head.dense(h_BTD)))
+            bias = getattr(self.lm_head, "bias", None) if hasattr(self, "lm_head") else None  # CTRL: tied, biased
             logits = F.linear(h_BTD, self.head_weight(), bias)
         if self.spec.final_logit_softcapping:
             c = self.spec.final_logit_softcapping

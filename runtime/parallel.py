@@ -56,6 +56,9 @@ def check_tp_supported(spec: ModelSpec, tp: int) -> None:
     if spec.embedding_rows:
         raise RuntimeUnavailableError(f"verify --tp does not shard an embedding of {spec.embedding_rows} rows for a "
                                       f"vocabulary of {spec.vocab_size} yet", "use --tp 1")
+    if spec.head_transform:
+        raise RuntimeUnavailableError(f"verify --tp does not shard the prediction head before the LM head (ModernBERT "
+                                      f"decoder: {spec.label}) yet", "use --tp 1")
     if spec.tie_word_embeddings and spec.lm_head_bias:
         raise RuntimeUnavailableError(f"verify --tp does not shard a tied LM head's own bias (CTRL: {spec.label}) yet",
                                       "use --tp 1")

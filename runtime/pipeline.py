@@ -50,6 +50,9 @@ def check_pp_supported(spec: ModelSpec, pp: int, tp: int) -> LayoutPlan:
     """The layout of ``pp`` stages of ``tp`` ranks each, or one error saying what does not run."""
     if spec.numerics.layer_scalar:  # shared-KV layers and per-layer inputs cross the stages
         raise RuntimeUnavailableError(f"verify --pp does not split Gemma 4 ({spec.label}) yet", "use --pp 1")
+    if spec.head_transform and pp > 1:
+        raise RuntimeUnavailableError(f"verify --pp does not split a model with a prediction head before the LM head "
+                                      f"(ModernBERT decoder: {spec.label}) yet", "use --pp 1")
     plan = layout_plan(spec, Layout(tp=tp, pp=pp))
     for i, layer in enumerate(spec.layers):
         m = layer.mixer

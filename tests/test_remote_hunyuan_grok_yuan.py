@@ -226,7 +226,9 @@ def test_yuan_lfa_trace_counts_the_filters():
 
 
 @pytest.mark.parametrize("extra,field", [
-    ({"moe_config": {"moe_num_experts": 32, "moe_top_k": 2, "router_type": "attn_router"}}, "moe_config"),
+    # Yuan2.0-M32's moe_config is modelled (tests/test_remote_yuan_m32.py); a linear router is not
+    ({"moe_config": {"moe_num_experts": 32, "moe_top_k": 2, "ffn_hidden_size": 64, "router_type": "linear"}},
+     "router_type"),
     ({"use_yarn": True}, "use_yarn"),
     ({"rope_theta": 1e6}, "rope_theta"),
     ({"num_attention_heads": 30}, "num_attention_heads"),

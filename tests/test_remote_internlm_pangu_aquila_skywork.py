@@ -188,10 +188,4 @@ def test_telechat2_port_model_type_is_telechat_untied():
     assert count_params(parse_config(dict(c, model_type="not_a_family_xyz"))).total == hand - 245_760
 
 
-def test_pangu_ultra_moe_is_refused_by_name():
-    from planner.analysis.errors import UnsupportedModelError
-
-    ultra = {"model_type": "pangu_ultra_moe", "hidden_size": 7680, "num_hidden_layers": 61, "num_attention_heads": 128,
-             "vocab_size": 153600, "n_routed_experts": 256, "kv_lora_rank": 512}
-    with pytest.raises(UnsupportedModelError, match="openPangu-Ultra-MoE.*MLA"):
-        parse_config(ultra)
+# openPangu-Ultra-MoE (pangu_ultra_moe) is modelled now: tests/test_remote_pangu_moe.py

@@ -444,6 +444,18 @@ TINY["aria_text"] = dict(BASE, model_type="aria_text", head_dim=24, moe_num_expe
 TINY["xglm"] = {"model_type": "xglm", "d_model": 63, "num_layers": 2, "attention_heads": 7, "ffn_dim": 96,
                 "vocab_size": 128, "max_position_embeddings": 256, "pad_token_id": 3, "torch_dtype": "float32"}
 MOE |= {"aria_text"}
+# ModernBERT decoder: embedding LayerNorm, no attn_norm on layer 0, GeGLU Wi, 8-key windows (local_attention 16 // 2)
+# on layers 1, 2 with their own RoPE base, the dense + LayerNorm prediction head, the tied decoder's bias; and with
+# every bias on, untied, explicit layer_types
+_MBD = dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=4, intermediate_size=96, vocab_size=128,
+            max_position_embeddings=256, pad_token_id=0, model_type="modernbert-decoder", local_attention=16,
+            global_attn_every_n_layers=3, local_rope_theta=500.0, global_rope_theta=20000.0)
+TINY["modernbert-decoder"] = _MBD
+TINY["modernbert-decoder-biases-untied"] = dict(_MBD, attention_bias=True, mlp_bias=True, norm_bias=True,
+                                                classifier_bias=True, decoder_bias=False, tie_word_embeddings=False,
+                                                classifier_activation="gelu_pytorch_tanh",
+                                                layer_types=["sliding_attention", "full_attention",
+                                                             "sliding_attention", "full_attention"])
 
 
 # ---- parity with transformers ------------------------------------------------------------------------
@@ -767,6 +779,9 @@ BLIP_WRAPPED = {
     "instructblip": dict(_BLIP, model_type="instructblip", text_config=TINY["opt-post-ln-projected"],
                          image_token_index=127),
 }
+BLIP_WRAPPED["instructblipvideo"] = dict(_BLIP, model_type="instructblipvideo", video_token_index=127,
+                                        text_config=TINY["opt-post-ln-projected"])
+WRAPPED["pp_chart2table"] = dict(WRAPPED["got_ocr2"], model_type="pp_chart2table")  # GOT-OCR 2.0's model
 # (Llama 4's wrapper is not here: transformers 5.24's Llama4ForConditionalGeneration.forward fails on a text-only input
 # (outputs.image_outputs); its language model's logits are checked as TINY["llama4_text"])
 
@@ -1134,6 +1149,11 @@ def test_kimi_linear_is_refused_clearly(tmp_path):
     # Inkling / Inkling-2: relative-bias attention with short convs on K, V and the block outputs
     ("inkling_text", "verify does not support Inkling attention layers yet"),
     ("inkling2_text", "verify does not support Inkling attention layers yet"),
+    ("inkling2_loop_text", "verify does not support looped layers yet"),
+    # NVIDIA Dory: looped nGPT layers
+    ("dory", "verify does not support looped layers yet"),
+    # HRM-Text: its stacks run H_cycles x (L_cycles + 1) times; with one pass each, its gated attention refused
+    ("hrm_text", "verify does not support looped layers yet"),
     # Hy4-preview and A.X-K2: DeepSeek sparse attention with output gates (and Hy4's hyper-connections)
     ("hy_v4", "verify does not support DeepSeek sparse attention layers yet"),
     ("axk2", "verify does not support DeepSeek sparse attention layers yet"),
@@ -1155,12 +1175,27 @@ def test_kimi_linear_is_refused_clearly(tmp_path):
     # dots3-note: DSA layers; without DSA, its gated MLA (a sliding window, a normed rope key)
     ("dots3_note_text", "verify does not support DeepSeek sparse attention layers yet"),
     ("dots3_note_text-no-dsa-freq", "verify does not support dots3-note's gated MLA"),
+    ("zaya-tiny-sliding-biased", "verify does not support ZAYA compressed convolutional attention layers yet"),
+    # Beam: depth-scaled residual adds, the attention gate's per-head bias, the NoPE layers' query scale
+    ("beam", "verify does not support Beam's decoder layer yet"),
 ])
 def test_analysed_but_not_run_families_are_refused_clearly(tmp_path, case, message):
     """Families analysed and traced but not run: build and the verify command refuse them with one message."""
     from tests.test_families import CASES
 
     assert_verify_refuses(tmp_path, CASES[case], message)
+
+
+def test_dory_and_hrm_without_loops_are_refused_by_their_layer_kind(tmp_path):
+    """Dory with one pass has no looped layer, but its nGPT attention (unit-norm q / k, sqk / s_gate scales) and
+    interpolated residuals are not the runtime's attention; nor is HRM's with one cycle of each stack (weightless
+    norms, biased gate, prefix-LM mask, two stacks): refused by name, never run as AFMoE's."""
+    from tests.test_families import CASES
+
+    assert_verify_refuses(tmp_path, dict(CASES["dory"], n_recurrent_loops=1),
+                          "verify does not support Dory nGPT attention layers yet")
+    assert_verify_refuses(tmp_path, dict(CASES["hrm_text"], H_cycles=1, L_cycles=1),
+                          "verify does not support HRM gated attention layers yet")
 
 
 def assert_verify_refuses(tmp_path, cfg: dict, message: str) -> None:
@@ -1546,3 +1581,55 @@ def test_afmoe_released_layout_with_a_live_router_loads_and_matches():
     assert any(n.endswith("mlp.expert_bias") and t.shape == (6,) for n, t in items)
     assert any(n.endswith("self_attn.gate_proj.weight") for n, _ in items)
     assert_loads_and_matches(cfg, items, hf)
+
+
+def test_modernbert_decoder_tensor_and_pipeline_parallel_are_refused_clearly():
+    """The prediction head before the LM head (lm_head.dense, lm_head.norm) is run by one process only."""
+    from planner.runtime.parallel import check_tp_supported
+    from planner.runtime.pipeline import check_pp_supported
+
+    spec = parse_config(TINY["modernbert-decoder-biases-untied"])
+    with pytest.raises(RuntimeUnavailableError, match="prediction head"):
+        check_tp_supported(spec, 2)
+    with pytest.raises(RuntimeUnavailableError, match="prediction head"):
+        check_pp_supported(spec, 2, 1)
+
+
+def test_idefics_v1_is_refused_by_verify_clearly(tmp_path):
+    """IDEFICS v1 is analysed, not run: transformers runs its gated cross-attention blocks at every step (its forward
+    needs an image), so the LLaMA layers alone would not give its logits; build and verify refuse it by name."""
+    from tests.test_families import IDEFICS_V1
+
+    assert_verify_refuses(tmp_path, IDEFICS_V1["idefics"],
+                          "verify does not support IDEFICS's gated cross-attention blocks yet")
+
+
+# GIT: BERT's post-LayerNorm blocks made causal (word + learned positions, then a LayerNorm; biased q/k/v/o and MLP;
+# LayerNorm(x + sublayer) twice; no final norm; a biased head); its CLIP tower and projection counted, not built
+_GIT = {"model_type": "git", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "intermediate_size": 96, "vocab_size": 128, "max_position_embeddings": 64,
+        "vision_config": {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 1, "num_attention_heads": 2,
+                          "image_size": 16, "patch_size": 4}}
+GIT = {"git": _GIT,
+       "git-tied-relu-video": dict(_GIT, tie_word_embeddings=True, hidden_act="relu", layer_norm_eps=1e-5,
+                                   num_image_with_embedding=3)}
+
+
+@pytest.mark.parametrize("name", sorted(GIT))
+def test_git_text_logits_and_cached_decode_equal_transformers(name):
+    """GIT's text decoder (GitForCausalLM without pixel_values: text tokens alone, causal) runs from the whole
+    checkpoint's state dict; params.vision is its image encoder, visual projection and temporal embeddings."""
+    cfg = GIT[name]
+    hf = hf_model(cfg)
+    spec, ours = ours_from_hf(cfg, hf)
+    vision = sum(p.numel() for n, p in hf.named_parameters()
+                 if n.startswith(("git.image_encoder.", "git.visual_projection.", "git.img_temporal_embedding.")))
+    assert count_params(spec).vision == vision > 0
+    assert_logits_and_cached_decode(spec, ours, hf)
+
+
+def test_muse_spark_text_is_refused_by_verify_clearly(tmp_path):
+    """Muse Spark's residual gates and projected experts: analysed and traced, not run."""
+    from tests.test_families import MUSE_SPARK_TEXT
+
+    assert_verify_refuses(tmp_path, MUSE_SPARK_TEXT, "verify does not support Muse Spark's decoder layer yet")

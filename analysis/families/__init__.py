@@ -31,11 +31,13 @@ from .. import vision_shuffle
 from .. import vision_wrappers
 from ..spec import ModelSpec, NormKind, RopeStyle, RouterKind
 from . import bloom, cohere, dbrx, deepseek, falcon, gemma3n, gemma4, gpt2, gpt_neox, hybrid, mllama, mpt, opt
-from . import inkling
+from . import dory, hrm, inkling
 from . import qwen4_exp
 from . import doge, minimax_m3
+from . import zaya
 from . import remote_moe
 from . import grok, hunyuan_large, yuan
+from . import pangu_moe
 from . import ctrl
 from . import dots3_note
 from . import xlstm
@@ -46,6 +48,7 @@ from . import diffllama
 from . import mimo_v2_flash
 from . import recurrent_gemma
 from . import rwkv
+from . import rwkv6, rwkv7
 from . import biogpt, persimmon
 from . import hy_v3
 from . import cohere2_moe
@@ -58,6 +61,9 @@ from . import remote
 from . import phi3small
 from . import chatglm
 from . import arctic, jais
+from . import modernbert_decoder
+from . import beam
+from . import muse_spark
 from . import molmo2
 from . import nemotron_nas
 from . import plamo
@@ -71,6 +77,7 @@ from . import deepseek_vl, paligemma
 from . import ocr_vl
 from . import phi3_v, phi4mm
 from . import remote_vl
+from . import idefics_v1, git
 from .common import Traits
 
 Builder = Callable[..., ModelSpec]
@@ -111,10 +118,6 @@ def _refused(title: str, why: str) -> Builder:
 
 #: MoE families transformers ships that the generic decoder would miscount (refused by name until modelled)
 REFUSED: dict[str, Builder] = {
-    "pangu_ultra_moe": _refused("openPangu-Ultra-MoE", "DeepSeek-V3-style MLA and sigmoid-routed MoE (vLLM's "
-                                "openpangu.py) with openPangu's sandwich norms (post-attention, pre- and post-MLP "
-                                "RMSNorms), optional attention sinks (param_sink_number) and hyper-connections "
-                                "(use_mhc) is not modelled; the generic decoder would count MLA as plain attention"),
     # the Omni checkpoints nest three models (thinker, talker, code-to-wav); the thinker alone is a wrapper we read
     "qwen3_omni_moe": _refused("Qwen3-Omni", "the checkpoint holds a thinker, a talker and a code-to-wav model "
                                "(thinker_config, talker_config, code2wav_config); the thinker alone can be analysed: "
@@ -122,25 +125,11 @@ REFUSED: dict[str, Builder] = {
     "qwen2_5_omni": _refused("Qwen2.5-Omni", "the checkpoint holds a thinker, a talker and a token-to-wav model "
                              "(thinker_config, talker_config, token2wav_config); the thinker alone can be analysed: "
                              "pass its thinker_config as a config with model_type qwen2_5_omni_thinker"),
-    "dory": _refused("NVIDIA Nemotron-Labs Dory", "its looped normalized (nGPT) transformer is not modelled: "
-                     "n_recurrent_layers run n_recurrent_loops times on shared weights (with a KV cache per loop "
-                     "under recurrent_kv_cache_mode 'per_loop'), unit-norm (L2) hidden states interpolated by "
-                     "learned per-channel rates (lambda_1 / lambda_2), a sigmoid-gated attention output "
-                     "(gate_proj, s_gate), scaled queries (sqk), MLP scales (suv_gate / suv_up) and a per-token "
-                     "logit_scale on lm_head; its saved layer_types interleave 'mlp' entries with doubled layer "
-                     "counts"),
-    "modernbert-decoder": _refused("ModernBERT decoder", "ModernBERT's block (fused Wqkv, GeGLU Wi, embedding "
-                                   "norm, alternating global / local attention) is not modelled"),
     # its text_config is a gemma4_unified_text with every layer KV-shared: read alone it would be miscounted
     "gemma4_assistant": _refused("Gemma 4 assistant", "it is a speculative-decoding drafter, not a standalone "
                                  "decoder: its layers read the target model's K/V (num_kv_shared_layers = "
                                  "num_hidden_layers: no cache of its own) and its input is the target's embedding and "
                                  "hidden state (backbone_hidden_size); analyse the target model instead"),
-    "inkling2_loop_text": _refused("Inkling-2 Loop", "its looped core (layers loop_layer_index_start to "
-                                   "loop_layer_index_end run loop_num_passes times on shared weights, mixed by "
-                                   "low-rank loop gates) and its hybrid_sliding layers are not modelled"),
-    "inkling2_loop": _refused("Inkling-2 Loop", "its language model's looped core (loop_num_passes passes over shared "
-                              "layers) and hybrid_sliding layers are not modelled"),
     "gemma4_unified_assistant": _refused("Gemma 4 unified assistant", "it is a speculative-decoding drafter, not a "
                                          "standalone decoder: every layer attends over the target model's K/V "
                                          "(num_kv_shared_layers = num_hidden_layers: no K/V projections, no cache of "
@@ -149,20 +138,10 @@ REFUSED: dict[str, Builder] = {
                                          "centroids with use_ordered_embeddings); plan its target model "
                                          "(gemma4_unified) instead"),
     # read by the generic decoder as Llama (0.59x .. 2.83x, or off by their own small parameters): refused by name
-    "beam": _refused("Beam (Reflection AI)", "its per-head sigmoid attention output gate (gate_proj, gate_bias), "
-                     "sliding / full layers with per-type RoPE, dense-then-sparse layers (mlp_layer_types) and "
-                     "DeepSeek-V3-style grouped sigmoid router over stacked experts are not modelled"),
-    "hrm_text": _refused("HRM (Hierarchical Reasoning Model) text", "it is a recurrent model: a high-level and a "
-                         "low-level stack of layers (H_module, L_module) run H_cycles x L_cycles times on shared "
-                         "weights from a learned initial state (z_L_init), with a gated attention and a prefix-LM "
-                         "(bidirectional) mask, none of which is modelled"),
     "moshi": _refused("Moshi (Kyutai)", "it is a speech-text (audio) model: MoshiForCausalLM is the text "
                       "transformer of a checkpoint whose config also describes a depth decoder over audio "
                       "codebooks and the Mimi audio codec, and its gated MLP (fc1 to ffn_dim, fc2 from ffn_dim / 2) "
                       "is not modelled"),
-    "git": _refused("GIT (GenerativeImage2Text)", "it is an image-to-text model: a CLIP vision encoder, a visual "
-                    "projection and a BERT-style post-LayerNorm text decoder (learned absolute positions, an "
-                    "embedding LayerNorm, biased projections) are not modelled"),
     "bert-generation": _refused("BertGeneration", "it is a BERT encoder used as the decoder of an encoder-decoder: "
                                 "post-LayerNorm BERT blocks with learned absolute positions and an embedding LayerNorm "
                                 "are not modelled"),
@@ -172,23 +151,13 @@ REFUSED: dict[str, Builder] = {
                         "gate (g_proj), zero-centred RMSNorms (GemmaRMSNorm) and per-head q/k norms, per-layer "
                         "rope_theta and partial_rotary_factors, a sigmoid router with a router_bias parameter scaled "
                         "by moe_router_scaling_factor, clamped SwiGLU experts (swiglu_limits, swiglu_limits_shared) "
-                        "and num_nextn_predict_layers MTP layers; no verbatim published config.json was at hand to "
-                        "check a count against the card's 196.81B (196B backbone + 0.81B head)"),
-    "zaya": _refused("Zyphra ZAYA", "its Compressed Convolutional Attention (q and k mixed by a depthwise and a "
-                     "grouped causal conv with biases plus residual paths, half of each value head taken from the "
-                     "previous token through a per-layer recurrent state, L2 q/k norms with a learned per-KV-head "
-                     "temperature), its top-1 MLP router (down_proj to router_hidden_size, a norm and three "
-                     "linears, a skip expert that computes nothing, router state carried from layer to layer) and "
-                     "its learned residual / input scales and biases are not modelled"),
-    # RWKV's successors (remote code, not in transformers; RWKV-4, rwkv, is modelled): refused by name
-    "rwkv5": _refused("RWKV-5 (Eagle)", "its multi-head WKV keeps a head_size x head_size matrix state per head "
-                      "(not RWKV-4's per-channel numerator / denominator), with a per-head time_faaaa bonus, a SiLU "
-                      "gate projection and a GroupNorm (ln_x) over the heads; this remote-code model is not "
-                      "modelled (RWKV-4's model_type rwkv is)"),
-    "rwkv6": _refused("RWKV-6 (Finch)", "besides RWKV-5's matrix-valued per-head state, gate and GroupNorm, its "
-                      "token shift and decay are data-dependent through low-rank (LoRA) projections "
-                      "(time_maa_w1 / w2, time_decay_w1 / w2); this remote-code model is not modelled (RWKV-4's "
-                      "model_type rwkv is)"),
+                        "and num_nextn_predict_layers MTP layers (dense layers past num_hidden_layers, which "
+                        "layer_types and partial_rotary_factors also cover); no verbatim Step-3.5-Flash config.json was "
+                        "at hand: public copies disagree (intermediate_size 11264 or 12288, the Step-3.7 wrapper's "
+                        "text_config besides) and a hand count from vLLM's shapes with the commonest fields (45 layers, "
+                        "12 full with 64 heads and 33 sliding with 96, 8 KV heads of 128, layers 3-44 MoE of 288 experts "
+                        "of 1280 plus a 1280 shared expert, untied 128896 vocabulary, MTP layers left out) gives "
+                        "196.96B, not the card's 196.81B, so no count is given"),
     # ERNIE-4.5-VL's original remote-code config (a flat config, list-valued moe_num_experts); the transformers format
     # (model_type ernie4_5_vl_moe, with text_config / vision_config) is modelled
     "ernie4_5_moe_vl": _refused("ERNIE-4.5-VL (remote-code format)", "its flat original config (list-valued "
@@ -196,27 +165,11 @@ REFUSED: dict[str, Builder] = {
                                 "moe_layer_start_index, a vision_config of the remote DFNRope tower) is not read; use the "
                                 "transformers-format config (model_type ernie4_5_vl_moe, with text_config and "
                                 "vision_config), whose checkpoint is the same model"),
-    "rwkv7": _refused("RWKV-7 (Goose)", "its generalized delta-rule state (head_size x head_size per head, with an "
-                      "in-context learning rate) and its low-rank w / a / v / g projections, value residual from "
-                      "the first layer and per-channel k_k / k_a / r_k parameters (fla-hub remote code) are not "
-                      "modelled (RWKV-4's model_type rwkv is)"),
     # Muse Spark: read generically (transformers 5.24 default config) it came to 1.96x transformers: its experts run in
     # moe_hidden_size (between pre_expert_proj / post_expert_proj), not hidden_size
-    "muse_spark_text": _refused("Muse Spark text", "its blocks are not modelled: a per-head sigmoid attention gate "
-                                "(gate_proj), weightless q/k/o RMSNorms, centred and input-scaled RMSNorms, learned "
-                                "residual gates (post_attention_residual_gate / post_feedforward_residual_gate), "
-                                "and MoE layers whose experts run in moe_hidden_size between a pre_expert_proj / "
-                                "post_expert_proj pair (with pre / post expert norms) instead of at hidden_size"),
-    "muse_spark": _refused("Muse Spark", "its language model (muse_spark_text: gated attention, residual gates, "
-                           "experts in a projected moe_hidden_size) is not modelled, nor its vision tower, vision "
-                           "adapter and projection and its convolutional audio tower"),
-    # IDEFICS (v1, HuggingFaceM4/idefics-9b / -80b): a flat config read generically came to ~0.53 of the checkpoint
-    "idefics": _refused("IDEFICS (v1)", "besides its Llama decoder, every cross_layer_interval-th layer is preceded "
-                        "by a gated cross-attention block (tanh-gated cross-attention to the image tokens with k/v "
-                        "from the vision width, optional q/k RMSNorms, and its own gated MLP) that runs at every "
-                        "decode step with the image K/V recomputed (transformers caches none), plus a CLIP-style "
-                        "vision tower, an optional perceiver resampler and decoupled embedding / lm_head rows "
-                        "(additional_vocab_size); none of this is modelled (Idefics2 / Idefics3 / SmolVLM are)"),
+    "muse_spark": _refused("Muse Spark", "its vision tower (windowed / full layers, axial RoPE, patch merging), vision "
+                           "adapter and projection and its convolutional audio tower are not modelled (its language "
+                           "model is: analyse the text_config, model_type muse_spark_text)"),
 }
 
 REGISTRY: dict[str, Family] = {
@@ -498,9 +451,21 @@ REGISTRY: dict[str, Family] = {
     "hunyuan": hunyuan_large.build,
     # IEIT Yuan 2.0 (remote code): MHA behind Localized Filtering (analysis.mixers.lfa); Yuan2.0-M32 refused
     "yuan": yuan.build,
+    # openPangu-Ultra-MoE (remote code; vLLM openpangu.py): DeepSeek-V3 MLA + one-group sigmoid MoE, sandwich norms
+    "pangu_ultra_moe": pangu_moe.build,
     # MiniMax-M3 (the language model of minimax_m3_vl): full and block-sparse layers (analysis.mixers.block_sparse)
     "minimax_m3_vl_text": minimax_m3.build,
+    # ModernBERT decoder (Ettin): embedding LayerNorm, GeGLU Wi, global / local (local_attention // 2) layers with their
+    # own RoPE bases, a dense + LayerNorm prediction head before the biased (tied) decoder
+    "modernbert-decoder": modernbert_decoder.build,
+    # Beam (Reflection AI): a sigmoid output gate (gate_proj + per-head gate_bias), sliding / NoPE-full layers, sandwich
+    # norms, dense-then-sparse layers with DeepSeek-V3's grouped sigmoid router
+    "beam": beam.build,
+    # Muse Spark's language model: a sigmoid output gate (gate_proj), learned residual gates, MoE experts at
+    # moe_hidden_size between pre_expert_proj / post_expert_proj (the multimodal wrapper muse_spark is refused)
+    "muse_spark_text": muse_spark.build,
     "doge": doge.build,  # SmallDoge: dynamic-mask attention (analysis.mixers.doge), learned residual scales
+    "zaya": zaya.build,  # Zyphra ZAYA1: CCA attention (analysis.mixers.cca), MLP router with a skip expert
     # PLaMo-2 (PFN, remote code; vLLM plamo2.py): Mamba (analysis.mixers.plamo2) and sliding-window attention
     # layers every mamba_step, sandwich RMSNorms with offsets, fused gate_up MLP
     "plamo2": plamo.build_plamo2,
@@ -516,6 +481,14 @@ REGISTRY: dict[str, Family] = {
     "recurrent_gemma": recurrent_gemma.build,
     # RWKV-4 (BlinkDL, transformers' rwkv): time-mix and channel-mix blocks (analysis.mixers.rwkv), a fixed state
     "rwkv": rwkv.build,
+    # RWKV-7 Goose (fla's remote code: fla-hub/rwkv7-*, RWKV/RWKV7-Goose-World3-*-HF): the generalized delta rule
+    # over a head_dim x head_dim state per head, w / a / v / g LoRAs, value residual from the first layer
+    "rwkv7": rwkv7.build,
+    # RWKV-6 Finch (the RWKV hub repos' remote code, RWKV/v6-Finch-*-HF): a head_size x head_size state per head,
+    # data-dependent token shift and decay through low-rank maps; fla's own rwkv6 format is refused inside
+    "rwkv6": rwkv6.build,
+    # RWKV-5 Eagle (RWKV/rwkv-5-world-* remote code): RWKV-6's layout with a static token shift and decay
+    "rwkv5": rwkv6.build_rwkv5,
     # Arcee AFMoE (Trinity): a sigmoid-gated attention output (gate_proj), sandwich norms, RoPE on sliding layers
     # only, dense-then-MoE with a sigmoid router whose expert_bias is a counted parameter, muP embedding scale
     "afmoe": afmoe.build,
@@ -529,6 +502,11 @@ REGISTRY: dict[str, Family] = {
     # Inkling / Inkling-2 (Thinking Machines): relative-bias attention with short convs (analysis.mixers.inkling)
     "inkling_text": inkling.build_v1,
     "inkling2_text": inkling.build_v2,
+    # NVIDIA Nemotron-Labs Dory: a looped nGPT decoder (analysis.mixers.dory; Layer.stored False on later passes)
+    "dory": dory.build,
+    # HRM-Text: low- and high-level stacks run H_cycles x (L_cycles + 1) times (analysis.mixers.hrm; Layer.stored)
+    "hrm_text": hrm.build,
+    "inkling2_loop_text": inkling.build_v2_loop,  # Inkling-2 Loop: a looped core (Layer.stored False on later passes)
     # MiMo-V2-Flash (Xiaomi): full / sliding layers with their own KV heads and sinks, v_head_dim, sigmoid MoE
     "mimo_v2_flash": mimo_v2_flash.build,
     # StepFun Step-3 (remote code, read as vLLM builds it): MFA (low-rank query, one shared KV head), shared-expert MoE
@@ -600,6 +578,7 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "qwen3_omni_moe_thinker": "qwen3_omni_moe_text",
     "inkling_mm_model": "inkling_text",
     "inkling2": "inkling2_text",
+    "inkling2_loop": "inkling2_loop_text",
     "dots3_note": "dots3_note_text",
     "aria": "aria_text",
     "fuyu": "persimmon",  # Fuyu: Persimmon's language model; its patch projection counted (VISION_COUNTED)
@@ -656,6 +635,7 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
     "minimax_m3_vl": vision.minimax_m3_vl_vision,
     "inkling_mm_model": inkling.inkling_towers,  # its HMLP vision tower and dMel audio embedding
     "inkling2": inkling.inkling2_vision,
+    "inkling2_loop": inkling.inkling2_vision,
     "dots3_note": dots3_note.dots3_towers,  # its MoE vision tower (experts per block) and audio encoder
     "aria": aria.aria_vision,  # its Idefics3 (SigLIP-shaped) tower and cross-attention projector
     "fuyu": persimmon.fuyu_vision,  # no tower: one biased Linear from a flattened patch to the hidden size
@@ -766,25 +746,35 @@ VISION_COUNTED.update({
     "lighton_ocr": vision.lighton_ocr_vision,  # Pixtral tower + Mistral 3's merger, bias-free linear_1 / linear_2
     "glm_ocr": vision.glm_ocr_vision,  # GLM-4.xV-shaped tower with q/k norms, biased MLP, wider merger
     "got_ocr2": ocr_vl.got_ocr2_vision,  # SAM ViT and neck + two stride-2 convs and a Linear
+    "pp_chart2table": ocr_vl.pp_chart2table_vision,  # PP-Chart2Table: GOT-OCR 2.0's model, its own config classes
 })
+TEXT_WRAPPERS["pp_chart2table"] = "qwen2"
 #: a flat PaddleOCR-VL config: PaddleOCRVLConfig builds text_config from the other keys, but tie_word_embeddings is
 #: its own field, so the text_config keeps its class default (true) and the wrapper then ties ("either")
 FLAT_TEXT_WRAPPERS = FLAT_TEXT_WRAPPERS | {"paddleocr_vl"}
 FLAT_TEXT_FIXED: dict[str, dict] = {"paddleocr_vl": {"tie_word_embeddings": True}}
-WRAPPER_TIE.update({"paddleocr_vl": "either", "got_ocr2": "wrapper"})
+WRAPPER_TIE.update({"paddleocr_vl": "either", "got_ocr2": "wrapper", "pp_chart2table": "wrapper"})
 # BLIP-2 / InstructBLIP: ViT + Q-Former + language_projection around text_config's language model (OPT by default)
 TEXT_WRAPPERS.update({"blip-2": "opt", "instructblip": "opt"})
 VISION_COUNTED.update({"blip-2": ocr_vl.blip2_vision, "instructblip": ocr_vl.instructblip_vision})
+TEXT_WRAPPERS["instructblipvideo"] = "opt"  # InstructBLIP-Video: InstructBLIP's model, its own config classes
+VISION_COUNTED["instructblipvideo"] = ocr_vl.instructblipvideo_vision
 #: Wrappers refused by the model_type of their language model: wrapper -> {text model_type: why}. BLIP-2 and
 #: InstructBLIP build AutoModelForSeq2SeqLM for a non-causal text_config (Flan-T5 checkpoints).
 _ENC_DEC = "an encoder-decoder language model (AutoModelForSeq2SeqLM); planner analyses decoder-only language models"
 WRAPPER_REFUSED_TEXT: dict[str, dict[str, str]] = {
     w: {t: _ENC_DEC for t in ("t5", "mt5", "umt5", "longt5", "bart", "mbart", "pegasus", "switch_transformers")}
-    for w in ("blip-2", "instructblip")}
+    for w in ("blip-2", "instructblip", "instructblipvideo")}
 
 # Remote-code VLMs around a DeepSeek MoE language model (analysis/families/remote_vl.py; vLLM kimi_vl.py, moonvit.py,
 # deepseek_vl2.py): the language model read as vLLM reads it (transformers' DeepseekV2Config, its layout by
 # topk_method / use_mla), the MoonViT / SigLIP towers and projectors counted
+# IDEFICS v1: a flat config, LLaMA + gated cross-attention blocks (ModelSpec.cross_attention, style "idefics"), its
+# CLIP tower and perceiver resampler in ModelSpec.vision (analysis/families/idefics_v1.py)
+REGISTRY["idefics"] = idefics_v1.build
+# GIT: a flat config, BERT's post-LayerNorm blocks made causal + CLIP's ViT and the visual projection in
+# ModelSpec.vision (analysis/families/git.py)
+REGISTRY["git"] = git.build
 TEXT_WRAPPERS.update({"kimi_vl": "deepseek_v2", "deepseek_vl_v2": "deepseek_v2"})
 VISION_COUNTED.update({"kimi_vl": remote_vl.kimi_vl_vision,  # MoonViT (fused wqkv) + pre_norm / linear_1 / linear_2
                        "deepseek_vl_v2": remote_vl.deepseek_vl2_vision})  # SigLIP-so400m + attn_pool, MLP, 2 vectors

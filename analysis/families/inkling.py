@@ -29,6 +29,8 @@ The wrappers (``inkling_mm_model``: InklingForConditionalGeneration, ``inkling2`
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..fields import MAX_DIM, MAX_LAYERS, Fields
 from ..mixers.inkling import InklingAttention
 from ..spec import MLP, Layer, ModelSpec, MoE, Norm, Numerics, PlacedNorm, RouterKind, Tensor
@@ -140,6 +142,49 @@ def build_v2(f: Fields, model_type: str) -> ModelSpec:
                  "outputs of earlier blocks (their queries counted; their few FLOPs not traced as matmuls)",),
     )
 
+
+def build_v2_loop(f: Fields, model_type: str) -> ModelSpec:
+    """Inkling-2 Loop (``inkling2_loop_text``, transformers' Inkling2LoopTextModel): Inkling-2's layers, of which
+    ``loop_layer_index_start`` .. ``loop_layer_index_end - 1`` (the core) run ``loop_num_passes`` times on their
+    weights. The core's layers hold four message gates each (``loop_gate_rank``) and the model a
+    ``message_input`` of (core layers, 4, hidden) learned queries; passes after the first restart from the
+    pre-core state and gate in messages from the previous pass. ``layers`` lists the layers as they run (pre-core,
+    the core ``loop_num_passes`` times, post-core: transformers' ``total_num_hidden_layers``), the later passes
+    not ``stored``: each pass has its own cache layers (transformers appends a copy of the core's cache layers per
+    extra pass), FLOPs and weight reads; parameters and weight memory count the core once."""
+    spec = build_v2(f, model_type)
+    n_layers, per = spec.num_layers, f.int("n_layers_per_attn_res_block", hi=MAX_LAYERS)
+    loop = f.raw("loop_config")
+    if loop is not None and not isinstance(loop, dict):
+        raise f.error("loop_config", f"must be an object (core_start, core_end, num_passes, gate_rank), got {loop!r}")
+    lf = Fields(loop or {}, f"{f.where}.loop_config")
+    start = lf.int("core_start", lo=0, hi=MAX_LAYERS) if lf.has("core_start") \
+        else f.int("loop_layer_index_start", lo=0, hi=MAX_LAYERS)
+    end = lf.int("core_end", lo=0, hi=MAX_LAYERS) if lf.has("core_end") \
+        else f.int("loop_layer_index_end", lo=0, hi=MAX_LAYERS)
+    passes = lf.int("num_passes", hi=1024) if lf.has("num_passes") else f.int("loop_num_passes", hi=1024)
+    rank = lf.int("gate_rank") if lf.has("gate_rank") else f.int("loop_gate_rank")
+    if not 0 < start < end <= n_layers:
+        raise f.error("loop_layer_index_end", f"({end}): the looped core (layers {start} to {end - 1}) must lie "
+                      f"after layer 0 within the {n_layers} layers")
+    if start % per or end % per:
+        raise f.error("loop_layer_index_start", f"({start}) and loop_layer_index_end ({end}) must be multiples of "
+                      f"n_layers_per_attn_res_block ({per})")
+    if (n_layers + (passes - 1) * (end - start)) > MAX_LAYERS:
+        raise f.error("loop_num_passes", f"({passes}) runs more than {MAX_LAYERS} layers")
+    core = [replace(layer, mixer=replace(layer.mixer, loop_gate_rank=rank)) for layer in spec.layers[start:end]]
+    again = [replace(layer, stored=False, mixer=replace(layer.mixer, messages=True)) for layer in core]
+    layers = (*spec.layers[:start], *core, *again * (passes - 1), *spec.layers[end:])
+    hidden = spec.hidden_size
+    return replace(
+        spec, layers=layers,
+        head_hc=(*spec.head_hc, Tensor("model.message_input.query", (end - start, 4, hidden), "other")),
+        caveats=(*spec.caveats, f"Inkling-2 Loop: layers {start}..{end - 1} run {passes} times on shared weights "
+                 f"({len(layers)} layers run per token, as listed; parameters and weight memory count them once, "
+                 "FLOPs, weight reads and the cache once per pass); message_input's queries are read with the "
+                 "final input's; the post-core layers' tensors are named by the run (model.layers.N), not the "
+                 "checkpoint"),
+    )
 
 
 # ---- the wrappers' towers (VISION_COUNTED) ---------------------------------------------------------

@@ -40,16 +40,22 @@ def paddleocr_vl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor
     return tuple(out)
 
 
-def got_ocr2_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
-    vision_tower_config(top, where, "got_ocr2_vision", "GOT-OCR 2.0",
-                        "GOT-OCR 2.0's checkpoints use its SAM ViT (got_ocr2_vision)")
-    f = _sub(top, "vision_config", where, "got_ocr2_vision")
+def got_ocr2_vision(top: dict, text_hidden: int, where: str, tower: str = "got_ocr2_vision",
+                    name: str = "GOT-OCR 2.0") -> tuple[Tensor, ...]:
+    vision_tower_config(top, where, tower, name, f"{name}'s checkpoints use its SAM ViT ({tower})")
+    f = _sub(top, "vision_config", where, tower)
     out, _, ch = sam_tensors(f, "model.vision_tower", encoder="")
     p = "model.multi_modal_projector"
     out.append(Tensor(f"{p}.conv_upsampler1.weight", (2 * ch, ch, 3, 3), "vision"))
     out.append(Tensor(f"{p}.conv_upsampler2.weight", (text_hidden, 2 * ch, 3, 3), "vision"))
     _lin(out, f"{p}.multimodal_projector", text_hidden, text_hidden)
     return tuple(out)
+
+
+def pp_chart2table_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    """PP-Chart2Table: transformers builds GotOcr2ForConditionalGeneration from it (its own SAM config class, the same
+    fields and defaults as GOT-OCR 2.0's; its Qwen2 text_config defaults are GOT-OCR 2.0's too)."""
+    return got_ocr2_vision(top, text_hidden, where, "pp_chart2table_vision", "PP-Chart2Table")
 
 
 # ---- BLIP-2 / InstructBLIP ------------------------------------------------------------------------------
@@ -64,7 +70,8 @@ def got_ocr2_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ..
 # and in BLIP-2 when ``use_qformer_text_input``. BLIP-2's Q-Former has one LayerNorm over the queries; InstructBLIP's
 # has text embeddings (word and position tables, a LayerNorm) instead. Then ``language_projection`` (biased, Q-Former
 # hidden -> text hidden). The language model is text_config's (OPT by default): a decoder-only one is counted by its
-# own registry entry; an encoder-decoder one (Flan-T5) is refused by name.
+# own registry entry; an encoder-decoder one (Flan-T5) is refused by name. InstructBLIP-Video (``instructblipvideo``)
+# is InstructBLIP's model under its own config classes.
 
 
 #: Blip2QFormerConfig's / InstructBlipQFormerConfig's cross_attention_frequency (a field name the generator's deny-list
@@ -79,15 +86,15 @@ def _qformer_attention(out: list[Tensor], p: str, qh: int, kv_in: int) -> None:
     _ln(out, f"{p}.output.LayerNorm", qh)
 
 
-def _blip_vision(top: dict, text_hidden: int, where: str, instruct: bool) -> tuple[Tensor, ...]:
+def _blip_vision(top: dict, text_hidden: int, where: str, wrapper: str) -> tuple[Tensor, ...]:
     from ..family_defaults import FAMILY_DEFAULTS
     from ..fields import MAX_LAYERS, Fields
 
-    fam = "instructblip" if instruct else "blip_2"
+    fam = wrapper.replace("-", "_")  # its sub-configs' model_types: blip_2_qformer, instructblipvideo_vision_model ...
+    instruct = wrapper != "blip-2"
     vf = _sub(top, "vision_config", where, f"{fam}_vision_model")
     qf = _sub(top, "qformer_config", where, f"{fam}_qformer")
 
-    wrapper = "instructblip" if instruct else "blip-2"
     tf = Fields(top, where, defaults=FAMILY_DEFAULTS.get(wrapper), family=wrapper)
     h = vf.int("hidden_size")
     inter = vf.int("intermediate_size")
@@ -147,8 +154,14 @@ def _blip_vision(top: dict, text_hidden: int, where: str, instruct: bool) -> tup
 
 
 def blip2_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
-    return _blip_vision(top, text_hidden, where, instruct=False)
+    return _blip_vision(top, text_hidden, where, "blip-2")
 
 
 def instructblip_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
-    return _blip_vision(top, text_hidden, where, instruct=True)
+    return _blip_vision(top, text_hidden, where, "instructblip")
+
+
+def instructblipvideo_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    """InstructBLIP-Video: InstructBLIP's modules and names (its own config classes, the same fields and defaults);
+    frames go through the same tower and Q-Former one by one."""
+    return _blip_vision(top, text_hidden, where, "instructblipvideo")

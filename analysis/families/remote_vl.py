@@ -21,7 +21,8 @@ vllm/transformers_utils/configs/).
   its ``map`` attention-pooling head (kept in the module and the checkpoint: ``attn_pool``), counted with
   ``siglip_tensors``. The projector (``downsample_mlp_gelu``): Linear(input_dim·r², n_embed·mlp_ratio), depth - 2
   hidden Linears, Linear(→ n_embed), all biased; ``image_newline`` and ``view_seperator`` (n_embed each, 2D tile tag).
-  DeepSeek-OCR checkpoints (model_type deepseek_vl_v2 too, architectures DeepseekOCR*) are refused: SAM + CLIP towers.
+  DeepSeek-OCR checkpoints (model_type deepseek_vl_v2 too, architectures DeepseekOCR*): the same language model,
+  SAM ViT-B + CLIP-L towers and a linear projector (analysis/families/deepseek_ocr.py).
 """
 
 from __future__ import annotations
@@ -158,16 +159,7 @@ def _dsvl2_sub(top: dict, where: str, key: str) -> dict:
     return sub
 
 
-def _refuse_ocr(top: dict, where: str) -> None:
-    arch = top.get("architectures") or []
-    if isinstance(arch, list) and any(isinstance(a, str) and a.startswith("DeepseekOCR") for a in arch):
-        raise UnsupportedModelError(f"{where}: DeepSeek-OCR ({arch[0]}, model_type deepseek_vl_v2) is not modelled: "
-                                    "its SAM + CLIP towers and linear projector are not DeepSeek-VL2's SigLIP tower",
-                                    "DeepSeek-VL2 (tiny / small / full) checkpoints are supported")
-
-
 def deepseek_vl2_text_config(cfg: dict, where: str) -> dict:
-    _refuse_ocr(cfg, where)
     text = cfg.get("language_config")
     if text is None:
         text = {}  # DeepseekVLV2Config: DeepseekV2Config(**{}) — the class defaults
@@ -181,7 +173,10 @@ def deepseek_vl2_text_config(cfg: dict, where: str) -> dict:
 
 
 def deepseek_vl2_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
-    _refuse_ocr(top, where)
+    from .deepseek_ocr import deepseek_ocr_vision, is_ocr
+
+    if is_ocr(top):  # DeepSeek-OCR: SAM ViT-B + CLIP-L towers, a linear projector (analysis/families/deepseek_ocr.py)
+        return deepseek_ocr_vision(top, text_hidden, where)
     vc = _dsvl2_sub(top, where, "vision_config")
     f = Fields(vc, f"{where} (vision_config)", defaults=DSVL2_VISION_DEFAULTS, nested=True,
                family="deepseek_vl_v2_vision")

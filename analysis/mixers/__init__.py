@@ -28,25 +28,29 @@ from .moa import MixtureOfAttention
 from .diff_attention import DiffAttention
 from .rglru import RGLRU
 from .rwkv import RWKV4
+from .rwkv6 import RWKV5, RWKV6
+from .rwkv7 import RWKV7
 from .mfa import MFAttention
 from .linear_replacement import LinearReplacement
 from .local_strided import LocalStridedAttention
 from .plamo2 import Plamo2Mamba
 from .lfa import LFAttention
+from .cca import CCAttention
 
 #: Every mixer spec class: what tensor-parallel tables collect over (``analysis.parallel``).
 MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, SparseMLA, Mamba, GatedDeltaNet,
                                             ShortConv, ParallelHybrid, SharedBlockMamba, LightningAttention,
                                             CompressedMQA, InklingAttention, HyperBlock, KimiDeltaAttention,
                                             BlockSparseAttention, DogeAttention, MLSTM, RGLRU,
-                                            MixtureOfAttention, DiffAttention, MFAttention, RWKV4,
-                                            LinearReplacement, LocalStridedAttention, Plamo2Mamba, LFAttention)
+                                            MixtureOfAttention, DiffAttention, MFAttention, RWKV4, RWKV5, RWKV6, RWKV7,
+                                            LinearReplacement, LocalStridedAttention, Plamo2Mamba, LFAttention,
+                                            CCAttention)
 
 Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid, SharedBlockMamba,
               LightningAttention, CompressedMQA, InklingAttention, HyperBlock, KimiDeltaAttention,
               BlockSparseAttention, DogeAttention, MLSTM, RGLRU, MixtureOfAttention, DiffAttention, MFAttention, RWKV4,
-              LinearReplacement, LocalStridedAttention, Plamo2Mamba, LFAttention]
+              RWKV5, RWKV6, RWKV7, LinearReplacement, LocalStridedAttention, Plamo2Mamba, LFAttention, CCAttention]
 
-__all__ = ["MIXER_TYPES", "MLA", "MLSTM", "Attention", "BlockSparseAttention", "DiffAttention", "DogeAttention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "HyperBlock", "InklingAttention", "KimiDeltaAttention", "LFAttention", "LightningAttention", "LinearReplacement", "LocalStridedAttention", "MFAttention", "Mamba", "Mixer", "MixtureOfAttention",
-           "MixerKind", "MixerSpec", "ParallelHybrid", "Plamo2Mamba", "RGLRU", "RWKV4", "SharedBlockMamba", "ShortConv", "SparseMLA", "attended_keys",
+__all__ = ["MIXER_TYPES", "CCAttention", "MLA", "MLSTM", "Attention", "BlockSparseAttention", "DiffAttention", "DogeAttention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "HyperBlock", "InklingAttention", "KimiDeltaAttention", "LFAttention", "LightningAttention", "LinearReplacement", "LocalStridedAttention", "MFAttention", "Mamba", "Mixer", "MixtureOfAttention",
+           "MixerKind", "MixerSpec", "ParallelHybrid", "Plamo2Mamba", "RGLRU", "RWKV4", "RWKV5", "RWKV6", "RWKV7", "SharedBlockMamba", "ShortConv", "SparseMLA", "attended_keys",
            "distinct_keys"]

@@ -278,6 +278,8 @@ class GatedAttention(Attention):
     proj_gate: bool = False
     gate_softplus: bool = False  # Laguna: softplus(g_proj(x)) in place of LFM3's sigmoid
     gate_per_element: bool = False  # Laguna's "per-element" gating: g_proj emits one gate per output feature
+    # Beam: a learned per-head bias ``gate_bias`` (heads) added to proj_gate's gate before the sigmoid
+    gate_bias: bool = False
 
     def __post_init__(self) -> None:
         if self.output_gate and self.fused_qkv:
@@ -297,6 +299,8 @@ class GatedAttention(Attention):
             _linear(out, f"{prefix}.g_proj", self.gate_dim, self.hidden_size, False)
         if self.proj_gate:
             _linear(out, f"{prefix}.gate_proj", self.o_in, self.hidden_size, False)
+            if self.gate_bias:
+                out.append(Tensor(f"{prefix}.gate_bias", (self.num_attention_heads,), "bias"))
         return out
 
     @property
@@ -327,6 +331,7 @@ class GatedAttention(Attention):
             n = b.shape.tokens
             # (the layer's dense MLP has a gate_proj too: the short name holds both)
             own = [t for t in tensors["gate_proj"] if f".{self.module}." in t.name]
+            own += [t for t in tensors.get("gate_bias", []) if f".{self.module}." in t.name]  # Beam's per-head bias
             b.matmul("attn_gate_proj", own, i, "attention")
             b.elementwise("output_gate", 2 * n * self.o_in, n * self.o_in, i, "attention", kernels=2)
             b.ops.append(o_proj)

@@ -65,9 +65,15 @@ class MixerKind(StrEnum):
     DIFF_ATTENTION = "diff_attention"  # DiffLlama: differential attention (head pairs subtracted by λ)
     RG_LRU = "rg_lru"  # RecurrentGemma / Griffin: a gated linear recurrence behind a temporal conv
     RWKV = "rwkv"  # RWKV-4: time-mix (WKV, a per-channel decay) and channel-mix behind a one-token time shift
+    RWKV5 = "rwkv5"  # RWKV-5 Eagle: a matrix-valued WKV state per head, static token shift and decay
+    RWKV6 = "rwkv6"  # RWKV-6 Finch: a matrix-valued WKV state per head, data-dependent shift and decay (LoRAs)
+    RWKV7 = "rwkv7"  # RWKV-7 Goose: the generalized delta rule over a matrix-valued state per head
     MFA = "mfa"  # StepFun Step-3: multi-matrix factorization attention (low-rank query, one shared KV head)
     LINEAR_REPLACEMENT = "linear"  # Nemotron-NAS: a sub-block replaced by one hidden x hidden Linear
     LOCAL_STRIDED = "local_strided"  # Phi-3-small: block-sparse attention, local blocks + vertical strides
+    CCA = "cca"  # Zyphra ZAYA: compressed convolutional attention (q/k convs, half-delayed V)
+    NGPT_ATTENTION = "ngpt_attention"  # NVIDIA Dory: AFMoE's gated attention on nGPT's unit sphere (sqk, s_gate)
+    HRM_ATTENTION = "hrm_attention"  # HRM: MHA with a (biased) sigmoid gate per output feature, weightless norms
 
 
 class MixerSpec:

@@ -51,6 +51,11 @@ class InklingAttention(Attention):
     router_shared_rows: int = 0  # Inkling MoE layers: shared experts scored by the router (+ its global_scale)
     residual_queries: int = 0  # Inkling-2: attention_input queries (0 on layer 0, 1 sliding, 3 full)
     kv_input_norms: bool = False  # Inkling-2 full layers: k_input_layernorm and v_input_layernorm
+    # Inkling-2 Loop's looped layers: four message gates (q, k, v, mlp; each down_proj 2·hidden -> rank,
+    # forget_gate_proj and message_gate_proj rank -> hidden) of this rank (0: not a looped layer). They mix the
+    # previous pass's messages in on the later passes (``messages``), not on the first
+    loop_gate_rank: int = 0
+    messages: bool = False
 
     kind = MixerKind.INKLING
     title = "Inkling attention"
@@ -112,6 +117,11 @@ class InklingAttention(Attention):
         out.append(Tensor(f"{prefix}.relative_position_bias.proj", (self.d_rel, self.rel_extent), "other"))
         out.append(Tensor(f"{parent}.post_attention_convolution.conv1d.weight", (h, 1, K), "conv"))
         out.append(Tensor(f"{parent}.post_mlp_convolution.conv1d.weight", (h, 1, K), "conv"))
+        for g in ("q", "k", "v", "mlp") if self.loop_gate_rank else ():
+            r = self.loop_gate_rank
+            _linear(out, f"{parent}.{g}_message_gate.down_proj", r, 2 * h, False)
+            _linear(out, f"{parent}.{g}_message_gate.forget_gate_proj", h, r, False)
+            _linear(out, f"{parent}.{g}_message_gate.message_gate_proj", h, r, False)
         return out
 
     # ---- trace -----------------------------------------------------------------------------------
@@ -135,6 +145,16 @@ class InklingAttention(Attention):
             for p in ("k_input_layernorm", "v_input_layernorm"):
                 if p in tensors:
                     b.norm(p, None, h, i, tensors=tensors[p])
+            if self.messages:  # a later loop pass: the previous pass's four messages (message_input's learned
+                # queries over its block states, bytes only as the block residuals), then the four message gates
+                small("message_input", [], 2 * n * h, 4 * n * h)
+                for g in ("q", "k", "v", "mlp"):
+                    gate = tensors.get(f"{g}_message_gate", [])
+                    b.matmul(f"{g}_message_gate.down_proj", [t for t in gate if "down_proj" in t.name], i,
+                             "attention")
+                    b.matmul(f"{g}_message_gate.gates", [t for t in gate if "down_proj" not in t.name], i,
+                             "attention")
+                    b.elementwise(f"{g}_message_gate.mix", 4 * n * h, n * h, i, "attention", kernels=2)
         qp = "q_proj.linear" if v2 else "q_proj."
         b.matmul("q_proj", named("q_proj", qp), i, "attention")
         for p in ("k_proj", "v_proj"):
