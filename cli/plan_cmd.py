@@ -163,7 +163,8 @@ def sections(d: dict) -> list[Section]:
         s.add(*_row(d["cheapest"]))
         m = d["cheapest"]["memory_per_gpu"]
         s.caption = (f"per GPU: weights {m['weights_bytes'] / 2**30:.1f} GiB, KV pool {m['kv_pool_bytes'] / 2**30:.1f} GiB "
-                     f"= {m['kv_capacity_tokens']:,} tokens per replica"
+                     + (f"= {m['kv_capacity_tokens']:,} tokens per replica" if m["kv_capacity_tokens"] is not None else
+                        f"of recurrent state ({m['state_bytes_per_sequence'] / 2**20:,.1f} MiB per sequence per GPU)")
                      + (" (the decode pool's)" if d["cheapest"]["prefill"] is not None else ""))
         out.append(s)
     p = Section("Pareto front: tokens/s per GPU against tokens/s per user", HEADERS, right=tuple(range(1, 11)))

@@ -117,8 +117,13 @@ def summary_lines(d, accuracy: dict | None = None) -> list[str]:
                      + explain_words(d, "tpot_s"))
     lines.append(f"expected time to first token {_ms(r.expected.ttft_s)} (ideal {_ms(r.ideal.ttft_s)}): "
                  + explain_words(d, "ttft_s"))
-    lines.append(f"KV pool: {m.kv_capacity_tokens:,} tokens per replica; {m.max_concurrency:.2f} sequences of "
-                 f"{m.max_model_len:,} tokens (--max-model-len)")
+    if not m.token_bound:  # recurrent-only: a fixed state per sequence, no per-token cache
+        lines.append(f"state pool: {m.state_sequences:,} sequences per replica, of any length (a recurrent state of "
+                     f"{m.state_bytes_per_sequence:,} B per sequence per GPU, no per-token KV cache)")
+    else:
+        lines.append(f"KV pool: {m.kv_capacity_tokens:,} tokens per replica; {m.max_concurrency:.2f} sequences of "
+                     f"{m.max_model_len:,} tokens (--max-model-len)"
+                     + (" with their recurrent state" if m.state_bytes_per_sequence else ""))
     acc = accuracy_line(accuracy, eng)
     if acc:
         lines.append(acc)

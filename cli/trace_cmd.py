@@ -273,7 +273,7 @@ def build_trace(spec, hw, *, batch: int, context: int, dtype: str | None, kv_dty
     from planner.hardware.roofline import ridge_intensity
 
     mem = dep.mem
-    fit = {"fits": fits, "kv_capacity_tokens": mem.kv_capacity_tokens if mem.kv_pool_bytes > 0 else 0,
+    fit = {"fits": fits, "kv_capacity_tokens": (None if not mem.token_bound else mem.kv_capacity_tokens if mem.kv_pool_bytes > 0 else 0),
            "max_batch": mem.max_batch(context + 1), "fewest_gpus": None if fits else dep.fewest_gpus()}
     if not fits:
         notes.append(f"does not fit: {batch} sequence(s) of {context + 1:,} tokens need more than the KV pool of "

@@ -112,16 +112,44 @@ class LayoutMemory:
     block_size: int
     stage_weights_bytes: tuple[int, ...]
     stage_pool_bytes: tuple[int, ...] = ()  # the KV pool on one GPU of each stage (every stage's, for analyze)
+    # on one GPU of each stage: KV bytes per cached token (the engine's layout) and recurrent state per sequence
+    stage_kv_bytes_per_token: tuple[int, ...] = ()
+    stage_state_bytes: tuple[int, ...] = ()
+    attn_dp: int = 1
 
     @property
     def fits(self) -> bool:
         return self.kv_capacity_tokens >= 1
 
+    @property
+    def token_bound(self) -> bool:
+        """False for a recurrent-only model: its pool holds a state per sequence, not tokens."""
+        return any(self.stage_kv_bytes_per_token) or not any(self.stage_state_bytes)
+
+    def max_batch(self, context: int) -> int:
+        """Sequences of ``context`` tokens the replica's pool holds: on each stage's GPU, each takes its
+        whole blocks of KV and its recurrent state (the tightest stage bounds; each attention-DP rank
+        holds its own sequences). A model with neither (no stage bounds it) gets ``1 << 30``. Without a
+        recurrent state: the replica's KV tokens over ``context`` (as the scheduler admits by tokens)."""
+        if not any(self.stage_state_bytes):  # KV only: the replica's tokens over the sequence's
+            return self.kv_capacity_tokens // max(context, 1)
+        blocks = -(-max(context, 1) // self.block_size) * self.block_size
+        n = None
+        for pool, tok, state in zip(self.stage_pool_bytes, self.stage_kv_bytes_per_token, self.stage_state_bytes):
+            if pool <= 0:
+                return 0
+            per = blocks * tok + state
+            if per:
+                n = pool // per if n is None else min(n, pool // per)
+        return (1 << 30) if n is None else n * self.attn_dp
+
     def to_dict(self) -> dict:
         return {"engine": self.engine, "weights_bytes": self.weights_bytes, "kv_bytes_per_token": self.kv_bytes_per_token,
                 "activation_bytes": self.activation_bytes, "non_torch_bytes": self.non_torch_bytes,
                 "capacity_bytes": self.capacity_bytes, "budget_bytes": self.budget_bytes,
-                "kv_pool_bytes": self.kv_pool_bytes, "kv_capacity_tokens": self.kv_capacity_tokens,
+                "kv_pool_bytes": self.kv_pool_bytes,
+                "kv_capacity_tokens": self.kv_capacity_tokens if self.token_bound else None,
+                "state_bytes_per_sequence": max(self.stage_state_bytes, default=0),
                 "block_size": self.block_size, "stage_weights_bytes": list(self.stage_weights_bytes), "fits": self.fits}
 
 
@@ -152,21 +180,27 @@ def layout_memory(a, hw, plan: LayoutPlan, em: EngineModel, *, max_num_batched_t
     per_rank = None
     tight = (0, 0, 0)  # (pool, per token, budget) of the tightest stage
     pools = tuple(pool_bytes(eng, hw, frac, w + extra, act, non_torch)[1] for w in weights)
+    toks = tuple(eng_tok * mine_tok[s] // total_mine if total_mine else 0 for s in range(lo.pp))
     for s in range(lo.pp):
         budget, pool = pool_bytes(eng, hw, frac, weights[s] + extra, act, non_torch)
-        tok = eng_tok * mine_tok[s] // total_mine if total_mine else 0
+        tok = toks[s]
         if pool <= 0:
             per_rank, tight = 0, (pool, tok, budget)
             break
         if tok == 0:
             continue
-        n = pool // (tok + state[s]) // eng.block_size * eng.block_size
+        # tokens as the engine counts its pool (KV blocks); a recurrent state per sequence is charged by
+        # max_batch, per sequence, not per token
+        n = pool // tok // eng.block_size * eng.block_size
         if per_rank is None or n < per_rank:
             per_rank, tight = n, (pool, tok, budget)
-    if per_rank is None:  # no KV at all (a pure recurrent model): the pool is not token-bound
+    if per_rank is None:  # no KV at all (a pure recurrent model): the pool is not token-bound (see max_batch)
         per_rank = 1 << 30
+        low = min(range(lo.pp), key=lambda s: pools[s])
+        tight = (pools[low], 0, pool_bytes(eng, hw, frac, weights[low] + extra, act, non_torch)[0])
     return LayoutMemory(lo, eng.name, max(weights) + extra, tight[1], act, non_torch, hw.memory_bytes, tight[2],
-                        tight[0], per_rank * lo.attn_dp, eng.block_size, tuple(w + extra for w in weights), pools)
+                        tight[0], per_rank * lo.attn_dp, eng.block_size, tuple(w + extra for w in weights), pools,
+                        toks, tuple(state), lo.attn_dp)
 
 
 # ---- step time ------------------------------------------------------------------------------------

@@ -597,9 +597,28 @@ class EngineMemory:
     notes: tuple[str, ...]
 
     @property
+    def token_bound(self) -> bool:
+        """The pool is counted in tokens: the model caches keys and values (not a recurrent-only model,
+        whose pool holds a fixed state per sequence whatever its length)."""
+        return bool(self.kv_bytes_per_token) or not self.state_bytes_per_sequence
+
+    @property
     def max_concurrency(self) -> float:
-        """Sequences of ``max_model_len`` tokens the pool holds (vLLM's "Maximum concurrency")."""
-        return self.kv_capacity_tokens / self.max_model_len if self.max_model_len else 0.0
+        """Sequences of ``max_model_len`` tokens the pool holds (vLLM's "Maximum concurrency"); a model
+        with a recurrent state (hybrid or recurrent-only) also pays its state per sequence."""
+        if not self.max_model_len:
+            return 0.0
+        if not self.state_bytes_per_sequence:
+            return self.kv_capacity_tokens / self.max_model_len
+        per = self.tokens_for(1, self.max_model_len) * self.kv_bytes_per_token + self.state_bytes_per_sequence
+        return max(self.kv_pool_bytes, 0) / per
+
+    @property
+    def state_sequences(self) -> int | None:
+        """Sequences whose recurrent state alone the pool holds (None: no recurrent state)."""
+        if not self.state_bytes_per_sequence:
+            return None
+        return max(self.kv_pool_bytes, 0) // self.state_bytes_per_sequence
 
     @property
     def weights_fit(self) -> bool:
@@ -607,7 +626,10 @@ class EngineMemory:
 
     @property
     def fits(self) -> bool:
-        """The engine starts: the pool holds at least one sequence of ``max_model_len`` tokens."""
+        """The engine starts: the pool holds at least one sequence of ``max_model_len`` tokens (and its
+        recurrent state, where the model has one)."""
+        if self.state_bytes_per_sequence:
+            return self.max_batch(self.max_model_len) >= 1
         return self.kv_pool_bytes > 0 and self.kv_capacity_tokens >= self.max_model_len
 
     def tokens_for(self, sequences: int, context: int) -> int:
@@ -645,11 +667,12 @@ class EngineMemory:
             rows.append(("non-torch memory", self.non_torch_bytes, "CUDA context, cuBLAS, NCCL buffers"))
         if self.cuda_graph_bytes:
             rows.append(("CUDA graph pool", self.cuda_graph_bytes, "inside the cap" if self.engine == "trtllm" else "outside the cap"))
-        if self.kv_bytes_per_token or not self.state_bytes_per_sequence:
+        if self.token_bound:
             pool = f"{self.kv_capacity_tokens:,} tokens × {self.kv_bytes_per_token:,} B per GPU"
+            if self.state_bytes_per_sequence:  # hybrid: each sequence also holds its recurrent state
+                pool += f", less {self.state_bytes_per_sequence:,} B of state per sequence"
         else:  # recurrent-only (RWKV, xLSTM, Mamba): no per-token cache, a fixed state per sequence
-            pool = (f"{max(self.kv_pool_bytes, 0) // self.state_bytes_per_sequence:,} sequences × "
-                    f"{self.state_bytes_per_sequence:,} B of state per GPU")
+            pool = f"{self.state_sequences:,} sequences × {self.state_bytes_per_sequence:,} B of state per GPU"
         rows.append(("KV cache pool", self.kv_pool_bytes, pool))
         return rows
 
@@ -772,7 +795,9 @@ def memory_dict(m: EngineMemory) -> dict:
     return {
         "engine": m.engine,
         "tp": m.tp,
-        "kv_capacity_tokens": m.kv_capacity_tokens,
+        # None for a recurrent-only model: its pool is not counted in tokens (state_sequences is its bound)
+        "kv_capacity_tokens": m.kv_capacity_tokens if m.token_bound else None,
+        "state_sequences": m.state_sequences,
         "max_model_len": m.max_model_len,
         "max_concurrency": m.max_concurrency,
         "fits": m.fits,

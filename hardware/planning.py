@@ -150,7 +150,7 @@ def _capacity_rps(a, hw, plan, em, mem, w: Workload, seqs: int) -> float:
     """Requests per second one replica sustains: at its largest batch ``b`` (sequences limit or KV pool),
     a request costs its prompt's share of prefill steps plus ``output_len / b`` decode steps."""
     per_seq = w.input_len + w.output_len
-    b = max(1, min(seqs, mem.kv_capacity_tokens // per_seq))
+    b = max(1, min(seqs, mem.max_batch(per_seq)))
     dec = replica_step(a, hw, plan, em, batch=b, new_tokens=1, cached=w.input_len + w.output_len // 2).iteration_s
     chunk = min(w.input_len, 8192)
     pre = replica_step(a, hw, plan, em, batch=1, new_tokens=chunk, cached=0).iteration_s * w.input_len / chunk
@@ -190,9 +190,12 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
             rejected[fam] = (f"does not fit: {mem.weights_bytes / GiB:.1f} GiB of weights per GPU leave no KV pool "
                              f"({eng.display_name} budget {mem.budget_bytes / GiB:.1f} GiB of {hw.memory_bytes / GiB:.1f} GiB)")
             continue
-        if mem.kv_capacity_tokens < per_seq:
+        if mem.max_batch(per_seq) < 1:
             rejected[fam] = (f"does not fit: the KV pool holds {mem.kv_capacity_tokens:,} tokens, less than one request "
-                             f"({per_seq:,})")
+                             f"({per_seq:,})" if not any(mem.stage_state_bytes) else
+                             f"does not fit: the pool ({mem.kv_pool_bytes / GiB:.2f} GiB per GPU) holds less than one "
+                             f"request of {per_seq:,} tokens with its recurrent state "
+                             f"({max(mem.stage_state_bytes) / GiB:.2f} GiB per GPU)")
             continue
         alone = replica_step(a, hw, p, em, batch=1, new_tokens=1, cached=w.input_len + w.output_len // 2)
         if alone.iteration_s > tg.tpot_p90_s:
@@ -228,7 +231,10 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
                 continue
             dps = sorted({d for d in (need, math.ceil(need * 1.25), math.ceil(need * 1.6)) if d <= most})
         for dp in dps:
-            for seqs in sorted({default_seqs, 64}):
+            # a recurrent state per sequence (hybrid and recurrent-only models) bounds the running sequences
+            # besides the KV tokens: the engine runs no more than its pool holds, with their states
+            held = mem.max_batch(per_seq) if any(mem.stage_state_bytes) else default_seqs
+            for seqs in sorted({min(default_seqs, held), min(64, held)}):
                 if seqs > default_seqs:
                     continue
                 cands.append(Candidate(Layout(lo.tp, lo.pp, lo.ep, dp, lo.attn_dp), seqs, mnbt, mem, cost))
@@ -408,7 +414,7 @@ def _disagg_candidates(a, hw, em, w: Workload, alive, max_gpus: int, gpus: int |
     pre, dec = [], []
     for lo, p, mem, first in alive:
         pre.append((first * lo.gpus_per_replica, first, lo, p, mem))
-        b = max(1, min(default_seqs, mem.kv_capacity_tokens // per_seq))
+        b = max(1, min(default_seqs, mem.max_batch(per_seq)))
         step_b = replica_step(a, hw, p, em, batch=b, new_tokens=1, cached=ctx).iteration_s
         alone = replica_step(a, hw, p, em, batch=1, new_tokens=1, cached=ctx).iteration_s
         dec.append((step_b * lo.gpus_per_replica / b, alone, b / step_b, lo, p, mem))
@@ -554,7 +560,7 @@ def fewest_gpus(a, hw, em, w: Workload, max_search: int = 1024) -> int | None:
             continue
         mem = layout_memory(a, hw, p, em, max_num_batched_tokens=eng.max_num_batched_tokens(hw),
                             max_num_seqs=eng.max_num_seqs(hw))
-        if mem.kv_capacity_tokens >= w.input_len + w.output_len:
+        if mem.max_batch(w.input_len + w.output_len) >= 1:
             best = lo.gpus_per_replica
     return best
 

@@ -143,6 +143,41 @@ def test_recurrent_only_pool_is_shown_in_sequences_of_state():
     row = dict((what, note) for what, _, note in m.breakdown())["KV cache pool"]
     assert row == f"{m.kv_pool_bytes // state:,} sequences × {state:,} B of state per GPU"
 
+
+def test_recurrent_only_serve_reports_sequences_not_a_token_count():
+    """serve's summary and JSON for a model without per-token KV: the concurrency is the states the pool
+    holds (not an internal token sentinel over --max-model-len), and kv_capacity_tokens is null."""
+    r = run("serve", "falcon-mamba-7b", "--json")
+    assert r.code == 0, r.err
+    mem = r.json["memory"]
+    state = 64 * (8192 * 3 + 8192 * 16) * 2
+    pool = mem["per_gpu"]["kv_pool_bytes"]
+    assert mem["kv_capacity_tokens"] is None
+    assert mem["state_sequences"] == pool // state
+    assert math.isclose(mem["max_concurrency"], pool / state)
+    text = run("serve", "falcon-mamba-7b")
+    assert text.code == 0, text.err
+    assert f"state pool: {pool // state:,} sequences per replica" in text.out
+    assert "KV pool:" not in text.out
+
+
+def test_hybrid_concurrency_pays_each_sequence_its_state():
+    """Jamba-1.5-Mini (4 attention layers of 32, the rest Mamba) at TP2: a sequence of --max-model-len tokens
+    holds its whole KV blocks and its Mamba state, so the sequences that fit are fewer than the KV tokens over
+    the length; the engine starts only if one such sequence fits."""
+    spec = _model("ai21labs/AI21-Jamba-1.5-Mini")
+    a = analyze(spec, Options())
+    m = engine_memory(a, load_profile("h100-sxm"), load_engine("vllm"), tp_plan(spec, 2), max_model_len=65536)
+    tok, state = m.kv_bytes_per_token, m.state_bytes_per_sequence
+    assert tok == 4 * 2 * 8 * 128 * 2 // 2  # K and V of 8 KV heads × 128, bf16, half of them per GPU
+    assert state > 0
+    assert math.isclose(m.max_concurrency, m.kv_pool_bytes / (65536 * tok + state))
+    assert m.max_concurrency < m.kv_capacity_tokens / 65536
+    assert m.fits and m.max_batch(65536) == m.kv_pool_bytes // (65536 * tok + state)
+    # a pool too small for one sequence's state does not start, whatever its tokens
+    small = replace(m, kv_pool_bytes=state - 1, kv_capacity_tokens=(state - 1) // tok // 16 * 16, max_model_len=16)
+    assert small.kv_capacity_tokens >= 16 and not small.fits
+
 def test_trtllm_free_fraction():
     spec = _model("llama-3.1-8b")
     hw = load_profile("h100-sxm")
