@@ -73,20 +73,24 @@ def test_attention_dp_keeps_mla_cache_unreplicated():
     assert tp.weights_bytes == ref.weights_bytes and tp.kv_pool_bytes == ref.kv_pool_bytes
 
 
+def _layout_and_engine_memory(model_id: str, tp: int):
+    """plan's layout memory and serve's engine memory of one bundled model on TP ``tp`` H100s under vLLM, with
+    the same engine settings."""
+    from planner.hardware.engine import engine_memory
+
+    a = analyze(parse_config(load_bundled_config(model_id)), Options(context=4096))
+    hw = load_profile("h100-sxm")
+    em = engine_model(hw, "vllm")
+    kw = dict(max_num_batched_tokens=8192, max_num_seqs=256)
+    p = plan_for(a, hw, Layout(tp=tp))
+    return layout_memory(a, hw, p, em, **kw), engine_memory(a, hw, em.profile, p.attn, **kw)
+
+
 def test_layout_pool_of_a_hybrid_counts_state_per_sequence_not_per_token():
     """plan's layout memory and serve's engine memory agree on a hybrid (Jamba-1.5-Mini at TP2, the same engine
     settings): the same KV tokens, and the same sequences of a length (each its whole KV blocks plus its Mamba
     state). Charging the state to every token instead left 4,992 tokens, and plan refused TP2."""
-    from planner.hardware.engine import engine_memory
-
-    spec = parse_config(load_bundled_config("ai21labs/AI21-Jamba-1.5-Mini"))
-    a = analyze(spec, Options(context=4096))
-    hw = load_profile("h100-sxm")
-    em = engine_model(hw, "vllm")
-    kw = dict(max_num_batched_tokens=8192, max_num_seqs=256)
-    p = plan_for(a, hw, Layout(tp=2))
-    lm = layout_memory(a, hw, p, em, **kw)
-    ref = engine_memory(a, hw, em.profile, p.attn, **kw)
+    lm, ref = _layout_and_engine_memory("ai21labs/AI21-Jamba-1.5-Mini", tp=2)
     assert lm.kv_pool_bytes == ref.kv_pool_bytes and lm.kv_bytes_per_token == ref.kv_bytes_per_token
     assert lm.kv_capacity_tokens == ref.kv_capacity_tokens > 1_000_000
     state = ref.state_bytes_per_sequence
@@ -97,16 +101,7 @@ def test_layout_pool_of_a_hybrid_counts_state_per_sequence_not_per_token():
 
 
 def test_layout_pool_of_a_recurrent_only_model_is_sequences_of_state():
-    from planner.hardware.engine import engine_memory
-
-    spec = parse_config(load_bundled_config("tiiuae/falcon-mamba-7b"))
-    a = analyze(spec, Options(context=4096))
-    hw = load_profile("h100-sxm")
-    em = engine_model(hw, "vllm")
-    kw = dict(max_num_batched_tokens=8192, max_num_seqs=256)
-    p = plan_for(a, hw, Layout(tp=2))
-    lm = layout_memory(a, hw, p, em, **kw)
-    ref = engine_memory(a, hw, em.profile, p.attn, **kw)
+    lm, ref = _layout_and_engine_memory("tiiuae/falcon-mamba-7b", tp=2)
     assert not lm.token_bound and lm.to_dict()["kv_capacity_tokens"] is None
     assert lm.kv_pool_bytes == ref.kv_pool_bytes > 0
     assert lm.max_batch(10) == lm.max_batch(100_000) == ref.kv_pool_bytes // ref.state_bytes_per_sequence

@@ -71,18 +71,13 @@ class RWKV4(MixerSpec):
         for name in ("key", "value", "receptance"):
             _linear(out, f"{prefix}.{name}", a, h, False)
         _linear(out, f"{prefix}.output", h, a, False)
-        for name in ("key", "receptance"):
-            out.append(Tensor(f"{prefix}.mlp.time_mix_{name}", (1, 1, h), "other"))
-        _linear(out, f"{prefix}.mlp.key", i, h, False)
-        _linear(out, f"{prefix}.mlp.receptance", h, h, False)
-        _linear(out, f"{prefix}.mlp.value", h, i, False)
+        channel_mix_tensors(out, prefix, h, i, {"time_mix_key": (1, 1, h), "time_mix_receptance": (1, 1, h)})
         return out
 
     # ---- trace -----------------------------------------------------------------------------------
 
     def trace(self, b, i: int, tensors: dict[str, list[Tensor]]) -> None:
         n, act, h, a, ii = b.shape.tokens, b.a, self.hidden_size, self.attention_hidden_size, self.intermediate_size
-        ffn = {t.name.split(".mlp.", 1)[1].rsplit(".weight", 1)[0]: t for t in tensors["mlp"]}
         # time-mix: blend each token with the previous one (the shifted token is state: read when the sequences
         # have one, written every step) three ways, then key / value / receptance
         rd, wr = b.state_io(h)
@@ -100,21 +95,7 @@ class RWKV4(MixerSpec):
               state_read_bytes=per_seq if b.shape.cached_tokens > 0 else 0, state_write_bytes=per_seq, kernels=1)
         b.gate(i, "receptance_gate", a, [], kernels=2)  # sigmoid(r) · wkv
         b.matmul("output", tensors["output"], i, "ssm", parallel=Parallel.ROW)
-        # the time-mix's residual add, then ln2 (the layer adds the channel-mix's residual after this mixer)
-        b.elementwise("residual", 2 * n * h, n * h, i, "other")
-        p = b.spec.layers[i].norm("pre_ffn")
-        b.norm(p.name, p.norm, h, i, tensors=tensors.get(p.name, []))
-        # channel-mix: its own shifted token, two blends, relu(key)² -> value, gated by sigmoid(receptance)
-        rd, wr = b.state_io(h)
-        b.add(name="ffn_time_shift", kind=OpKind.ELEMENTWISE, category="ffn", layer=i,
-              weight_bytes=b.fmt.bytes_of([ffn["time_mix_key"], ffn["time_mix_receptance"]]),
-              act_read_bytes=2 * n * h * act, act_write_bytes=2 * n * h * act, state_read_bytes=rd,
-              state_write_bytes=wr, kernels=2)
-        b.matmul("ffn_key", [ffn["key"]], i, "ffn")
-        b.elementwise("ffn_relu_sq", n * ii, n * ii, i, "ffn")
-        b.matmul("ffn_value", [ffn["value"]], i, "ffn", parallel=Parallel.ROW)
-        b.matmul("ffn_receptance", [ffn["receptance"]], i, "ffn")
-        b.elementwise("ffn_gate", 2 * n * h, n * h, i, "ffn", kernels=2)  # sigmoid(r) · value
+        trace_channel_mix(b, i, tensors, h, ii, ("time_mix_key", "time_mix_receptance"))
 
     # ---- state and tensor parallelism ------------------------------------------------------------
 
@@ -132,3 +113,40 @@ class RWKV4(MixerSpec):
             if dim % tp:
                 raise OptionError(f"--tp {tp}: RWKV's {what} ({dim}) does not split {tp} ways (layer {layer})")
         return tp, 1
+
+
+# ---- the channel-mix, shared by RWKV-4 to RWKV-7 ----------------------------------------------------
+
+
+def channel_mix_tensors(out: list[Tensor], prefix: str, h: int, i: int, blends: dict[str, tuple[int, ...]],
+                        receptance: bool = True) -> None:
+    """The channel-mix under ``{prefix}.mlp.``: its token-shift blends (name -> shape), ``key`` (h -> i),
+    ``receptance`` (h -> h; RWKV-7 has none) and ``value`` (i -> h), bias-free."""
+    for name, shape in blends.items():
+        out.append(Tensor(f"{prefix}.mlp.{name}", shape, "other"))
+    _linear(out, f"{prefix}.mlp.key", i, h, False)
+    if receptance:
+        _linear(out, f"{prefix}.mlp.receptance", h, h, False)
+    _linear(out, f"{prefix}.mlp.value", h, i, False)
+
+
+def trace_channel_mix(b, i: int, tensors: dict[str, list[Tensor]], h: int, ii: int, blends: tuple[str, ...],
+                      receptance: bool = True) -> None:
+    """After the time-mix: its residual add and the pre-FFN norm (the layer adds the channel-mix's residual
+    after the mixer), then the channel-mix: its own shifted token (state) and one blend per name in
+    ``blends``, relu(key)² -> value, gated by sigmoid(receptance) where there is one."""
+    n, act = b.shape.tokens, b.a
+    ffn = {t.name.split(".mlp.", 1)[1].rsplit(".weight", 1)[0]: t for t in tensors["mlp"]}
+    b.elementwise("residual", 2 * n * h, n * h, i, "other")
+    p = b.spec.layers[i].norm("pre_ffn")
+    b.norm(p.name, p.norm, h, i, tensors=tensors.get(p.name, []))
+    rd, wr = b.state_io(h)
+    b.add(name="ffn_time_shift", kind=OpKind.ELEMENTWISE, category="ffn", layer=i,
+          weight_bytes=b.fmt.bytes_of([ffn[name] for name in blends]), act_read_bytes=2 * n * h * act,
+          act_write_bytes=len(blends) * n * h * act, state_read_bytes=rd, state_write_bytes=wr, kernels=len(blends))
+    b.matmul("ffn_key", [ffn["key"]], i, "ffn")
+    b.elementwise("ffn_relu_sq", n * ii, n * ii, i, "ffn")
+    b.matmul("ffn_value", [ffn["value"]], i, "ffn", parallel=Parallel.ROW)
+    if receptance:
+        b.matmul("ffn_receptance", [ffn["receptance"]], i, "ffn")
+        b.elementwise("ffn_gate", 2 * n * h, n * h, i, "ffn", kernels=2)  # sigmoid(r) · value

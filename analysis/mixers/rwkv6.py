@@ -34,6 +34,7 @@ from ..records import frozen
 from ..tensors import Tensor
 from ..tensors import linear as _linear
 from .base import MixerKind, MixerSpec
+from .rwkv import channel_mix_tensors, trace_channel_mix
 
 #: Bytes per element of the WKV state: fp32 whatever the model's dtype (the remote code allocates it so)
 WKV_BYTES = 4
@@ -53,6 +54,7 @@ class RWKV6(MixerSpec):
     kind = MixerKind.RWKV6
     title = "RWKV-6"
     eagle = False  # RWKV-5 (``RWKV5``): static token shift and decay, no low-rank maps
+    channel_mix_blends = ("time_maa_k", "time_maa_r")
     module = "mixer"  # the checkpoint's attention (and feed_forward, as mixer.mlp: CheckpointLayout.modules)
     includes_ffn = True
     tp_allreduces = 2  # time-mix's output, channel-mix's value
@@ -86,11 +88,7 @@ class RWKV6(MixerSpec):
         _linear(out, f"{prefix}.output", h, a, False)
         out.append(Tensor(f"{prefix}.ln_x.weight", (h,), "norm"))
         out.append(Tensor(f"{prefix}.ln_x.bias", (h,), "norm"))
-        for name in ("k", "r"):
-            out.append(Tensor(f"{prefix}.mlp.time_maa_{name}", (1, 1, h), "other"))
-        _linear(out, f"{prefix}.mlp.key", ii, h, False)
-        _linear(out, f"{prefix}.mlp.receptance", h, h, False)
-        _linear(out, f"{prefix}.mlp.value", h, ii, False)
+        channel_mix_tensors(out, prefix, h, ii, {"time_maa_k": (1, 1, h), "time_maa_r": (1, 1, h)})
         return out
 
     # ---- trace -----------------------------------------------------------------------------------
@@ -98,7 +96,6 @@ class RWKV6(MixerSpec):
     def trace(self, b, i: int, tensors: dict[str, list[Tensor]]) -> None:
         n, act, h, a, ii = b.shape.tokens, b.a, self.hidden_size, self.attention_hidden_size, self.intermediate_size
         m, d = self.mix_rank, self.decay_rank
-        ffn = {t.name.split(".mlp.", 1)[1].rsplit(".weight", 1)[0]: t for t in tensors["mlp"]}
 
         def lowrank(name: str, t: list[Tensor], n_in: int, n_out: int, parallel: Parallel) -> None:
             # a raw (in, out) Parameter used as x @ W: 2 FLOPs per element and token
@@ -135,19 +132,7 @@ class RWKV6(MixerSpec):
               state_read_bytes=per_seq if b.shape.cached_tokens > 0 else 0, state_write_bytes=per_seq, kernels=1)
         b.gate(i, "ln_x_gate", a, tensors["ln_x"], kernels=3)  # GroupNorm, times silu(gate)
         b.matmul("output", tensors["output"], i, "ssm", parallel=Parallel.ROW)
-        b.elementwise("residual", 2 * n * h, n * h, i, "other")
-        p = b.spec.layers[i].norm("pre_ffn")
-        b.norm(p.name, p.norm, h, i, tensors=tensors.get(p.name, []))
-        rd, wr = b.state_io(h)
-        b.add(name="ffn_time_shift", kind=OpKind.ELEMENTWISE, category="ffn", layer=i,
-              weight_bytes=b.fmt.bytes_of([t for name, t in ffn.items() if name.startswith("time_m")]),
-              act_read_bytes=2 * n * h * act, act_write_bytes=2 * n * h * act, state_read_bytes=rd,
-              state_write_bytes=wr, kernels=2)
-        b.matmul("ffn_key", [ffn["key"]], i, "ffn")
-        b.elementwise("ffn_relu_sq", n * ii, n * ii, i, "ffn")
-        b.matmul("ffn_value", [ffn["value"]], i, "ffn", parallel=Parallel.ROW)
-        b.matmul("ffn_receptance", [ffn["receptance"]], i, "ffn")
-        b.elementwise("ffn_gate", 2 * n * h, n * h, i, "ffn", kernels=2)  # sigmoid(r) · value
+        trace_channel_mix(b, i, tensors, h, ii, self.channel_mix_blends)
 
     # ---- state and tensor parallelism ------------------------------------------------------------
 
@@ -181,6 +166,7 @@ class RWKV5(RWKV6):
     kind = MixerKind.RWKV5
     title = "RWKV-5"
     eagle = True
+    channel_mix_blends = ("time_mix_key", "time_mix_receptance")
 
     def summary(self) -> str:
         return (f"RWKV-5 ({self.num_heads} heads of {self.head_size} x {self.head_size} state, channel-mix "
@@ -198,9 +184,5 @@ class RWKV5(RWKV6):
         _linear(out, f"{prefix}.output", h, a, False)
         out.append(Tensor(f"{prefix}.ln_x.weight", (h,), "norm"))
         out.append(Tensor(f"{prefix}.ln_x.bias", (h,), "norm"))
-        for name in ("key", "receptance"):
-            out.append(Tensor(f"{prefix}.mlp.time_mix_{name}", (1, 1, h), "other"))
-        _linear(out, f"{prefix}.mlp.key", ii, h, False)
-        _linear(out, f"{prefix}.mlp.receptance", h, h, False)
-        _linear(out, f"{prefix}.mlp.value", h, ii, False)
+        channel_mix_tensors(out, prefix, h, ii, {"time_mix_key": (1, 1, h), "time_mix_receptance": (1, 1, h)})
         return out

@@ -38,6 +38,7 @@ from ..records import frozen
 from ..tensors import Tensor
 from ..tensors import linear as _linear
 from .base import MixerKind, MixerSpec
+from .rwkv import channel_mix_tensors, trace_channel_mix
 
 #: Bytes per element of the WKV state: fp32 (fla's recurrent kernels allocate the final state in fp32)
 WKV_BYTES = 4
@@ -103,16 +104,13 @@ class RWKV7(MixerSpec):
             _linear(out, f"{prefix}.{name}.lora.2", v if of_v else k, self._rank(name), bias)
         out.append(Tensor(f"{prefix}.g_norm.weight", (v,), "norm"))
         out.append(Tensor(f"{prefix}.g_norm.bias", (v,), "norm"))
-        out.append(Tensor(f"{prefix}.mlp.x_k", (h,), "other"))
-        _linear(out, f"{prefix}.mlp.key", ii, h, False)
-        _linear(out, f"{prefix}.mlp.value", h, ii, False)
+        channel_mix_tensors(out, prefix, h, ii, {"x_k": (h,)}, receptance=False)
         return out
 
     # ---- trace -----------------------------------------------------------------------------------
 
     def trace(self, b, i: int, tensors: dict[str, list[Tensor]]) -> None:
         n, act, h, v, ii = b.shape.tokens, b.a, self.hidden_size, self.value_dim, self.intermediate_size
-        ffn = {t.name.split(".mlp.", 1)[1].rsplit(".weight", 1)[0]: t for t in tensors["mlp"]}
         # time shift: six blends of each token with the previous one (the shifted token is state)
         rd, wr = b.state_io(h)
         mix = [t for name in ("r", "w", "k", "v", "a", "g") for t in tensors[f"x_{name}"]]
@@ -139,16 +137,7 @@ class RWKV7(MixerSpec):
         b.gate(i, "g_norm_gate", v, tensors["g_norm"] + tensors["r_k"], kernels=2)
         b.matmul("o_proj", tensors["o_proj"], i, "ssm", parallel=Parallel.ROW)
         # the time-mix's residual add, then ffn_norm (the layer adds the channel-mix's residual after this mixer)
-        b.elementwise("residual", 2 * n * h, n * h, i, "other")
-        p = b.spec.layers[i].norm("pre_ffn")
-        b.norm(p.name, p.norm, h, i, tensors=tensors.get(p.name, []))
-        rd, wr = b.state_io(h)
-        b.add(name="ffn_time_shift", kind=OpKind.ELEMENTWISE, category="ffn", layer=i,
-              weight_bytes=b.fmt.bytes_of([ffn["x_k"]]), act_read_bytes=2 * n * h * act,
-              act_write_bytes=n * h * act, state_read_bytes=rd, state_write_bytes=wr, kernels=1)
-        b.matmul("ffn_key", [ffn["key"]], i, "ffn")
-        b.elementwise("ffn_relu_sq", n * ii, n * ii, i, "ffn")
-        b.matmul("ffn_value", [ffn["value"]], i, "ffn", parallel=Parallel.ROW)
+        trace_channel_mix(b, i, tensors, h, ii, ("x_k",), receptance=False)
 
     # ---- state and tensor parallelism ------------------------------------------------------------
 
