@@ -84,7 +84,12 @@ def unmodelled_fields(cfg: dict) -> list[str]:
 
 #: What an encoder's ``architectures`` end with (the BERT lineage: BertForMaskedLM, RobertaModel ...).
 ENCODER_HEADS = ("ForMaskedLM", "ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering",
-                 "ForPreTraining", "ForMultipleChoice", "ForNextSentencePrediction")
+                 "ForPreTraining", "ForMultipleChoice", "ForNextSentencePrediction",
+                 # speech and vision encoders (wav2vec2 / HuBERT / WavLM's CTC heads, ViT / BEiT classifiers ...)
+                 "ForCTC", "ForAudioClassification", "ForAudioFrameClassification", "ForXVector",
+                 "ForImageClassification", "ForImageClassificationWithTeacher", "ForMaskedImageModeling",
+                 "ForObjectDetection", "ForSemanticSegmentation", "ForUniversalSegmentation", "ForDepthEstimation",
+                 "ForZeroShotImageClassification", "ForZeroShotObjectDetection")
 
 
 def not_a_decoder(cfg: dict) -> str | None:
@@ -99,6 +104,8 @@ def not_a_decoder(cfg: dict) -> str | None:
     arch = cfg.get("architectures")
     if isinstance(arch, list) and arch and all(isinstance(a, str) and a.endswith(ENCODER_HEADS) for a in arch):
         return f"an encoder (architectures: {', '.join(arch)})"
+    if "logit_scale_init_value" in cfg:  # CLIP, SigLIP, OWL-ViT, GroupViT, X-CLIP ...: image-text similarity
+        return "a contrastive dual encoder (logit_scale_init_value: CLIP / SigLIP-style image and text towers)"
     return None
 
 
@@ -151,6 +158,12 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
     # a refused model_type is refused by name, its text_config not read in its place
     if isinstance(cfg.get("text_config"), dict) and model_type not in families.REFUSED \
             and ("hidden_size" not in cfg or model_type in TEXT_WRAPPERS):
+        if model_type not in TEXT_WRAPPERS and families.lookup(model_type or "") is None:
+            encoder = not_a_decoder(cfg)  # an unknown wrapper: CLIP's text tower is no language model of it
+            if encoder:
+                raise UnsupportedModelError(f"{where}: model_type '{model_type}' is {encoder}, not a decoder-only causal LM",
+                                            "planner analyses decoder-only language models; planner models lists "
+                                            "the bundled ones")
         text = dict(cfg["text_config"])
         inner = text.get("model_type") or TEXT_WRAPPERS.get(model_type or "") or ""
         if not isinstance(inner, str):
@@ -197,6 +210,12 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         where = f"{where} ({'llm_config' if llm_config is not None else 'text_config'})"
         nested = True
     if not model_type:
+        arch = cfg.get("architectures")
+        arch = arch[0] if isinstance(arch, list) and arch and isinstance(arch[0], str) else None
+        if arch in families.MODEL_TYPES_BY_ARCHITECTURE:  # remote code whose config class names none
+            raise ConfigError(f"{where}: required field 'model_type' is missing (architectures: {arch}, whose "
+                              "config class sets none)",
+                              f"add \"model_type\": {families.MODEL_TYPES_BY_ARCHITECTURE[arch]}")
         raise ConfigError(f"{where}: required field 'model_type' is missing",
                           "a Hugging Face config.json names its architecture in model_type")
     family = families.lookup(model_type)

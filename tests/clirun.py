@@ -37,3 +37,18 @@ def run(*args: str, env: dict | None = None) -> Run:
     runner = CliRunner()
     r = runner.invoke(app, [str(a) for a in args], env=env, catch_exceptions=False)
     return Run(r.exit_code, r.stdout, r.stderr)
+
+
+def verify_self_checks(tmp_path, config: dict, *, name: str = "tiny", batch: int = 1) -> dict:
+    """``planner verify`` on the CPU on ``config`` (a tiny model, seeded random weights): its exact self-checks
+    must pass (parameters, decode FLOPs and KV bytes, predicted == measured). Returns the JSON."""
+    d = tmp_path / name
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(config))
+    r = run("verify", d, "--device", "cpu", "--context", "16", "--batch", str(batch), "--steps", "2", "--warmup", "1",
+            "--hardware", "cpu", "--threads", "1", "--json")
+    assert r.code == 0, r.err
+    out = r.json
+    for key in ("params", "flops", "kv_bytes"):
+        assert out["checks"][key]["ok"] is True and out["checks"][key]["predicted"] == out["checks"][key]["measured"]
+    return out

@@ -31,15 +31,19 @@ def hf_model(cfg: dict, *, image_text: bool = False):
             return auto.from_config(config)
 
 
-def hf_param_count(cfg: dict) -> int:
-    """Unique parameters (tied weights once) of the transformers model of ``cfg``."""
-    model = hf_model(cfg)
+def unique_param_count(model) -> int:
+    """Parameters of a torch module, tied weights once."""
     seen, n = set(), 0
     for p in model.parameters():
         if id(p) not in seen:
             seen.add(id(p))
             n += p.numel()
     return n
+
+
+def hf_param_count(cfg: dict) -> int:
+    """Unique parameters (tied weights once) of the transformers model of ``cfg``."""
+    return unique_param_count(hf_model(cfg))
 
 
 def hf_language_model_count(cfg: dict) -> int:

@@ -272,6 +272,11 @@ def test_no_torch_for_help_analyze_trace():
     ({"model_type": "bert", "architectures": ["BertForMaskedLM"], "type_vocab_size": 2}, "token-type embeddings"),
     ({"model_type": "roberta_like", "architectures": ["RobertaForSequenceClassification"]}, "architectures"),
     ({"model_type": "t5_like", "is_encoder_decoder": True}, "encoder-decoder"),
+    # facebook/wav2vec2-base-960h and google/vit-base-patch16-224: speech / vision encoders with their heads
+    ({"model_type": "wav2vec2", "architectures": ["Wav2Vec2ForCTC"]}, "Wav2Vec2ForCTC"),
+    ({"model_type": "vit", "architectures": ["ViTForImageClassification"]}, "ViTForImageClassification"),
+    # openai/clip-vit-base-patch32 (architectures CLIPModel): two towers scored against each other, no LM head
+    ({"model_type": "clip", "architectures": ["CLIPModel"], "logit_scale_init_value": 2.6592}, "dual encoder"),
 ])
 def test_an_unknown_encoder_is_refused_not_counted_as_a_decoder(tmp_path, extra, why):
     (tmp_path / "config.json").write_text(json.dumps(dict(BASE, **extra)))

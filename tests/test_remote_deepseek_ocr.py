@@ -6,8 +6,6 @@ No network, no remote code."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from planner.analysis.config import parse_config
@@ -15,6 +13,7 @@ from planner.analysis.dtypes import get_dtype
 from planner.analysis.errors import ConfigError, UnsupportedModelError
 from planner.analysis.kv import kv_cache
 from planner.analysis.params import count_params
+from tests.clirun import verify_self_checks
 
 # deepseek-ai/DeepSeek-OCR config.json (shape fields as published; vision_config is descriptive: vLLM and the hub
 # code build the towers at fixed shapes)
@@ -106,19 +105,9 @@ def test_deepseek_ocr_bad_projectors_raise_clear_errors(projector, error, match)
 
 def test_deepseek_ocr_language_model_verifies(tmp_path):
     """verify builds the language model (the towers are counted apart): its exact self-checks pass."""
-    from tests.test_runtime import run_cli
-
     tiny = dict(DEEPSEEK_OCR, projector_config=dict(DEEPSEEK_OCR["projector_config"], n_embed=64),
                 language_config=dict(DEEPSEEK_OCR["language_config"], hidden_size=64, intermediate_size=96,
                                      moe_intermediate_size=32, n_routed_experts=8, num_experts_per_tok=2,
                                      num_attention_heads=4, num_key_value_heads=4, num_hidden_layers=3,
                                      vocab_size=256, max_position_embeddings=256))
-    d = tmp_path / "ocr"
-    d.mkdir()
-    (d / "config.json").write_text(json.dumps(tiny))
-    r = run_cli("verify", str(d), "--device", "cpu", "--context", "16", "--batch", "1", "--steps", "2",
-                "--warmup", "1", "--hardware", "cpu", "--threads", "1", "--json")
-    assert r.exit_code == 0, r.output
-    checks = json.loads(r.stdout)["checks"]
-    for key in ("params", "flops", "kv_bytes"):
-        assert checks[key]["ok"] is True and checks[key]["predicted"] == checks[key]["measured"]
+    verify_self_checks(tmp_path, tiny, name="ocr")

@@ -5,8 +5,6 @@ OpenPanguMoE, OpenPanguDecoderLayer), and the published 718B total / 39B active;
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
 
@@ -15,6 +13,7 @@ from planner.analysis.dtypes import get_dtype
 from planner.analysis.errors import ConfigError
 from planner.analysis.kv import kv_cache
 from planner.analysis.params import count_params
+from tests.clirun import verify_self_checks
 
 # openPangu-Ultra-MoE-718B: the hub's configuration_openpangu_moe.py (OpenPanguMoEConfig) defaults, which are the
 # 718B model's, in its own field names, with sandwich_norm true (the model's depth-scaled sandwich norm)
@@ -140,14 +139,4 @@ def test_ultra_router_matches_the_hub_gate():
 
 
 def test_ultra_verify_self_checks_pass(tmp_path):
-    from tests.test_runtime import run_cli
-
-    d = tmp_path / "pangu"
-    d.mkdir()
-    (d / "config.json").write_text(json.dumps(TINY))
-    r = run_cli("verify", str(d), "--device", "cpu", "--context", "16", "--batch", "2", "--steps", "2",
-                "--warmup", "1", "--hardware", "cpu", "--threads", "1", "--json")
-    assert r.exit_code == 0, r.output
-    checks = json.loads(r.stdout)["checks"]
-    for key in ("params", "flops", "kv_bytes"):
-        assert checks[key]["ok"] is True and checks[key]["predicted"] == checks[key]["measured"]
+    verify_self_checks(tmp_path, TINY, name="pangu", batch=2)

@@ -64,7 +64,7 @@ TYPES = sys.argv[1:] or [
     "dots3_note_text", "dots3_note", "dots3_note_vision_encoder", "dots3_note_audio_encoder",
     "aria_text", "aria", "idefics3_vision", "xglm",
     "ernie4_5_vl_moe", "ernie4_5_vl_moe_text", "ernie4_5_vl_moe_vision",
-    "qwen2_5_omni_vision_encoder", "qwen2_5_omni_audio_encoder",
+    "qwen2_5_omni_vision_encoder", "qwen2_5_omni_audio_encoder", "voxtral", "voxtral_encoder", "whisper",
     "minicpmv4_6", "minicpmv4_6_vision", "minicpmv4_7", "minicpmv4_7_vision", "minicpm_ocr_vision",
     "video_llama_3", "video_llama_3_vision", "qianfan_ocr", "qianfan_ocr_vision",
     "idefics2", "idefics2_vision", "idefics2_perceiver", "idefics3", "smolvlm", "smolvlm_vision",

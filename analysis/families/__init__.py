@@ -58,6 +58,7 @@ from . import laguna
 from . import step3
 from . import aria, xglm
 from . import remote
+from . import dots_ocr, ultravox, voxtral
 from . import phi3small
 from . import chatglm
 from . import arctic, jais
@@ -65,6 +66,7 @@ from . import modernbert_decoder
 from . import beam
 from . import muse_spark
 from . import molmo2
+from . import molmo
 from . import nemotron_nas
 from . import plamo
 from . import ernie4_5_vl
@@ -73,11 +75,16 @@ from . import minicpmv
 from . import video_llama_3, qianfan_ocr
 from . import llava_next
 from . import internvl
+from . import nvlm_d
+from . import qwen_vl
+from . import llava_original
 from . import deepseek_vl, paligemma
 from . import ocr_vl
 from . import phi3_v, phi4mm
 from . import remote_vl
 from . import idefics_v1, git
+from . import cogvlm
+from . import mobilellm, openelm
 from .common import Traits
 
 Builder = Callable[..., ModelSpec]
@@ -138,6 +145,12 @@ REFUSED: dict[str, Builder] = {
                                          "centroids with use_ordered_embeddings); plan its target model "
                                          "(gemma4_unified) instead"),
     # read by the generic decoder as Llama (0.59x .. 2.83x, or off by their own small parameters): refused by name
+    # the hub's MiniCPM-o 2.6 (remote code): MiniCPM-V 2.6 plus audio and speech modules not modelled
+    "minicpmo": _refused("MiniCPM-o 2.6", "the checkpoint holds, beside MiniCPM-V 2.6's SigLIP tower, resampler and "
+                         "Qwen2 language model, a Whisper audio encoder (apm, audio_config), its audio projection and "
+                         "pooling, and a ChatTTS-style TTS module (tts, tts_config: a Llama decoder, per-codebook "
+                         "embeddings and weight-normalised heads, a DVAE) that are not modelled; counting the language "
+                         "model alone would fall short of the checkpoint"),
     "moshi": _refused("Moshi (Kyutai)", "it is a speech-text (audio) model: MoshiForCausalLM is the text "
                       "transformer of a checkpoint whose config also describes a depth decoder over audio "
                       "codebooks and the Mimi audio codec, and its gated MLP (fc1 to ffn_dim, fc2 from ffn_dim / 2) "
@@ -145,6 +158,15 @@ REFUSED: dict[str, Builder] = {
     "bert-generation": _refused("BertGeneration", "it is a BERT encoder used as the decoder of an encoder-decoder: "
                                 "post-LayerNorm BERT blocks with learned absolute positions and an embedding LayerNorm "
                                 "are not modelled"),
+    # Baichuan-M1 (remote code; mlx-lm's baichuan_m1.py, chatllm.cpp's BaiChuanM1Converter): read generically as Llama
+    # its sliding layers' heads, the K/V convolution and its per-sequence state would be wrong
+    "baichuan_m1": _refused("Baichuan-M1", "its attention is not modelled: a fused W_pack whose K/V pass through a "
+                            "causal 2-tap convolution over time per KV head (conv_k / conv_v, conv_window; the last "
+                            "pre-convolution K and V row kept per sequence beside the cache), sliding-window layers "
+                            "(sliding_window_layers) with their own query / KV head counts and head_dim "
+                            "(num_swa_attention_heads / num_swa_key_value_heads: hidden / heads per layer type) and a "
+                            "NormHead lm_head; no verbatim Baichuan-M1-14B config.json (intermediate_size, vocab_size) "
+                            "or checkpoint size was at hand to check a count against"),
     # StepFun Step-3.5-Flash (remote code; vLLM's step3p5.py): read generically its experts would be one dense MLP
     "step3p5": _refused("StepFun Step-3.5-Flash", "its blocks are not modelled: full and sliding layers with their "
                         "own query-head counts (num_attention_heads vs attention_other_setting), a per-head sigmoid "
@@ -167,6 +189,13 @@ REFUSED: dict[str, Builder] = {
                                 "vision_config), whose checkpoint is the same model"),
     # Muse Spark: read generically (transformers 5.24 default config) it came to 1.96x transformers: its experts run in
     # moe_hidden_size (between pre_expert_proj / post_expert_proj), not hidden_size
+    # THUDM CogAgent (cogagent-chat-hf / cogagent-vqa-hf, remote code): CogVLM's visual-expert layers plus a cross-attention
+    # per layer that every token, text included, runs over a second tower's cached high-resolution features
+    "cogagent": _refused("CogAgent", "every decoder layer adds a cross-attention (query, key_value, dense of "
+                         "cross_compute_hidden_size, post_cross_attention_layernorm) that every token, text tokens "
+                         "included, runs over the cached K/V of a second, high-resolution image tower's features "
+                         "(cross_vision, cross_image_size); those per-token cross-attention FLOPs and the per-image "
+                         "cross cache are not modelled (CogVLM's layers are: model_type cogvlm)"),
     "muse_spark": _refused("Muse Spark", "its vision tower (windowed / full layers, axial RoPE, patch merging), vision "
                            "adapter and projection and its convolutional audio tower are not modelled (its language "
                            "model is: analyse the text_config, model_type muse_spark_text)"),
@@ -474,6 +503,8 @@ REGISTRY: dict[str, Family] = {
     # NVIDIA Llama-Nemotron Super / Ultra / 51B (remote code): per-layer block_configs (no-op, linear, GQA, ffn_mult)
     "nemotron-nas": nemotron_nas.build,
     "deci": nemotron_nas.build_deci,  # Deci/DeciLM-7B (remote code): Llama with num_key_value_heads_per_layer
+    "openelm": openelm.build,  # Apple OpenELM (remote code): layer-wise scaled heads / FFN widths, fused qkv, q/k norms
+    "mobilellm": mobilellm.build,  # Meta MobileLLM (remote code): Llama with share_embedding; layer_sharing refused
     "xlstm": xlstm.build,  # NX-AI xLSTM-7B: mLSTM blocks (analysis.mixers.mlstm) and SwiGLU feed-forwards
     "jetmoe": jetmoe.build,  # JetMoE: mixture of attention heads (analysis.mixers.moa) and a biased MoE
     "diffllama": diffllama.build,  # DiffLlama: differential attention (analysis.mixers.diff_attention)
@@ -517,7 +548,7 @@ REGISTRY: dict[str, Family] = {
     "xglm": xglm.build,  # XGLM: fairseq sinusoidal positions (offset 2), scaled embedding, biased fc1 / fc2
     # remote-code families (hub trust_remote_code; no transformers class): analysis.families.remote
     "internlm2": remote.build_internlm2,  # fused per-KV-group wqkv, untied output head
-    "qwen": remote.build_qwen,  # Qwen-1: biased fused c_attn, SwiGLU of intermediate_size / 2
+    "qwen": qwen_vl.build,  # Qwen-1: biased fused c_attn, SwiGLU of intermediate_size / 2; Qwen-VL: + `visual`
     "baichuan": remote.build_baichuan,  # W_pack fused qkv; RoPE (7B) or ALiBi (13B); Baichuan 2's NormHead
     "minicpm": remote.build_minicpm,  # Llama with MiniCPM's muP multipliers (scale_emb, scale_depth, dim_model_base)
     "mimo": remote.build_mimo,  # Qwen2 + MTP layers (reported, not served by vLLM's main model)
@@ -532,6 +563,7 @@ REGISTRY: dict[str, Family] = {
     "openpangu_dense": remote.build_pangu_embedded,
     "aquila": remote.build_llama_served,  # BAAI Aquila / Aquila2: vLLM serves AquilaForCausalLM as Llama
     "skywork": remote.build_llama_served,  # Skywork-13B: the hub's modeling_skywork.py is Llama's
+    "apriel": remote.build_llama_served,  # ServiceNow Apriel-5B (remote code): Llama with head_dim and YaRN RoPE
     "phi3small": phi3small.build,  # Phi-3-small: dense / block-sparse layers, GEGELU, biased LayerNorms, muP
     # Snowflake Arctic: dense / MoE layers, a MoE layer's experts beside attention plus a residual SwiGLU MLP
     "arctic": arctic.build,
@@ -542,6 +574,10 @@ REGISTRY: dict[str, Family] = {
     "ernie4_5_vl_moe_text": ernie4_5_vl.build_text,
     # Granite-Docling's language model: Granite's decoder (embedding / residual / attention / logits multipliers)
     "granite_docling_text": Traits(multipliers=True),
+    # THUDM CogVLM / CogVLM2 (remote code, flat configs): every layer a visual expert (analysis.mixers.visual_expert:
+    # language and vision experts' attention and MLP, one K/V cache), the EVA2-CLIP tower and GLU adapter in ModelSpec.vision
+    "cogvlm": cogvlm.build,
+    "cogvlm2": cogvlm.build,
 }
 
 #: Multimodal wrappers whose language model lives in ``text_config`` (the inner model_type when the
@@ -595,6 +631,8 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "granite_docling": "granite_docling_text",  # Granite-Docling: Granite + SigLIP + DeepStack connector
     "internvl": "qwen2",  # InternVL 2.5 / 3 in transformers' format (InternVLConfig's text_config default: Qwen2)
     "internvl_chat": None,  # InternVL's remote-code format: the language model is llm_config (LLM_CONFIG_WRAPPERS)
+    "NVLM_D": None,  # NVIDIA NVLM-D (remote code): llm_config built as Qwen2Config (LLM_CONFIG_WRAPPERS)
+    "minicpmv": None,  # the hub's MiniCPM-V 2.5 / 2.6 / 4.0 / 4.5: flat fields, the LM by version (LLM_CONFIG_WRAPPERS)
     "paligemma": "gemma",  # PaliGemma 1 (Gemma) / 2 (Gemma 2, text_config names it) + SigLIP + a Linear projector
     "shieldgemma2": "gemma3_text",  # transformers builds Gemma3ForConditionalGeneration from it
     "deepseek_vl": "llama",  # DeepSeek-VL: Llama + SigLIP + a two-Linear aligner
@@ -641,6 +679,7 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
     "fuyu": persimmon.fuyu_vision,  # no tower: one biased Linear from a flattened patch to the hidden size
     "internvl": internvl.internvl_vision,  # InternViT (layer scales, optional qk norms) + pixel-shuffle projector
     "internvl_chat": internvl.internvl_chat_vision,  # remote code: InternViT-300M / -6B (fused qkv) + mlp1
+    "NVLM_D": nvlm_d.nvlm_d_vision,  # InternViT-6B with 7 dummy heads + a bias-free mlp1 through the LLM width
     "step3_vl": step3.step3_vision,  # its CLIP-like tower, two conv downsamplers and the projector (vLLM)
     "lfm2_vl": vision_shuffle.lfm2_vl_vision,
     "lfm3_vl": vision_shuffle.lfm3_vl_vision,
@@ -653,6 +692,7 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
     "minicpmv4_6": minicpmv.minicpmv4_6_vision,
     "minicpmv4_7": minicpmv.minicpmv4_7_vision,
     "minicpm_ocr": minicpmv.minicpm_ocr_vision,
+    "minicpmv": minicpmv.minicpmv_vision,  # remote code (vLLM minicpmv.py): NaViT SigLIP vpm + the perceiver resampler
     "video_llama_3": video_llama_3.video_llama_3_vision,  # SigLIP layers without positions, a two-Linear readout
     "qianfan_ocr": qianfan_ocr.qianfan_ocr_vision,  # InternViT (its layers under layers.N) + pixel-shuffle projector
     "idefics2": idefics.idefics2_vision,  # NaViT SigLIP tower, gated MLP projection and perceiver resampler
@@ -672,6 +712,7 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
 #: Wrappers whose language model is not in text_config: model_type -> (top-level config, where) -> the text_config
 #: to read (InternVL's remote-code format keeps it in llm_config, built by its architectures[0]).
 LLM_CONFIG_WRAPPERS: dict[str, Callable[[dict, str], dict]] = {"internvl_chat": internvl.chat_text_config}
+LLM_CONFIG_WRAPPERS["minicpmv"] = minicpmv.minicpmv_text_config  # flat fields, read as Llama / Qwen2 / Qwen3 by version
 
 #: Wrappers whose language model has image cross-attention layers: model_type -> (top-level config,
 #: where) -> image tokens one image puts in their cache.
@@ -732,6 +773,24 @@ VISION_COUNTED.update({
 WRAPPER_TIE.update({"kimi_k25": "wrapper", "cosmos3_omni": "wrapper", "exaone4_5": "wrapper", "cosmos3_edge": "never",
                     "nemotron_h_omni": "never", "apertus1p5": "wrapper"})
 LLM_CONFIG_WRAPPERS["nemotron_h_omni"] = vision_wrappers.nemotron_h_omni_text_config
+LLM_CONFIG_WRAPPERS["NVLM_D"] = nvlm_d.text_config  # NVLM-D: llm_config as Qwen2Config
+# LLaVA / LLaVA-NeXT repositories' own format (OneVision, LLaVA-Video, LLaVA-1.6): a flat config + mm_* fields, the
+# language model by architectures[0], the tower by its hub id; model_type "llava" is dispatched by is_original
+for _mt in ("llava", "llava_qwen", "llava_llama", "llava_mistral"):
+    LLM_CONFIG_WRAPPERS[_mt] = llava_original.text_config
+TEXT_WRAPPERS.update({"llava_qwen": None, "llava_llama": None, "llava_mistral": None})
+VISION_COUNTED.update({"llava": llava_original.llava_vision, "llava_qwen": llava_original.llava_original_vision,
+                       "llava_llama": llava_original.llava_original_vision,
+                       "llava_mistral": llava_original.llava_original_vision})
+# AIDC-AI Ovis's remote-code format (Ovis1.6 / Ovis2: model_type ovis; Ovis2.5: ovis2_5), refused by name
+_OVIS_WHY = ("its visual tokenizer is not modelled: a SigLIP / AIMv2 / SigLIP2-NaViT backbone whose stored layers and "
+             "head depend on the hub code of each release (Ovis2's AIMv2 without its post norm, backbone layers "
+             "dropped by depths / drop_cls_token), a head Linear(backbone hidden x hidden_stride^2, vocab_size - 5) + "
+             "LayerNorm and the vte embedding table (vocab_size x the LLM hidden), around an llm_config language model "
+             "(Qwen2 / Gemma2 / Llama / Qwen3); no published config.json and safetensors index were at hand to check "
+             "those shapes exactly")
+REFUSED["ovis"] = _refused("AIDC-AI Ovis", _OVIS_WHY)
+REFUSED["ovis2_5"] = _refused("AIDC-AI Ovis2.5", _OVIS_WHY)
 #: The language model's model_type a wrapper's config renames on load (their __post_init__): wrapper -> {old: new}.
 TEXT_TYPE_RENAMES: dict[str, dict[str, str]] = {"exaone4_5": {"exaone4_5_text": "exaone4"}}
 
@@ -782,6 +841,41 @@ LLM_CONFIG_WRAPPERS["deepseek_vl_v2"] = remote_vl.deepseek_vl2_text_config  # la
 #: Wrappers whose config class rebuilds text_config as another class: model_type -> (top-level config, where) ->
 #: the text_config to read (Kimi-VL: DeepseekV2Config, whatever text_config.model_type says)
 TEXT_CONFIG_REBUILDS: dict[str, Callable[[dict, str], dict]] = {"kimi_vl": remote_vl.kimi_vl_text_config}
+# Voxtral (analysis/families/voxtral.py): Whisper-style audio tower + two-Linear projector + Llama (VoxtralConfig's
+# text defaults laid under text_config); lm_head never tied (no _tied_weights_keys)
+TEXT_WRAPPERS["voxtral"] = "llama"
+TEXT_CONFIG_REBUILDS["voxtral"] = voxtral.voxtral_text_config
+VISION_COUNTED["voxtral"] = voxtral.voxtral_towers
+WRAPPER_TIE["voxtral"] = "never"
+_VOXTRAL_RT = ("its language model (voxtral_realtime_text) scales each layer's FFN input by 1 + ada_rms_norm(t_cond), "
+               "a per-layer Linear(hidden, 32) -> GELU -> Linear(32, hidden) of a sinusoidal delay-time embedding, an "
+               "op the decoder spec, trace and runtime do not have; its causal streaming encoder (RMSNorm, RoPE, "
+               "750-frame window, gated MLP) is not modelled either")
+REFUSED["voxtral_realtime"] = _refused("Voxtral Realtime", _VOXTRAL_RT)
+REFUSED["voxtral_realtime_text"] = _refused("Voxtral Realtime's language model", _VOXTRAL_RT)
+# Ultravox (remote code; analysis/families/ultravox.py): Whisper encoder + stacked-frame projector + text_config's
+# language model (refused when only text_model_id names it); lm_head ties as text_config says
+TEXT_WRAPPERS["ultravox"] = "llama"
+TEXT_CONFIG_REBUILDS["ultravox"] = ultravox.ultravox_text_config
+VISION_COUNTED["ultravox"] = ultravox.ultravox_towers
+# dots.ocr (remote code; analysis/families/dots_ocr.py): a flat Qwen2 config + its own vision tower and merger
+TEXT_WRAPPERS["dots_ocr"] = "qwen2"
+VISION_COUNTED["dots_ocr"] = dots_ocr.dots_ocr_vision
+FLAT_TEXT_WRAPPERS = FLAT_TEXT_WRAPPERS | {"dots_ocr"}
+# Ai2 Molmo v1 (remote code, analysis/families/molmo.py): a flat config (MolmoE: the whole FullMolmoConfig), its
+# CLIP ViT (23 layers), attention pooling, SwiGLU projector and pad_embed counted; the LM never tied (hub code)
+REGISTRY["molmo_text"] = molmo.build_text
+TEXT_WRAPPERS["molmo"] = "molmo_text"
+VISION_COUNTED["molmo"] = molmo.molmo_vision
+FLAT_TEXT_WRAPPERS = FLAT_TEXT_WRAPPERS | {"molmo"}
+WRAPPER_TIE["molmo"] = "never"
+
+#: Hub configs whose config class names no model_type (loaded through auto_map), by ``architectures[0]``: the
+#: model_types that read them. One class may serve several families (CogVLM and CogVLM2 share CogVLMForCausalLM),
+#: so the config is not guessed: the missing-model_type error names the choices.
+MODEL_TYPES_BY_ARCHITECTURE: dict[str, str] = {
+    "CogVLMForCausalLM": '"cogvlm" (CogVLM-17B: Vicuna-7B, MHA) or "cogvlm2" (CogVLM2-19B: Llama-3-8B, GQA)',
+}
 
 #: The smallest Llama-shaped config (hidden 64, 2 layers): calibration times eager dispatch with it.
 TINY_DECODER = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,

@@ -168,18 +168,19 @@ def internvl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ..
     return tuple(out)
 
 
-def internvl_chat_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
-    """InternVLChatModel's ``vision_model`` (InternViT, remote code) and ``mlp1``, as the checkpoint stores them."""
-    for key in ("use_backbone_lora", "use_llm_lora"):
-        if top.get(key):  # published checkpoints say 0 (their LoRA merged); a rank wraps LoRA adapters around layers
-            raise UnsupportedModelError(f"{where}: field '{key}' ({top[key]!r}) adds LoRA adapters InternVLChatModel "
-                                        "wraps around its layers; they are not modelled",
-                                        "published InternVL checkpoints set it to 0")
+def intern_vit_tensors(top: dict, where: str, *, extra_heads: int = 0) -> tuple[list[Tensor], int]:
+    """InternViT (remote code: the chat checkpoints' ``vision_model``) as the checkpoint stores it, and its width.
+    ``extra_heads``: dummy heads the attention is padded with (NVLM-D's 7: its qkv, q / k norms and proj are that
+    many heads wider)."""
     vc = vision_config_dict(top.get("vision_config"), where)
     f = Fields(vc, f"{where} (vision_config)", family="intern_vit_6b")
     note = "absent: InternVisionConfig's default (remote code)"
     d = INTERN_VIT_DEFAULTS
     h, layers, inter = _hidden_heads(f, d)
+    width = h
+    if extra_heads:
+        heads = f.int("num_attention_heads", d["num_attention_heads"], note=note)
+        width = (heads + extra_heads) * (h // heads)
     image = f.int("image_size", d["image_size"], hi=1 << 16, note=note)
     patch = f.int("patch_size", d["patch_size"], hi=1 << 16, note=note)
     if patch > image:
@@ -194,13 +195,24 @@ def internvl_chat_vision(top: dict, text_hidden: int, where: str) -> tuple[Tenso
            Tensor(f"{p}.embeddings.position_embedding", (1, (image // patch) ** 2 + 1, h), "vision")]
     for i in range(layers):
         b = f"{p}.encoder.layers.{i}"
-        out.append(Tensor(f"{b}.attn.qkv.weight", (3 * h, h), "vision"))
+        out.append(Tensor(f"{b}.attn.qkv.weight", (3 * width, h), "vision"))
         if qkv_bias:
-            out.append(Tensor(f"{b}.attn.qkv.bias", (3 * h,), "vision"))
+            out.append(Tensor(f"{b}.attn.qkv.bias", (3 * width,), "vision"))
         if qk_norm:
-            _qk_norms(out, f"{b}.attn", h)
-        _lin(out, f"{b}.attn.proj", h, h)
+            _qk_norms(out, f"{b}.attn", width)
+        _lin(out, f"{b}.attn.proj", h, width)
         _mlp_norms_scales(out, b, h, inter, norm, ("norm1", "norm2"), ("ls1", "ls2"))
+    return out, h
+
+
+def internvl_chat_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    """InternVLChatModel's ``vision_model`` (InternViT, remote code) and ``mlp1``, as the checkpoint stores them."""
+    for key in ("use_backbone_lora", "use_llm_lora"):
+        if top.get(key):  # published checkpoints say 0 (their LoRA merged); a rank wraps LoRA adapters around layers
+            raise UnsupportedModelError(f"{where}: field '{key}' ({top[key]!r}) adds LoRA adapters InternVLChatModel "
+                                        "wraps around its layers; they are not modelled",
+                                        "published InternVL checkpoints set it to 0")
+    out, h = intern_vit_tensors(top, where)
     _projector(out, top, where, "internvl_chat", None, h, text_hidden, "mlp1", ("0", "1", "3"))
     return tuple(out)
 

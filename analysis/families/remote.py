@@ -430,7 +430,9 @@ def build_pangu_embedded(f: Fields, model_type: str) -> ModelSpec:
 def build_llama_served(f: Fields, model_type: str) -> ModelSpec:
     """BAAI Aquila / Aquila2 (``aquila``: ``AquilaForCausalLM`` / ``AquilaModel``, which vLLM's registry maps
     to its LlamaForCausalLM) and Skywork-13B (``skywork``: ``SkyworkForCausalLM``, whose hub modeling_skywork.py
-    is Llama's; TensorRT-LLM and ms-swift run it as Llama): read as transformers' llama row with LlamaConfig's
+    is Llama's; TensorRT-LLM and ms-swift run it as Llama) and ServiceNow Apriel-5B (``apriel``:
+    ``AprielForCausalLM``, Llama with its own ``head_dim`` (24 heads of 128 on a 4096 hidden) and YaRN RoPE, as
+    chatllm.cpp's AprielConverter reads it): read as transformers' llama row with LlamaConfig's
     defaults (bias-free, GQA via num_key_value_heads as in Aquila2-34B, untied head, RoPE). A config with
     experts (``num_experts``) is a different model: refused."""
     from . import REGISTRY
