@@ -109,6 +109,28 @@ def not_a_decoder(cfg: dict) -> str | None:
     return None
 
 
+def not_generative(model_type: str, where: str) -> UnsupportedModelError | None:
+    """The refusal of a top-level ``model_type`` that transformers ships with no generative class (SigLIP,
+    wav2vec2, MPNet, ModernBERT, a wrapper's text sub-config ...: ``NOT_GENERATIVE``, generated from its auto
+    mappings), or None. Only for a model_type with no family of its own: the generic decoder would give it a
+    Llama-style count that means nothing. A wrapper's text_config is never refused by it (Diffusion Gemma's text
+    model has no causal-LM class of its own: the wrapper is the generative model)."""
+    from .family_defaults import NOT_GENERATIVE
+
+    if model_type not in NOT_GENERATIVE:
+        return None
+    parents = NOT_GENERATIVE[model_type]
+    nested_in = ""
+    if parents:
+        more = f" and {len(parents) - 3} more" if len(parents) > 3 else ""
+        nested_in = f"it is a sub-config of {', '.join(parents[:3])}{more}; "
+    return UnsupportedModelError(
+        f"{where}: model_type '{model_type}' is not a generative model in transformers (no causal-LM / "
+        f"image-text-to-text class): {nested_in}a generic Llama-style count of it would mean nothing",
+        "pass the config.json of the whole generative model" if parents else
+        "planner analyses generative language models; planner models lists the bundled ones")
+
+
 # ---- the entry point -----------------------------------------------------------------------------
 
 
@@ -164,6 +186,9 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
                 raise UnsupportedModelError(f"{where}: model_type '{model_type}' is {encoder}, not a decoder-only causal LM",
                                             "planner analyses decoder-only language models; planner models lists "
                                             "the bundled ones")
+            refused = not_generative(model_type or "", where)  # SigLIP, SAM 3, PE-Audio: their text tower is no LM
+            if refused:
+                raise refused
         text = dict(cfg["text_config"])
         inner = text.get("model_type") or TEXT_WRAPPERS.get(model_type or "") or ""
         if not isinstance(inner, str):
@@ -188,6 +213,8 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
             from .family_defaults import FAMILY_DEFAULTS
 
             tie = cfg.get("tie_word_embeddings", FAMILY_DEFAULTS.get(model_type, {}).get("tie_word_embeddings"))
+            if tie is None and "tie_word_embeddings" not in cfg:  # a config class without the field (MuseGlimmerConfig):
+                tie = False  # transformers' tying reads it as false
             if model_type == "lfm2_vl" and "tie_embedding" in cfg:  # Lfm2VlConfig: it overrides tie_word_embeddings
                 tie = cfg["tie_embedding"]
             if not isinstance(tie, bool):
@@ -236,6 +263,9 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
             raise UnsupportedModelError(
                 f"{where}: model_type '{model_type}' is {encoder}, not a decoder-only causal LM",
                 "planner analyses decoder-only language models; planner models lists the bundled ones")
+        refused = None if nested else not_generative(model_type, where)  # a wrapper's text_config is read as its LM
+        if refused:
+            raise refused
         family = generic_traits(cfg)
         unread = [k for k, v in cfg.items() if "expert" in k.lower() and isinstance(v, int) and not isinstance(v, bool)
                   and v > 1] if family.moe is None and cfg.get("is_moe") is not False else []

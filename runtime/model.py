@@ -124,9 +124,10 @@ def check_supported(spec: ModelSpec) -> None:
                                       "Molmo2's rope_scaling_layers leave layers "
                                       f"{list(spec.numerics.rope_unscaled_layers)} unscaled)",
                                       "analyze and trace work for this model")
-    if spec.numerics.norm_offsets:  # PLaMo-2: each placed RMSNorm scales by its own offset + weight
+    if spec.numerics.norm_offsets:  # PLaMo-2, Muse Glimmer: each placed RMSNorm scales by its own offset + weight
+        names = ", ".join(f"{n} x ({o:g} + weight)" for n, o in spec.numerics.norm_offsets[:3])
         raise RuntimeUnavailableError(f"verify does not support RMSNorms with per-norm weight offsets yet ({spec.label}: "
-                                      "PLaMo-2's pre / post mixer and MLP norms)", "analyze and trace work for this model")
+                                      f"{names})", "analyze and trace work for this model")
     if spec.numerics.alibi_scaling:
         raise RuntimeUnavailableError(f"verify does not support ALiBi's linear scaling (alibi_scaling) yet "
                                       f"({spec.label})", "analyze and trace work for this model")

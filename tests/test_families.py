@@ -382,6 +382,11 @@ CASES = {
     "internlm3-biases": dict(BASE, model_type="internlm3", head_dim=16, qkv_bias=True, bias=True),
     "vaultgemma": dict(BASE, model_type="vaultgemma", head_dim=32, sliding_window=32),
     "cwm": dict(BASE, model_type="cwm", head_dim=16, sliding_window=64),
+    # IQuest-Coder-V1: transformers builds LlamaForCausalLM (head_dim 128 by default, untied)
+    "iquestcoder": dict(BASE, model_type="iquestcoder", head_dim=16),
+    "iquestcoder-head_dim-default-tied": dict(BASE, model_type="iquestcoder", tie_word_embeddings=True),
+    # Emu3: AutoModelForCausalLM builds Emu3ForCausalLM, its language model (emu3_text_model: bias-free Llama)
+    "emu3": {"model_type": "emu3", "text_config": dict(BASE, model_type="emu3_text_model")},
     "ministral3": dict(BASE, model_type="ministral3", head_dim=16),
     # Granite SWA: attention sinks, default layer_types (full every 4th from 0); a RoPE base per layer (0: NoPE)
     "granite_swa": dict(BASE, model_type="granite_swa", sliding_window=64),

@@ -85,6 +85,16 @@ TINY["cohere"] = dict(NO_EPS, model_type="cohere", use_qk_norm=True, logit_scale
                       rope_theta=10000.0)
 TINY["cohere2"] = dict(NO_EPS, model_type="cohere2", sliding_window=8, sliding_window_pattern=2, logit_scale=0.5,
                        layer_norm_eps=1e-5, rope_theta=10000.0)
+# Cohere Compass's language model: Cohere 2's parallel block, RoPE per layer type (rotate-half M-RoPE on the sliding
+# layers, NoPE full layers); IQuest-Coder: Llama
+TINY["cohere_compass_text"] = dict(NO_EPS, model_type="cohere_compass_text", sliding_window=8, logit_scale=0.5,
+                                   layer_norm_eps=1e-5, layer_types=["sliding_attention", "full_attention"] * (
+                                       NO_EPS["num_hidden_layers"] // 2),
+                                   rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 5e4,
+                                                                          "mrope_interleaved": True,
+                                                                          "mrope_section": [4, 2, 2]},
+                                                    "full_attention": None})
+TINY["iquestcoder"] = dict(BASE, model_type="iquestcoder", head_dim=16, rope_theta=10000.0)
 GPT = dict(vocab_size=128, n_positions=64, n_embd=64, n_layer=2, n_head=4, layer_norm_epsilon=1e-5, pad_token_id=0)
 TINY["gpt2"] = dict(GPT, model_type="gpt2", n_inner=96)
 TINY["gpt_bigcode"] = dict(GPT, model_type="gpt_bigcode", multi_query=True)

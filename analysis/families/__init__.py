@@ -65,6 +65,8 @@ from . import arctic, jais
 from . import modernbert_decoder
 from . import beam
 from . import muse_spark
+from . import muse_glimmer
+from . import cohere_compass
 from . import molmo2
 from . import molmo
 from . import nemotron_nas
@@ -750,6 +752,22 @@ UNSCALED_LOGITS_WRAPPERS = frozenset({"cohere2_vision", "aya_vision"})
 # PaliGemma: the wrapper's flag (default tied); ShieldGemma2Config.__post_init__ ties when the text_config's flag is set
 WRAPPER_TIE.update({"paligemma": "wrapper", "shieldgemma2": "either"})
 
+# IQuest-Coder-V1 (IQuestLab): transformers builds LlamaForCausalLM from IQuestCoderConfig (bias-free, head_dim 128 by
+# default, untied); Emu3's language model (emu3_text_model): Llama with attention_bias / mlp_bias fixed off
+REGISTRY["iquestcoder"] = Traits(head_dim_default=128, windows="none")
+# Muse Glimmer (muse_glimmer_text): Muse Spark's gated attention on a dense decoder with centred sandwich norms; the
+# muse_glimmer wrapper's vision tower, adapter and projection counted (analysis.families.muse_glimmer)
+REGISTRY["muse_glimmer_text"] = muse_glimmer.build_text
+TEXT_WRAPPERS["muse_glimmer"] = "muse_glimmer_text"
+VISION_COUNTED["muse_glimmer"] = muse_glimmer.muse_glimmer_vision
+WRAPPER_TIE["muse_glimmer"] = "wrapper"  # the wrapper's flag (absent: untied), not text_config's
+# Cohere Compass (North-Micro-Vision): Cohere 2's parallel block with RoPE per layer type (rope_parameters keyed by
+# layer type, null: NoPE) and rotate-half RoPE; the Qwen3-VL tower with DeepStack mergers; the wrapper's flag ties
+REGISTRY["cohere_compass_text"] = cohere_compass.build_text
+TEXT_WRAPPERS["cohere_compass"] = "cohere_compass_text"
+VISION_COUNTED["cohere_compass"] = cohere_compass.cohere_compass_vision
+WRAPPER_TIE["cohere_compass"] = "wrapper"
+REGISTRY["emu3_text_model"] = Traits(qkv_bias=False, o_bias=False, mlp_bias=False, windows="none")
 # Cosmos3-Edge's language model: Llama with a plain relu2 MLP (fc1 / fc2, no gate) and M-RoPE (for text, plain RoPE)
 REGISTRY["cosmos3_edge_text"] = Traits(gated=False, act_default="relu2", head_dim_default=128, windows="none",
                                        modules=((".mlp.fc1.", ".mlp.up_proj."), (".mlp.fc2.", ".mlp.down_proj.")))
@@ -834,6 +852,37 @@ REGISTRY["idefics"] = idefics_v1.build
 # GIT: a flat config, BERT's post-LayerNorm blocks made causal + CLIP's ViT and the visual projection in
 # ModelSpec.vision (analysis/families/git.py)
 REGISTRY["git"] = git.build
+# Chameleon: a flat config, Llama + per-head q/k LayerNorms (swin_norm: post-norms), its VQ-VAE image tokenizer in
+# ModelSpec.vision (analysis/families/chameleon.py)
+from . import chameleon  # noqa: E402
+REGISTRY["chameleon"] = chameleon.build
+# HunYuan-VL / HunyuanOCR: Hunyuan dense's language model (head_dim required) + its ViT and conv patch merger
+from . import hunyuan_vl  # noqa: E402
+REGISTRY["hunyuan_vl_text"] = hunyuan_vl.build_text
+TEXT_WRAPPERS["hunyuan_vl"] = "hunyuan_vl_text"
+VISION_COUNTED["hunyuan_vl"] = hunyuan_vl.hunyuan_vl_vision
+WRAPPER_TIE["hunyuan_vl"] = "either"  # HunYuanVLConfig.__post_init__: tied when the text_config's flag is set
+FLAT_TEXT_WRAPPERS = FLAT_TEXT_WRAPPERS | {"hunyuan_vl"}  # HunYuanVLConfig: text fields beside vision_config
+# its own tie_word_embeddings stays the wrapper's: the popped text_config keeps the class default (true), which ties
+FLAT_TEXT_FIXED["hunyuan_vl"] = {"tie_word_embeddings": True}
+# GLM-Image: GLM-4-0414's sandwich block with a vision_vocab_size lm_head (never tied) + its ViT and VQ codebook
+from . import glm_image  # noqa: E402
+REGISTRY["glm_image_text"] = replace(_GLM4, qkv_bias="attention_bias", bias_default=True, head_dim_default=None,
+                                     rotary_default=1.0, output_vocab_key="vision_vocab_size")
+TEXT_WRAPPERS["glm_image"] = "glm_image_text"
+VISION_COUNTED["glm_image"] = glm_image.glm_image_towers
+WRAPPER_TIE["glm_image"] = "never"  # GlmImageForConditionalGeneration._tied_weights_keys = {}
+# Granite 4 Vision: refused by name (read generically it was Llama-shaped, towers and projectors missed)
+_GRANITE4_VISION_WHY = ("its projectors are not modelled: per deepstack_layer_map entry and four spatial offsets a "
+                        "window Q-Former downsampler (a BLIP-2 Q-Former built from qformer_config, a LayerNorm, learned "
+                        "queries of (downsample_rate's query side)^2 and window positions, a biased out_linear to the "
+                        "text width), whose outputs are added into chosen language-model layers (deepstack), beside an "
+                        "AutoModel vision tower (clip_vision_model by default, SigLIP in the checkpoints) and "
+                        "image_newline; the class defaults build no model (deepstack_layer_map and downsample_rate are "
+                        "None) and no published config was at hand to check a count against")
+REFUSED["granite4_vision"] = _refused("Granite 4 Vision", _GRANITE4_VISION_WHY)
+REFUSED["granite4_vision_text"] = _refused("Granite 4 Vision's language model", "it is read only inside its "
+                                           "granite4_vision wrapper, which is refused: " + _GRANITE4_VISION_WHY)
 TEXT_WRAPPERS.update({"kimi_vl": "deepseek_v2", "deepseek_vl_v2": "deepseek_v2"})
 VISION_COUNTED.update({"kimi_vl": remote_vl.kimi_vl_vision,  # MoonViT (fused wqkv) + pre_norm / linear_1 / linear_2
                        "deepseek_vl_v2": remote_vl.deepseek_vl2_vision})  # SigLIP-so400m + attn_pool, MLP, 2 vectors

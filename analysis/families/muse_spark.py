@@ -21,6 +21,8 @@ MuseSparkTextModel (with the wrapper's untied ``lm_head``; the wrapper ``muse_sp
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..errors import UnsupportedModelError
 from ..fields import MAX_LAYERS, Fields
 from ..mixers.attention import GatedAttention
@@ -39,27 +41,44 @@ def _never_tied(f: Fields) -> bool:
 _TYPES = ("full_attention", "sliding_attention")
 
 
-def _theta(f: Fields) -> float:
+@dataclass(frozen=True)
+class AttentionLayout:
+    """What Muse Spark and Muse Glimmer read alike for their attention (see ``attention_layout``)."""
+    hidden: int
+    n_layers: int
+    heads: int
+    kv: int
+    head_dim: int
+    vocab: int
+    types: list
+    theta: float
+    roped: list
+    window: int | None
+
+
+def _theta(f: Fields, family: str, default: float, hint: str) -> float:
     params = f.raw("rope_parameters")
     if params is None:
-        return f.float("rope_theta", 500_000.0)
+        return f.float("rope_theta", default)
     if not isinstance(params, dict):
         raise f.error("rope_parameters", f"must be a mapping, got {params!r}")
     kind = params.get("rope_type") or params.get("type") or "default"
     if kind != "default" or "partial_rotary_factor" in params:
-        raise UnsupportedModelError(f"{f.where}: muse_spark_text with rope {params!r} is not supported yet",
-                                    "its released config uses plain RoPE")
-    theta = params.get("rope_theta", 500_000.0)
+        raise UnsupportedModelError(f"{f.where}: {family} with rope {params!r} is not supported yet", hint)
+    theta = params.get("rope_theta", default)
     if isinstance(theta, bool) or not isinstance(theta, (int, float)) or theta <= 0:
         raise f.error("rope_parameters.rope_theta", f"must be a positive number, got {theta!r}")
     return float(theta)
 
 
-def build(f: Fields, model_type: str) -> ModelSpec:
+def attention_layout(f: Fields, family: str, default_theta: float, rope_hint: str) -> AttentionLayout:
+    """The shapes, layer types (absent: full every fourth layer counted back from the last, the others sliding),
+    RoPE base and per-layer RoPE (``layer_rope_theta``; absent: NoPE on those full layers) and window of Muse
+    Spark's and Muse Glimmer's gated attention (their configs' validate_architecture checks included)."""
     hidden = f.int("hidden_size")
     n_layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
     heads, kv = f.int("num_attention_heads"), f.int("num_key_value_heads")
-    if hidden % heads:  # MuseSparkTextConfig.validate_architecture
+    if hidden % heads:  # the text config's validate_architecture
         raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({hidden})")
     if heads % kv:
         raise f.error("num_attention_heads", f"({heads}) must be a multiple of num_key_value_heads ({kv})")
@@ -71,7 +90,7 @@ def build(f: Fields, model_type: str) -> ModelSpec:
                           "absent: full every fourth layer counted back from the last, the others sliding")
     else:
         types = per_layer_types(f, "layer_types", n_layers, _TYPES)
-    theta = _theta(f)
+    theta = _theta(f, family, default_theta, rope_hint)
     if f.raw("layer_rope_theta") is None:
         roped = f.derived("layer_rope_theta", [not x for x in last_rule],
                           "absent: NoPE every fourth layer counted back from the last, RoPE elsewhere")
@@ -82,6 +101,13 @@ def build(f: Fields, model_type: str) -> ModelSpec:
                                               "layers")
         roped = [x > 0 for x in raw]
     window = f.int("sliding_window", hi=1 << 30) if "sliding_attention" in types else None
+    return AttentionLayout(hidden, n_layers, heads, kv, hd, vocab, types, theta, roped, window)
+
+
+def build(f: Fields, model_type: str) -> ModelSpec:
+    lo = attention_layout(f, "muse_spark_text", 500_000.0, "its released config uses plain RoPE")
+    hidden, n_layers, heads, kv, hd, vocab = lo.hidden, lo.n_layers, lo.heads, lo.kv, lo.head_dim, lo.vocab
+    types, theta, roped, window = lo.types, lo.theta, lo.roped, lo.window
     if f.raw("mlp_layer_types") is None:
         moe_at = set(range(n_layers))
         f.derived("mlp_layer_types", ["sparse"] * n_layers, "absent: every layer sparse")
