@@ -2299,6 +2299,27 @@ def _hf_decode_flops(torch, model, high: int, low: int = 0, **past) -> dict[str,
         model(torch.randint(low, high, (1, 1)), use_cache=True, **past)
     return {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
 
+def _assert_cache_and_decode_flops_equal_transformers(cfg: dict, n: int = 5) -> list[int]:
+    """transformers' own cache after an ``n``-token prefill (fp32) holds exactly our bytes per token per layer, and
+    FlopCounterMode over its decode step (eager) equals the trace's FLOPs. Returns the per-layer bytes."""
+    from planner.analysis.dtypes import get_dtype
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    spec = parse_config(cfg)
+    torch, model, cache = _hf_prefill(cfg, n)
+    with torch.no_grad():
+        per_layer = _hf_cache_bytes_per_token(cache, n)
+        fp32 = get_dtype("fp32")
+        assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
+        hf = _hf_decode_flops(torch, model, cfg["vocab_size"], cache=cache)
+    fmt, _ = weight_format(spec, "fp32")
+    assert sum(hf.values()) == sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1,
+                                                                        cached_tokens=n))
+    return per_layer
+
+
 
 @pytest.mark.parametrize("name,past_window,shared", [("gemma4_text", 40, 2), ("gemma4_text-moe-default-layers", 40, 0),
                                                      ("gemma4_unified_text", 40, 2),
@@ -3343,22 +3364,7 @@ def test_hy_v3_and_cohere2_moe_kv_and_decode_flops_equal_transformers(name):
     """transformers' own cache after a prefill shorter than the window (fp32) holds exactly our bytes per token per
     layer, and FlopCounterMode over its decode step (eager attention and experts: the k chosen experts, the
     router, the shared expert) equals the trace's FLOPs."""
-    from planner.analysis.dtypes import get_dtype
-    from planner.analysis.kv import kv_cache
-    from planner.analysis.trace import step_ops
-    from planner.analysis.weights import weight_format
-
-    cfg = CASES[name]
-    spec, n = parse_config(cfg), 5
-    torch, model, cache = _hf_prefill(cfg, n)
-    with torch.no_grad():
-        per_layer = _hf_cache_bytes_per_token(cache, n)
-        fp32 = get_dtype("fp32")
-        assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
-        hf = _hf_decode_flops(torch, model, cfg["vocab_size"], cache=cache)
-    fmt, _ = weight_format(spec, "fp32")
-    assert sum(hf.values()) == sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1,
-                                                                        cached_tokens=n))
+    _assert_cache_and_decode_flops_equal_transformers(CASES[name])
 
 
 @pytest.mark.parametrize("change,field", [
@@ -3446,24 +3452,9 @@ def test_jetmoe_kv_and_decode_flops_equal_transformers(name):
     before transformers repeats them for the top-k slots), and FlopCounterMode over a decode step (eager) equals
     the trace's FLOPs: both routers, only the top-k query / output / MoE experts, the shared kv_proj, the
     attention of top_k x kv_heads query heads, the LM head."""
-    from planner.analysis.dtypes import get_dtype
-    from planner.analysis.kv import kv_cache
-    from planner.analysis.trace import step_ops
-    from planner.analysis.weights import weight_format
-
     cfg = CASES[name]
-    spec = parse_config(cfg)
-    fp32 = get_dtype("fp32")
-    n = 5
-    torch, model, cache = _hf_prefill(cfg, n)
-    with torch.no_grad():
-        per_layer = _hf_cache_bytes_per_token(cache, n)
-        assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
-        assert per_layer[0] == 2 * cfg["num_key_value_heads"] * cfg["kv_channels"] * 4
-        hf = _hf_decode_flops(torch, model, cfg["vocab_size"], cache=cache)
-    fmt, _ = weight_format(spec, "fp32")
-    want = sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n))
-    assert sum(hf.values()) == want
+    per_layer = _assert_cache_and_decode_flops_equal_transformers(cfg)
+    assert per_layer[0] == 2 * cfg["num_key_value_heads"] * cfg["kv_channels"] * 4
 
 
 def test_jetmoe_refuses_what_transformers_does_not_build():
@@ -4107,23 +4098,7 @@ def test_diffllama_lambdas_by_hand():
 def test_diffllama_kv_and_decode_flops_equal_transformers(name):
     """transformers' own cache holds Llama's K and V per token and layer; FlopCounterMode over a decode step (eager)
     equals the trace: the attention as transformers' two calls (scores twice, each half of V once per call)."""
-    from planner.analysis.dtypes import get_dtype
-    from planner.analysis.kv import kv_cache
-    from planner.analysis.trace import step_ops
-    from planner.analysis.weights import weight_format
-
-    cfg = CASES[name]
-    spec = parse_config(cfg)
-    fp32 = get_dtype("fp32")
-    n = 6
-    torch, model, cache = _hf_prefill(cfg, n)
-    with torch.no_grad():
-        per_layer = _hf_cache_bytes_per_token(cache, n)
-        assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
-        hf = _hf_decode_flops(torch, model, cfg["vocab_size"], cache=cache)
-    fmt, _ = weight_format(spec, "fp32")
-    want = sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n))
-    assert sum(hf.values()) == want
+    _assert_cache_and_decode_flops_equal_transformers(CASES[name], n=6)
 
 
 @pytest.mark.parametrize("change,field", [({"num_key_value_heads": 1}, "num_key_value_heads"),
@@ -4926,22 +4901,7 @@ def test_modernbert_decoder_kv_and_decode_flops_equal_transformers(name):
     """transformers' own cache after a 5-token prefill (shorter than every window; fp32) holds exactly our bytes per
     token per layer, and FlopCounterMode over its decode step (eager) equals the trace's FLOPs, the prediction
     head's dense included."""
-    from planner.analysis.dtypes import get_dtype
-    from planner.analysis.kv import kv_cache
-    from planner.analysis.trace import step_ops
-    from planner.analysis.weights import weight_format
-
-    cfg = CASES[name]
-    spec, n = parse_config(cfg), 5
-    torch, model, cache = _hf_prefill(cfg, n)
-    with torch.no_grad():
-        per_layer = _hf_cache_bytes_per_token(cache, n)
-        fp32 = get_dtype("fp32")
-        assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
-        hf = _hf_decode_flops(torch, model, cfg["vocab_size"], cache=cache)
-    fmt, _ = weight_format(spec, "fp32")
-    assert sum(hf.values()) == sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1,
-                                                                        cached_tokens=n))
+    _assert_cache_and_decode_flops_equal_transformers(CASES[name])
 
 
 def test_modernbert_decoder_shapes_by_hand():
@@ -4977,22 +4937,7 @@ def test_beam_kv_and_decode_flops_equal_transformers(name):
     """transformers' own cache after a 5-token prefill (shorter than the window; fp32) holds exactly our bytes per
     token per layer, and FlopCounterMode over its decode step (eager) equals the trace's FLOPs: the attention gate's
     gate_proj, the k chosen experts and the router included."""
-    from planner.analysis.dtypes import get_dtype
-    from planner.analysis.kv import kv_cache
-    from planner.analysis.trace import step_ops
-    from planner.analysis.weights import weight_format
-
-    cfg = CASES[name]
-    spec, n = parse_config(cfg), 5
-    torch, model, cache = _hf_prefill(cfg, n)
-    with torch.no_grad():
-        per_layer = _hf_cache_bytes_per_token(cache, n)
-        fp32 = get_dtype("fp32")
-        assert per_layer == [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers]
-        hf = _hf_decode_flops(torch, model, cfg["vocab_size"], cache=cache)
-    fmt, _ = weight_format(spec, "fp32")
-    assert sum(hf.values()) == sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1,
-                                                                        cached_tokens=n))
+    _assert_cache_and_decode_flops_equal_transformers(CASES[name])
 
 
 def test_beam_default_shape_by_hand():
