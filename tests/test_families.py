@@ -2299,6 +2299,7 @@ def _hf_decode_flops(torch, model, high: int, low: int = 0, **past) -> dict[str,
         model(torch.randint(low, high, (1, 1)), use_cache=True, **past)
     return {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
 
+
 def _assert_cache_and_decode_flops_equal_transformers(cfg: dict, n: int = 5) -> list[int]:
     """transformers' own cache after an ``n``-token prefill (fp32) holds exactly our bytes per token per layer, and
     FlopCounterMode over its decode step (eager) equals the trace's FLOPs. Returns the per-layer bytes."""
@@ -2832,7 +2833,6 @@ def test_hrm_kv_and_decode_flops_count_every_cycle(name):
     run, H_cycles x (L_cycles + 1) x layers per stack, each K/V as ours (MHA of head_dim). FlopCounterMode over its
     decode step: ``aten.mm`` / ``aten.addmm`` / ``aten.bmm`` equal our matmuls and attention with every cycle's
     layers. Parameters count each stack once."""
-    from torch.utils.flop_counter import FlopCounterMode
 
     from planner.analysis.dtypes import get_dtype
     from planner.analysis.kv import kv_cache
@@ -2848,10 +2848,7 @@ def test_hrm_kv_and_decode_flops_count_every_cycle(name):
     assert spec.num_layers == len(cache.layers) == conf.num_layers_per_stack * conf.H_cycles * (conf.L_cycles + 1)
     assert sum(layer.stored for layer in spec.layers) == 2 * conf.num_layers_per_stack
     assert [lk.bytes_per_token for lk in kv_cache(spec, fp32, fp32).layers] == _hf_cache_bytes_per_token(cache, n)
-    counter = FlopCounterMode(display=False)
-    with torch.no_grad(), counter:
-        model(torch.randint(1, cfg["vocab_size"], (1, 1)), use_cache=True, cache=cache)
-    hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+    hf = _hf_decode_flops(torch, model, cfg["vocab_size"], low=1, cache=cache)
     fmt, _ = weight_format(spec, "fp32")
     ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n)
     assert sum(v for k, v in hf.items() if k in ("aten.mm", "aten.addmm", "aten.bmm")) == sum(o.flops for o in ops)
@@ -2865,7 +2862,6 @@ def test_dory_kv_and_decode_flops_count_every_loop(name):
     "last_loop" keeps the model's own layers only, the earlier passes caching nothing. FlopCounterMode over its
     decode step: its ``aten.mm`` / ``aten.addmm`` / ``aten.bmm`` equal our matmuls and attention, the looped layers
     counted once per pass. Parameters count the looped layers once (the meta model's)."""
-    from torch.utils.flop_counter import FlopCounterMode
 
     from planner.analysis.dtypes import get_dtype
     from planner.analysis.kv import kv_cache
@@ -2897,10 +2893,7 @@ def test_dory_kv_and_decode_flops_count_every_loop(name):
         held = lc.keys.shape[2]
         assert held == (min(n, w - 1) if w else n)
         assert lk.bytes_per_token == (lc.keys.numel() + lc.values.numel()) * 4 // held
-    counter = FlopCounterMode(display=False)
-    with torch.no_grad(), counter:
-        model(torch.randint(1, cfg["vocab_size"], (1, 1)), use_cache=True, cache=cache)
-    hf = {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
+    hf = _hf_decode_flops(torch, model, cfg["vocab_size"], low=1, cache=cache)
     fmt, _ = weight_format(spec, "fp32")
     ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n)
     assert sum(v for k, v in hf.items() if k in ("aten.mm", "aten.addmm", "aten.bmm")) == sum(o.flops for o in ops)
