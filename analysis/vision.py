@@ -105,12 +105,14 @@ def _encoder_block(out: list[Tensor], p: str, h: int, inter: int) -> None:
     _lin(out, f"{p}.mlp.fc2", h, inter)
 
 
-def _qkv_block(out: list[Tensor], b: str, h: int, inter: int, fc: str = "fc") -> None:
+def _qkv_block(out: list[Tensor], b: str, h: int, inter: int, fc: str = "fc", split: bool = False) -> None:
     """One Qwen-VL-style vision block: LayerNorms norm1 / norm2, a biased fused attn.qkv and attn.proj, biased
-    mlp.{fc}1 / mlp.{fc}2 (``fc="linear_fc"`` for Qwen3-VL's names)."""
+    mlp.{fc}1 / mlp.{fc}2 (``fc="linear_fc"`` for Qwen3-VL's names; ``split``: biased attn.q_proj / k_proj /
+    v_proj in place of the fused qkv, as MoonViT-style towers name them)."""
     _ln(out, f"{b}.norm1", h)
     _ln(out, f"{b}.norm2", h)
-    _lin(out, f"{b}.attn.qkv", 3 * h, h)
+    for name, rows in ((("q_proj", h), ("k_proj", h), ("v_proj", h)) if split else (("qkv", 3 * h),)):
+        _lin(out, f"{b}.attn.{name}", rows, h)
     _lin(out, f"{b}.attn.proj", h, h)
     _lin(out, f"{b}.mlp.{fc}1", inter, h)
     _lin(out, f"{b}.mlp.{fc}2", h, inter)

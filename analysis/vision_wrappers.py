@@ -32,7 +32,7 @@ from __future__ import annotations
 from .errors import ConfigError, UnsupportedModelError
 from .fields import MAX_LAYERS, Fields
 from .spec import Tensor
-from .vision import (_heads_divide, _lin, _ln, _tower_shape, _vision_fields, qwen2_5_vl_vision,
+from .vision import (_heads_divide, _lin, _ln, _qkv_block, _tower_shape, _vision_fields, qwen2_5_vl_vision,
                      qwen3_vl_vision, siglip_tensors, vision_config_dict)
 
 
@@ -119,12 +119,7 @@ def kimi_k25_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ..
                   (f.int("pos_emb_height", hi=1 << 16), f.int("pos_emb_width", hi=1 << 16), h), "vision")]
     for i in range(layers):
         b = f"{p}.layers.{i}"
-        _ln(out, f"{b}.norm1", h)
-        _ln(out, f"{b}.norm2", h)
-        for name in ("q_proj", "k_proj", "v_proj", "proj"):
-            _lin(out, f"{b}.attn.{name}", h, h)
-        _lin(out, f"{b}.mlp.fc1", inter, h)
-        _lin(out, f"{b}.mlp.fc2", h, inter)
+        _qkv_block(out, b, h, inter, split=True)
     _ln(out, f"{p}.final_layernorm", h)
     t = _top(top, where, "kimi_k25")
     q = "model.mm_projector"

@@ -32,7 +32,7 @@ from ..errors import UnsupportedModelError
 from ..fields import MAX_LAYERS, Fields
 from ..mixers.attention import GatedAttention
 from ..spec import MLP, Layer, ModelSpec, Norm, Numerics, PlacedNorm, Tensor
-from ..vision import _lin, _ln, _vision_fields
+from ..vision import _ln, _qkv_block, _vision_fields
 from .common import Traits, read_act, read_eps, read_tie
 from .muse_spark import attention_layout
 
@@ -92,12 +92,7 @@ def muse_glimmer_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor
     _ln(out, f"{p}.ln_pre", h)
     for i in range(layers):
         q = f"{p}.layers.{i}"
-        _ln(out, f"{q}.norm1", h)
-        _ln(out, f"{q}.norm2", h)
-        for name in ("q_proj", "k_proj", "v_proj", "proj"):
-            _lin(out, f"{q}.attn.{name}", h, h)
-        _lin(out, f"{q}.mlp.fc1", inter, h)
-        _lin(out, f"{q}.mlp.fc2", h, inter)
+        _qkv_block(out, q, h, inter, split=True)
     _ln(out, f"{p}.ln_post", h)
     t = Fields(top, where, defaults=FAMILY_DEFAULTS.get("muse_glimmer"), family="muse_glimmer")
     proj = t.int("projector_hidden_size")
