@@ -42,7 +42,17 @@ def read_config_file(path: str | os.PathLike) -> dict:
         data = read_bounded(p, MAX_CONFIG_BYTES, what="config.json")
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read: {exc.strerror or exc}") from None
-    return decode_config_bytes(data, str(p))
+    cfg = decode_config_bytes(data, str(p))
+    # NVIDIA ModelOpt checkpoints of 2024-25 (nvidia/*-FP8, *-FP4) describe their quantization in a sidecar
+    # hf_quant_config.json ({"producer": ..., "quantization": {"quant_algo", ...}}), not in config.json
+    side = p.parent / "hf_quant_config.json"
+    if "quantization_config" not in cfg and os.path.isfile(side):
+        try:
+            hq = decode_config_bytes(read_bounded(side, MAX_CONFIG_BYTES, what="hf_quant_config.json"), str(side))
+        except OSError as exc:
+            raise ConfigError(f"{side}: cannot read: {exc.strerror or exc}") from None
+        cfg["quantization_config"] = {"quant_method": "modelopt", **hq}
+    return cfg
 
 
 def decode_config_bytes(data: bytes, where: str) -> dict:

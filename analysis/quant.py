@@ -14,7 +14,35 @@ as the checkpoint formats lay them out:
   8-bit: ``numel`` + one fp32 scale per output row.
 - ``mxfp4`` (gpt-oss experts): ``numel/2`` + one uint8 (E8M0) scale per 32 elements.
 - ``compressed-tensors``: ``num_bits`` values + a scale (base dtype) per group / channel / tensor /
-  block, zero points when asymmetric.
+  block, zero points when asymmetric. Float 4-bit formats as their vLLM schemes create them
+  (vllm/model_executor/layers/quantization/compressed_tensors/schemes/compressed_tensors_w4a4_nvfp4.py,
+  ``compressed_tensors_w4a16_nvfp4.py``, ``compressed_tensors_w4a16_mxfp4.py``):
+  NVFP4 (``strategy tensor_group``, format ``nvfp4-pack-quantized``): ``weight_packed`` uint8
+  ``[out, in/2]`` + ``weight_scale`` fp8-e4m3 ``[out, in/16]`` + ``weight_global_scale`` fp32 scalar
+  (+ ``input_global_scale`` fp32 scalar when activations are quantized too, W4A4);
+  MXFP4 (format ``mxfp4-pack-quantized``, group 32): ``weight_packed`` + ``weight_scale`` uint8 (E8M0)
+  ``[out, in/32]``. ``ignore`` entries with a ``re:`` prefix are regular expressions matched at the
+  start of the module name (compressed_tensors.utils.match: ``re.match``).
+- ``modelopt`` (NVIDIA ModelOpt; ``quantization_config`` with ``quant_method modelopt`` and
+  ``quant_algo``, or the older ``hf_quant_config.json`` ``{"quantization": {"quant_algo", ...}}``),
+  vllm/model_executor/layers/quantization/modelopt.py (vllm-project/vllm@00155cde) ``create_weights``:
+  ``NVFP4``: ``weight`` uint8 ``[out, in/2]`` + ``weight_scale`` fp8-e4m3 ``[out, in/group_size]``
+  (group 16) + ``weight_scale_2`` and ``input_scale`` fp32 scalars (``ModelOptNvFp4LinearMethod``);
+  ``W4A16_NVFP4`` the same without ``input_scale``; ``FP8``: fp8 ``weight`` + ``weight_scale`` and
+  ``input_scale`` fp32 scalars (``ModelOptFp8LinearMethod``); ``FP8_PER_CHANNEL_PER_TOKEN``: fp32
+  ``weight_scale [out]`` (``ModelOptFp8PcPtLinearMethod``); ``FP8_PB_WO``: fp32 scales per 128x128
+  block (``ModelOptFp8PbWoLinearMethod``). Each expert's gate / up / down is a matrix of its own with
+  its own scalars. ``exclude_modules`` (``ignore``) are fnmatch wildcards. Other ``quant_algo``
+  values (``MXFP8``, ``MIXED_PRECISION``, ``W4A8_AWQ``, ...) are a caveat, not sized.
+- ``quark`` (AMD Quark, ``global_quant_config``), vllm .../quantization/quark/schemes
+  (``quark_w8a8_fp8.py``, ``quark_ocp_mx.py``): fp8-e4m3 ``per_tensor``: fp8 weight + fp32 ``weight_scale``
+  scalar (+ fp32 ``input_scale`` scalar for static activations); ``per_channel``: fp32 ``weight_scale
+  [out]``; ``fp4`` ``per_group`` 32 (OCP MXFP4): uint8 ``[out, in/2]`` + uint8 (E8M0) ``weight_scale
+  [out, in/32]``. A ``layer_quant_config`` / ``layer_type_quant_config`` override is a caveat.
+- ``auto-round`` (Intel): ``packing_format`` ``auto_gptq`` / ``auto_awq`` (alone or after
+  ``auto_round:``) as GPTQ / AWQ above; its own ``auto_round`` packing is a caveat.
+KV-cache scales (``k_scale`` / ``v_scale``, fp32 scalars per attention layer) of checkpoints with a
+quantized KV cache are not counted (8 bytes a layer).
 
 Tensors a method does not convert (embeddings, norms, biases, routers, lm_head and whatever
 ``modules_to_not_convert`` names) stay in the checkpoint's ``torch_dtype``.
@@ -50,11 +78,15 @@ def parse_quantization(qc: Any, where: str) -> tuple[QuantSpec | None, list[str]
     if not isinstance(method, str):
         if qc.get("load_in_4bit") or qc.get("load_in_8bit"):
             method = "bitsandbytes"
+        elif isinstance(qc.get("quantization"), dict) and "quant_algo" in qc["quantization"]:
+            method = "modelopt"  # hf_quant_config.json's layout
         else:
             return None, ["quantization_config has no quant_method: weights sized at torch_dtype; real storage unknown"]
     m = method.lower()
     skip = _list(qc.get("modules_to_not_convert")) + _list(qc.get("llm_int8_skip_modules")) + \
         _list(qc.get("ignore")) + _list(qc.get("ignored_layers"))
+
+    _check_patterns(skip, where, "ignore")
 
     def bits(key: str = "bits", default: int | None = None) -> int:
         v = qc.get(key, default)
@@ -102,8 +134,24 @@ def parse_quantization(qc: Any, where: str) -> tuple[QuantSpec | None, list[str]
                          modules_to_not_convert=skip, raw_method=method), []
     if m == "compressed-tensors":
         return _compressed_tensors(qc, where, skip)
+    if m.startswith("modelopt"):
+        return _modelopt(qc, method, where, skip)
+    if m == "quark":
+        return _quark(qc, where, skip)
+    if m in ("auto-round", "intel/auto-round", "auto_round"):
+        return _auto_round(qc, method, where, skip, bits, group)
     return None, [f"quantization_config.quant_method '{method}' is not understood: weights are sized at "
                   "torch_dtype, which is likely wrong for this checkpoint (pass --dtype to choose)"]
+
+
+def _check_patterns(patterns: tuple[str, ...], where: str, key: str) -> None:
+    for p in patterns:
+        if p.startswith("re:"):
+            try:
+                re.compile(p[3:])
+            except re.error as exc:
+                raise ConfigError(f"{where}: field 'quantization_config.{key}' has an invalid regular expression "
+                                  f"{short(p)}: {exc}") from None
 
 
 def _compressed_tensors(qc: dict, where: str, skip: tuple[str, ...]) -> tuple[QuantSpec | None, list[str]]:
@@ -122,6 +170,9 @@ def _compressed_tensors(qc: dict, where: str, skip: tuple[str, ...]) -> tuple[Qu
         raise ConfigError(f"{where}: field 'quantization_config.config_groups.weights.num_bits' must be 2, 3, 4 or 8, got {short(w.get('num_bits'))}")
     strategy = w.get("strategy") or "tensor"
     g = as_int(w.get("group_size")) or 0
+    fmt = first.get("format") or qc.get("format")
+    if w.get("type") == "float" and nb == 4:
+        return _ct_fp4(qc, first, w, strategy, g, fmt, where, skip, caveats)
     block = w.get("block_structure")
     bs = (0, 0)
     if isinstance(block, list) and len(block) == 2 and all((as_int(x) or 0) > 0 for x in block):
@@ -137,6 +188,139 @@ def _compressed_tensors(qc: dict, where: str, skip: tuple[str, ...]) -> tuple[Qu
         zero_point=w.get("symmetric") is False, scale_bits=16, modules_to_not_convert=skip,
         raw_method=f"compressed-tensors ({w.get('type', 'int')}{nb}, {strategy})",
     ), caveats
+
+
+def _ct_fp4(qc: dict, group: dict, w: dict, strategy: str, g: int, fmt: Any, where: str, skip: tuple[str, ...],
+            caveats: list[str]) -> tuple[QuantSpec | None, list[str]]:
+    """compressed-tensors 4-bit float weights: NVFP4 (tensor_group, fp8 scales per 16 + fp32 global scales)
+    or MXFP4 (group 32, uint8 E8M0 scales)."""
+    if g < 1:
+        raise ConfigError(f"{where}: compressed-tensors 4-bit float weights ({strategy} strategy) need a positive "
+                          f"group_size, got {short(w.get('group_size'))}")
+    a = group.get("input_activations")
+    a4 = isinstance(a, dict) and a.get("type") == "float" and as_int(a.get("num_bits")) == 4
+    if strategy == "tensor_group":
+        if fmt not in (None, "nvfp4-pack-quantized", "mixed-precision"):
+            return None, caveats + [f"compressed-tensors float4 tensor_group weights in format '{fmt}' are not "
+                                    "understood: weights sized at torch_dtype"]
+        return QuantSpec("fp_group", 4, group_size=g, scale_bits=8, tensor_bytes=8 if a4 else 4,
+                         zero_point=False, compute="fp4" if a4 else "", modules_to_not_convert=skip,
+                         raw_method=f"compressed-tensors NVFP4 ({'W4A4' if a4 else 'W4A16'}, group {g})"), caveats
+    if strategy == "group" and fmt == "mxfp4-pack-quantized":
+        return QuantSpec("fp_group", 4, group_size=g, scale_bits=8, zero_point=False, compute="fp4" if a4 else "",
+                         modules_to_not_convert=skip,
+                         raw_method=f"compressed-tensors MXFP4 ({'W4A4' if a4 else 'W4A16'}, group {g})"), caveats
+    return None, caveats + [f"compressed-tensors float4 weights with strategy '{strategy}' and format '{fmt}' are not "
+                            "understood: weights sized at torch_dtype"]
+
+
+def _modelopt(qc: dict, method: str, where: str, skip: tuple[str, ...]) -> tuple[QuantSpec | None, list[str]]:
+    """NVIDIA ModelOpt: config.json's flat form or hf_quant_config.json's ``quantization`` object."""
+    inner = qc.get("quantization", qc)
+    key = "quantization_config.quantization" if inner is not qc else "quantization_config"
+    if not isinstance(inner, dict):
+        raise ConfigError(f"{where}: field 'quantization_config.quantization' must be an object, got {short(inner)}")
+    algo = inner.get("quant_algo")
+    if not isinstance(algo, str) or not algo.strip():
+        raise ConfigError(f"{where}: field '{key}.quant_algo' must be a string such as 'NVFP4' or 'FP8', got {short(algo)}")
+    excl = inner.get("exclude_modules", inner.get("ignore", []))
+    if excl is None:
+        excl = []
+    if not isinstance(excl, list) or not all(isinstance(x, str) for x in excl):
+        raise ConfigError(f"{where}: field '{key}.exclude_modules' must be a list of module names, got {short(excl)}")
+    _check_patterns(tuple(excl), where, key.removeprefix("quantization_config").lstrip(".") + ".exclude_modules")
+    skip = tuple(excl) + skip
+    a = algo.strip().upper()
+    raw = f"modelopt {a}"
+    if a in ("NVFP4", "W4A16_NVFP4"):
+        gv = inner.get("group_size", 16)
+        g = as_int(gv)
+        if g is None or g < 1 or g > 1 << 20:
+            raise ConfigError(f"{where}: field '{key}.group_size' must be a positive integer, got {short(gv)}")
+        w4a4 = a == "NVFP4"
+        return QuantSpec("fp_group", 4, group_size=g, scale_bits=8, tensor_bytes=8 if w4a4 else 4, zero_point=False,
+                         compute="fp4" if w4a4 else "", modules_to_not_convert=skip, raw_method=raw), []
+    if a == "FP8":
+        return QuantSpec("fp8_tensor", 8, tensor_bytes=8, scale_bits=32, zero_point=False, compute="fp8",
+                         modules_to_not_convert=skip, raw_method=raw), []
+    if a == "FP8_PER_CHANNEL_PER_TOKEN":
+        return QuantSpec("fp8_channel", 8, scale_bits=32, zero_point=False, compute="fp8",
+                         modules_to_not_convert=skip, raw_method=raw), []
+    if a == "FP8_PB_WO":
+        return QuantSpec("fp8", 8, block_size=(128, 128), scale_bits=32, zero_point=False, compute="fp8",
+                         modules_to_not_convert=skip, raw_method=raw), []
+    return None, [f"modelopt quant_algo '{algo}' is not sized by planner: weights are sized at torch_dtype, which is "
+                  "likely wrong for this checkpoint (pass --dtype to choose)"]
+
+
+_QUARK_FP8 = ("fp8_e4m3", "fp8_e4m3fn", "float8_e4m3fn")
+
+
+def _quark(qc: dict, where: str, skip: tuple[str, ...]) -> tuple[QuantSpec | None, list[str]]:
+    """AMD Quark: the global weight scheme (fp8 per tensor / per channel, OCP MXFP4)."""
+    gq = qc.get("global_quant_config")
+    if not isinstance(gq, dict):
+        raise ConfigError(f"{where}: field 'quantization_config.global_quant_config' must be an object, got {short(gq)}")
+    w = gq.get("weight")
+    if isinstance(w, list) and len(w) == 1:
+        w = w[0]
+    if not isinstance(w, dict):
+        return None, ["quark global_quant_config without a single weight scheme: weights sized at torch_dtype"]
+    excl = qc.get("exclude", [])
+    if excl is None:
+        excl = []
+    if not isinstance(excl, list) or not all(isinstance(x, str) for x in excl):
+        raise ConfigError(f"{where}: field 'quantization_config.exclude' must be a list of module names, got {short(excl)}")
+    _check_patterns(tuple(excl), where, "exclude")
+    skip = tuple(excl) + skip
+    caveats = []
+    if qc.get("layer_quant_config") or qc.get("layer_type_quant_config"):
+        caveats.append("quark layer_quant_config / layer_type_quant_config overrides are not modelled: the global "
+                       "weight scheme is applied to every linear layer")
+    dtype, scheme = str(w.get("dtype", "")).lower(), str(w.get("qscheme", "")).lower()
+    a = gq.get("input_tensors")
+    if isinstance(a, list) and len(a) == 1:
+        a = a[0]
+    a = a if isinstance(a, dict) else None
+    a_static = a is not None and a.get("is_dynamic") is False and str(a.get("qscheme", "")).lower() == "per_tensor"
+    a_dtype = str(a.get("dtype", "")).lower() if a else ""
+    raw = f"quark {dtype} {scheme}"
+    if dtype in _QUARK_FP8 and scheme in ("per_tensor", "per_channel"):
+        compute = "fp8" if a_dtype in _QUARK_FP8 else "act"
+        if scheme == "per_tensor":
+            return QuantSpec("fp8_tensor", 8, tensor_bytes=4 + (4 if a_static else 0), scale_bits=32, zero_point=False,
+                             compute=compute, modules_to_not_convert=skip, raw_method=raw), caveats
+        return QuantSpec("fp8_channel", 8, tensor_bytes=4 if a_static else 0, scale_bits=32, zero_point=False,
+                         compute=compute, modules_to_not_convert=skip, raw_method=raw), caveats
+    if dtype in ("fp4", "fp4_e2m1") and scheme == "per_group":
+        gv = w.get("group_size")
+        g = as_int(gv)
+        if g is None or g < 1 or g > 1 << 20:
+            raise ConfigError(f"{where}: field 'quantization_config.global_quant_config.weight.group_size' must be a "
+                              f"positive integer, got {short(gv)}")
+        if g == 32 and str(w.get("scale_format", "e8m0")).lower() == "e8m0":
+            return QuantSpec("fp_group", 4, group_size=32, scale_bits=8, zero_point=False,
+                             compute="fp4" if a_dtype in ("fp4", "fp4_e2m1") else "", modules_to_not_convert=skip,
+                             raw_method="quark MXFP4"), caveats
+    return None, caveats + [f"quark weight scheme {dtype or '?'} {scheme or '?'} is not sized by planner: weights "
+                            "sized at torch_dtype, which is likely wrong for this checkpoint (pass --dtype to choose)"]
+
+
+def _auto_round(qc: dict, method: str, where: str, skip: tuple[str, ...], bits, group) -> tuple[QuantSpec | None, list[str]]:
+    """Intel auto-round: GPTQ / AWQ packing as those formats."""
+    pf = qc.get("packing_format", "auto_round:auto_gptq")
+    if not isinstance(pf, str):
+        raise ConfigError(f"{where}: field 'quantization_config.packing_format' must be a string, got {short(pf)}")
+    kind = pf.split(":")[-1].strip().lower()
+    b, g = bits("bits", 4), group("group_size", 128)
+    if kind == "auto_gptq":
+        return QuantSpec("gptq", b, group_size=g, zero_point=True, desc_act_g_idx=True, modules_to_not_convert=skip,
+                         raw_method=f"{method} ({pf})"), []
+    if kind == "auto_awq":
+        return QuantSpec("awq", b, group_size=g, zero_point=True, modules_to_not_convert=skip,
+                         raw_method=f"{method} ({pf})"), []
+    return None, [f"auto-round packing_format '{pf}' is not sized by planner: weights sized at torch_dtype, which is "
+                  "likely wrong for this checkpoint (pass --dtype to choose)"]
 
 
 # ---- which tensors are converted -----------------------------------------------------------------
@@ -156,10 +340,16 @@ def _skip_matcher(patterns: tuple[str, ...]):
 
     A plain pattern matches a module when it is a run of whole dotted segments of the module's name
     (``mlp.gate`` matches ``model.layers.3.mlp.gate`` but not ``mlp.gate_proj``); a pattern with
-    wildcards matches the module or one of its parents, as ``fnmatch`` does."""
+    wildcards matches the module or one of its parents, as ``fnmatch`` does; ``re:REGEX`` (compressed-tensors)
+    matches when the regular expression matches at the start of the module's name."""
+    res = [p[3:] for p in patterns if p.startswith("re:")]
+    patterns = tuple(p for p in patterns if not p.startswith("re:"))
     plain = frozenset(p for p in patterns if not any(ch in p for ch in "*?["))
     wild = [p for p in patterns if any(ch in p for ch in "*?[")]
-    regex = re.compile("|".join(f"(?:{fnmatch.translate(p)})|(?:{fnmatch.translate(p + '.*')})" for p in wild)) if wild else None
+    parts = [f"(?:{fnmatch.translate(p)})|(?:{fnmatch.translate(p + '.*')})" for p in wild]
+    for r in res:  # compressed-tensors "re:" entries: re.match against the module name
+        parts.append(f"(?:{r})")
+    regex = re.compile("|".join(parts)) if parts else None
 
     def skipped(module: str) -> bool:
         if plain:
@@ -205,10 +395,14 @@ def _matrix_bytes(n_out: int, n_in: int, q: QuantSpec) -> int:
     if m == "fp8":
         if q.block_size[0]:
             bo, bi = q.block_size
-            return numel + _cdiv(n_out, bo) * _cdiv(n_in, bi) * 4
+            return numel + _cdiv(n_out, bo) * _cdiv(n_in, bi) * 4 + q.tensor_bytes
         return numel + 4
     if m == "fp8_channel":
-        return numel + n_out * 4
+        return numel + n_out * 4 + q.tensor_bytes
+    if m == "fp8_tensor":
+        return numel + q.tensor_bytes
+    if m == "fp_group":  # packed values + one scale_bits scale per group along the input + fp32 scalars
+        return packed + n_out * _cdiv(n_in, q.group_size) * q.scale_bits // 8 + q.tensor_bytes
     if m in ("awq", "gptq"):
         groups = _cdiv(n_in, q.group_size) if q.group_size else 1
         total = packed + groups * n_out * 2

@@ -82,6 +82,9 @@ class GroupScore(StrEnum):
 class GLU(StrEnum):
     STANDARD = "standard"
     GPT_OSS = "gpt_oss"  # clamped SwiGLU with (up + 1)
+    # Step-3.5 / 3.7: silu(gate) clamped above and up clamped to ±limit, per-layer limits (swiglu_limits,
+    # swiglu_limits_shared; 0 none); the runtime does not run it
+    STEP = "step"
 
 
 class ExpertLayout(StrEnum):
@@ -579,7 +582,7 @@ class Provenance:
 class QuantSpec:
     """How the checkpoint stores its weights (from ``quantization_config``)."""
 
-    method: str  # fp8 | awq | gptq | mxfp4 | bnb4 | bnb8 | compressed
+    method: str  # fp8 | fp8_channel | fp8_tensor | fp_group | awq | gptq | mxfp4 | bnb4 | bnb8 | compressed
     bits: int
     group_size: int = 0  # int4 groups along the input dim; 0 = per output channel
     block_size: tuple[int, int] = (0, 0)  # fp8 block scales (rows, cols)
@@ -590,6 +593,9 @@ class QuantSpec:
     targets: tuple[str, ...] = ("linear", "expert")  # tensor kinds it converts
     modules_to_not_convert: tuple[str, ...] = ()
     raw_method: str = ""
+    tensor_bytes: int = 0  # fp32 per-tensor scalars each stored matrix carries (global / input scales)
+    # dtype the matmuls run in ("fp8", "fp4", "act": the activations'); "" = the method's default (fp8 for fp8 / fp8_channel)
+    compute: str = ""
 
 
 @frozen

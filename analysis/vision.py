@@ -484,8 +484,9 @@ def _glm4v_vision(top: dict, where: str, family: str) -> tuple[Tensor, ...]:
     """GLM-4.xV's tower; with ``family="glm_ocr_vision"`` GLM-OCR's: no learned positions, attention_bias (default
     true) biasing qkv, proj and the block MLP, RMSNorm q_norm / k_norm over head_dim, the block MLP intermediate_size
     wide (GLM-4.xV's: out_hidden_size), no post_conv_layernorm, and a merger whose gated MLP is
-    out_hidden_size × in_channels wide (GlmOcrVisionModel's context_dim)."""
-    ocr = family == "glm_ocr_vision"
+    out_hidden_size × in_channels wide (GlmOcrVisionModel's context_dim); with ``family="glm5_next_vision"``
+    GLM-5.3-Flash's: GLM-OCR's, the merger's gated MLP projection_intermediate_size wide (Glm5NextVisionPatchMerger)."""
+    ocr = family in ("glm_ocr_vision", "glm5_next_vision")
     f = _qwen_vision_fields(top, where, family)
     h = f.int("hidden_size")
     depth = _qwen_blocks(f, h)
@@ -525,7 +526,8 @@ def _glm4v_vision(top: dict, where: str, family: str) -> tuple[Tensor, ...]:
     out.append(Tensor(f"{p}.downsample.bias", (out_dim,), "vision"))
     out.append(Tensor(f"{p}.merger.proj.weight", (out_dim, out_dim), "vision"))
     _ln(out, f"{p}.merger.post_projection_norm", out_dim)
-    ctx = out_dim * f.int("in_channels", hi=64) if ocr else inter
+    ctx = f.int("projection_intermediate_size") if family == "glm5_next_vision" else \
+        out_dim * f.int("in_channels", hi=64) if ocr else inter
     for name, shape in (("gate_proj", (ctx, out_dim)), ("up_proj", (ctx, out_dim)), ("down_proj", (out_dim, ctx))):
         out.append(Tensor(f"{p}.merger.{name}.weight", shape, "vision"))
     return tuple(out)

@@ -128,7 +128,10 @@ def weight_format(spec: ModelSpec, dtype: str | None = None) -> tuple[WeightForm
     else:
         act = base
     if spec.quant is not None:
-        compute = get_dtype("fp8") if spec.quant.method in ("fp8", "fp8_channel") else act
+        if spec.quant.compute:
+            compute = act if spec.quant.compute == "act" else get_dtype(spec.quant.compute)
+        else:
+            compute = get_dtype("fp8") if spec.quant.method in ("fp8", "fp8_channel") else act
         return WeightFormat(base=base, quant=spec.quant, compute=compute, act=act, source="quantization_config"), notes
     return WeightFormat(base=base, quant=None, compute=_compute(base), act=act,
                         source="torch_dtype" if cfg_dtype else "default"), notes

@@ -111,6 +111,8 @@ class StepModel:
         weights at the full byte rate (vLLM's gpt-oss recipe: FlashInfer's TRT-LLM-gen MXFP4 MoE on
         Blackwell). A device has them where its profile gives an ``fp4`` peak."""
         q = a.fmt.quant
+        if q is not None and q.bits == 4 and a.fmt.compute.name == "fp4" and "fp4" not in hw.peak_flops_per_s:
+            return q.bits  # W4A4 NVFP4 / MXFP4 without FP4 tensor cores: the engines dequantize (Marlin W4A16)
         if q is None or q.bits > 8 or a.fmt.compute.name not in ("bf16", "fp16", "fp32"):
             return None
         if q.method == "mxfp4" and "fp4" in hw.peak_flops_per_s:

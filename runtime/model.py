@@ -117,6 +117,10 @@ def check_supported(spec: ModelSpec) -> None:
     if any(isinstance(layer.ffn, MoE) and layer.ffn.attention_router for layer in spec.layers):
         raise RuntimeUnavailableError(f"verify does not support Yuan2.0-M32's attention router yet ({spec.label})",
                                       "analyze and trace work for this model")
+    if spec.numerics.glu == GLU.STEP:
+        raise RuntimeUnavailableError(f"verify does not support Step-3.5's decoder layer yet ({spec.label}: its SwiGLU "
+                                      "clamped per layer by swiglu_limits / swiglu_limits_shared)",
+                                      "analyze and trace work for this model")
     if spec.position_embeddings and spec.max_position_embeddings is None:
         raise RuntimeUnavailableError("learned position embeddings without max_position_embeddings")
     if spec.numerics.rope_unscaled_layers:
@@ -497,6 +501,9 @@ class SelfAttention(MixerModule):
     def unsupported(m: Attention) -> str | None:
         if getattr(m, "gate_bias", False):
             return "a per-head bias in the attention's sigmoid output gate (Beam's gate_bias)"
+        if getattr(m, "sub_layernorms", False):  # analysis.families.kosmos2.SubLNAttention
+            return ("Kosmos's biased sub-LayerNorms (ffn_layernorm before fc2; Kosmos-2's inner_attn_ln before "
+                    "out_proj; the runtime has BitNet's RMS sub-norms only)")
         if m.qk_norm_bias and (m.qk_norm_per_head or m.q_norm_dim != m.head_dim):
             return "q/k LayerNorms with bias over more than one head"
         if m.lf_gate:
@@ -752,7 +759,7 @@ class LatentAttention(MixerModule):
 
     def __init__(self, m: MLA, spec: ModelSpec, num: Numerics, notes: list[str], dtype):
         super().__init__()
-        self.m = m
+        self.m, self.num = m, num
         D, H = m.hidden_size, m.num_attention_heads
         if m.q_lora_rank is None:
             self.q_proj = linear(D, H * m.qk_head_dim, False, dtype)
@@ -796,6 +803,11 @@ class LatentAttention(MixerModule):
             cos_TR, sin_TR = self.rotary(pos_T, x_BTD.dtype)
             q_BTHP = apply_rope(q_BTHP, cos_TR, sin_TR, self.rotary.style)
             kpe_BTP = apply_rope(kpe_BTP[:, :, None, :], cos_TR, sin_TR, self.rotary.style)[:, :, 0, :]
+        if self.num.query_position_scale is not None:  # Mistral 4: 1 + beta·log(1 + floor(pos / original))
+            with region("elementwise"):
+                beta_, orig_ = self.num.query_position_scale
+                s_T11 = (1 + beta_ * torch.log(1 + torch.floor(pos_T / orig_)))[:, None, None]
+                q_BTHn, q_BTHP = q_BTHn * s_T11.to(q_BTHn.dtype), q_BTHP * s_T11.to(q_BTHP.dtype)
         lat_BTX = torch.cat((c_BTL, kpe_BTP), dim=-1)  # what the cache stores: L + P per token
         if cache is None:
             lat_BSX, kpos_S = lat_BTX, (pos_T if T > 1 else None)

@@ -771,6 +771,14 @@ CASES.update({
 })
 
 
+# Mistral Small 4's language model: V3's MLA (q LoRA optional) and MoE after first_k_dense_replace dense layers
+CASES.update({
+    "mistral4": dict(BASE, model_type="mistral4", num_key_value_heads=8, moe_intermediate_size=32, n_routed_experts=4,
+                     num_experts_per_tok=2, kv_lora_rank=16, q_lora_rank=24, qk_rope_head_dim=8, qk_nope_head_dim=8,
+                     v_head_dim=16, first_k_dense_replace=1),
+})
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_total_equals_transformers(name):
     cfg = {k: v for k, v in CASES[name].items() if v is not None}
@@ -971,6 +979,16 @@ WRAPPERS = {
                              "vision_config": _PIXTRAL, "spatial_merge_size": 3, "multimodal_projector_bias": True},
     "mistral3-untied": {"model_type": "mistral3", "text_config": dict(_TEXT, model_type="mistral"),
                         "vision_config": _PIXTRAL, "tie_word_embeddings": False},
+    # Mistral Small 4's layout: a mistral4 language model (MLA + MoE) in the mistral3 wrapper; Mistral Large 4
+    "mistral3-mistral4": {"model_type": "mistral3", "tie_word_embeddings": False, "vision_config": _PIXTRAL,
+                          "text_config": dict(_TEXT, model_type="mistral4", moe_intermediate_size=32, n_routed_experts=4,
+                                              num_experts_per_tok=2, kv_lora_rank=16, q_lora_rank=24,
+                                              qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16)},
+    "mistral_large4": {"model_type": "mistral_large4", "vision_config": _PIXTRAL,
+                       "text_config": dict(_TEXT, model_type="mistral_large4_text", num_hidden_layers=4,
+                                           moe_intermediate_size=32, n_routed_experts=4, num_experts_per_tok=2,
+                                           kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=8, v_head_dim=16,
+                                           index_head_dim=16, index_n_heads=2, kv_source_layers=[0, 1, 1, 3])},
     "gemma4-vision-audio": {"model_type": "gemma4", "text_config": _GEMMA4_TEXT, "vision_config": _GEMMA4_VISION,
                             "audio_config": _GEMMA4_AUDIO},
     "gemma4-vision-no-audio": {"model_type": "gemma4", "text_config": dict(_GEMMA4_TEXT, hidden_size_per_layer_input=0),

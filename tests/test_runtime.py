@@ -321,6 +321,14 @@ TINY["sarvam_mla"] = dict(_MLA_MOE, model_type="sarvam_mla", num_experts=4, num_
                           rope_scaling={"type": "deepseek_yarn", "factor": 4.0, "original_max_position_embeddings": 64,
                                         "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0})
 MOE |= {"glm4_moe_lite", "axk1", "sarvam_mla"}
+# Mistral Small 4 (mistral4): V3's MLA and experts under a softmax router, YaRN, and Llama 4's query scaling by position
+# (original_max_position_embeddings 4: the scale grows within the test's positions)
+TINY["mistral4"] = dict(_MLA_MOE, model_type="mistral4", q_lora_rank=32, n_routed_experts=4, n_shared_experts=1,
+                        first_k_dense_replace=1, routed_scaling_factor=1.5, norm_topk_prob=True,
+                        rope_parameters={"rope_type": "yarn", "type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                                         "original_max_position_embeddings": 4, "beta_fast": 32.0, "beta_slow": 1.0,
+                                         "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.1})
+MOE |= {"mistral4"}
 # Sarvam-30B (sarvam_moe): GLM-4.5's block (Glm4MoeForCausalLM) under the original sarvam-30b names, RoPE on the
 # whole head by default, per-head q/k norms on by default, layer 0 dense
 TINY["sarvam_moe"] = dict(BASE, model_type="sarvam_moe", head_dim=16, num_experts=4, num_shared_experts=1,

@@ -168,20 +168,6 @@ def test_runtime_refuses_mfa_clearly(tmp_path):
     assert_verify_refuses(tmp_path, tiny, "verify does not support multi-matrix factorization attention")
 
 
-def test_step3p5_flash_is_refused_by_name_alone_or_inside_its_vl_wrapper():
-    """Step-3.5-Flash (``step3p5``, vLLM's step3p5.py) is not modelled: read generically its 288 experts would be one
-    dense MLP, so it is refused naming the family, also as the text_config of the Step-3.7 wrapper."""
-    from planner.analysis.errors import UnsupportedModelError
-
-    flash = {"model_type": "step3p5", "hidden_size": 4096, "num_hidden_layers": 45, "num_attention_heads": 64,
-             "num_attention_groups": 8, "vocab_size": 128896, "moe_num_experts": 288, "moe_top_k": 8}
-    for cfg in (flash, {"model_type": "step3p7", "text_config": flash, "vision_config": {"width": 1536}}):
-        with pytest.raises(UnsupportedModelError, match="model_type 'step3p5' \\(StepFun Step-3.5-Flash\\) is not "
-                                                        "supported yet") as e:
-            parse_config(cfg)
-        assert "g_proj" in e.value.message and "attention_other_setting" in e.value.message
-
-
 def test_tensor_parallel_shard_keeps_the_replicated_query_and_kv_whole():
     """vLLM's Step3TextAttention: qkv_proj is a ReplicatedLinear (q_proj 2048 + k 256 + v 256 rows, whole on every
     rank), inter_norm and the layer norms whole, the MoE gate whole (ReplicatedLinear); wq, o_proj, MLPs, experts,

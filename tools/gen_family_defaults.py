@@ -37,7 +37,8 @@ TYPES = sys.argv[1:] or [
     "arcee", "apertus", "apertus1p5_text", "olmo", "glm", "glm4", "seed_oss", "hyperclovax", "ernie4_5", "helium",
     "granitemoe", "granitemoeshared", "exaone", "internlm3", "vaultgemma", "cwm", "ministral3",
     "ernie4_5_moe", "dots1", "hunyuan_v1_moe", "hunyuan_v1_dense", "exaone_moe", "solar_open",
-    "deepseek_v32", "glm_moe_dsa", "deepseek_v4", "hy_v4", "axk2",
+    "deepseek_v32", "glm_moe_dsa", "deepseek_v4", "hy_v4", "axk2", "mistral4", "mistral_large4_text",
+    "mistral_large4",
     "granite_swa", "granitemoe_swa", "flex_olmo", "mellum", "minicpm3", "bitnet", "nanochat",
     "youtu", "jais2", "minimax", "olmo_hybrid", "kolibri1", "flint", "lara_mini",
     "codegen", "gpt_neox_japanese", "openai-gpt", "ctrl",
@@ -63,6 +64,7 @@ TYPES = sys.argv[1:] or [
     "chameleon", "chameleon_vqgan", "hunyuan_vl", "hunyuan_vl_text", "hunyuan_vl_vision",
     "glm_image", "glm_image_text", "glm_image_vision", "glm_image_vqmodel",
     "hy_v3", "cohere2_moe",
+    "glm5_next", "glm5_next_text", "glm5_next_vision",
     "modernbert-decoder", "beam", "muse_spark_text",
     "iquestcoder", "emu3_text_model", "muse_glimmer", "muse_glimmer_text", "muse_glimmer_vision",
     "cohere_compass", "cohere_compass_text", "cohere_compass_vision",
@@ -88,6 +90,10 @@ TYPES = sys.argv[1:] or [
     "idefics", "idefics_vision", "idefics_perciever",
     "git", "git_vision_model",
     "phi4_multimodal", "phi4_multimodal_vision", "phi4_multimodal_audio",
+    "hy_v4_vl", "hy_v4_vl_text", "hy_v4_vl_vision", "unlimited_ocr", "unlimited_ocr_text",
+    "unlimited_ocr_sam_vision_model", "unlimited_ocr_vision_encoder",
+    "kosmos-2", "kosmos_2_text_model", "kosmos_2_vision_model", "kosmos-2.5", "kosmos_2_5_text_model",
+    "kosmos_2_5_vision_model", "ovis2", "ovis2_vision",
 ]
 #: Families whose config nests blocks of fields in sub-config classes: their defaults go under "<type>.<key>".
 NESTED = {"dbrx": ("attn_config", "ffn_config"), "mpt": ("attn_config",)}

@@ -55,7 +55,7 @@ from . import cohere2_moe
 from . import afmoe
 from . import bailing
 from . import laguna
-from . import step3
+from . import step3, step3p5
 from . import aria, xglm
 from . import remote
 from . import dots_ocr, ultravox, voxtral
@@ -87,6 +87,7 @@ from . import remote_vl
 from . import idefics_v1, git
 from . import cogvlm
 from . import mobilellm, openelm
+from . import mistral_large4
 from .common import Traits
 
 Builder = Callable[..., ModelSpec]
@@ -169,19 +170,6 @@ REFUSED: dict[str, Builder] = {
                             "(num_swa_attention_heads / num_swa_key_value_heads: hidden / heads per layer type) and a "
                             "NormHead lm_head; no verbatim Baichuan-M1-14B config.json (intermediate_size, vocab_size) "
                             "or checkpoint size was at hand to check a count against"),
-    # StepFun Step-3.5-Flash (remote code; vLLM's step3p5.py): read generically its experts would be one dense MLP
-    "step3p5": _refused("StepFun Step-3.5-Flash", "its blocks are not modelled: full and sliding layers with their "
-                        "own query-head counts (num_attention_heads vs attention_other_setting), a per-head sigmoid "
-                        "gate (g_proj), zero-centred RMSNorms (GemmaRMSNorm) and per-head q/k norms, per-layer "
-                        "rope_theta and partial_rotary_factors, a sigmoid router with a router_bias parameter scaled "
-                        "by moe_router_scaling_factor, clamped SwiGLU experts (swiglu_limits, swiglu_limits_shared) "
-                        "and num_nextn_predict_layers MTP layers (dense layers past num_hidden_layers, which "
-                        "layer_types and partial_rotary_factors also cover); no verbatim Step-3.5-Flash config.json was "
-                        "at hand: public copies disagree (intermediate_size 11264 or 12288, the Step-3.7 wrapper's "
-                        "text_config besides) and a hand count from vLLM's shapes with the commonest fields (45 layers, "
-                        "12 full with 64 heads and 33 sliding with 96, 8 KV heads of 128, layers 3-44 MoE of 288 experts "
-                        "of 1280 plus a 1280 shared expert, untied 128896 vocabulary, MTP layers left out) gives "
-                        "196.96B, not the card's 196.81B, so no count is given"),
     # ERNIE-4.5-VL's original remote-code config (a flat config, list-valued moe_num_experts); the transformers format
     # (model_type ernie4_5_vl_moe, with text_config / vision_config) is modelled
     "ernie4_5_moe_vl": _refused("ERNIE-4.5-VL (remote-code format)", "its flat original config (list-valued "
@@ -424,6 +412,9 @@ REGISTRY: dict[str, Family] = {
     "glm4_moe_lite": deepseek.build_glm4_moe_lite,  # GLM-4.7-Flash: V3's MLA and MoE, MoE by mlp_layer_types
     "axk1": deepseek.build_axk1,  # A.X-K1 (SK Telecom): V3 with an RMSNorm on each MoE block's output
     "sarvam_mla": deepseek.build_sarvam_mla,  # Sarvam-105B: a DeepSeek V3 (its original config names read)
+    "mistral4": deepseek.build_mistral4,  # Mistral Small 4: V3's MLA and MoE, softmax router, Llama 4 query scale
+    # Mistral Large 4: GLM-5's DSA without q LoRA, NoPE / KV-sharing layers, learned query scaling (mistral_large4.py)
+    "mistral_large4_text": mistral_large4.build_text,
     "laguna": laguna.build,  # Laguna (Poolside): per-layer heads, softplus g_proj gate, RoPE per layer type, MoE
     "gpt_neox": gpt_neox.build,
     "gpt_neox_japanese": gpt_neox.build_japanese,  # serial NeoX block, bias-free, an output bias on the last layer
@@ -544,6 +535,9 @@ REGISTRY: dict[str, Family] = {
     "mimo_v2_flash": mimo_v2_flash.build,
     # StepFun Step-3 (remote code, read as vLLM builds it): MFA (low-rank query, one shared KV head), shared-expert MoE
     "step3_text": step3.build,
+    # StepFun Step-3.5-Flash (transformers 5.24 reads it as Step3p7TextConfig): full / sliding layers with their own
+    # query-head counts, a per-head sigmoid gate, zero-centred norms, a sigmoid-routed MoE with a shared expert
+    "step3p5": step3p5.build,
     # Aria (Rhymes): Llama attention, every layer a MoE of stacked (in x out) SiLU experts, a top-k softmax router
     # and a shared MLP of intermediate_size x moe_num_shared_experts
     "aria_text": aria.build_text,
@@ -621,6 +615,7 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "aria": "aria_text",
     "fuyu": "persimmon",  # Fuyu: Persimmon's language model; its patch projection counted (VISION_COUNTED)
     "step3_vl": "step3_text",  # StepFun Step-3's VLM wrapper (vLLM's Step3VLForConditionalGeneration)
+    "step3p7": "step3p5",  # StepFun Step-3.7-Flash: Step-3.5's language model, a perception-encoder tower
     "lfm2_vl": "lfm2",  # LFM2-VL: SigLIP2 NaFlex tower, pixel-unshuffle projector (analysis.vision_shuffle)
     "lfm3_vl": "lfm3",  # LFM3-VL: its conv / attention encoder, merging projector
     "cohere2_vision": "cohere2",  # Command A Vision: SigLIP tower, pixel shuffle into a SwiGLU projector
@@ -683,6 +678,7 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
     "internvl_chat": internvl.internvl_chat_vision,  # remote code: InternViT-300M / -6B (fused qkv) + mlp1
     "NVLM_D": nvlm_d.nvlm_d_vision,  # InternViT-6B with 7 dummy heads + a bias-free mlp1 through the LLM width
     "step3_vl": step3.step3_vision,  # its CLIP-like tower, two conv downsamplers and the projector (vLLM)
+    "step3p7": step3p5.step3p7_vision,  # its perception-encoder tower, two stride-2 convs and the projector
     "lfm2_vl": vision_shuffle.lfm2_vl_vision,
     "lfm3_vl": vision_shuffle.lfm3_vl_vision,
     "cohere2_vision": vision_shuffle.cohere2_vision_vision,
@@ -744,6 +740,7 @@ WRAPPER_TIE: dict[str, str] = {"llava": "either", "llava_next_video": "either", 
                                 "gemma4_unified": "wrapper", "gemma4": "wrapper", "dots3_note": "wrapper",
                                 "fuyu": "wrapper", "aria": "wrapper", "ernie4_5_vl_moe": "wrapper", "idefics2": "wrapper", "idefics3": "wrapper",
                                 "smolvlm": "wrapper", "granite_docling": "wrapper"}
+WRAPPER_TIE["step3p7"] = "wrapper"  # Step3p7Config's own flag (absent: untied); text_config's is not read
 WRAPPER_TIE.update({"lfm2_vl": "wrapper", "lfm3_vl": "wrapper", "cohere2_vision": "wrapper", "aya_vision": "wrapper"})
 
 #: Wrappers around a Cohere language model whose own lm_head leaves text_config.logit_scale out (transformers'
@@ -809,6 +806,10 @@ _OVIS_WHY = ("its visual tokenizer is not modelled: a SigLIP / AIMv2 / SigLIP2-N
              "those shapes exactly")
 REFUSED["ovis"] = _refused("AIDC-AI Ovis", _OVIS_WHY)
 REFUSED["ovis2_5"] = _refused("AIDC-AI Ovis2.5", _OVIS_WHY)
+# Mistral Large 4: Mistral 3's wrapper (Pixtral tower, merger, projector; its own default tower), the wrapper's flag ties
+TEXT_WRAPPERS["mistral_large4"] = "mistral_large4_text"
+VISION_COUNTED["mistral_large4"] = mistral_large4.mistral_large4_vision
+WRAPPER_TIE["mistral_large4"] = "wrapper"
 #: The language model's model_type a wrapper's config renames on load (their __post_init__): wrapper -> {old: new}.
 TEXT_TYPE_RENAMES: dict[str, dict[str, str]] = {"exaone4_5": {"exaone4_5_text": "exaone4"}}
 
@@ -872,6 +873,13 @@ REGISTRY["glm_image_text"] = replace(_GLM4, qkv_bias="attention_bias", bias_defa
 TEXT_WRAPPERS["glm_image"] = "glm_image_text"
 VISION_COUNTED["glm_image"] = glm_image.glm_image_towers
 WRAPPER_TIE["glm_image"] = "never"  # GlmImageForConditionalGeneration._tied_weights_keys = {}
+# GLM-5.3-Flash (glm5_next): KDA / k-pool DSA layers in mHC streams, GLM-5's MoE, GLM-OCR's tower (families/glm5_next.py)
+from . import glm5_next  # noqa: E402
+REGISTRY["glm5_next_text"] = glm5_next.build
+TEXT_WRAPPERS["glm5_next"] = "glm5_next_text"
+VISION_COUNTED["glm5_next"] = glm5_next.glm5_next_vision
+WRAPPER_TIE["glm5_next"] = "wrapper"  # Glm5NextConfig.tie_word_embeddings (default false) ties lm_head
+FLAT_TEXT_WRAPPERS = FLAT_TEXT_WRAPPERS | {"glm5_next"}  # Glm5NextConfig: top-level text fields become text_config
 # Granite 4 Vision: refused by name (read generically it was Llama-shaped, towers and projectors missed)
 _GRANITE4_VISION_WHY = ("its projectors are not modelled: per deepstack_layer_map entry and four spatial offsets a "
                         "window Q-Former downsampler (a BLIP-2 Q-Former built from qformer_config, a LayerNorm, learned "
@@ -918,6 +926,30 @@ TEXT_WRAPPERS["molmo"] = "molmo_text"
 VISION_COUNTED["molmo"] = molmo.molmo_vision
 FLAT_TEXT_WRAPPERS = FLAT_TEXT_WRAPPERS | {"molmo"}
 WRAPPER_TIE["molmo"] = "never"
+# Kosmos-2 / Kosmos-2.5 (analysis/families/kosmos2.py): XGLM's decoder with biased sub-LayerNorms (inner_attn_ln,
+# ffn_layernorm); CLIP (Kosmos-2) or Pix2Struct-style (Kosmos-2.5) tower + dense / latent_query / x_attn projection
+from . import kosmos2  # noqa: E402
+REGISTRY.update({"kosmos_2_text_model": kosmos2.build_text, "kosmos_2_5_text_model": kosmos2.build_text})
+TEXT_WRAPPERS.update({"kosmos-2": "kosmos_2_text_model", "kosmos-2.5": "kosmos_2_5_text_model"})
+VISION_COUNTED.update({"kosmos-2": kosmos2.kosmos2_vision, "kosmos-2.5": kosmos2.kosmos2_5_vision})
+WRAPPER_TIE["kosmos-2"] = "either"  # tied when the wrapper's or the text_config's flag is set (meta device)
+# text_config's own tie flag kept (Kosmos-2: "either" with the wrapper's; Kosmos-2.5: it alone ties lm_head)
+TEXT_CONFIG_REBUILDS.update({"kosmos-2": kosmos2.text_config, "kosmos-2.5": kosmos2.text_config})
+# Ovis2 in transformers' format (analysis/families/ovis2.py): AIMv2 ViT + visual tokenizer head + visual embedding
+# table around text_config's language model (Qwen2 by default); the wrapper's flag alone ties lm_head (meta device)
+from . import ovis2  # noqa: E402
+TEXT_WRAPPERS["ovis2"] = "qwen2"
+VISION_COUNTED["ovis2"] = ovis2.ovis2_vision
+WRAPPER_TIE["ovis2"] = "wrapper"
+# HY-V4-VL (analysis/families/hy_v4_vl.py): Hy4-preview's block with interleaved M-RoPE + HunYuan-VL's tower and its
+# own merger; Unlimited-OCR (analysis/families/unlimited_ocr.py): DeepSeek-MoE v1's decoder with R-SWA layers +
+# SAM ViT-B / CLIP-L towers; both tie lm_head by the wrapper's flag alone (meta device)
+from . import hy_v4_vl, unlimited_ocr  # noqa: E402
+REGISTRY.update({"hy_v4_vl_text": hy_v4_vl.build_text, "unlimited_ocr_text": unlimited_ocr.build_text})
+TEXT_WRAPPERS.update({"hy_v4_vl": "hy_v4_vl_text", "unlimited_ocr": "unlimited_ocr_text"})
+VISION_COUNTED.update({"hy_v4_vl": hy_v4_vl.hy_v4_vl_vision, "unlimited_ocr": unlimited_ocr.unlimited_ocr_vision})
+WRAPPER_TIE.update({"hy_v4_vl": "wrapper", "unlimited_ocr": "wrapper"})
+TEXT_CONFIG_REBUILDS["unlimited_ocr"] = unlimited_ocr.text_config  # language_config + top-level sliding_window
 
 #: Hub configs whose config class names no model_type (loaded through auto_map), by ``architectures[0]``: the
 #: model_types that read them. One class may serve several families (CogVLM and CogVLM2 share CogVLMForCausalLM),

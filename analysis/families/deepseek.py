@@ -14,7 +14,8 @@ interleaved RoPE in the MLA, and MoE on the layers ``mlp_layer_types`` says are 
 reuse the previous layer's top-k (``shared``: no indexer of their own); MTP layers always have one (vLLM).
 
 GLM-4.7-Flash (``glm4_moe_lite``), A.X-K1 (``axk1``) and Sarvam MLA (``sarvam_mla``) are V3 too: see
-``build_glm4_moe_lite`` and the builders beside it.
+``build_glm4_moe_lite`` and the builders beside it. Mistral Small 4 (``mistral4``) is V3's MLA and MoE with a
+softmax router and Llama 4's query scaling: ``build_mistral4``.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def build(f: Fields, model_type: str, *, version: int, interleave_fixed: bool = 
     mla = MLA(hidden, heads, q_lora, kv_lora, nope, rope, v_hd, bias=bias, rope_theta=theta)
     # read before moe_plan, whose first_k_dense_replace default (0) is not theirs
     own_moe_at = mlp_layer_types_moe(f, n_layers, axk1=variant == "axk1") if variant in ("glm_lite", "axk1") else None
+    if variant == "mistral4":  # Mistral4DecoderLayer: MoE from first_k_dense_replace on (no moe_layer_freq)
+        own_moe_at = set(range(f.int("first_k_dense_replace", 0, lo=0, hi=MAX_LAYERS), n_layers))
     moe_at, make_moe, dense = moe_plan(f, t, hidden, n_layers, intermediate, act)
     moe_at = moe_at if own_moe_at is None else own_moe_at
     norms = pre_norms(lambda: Norm(hidden))
@@ -81,7 +84,7 @@ def build(f: Fields, model_type: str, *, version: int, interleave_fixed: bool = 
         model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=layers,
         tie_word_embeddings=read_tie(f, False), final_norm=Norm(hidden), hidden_act=act, norm_eps=read_eps(f),
         rope_scaling=scaling, mtp_layers=mtp, mtp_extra_params=mtp_extra(f, hidden),
-        numerics=numerics(f, version, interleave_fixed),
+        numerics=mistral4_numerics(f) if variant == "mistral4" else numerics(f, version, interleave_fixed),
         # transformers keeps A.X-K1's norm in the MoE module; the released checkpoints at the layer (dense layers
         # too, unused: ignored at load)
         checkpoint=CheckpointLayout(modules=((".mlp.post_mlp_layernorm.", ".post_mlp_layernorm."),))
@@ -125,6 +128,27 @@ def numerics(f: Fields, version: int, interleave_fixed: bool) -> Numerics:
                            group_score=GroupScore.TOP2)
     return Numerics(rope_style=RopeStyle.PAIRS if interleave else RopeStyle.HALF, score_correction_bias=True,
                     **routing)
+
+
+def mistral4_numerics(f: Fields) -> Numerics:
+    """Mistral4TopkRouter: a softmax over the experts, groups ranked by their two best scores (no correction
+    bias), the top-k renormalised by ``norm_topk_prob`` and scaled by ``routed_scaling_factor``; the queries
+    scaled by position as Ministral 3's (``rope_parameters.llama_4_scaling_beta``), interleaved RoPE unless
+    ``rope_interleave`` is false."""
+    routing = read_routing(f, RouterKind.SOFTMAX, group_score=GroupScore.TOP2)
+    params = f.raw("rope_parameters")
+    params = params if isinstance(params, dict) else f.raw("rope_scaling")
+    beta = params.get("llama_4_scaling_beta") if isinstance(params, dict) else None
+    scale = None
+    if beta is not None:
+        orig = params.get("original_max_position_embeddings")
+        if isinstance(beta, bool) or not isinstance(beta, (int, float)) or isinstance(orig, bool) \
+                or not isinstance(orig, (int, float)) or orig <= 0:
+            raise f.error("rope_parameters", "llama_4_scaling_beta needs a numeric beta and a positive "
+                                             "original_max_position_embeddings")
+        scale = (float(beta), float(orig))
+    style = RopeStyle.PAIRS if f.bool("rope_interleave", True) else RopeStyle.HALF
+    return Numerics(rope_style=style, query_position_scale=scale, **routing)
 
 
 def dsa_mixers(f: Fields, mla: MLA, n_layers: int, *, glm: bool) -> list[SparseMLA]:
@@ -188,6 +212,10 @@ build_glm_moe_dsa = partial(build, version=3, interleave_fixed=True, dsa="glm")
 build_glm4_moe_lite = partial(build, version=3, variant="glm_lite")
 build_axk1 = partial(build, version=3, variant="axk1")
 build_sarvam_mla = partial(build, version=3, variant="sarvam")
+# Mistral Small 4 (mistral4; the language model of its mistral3 wrapper): DeepseekV3Attention's MLA (q LoRA optional)
+# with Llama 4's query scaling by position, DeepseekV3's experts and shared experts after first_k_dense_replace
+# dense layers, a softmax router (Mistral4TopkRouter: no correction bias)
+build_mistral4 = partial(build, version=3, variant="mistral4")
 
 
 def build_mla_dense(f: Fields, model_type: str, *, minicpm: bool) -> ModelSpec:

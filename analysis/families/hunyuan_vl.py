@@ -49,29 +49,10 @@ def hunyuan_vl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, 
     f = Fields(vc, f"{where} (vision_config)", defaults=FAMILY_DEFAULTS.get("hunyuan_vl_vision"),
                nested=True, family="hunyuan_vl_vision",
                aliases={"num_attention_heads": ("attention_heads",), "rms_norm_eps": ("layer_norm_eps",)})
+    out = vision_tower(f)
     h = f.int("hidden_size")
-    inter = f.int("intermediate_size")
-    layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
-    heads = f.int("num_attention_heads")
-    if h % heads:
-        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({h})")
-    patch = f.int("patch_size", hi=1 << 12)
-    size = f.int("max_image_size", hi=1 << 20)
     merge = f.int("spatial_merge_size", hi=64)
-    channels = f.int("num_channels", hi=64)
-    p = "model.vision_tower"
-    out = [Tensor(f"{p}.embeddings.patch_embedding.weight", (h, channels, patch, patch), "vision"),
-           Tensor(f"{p}.embeddings.patch_embedding.bias", (h,), "vision"),
-           Tensor(f"{p}.embeddings.position_embedding.weight", ((size // patch) ** 2 + 1, h), "vision")]
-    for i in range(layers):
-        b = f"{p}.layers.{i}"
-        _ln(out, f"{b}.layer_norm1", h)
-        for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
-            _lin(out, f"{b}.self_attn.{name}", h, h)
-        _ln(out, f"{b}.layer_norm2", h)
-        _lin(out, f"{b}.mlp.fc1", inter, h)
-        _lin(out, f"{b}.mlp.fc2", h, inter)
-    m = f"{p}.patch_merger"
+    m = "model.vision_tower.patch_merger"
     out += [Tensor(f"{m}.proj_conv.weight", (2 * h, h, merge, merge), "vision"),
             Tensor(f"{m}.proj_conv.bias", (2 * h,), "vision"),
             Tensor(f"{m}.proj_out.weight", (4 * h, 2 * h, 1, 1), "vision"),
@@ -83,4 +64,29 @@ def hunyuan_vl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, 
     out.append(Tensor(f"{m}.before_rms.weight", (h,), "vision"))
     out.append(Tensor(f"{m}.after_rms.weight", (text_hidden,), "vision"))
     return tuple(out)
+
+
+def vision_tower(f: Fields, p: str = "model.vision_tower") -> list[Tensor]:
+    """HunYuanVLVisionTransformer's patch embedding and blocks (no merger), which HY-V4-VL's tower shares."""
+    h = f.int("hidden_size")
+    inter = f.int("intermediate_size")
+    layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
+    heads = f.int("num_attention_heads")
+    if h % heads:
+        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({h})")
+    patch = f.int("patch_size", hi=1 << 12)
+    size = f.int("max_image_size", hi=1 << 20)
+    channels = f.int("num_channels", hi=64)
+    out = [Tensor(f"{p}.embeddings.patch_embedding.weight", (h, channels, patch, patch), "vision"),
+           Tensor(f"{p}.embeddings.patch_embedding.bias", (h,), "vision"),
+           Tensor(f"{p}.embeddings.position_embedding.weight", ((size // patch) ** 2 + 1, h), "vision")]
+    for i in range(layers):
+        b = f"{p}.layers.{i}"
+        _ln(out, f"{b}.layer_norm1", h)
+        for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            _lin(out, f"{b}.self_attn.{name}", h, h)
+        _ln(out, f"{b}.layer_norm2", h)
+        _lin(out, f"{b}.mlp.fc1", inter, h)
+        _lin(out, f"{b}.mlp.fc2", h, inter)
+    return out
 

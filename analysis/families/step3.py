@@ -22,11 +22,11 @@ and its projector: ``vit_downsampler`` (Conv2d hidden -> output_hidden_size, ker
 
 from __future__ import annotations
 
-from ..errors import ConfigError
 from ..fields import MAX_LAYERS, Fields
 from ..mixers.mfa import MFAttention
 from ..spec import MLP, CheckpointLayout, Layer, ModelSpec, MoE, Norm, NormKind, Numerics, RouterKind
 from ..tensors import Tensor
+from ..vision import vision_config_dict
 from .common import pre_norms, read_rope
 
 #: vLLM's Step3TextConfig: the layers moe_layers_enum lists by default (4 .. 59: Step-3's 61 layers, 5 dense)
@@ -121,11 +121,7 @@ def build(f: Fields, model_type: str) -> ModelSpec:
 
 def step3_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
     """Step3VLForConditionalGeneration's vision_model, vit_downsampler(2) and vit_large_projector (module doc)."""
-    vc = top.get("vision_config")
-    if vc is None:
-        vc = {}
-    if not isinstance(vc, dict):
-        raise ConfigError(f"{where}: field 'vision_config' must be an object of the vision tower's fields")
+    vc = vision_config_dict(top.get("vision_config"), where)
     v = Fields(vc, f"{where} (vision_config)", nested=True, family="step3_vision_encoder")
     w = Fields(top, where, family="step3_vl")
     h = v.int("hidden_size", 1792)

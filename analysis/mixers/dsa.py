@@ -73,6 +73,15 @@ class SparseMLA(MLA):
     # Hy4-preview: independent hyper-connections over ``hc_mult`` residual streams, ``attn_hc`` and ``ffn_hc`` (named
     # at the layer, as DeepSeek-V4's): ``fn`` (2n x n · hidden), ``base`` (2n), ``scale`` (2); no Sinkhorn comb. 0: none
     hc_mult: int = 0
+    # Mistral Large 4 (``mistral_large4_text``; q_lora_rank None: q_proj): the indexer's query from the hidden state
+    # (``q_input_norm``, a LayerNorm with bias over hidden, then ``wq_b``: hidden -> index heads · index_head_dim);
+    # ``softmax_scaling``: a learned per-head ``scale`` and ``bias`` multiplying the queries by scale · log(pos + 1) +
+    # bias, in the attention and in the indexer; ``kv_shared``: the layer attends an earlier layer's latent cache
+    # (no kv_a_proj_with_mqa / kv_a_layernorm, no latent cache of its own; its indexer's key cache it keeps). Its NoPE
+    # layers are qk_rope_head_dim 0 (the latent alone cached) with the rope dims in qk_nope_head_dim
+    index_q_from_hidden: bool = False
+    softmax_scaling: bool = False
+    kv_shared: bool = False
 
     kind = MixerKind.SPARSE_MLA
     title = "DeepSeek sparse attention"
@@ -104,6 +113,12 @@ class SparseMLA(MLA):
     def tensors(self, prefix: str) -> list[Tensor]:
         out = super().tensors(prefix)
         nh, v = self.num_attention_heads, self.v_head_dim
+        if self.kv_shared:  # Mistral Large 4: the source layer's latent, no projection of its own
+            drop = (f"{prefix}.kv_a_proj_with_mqa.", f"{prefix}.kv_a_layernorm.")
+            out = [t for t in out if not t.name.startswith(drop)]
+        if self.softmax_scaling:
+            out += [Tensor(f"{prefix}.softmax_scaling.scale", (nh,), "other"),
+                    Tensor(f"{prefix}.softmax_scaling.bias", (nh,), "other")]
         if self.q_gate:  # q_gate_proj in place of q_b_proj (whose place in the list it takes)
             at = next(k for k, t in enumerate(out) if t.name == f"{prefix}.q_b_proj.weight")
             out[at] = Tensor(f"{prefix}.q_gate_proj.weight", (nh * (self.qk_head_dim + v), 2 * self.q_lora_rank),
@@ -120,23 +135,36 @@ class SparseMLA(MLA):
                 out.append(Tensor(f"{layer}.{hc}.scale", (2,), "other"))
         if self.indexer:
             p, d, nh = f"{prefix}.indexer", self.index_head_dim, self.index_n_heads
-            _linear(out, f"{p}.wq_b", nh * d, self.q_lora_rank, False)
+            if self.index_q_from_hidden:
+                out.append(Tensor(f"{p}.q_input_norm.weight", (self.hidden_size,), "norm"))  # nn.LayerNorm
+                out.append(Tensor(f"{p}.q_input_norm.bias", (self.hidden_size,), "norm"))
+            _linear(out, f"{p}.wq_b", nh * d, self.hidden_size if self.index_q_from_hidden else self.q_lora_rank, False)
             _linear(out, f"{p}.wk", d, self.hidden_size, False)
             out.append(Tensor(f"{p}.k_norm.weight", (d,), "norm"))  # nn.LayerNorm: weight and bias
             out.append(Tensor(f"{p}.k_norm.bias", (d,), "norm"))
             _linear(out, f"{p}.weights_proj", nh, self.hidden_size, False)
+            if self.softmax_scaling:
+                out += [Tensor(f"{p}.softmax_scaling.scale", (nh,), "other"),
+                        Tensor(f"{p}.softmax_scaling.bias", (nh,), "other")]
         return out
 
     # ---- cache -----------------------------------------------------------------------------------
 
+    def _latent_elements(self) -> int:
+        return 0 if self.kv_shared else self.kv_lora_rank + self.qk_rope_head_dim
+
     def kv_elements_per_token(self) -> int:
-        return self.kv_lora_rank + self.qk_rope_head_dim + (self.index_head_dim if self.indexer else 0)
+        return self._latent_elements() + (self.index_head_dim if self.indexer else 0)
 
     def expanded_kv_elements_per_token(self) -> int:
-        return super().expanded_kv_elements_per_token() + (self.index_head_dim if self.indexer else 0)
+        own = 0 if self.kv_shared else super().expanded_kv_elements_per_token()
+        return own + (self.index_head_dim if self.indexer else 0)
 
     def kv_bytes_per_token(self, kv_dtype) -> int:
-        return kv_dtype.nbytes(self.kv_lora_rank + self.qk_rope_head_dim) + self.indexer_kv_bytes(kv_dtype)
+        return kv_dtype.nbytes(self._latent_elements()) + self.indexer_kv_bytes(kv_dtype)
+
+    def latent_kv(self) -> tuple[int, int] | None:
+        return None if self.kv_shared else super().latent_kv()
 
     def indexer_kv_bytes(self, kv_dtype=None) -> int:
         """The indexer key of one token: in ``kv_dtype`` (at 8 bits or fewer with one fp32 scale per 128
@@ -158,22 +186,33 @@ class SparseMLA(MLA):
         nh, r, rope = self.num_attention_heads, self.kv_lora_rank, self.qk_rope_head_dim
         if self.hc_mult:
             self._trace_hc(b, i, tensors, "attn_hc")
-        b.matmul("q_a_proj", tensors["q_a_proj"], i, "attention", parallel=Parallel.REPLICATED)
-        b.norm("q_a_layernorm", None, self.q_lora_rank, i, tensors=tensors["q_a_layernorm"])
-        q = "q_gate_proj" if self.q_gate else "q_b_proj"
-        b.matmul(q, tensors[q], i, "attention")
+        if self.q_lora_rank is None:  # Mistral Large 4
+            b.matmul("q_proj", tensors["q_proj"], i, "attention")
+        else:
+            b.matmul("q_a_proj", tensors["q_a_proj"], i, "attention", parallel=Parallel.REPLICATED)
+            b.norm("q_a_layernorm", None, self.q_lora_rank, i, tensors=tensors["q_a_layernorm"])
+            q = "q_gate_proj" if self.q_gate else "q_b_proj"
+            b.matmul(q, tensors[q], i, "attention")
         if self.out_gate:  # (a dense layer's MLP has a gate_proj too: the short names collide)
             b.matmul("gate_proj", [t for t in tensors["gate_proj"] if ".self_attn." in t.name], i, "attention")
-        b.matmul("kv_a_proj_with_mqa", tensors["kv_a_proj_with_mqa"], i, "attention", parallel=Parallel.REPLICATED)
-        b.norm("kv_a_layernorm", None, r, i, tensors=tensors["kv_a_layernorm"])
+        if not self.kv_shared:
+            b.matmul("kv_a_proj_with_mqa", tensors["kv_a_proj_with_mqa"], i, "attention", parallel=Parallel.REPLICATED)
+            b.norm("kv_a_layernorm", None, r, i, tensors=tensors["kv_a_layernorm"])
         if self.k_rope_norm:  # dots3-note: the shared rope key RMS-normed before RoPE
             b.norm("k_rope_only_layernorm", None, rope, i, tensors=tensors["k_rope_only_layernorm"])
-        rope_elems = n * (nh + 1) * rope
-        b.elementwise("rope", rope_elems, rope_elems, i, "attention", kernels=10, kind=OpKind.ROPE)
+        if rope:  # (a kv-shared layer ropes its queries only; NoPE layers have no rope dims)
+            rope_elems = n * (nh + (0 if self.kv_shared else 1)) * rope
+            b.elementwise("rope", rope_elems, rope_elems, i, "attention", kernels=10, kind=OpKind.ROPE)
+        if self.softmax_scaling:  # queries times scale · log(pos + 1) + bias, per head
+            qe = n * nh * self.qk_head_dim
+            b.add(name="softmax_scaling", kind=OpKind.ELEMENTWISE, category="attention", layer=i,
+                  weight_bytes=b.fmt.bytes_of(tensors["softmax_scaling"]), act_read_bytes=qe * a,
+                  act_write_bytes=qe * a, kernels=2)
         lat_elems = r + rope
         lat_tok = b.kv.nbytes(lat_elems)
-        b.add(name="kv_append", kind=OpKind.KV_APPEND, category="attention", layer=i,
-              act_read_bytes=n * lat_elems * a, kv_write_bytes=n * lat_tok, kernels=2)
+        if not self.kv_shared:
+            b.add(name="kv_append", kind=OpKind.KV_APPEND, category="attention", layer=i,
+                  act_read_bytes=n * lat_elems * a, kv_write_bytes=n * lat_tok, kernels=2)
         all_keys = attended_keys(s.cached_tokens, s.new_tokens)  # Σ over the queries of the keys they see
         seen = distinct_keys(s.cached_tokens, s.new_tokens)
         if self.indexer:
@@ -232,14 +271,23 @@ class SparseMLA(MLA):
         for t in tensors["indexer"]:
             own[t.name.rsplit(".", 2)[-2]].append(t)
         rep = Parallel.REPLICATED
+        if self.index_q_from_hidden:  # Mistral Large 4: LayerNorm(hidden) then wq_b
+            b.add(name="indexer.q_input_norm", kind=OpKind.NORM, category="norm", layer=i,
+                  weight_bytes=b.fmt.bytes_of(own["q_input_norm"]), act_read_bytes=n * self.hidden_size * a,
+                  act_write_bytes=n * self.hidden_size * a, kernels=1, parallel=rep)
         b.matmul("indexer.wq_b", own["wq_b"], i, "attention", parallel=rep)
         b.matmul("indexer.wk", own["wk"], i, "attention", parallel=rep)
         b.add(name="indexer.k_norm", kind=OpKind.NORM, category="norm", layer=i, weight_bytes=b.fmt.bytes_of(own["k_norm"]),
               act_read_bytes=n * d * a, act_write_bytes=n * d * a, kernels=1, parallel=rep)
         b.matmul("indexer.weights_proj", own["weights_proj"], i, "attention", parallel=rep)
+        if self.softmax_scaling:
+            b.add(name="indexer.softmax_scaling", kind=OpKind.ELEMENTWISE, category="attention", layer=i,
+                  act_read_bytes=n * hi * d * a, act_write_bytes=n * hi * d * a, kernels=2,
+                  parallel=rep, weight_bytes=b.fmt.bytes_of(own["softmax_scaling"]))
         rope_elems = n * (hi + 1) * rope
-        b.add(name="indexer.rope", kind=OpKind.ROPE, category="attention", layer=i, act_read_bytes=rope_elems * a,
-              act_write_bytes=rope_elems * a, kernels=4, parallel=rep)
+        if rope:
+            b.add(name="indexer.rope", kind=OpKind.ROPE, category="attention", layer=i, act_read_bytes=rope_elems * a,
+                  act_write_bytes=rope_elems * a, kernels=4, parallel=rep)
         tok = self.indexer_kv_bytes(b.kv)
         b.add(name="indexer.k_append", kind=OpKind.KV_APPEND, category="attention", layer=i,
               act_read_bytes=n * d * a, kv_write_bytes=n * tok, kernels=1, parallel=rep)

@@ -111,6 +111,9 @@ class MLA(MixerSpec):
         if self.rope:
             rope = n * (nh + 1) * self.qk_rope_head_dim
             b.elementwise("rope", rope, rope, i, "attention", kernels=10, kind=OpKind.ROPE)
+        if b.spec.numerics.query_position_scale is not None:  # Mistral 4: the queries scaled by position
+            q = n * nh * self.qk_head_dim
+            b.elementwise("query_scale", q, q, i, "attention")
         kv_elems = self.kv_elements_per_token()
         kv_tok = b.kv.nbytes(kv_elems)
         b.add(name="kv_append", kind=OpKind.KV_APPEND, category="attention", layer=i, act_read_bytes=n * kv_elems * a,
