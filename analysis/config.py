@@ -260,6 +260,13 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
     if family is None:
         if model_type in TEXT_WRAPPERS:
             raise UnsupportedModelError(f"{where}: multimodal model_type '{model_type}' has no text_config we can read")
+        # an encoder-decoder / encoder is named as such first: Whisper, BART, T5Gemma ... keep their fields under
+        # other names (d_model, encoder_layers, encoder / decoder sub-configs), so "fields missing" would be vaguer
+        encoder = not_a_decoder(cfg)
+        if encoder:
+            raise UnsupportedModelError(
+                f"{where}: model_type '{model_type}' is {encoder}, not a decoder-only causal LM",
+                "planner analyses decoder-only language models; planner models lists the bundled ones")
         missing = [k for k in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
                    if not any(a in cfg for a in (k, *ALIASES.get(k, ())))]
         if missing:
@@ -268,11 +275,6 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
                 f"{', '.join(missing)} are missing",
                 _supported_hint(model_type),
             )
-        encoder = not_a_decoder(cfg)
-        if encoder:
-            raise UnsupportedModelError(
-                f"{where}: model_type '{model_type}' is {encoder}, not a decoder-only causal LM",
-                "planner analyses decoder-only language models; planner models lists the bundled ones")
         refused = None if nested else not_generative(model_type, where)  # a wrapper's text_config is read as its LM
         if refused:
             raise refused

@@ -293,10 +293,11 @@ def test_unlimited_ocr_scaled_variant_by_hand_and_transformers():
     assert kv_cache(spec, BF16, BF16).bytes_per_token == 4 * 2 * 128 * 2
 
 
-def test_unlimited_ocr_cache_and_decode_flops_equal_transformers():
-    """transformers' own cache after a 5-token prefill (fp32; R-SWA keeps it as prefill states) holds exactly our
-    bytes per token per layer, and FlopCounterMode over its text-only decode step (eager attention and experts, inside
-    the window: R-SWA is full attention there) equals the trace's FLOPs."""
+def assert_text_cache_and_decode_flops_equal_transformers(cfg: dict) -> None:
+    """A DeepSeek-MoE v1 OCR wrapper (Unlimited-OCR, DeepSeek-OCR-2) in fp32: transformers' own cache after a 5-token
+    text prefill holds exactly our bytes per token per layer (R-SWA layers keep theirs as prefill states), and
+    FlopCounterMode over its text-only decode step (eager attention and experts) equals the trace's FLOPs. ``cfg``
+    has 4 MHA layers of 256 K/V features (the eager attention does not repeat grouped K/V heads)."""
     torch = pytest.importorskip("torch")
     from torch.utils.flop_counter import FlopCounterMode
     from transformers import AutoConfig, AutoModelForImageTextToText
@@ -304,9 +305,6 @@ def test_unlimited_ocr_cache_and_decode_flops_equal_transformers():
     from planner.analysis.trace import step_ops
     from planner.analysis.weights import weight_format
 
-    cfg = json.loads(json.dumps(UO_SMALL))
-    # MHA: the eager attention (line 635's matmul) does not repeat grouped K/V heads
-    cfg["text_config"].update(topk_method="greedy", num_key_value_heads=8)
     spec = parse_config(cfg)
     d = dict(cfg)
     mt = d.pop("model_type")
@@ -330,6 +328,13 @@ def test_unlimited_ocr_cache_and_decode_flops_equal_transformers():
     hf = sum(counter.get_flop_counts()["Global"].values())
     fmt, _ = weight_format(spec, "fp32")
     assert hf == sum(o.flops for o in step_ops(spec, fmt, fmt.act, batch=1, new_tokens=1, cached_tokens=n))
+
+
+def test_unlimited_ocr_cache_and_decode_flops_equal_transformers():
+    """Inside the window R-SWA is full attention, so the decode step equals transformers' (the helper's doc)."""
+    cfg = json.loads(json.dumps(UO_SMALL))
+    cfg["text_config"].update(topk_method="greedy", num_key_value_heads=8)  # MHA: eager attention (line 635)
+    assert_text_cache_and_decode_flops_equal_transformers(cfg)
 
 
 def test_unlimited_ocr_bad_configs_are_refused():

@@ -58,6 +58,7 @@ TYPES = sys.argv[1:] or [
     "zaya",
     "recurrent_gemma",
     "rwkv",
+    "deepseek_ocr2", "deepseek_ocr2_text", "deepseek_ocr2_sam_vision_model", "deepseek_ocr2_encoder",
     "jetmoe", "diffllama",
     "mimo_v2_flash",
     "persimmon", "fuyu", "biogpt",

@@ -32,6 +32,7 @@ from .. import vision_wrappers
 from ..spec import ModelSpec, NormKind, RopeStyle, RouterKind
 from . import bloom, cohere, dbrx, deepseek, falcon, gemma3n, gemma4, gpt2, gpt_neox, hybrid, mllama, mpt, opt
 from . import dory, hrm, inkling
+from . import ouro
 from . import qwen4_exp
 from . import doge, minimax_m3
 from . import zaya
@@ -44,6 +45,7 @@ from . import xlstm
 from . import longcat
 from . import idefics
 from . import jetmoe
+from . import jet_nemotron
 from . import diffllama
 from . import mimo_v2_flash
 from . import recurrent_gemma
@@ -54,6 +56,7 @@ from . import hy_v3
 from . import cohere2_moe
 from . import afmoe
 from . import bailing
+from . import bailing_linear
 from . import laguna
 from . import step3, step3p5
 from . import aria, xglm
@@ -71,6 +74,7 @@ from . import molmo2
 from . import molmo
 from . import nemotron_nas
 from . import plamo
+from . import plamo3
 from . import ernie4_5_vl
 from . import qwen2_5_omni
 from . import minicpmv
@@ -436,6 +440,7 @@ REGISTRY: dict[str, Family] = {
     # Ling / Ring (inclusionAI, remote code): fused QKV, Ling 2.0 q/k norms + half RoPE + sigmoid grouped MoE, MTP
     "bailing_moe": bailing.build,
     "bailing_moe_v2": bailing.build,
+    "bailing_moe_linear": bailing_linear.build,  # Ring-linear 2.0: lightning attention + Ling 2.0 GQA / MoE
     "falcon": falcon.build,
     "opt": opt.build,
     "dbrx": dbrx.build,
@@ -493,6 +498,9 @@ REGISTRY: dict[str, Family] = {
     "plamo2": plamo.build_plamo2,
     # PLaMo-1 (pfnet/plamo-13b, remote code): Llama pieces in a parallel block, K/V heads = heads / n_shared_head
     "plamo": plamo.build_plamo,
+    # PLaMo 3 (PFN, remote code; vLLM plamo3.py): sliding-window / full attention every sliding_window_pattern-th
+    # layer, q/k norms, sandwich RMSNorms with offsets, fused qkv and gate_up
+    "plamo3": plamo3.build,
     # NVIDIA Llama-Nemotron Super / Ultra / 51B (remote code): per-layer block_configs (no-op, linear, GQA, ffn_mult)
     "nemotron-nas": nemotron_nas.build,
     "deci": nemotron_nas.build_deci,  # Deci/DeciLM-7B (remote code): Llama with num_key_value_heads_per_layer
@@ -500,6 +508,8 @@ REGISTRY: dict[str, Family] = {
     "mobilellm": mobilellm.build,  # Meta MobileLLM (remote code): Llama with share_embedding; layer_sharing refused
     "xlstm": xlstm.build,  # NX-AI xLSTM-7B: mLSTM blocks (analysis.mixers.mlstm) and SwiGLU feed-forwards
     "jetmoe": jetmoe.build,  # JetMoE: mixture of attention heads (analysis.mixers.moa) and a biased MoE
+    # NVIDIA Jet-Nemotron (remote code): Qwen2 layers, most with a JetBlock (analysis.mixers.jetblock), a few attention / SWA
+    "jet_nemotron": jet_nemotron.build,
     "diffllama": diffllama.build,  # DiffLlama: differential attention (analysis.mixers.diff_attention)
     # Google RecurrentGemma (Griffin): RG-LRU recurrent blocks (analysis.mixers.rglru) and local MQA attention
     "recurrent_gemma": recurrent_gemma.build,
@@ -530,6 +540,8 @@ REGISTRY: dict[str, Family] = {
     "dory": dory.build,
     # HRM-Text: low- and high-level stacks run H_cycles x (L_cycles + 1) times (analysis.mixers.hrm; Layer.stored)
     "hrm_text": hrm.build,
+    # ByteDance Ouro (remote code): all layers run total_ut_steps times, a K/V per layer per pass (Layer.stored)
+    "ouro": ouro.build,
     "inkling2_loop_text": inkling.build_v2_loop,  # Inkling-2 Loop: a looped core (Layer.stored False on later passes)
     # MiMo-V2-Flash (Xiaomi): full / sliding layers with their own KV heads and sinks, v_head_dim, sigmoid MoE
     "mimo_v2_flash": mimo_v2_flash.build,
@@ -752,6 +764,10 @@ WRAPPER_TIE.update({"paligemma": "wrapper", "shieldgemma2": "either"})
 # IQuest-Coder-V1 (IQuestLab): transformers builds LlamaForCausalLM from IQuestCoderConfig (bias-free, head_dim 128 by
 # default, untied); Emu3's language model (emu3_text_model): Llama with attention_bias / mlp_bias fixed off
 REGISTRY["iquestcoder"] = Traits(head_dim_default=128, windows="none")
+# StableLM-Epoch (remote code: stabilityai/stablelm-zephyr-3b, stablelm-2-1_6b's first uploads; vLLM serves
+# StableLMEpochForCausalLM with stablelm.py): transformers' StableLM block, its fields under the original names
+# rope_pct (partial_rotary_factor) and norm_eps (LayerNorm eps, a common alias)
+REGISTRY["stablelm_epoch"] = replace(REGISTRY["stablelm"], aliases=(("partial_rotary_factor", ("rope_pct",)),))
 # Muse Glimmer (muse_glimmer_text): Muse Spark's gated attention on a dense decoder with centred sandwich norms; the
 # muse_glimmer wrapper's vision tower, adapter and projection counted (analysis.families.muse_glimmer)
 REGISTRY["muse_glimmer_text"] = muse_glimmer.build_text
@@ -910,11 +926,54 @@ _VOXTRAL_RT = ("its language model (voxtral_realtime_text) scales each layer's F
                "750-frame window, gated MLP) is not modelled either")
 REFUSED["voxtral_realtime"] = _refused("Voxtral Realtime", _VOXTRAL_RT)
 REFUSED["voxtral_realtime_text"] = _refused("Voxtral Realtime's language model", _VOXTRAL_RT)
+# masked-diffusion LMs (remote code): blocks of tokens decoded by iterative denoising with bidirectional attention, not
+# one causal token per step; read generically they were Llama-shaped (LLaDA2.0-mini: 16.97B, every layer MoE and
+# sliding, for Ling 2.0's 16.26B) and traced as autoregressive decoders
+REFUSED["llada2_moe"] = _refused(
+    "LLaDA2 (inclusionAI LLaDA2.0 / 2.1, a masked-diffusion LM)",
+    "it decodes blocks of tokens by iterative denoising (SGLang's dLLM mode: blocks of 32, mask token 156895), each "
+    "step a forward over the whole block with bidirectional attention inside it (LLaDA2MoeAttention.is_causal False; "
+    "SGLang's ENCODER_ONLY attention) over the cached K/V of the blocks already committed; the decode figures trace, "
+    "serve, plan and verify give assume one causal token per step and do not describe that. Its transformer body is "
+    "Ling 2.0's: the same config.json with model_type bailing_moe gives its exact parameters and the K/V bytes each "
+    "committed token holds")
+REFUSED["llada"] = _refused(
+    "LLaDA / LLaDA-MoE (GSAI-ML, inclusionAI; a masked-diffusion LM)",
+    "it generates by iteratively unmasking a block of masked positions, every step a forward with bidirectional "
+    "(non-causal) attention over the whole sequence, and its reference sampler keeps no K/V cache; the decode figures "
+    "trace, serve, plan and verify give assume one causal token per step with a K/V cache and do not describe that "
+    "(nor are LLaDA-8B's OLMo-style fields, d_model / n_layers / mlp_hidden_size, or LLaDA-MoE's "
+    "dense_intermediate_size / expert_intermediate_size read)")
 # Ultravox (remote code; analysis/families/ultravox.py): Whisper encoder + stacked-frame projector + text_config's
 # language model (refused when only text_model_id names it); lm_head ties as text_config says
 TEXT_WRAPPERS["ultravox"] = "llama"
 TEXT_CONFIG_REBUILDS["ultravox"] = ultravox.ultravox_text_config
 VISION_COUNTED["ultravox"] = ultravox.ultravox_towers
+# Qwen2-Audio / Granite Speech (analysis/families/audio_llm.py): Whisper encoder + Linear projector + Qwen2 (lm_head
+# never tied); conformer CTC encoder + windowed Q-Former projector + Granite (tied by the wrapper's own flag)
+from . import audio_llm  # noqa: E402
+TEXT_WRAPPERS.update({"qwen2_audio": "qwen2", "granite_speech": "granite"})
+TEXT_CONFIG_REBUILDS.update({"qwen2_audio": audio_llm.qwen2_audio_text_config,
+                             "granite_speech": audio_llm.granite_speech_text_config})
+VISION_COUNTED.update({"qwen2_audio": audio_llm.qwen2_audio_towers, "granite_speech": audio_llm.granite_speech_towers})
+WRAPPER_TIE["qwen2_audio"] = "never"
+# Audio Flamingo 3 / Music Flamingo: Whisper-shaped encoder + two-Linear projector + Qwen2 (never tied); GLM-ASR: RoPE
+# encoder + two-Linear projector + Llama (GlmAsrConfig's text defaults laid under; tied by the wrapper's own flag)
+TEXT_WRAPPERS.update({"audioflamingo3": "qwen2", "musicflamingo": "qwen2", "glmasr": "llama"})
+TEXT_CONFIG_REBUILDS.update({"audioflamingo3": audio_llm.flamingo_text_config,
+                             "musicflamingo": audio_llm.flamingo_text_config, "glmasr": audio_llm.glmasr_text_config})
+VISION_COUNTED.update({"audioflamingo3": audio_llm.audioflamingo3_towers,
+                       "musicflamingo": audio_llm.musicflamingo_towers, "glmasr": audio_llm.glmasr_towers})
+WRAPPER_TIE.update({"audioflamingo3": "never", "musicflamingo": "never"})
+# Qwen3-ASR: Qwen3-Omni-style conv2d / Whisper-block encoder + two-Linear projector + Qwen3 (tied by the wrapper's flag)
+TEXT_WRAPPERS["qwen3_asr"] = "qwen3"
+TEXT_CONFIG_REBUILDS["qwen3_asr"] = audio_llm.qwen3_asr_text_config
+VISION_COUNTED["qwen3_asr"] = audio_llm.qwen3_asr_towers
+# VibeVoice-ASR: two ConvNeXt-1d tokenizer encoders (acoustic, semantic) + their projectors + Qwen2 (never tied)
+TEXT_WRAPPERS["vibevoice_asr"] = "qwen2"
+TEXT_CONFIG_REBUILDS["vibevoice_asr"] = audio_llm.vibevoice_asr_text_config
+VISION_COUNTED["vibevoice_asr"] = audio_llm.vibevoice_asr_towers
+WRAPPER_TIE["vibevoice_asr"] = "never"
 # dots.ocr (remote code; analysis/families/dots_ocr.py): a flat Qwen2 config + its own vision tower and merger
 TEXT_WRAPPERS["dots_ocr"] = "qwen2"
 VISION_COUNTED["dots_ocr"] = dots_ocr.dots_ocr_vision
@@ -950,6 +1009,33 @@ TEXT_WRAPPERS.update({"hy_v4_vl": "hy_v4_vl_text", "unlimited_ocr": "unlimited_o
 VISION_COUNTED.update({"hy_v4_vl": hy_v4_vl.hy_v4_vl_vision, "unlimited_ocr": unlimited_ocr.unlimited_ocr_vision})
 WRAPPER_TIE.update({"hy_v4_vl": "wrapper", "unlimited_ocr": "wrapper"})
 TEXT_CONFIG_REBUILDS["unlimited_ocr"] = unlimited_ocr.text_config  # language_config + top-level sliding_window
+# DeepSeek-OCR-2 in transformers' format (analysis/families/deepseek_ocr2.py): DeepSeek-MoE v1's decoder (full
+# attention) + SAM ViT-B and DeepEncoder V2's Qwen2 encoder; lm_head tied by the wrapper's flag alone (meta device)
+from . import deepseek_ocr2  # noqa: E402
+REGISTRY["deepseek_ocr2_text"] = deepseek_ocr2.build_text
+TEXT_WRAPPERS["deepseek_ocr2"] = "deepseek_ocr2_text"
+VISION_COUNTED["deepseek_ocr2"] = deepseek_ocr2.deepseek_ocr2_vision
+WRAPPER_TIE["deepseek_ocr2"] = "wrapper"
+# InternVL-derived wrappers (analysis/families/intern_variants.py), through InternVL's own readers: Intern-S1 / -mini
+# (interns1: the HF layout, an interns1_vision tower, text_config names its model_type, tied by text_config's flag);
+# H2OVL-Mississippi (h2ovl_chat) and Skywork-R1V (skywork_chat): InternVLChatModel's vision_model + mlp1 + llm_config
+from . import intern_variants  # noqa: E402
+TEXT_WRAPPERS.update({"interns1": None, "h2ovl_chat": None, "skywork_chat": None})
+VISION_COUNTED.update({"interns1": intern_variants.interns1_vision, "h2ovl_chat": internvl.internvl_chat_vision,
+                       "skywork_chat": internvl.internvl_chat_vision})
+LLM_CONFIG_WRAPPERS.update({"h2ovl_chat": intern_variants.h2ovl_text_config, "skywork_chat": internvl.chat_text_config})
+TEXT_CONFIG_REBUILDS["interns1"] = intern_variants.interns1_text_config  # text_config's own tie flag or its default
+# Kwai Keye-VL (remote code: Keye-VL-8B-Preview, Keye-VL-1.5-8B), refused by name: the generic reading would count a
+# flat Qwen3 config as a Llama-style decoder without its per-head q/k norms and without the vision tower
+_KEYE_WHY = ("its vision side is not modelled: a SigLIP-400M-shaped NaViT tower with 2-D rotary positions and the "
+             "projector of vLLM's keye.py / keye_vl1_5.py (1.5 adds slow-fast video encoding), around a flat Qwen3-8B "
+             "language model; no published config.json and safetensors index were at hand to check those shapes "
+             "exactly")
+# the configs' model_types, as their config classes spell them (KeyeConfig.model_type "Keye", KeyeVL1_5Config's
+# "KeyeVL1_5"; transformers' models/keye/configuration_keye.py), and lower-case spellings
+for _mt, _name in (("Keye", "Kwai Keye-VL"), ("keye", "Kwai Keye-VL"), ("KeyeVL1_5", "Kwai Keye-VL-1.5"),
+                   ("keyevl1_5", "Kwai Keye-VL-1.5"), ("keye_vl_1_5", "Kwai Keye-VL-1.5")):
+    REFUSED[_mt] = _refused(_name, _KEYE_WHY)
 
 #: Hub configs whose config class names no model_type (loaded through auto_map), by ``architectures[0]``: the
 #: model_types that read them. One class may serve several families (CogVLM and CogVLM2 share CogVLMForCausalLM),

@@ -87,6 +87,13 @@ def clip_l_tensors(prefix: str = "model.vision_model") -> list[Tensor]:
 
 
 def deepseek_ocr_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    if "DeepseekOCR2ForCausalLM" in (top.get("architectures") or []):
+        # DeepSeek-OCR-2's hub format: DeepEncoder V2 (a Qwen2 encoder, no CLIP-L), whose shapes it does not spell out
+        raise UnsupportedModelError(f"{where}: DeepSeek-OCR-2's remote-code format (architectures "
+                                    "DeepseekOCR2ForCausalLM) is not read: its Qwen2 vision encoder's shapes are "
+                                    "hard-coded in its modeling code, not in this config",
+                                    "use transformers' format (model_type deepseek_ocr2, e.g. "
+                                    "deepseek-community/DeepSeek-OCR-2's config.json), which planner counts exactly")
     pc = top.get("projector_config") or {}
     if not isinstance(pc, dict):
         raise ConfigError(f"{where}: field 'projector_config' must be an object")

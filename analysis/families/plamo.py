@@ -51,6 +51,18 @@ def _int(f: Fields, key: str, **kw) -> int:
     return f.int(key, PLAMO2_DEFAULTS[key], **kw)
 
 
+def read_shape(f: Fields, defaults: dict) -> tuple[int, int, int, int, int]:
+    """PLaMo 2's and PLaMo 3's hidden size, layers, vocabulary, query heads and KV heads (their config classes'
+    ``defaults`` where absent), the KV heads checked to divide the query heads."""
+    def get(key: str, **kw) -> int:
+        return f.int(key, defaults[key], **kw)
+    hidden, n_layers = get("hidden_size"), get("num_hidden_layers", hi=MAX_LAYERS)
+    vocab, heads, kv = get("vocab_size", hi=1 << 26), get("num_attention_heads"), get("num_key_value_heads")
+    if kv > heads or heads % kv:
+        raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
+    return hidden, n_layers, vocab, heads, kv
+
+
 def plamo2_is_mamba(n_layers: int, step: int, enabled: bool) -> list[bool]:
     """The hub's ``is_mamba`` (vLLM's too, which ignores mamba_enabled) for every layer."""
     if not enabled:
@@ -61,13 +73,7 @@ def plamo2_is_mamba(n_layers: int, step: int, enabled: bool) -> list[bool]:
 
 
 def build_plamo2(f: Fields, model_type: str) -> ModelSpec:
-    hidden = _int(f, "hidden_size")
-    n_layers = _int(f, "num_hidden_layers", hi=MAX_LAYERS)
-    vocab = _int(f, "vocab_size", hi=1 << 26)
-    heads = _int(f, "num_attention_heads")
-    kv = _int(f, "num_key_value_heads")
-    if kv > heads or heads % kv:
-        raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
+    hidden, n_layers, vocab, heads, kv = read_shape(f, PLAMO2_DEFAULTS)
     hd = _int(f, "hidden_size_per_head")
     window = _int(f, "attention_window_size")
     full = set(f.int_list("full_attention_idx", lo=0, hi=MAX_LAYERS) or [])

@@ -75,13 +75,7 @@ def build_text(f: Fields, model_type: str) -> ModelSpec:
     else:
         types = f.derived("layer_types", ["reference_sliding_attention"] * n_layers,
                           "absent: reference_sliding_attention on every layer (UnlimitedOcrTextConfig)")
-    if f.bool("mlp_bias"):
-        raise f.error("mlp_bias", "true (biased dense MLPs and shared experts) is not modelled; the checkpoints have "
-                                  "none")
-    method = f.str("topk_method")
-    if method not in ("greedy", "group_limited_greedy"):
-        raise f.error("topk_method", f"must be greedy or group_limited_greedy (UnlimitedOcrTextTopkRouter), got "
-                                     f"{method!r}")
+    method = topk_method(f, "UnlimitedOcrTextTopkRouter")
     # the config class sets head_dim, mlp_layer_types and ignores moe_layer_freq / norm_topk_prob: read a copy
     cfg = {k: v for k, v in f.cfg.items() if k not in ("head_dim", "moe_layer_freq", "norm_topk_prob",
                                                         "first_k_dense_replace")}
@@ -90,6 +84,32 @@ def build_text(f: Fields, model_type: str) -> ModelSpec:
         cfg["mlp_layer_types"] = f.derived("mlp_layer_types", ["dense" if i < first else "sparse"
                                                                for i in range(n_layers)],
                                            f"absent: dense before first_k_dense_replace ({first}), sparse after")
+    spec = deepseek_moe_text(f, cfg, model_type, method)
+    caveats = ()
+    if "reference_sliding_attention" in types:
+        caveats = (f"Reference Sliding Window Attention ({types.count('reference_sliding_attention')} layers, window "
+                   f"{window}): counted as full attention, the KV per sequence and decode attention over the whole "
+                   "context as vLLM's unlimited_ocr.py caches it (every token, masked); transformers' cache holds the "
+                   f"prefill's K/V and only the last {window} generated tokens', and a generated token attends those",)
+    return replace(spec, caveats=(*spec.caveats, *caveats))
+
+
+def topk_method(f: Fields, router: str) -> str:
+    """The DeepSeek-MoE v1 text config's ``topk_method`` (greedy or group_limited_greedy: ``router``'s), with its
+    unmodelled ``mlp_bias`` refused (Unlimited-OCR's and DeepSeek-OCR-2's language models)."""
+    if f.bool("mlp_bias"):
+        raise f.error("mlp_bias", "true (biased dense MLPs and shared experts) is not modelled; the checkpoints have "
+                                  "none")
+    method = f.str("topk_method")
+    if method not in ("greedy", "group_limited_greedy"):
+        raise f.error("topk_method", f"must be greedy or group_limited_greedy ({router}), got {method!r}")
+    return method
+
+
+def deepseek_moe_text(f: Fields, cfg: dict, model_type: str, method: str) -> ModelSpec:
+    """DeepSeek-MoE v1's decoder from ``cfg`` (the text config without the fields its config class overrides and
+    its model ignores), the softmax router never renormalised, group-limited or greedy as ``method`` says; what
+    was read is recorded on ``f``."""
     g = Fields(cfg, f.where, aliases=f.aliases, family=f.family)
     g.defaults = {k: v for k, v in f.defaults.items() if k != "head_dim"}
     spec = remote_moe.build_deepseek_v1(g, model_type)
@@ -98,26 +118,29 @@ def build_text(f: Fields, model_type: str) -> ModelSpec:
     if method == "greedy":
         routing.update(n_group=1, topk_group=1, group_score=GroupScore.NONE)
     f.records.update({k: v for k, v in g.records.items() if k not in f.records or v.status == "read"})
-    caveats = ()
-    if "reference_sliding_attention" in types:
-        caveats = (f"Reference Sliding Window Attention ({types.count('reference_sliding_attention')} layers, window "
-                   f"{window}): counted as full attention, the KV per sequence and decode attention over the whole "
-                   "context as vLLM's unlimited_ocr.py caches it (every token, masked); transformers' cache holds the "
-                   f"prefill's K/V and only the last {window} generated tokens', and a generated token attends those",)
-    return replace(spec, numerics=replace(spec.numerics, **routing), caveats=(*spec.caveats, *caveats))
+    return replace(spec, numerics=replace(spec.numerics, **routing))
 
 
-def unlimited_ocr_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
-    vc = vision_config_dict(top.get("vision_config"), where)
-    sam = _vision_fields(vc.get("sam_config") or {}, f"{where} (vision_config.sam_config)",
-                         "unlimited_ocr_sam_vision_model")
+def sam_with_proj(vc: dict, where: str, family: str, default_channels: tuple[int, int], cls: str,
+                  ) -> tuple[list[Tensor], list[int]]:
+    """``model.vision_tower.sam_encoder``: SAM ViT-B from ``vision_config.sam_config`` and its ``proj`` (two bias-free
+    stride-2 3x3 convs, output_channels -> downsample_channels[0] -> [1]; ``cls``'s ``default_channels`` when
+    absent). Returns the tensors and the two channel counts."""
+    sam = _vision_fields(vc.get("sam_config") or {}, f"{where} (vision_config.sam_config)", family)
     p = "model.vision_tower.sam_encoder"
     out, _, ch = sam_tensors(sam, p, encoder="")
     down = sam.int_list("downsample_channels", 2, lo=1)
     if down is None:
-        down = list(sam.derived("downsample_channels", DOWNSAMPLE_CHANNELS, "absent: UnlimitedOcrSamVisionConfig's"))
+        down = list(sam.derived("downsample_channels", default_channels, f"absent: {cls}'s"))
     out.append(Tensor(f"{p}.proj.conv1.weight", (down[0], ch, 3, 3), "vision"))
     out.append(Tensor(f"{p}.proj.conv2.weight", (down[1], down[0], 3, 3), "vision"))
+    return out, down
+
+
+def unlimited_ocr_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    vc = vision_config_dict(top.get("vision_config"), where)
+    out, down = sam_with_proj(vc, where, "unlimited_ocr_sam_vision_model", DOWNSAMPLE_CHANNELS,
+                              "UnlimitedOcrSamVisionConfig")
     enc = _vision_fields(vc.get("encoder_config") or {}, f"{where} (vision_config.encoder_config)",
                          "unlimited_ocr_vision_encoder")
     h = enc.int("hidden_size")

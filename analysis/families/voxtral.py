@@ -38,16 +38,22 @@ _AUDIO_ALIASES = {"hidden_size": ("d_model",), "num_hidden_layers": ("encoder_la
                   "num_attention_heads": ("encoder_attention_heads",), "intermediate_size": ("encoder_ffn_dim",)}
 
 
-def voxtral_text_config(cfg: dict, where: str) -> dict:
-    """The text_config transformers builds: VoxtralConfig's defaults under the given fields (all of them when the
-    config has no text_config)."""
+def text_config_dict(cfg: dict, where: str) -> dict:
+    """A wrapper's ``text_config`` as a dict: ``{}`` when absent (null: transformers builds its class defaults), a
+    ConfigError when not an object."""
     text = cfg.get("text_config")
     if text is None:
-        text = {}
+        return {}
     if not isinstance(text, dict):
         raise ConfigError(f"{where}: field 'text_config' must be an object of the language model's fields, "
                           f"got {short(text)}")
-    return {**TEXT_DEFAULTS, **text}
+    return text
+
+
+def voxtral_text_config(cfg: dict, where: str) -> dict:
+    """The text_config transformers builds: VoxtralConfig's defaults under the given fields (all of them when the
+    config has no text_config)."""
+    return {**TEXT_DEFAULTS, **text_config_dict(cfg, where)}
 
 
 def _audio_fields(top: dict, where: str) -> Fields:

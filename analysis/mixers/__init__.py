@@ -19,6 +19,7 @@ from .hybrid import ParallelHybrid
 from .inkling import InklingAttention
 from .kda import KimiDeltaAttention
 from .lightning import LightningAttention
+from .bailing_linear import BailingLinearAttention
 from .mlstm import MLSTM
 from .mamba import Mamba
 from .mla import MLA
@@ -37,22 +38,24 @@ from .plamo2 import Plamo2Mamba
 from .lfa import LFAttention
 from .cca import CCAttention
 from .visual_expert import VisualExpertAttention
+from .jetblock import JetBlock
 
 #: Every mixer spec class: what tensor-parallel tables collect over (``analysis.parallel``).
 MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, SparseMLA, Mamba, GatedDeltaNet,
                                             ShortConv, ParallelHybrid, SharedBlockMamba, LightningAttention,
+                                            BailingLinearAttention,
                                             CompressedMQA, InklingAttention, HyperBlock, KimiDeltaAttention,
                                             BlockSparseAttention, DogeAttention, MLSTM, RGLRU,
                                             MixtureOfAttention, DiffAttention, MFAttention, RWKV4, RWKV5, RWKV6, RWKV7,
                                             LinearReplacement, LocalStridedAttention, Plamo2Mamba, LFAttention,
-                                            CCAttention, VisualExpertAttention)
+                                            CCAttention, VisualExpertAttention, JetBlock)
 
 Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid, SharedBlockMamba,
               LightningAttention, CompressedMQA, InklingAttention, HyperBlock, KimiDeltaAttention,
               BlockSparseAttention, DogeAttention, MLSTM, RGLRU, MixtureOfAttention, DiffAttention, MFAttention, RWKV4,
               RWKV5, RWKV6, RWKV7, LinearReplacement, LocalStridedAttention, Plamo2Mamba, LFAttention, CCAttention,
-              VisualExpertAttention]
+              VisualExpertAttention, JetBlock]
 
-__all__ = ["MIXER_TYPES", "CCAttention", "MLA", "MLSTM", "Attention", "BlockSparseAttention", "DiffAttention", "DogeAttention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "HyperBlock", "InklingAttention", "KimiDeltaAttention", "LFAttention", "LightningAttention", "LinearReplacement", "LocalStridedAttention", "MFAttention", "Mamba", "Mixer", "MixtureOfAttention",
+__all__ = ["MIXER_TYPES", "CCAttention", "MLA", "MLSTM", "Attention", "BlockSparseAttention", "DiffAttention", "DogeAttention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "HyperBlock", "JetBlock", "InklingAttention", "KimiDeltaAttention", "LFAttention", "LightningAttention", "LinearReplacement", "LocalStridedAttention", "MFAttention", "Mamba", "Mixer", "MixtureOfAttention",
            "MixerKind", "MixerSpec", "ParallelHybrid", "Plamo2Mamba", "RGLRU", "RWKV4", "RWKV5", "RWKV6", "RWKV7", "SharedBlockMamba", "ShortConv", "SparseMLA", "VisualExpertAttention", "attended_keys",
            "distinct_keys"]

@@ -75,6 +75,7 @@ class MixerKind(StrEnum):
     NGPT_ATTENTION = "ngpt_attention"  # NVIDIA Dory: AFMoE's gated attention on nGPT's unit sphere (sqk, s_gate)
     HRM_ATTENTION = "hrm_attention"  # HRM: MHA with a (biased) sigmoid gate per output feature, weightless norms
     VISUAL_EXPERT = "visual_expert"  # CogVLM / CogVLM2: attention + MLP beside a vision expert's run on image tokens
+    JET_BLOCK = "jet_block"  # Jet-Nemotron: the gated delta rule with a dynamic (generated per token) conv on V
 
 
 class MixerSpec:
