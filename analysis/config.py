@@ -84,6 +84,8 @@ UNMODELLED = (
     "enable_bias", "qkv_bias", "add_bias_linear", "alibi", "position_embedding_type", "do_layer_norm_before",
     "apply_residual_connection_post_layernorm", "rotary_dim", "multi_query", "logit_scale", "use_qk_norm",
     "qk_layernorm", "n_positions",
+    # Pangu Pro MoE V2 (vLLM PanguProMoEV2ForCausalLM): split q/k nope / rope and v widths, learned sink keys and values
+    "qk_nope_dim", "v_channels", "param_sink_number",
 )
 
 

@@ -183,10 +183,23 @@ def _compressed_tensors(qc: dict, where: str, skip: tuple[str, ...]) -> tuple[Qu
     if strategy == "block" and not bs[0]:
         raise ConfigError(f"{where}: compressed-tensors block strategy without a block_structure of two positive "
                           f"integers (got {short(block)})")
+    # W8A8 (8-bit weights and 8-bit input activations of the same kind: llm-compressor's FP8-dynamic / FP8 and
+    # W8A8-INT8 schemes) runs its matmuls in 8 bits (vLLM: CompressedTensorsW8A8Fp8 / W8A8Int8, cutlass_scaled_mm);
+    # without 8-bit activations (W8A16, W4A16) the weights are dequantized into 16-bit GEMMs (Marlin / machete)
+    a = first.get("input_activations")
+    a_bits = as_int(a.get("num_bits")) if isinstance(a, dict) else None
+    compute = ""
+    if nb == 8 and a_bits == 8:
+        w_float, a_float = w.get("type") == "float", a.get("type") == "float"
+        compute = "fp8" if w_float and a_float else "int8" if not w_float and not a_float else ""
+    # strategy "tensor": one scale per matrix (weight_scale of shape [1]), not one per output channel; static input
+    # activations add their input_scale (one per matrix as well); both in the scales' 16 bits
+    static_input = isinstance(a, dict) and a.get("dynamic") is False
     return QuantSpec(
         "compressed", nb, group_size=g if strategy == "group" else 0, block_size=bs if strategy == "block" else (0, 0),
         zero_point=w.get("symmetric") is False, scale_bits=16, modules_to_not_convert=skip,
-        raw_method=f"compressed-tensors ({w.get('type', 'int')}{nb}, {strategy})",
+        raw_method=f"compressed-tensors ({w.get('type', 'int')}{nb}, {strategy}{', W8A8' if compute else ''})",
+        compute=compute, per_tensor=strategy == "tensor", tensor_bytes=2 if static_input else 0,
     ), caveats
 
 
@@ -427,9 +440,11 @@ def _matrix_bytes(n_out: int, n_in: int, q: QuantSpec) -> int:
             scales = n_out * _cdiv(n_in, q.group_size)
         elif q.block_size[0]:
             scales = _cdiv(n_out, q.block_size[0]) * _cdiv(n_in, q.block_size[1])
+        elif q.per_tensor:
+            scales = 1
         else:
-            scales = n_out  # channel strategy (tensor strategy is one scale: rounded into this)
-        total = packed + scales * 2
+            scales = n_out  # channel strategy
+        total = packed + scales * 2 + q.tensor_bytes
         if q.zero_point:
             total += _cdiv(scales * q.bits, 8)
         return total

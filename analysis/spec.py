@@ -146,6 +146,7 @@ class Numerics:
     # ALiBi's slopes 2^(-alibi_bias_max·i / n) over the next power of two n of heads (MPT's alibi_bias_max;
     # BLOOM's slopes are these at 8)
     alibi_bias_max: float = 8.0
+    alibi_sqrt: bool = False  # StepFun Step1: the ALiBi bias is slope x sqrt(key distance) (vLLM's use_alibi_sqrt)
     # CTRL: a fixed sinusoidal table (no parameters) added to the scaled token embedding: position p's row is
     # [sin(p·r_j) | cos(p·r_j)], r_j = 10000^(-2j / hidden), j < hidden / 2
     sinusoidal_positions: bool = False
@@ -593,9 +594,10 @@ class QuantSpec:
     targets: tuple[str, ...] = ("linear", "expert")  # tensor kinds it converts
     modules_to_not_convert: tuple[str, ...] = ()
     raw_method: str = ""
-    tensor_bytes: int = 0  # fp32 per-tensor scalars each stored matrix carries (global / input scales)
+    tensor_bytes: int = 0  # bytes of the per-tensor scalars each stored matrix carries (global / input scales)
     # dtype the matmuls run in ("fp8", "fp4", "act": the activations'); "" = the method's default (fp8 for fp8 / fp8_channel)
     compute: str = ""
+    per_tensor: bool = False  # compressed-tensors "tensor" strategy: one weight scale per matrix
 
 
 @frozen

@@ -132,6 +132,9 @@ def check_supported(spec: ModelSpec) -> None:
         names = ", ".join(f"{n} x ({o:g} + weight)" for n, o in spec.numerics.norm_offsets[:3])
         raise RuntimeUnavailableError(f"verify does not support RMSNorms with per-norm weight offsets yet ({spec.label}: "
                                       f"{names})", "analyze and trace work for this model")
+    if spec.numerics.alibi_sqrt:
+        raise RuntimeUnavailableError(f"verify does not support ALiBi on the square root of the key distance yet "
+                                      f"({spec.label}: Step1's use_alibi_sqrt)", "analyze and trace work for this model")
     if spec.numerics.alibi_scaling:
         raise RuntimeUnavailableError(f"verify does not support ALiBi's linear scaling (alibi_scaling) yet "
                                       f"({spec.label})", "analyze and trace work for this model")

@@ -267,6 +267,47 @@ def test_nvfp4_is_weight_only_without_fp4_tensor_cores():
     assert StepModel.weight_only_bits_of(a, load_profile("b200")) is None  # FP4 tensor cores
 
 
+def ct8(w_type, a_type, strategy="channel", dynamic=True):
+    """A compressed-tensors 8-bit scheme as llm-compressor writes it: FP8-dynamic (float / float, channel + token),
+    FP8 static (float / float, tensor + tensor), W8A8-INT8 (int / int); ``a_type`` None: no input activations
+    (W8A16)."""
+    grp = {"targets": ["Linear"], "weights": {"num_bits": 8, "type": w_type, "strategy": strategy,
+                                              "symmetric": True, "dynamic": False}}
+    if a_type is not None:
+        grp["input_activations"] = {"num_bits": 8, "type": a_type, "symmetric": True, "dynamic": dynamic,
+                                    "strategy": "token" if dynamic else "tensor"}
+    return {"quant_method": "compressed-tensors", "ignore": ["lm_head"], "config_groups": {"group_0": grp}}
+
+
+def test_compressed_tensors_w8a8_runs_8_bit_matmuls_and_w8a16_is_weight_only():
+    """vLLM runs compressed-tensors W8A8 (CompressedTensorsW8A8Fp8 / W8A8Int8: cutlass_scaled_mm) in 8 bits; only
+    without 8-bit input activations are the weights dequantized into 16-bit GEMMs. Before, every compressed-tensors
+    8-bit checkpoint (RedHatAI's FP8-dynamic among them) was priced as a weight-only kernel."""
+    h100 = load_profile("h100-sxm")
+    fp8 = weights(llama8b(ct8("float", "float")))
+    assert fp8.fmt.compute.name == "fp8" and StepModel.weight_only_bits_of(fp8, h100) is None
+    int8 = weights(llama8b(ct8("int", "int")))
+    assert int8.fmt.compute.name == "int8" and StepModel.weight_only_bits_of(int8, h100) is None
+    w8a16 = weights(llama8b(ct8("int", None)))
+    assert w8a16.fmt.compute.name == "bf16" and StepModel.weight_only_bits_of(w8a16, h100) == 8
+    # the bundled RedHatAI Llama-4-Scout FP8-dynamic checkpoint, and the --dtype fp8 recipe it is the model of
+    scout = analyze(parse_config(load_bundled_config("RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic")),
+                    Options(context=0))
+    assert scout.fmt.compute.name == "fp8" and StepModel.weight_only_bits_of(scout, h100) is None
+    # one 16-bit scale per output channel, as the --dtype fp8 recipe (the same llm-compressor scheme) sizes it
+    recipe = weights(load_bundled_config("meta-llama/Llama-3.1-8B"), dtype="fp8")
+    assert fp8.weights_bytes == llama8b_bytes(lambda o, i: o * i + 2 * o) == recipe.weights_bytes
+
+
+def test_compressed_tensors_per_tensor_scales_by_hand():
+    """Strategy "tensor" (llm-compressor's static FP8 scheme) stores one weight_scale per matrix, and static input
+    activations one input_scale per matrix, not one scale per output channel."""
+    static = weights(llama8b(ct8("float", "float", strategy="tensor", dynamic=False)))
+    assert static.weights_bytes == llama8b_bytes(lambda o, i: o * i + 2 + 2)
+    dyn = weights(llama8b(ct8("float", "float", strategy="tensor")))
+    assert dyn.weights_bytes == llama8b_bytes(lambda o, i: o * i + 2)
+
+
 # ---- errors --------------------------------------------------------------------------------------
 
 

@@ -33,6 +33,7 @@ from ..spec import ModelSpec, NormKind, RopeStyle, RouterKind
 from . import bloom, cohere, dbrx, deepseek, falcon, gemma3n, gemma4, gpt2, gpt_neox, hybrid, mllama, mpt, opt
 from . import dory, hrm, inkling
 from . import ouro
+from . import iquest_loop, step1
 from . import qwen4_exp
 from . import doge, minimax_m3
 from . import zaya
@@ -57,6 +58,7 @@ from . import cohere2_moe
 from . import afmoe
 from . import bailing
 from . import bailing_linear
+from . import param2moe
 from . import laguna
 from . import step3, step3p5
 from . import aria, xglm
@@ -441,6 +443,8 @@ REGISTRY: dict[str, Family] = {
     "bailing_moe": bailing.build,
     "bailing_moe_v2": bailing.build,
     "bailing_moe_linear": bailing_linear.build,  # Ring-linear 2.0: lightning attention + Ling 2.0 GQA / MoE
+    # BharatGen Param2-MoE (remote code; vLLM param2moe.py): Ling 2.0 block, shared width = moe_shared_expert_intermediate_size
+    "param2moe": param2moe.build,
     "falcon": falcon.build,
     "opt": opt.build,
     "dbrx": dbrx.build,
@@ -764,6 +768,15 @@ WRAPPER_TIE.update({"paligemma": "wrapper", "shieldgemma2": "either"})
 # IQuest-Coder-V1 (IQuestLab): transformers builds LlamaForCausalLM from IQuestCoderConfig (bias-free, head_dim 128 by
 # default, untied); Emu3's language model (emu3_text_model): Llama with attention_bias / mlp_bias fixed off
 REGISTRY["iquestcoder"] = Traits(head_dim_default=128, windows="none")
+# IQuest-Coder-V1-Loop (iquestloopcoder, vLLM iquest_loopcoder.py): the layers run loop_num times; later passes
+# attend the first pass's cache and a windowed cache of their own, gated per head (analysis.families.iquest_loop)
+REGISTRY["iquestloopcoder"] = iquest_loop.build
+# Upstage Solar Pro (solar, vLLM solar.py): Llama's block; the bskcn_* skip connections blend saved hidden states
+# into 4 later layers' inputs (no parameters, elementwise, not traced); vLLM caches every position (its attention has
+# no window: the config's sliding_window 2047 is not read), so windows are none
+REGISTRY["solar"] = Traits(windows="none")
+# StepFun Step1 (step1, vLLM step1.py): GQA via num_attention_groups, ALiBi on sqrt distance (analysis.families.step1)
+REGISTRY["step1"] = step1.build
 # StableLM-Epoch (remote code: stabilityai/stablelm-zephyr-3b, stablelm-2-1_6b's first uploads; vLLM serves
 # StableLMEpochForCausalLM with stablelm.py): transformers' StableLM block, its fields under the original names
 # rope_pct (partial_rotary_factor) and norm_eps (LayerNorm eps, a common alias)
@@ -1036,6 +1049,16 @@ _KEYE_WHY = ("its vision side is not modelled: a SigLIP-400M-shaped NaViT tower 
 for _mt, _name in (("Keye", "Kwai Keye-VL"), ("keye", "Kwai Keye-VL"), ("KeyeVL1_5", "Kwai Keye-VL-1.5"),
                    ("keyevl1_5", "Kwai Keye-VL-1.5"), ("keye_vl_1_5", "Kwai Keye-VL-1.5")):
     REFUSED[_mt] = _refused(_name, _KEYE_WHY)
+
+# Xiaomi MiMo-V2.5 / V2.6 (mimo_v2, MiMoV2ForCausalLM; vLLM mimo_v2.py): the text block is MiMo-V2-Flash's read
+# vLLM's way (swa_* head counts as given), but the checkpoints also hold a vision tower, an audio encoder and speech
+# embeddings (vision_config / audio_config) and MTP layers that vLLM's class does not build: refused, not aliased
+REFUSED["mimo_v2"] = _refused(
+    "Xiaomi MiMo-V2.5 / V2.6", "its checkpoints hold, beside the MoE text decoder, a vision tower, an audio encoder "
+    "and speech embeddings (vision_config, audio_config) and MTP layers (model.mtp.*), whose shapes only the hub's "
+    "modeling_mimo_v2.py gives (vLLM's MiMoV2ForCausalLM loads the text decoder alone); the text decoder is not "
+    "mimo_v2_flash's either: its sliding layers take swa_num_key_value_heads as given where transformers' "
+    "MiMo-V2-Flash builds twice num_key_value_heads")
 
 #: Hub configs whose config class names no model_type (loaded through auto_map), by ``architectures[0]``: the
 #: model_types that read them. One class may serve several families (CogVLM and CogVLM2 share CogVLMForCausalLM),

@@ -51,6 +51,22 @@ CHECKPOINT = CheckpointLayout(
 )
 
 
+def read_head_rope(f: Fields, hidden: int, heads: int) -> tuple[int, float, int, object]:
+    """``head_dim`` (hidden_size / num_attention_heads when absent) and the RoPE fields (base, rotary width, scaling)
+    of a Bailing-style attention (Ling 2.0, Param2), the rotary width checked to be even."""
+    if f.raw("head_dim") is not None:
+        hd = f.int("head_dim")
+    else:
+        if hidden % heads:
+            raise f.error("head_dim", f"is missing and hidden_size ({hidden}) is not divisible by "
+                                      f"num_attention_heads ({heads})")
+        hd = f.derived("head_dim", hidden // heads, "hidden_size / num_attention_heads")
+    theta, rotary_dim, scaling = read_rope(f, hd)
+    if rotary_dim % 2:
+        raise f.error("partial_rotary_factor", f"gives an odd rotary dimension ({rotary_dim}) of head_dim {hd}")
+    return hd, theta, rotary_dim, scaling
+
+
 def build(f: Fields, model_type: str) -> ModelSpec:
     # BailingMoeConfig's defaults (the remote configuration_bailing_moe.py) where a config leaves a field out
     hidden = f.int("hidden_size", 1024)
@@ -63,16 +79,7 @@ def build(f: Fields, model_type: str) -> ModelSpec:
                                              "divides num_attention_heads by it, so set it")
     if kv > heads or heads % kv:
         raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
-    if f.raw("head_dim") is not None:
-        hd = f.int("head_dim")
-    else:
-        if hidden % heads:
-            raise f.error("head_dim", f"is missing and hidden_size ({hidden}) is not divisible by "
-                                      f"num_attention_heads ({heads})")
-        hd = f.derived("head_dim", hidden // heads, "hidden_size / num_attention_heads")
-    theta, rotary_dim, scaling = read_rope(f, hd)
-    if rotary_dim % 2:
-        raise f.error("partial_rotary_factor", f"gives an odd rotary dimension ({rotary_dim}) of head_dim {hd}")
+    hd, theta, rotary_dim, scaling = read_head_rope(f, hidden, heads)
     qkv_bias = f.bool("use_qkv_bias", False)
     o_bias = f.bool("use_bias", True)
     qk_norm = f.bool("use_qk_norm", False)

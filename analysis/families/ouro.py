@@ -34,20 +34,29 @@ from .common import Traits, read_act, read_rope, read_tie
 _TRAITS = Traits(act_default="silu")
 
 
-def build(f: Fields, model_type: str) -> ModelSpec:
+def read_heads(f: Fields, attention: str, other: str) -> tuple[int, int, int, int, int]:
+    """hidden_size, heads, layers, KV heads (the heads when absent) and head_dim of a looped Qwen2-style decoder
+    whose ``attention`` (vLLM's) takes head_dim = hidden_size / num_attention_heads: a ``head_dim`` field that
+    differs is refused (``other`` says what else it would change)."""
     hidden, heads = f.int("hidden_size"), f.int("num_attention_heads")
     n = f.int("num_hidden_layers", hi=MAX_LAYERS)
-    kv = f.int("num_key_value_heads", heads)  # OuroConfig (Qwen2's): absent, one KV head per query head
+    kv = f.int("num_key_value_heads", heads)
     if kv > heads or heads % kv:
         raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
     if hidden % heads:
-        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({hidden}): vLLM's Ouro attention "
-                                             "takes head_dim = hidden_size / num_attention_heads")
+        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({hidden}): {attention} takes "
+                                             "head_dim = hidden_size / num_attention_heads")
     hd = hidden // heads
     if f.raw("head_dim") is not None and f.int("head_dim") != hd:
         raise f.error("head_dim", f"({f.int('head_dim')}) differs from hidden_size / num_attention_heads ({hd}): "
-                                  "vLLM's Ouro attention uses the latter, the hub code the former, so no one shape "
-                                  "describes the model")
+                                  f"{attention} uses the latter, {other}")
+    return hidden, heads, n, kv, hd
+
+
+def build(f: Fields, model_type: str) -> ModelSpec:
+    # OuroConfig (Qwen2's): num_key_value_heads absent, one KV head per query head
+    hidden, heads, n, kv, hd = read_heads(f, "vLLM's Ouro attention", "the hub code the former, so no one shape "
+                                                                      "describes the model")
     steps = f.int("total_ut_steps", 4, hi=1024)
     if n * steps > MAX_LAYERS:
         raise f.error("total_ut_steps", f"({steps}) x num_hidden_layers ({n}) runs more than {MAX_LAYERS} layers")

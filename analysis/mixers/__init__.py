@@ -39,6 +39,7 @@ from .lfa import LFAttention
 from .cca import CCAttention
 from .visual_expert import VisualExpertAttention
 from .jetblock import JetBlock
+from .loop_gated import LoopGatedAttention
 
 #: Every mixer spec class: what tensor-parallel tables collect over (``analysis.parallel``).
 MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, SparseMLA, Mamba, GatedDeltaNet,
@@ -48,7 +49,7 @@ MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, Spar
                                             BlockSparseAttention, DogeAttention, MLSTM, RGLRU,
                                             MixtureOfAttention, DiffAttention, MFAttention, RWKV4, RWKV5, RWKV6, RWKV7,
                                             LinearReplacement, LocalStridedAttention, Plamo2Mamba, LFAttention,
-                                            CCAttention, VisualExpertAttention, JetBlock)
+                                            CCAttention, VisualExpertAttention, JetBlock, LoopGatedAttention)
 
 Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid, SharedBlockMamba,
               LightningAttention, CompressedMQA, InklingAttention, HyperBlock, KimiDeltaAttention,
