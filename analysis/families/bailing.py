@@ -136,6 +136,13 @@ def _routing(f: Fields, moe: MoE) -> Numerics:
         raise f.error("moe_router_enable_expert_bias", f"is {str(bias).lower()} with score_function {fn!r}: the "
                                                        "Bailing MoE router pairs softmax with no expert bias and "
                                                        "sigmoid with one")
+    return grouped_routing(f, moe, fn, bias)
+
+
+def grouped_routing(f: Fields, moe: MoE, fn: str, bias: bool) -> Numerics:
+    """vLLM's BailingMoE router (also Param2-MoE's) with score function ``fn`` and expert ``bias``: grouped top-k
+    when the config sets both ``n_group`` and ``topk_group`` (vLLM's use_grouped_topk), top-k renormalised when
+    more than one expert is chosen, scaled by ``routed_scaling_factor``."""
     grouped = f.raw("n_group") is not None and f.raw("topk_group") is not None  # vLLM's use_grouped_topk
     n_group = f.int("n_group", 1, lo=1) if grouped else 1
     topk_group = f.int("topk_group", 1, lo=1) if grouped else 1

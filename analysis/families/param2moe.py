@@ -28,7 +28,7 @@ from __future__ import annotations
 from ..errors import UnsupportedModelError
 from ..fields import MAX_LAYERS, Fields
 from ..mixers import Attention
-from ..spec import MLP, GroupScore, Layer, ModelSpec, MoE, Norm, Numerics, RopeStyle, RouterKind
+from ..spec import MLP, Layer, ModelSpec, MoE, Norm, Numerics, RopeStyle
 from . import bailing
 from .common import pre_norms, read_act, read_tie
 
@@ -90,20 +90,4 @@ def _routing(f: Fields, moe: MoE) -> Numerics:
     if fn not in ("softmax", "sigmoid"):
         raise f.error("score_function", f"is {fn!r}; vLLM's Param2MoE router takes 'softmax' or 'sigmoid'")
     bias = f.bool("moe_router_enable_expert_bias", True)
-    grouped = f.raw("n_group") is not None and f.raw("topk_group") is not None  # vLLM's use_grouped_topk
-    n_group = f.int("n_group", 1, lo=1) if grouped else 1
-    topk_group = f.int("topk_group", 1, lo=1) if grouped else 1
-    if grouped:
-        if moe.num_experts % n_group:
-            raise f.error("n_group", f"({n_group}) must divide num_experts ({moe.num_experts})")
-        if topk_group > n_group:
-            raise f.error("topk_group", f"({topk_group}) exceeds n_group ({n_group})")
-        if topk_group * (moe.num_experts // n_group) < moe.num_experts_per_tok:
-            raise f.error("topk_group", f"({topk_group}) groups of {moe.num_experts // n_group} experts hold fewer "
-                                        f"than num_experts_per_tok ({moe.num_experts_per_tok})")
-    return Numerics(rope_style=RopeStyle.HALF, router=RouterKind.SIGMOID if fn == "sigmoid" else RouterKind.SOFTMAX,
-                    norm_topk_prob=f.bool("norm_topk_prob", True) and moe.num_experts_per_tok > 1,
-                    routed_scaling_factor=f.float("routed_scaling_factor", 1.0), n_group=n_group,
-                    topk_group=topk_group,
-                    group_score=GroupScore.NONE if n_group == 1 else GroupScore.TOP2 if bias else GroupScore.MAX,
-                    score_correction_bias=bias)
+    return bailing.grouped_routing(f, moe, fn, bias)
