@@ -75,6 +75,7 @@ from __future__ import annotations
 from ..errors import ConfigError, UnsupportedModelError
 from ..fields import MAX_LAYERS, Fields, short
 from ..spec import Tensor
+from .ocr_vl import qformer_layers, qformer_width
 from .voxtral import text_config_dict, whisper_encoder
 
 #: Qwen2AudioEncoderConfig's class defaults (the same as Qwen2AudioConfig's audio_config init_kwargs)
@@ -192,13 +193,6 @@ def _conformer(f: Fields, p: str) -> list[Tensor]:
     return out
 
 
-def _qformer_attention(out: list[Tensor], p: str, qh: int, kv_in: int) -> None:
-    for name, n_in in (("query", qh), ("key", kv_in), ("value", kv_in)):
-        _linear(out, f"{p}.attention.{name}", qh, n_in)
-    _linear(out, f"{p}.output.dense", qh, qh)
-    _norm(out, f"{p}.output.LayerNorm", qh)
-
-
 def granite_speech_towers(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
     """The conformer CTC encoder and the windowed Q-Former projector (kind ``audio``)."""
     from ..family_defaults import FAMILY_DEFAULTS
@@ -214,26 +208,15 @@ def granite_speech_towers(top: dict, text_hidden: int, where: str) -> tuple[Tens
     if window < rate:
         raise wf.error("window_size", f"({window}) is smaller than downsample_rate ({rate}): the projector would "
                                       "have no queries")
-    qh = qf.int("hidden_size")
-    q_heads = qf.int("num_attention_heads")
-    if qh % q_heads:
-        raise qf.error("num_attention_heads", f"({q_heads}) must divide hidden_size ({qh})")
-    q_inter = qf.int("intermediate_size")
+    qh, q_inter = qformer_width(qf)
     kv_in = qf.int("encoder_hidden_size")
     freq = qf.int("cross_attention_frequency", 2, hi=MAX_LAYERS, note="absent: Blip2QFormerConfig's class default")
     text_ffn = qf.bool("use_qformer_text_input")
     p = "model.projector"
     out.append(Tensor(f"{p}.query", (1, window // rate, qh), "audio"))
     _norm(out, f"{p}.qformer.layernorm", qh)
-    for i in range(qf.int("num_hidden_layers", hi=MAX_LAYERS)):
-        b = f"{p}.qformer.encoder.layer.{i}"
-        _qformer_attention(out, f"{b}.attention", qh, qh)
-        if i % freq == 0:
-            _qformer_attention(out, f"{b}.crossattention", qh, kv_in)
-        for ffn in (("", "_query") if text_ffn else ("_query",)):
-            _linear(out, f"{b}.intermediate{ffn}.dense", q_inter, qh)
-            _linear(out, f"{b}.output{ffn}.dense", qh, q_inter)
-            _norm(out, f"{b}.output{ffn}.LayerNorm", qh)
+    qformer_layers(out, f"{p}.qformer", qf.int("num_hidden_layers", hi=MAX_LAYERS), qh, q_inter, kv_in, freq,
+                   text_ffn, kind="audio")
     _linear(out, f"{p}.linear", text_hidden, qh)
     return tuple(out)
 

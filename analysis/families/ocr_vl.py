@@ -79,11 +79,41 @@ def pp_chart2table_vision(top: dict, text_hidden: int, where: str) -> tuple[Tens
 QFORMER_CROSS_ATTENTION_FREQUENCY = 2
 
 
-def _qformer_attention(out: list[Tensor], p: str, qh: int, kv_in: int) -> None:
-    for name, n_in in (("query", qh), ("key", kv_in), ("value", kv_in)):
-        _lin(out, f"{p}.attention.{name}", qh, n_in)
-    _lin(out, f"{p}.output.dense", qh, qh)
-    _ln(out, f"{p}.output.LayerNorm", qh)
+def qformer_width(qf) -> tuple[int, int]:
+    """A Blip2QFormerConfig's hidden size (its heads checked to divide it) and intermediate size."""
+    qh = qf.int("hidden_size")
+    q_heads = qf.int("num_attention_heads")
+    if qh % q_heads:
+        raise qf.error("num_attention_heads", f"({q_heads}) must divide hidden_size ({qh})")
+    return qh, qf.int("intermediate_size")
+
+
+def qformer_layers(out: list[Tensor], prefix: str, n_layers: int, qh: int, q_inter: int, kv_in: int, freq: int,
+                   text_ffn: bool, kind: str = "vision") -> None:
+    """Blip2QFormerModel's ``n_layers`` encoder layers under ``prefix``: biased query / key / value and
+    output.dense + LayerNorm, a cross-attention over ``kv_in``-wide features every ``freq`` layers, the query
+    feed-forward (``intermediate_query`` / ``output_query``) and, with ``text_ffn``, the text one beside it."""
+    def lin(name: str, n_out: int, n_in: int) -> None:
+        out.extend((Tensor(f"{name}.weight", (n_out, n_in), kind), Tensor(f"{name}.bias", (n_out,), kind)))
+
+    def ln(name: str, dim: int) -> None:
+        out.extend((Tensor(f"{name}.weight", (dim,), kind), Tensor(f"{name}.bias", (dim,), kind)))
+
+    def attention(p: str, n_kv: int) -> None:
+        for name, n_in in (("query", qh), ("key", n_kv), ("value", n_kv)):
+            lin(f"{p}.attention.{name}", qh, n_in)
+        lin(f"{p}.output.dense", qh, qh)
+        ln(f"{p}.output.LayerNorm", qh)
+
+    for i in range(n_layers):
+        b = f"{prefix}.encoder.layer.{i}"
+        attention(f"{b}.attention", qh)
+        if i % freq == 0:
+            attention(f"{b}.crossattention", kv_in)
+        for ffn in (("", "_query") if text_ffn else ("_query",)):
+            lin(f"{b}.intermediate{ffn}.dense", q_inter, qh)
+            lin(f"{b}.output{ffn}.dense", qh, q_inter)
+            ln(f"{b}.output{ffn}.LayerNorm", qh)
 
 
 def _blip_vision(top: dict, text_hidden: int, where: str, wrapper: str) -> tuple[Tensor, ...]:
@@ -124,11 +154,7 @@ def _blip_vision(top: dict, text_hidden: int, where: str, wrapper: str) -> tuple
         _lin(out, f"{b}.mlp.fc2", h, inter)
         _ln(out, f"{b}.layer_norm2", h)
     _ln(out, f"{v}.post_layernorm", h)
-    qh = qf.int("hidden_size")
-    q_heads = qf.int("num_attention_heads")
-    if qh % q_heads:
-        raise qf.error("num_attention_heads", f"({q_heads}) must divide hidden_size ({qh})")
-    q_inter = qf.int("intermediate_size")
+    qh, q_inter = qformer_width(qf)
     freq = qf.int("cross_attention_frequency", QFORMER_CROSS_ATTENTION_FREQUENCY, hi=MAX_LAYERS,
                   note="absent: the Q-Former config class default")
     text_ffn = instruct or qf.bool("use_qformer_text_input")
@@ -140,15 +166,7 @@ def _blip_vision(top: dict, text_hidden: int, where: str, wrapper: str) -> tuple
         _ln(out, "qformer.embeddings.layernorm", qh)
     else:
         _ln(out, "qformer.layernorm", qh)
-    for i in range(qf.int("num_hidden_layers", hi=MAX_LAYERS)):
-        b = f"qformer.encoder.layer.{i}"
-        _qformer_attention(out, f"{b}.attention", qh, qh)
-        if i % freq == 0:
-            _qformer_attention(out, f"{b}.crossattention", qh, h)
-        for ffn in (("", "_query") if text_ffn else ("_query",)):
-            _lin(out, f"{b}.intermediate{ffn}.dense", q_inter, qh)
-            _lin(out, f"{b}.output{ffn}.dense", qh, q_inter)
-            _ln(out, f"{b}.output{ffn}.LayerNorm", qh)
+    qformer_layers(out, "qformer", qf.int("num_hidden_layers", hi=MAX_LAYERS), qh, q_inter, h, freq, text_ffn)
     _lin(out, "language_projection", text_hidden, qh)
     return tuple(out)
 
