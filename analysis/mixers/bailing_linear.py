@@ -69,7 +69,7 @@ class BailingLinearAttention(LightningAttention):
     # ---- trace -----------------------------------------------------------------------------------
 
     def trace(self, b, i: int, tensors: dict[str, list[Tensor]]) -> None:
-        n, a, inner = b.shape.tokens, b.a, self.inner
+        n, inner = b.shape.tokens, self.inner
         b.matmul("qkv_proj", tensors["qkv_proj"], i, "ssm")
         if self.silu:
             b.elementwise("qkv_act", 3 * n * inner, 3 * n * inner, i, "ssm", kernels=1)
@@ -79,12 +79,7 @@ class BailingLinearAttention(LightningAttention):
         if self.rotary_dim:
             b.elementwise("rope", 2 * n * inner, 2 * n * inner, i, "ssm", kernels=10, kind=OpKind.ROPE)
         b.elementwise("query_scale", n * inner, n * inner, i, "ssm")
-        _, st = self.state_elements()
-        rd, wr = b.state_io(st)
-        # the recurrent form per token and head, as MiniMax's: S ← λ·S + kᵀv and o = q·S, 4·d² FLOPs
-        b.add(name="lightning_attention", kind=OpKind.SCAN, category="ssm", layer=i, flops=4 * n * st,
-              act_read_bytes=3 * n * inner * a, act_write_bytes=n * inner * a, state_read_bytes=rd,
-              state_write_bytes=wr, kernels=4)
+        self.recurrence(b, i)  # MiniMax's recurrent form
         b.matmul("g_proj", tensors["g_proj"], i, "ssm")
         b.gate(i, "gated_group_norm", inner, tensors.get("g_norm", []), kernels=7)
         b.matmul("o_proj", tensors["o_proj"], i, "ssm", parallel=Parallel.ROW)

@@ -67,23 +67,27 @@ class LightningAttention(MixerSpec):
     # ---- trace -----------------------------------------------------------------------------------
 
     def trace(self, b, i: int, tensors: dict[str, list[Tensor]]) -> None:
-        n, a, inner = b.shape.tokens, b.a, self.inner
+        n, inner = b.shape.tokens, self.inner
         # qkv_proj: h -> 3·H·d, then SiLU over all of it
         b.matmul("qkv_proj", tensors["qkv_proj"], i, "ssm")
         b.elementwise("qkv_act", 3 * n * inner, 3 * n * inner, i, "ssm", kernels=1)
-        _, st = self.state_elements()
-        rd, wr = b.state_io(st)
-        # recurrent form per token and head: S ← λ·S + kᵀv (d·d multiply-adds), o = q·S (d·d):
-        # 4·d² FLOPs per head per token (the decay is a fixed per-head scalar; prefill's block form does
-        # more inside a block, quadratic in block_size, which is not counted). Reads q, k, v, writes o.
-        b.add(name="lightning_attention", kind=OpKind.SCAN, category="ssm", layer=i, flops=4 * n * st,
-              act_read_bytes=3 * n * inner * a, act_write_bytes=n * inner * a, state_read_bytes=rd,
-              state_write_bytes=wr, kernels=4)
+        self.recurrence(b, i)
         # output_gate: h -> H·d; RMSNorm over H·d times sigmoid(gate)
         b.matmul("output_gate", tensors["output_gate"], i, "ssm")
         b.gate(i, "gated_norm", inner, tensors.get("norm", []), kernels=7)
         # out_proj: H·d -> h
         b.matmul("out_proj", tensors["out_proj"], i, "ssm", parallel=Parallel.ROW)
+
+    def recurrence(self, b, i: int) -> None:
+        """The lightning_attention op: the recurrent form per token and head, S ← λ·S + kᵀv (d·d multiply-adds)
+        and o = q·S (d·d), 4·d² FLOPs per head per token (the decay is a fixed per-head scalar; prefill's block
+        form does more inside a block, quadratic in block_size, which is not counted). Reads q, k, v, writes o."""
+        n, a, inner = b.shape.tokens, b.a, self.inner
+        _, st = self.state_elements()
+        rd, wr = b.state_io(st)
+        b.add(name="lightning_attention", kind=OpKind.SCAN, category="ssm", layer=i, flops=4 * n * st,
+              act_read_bytes=3 * n * inner * a, act_write_bytes=n * inner * a, state_read_bytes=rd,
+              state_write_bytes=wr, kernels=4)
 
     # ---- state and tensor parallelism ------------------------------------------------------------
 
