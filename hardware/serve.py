@@ -109,10 +109,17 @@ class StepModel:
         they are stored (``tcgen05.mma`` kinds ``mxf4`` / ``mxf8f6f4``; NVIDIA Blackwell architecture
         technical brief), and the engines run gpt-oss there through FP4 MoE kernels that read the 4-bit
         weights at the full byte rate (vLLM's gpt-oss recipe: FlashInfer's TRT-LLM-gen MXFP4 MoE on
-        Blackwell). A device has them where its profile gives an ``fp4`` peak."""
+        Blackwell). A device has them where its profile gives an ``fp4`` peak.
+
+        FP8 weights (an FP8 checkpoint, ``--dtype fp8``) on a device without FP8 tensor cores (Ampere: its
+        profile gives no ``fp8`` peak) run as weight-only W8A16: "FP8 models will run on compute capability
+        >= 7.5 (Turing) as weight-only W8A16, utilizing FP8 Marlin" (vLLM docs, features/quantization/fp8;
+        vllm-project/vllm#5975, "Expand FP8 support to Ampere GPUs using FP8 Marlin"), so they take the 8-bit
+        weight-only price, as NVFP4 / MXFP4 W4A4 takes the 4-bit one without FP4 tensor cores."""
         q = a.fmt.quant
-        if q is not None and q.bits == 4 and a.fmt.compute.name == "fp4" and "fp4" not in hw.peak_flops_per_s:
-            return q.bits  # W4A4 NVFP4 / MXFP4 without FP4 tensor cores: the engines dequantize (Marlin W4A16)
+        if (q is not None and (q.bits, a.fmt.compute.name) in ((4, "fp4"), (8, "fp8"))
+                and a.fmt.compute.name not in hw.peak_flops_per_s):
+            return q.bits  # W4A4 / W8A8 float without those tensor cores: the engines dequantize (Marlin W4A16 / W8A16)
         if q is None or q.bits > 8 or a.fmt.compute.name not in ("bf16", "fp16", "fp32"):
             return None
         if q.method == "mxfp4" and "fp4" in hw.peak_flops_per_s:
@@ -1033,6 +1040,11 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
     notes.extend(n for n in a.notes if not n.startswith("--context"))
     plan = tp_plan(spec, tp)
     notes.extend(plan.notes)
+    low = a.fmt.compute.name
+    if low in ("fp8", "fp4") and StepModel.weight_only_bits_of(a, hw):
+        notes.append(f"{hw.name} has no {low.upper()} tensor cores: the {low} weights run through weight-only "
+                     f"W{a.fmt.quant.bits}A16 kernels (dequantized into 16-bit GEMMs, as vLLM's Marlin does), "
+                     f"at the bf16 compute rate")
     kw = dict(gpu_memory_utilization=gpu_memory_utilization, max_model_len=max_model_len,
               max_num_batched_tokens=max_num_batched_tokens)
     mem = engine_memory(a, hw, eng, plan, **kw)

@@ -332,3 +332,31 @@ def test_bad_sidecar_is_one_error_line(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(TINY))
     (tmp_path / "hf_quant_config.json").write_text("{not json")
     run("analyze", str(tmp_path)).assert_error("hf_quant_config.json")
+
+
+def test_fp8_weights_without_fp8_tensor_cores_are_weight_only_w8a16():
+    """FP8 weights on a device whose profile has no fp8 peak (Ampere: A100, RTX 3090) run as weight-only W8A16 (vLLM
+    docs, features/quantization/fp8: "FP8 models will run on compute capability >= 7.5 (Turing) as weight-only
+    W8A16, utilizing FP8 Marlin"; vllm-project/vllm#5975), so they take the 8-bit weight-only price there; on
+    Hopper they stay 8-bit matmuls. Before, an FP8 checkpoint on an A100 was priced at the bf16 compute rate with
+    no weight-only term (read at the full 8-bit byte rate). The --dtype fp8 recipe and a compressed-tensors
+    FP8-dynamic checkpoint take the same path; int8 W8A8 keeps its int8 matmuls on the A100 (it has int8 tensor
+    cores)."""
+    a100, h100 = load_profile("a100-80gb"), load_profile("h100-sxm")
+    recipe = weights(load_bundled_config("meta-llama/Llama-3.1-8B"), dtype="fp8")
+    ct = weights(llama8b(ct8("float", "float")))
+    for a in (recipe, ct):
+        assert a.fmt.compute.name == "fp8"
+        assert StepModel.weight_only_bits_of(a, a100) == 8
+        assert StepModel.weight_only_bits_of(a, h100) is None
+    int8 = weights(llama8b(ct8("int", "int")))
+    assert StepModel.weight_only_bits_of(int8, a100) is None
+    nvfp4 = weights(llama8b(CT_NVFP4))
+    assert StepModel.weight_only_bits_of(nvfp4, a100) == 4
+    # through serve: the weight-only term and the note on the A100, neither on the H100
+    out = {hw: run("serve", "meta-llama/Llama-3.1-8B", "--dtype", "fp8", "-H", hw, "--concurrency", "4", "--json").json
+           for hw in ("a100-80gb", "h100-sxm")}
+    assert out["a100-80gb"]["explain"]["tpot_s"]["weight-only kernels"] > 0
+    assert out["h100-sxm"]["explain"]["tpot_s"]["weight-only kernels"] == 0
+    assert any("no FP8 tensor cores" in n and "W8A16" in n for n in out["a100-80gb"]["notes"])
+    assert not any("tensor cores" in n for n in out["h100-sxm"]["notes"])
