@@ -3,6 +3,7 @@ no download). Tests that use them skip, saying why, when transformers or torch i
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import pytest
@@ -29,6 +30,22 @@ def hf_model(cfg: dict, *, image_text: bool = False):
             auto = AutoModelForCausalLM if mt in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and not wrapper \
                 else AutoModelForImageTextToText
             return auto.from_config(config)
+
+
+def hf_class_model(cfg: dict, cls: str):
+    """transformers' class ``cls`` (e.g. ``Qwen2AudioForConditionalGeneration``: for a wrapper no Auto mapping names,
+    or where the Auto class builds a part of it) built from ``cfg`` on the meta device."""
+    torch = pytest.importorskip("torch", reason="the transformers oracle needs torch (the runtime extra)")
+    transformers = pytest.importorskip("transformers", reason="the transformers oracle needs transformers (dev extra)")
+    from transformers import AutoConfig
+
+    transformers.logging.set_verbosity_error()
+    d = {k: v for k, v in copy.deepcopy(cfg).items() if k not in ("model_type", "architectures", "torch_dtype")}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = AutoConfig.for_model(cfg["model_type"], **d)
+        with torch.device("meta"):
+            return getattr(transformers, cls)(config)
 
 
 def unique_param_count(model) -> int:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import json
-import warnings
 
 import pytest
 
@@ -18,7 +17,7 @@ from planner.analysis.families import audio_llm
 from planner.analysis.kv import kv_cache
 from planner.analysis.params import count_params
 from tests.clirun import run
-from tests.oracle import unique_param_count
+from tests.oracle import hf_class_model, unique_param_count
 
 # Qwen/Qwen2-Audio-7B (and -7B-Instruct, the same shapes) config.json as published (quoted in public test fixtures);
 # the text_config names only a few fields: hidden 4096, 32 layers, 32 heads / 32 KV heads are Qwen2Config's defaults
@@ -62,17 +61,7 @@ GRANITE_SPEECH_8B["text_config"].update(hidden_size=4096, intermediate_size=1280
 
 
 def _meta(cfg: dict, cls: str) -> int:
-    torch = pytest.importorskip("torch", reason="the transformers oracle needs torch")
-    transformers = pytest.importorskip("transformers", reason="the transformers oracle needs transformers")
-    from transformers import AutoConfig
-
-    transformers.logging.set_verbosity_error()
-    d = {k: v for k, v in cfg.items() if k not in ("model_type", "architectures", "torch_dtype")}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        config = AutoConfig.for_model(cfg["model_type"], **d)
-        with torch.device("meta"):
-            return unique_param_count(getattr(transformers, cls)(config))
+    return unique_param_count(hf_class_model(cfg, cls))
 
 
 def whisper_hand(d=1280, layers=32, ffn=5120, mels=128, positions=1500):

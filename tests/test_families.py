@@ -385,8 +385,8 @@ CASES = {
     # IQuest-Coder-V1: transformers builds LlamaForCausalLM (head_dim 128 by default, untied)
     "iquestcoder": dict(BASE, model_type="iquestcoder", head_dim=16),
     "iquestcoder-head_dim-default-tied": dict(BASE, model_type="iquestcoder", tie_word_embeddings=True),
-    # Emu3: AutoModelForCausalLM builds Emu3ForCausalLM, its language model (emu3_text_model: bias-free Llama)
-    "emu3": {"model_type": "emu3", "text_config": dict(BASE, model_type="emu3_text_model")},
+    # Emu3 is counted whole (its VQ-VAE beside the language model), which AutoModelForCausalLM's Emu3ForCausalLM
+    # leaves out: tests/test_emu3_whole.py checks it against Emu3ForConditionalGeneration
     "ministral3": dict(BASE, model_type="ministral3", head_dim=16),
     # Granite SWA: attention sinks, default layer_types (full every 4th from 0); a RoPE base per layer (0: NoPE)
     "granite_swa": dict(BASE, model_type="granite_swa", sliding_window=64),
@@ -1896,13 +1896,15 @@ def test_gemma3n_e2b_counts_and_kv_by_hand():
 
 
 def test_gemma3n_wrapper_reads_its_text_config():
-    """The gemma3n wrapper's language model (text_config without a model_type, as the hub's may be): counted
-    text-only, saying its vision / audio encoders are not."""
+    """The gemma3n wrapper's language model (text_config without a model_type, as the hub's may be): read as
+    gemma3n_text, its default vision / audio towers added beside it (tests/test_gemma3n_whole.py counts them)."""
     text = {k: v for k, v in CASES["gemma3n_text-tiny"].items() if k != "model_type"}
     spec = parse_config({"model_type": "gemma3n", "text_config": text})
     assert spec.model_type == "gemma3n_text"
-    assert count_params(spec).total == count_params(parse_config(CASES["gemma3n_text-tiny"])).total
-    assert any("not counted" in c for c in spec.caveats)
+    p = count_params(spec)
+    tied = dict(CASES["gemma3n_text-tiny"], tie_word_embeddings=True)  # the wrapper's flag (default true) ties lm_head
+    assert p.total - p.vision - p.audio == count_params(parse_config(tied)).total
+    assert p.vision > 0 and p.audio > 0 and any("encoders are counted" in c for c in spec.caveats)
 
 
 # ---- MPT --------------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ TYPES = sys.argv[1:] or [
     "qwen3_vl", "qwen3_vl_text", "qwen3_vl_vision", "qwen3_vl_moe", "qwen3_vl_moe_text", "qwen3_vl_moe_vision",
     "mllama", "mllama_text_model", "mllama_vision_model",
     "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "qwen3_5_vision",
-    "opt", "dbrx", "mpt", "gemma3n", "gemma3n_text", "nemotron", "lfm2_moe",
+    "opt", "dbrx", "mpt", "gemma3n", "gemma3n_text", "gemma3n_vision", "gemma3n_audio", "nemotron", "lfm2_moe",
     "gemma4", "gemma4_text", "gemma4_vision", "gemma4_audio",
     "gemma4_unified", "gemma4_unified_text", "gemma4_unified_vision", "gemma4_unified_audio",
     "arcee", "apertus", "apertus1p5_text", "olmo", "glm", "glm4", "seed_oss", "hyperclovax", "ernie4_5", "helium",

@@ -609,7 +609,7 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "qwen2_5_vl": "qwen2_5_vl_text",
     "qwen3_vl": "qwen3_vl_text",
     "qwen3_vl_moe": "qwen3_vl_moe_text",
-    "gemma3n": "gemma3n_text",  # text-only (its timm vision tower and audio encoder are not counted)
+    "gemma3n": "gemma3n_text",  # its timm MobileNet-V5 tower, audio encoder, embedders: families/gemma3n_towers.py
     "qwen3_5": "qwen3_5_text",
     "qwen3_5_moe": "qwen3_5_moe_text",
     "qwen4_exp": "qwen4_exp_text",
@@ -986,7 +986,38 @@ VISION_COUNTED["qwen3_asr"] = audio_llm.qwen3_asr_towers
 TEXT_WRAPPERS["vibevoice_asr"] = "qwen2"
 TEXT_CONFIG_REBUILDS["vibevoice_asr"] = audio_llm.vibevoice_asr_text_config
 VISION_COUNTED["vibevoice_asr"] = audio_llm.vibevoice_asr_towers
+# Emu3 (Emu3ForConditionalGeneration): emu3_text_model (above) + its VQ-VAE image tokenizer (model.vqmodel: encoder,
+# decoder, codebook, quant convs; analysis/families/emu3.py); lm_head tied by the wrapper's flag alone (meta device)
+from . import emu3  # noqa: E402
+TEXT_WRAPPERS["emu3"] = "emu3_text_model"
+TEXT_CONFIG_REBUILDS["emu3"] = emu3.emu3_text_config
+VISION_COUNTED["emu3"] = emu3.emu3_vision
+WRAPPER_TIE["emu3"] = "wrapper"
+# VibeVoice TTS (analysis/families/vibevoice.py): Qwen2 (read as vibevoice_text: its row, a trace caveat) + acoustic
+# tokenizer encoder / decoder, semantic encoder, two connectors, diffusion head; tied by text_config's flag
+from . import vibevoice  # noqa: E402
+REGISTRY["vibevoice_text"] = vibevoice.build_text
+TEXT_WRAPPERS["vibevoice"] = "vibevoice_text"
+TEXT_CONFIG_REBUILDS["vibevoice"] = vibevoice.vibevoice_text_config
+VISION_COUNTED["vibevoice"] = vibevoice.vibevoice_towers
+# Granite Speech Plus: Granite Speech's conformer + Q-Former (reading concatenated encoder layers) + Granite (tied by the
+# wrapper's flag); OmniASR: wav2vec 2.0 encoder + Linear + Llama; Nemotron 3.5 Transcribe (nemo_speechlm): ASR encoder
+# + Nemotron 3 Diarization + Linear + word timestamp head + Nemotron-H; those two never tied
+TEXT_WRAPPERS.update({"granite_speech_plus": "granite", "omniasr": "llama", "nemo_speechlm": "nemotron_h"})
+TEXT_CONFIG_REBUILDS.update({"granite_speech_plus": audio_llm.granite_speech_text_config,
+                             "omniasr": audio_llm.omniasr_text_config,
+                             "nemo_speechlm": audio_llm.nemo_speechlm_text_config})
+VISION_COUNTED.update({"granite_speech_plus": audio_llm.granite_speech_plus_towers,
+                       "omniasr": audio_llm.omniasr_towers, "nemo_speechlm": audio_llm.nemo_speechlm_towers})
+WRAPPER_TIE.update({"omniasr": "never", "nemo_speechlm": "never"})
 WRAPPER_TIE["vibevoice_asr"] = "never"
+# MOSS-Transcribe-Diarize: Whisper encoder + merge-4 Linear / Linear / LayerNorm projector + Qwen3; Fun-ASR-Nano: SAN-M
+# encoder + Linear pair and adaptor layers + Qwen3 (analysis/families/speech_asr.py; both tied by the wrapper's flag)
+from . import speech_asr  # noqa: E402
+TEXT_WRAPPERS.update({"moss_transcribe_diarize": "qwen3", "fun_asr_nano": "qwen3"})
+TEXT_CONFIG_REBUILDS.update({"moss_transcribe_diarize": speech_asr.moss_text_config,
+                             "fun_asr_nano": speech_asr.fun_asr_text_config})
+VISION_COUNTED.update({"moss_transcribe_diarize": speech_asr.moss_towers, "fun_asr_nano": speech_asr.fun_asr_towers})
 # dots.ocr (remote code; analysis/families/dots_ocr.py): a flat Qwen2 config + its own vision tower and merger
 TEXT_WRAPPERS["dots_ocr"] = "qwen2"
 VISION_COUNTED["dots_ocr"] = dots_ocr.dots_ocr_vision
@@ -1007,6 +1038,15 @@ VISION_COUNTED.update({"kosmos-2": kosmos2.kosmos2_vision, "kosmos-2.5": kosmos2
 WRAPPER_TIE["kosmos-2"] = "either"  # tied when the wrapper's or the text_config's flag is set (meta device)
 # text_config's own tie flag kept (Kosmos-2: "either" with the wrapper's; Kosmos-2.5: it alone ties lm_head)
 TEXT_CONFIG_REBUILDS.update({"kosmos-2": kosmos2.text_config, "kosmos-2.5": kosmos2.text_config})
+# PerceptionLM / FastVLM (analysis/families/timm_vlm.py): a timm tower behind TimmWrapperModel (Perception Encoder;
+# FastViT MCi3 re-parameterised) + a two-Linear projector around Llama / Qwen2; PerceptionLM ties lm_head by its own
+# flag when set, else text_config's (the rebuild); FastVLM by either flag
+from . import timm_vlm  # noqa: E402
+TEXT_WRAPPERS.update({"perception_lm": "llama", "fast_vlm": "qwen2"})
+VISION_COUNTED.update({"perception_lm": timm_vlm.perception_lm_vision, "fast_vlm": timm_vlm.fast_vlm_vision})
+TEXT_CONFIG_REBUILDS.update({"perception_lm": timm_vlm.perception_lm_text_config,
+                             "fast_vlm": timm_vlm.fast_vlm_text_config})
+WRAPPER_TIE["fast_vlm"] = "either"
 # Ovis2 in transformers' format (analysis/families/ovis2.py): AIMv2 ViT + visual tokenizer head + visual embedding
 # table around text_config's language model (Qwen2 by default); the wrapper's flag alone ties lm_head (meta device)
 from . import ovis2  # noqa: E402
@@ -1059,6 +1099,12 @@ REFUSED["mimo_v2"] = _refused(
     "modeling_mimo_v2.py gives (vLLM's MiMoV2ForCausalLM loads the text decoder alone); the text decoder is not "
     "mimo_v2_flash's either: its sliding layers take swa_num_key_value_heads as given where transformers' "
     "MiMo-V2-Flash builds twice num_key_value_heads")
+
+# Gemma 3n whole (analysis/families/gemma3n_towers.py): timm's MobileNet-V5 vision tower, the USM-style conformer audio
+# encoder and the embed_vision / embed_audio embedders; the wrapper's flag alone ties lm_head (meta device)
+from . import gemma3n_towers  # noqa: E402
+VISION_COUNTED["gemma3n"] = gemma3n_towers.gemma3n_towers
+WRAPPER_TIE["gemma3n"] = "wrapper"
 
 #: Hub configs whose config class names no model_type (loaded through auto_map), by ``architectures[0]``: the
 #: model_types that read them. One class may serve several families (CogVLM and CogVLM2 share CogVLMForCausalLM),

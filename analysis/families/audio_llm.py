@@ -1,6 +1,7 @@
-"""Speech / audio-in LLM wrappers transformers ships (Qwen2-Audio, Granite Speech, Audio Flamingo 3, Music Flamingo,
-GLM-ASR, Qwen3-ASR, VibeVoice-ASR), counted whole (audio encoder and projector as kind ``audio``; the
-text decode trace, FLOPs and K/V are the language model's, read from ``text_config`` by its own registry entry).
+"""Speech / audio-in LLM wrappers transformers ships (Qwen2-Audio, Granite Speech, Granite Speech Plus, Audio Flamingo
+3, Music Flamingo, GLM-ASR, Qwen3-ASR, VibeVoice-ASR, OmniASR's LLM variant, Nemotron 3.5 Transcribe), counted whole
+(audio encoder and projector as kind ``audio``; the text decode trace, FLOPs and K/V are the language model's, read
+from ``text_config`` by its own registry entry).
 
 Qwen2-Audio (``qwen2_audio``, Qwen2AudioForConditionalGeneration, modeling_qwen2_audio.py): ``model.audio_tower`` is
 AutoModel of ``audio_config`` (Qwen2AudioEncoder, model_type ``qwen2_audio_encoder``): Whisper's encoder
@@ -29,6 +30,37 @@ defaults). lm_head ties as the wrapper's own ``tie_word_embeddings`` says (class
 says (checked on the meta device): :func:`granite_speech_text_config` writes that flag into the text_config read.
 The checkpoints' speech LoRA adapter (has_lora_adapter) is a separate PEFT adapter (adapter_model.safetensors), not
 part of GraniteSpeechForConditionalGeneration, so it is not counted here.
+
+Granite Speech Plus (``granite_speech_plus``, modeling_granite_speech_plus.py): Granite Speech's classes with the
+encoder config renamed (``granite_speech_plus_encoder``) and ``cat_hidden_layers``: the outputs of those encoder
+layers are concatenated with the last one (no weights), so the Q-Former's cross-attention key / value read
+``projector_config.encoder_hidden_size`` = hidden_dim x (len(cat_hidden_layers) + 1), which GraniteSpeechPlusConfig
+checks (so do we, with its range check). Same tie rule (the wrapper's flag, default true).
+
+OmniASR, LLM variant (``omniasr``, OmniASRForConditionalGeneration, modeling_omniasr.py; the CTC variant
+``omniasr_ctc`` is not a language model): ``model.audio_tower`` (OmniASRAudioModel, ``omniasr_audio``) is a wav2vec 2.0
+encoder: per ``conv_dim`` entry a Conv1d (biased as ``conv_bias`` says) and a LayerNorm, a LayerNorm and a biased
+Linear to hidden_size, a grouped positional Conv1d (no weight norm left in this class), pre-LayerNorm blocks with
+biased q / k / v / out_proj and a biased two-Linear feed-forward, a final LayerNorm; ``model.multi_modal_projector`` is
+one biased Linear. Llama language model: OmniASRConfig's init_kwargs only when text_config is absent (12 layers, hidden
+4096, 8 heads of 512, intermediate 2816, vocab 11984 — the language tokens are rows of it); lm_head never tied (no
+_tied_weights_keys, checked on the meta device).
+
+Nemotron 3.5 Transcribe (``nemo_speechlm``, Nemotron3_5TranscribeForConditionalGeneration,
+modeling_nemotron3_5_transcribe.py; the model_type transformers maps to it, not NeMo's Canary-Qwen SALM, whose hub
+config is NeMo's own): ``model.audio_tower`` runs two encoders on the spectrogram — ``asr_encoder`` (a bias-free
+frame-stacking Linear of subsampling_factor x num_mel_bins, input_layer_norm, blocks of bias-free q / k / v (v has
+num_attention_heads heads, as the code builds it), a biased o_proj, LayerNorm(head_dim) q_norm / k_norm, LayerNorms
+and a biased fc1 / fc2 MLP, a final layer_norm; partial RoPE without weights) and ``diarization_model`` (Nemotron 3
+Diarization's Nemotron3DiarizationForAudioFrameClassification: the same encoder without q / k norms, a biased ``proj``
+to the head width, a sub-pixel upsampling Conv1d(head, head x subsampling_factor, 3), the classifier's ``dense`` /
+``out_proj`` to num_speakers, ``silence_embeds``) — then ``asr_norm`` and ``speaker_norm`` (the sinusoidal speaker
+embedding is a buffer). ``model.multi_modal_projector`` is one biased Linear; ``model.word_timestamp_encoder`` (a biased
+ConvTranspose1d upsampler, input_layer_norm, ASR-style blocks, layer_norm) and ``word_timestamp_head`` (a biased 1x1
+Conv1d to the alignment vocabulary) are built and counted too. The language model is Nemotron-H (text_config; the
+config class's init_kwargs only when absent), never tied (AudioFlamingo3's ``_tied_weights_keys = None``). transformers
+keeps the audio tower and projector in float32 (_keep_in_fp32_modules_strict); they are counted here at the model's
+dtype. The original checkpoint's MTP weights are ignored on load (not built), so not counted.
 
 Audio Flamingo 3 / Music Flamingo (``audioflamingo3``, ``musicflamingo``; modeling_audioflamingo3.py /
 modeling_musicflamingo.py): ``model.audio_tower`` is AudioFlamingo3Encoder (``audioflamingo3_encoder``; Music
@@ -67,7 +99,15 @@ Q-Former); no safetensors index was at hand to compare byte totals. Qwen3-ASR-0.
 Qwen2.5-7B's decoder, untied), from their transformers-format config.json. Audio Flamingo 3, Music Flamingo and GLM-ASR
 are checked on their class defaults and variants only (AudioFlamingo3Config() / MusicFlamingoConfig()
 12,708,843,520, GlmAsrConfig() — GLM-ASR-Nano-2512's shapes — 2,136,470,528): no published transformers-format
-config.json of theirs was at hand.
+config.json of theirs was at hand. granite-speech-4.1-2b-plus 2,111,812,956 (the hub's "2.1B params": encoder
+440,168,796, projector 39,891,968 reading 2048 wide, Granite-4.0-1B-base's decoder tied), from its config.json as a
+Rust port quotes it. OmniASR: OmniASRConfig() (omniasr-llm-300m-v2's shapes) 1,638,453,760; the 1B / 3B / 7B encoders
+(the original's wav2vec 2.0 sizes) 2,286,560,768 / 4,387,529,216 / 7,811,891,712; each one's encoder + projector +
+decoder body plus the original's weight-norm g (128) and vocabulary tables (9,813 + 9,812 + 1,694 language rows of 4096)
+equals the omnilingual-asr README's omniASR_LLM_{300M,1B,3B,7B} count exactly (1,627,603,584 / 2,275,710,592 /
+4,376,679,040 / 7,801,041,536). Nemotron 3.5 Transcribe: Nemotron3_5TranscribeConfig() (the shapes of
+NVIDIA-Nemotron-3.5-Transcribe-30B-A4B, which its config class names) 32,361,750,159, 4,363,886,223 active (audio side
+783,812,815); no config.json of it was at hand.
 """
 
 from __future__ import annotations
@@ -81,7 +121,8 @@ from .voxtral import text_config_dict, whisper_encoder
 #: Qwen2AudioEncoderConfig's class defaults (the same as Qwen2AudioConfig's audio_config init_kwargs)
 QWEN2_AUDIO_ENCODER_DEFAULTS = {"num_mel_bins": 128, "encoder_layers": 32, "encoder_attention_heads": 20,
                                 "encoder_ffn_dim": 5120, "d_model": 1280, "max_source_positions": 1500}
-#: GraniteSpeechEncoderConfig's class defaults (dim_head: hidden_dim // num_heads when absent)
+#: GraniteSpeechEncoderConfig's class defaults (dim_head: hidden_dim // num_heads when absent); Granite Speech Plus's
+#: encoder config subclasses it (adding cat_hidden_layers, default None)
 GRANITE_SPEECH_ENCODER_DEFAULTS = {"input_dim": 160, "num_layers": 10, "hidden_dim": 1024, "feedforward_mult": 4,
                                    "num_heads": 8, "output_dim": 42, "max_pos_emb": 512, "conv_kernel_size": 15,
                                    "conv_expansion_factor": 2}
@@ -93,18 +134,22 @@ _WHISPER_ALIASES = {"d_model": ("hidden_size",), "encoder_layers": ("num_hidden_
 
 
 def _sub(top: dict, key: str, where: str, model_type: str, name: str, defaults: dict,
-         aliases: dict | None = None) -> Fields:
+         aliases: dict | None = None, *, label: str | None = None, untyped: bool = False) -> Fields:
+    """The sub-config ``top[key]`` read over its class ``defaults`` (absent or null: all of them); ``label`` names it
+    in messages (a dotted path for a nested one), ``untyped`` accepts the empty model_type that a sub-config class
+    without one (Nemotron 3 Diarization's head_config) writes."""
+    label = label or key
     sub = top.get(key)
     if sub is None:
         sub = {}  # transformers builds the class-default sub-model
     if not isinstance(sub, dict):
-        raise ConfigError(f"{where}: field '{key}' must be an object of fields, got {short(sub)}")
+        raise ConfigError(f"{where}: field '{label}' must be an object of fields, got {short(sub)}")
     mt = sub.get("model_type", model_type)
-    if mt != model_type:
-        raise UnsupportedModelError(f"{where}: field '{key}.model_type' is {short(mt)}: {name} is modelled with its "
+    if mt != model_type and not (untyped and mt == ""):
+        raise UnsupportedModelError(f"{where}: field '{label}.model_type' is {short(mt)}: {name} is modelled with its "
                                     f"'{model_type}' (every released checkpoint)",
-                                    f"a {name} config.json names {key}.model_type '{model_type}'")
-    return Fields(sub, f"{where} ({key})", aliases=aliases, defaults=defaults, nested=True, family=model_type)
+                                    f"a {name} config.json names {label}.model_type '{model_type}'")
+    return Fields(sub, f"{where} ({label})", aliases=aliases, defaults=defaults, nested=True, family=model_type)
 
 
 def _text(top: dict, where: str, default_type: str) -> dict:
@@ -193,16 +238,18 @@ def _conformer(f: Fields, p: str) -> list[Tensor]:
     return out
 
 
-def granite_speech_towers(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
-    """The conformer CTC encoder and the windowed Q-Former projector (kind ``audio``)."""
+def _granite_speech_towers(top: dict, text_hidden: int, where: str, wrapper: str, name: str) -> tuple[Tensor, ...]:
+    """Granite Speech's / Granite Speech Plus's conformer CTC encoder and windowed Q-Former projector (kind
+    ``audio``); Plus's encoder config names its own model_type and may concatenate the outputs of the
+    ``cat_hidden_layers`` with the last one (no weights: the Q-Former's cross-attention key / value read that
+    width, ``projector_config.encoder_hidden_size``, which GraniteSpeechPlusConfig checks)."""
     from ..family_defaults import FAMILY_DEFAULTS
 
-    ef = _sub(top, "encoder_config", where, "granite_speech_encoder", "Granite Speech's encoder",
-              GRANITE_SPEECH_ENCODER_DEFAULTS)
+    ef = _sub(top, "encoder_config", where, f"{wrapper}_encoder", f"{name}'s encoder", GRANITE_SPEECH_ENCODER_DEFAULTS)
     out = _conformer(ef, "model.encoder")
-    qf = _sub(top, "projector_config", where, "blip_2_qformer", "Granite Speech's projector",
+    qf = _sub(top, "projector_config", where, "blip_2_qformer", f"{name}'s projector",
               FAMILY_DEFAULTS.get("blip_2_qformer", {}))
-    wf = Fields(top, where, defaults=GRANITE_SPEECH_DEFAULTS, family="granite_speech")
+    wf = Fields(top, where, defaults=GRANITE_SPEECH_DEFAULTS, family=wrapper)
     window = wf.int("window_size", hi=1 << 16)
     rate = wf.int("downsample_rate", hi=1 << 16)
     if window < rate:
@@ -210,6 +257,18 @@ def granite_speech_towers(top: dict, text_hidden: int, where: str) -> tuple[Tens
                                       "have no queries")
     qh, q_inter = qformer_width(qf)
     kv_in = qf.int("encoder_hidden_size")
+    cat = ef.int_list("cat_hidden_layers", hi=MAX_LAYERS) if wrapper == "granite_speech_plus" else None
+    if cat is not None:  # GraniteSpeechPlusConfig.__post_init__'s checks
+        n_layers = ef.int("num_layers", hi=MAX_LAYERS)
+        late = [i for i in cat if i >= n_layers]
+        if late:
+            raise ef.error("cat_hidden_layers", f"names layer {late[0]}, out of range [0, {n_layers}) (num_layers "
+                                                f"{n_layers})")
+        width = ef.int("hidden_dim") * (len(cat) + 1)
+        if kv_in != width:
+            raise qf.error("encoder_hidden_size", f"({kv_in}) must equal encoder_config.hidden_dim x "
+                                                  f"(len(cat_hidden_layers) + 1) = {width}: the projector reads the "
+                                                  "concatenated encoder outputs")
     freq = qf.int("cross_attention_frequency", 2, hi=MAX_LAYERS, note="absent: Blip2QFormerConfig's class default")
     text_ffn = qf.bool("use_qformer_text_input")
     p = "model.projector"
@@ -221,13 +280,38 @@ def granite_speech_towers(top: dict, text_hidden: int, where: str) -> tuple[Tens
     return tuple(out)
 
 
+def granite_speech_towers(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    """The conformer CTC encoder and the windowed Q-Former projector (kind ``audio``)."""
+    return _granite_speech_towers(top, text_hidden, where, "granite_speech", "Granite Speech")
+
+
+def granite_speech_plus_towers(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    """Granite Speech Plus: Granite Speech's encoder and projector, the projector reading the concatenated
+    ``cat_hidden_layers`` outputs (kind ``audio``)."""
+    return _granite_speech_towers(top, text_hidden, where, "granite_speech_plus", "Granite Speech Plus")
+
+
 # ---- Audio Flamingo 3 / Music Flamingo -----------------------------------------------------------------------------
 
 #: AudioFlamingo3EncoderConfig's class defaults (its attribute_map: d_model, encoder_layers, ... are aliases)
 AF3_ENCODER_DEFAULTS = {"num_mel_bins": 128, "num_hidden_layers": 32, "num_attention_heads": 20,
                         "intermediate_size": 5120, "hidden_size": 1280, "max_source_positions": 1500}
-_AF3_ALIASES = {"hidden_size": ("d_model",), "num_hidden_layers": ("encoder_layers",),
-                "num_attention_heads": ("encoder_attention_heads",), "intermediate_size": ("encoder_ffn_dim",)}
+#: hidden_size-named Whisper encoder fields and their aliases (AudioFlamingo3EncoderConfig's attribute_map; the
+#: MOSS-Transcribe-Diarize audio config's alike)
+WHISPER_HF_ALIASES = {"hidden_size": ("d_model",), "num_hidden_layers": ("encoder_layers",),
+                      "num_attention_heads": ("encoder_attention_heads",), "intermediate_size": ("encoder_ffn_dim",)}
+
+
+def whisper_tower(f: Fields, prefix: str = "model.audio_tower") -> tuple[list[Tensor], int]:
+    """A Whisper-shaped audio encoder read from hidden_size-named fields (WHISPER_HF_ALIASES): the tensors of
+    voxtral.whisper_encoder and the encoder width, the heads checked to split it."""
+    d = f.int("hidden_size")
+    heads = f.int("num_attention_heads")
+    if d % heads:
+        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({d}): the encoder's attention "
+                                             "splits hidden_size into heads")
+    return whisper_encoder(prefix, d, f.int("num_hidden_layers", hi=MAX_LAYERS), f.int("intermediate_size"),
+                           f.int("num_mel_bins", hi=1 << 16), f.int("max_source_positions", hi=1 << 24)), d
 
 
 def flamingo_text_config(cfg: dict, where: str) -> dict:
@@ -241,15 +325,8 @@ def _flamingo_towers(top: dict, text_hidden: int, where: str, name: str) -> tupl
         ac = dict(ac, model_type="audioflamingo3_encoder")  # MusicFlamingoConfig.__post_init__ renames it
         top = dict(top, audio_config=ac)
     f = _sub(top, "audio_config", where, "audioflamingo3_encoder", f"{name}'s audio tower", AF3_ENCODER_DEFAULTS,
-             _AF3_ALIASES)
-    d = f.int("hidden_size")
-    heads = f.int("num_attention_heads")
-    if d % heads:
-        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({d}): the encoder's attention "
-                                             "splits hidden_size into heads")
-    out = whisper_encoder("model.audio_tower", d, f.int("num_hidden_layers", hi=MAX_LAYERS),
-                          f.int("intermediate_size"), f.int("num_mel_bins", hi=1 << 16),
-                          f.int("max_source_positions", hi=1 << 24))
+             WHISPER_HF_ALIASES)
+    out, d = whisper_tower(f)
     bias = Fields(top, where, defaults={"projector_bias": True}).bool("projector_bias")
     _linear(out, "model.multi_modal_projector.linear_1", text_hidden, d, bias)
     _linear(out, "model.multi_modal_projector.linear_2", text_hidden, text_hidden, bias)
@@ -460,4 +537,211 @@ def vibevoice_asr_towers(top: dict, text_hidden: int, where: str) -> tuple[Tenso
         _linear(out, f"{m}_linear_1", text_hidden, n_in)
         out.append(Tensor(f"{m}_norm.weight", (text_hidden,), "audio"))
         _linear(out, f"{m}_linear_2", text_hidden, text_hidden)
+    return tuple(out)
+
+
+# ---- OmniASR (LLM variant) -----------------------------------------------------------------------------------------
+
+#: OmniASRConfig.sub_configs_defaults["text_config"].init_kwargs: used only when text_config is absent (a dict
+#: text_config is read over LlamaConfig's own defaults)
+OMNIASR_TEXT_DEFAULTS = {"model_type": "llama", "vocab_size": 11984, "hidden_size": 4096, "intermediate_size": 2816,
+                         "max_position_embeddings": 8192, "num_hidden_layers": 12, "num_attention_heads": 8,
+                         "num_key_value_heads": 8, "rms_norm_eps": 1e-05}
+#: OmniASRAudioConfig's class defaults (the 300M wav2vec 2.0 encoder)
+OMNIASR_AUDIO_DEFAULTS = {"hidden_size": 1024, "num_attention_heads": 16, "num_hidden_layers": 24,
+                          "intermediate_size": 4096, "num_conv_pos_embeddings": 128,
+                          "num_conv_pos_embedding_groups": 16, "conv_bias": True, "conv_dim": (512,) * 7,
+                          "conv_kernel": (10, 3, 3, 3, 3, 2, 2),
+                          "conv_stride": (5, 2, 2, 2, 2, 2, 2)}
+
+
+def omniasr_text_config(cfg: dict, where: str) -> dict:
+    """OmniASRConfig's text_config: its init_kwargs when absent, else Llama's class defaults under the given fields
+    (lm_head is never tied: WRAPPER_TIE)."""
+    return dict(OMNIASR_TEXT_DEFAULTS) if cfg.get("text_config") is None else _text(cfg, where, "llama")
+
+
+def omniasr_towers(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    """OmniASR's wav2vec 2.0 encoder (``model.audio_tower``, OmniASRAudioModel) and its one-Linear projector (kind
+    ``audio``): per ``conv_dim`` entry a Conv1d (from 1 channel, then the previous width; biased as ``conv_bias``
+    says) with a LayerNorm, a LayerNorm and a biased Linear to hidden_size, the positional Conv1d (hidden -> hidden,
+    kernel num_conv_pos_embeddings, num_conv_pos_embedding_groups groups, biased; no weight norm in this class),
+    pre-LayerNorm blocks (biased q / k / v / out_proj, biased intermediate_dense / output_dense), a final LayerNorm;
+    then ``model.multi_modal_projector`` (biased, hidden -> text hidden)."""
+    f = _sub(top, "audio_config", where, "omniasr_audio", "OmniASR's audio tower", OMNIASR_AUDIO_DEFAULTS)
+    convs = {}
+    for key in ("conv_dim", "conv_kernel", "conv_stride"):
+        got = f.int_list(key, lo=1, hi=1 << 16)
+        convs[key] = list(OMNIASR_AUDIO_DEFAULTS[key]) if got is None else got
+    n_conv = len(convs["conv_dim"])
+    if not n_conv or len(convs["conv_kernel"]) != n_conv or len(convs["conv_stride"]) != n_conv:
+        raise f.error("conv_dim", f"has {n_conv} entries, conv_kernel {len(convs['conv_kernel'])} and conv_stride "
+                                  f"{len(convs['conv_stride'])}: OmniASRAudioConfig needs one (non-zero) count for all "
+                                  "three")
+    d = f.int("hidden_size")
+    heads = f.int("num_attention_heads")
+    if d % heads:
+        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({d}): OmniASRAttention splits it "
+                                             "into heads")
+    groups = f.int("num_conv_pos_embedding_groups", hi=1 << 16)
+    if d % groups:
+        raise f.error("num_conv_pos_embedding_groups", f"({groups}) must divide hidden_size ({d}): the positional "
+                                                       "Conv1d groups its channels")
+    kernel = f.int("num_conv_pos_embeddings", hi=1 << 16)
+    conv_bias = f.bool("conv_bias")
+    ffn = f.int("intermediate_size")
+    p = "model.audio_tower"
+    out: list[Tensor] = []
+    c_in = 1
+    for i, (c, k) in enumerate(zip(convs["conv_dim"], convs["conv_kernel"])):
+        b = f"{p}.subsampling.conv_layers.{i}"
+        out.append(Tensor(f"{b}.conv.weight", (c, c_in, k), "audio"))
+        if conv_bias:
+            out.append(Tensor(f"{b}.conv.bias", (c,), "audio"))
+        _norm(out, f"{b}.layer_norm", c)
+        c_in = c
+    _norm(out, f"{p}.subsampling.layer_norm", c_in)
+    _linear(out, f"{p}.subsampling.projection", d, c_in)
+    out += [Tensor(f"{p}.encode_positions.conv.weight", (d, d // groups, kernel), "audio"),
+            Tensor(f"{p}.encode_positions.conv.bias", (d,), "audio")]
+    for i in range(f.int("num_hidden_layers", hi=MAX_LAYERS)):
+        b = f"{p}.layers.{i}"
+        for name in ("k_proj", "v_proj", "q_proj", "out_proj"):
+            _linear(out, f"{b}.attention.{name}", d, d)
+        _norm(out, f"{b}.layer_norm", d)
+        _linear(out, f"{b}.feed_forward.intermediate_dense", ffn, d)
+        _linear(out, f"{b}.feed_forward.output_dense", d, ffn)
+        _norm(out, f"{b}.final_layer_norm", d)
+    _norm(out, f"{p}.layer_norm", d)
+    _linear(out, "model.multi_modal_projector", text_hidden, d)
+    return tuple(out)
+
+
+# ---- Nemotron 3.5 Transcribe (nemo_speechlm) -----------------------------------------------------------------------
+
+#: Nemotron3_5TranscribeConfig.sub_configs_defaults["text_config"].init_kwargs (over NemotronHConfig's defaults): used
+#: only when text_config is absent
+NEMO_SPEECHLM_TEXT_DEFAULTS = {"model_type": "nemotron_h", "hidden_size": 2688, "intermediate_size": 1856,
+                               "hybrid_override_pattern": "MEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEM*EMEMEMEM*EMEMEMEME",
+                               "mamba_num_heads": 64, "max_position_embeddings": 262144, "moe_intermediate_size": 1856,
+                               "moe_shared_expert_intermediate_size": 3712, "n_routed_experts": 128,
+                               "num_experts_per_tok": 6, "num_key_value_heads": 2, "routed_scaling_factor": 2.5}
+#: Nemotron3_5TranscribeAsrAudioConfig's class defaults (num_key_value_heads: num_attention_heads when absent)
+NEMO_ASR_DEFAULTS = {"hidden_size": 1280, "intermediate_size": 5120, "num_hidden_layers": 32, "num_attention_heads": 10,
+                     "num_mel_bins": 128, "subsampling_factor": 8}
+#: Nemotron3DiarizationAudioConfig's / Nemotron3DiarizationHeadConfig's / Nemotron3DiarizationStreamingConfig's
+DIARIZATION_AUDIO_DEFAULTS = {"hidden_size": 512, "intermediate_size": 2048, "num_hidden_layers": 31,
+                              "num_attention_heads": 8, "num_mel_bins": 128, "subsampling_factor": 8}
+DIARIZATION_HEAD_DEFAULTS = {"hidden_size": 192, "num_speakers": 8, "audio_hidden_size": 512, "subsampling_factor": 8}
+DIARIZATION_STREAMING_DEFAULTS = {"num_speakers": 8, "subsampling_factor": 8}
+#: Nemotron3_5TranscribeWordTimestampConfig's class defaults
+NEMO_WORD_TIMESTAMP_DEFAULTS = {"hidden_size": 1280, "intermediate_size": 640, "num_hidden_layers": 2,
+                                "num_attention_heads": 16, "vocab_size": 23863, "upsampling_factor": 2}
+
+
+def nemo_speechlm_text_config(cfg: dict, where: str) -> dict:
+    """Nemotron3_5TranscribeConfig's text_config: its init_kwargs when absent, else NemotronHConfig's defaults under
+    the given fields (lm_head is never tied: WRAPPER_TIE)."""
+    return dict(NEMO_SPEECHLM_TEXT_DEFAULTS) if cfg.get("text_config") is None else _text(cfg, where, "nemotron_h")
+
+
+def _nemotron_audio_layers(out: list[Tensor], p: str, f: Fields, qk_norm: bool) -> int:
+    """Nemotron 3 Diarization's transformer blocks under ``p`` (Nemotron3DiarizationAudioLayer: bias-free q_proj
+    (heads x head_dim), k_proj (KV heads x head_dim) and v_proj (heads x head_dim, as the code has it), a biased
+    o_proj, LayerNorms layer_norm1 / layer_norm2, a biased fc1 / fc2 MLP; Nemotron 3.5 Transcribe's add a
+    LayerNorm(head_dim) q_norm / k_norm); rotary positions hold no weights. Returns the width."""
+    d = f.int("hidden_size")
+    heads = f.int("num_attention_heads")
+    kv = f.int("num_key_value_heads") if f.has("num_key_value_heads") else heads
+    if d % heads:
+        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({d})")
+    if heads % kv:
+        raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
+    hd = f.int("head_dim") if f.has("head_dim") else d // heads  # getattr(config, "head_dim", ...)
+    ffn = f.int("intermediate_size")
+    for i in range(f.int("num_hidden_layers", hi=MAX_LAYERS)):
+        b = f"{p}.layers.{i}"
+        _linear(out, f"{b}.self_attn.q_proj", heads * hd, d, bias=False)
+        _linear(out, f"{b}.self_attn.k_proj", kv * hd, d, bias=False)
+        _linear(out, f"{b}.self_attn.v_proj", heads * hd, d, bias=False)
+        _linear(out, f"{b}.self_attn.o_proj", d, heads * hd)
+        if qk_norm:
+            _norm(out, f"{b}.self_attn.q_norm", hd)
+            _norm(out, f"{b}.self_attn.k_norm", hd)
+        _norm(out, f"{b}.layer_norm1", d)
+        _linear(out, f"{b}.mlp.fc1", ffn, d)
+        _linear(out, f"{b}.mlp.fc2", d, ffn)
+        _norm(out, f"{b}.layer_norm2", d)
+    return d
+
+
+def _nemotron_audio_model(out: list[Tensor], p: str, f: Fields, qk_norm: bool) -> tuple[int, int]:
+    """Nemotron3DiarizationAudioModel (or Nemotron 3.5 Transcribe's ASR encoder, with q / k norms): a bias-free
+    frame-stacking projection (subsampling_factor x num_mel_bins -> hidden), input_layer_norm, the blocks, a final
+    layer_norm. Returns (hidden, subsampling_factor)."""
+    d = f.int("hidden_size")
+    sub = f.int("subsampling_factor", hi=1 << 10)
+    _linear(out, f"{p}.embedder.projection", d, sub * f.int("num_mel_bins", hi=1 << 16), bias=False)
+    _norm(out, f"{p}.input_layer_norm", d)
+    _nemotron_audio_layers(out, p, f, qk_norm)
+    _norm(out, f"{p}.layer_norm", d)
+    return d, sub
+
+
+def nemo_speechlm_towers(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    """Nemotron 3.5 Transcribe's audio model, projector and word timestamp head (kind ``audio``): see the module
+    docstring."""
+    af = _sub(top, "audio_config", where, "nemotron3_5_transcribe_audio", "Nemotron 3.5 Transcribe's audio model", {})
+    ac = af.cfg
+    asr = _sub(ac, "asr_config", where, "nemotron3_5_transcribe_asr_audio", "Nemotron 3.5 Transcribe's ASR encoder",
+               NEMO_ASR_DEFAULTS, label="audio_config.asr_config")
+    dz = _sub(ac, "diarization_config", where, "nemotron3_diarization", "Nemotron 3.5 Transcribe's diarization model",
+              {}, label="audio_config.diarization_config")
+    daf = _sub(dz.cfg, "audio_config", where, "nemotron3_diarization_audio", "Nemotron 3 Diarization's encoder",
+               DIARIZATION_AUDIO_DEFAULTS, label="audio_config.diarization_config.audio_config")
+    dhf = _sub(dz.cfg, "head_config", where, "", "Nemotron 3 Diarization's speaker head", DIARIZATION_HEAD_DEFAULTS,
+               label="audio_config.diarization_config.head_config", untyped=True)
+    dsf = _sub(dz.cfg, "streaming_config", where, "", "Nemotron 3 Diarization's speaker cache",
+               DIARIZATION_STREAMING_DEFAULTS, label="audio_config.diarization_config.streaming_config", untyped=True)
+    wf = _sub(top, "word_timestamp_config", where, "nemotron3_5_transcribe_word_timestamp",
+              "Nemotron 3.5 Transcribe's word timestamp head", NEMO_WORD_TIMESTAMP_DEFAULTS)
+    out: list[Tensor] = []
+    a = "model.audio_tower"
+    d, sub = _nemotron_audio_model(out, f"{a}.asr_encoder", asr, qk_norm=True)
+    m = f"{a}.diarization_model"
+    dd, dsub = _nemotron_audio_model(out, f"{m}.model.audio_tower", daf, qk_norm=False)
+    hh = dhf.int("hidden_size")
+    speakers = dhf.int("num_speakers", hi=1 << 10)
+    # the validate_architecture checks of Nemotron3_5TranscribeAudioConfig and Nemotron3DiarizationConfig
+    for field_name, got, want, what in (
+            ("audio_config.subsampling_factor", dsub, sub, "the ASR encoder's (asr_config.subsampling_factor)"),
+            ("head_config.audio_hidden_size", dhf.int("audio_hidden_size"), dd, "its encoder's hidden_size"),
+            ("head_config.subsampling_factor", dhf.int("subsampling_factor", hi=1 << 10), dsub,
+             "its encoder's subsampling_factor"),
+            ("streaming_config.num_speakers", dsf.int("num_speakers", hi=1 << 10), speakers,
+             "head_config.num_speakers"),
+            ("streaming_config.subsampling_factor", dsf.int("subsampling_factor", hi=1 << 10), dsub,
+             "its encoder's subsampling_factor")):
+        if got != want:
+            raise ConfigError(f"{where}: field 'audio_config.diarization_config.{field_name}' is {got}, but must equal "
+                              f"{what} ({want})")
+    _linear(out, f"{m}.model.proj", hh, dd)
+    out += [Tensor(f"{m}.model.upsampler.conv.weight", (hh * dsub, hh, 3), "audio"),
+            Tensor(f"{m}.model.upsampler.conv.bias", (hh * dsub,), "audio")]
+    _linear(out, f"{m}.classifier.dense", hh, hh)
+    _linear(out, f"{m}.classifier.out_proj", speakers, hh)
+    out.append(Tensor(f"{m}.silence_embeds", (dd,), "audio"))
+    _norm(out, f"{a}.asr_norm", d)
+    _norm(out, f"{a}.speaker_norm", speakers)  # the sinusoidal speaker_embedding is a buffer
+    _linear(out, "model.multi_modal_projector", text_hidden, d)
+    w = "model.word_timestamp_encoder"
+    wd = wf.int("hidden_size")
+    up = wf.int("upsampling_factor", hi=1 << 10)
+    out += [Tensor(f"{w}.upsampler.weight", (wd, wd, up), "audio"), Tensor(f"{w}.upsampler.bias", (wd,), "audio")]
+    _norm(out, f"{w}.input_layer_norm", wd)
+    _nemotron_audio_layers(out, w, wf, qk_norm=True)
+    _norm(out, f"{w}.layer_norm", wd)
+    vocab = wf.int("vocab_size")
+    out += [Tensor("word_timestamp_head.weight", (vocab, wd, 1), "audio"),
+            Tensor("word_timestamp_head.bias", (vocab,), "audio")]
     return tuple(out)

@@ -154,7 +154,8 @@ def read_mamba2(f: Fields, hidden: int, keys: Mamba2Keys, *, inner: str, gated_n
     legacy = legacy or {}
 
     def name(k: str) -> str:
-        return _pick(f, legacy[k], k) if k in legacy else k
+        # the legacy name when the config carries it, else the current one (whose class default applies when absent)
+        return legacy[k] if k in legacy and _present(f, legacy[k]) else k
 
     heads = f.int(keys.heads)
     state = f.int(keys.state)
