@@ -107,10 +107,13 @@ def _diffusion_gemma_text(model_type: str) -> dict:
                                 "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}}}
 
 
-def test_a_wrapper_whose_text_model_is_an_unregistered_sub_config_still_analyses(tmp_path):
-    """diffusion_gemma (unregistered, generative) nests diffusion_gemma_text (in NOT_GENERATIVE, unregistered): the
-    wrapper's text_config is read generically exactly as the same fields under an unknown model_type are, while
-    the sub-config given alone at top level is refused, naming the wrapper to pass instead."""
+def test_a_wrapper_whose_text_model_is_an_unregistered_sub_config_still_analyses(tmp_path, monkeypatch):
+    """diffusion_gemma (unregistered, generative) nests diffusion_gemma_text (in NOT_GENERATIVE, unregistered). It is
+    refused by name (block diffusion, not one causal token per step); with that refusal lifted, the wrapper's
+    text_config is read generically exactly as the same fields under an unknown model_type are (the path any such
+    wrapper takes), while the sub-config given alone at top level is refused, naming the wrapper to pass instead."""
+    from planner.analysis import families
+
     assert "diffusion_gemma" not in NOT_GENERATIVE and NOT_GENERATIVE["diffusion_gemma_text"] == ("diffusion_gemma",)
     wrapper = {"model_type": "diffusion_gemma", "tie_word_embeddings": True,
                "text_config": _diffusion_gemma_text("diffusion_gemma_text"),
@@ -118,6 +121,9 @@ def test_a_wrapper_whose_text_model_is_an_unregistered_sub_config_still_analyses
     (tmp_path / "wrapper.json").write_text(json.dumps(wrapper))
     (tmp_path / "unknown.json").write_text(json.dumps(_diffusion_gemma_text("brand_new_text_model")))
     (tmp_path / "sub.json").write_text(json.dumps(_diffusion_gemma_text("diffusion_gemma_text")))
+    run("analyze", tmp_path / "wrapper.json").assert_error("model_type 'diffusion_gemma'", "block-diffusion",
+                                                           "bidirectional")
+    monkeypatch.delitem(families.REFUSED, "diffusion_gemma")
     r = run("analyze", tmp_path / "wrapper.json", "--json")
     assert r.code == 0, r.err
     d = r.json

@@ -957,6 +957,13 @@ REFUSED["llada"] = _refused(
     "trace, serve, plan and verify give assume one causal token per step with a K/V cache and do not describe that "
     "(nor are LLaDA-8B's OLMo-style fields, d_model / n_layers / mlp_hidden_size, or LLaDA-MoE's "
     "dense_intermediate_size / expert_intermediate_size read)")
+REFUSED["diffusion_gemma"] = _refused(
+    "DiffusionGemma (a block-diffusion LM)",
+    "DiffusionGemmaForBlockDiffusion generates by denoising blocks of masked tokens: an encoder over the prompt and "
+    "the committed blocks (its K/V cached) and a decoder whose attention is bidirectional over the block being "
+    "denoised (DiffusionGemmaDecoderTextAttention.is_causal False), several forwards per block; the decode figures "
+    "trace, serve, plan and verify give assume one causal token per step and do not describe that (nor are its "
+    "encoder / decoder stacks, routed experts and clippable linears read)")
 # Ultravox (remote code; analysis/families/ultravox.py): Whisper encoder + stacked-frame projector + text_config's
 # language model (refused when only text_model_id names it); lm_head ties as text_config says
 TEXT_WRAPPERS["ultravox"] = "llama"
