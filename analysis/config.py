@@ -316,6 +316,9 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         spec = family(f, model_type)
     if wrapper in VISION_COUNTED:
         spec = replace(spec, vision=VISION_COUNTED[wrapper](top, spec.hidden_size, top_where))
+    skipped = families.ENGINE_UNLOADED.get(wrapper, ())
+    if any(t.name.startswith(skipped) for t in spec.vision):
+        spec = replace(spec, engine_unloaded=skipped)
     if wrapper in families.UNSCALED_LOGITS_WRAPPERS and spec.numerics.logit_scale != 1.0:
         caveats.append(f"{wrapper}: transformers' *ForConditionalGeneration head does not multiply the logits by "
                        f"text_config.logit_scale ({spec.numerics.logit_scale}), so verify runs without it (vLLM's "

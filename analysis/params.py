@@ -28,8 +28,9 @@ def category(t: Tensor) -> str:
         return "experts"
     if ".mlp.shared_expert." in t.name:
         return "shared_experts"
-    # Gemma 4's per-layer input gate and projection; Gemma 3n's AltUp (per layer and model-level)
-    if ".mlp." in t.name or ".per_layer_" in t.name or ".altup" in t.name:
+    # Gemma 4's per-layer input gate and projection; Gemma 3n's AltUp (per layer and model-level); Voxtral Realtime's
+    # ada_rms_norm (it scales the FFN's input)
+    if ".mlp." in t.name or ".per_layer_" in t.name or ".altup" in t.name or ".ada_rms_norm." in t.name:
         return "mlp"
     if ".mixer." in t.name:
         return "ssm"

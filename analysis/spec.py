@@ -513,6 +513,10 @@ class Layer:
     # (``post_attention_residual_gate.gate``, ``post_feedforward_residual_gate.gate``): the residual becomes
     # alpha(g)·x + sigmoid(g / T)·f(x) per feature
     residual_gates: bool = False
+    # Voxtral Realtime: the FFN's input (after the pre-FFN norm) is scaled by 1 + ``ada_rms_norm(t_cond)``, a bias-free
+    # Linear(hidden, rank) -> GELU -> Linear(rank, hidden) (``ada_rms_norm.linear1`` / ``linear2``) of the step's one
+    # delay-time embedding t_cond (the same for every token): its width (0: none)
+    ada_norm_rank: int = 0
     # a looped model's later pass over its core (Inkling-2 Loop, Dory, HRM): this executed layer runs the weights
     # of an earlier layer again. Its ops read them (FLOPs and weight bytes per pass) and its cache is its own, but
     # its tensors are not stored again: ``stored_tensors`` is empty, so parameters and weight memory count once
@@ -566,6 +570,10 @@ class Layer:
             h = self.mixer.hidden_size  # type: ignore[union-attr]
             out.append(Tensor(f"{prefix}.post_attention_residual_gate.gate", (h,), "norm"))
             out.append(Tensor(f"{prefix}.post_feedforward_residual_gate.gate", (h,), "norm"))
+        if self.ada_norm_rank:
+            h = self.mixer.hidden_size  # type: ignore[union-attr]
+            _linear(out, f"{prefix}.ada_rms_norm.linear1", self.ada_norm_rank, h, False)
+            _linear(out, f"{prefix}.ada_rms_norm.linear2", h, self.ada_norm_rank, False)
         return out
 
 
@@ -628,6 +636,9 @@ class ModelSpec:
     # counted with the model-level norms
     model_params: tuple[Tensor, ...] = ()
     vision: tuple[Tensor, ...] = ()  # a multimodal wrapper's encoders and projectors (kind "vision", or "audio")
+    # name prefixes of checkpoint tensors (counted in the total) that the serving engines do not load: Qwen-Omni's
+    # speech-output models (talker, code2wav / token2wav), which vLLM's thinker model skips on load
+    engine_unloaded: tuple[str, ...] = ()
     # Gemma 4 per-layer inputs (PLE): a second token table ``embed_tokens_per_layer`` (per_layer_vocab_size
     # rows, num_layers x per_layer_input_size wide) plus ``per_layer_model_projection`` of the embedding,
     # normed per layer (``per_layer_projection_norm``); layer i reads slice i (``Layer.per_layer_input``)

@@ -292,6 +292,8 @@ class _Builder:
         if layer.ffn is not None:
             self.placed_norm(layer, "pre_ffn", i, tensors)
             self.placed_norm(layer, "pre_shared", i, tensors)  # Arctic: the residual MLP's own norm
+            if layer.ada_norm_rank:
+                self.ada_norm(i, layer.ada_norm_rank, tensors["ada_rms_norm"])
             if isinstance(layer.ffn, MoE):
                 self.moe(i, layer.ffn, tensors)
             else:
@@ -313,6 +315,18 @@ class _Builder:
             self.matmul("per_layer_projection", tensors["per_layer_projection"], i, "ffn", parallel=Parallel.ROW)
             self.norm("post_per_layer_input_norm", None, h, i, tensors=tensors.get("post_per_layer_input_norm", []))
             self.elementwise("residual", 2 * n * h, n * h, i, "other")
+
+    def ada_norm(self, i: int, rank: int, tensors: list[Tensor]) -> None:
+        """Voxtral Realtime's ada_rms_norm (vLLM's MistralDecoderLayer.ada_rms_norm_t_cond): the gain 1 + MLP(t_cond)
+        is computed once per step from the one t_cond vector (the delay-time embedding, shared by every sequence and
+        token: one row, whatever the batch), then multiplies each token's normed FFN input."""
+        n, h = self.shape.tokens, self.spec.hidden_size
+        linear1 = [t for t in tensors if ".linear1." in t.name]
+        linear2 = [t for t in tensors if ".linear2." in t.name]
+        self.matmul("ada_rms_norm.linear1", linear1, i, "ffn", n_tokens=1)  # ColumnParallelLinear(hidden, rank)
+        self.elementwise("ada_rms_norm.act", rank, rank, i, "ffn")  # GELU over rank values
+        self.matmul("ada_rms_norm.linear2", linear2, i, "ffn", n_tokens=1, parallel=Parallel.ROW)
+        self.elementwise("ada_rms_norm.scale", n * h + h, n * h, i, "ffn", kernels=2)  # x · (1 + gain)
 
     def altup_laurel(self, i: int, layer: Layer, tensors: dict[str, list[Tensor]]) -> None:
         """Gemma 3n's AltUp (the router, behind its norm, runs twice: to predict the streams before the

@@ -513,9 +513,12 @@ def loaded_weights(a, plan, engine: EngineProfile) -> LoadedWeights:
     """Weights on one GPU as ``engine`` loads them (TP split as ``analysis.parallel``)."""
     spec, fmt = a.spec, a.fmt
     tp = plan.tp
-    replicated = counted_split = padding = 0
+    replicated = counted_split = padding = unloaded = 0
     for t, n in fmt.counted_tensors(spec):  # identical layers once, times their count
         b = n * fmt.tensor_bytes(t)
+        if spec.engine_unloaded and t.name.startswith(spec.engine_unloaded):
+            unloaded += n * t.numel  # a checkpoint part the engine does not load (Qwen-Omni's talker)
+            continue
         if t.kind == "norm":
             replicated += b
             continue
@@ -529,6 +532,9 @@ def loaded_weights(a, plan, engine: EngineProfile) -> LoadedWeights:
                 padding += n * mxfp4_padded_bytes(t, q, tp, engine.mxfp4_pad_hidden, engine.mxfp4_pad_intermediate) - b
     counted = -(-counted_split // tp) + replicated
     notes = []
+    if unloaded:
+        notes.append(f"{engine.display_name} does not load the checkpoint's {' / '.join(spec.engine_unloaded)} "
+                     f"models ({unloaded:,} parameters, counted in the total): it serves the text-output model alone")
     pad = -(-padding // tp)
     if pad:
         notes.append(f"MXFP4 experts padded as {engine.display_name} loads them (hidden to a multiple of "

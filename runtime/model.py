@@ -74,6 +74,10 @@ def check_supported(spec: ModelSpec) -> None:
                                       "residual gates, experts run at moe_hidden_size between pre / post expert "
                                       "projections and norms, weightless q/k/o norms with a query scale)",
                                       "analyze and trace work for this model")
+    if any(layer.ada_norm_rank for layer in spec.layers):
+        raise RuntimeUnavailableError(f"verify does not support Voxtral Realtime's decoder layer yet ({spec.label}: "
+                                      "the FFN input scaled by 1 + ada_rms_norm(t_cond), an MLP of the delay-time "
+                                      "embedding)", "analyze and trace work for this model")
     looped = next((i for i, layer in enumerate(spec.layers) if not layer.stored), None)
     if looped is not None:  # Inkling-2 Loop, Dory, HRM: one module per layer run would not share the weights
         raise RuntimeUnavailableError(f"verify does not support looped layers yet (layer {looped} of {spec.label} runs "

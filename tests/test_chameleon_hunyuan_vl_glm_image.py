@@ -1,7 +1,7 @@
 """Chameleon (``chameleon``), HunYuan-VL / HunyuanOCR (``hunyuan_vl``) and GLM-Image (``glm_image``): whole checkpoints
 (towers, projectors, VQ models) checked against hand counts written from transformers' module shapes
 (modeling_chameleon.py, modeling_hunyuan_vl.py, modeling_glm_image.py) and against transformers' models built on the
-meta device; Granite 4 Vision refused by name. Before: all four were read by the generic Llama-style fallback
+meta device; Granite 4 Vision's language model alone refused by name (the wrapper: tests/test_granite4_vision.py). Before: all four were read by the generic Llama-style fallback
 ("not a known family"), towers and VQ models missed."""
 
 from __future__ import annotations
@@ -225,14 +225,13 @@ def test_glm_image_matches_transformers(cfg):
     assert count_params(parse_config(cfg)).total == hf
 
 
-# ---- Granite 4 Vision: refused by name -----------------------------------------------------------------------------
+# ---- Granite 4 Vision's language model alone: refused by name (the wrapper: tests/test_granite4_vision.py) ---------
 
 
-@pytest.mark.parametrize("mt", ["granite4_vision", "granite4_vision_text"])
-def test_granite4_vision_refused(mt):
-    cfg = {"model_type": mt, "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100,
-           "intermediate_size": 128, "text_config": {}}
-    with pytest.raises(UnsupportedModelError, match="Q-Former"):
+def test_granite4_vision_text_refused():
+    cfg = {"model_type": "granite4_vision_text", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "vocab_size": 100, "intermediate_size": 128, "text_config": {}}
+    with pytest.raises(UnsupportedModelError, match="granite4_vision wrapper"):
         parse_config(cfg)
 
 
@@ -254,7 +253,7 @@ def test_cli_errors(tmp_path):
     run("analyze", str(bad)).assert_error("head_dim")
     g4 = tmp_path / "g4.json"
     g4.write_text(json.dumps({"model_type": "granite4_vision", "text_config": {}}))
-    run("analyze", str(g4)).assert_error("Granite 4 Vision")
+    run("analyze", str(g4)).assert_error("downsample_rate' is required")
 
 
 def test_cli_verify_refuses_chameleon_qk_norms(tmp_path):

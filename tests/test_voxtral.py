@@ -121,19 +121,3 @@ def test_voxtral_cli(tmp_path):
     bad.write_text(json.dumps(dict(VOXTRAL_MINI, audio_config=dict(_AUDIO, num_hidden_layers=0))))
     run("analyze", str(bad)).assert_error("audio_config", "num_hidden_layers")
 
-
-def test_voxtral_realtime_is_refused_by_name(tmp_path):
-    """Voxtral Realtime's language model has a per-layer time-conditioned ada_rms_norm the decoder does not model:
-    refused by name (wrapper and language model), its text_config not read as a plain decoder."""
-    from planner.analysis.errors import UnsupportedModelError
-
-    cfg = {"model_type": "voxtral_realtime", "text_config": {"model_type": "voxtral_realtime_text", "hidden_size": 64,
-                                                            "num_hidden_layers": 2, "num_attention_heads": 4,
-                                                            "vocab_size": 100, "intermediate_size": 128}}
-    with pytest.raises(UnsupportedModelError, match="ada_rms_norm"):
-        parse_config(cfg)
-    with pytest.raises(UnsupportedModelError, match="ada_rms_norm"):
-        parse_config(cfg["text_config"])
-    path = tmp_path / "config.json"
-    path.write_text(json.dumps(cfg))
-    run("analyze", str(path)).assert_error("voxtral_realtime", "ada_rms_norm")

@@ -66,7 +66,7 @@ TYPES = sys.argv[1:] or [
     "glm_image", "glm_image_text", "glm_image_vision", "glm_image_vqmodel",
     "hy_v3", "cohere2_moe",
     "glm5_next", "glm5_next_text", "glm5_next_vision",
-    "modernbert-decoder", "beam", "muse_spark_text",
+    "modernbert-decoder", "beam", "muse_spark_text", "muse_spark", "muse_spark_vision", "muse_spark_audio",
     "iquestcoder", "emu3_text_model", "muse_glimmer", "muse_glimmer_text", "muse_glimmer_vision",
     "cohere_compass", "cohere_compass_text", "cohere_compass_vision",
     "longcat_flash",

@@ -134,13 +134,6 @@ def _refused(title: str, why: str) -> Builder:
 
 #: MoE families transformers ships that the generic decoder would miscount (refused by name until modelled)
 REFUSED: dict[str, Builder] = {
-    # the Omni checkpoints nest three models (thinker, talker, code-to-wav); the thinker alone is a wrapper we read
-    "qwen3_omni_moe": _refused("Qwen3-Omni", "the checkpoint holds a thinker, a talker and a code-to-wav model "
-                               "(thinker_config, talker_config, code2wav_config); the thinker alone can be analysed: "
-                               "pass its thinker_config as a config with model_type qwen3_omni_moe_thinker"),
-    "qwen2_5_omni": _refused("Qwen2.5-Omni", "the checkpoint holds a thinker, a talker and a token-to-wav model "
-                             "(thinker_config, talker_config, token2wav_config); the thinker alone can be analysed: "
-                             "pass its thinker_config as a config with model_type qwen2_5_omni_thinker"),
     # its text_config is a gemma4_unified_text with every layer KV-shared: read alone it would be miscounted
     "gemma4_assistant": _refused("Gemma 4 assistant", "it is a speculative-decoding drafter, not a standalone "
                                  "decoder: its layers read the target model's K/V (num_kv_shared_layers = "
@@ -183,8 +176,6 @@ REFUSED: dict[str, Builder] = {
                                 "moe_layer_start_index, a vision_config of the remote DFNRope tower) is not read; use the "
                                 "transformers-format config (model_type ernie4_5_vl_moe, with text_config and "
                                 "vision_config), whose checkpoint is the same model"),
-    # Muse Spark: read generically (transformers 5.24 default config) it came to 1.96x transformers: its experts run in
-    # moe_hidden_size (between pre_expert_proj / post_expert_proj), not hidden_size
     # THUDM CogAgent (cogagent-chat-hf / cogagent-vqa-hf, remote code): CogVLM's visual-expert layers plus a cross-attention
     # per layer that every token, text included, runs over a second tower's cached high-resolution features
     "cogagent": _refused("CogAgent", "every decoder layer adds a cross-attention (query, key_value, dense of "
@@ -192,9 +183,6 @@ REFUSED: dict[str, Builder] = {
                          "included, runs over the cached K/V of a second, high-resolution image tower's features "
                          "(cross_vision, cross_image_size); those per-token cross-attention FLOPs and the per-image "
                          "cross cache are not modelled (CogVLM's layers are: model_type cogvlm)"),
-    "muse_spark": _refused("Muse Spark", "its vision tower (windowed / full layers, axial RoPE, patch merging), vision "
-                           "adapter and projection and its convolutional audio tower are not modelled (its language "
-                           "model is: analyse the text_config, model_type muse_spark_text)"),
 }
 
 REGISTRY: dict[str, Family] = {
@@ -493,7 +481,7 @@ REGISTRY: dict[str, Family] = {
     # norms, dense-then-sparse layers with DeepSeek-V3's grouped sigmoid router
     "beam": beam.build,
     # Muse Spark's language model: a sigmoid output gate (gate_proj), learned residual gates, MoE experts at
-    # moe_hidden_size between pre_expert_proj / post_expert_proj (the multimodal wrapper muse_spark is refused)
+    # moe_hidden_size between pre_expert_proj / post_expert_proj (the wrapper muse_spark: muse_spark_towers.py)
     "muse_spark_text": muse_spark.build,
     "doge": doge.build,  # SmallDoge: dynamic-mask attention (analysis.mixers.doge), learned residual scales
     "zaya": zaya.build,  # Zyphra ZAYA1: CCA attention (analysis.mixers.cca), MLP router with a skip expert
@@ -909,17 +897,11 @@ TEXT_WRAPPERS["glm5_next"] = "glm5_next_text"
 VISION_COUNTED["glm5_next"] = glm5_next.glm5_next_vision
 WRAPPER_TIE["glm5_next"] = "wrapper"  # Glm5NextConfig.tie_word_embeddings (default false) ties lm_head
 FLAT_TEXT_WRAPPERS = FLAT_TEXT_WRAPPERS | {"glm5_next"}  # Glm5NextConfig: top-level text fields become text_config
-# Granite 4 Vision: refused by name (read generically it was Llama-shaped, towers and projectors missed)
-_GRANITE4_VISION_WHY = ("its projectors are not modelled: per deepstack_layer_map entry and four spatial offsets a "
-                        "window Q-Former downsampler (a BLIP-2 Q-Former built from qformer_config, a LayerNorm, learned "
-                        "queries of (downsample_rate's query side)^2 and window positions, a biased out_linear to the "
-                        "text width), whose outputs are added into chosen language-model layers (deepstack), beside an "
-                        "AutoModel vision tower (clip_vision_model by default, SigLIP in the checkpoints) and "
-                        "image_newline; the class defaults build no model (deepstack_layer_map and downsample_rate are "
-                        "None) and no published config was at hand to check a count against")
-REFUSED["granite4_vision"] = _refused("Granite 4 Vision", _GRANITE4_VISION_WHY)
-REFUSED["granite4_vision_text"] = _refused("Granite 4 Vision's language model", "it is read only inside its "
-                                           "granite4_vision wrapper, which is refused: " + _GRANITE4_VISION_WHY)
+# Granite 4 Vision's language model alone: transformers builds no causal LM from it (Granite4VisionTextModel has no
+# lm_head and no Auto class); the granite4_vision wrapper reads its text_config (analysis/families/granite4_vision.py)
+REFUSED["granite4_vision_text"] = _refused("Granite 4 Vision's language model", "transformers builds it only inside "
+                                           "its granite4_vision wrapper (Granite4VisionTextModel: no lm_head, no "
+                                           "causal-LM class); analyse the granite4_vision config.json")
 TEXT_WRAPPERS.update({"kimi_vl": "deepseek_v2", "deepseek_vl_v2": "deepseek_v2"})
 VISION_COUNTED.update({"kimi_vl": remote_vl.kimi_vl_vision,  # MoonViT (fused wqkv) + pre_norm / linear_1 / linear_2
                        "deepseek_vl_v2": remote_vl.deepseek_vl2_vision})  # SigLIP-so400m + attn_pool, MLP, 2 vectors
@@ -933,12 +915,13 @@ TEXT_WRAPPERS["voxtral"] = "llama"
 TEXT_CONFIG_REBUILDS["voxtral"] = voxtral.voxtral_text_config
 VISION_COUNTED["voxtral"] = voxtral.voxtral_towers
 WRAPPER_TIE["voxtral"] = "never"
-_VOXTRAL_RT = ("its language model (voxtral_realtime_text) scales each layer's FFN input by 1 + ada_rms_norm(t_cond), "
-               "a per-layer Linear(hidden, 32) -> GELU -> Linear(32, hidden) of a sinusoidal delay-time embedding, an "
-               "op the decoder spec, trace and runtime do not have; its causal streaming encoder (RMSNorm, RoPE, "
-               "750-frame window, gated MLP) is not modelled either")
-REFUSED["voxtral_realtime"] = _refused("Voxtral Realtime", _VOXTRAL_RT)
-REFUSED["voxtral_realtime_text"] = _refused("Voxtral Realtime's language model", _VOXTRAL_RT)
+# Voxtral Realtime (analysis/families/voxtral_realtime.py): causal streaming encoder + two-Linear projector + Mistral
+# with a per-layer ada_rms_norm of the delay-time embedding; lm_head tied by the wrapper's flag (set in the rebuild)
+from . import voxtral_realtime  # noqa: E402
+REGISTRY["voxtral_realtime_text"] = voxtral_realtime.build_text
+TEXT_WRAPPERS["voxtral_realtime"] = "voxtral_realtime_text"
+TEXT_CONFIG_REBUILDS["voxtral_realtime"] = voxtral_realtime.voxtral_realtime_text_config
+VISION_COUNTED["voxtral_realtime"] = voxtral_realtime.voxtral_realtime_towers
 # masked-diffusion LMs (remote code): blocks of tokens decoded by iterative denoising with bidirectional attention, not
 # one causal token per step; read generically they were Llama-shaped (LLaDA2.0-mini: 16.97B, every layer MoE and
 # sliding, for Ling 2.0's 16.26B) and traced as autoregressive decoders
@@ -977,6 +960,14 @@ TEXT_CONFIG_REBUILDS.update({"qwen2_audio": audio_llm.qwen2_audio_text_config,
                              "granite_speech": audio_llm.granite_speech_text_config})
 VISION_COUNTED.update({"qwen2_audio": audio_llm.qwen2_audio_towers, "granite_speech": audio_llm.granite_speech_towers})
 WRAPPER_TIE["qwen2_audio"] = "never"
+# Granite 4 Vision (analysis/families/granite4_vision.py): CLIP / SigLIP tower + image_newline + window Q-Former
+# downsamplers (deepstack) + Granite's dense block (text_config read as Granite4VisionTextConfig, GraniteConfig's
+# defaults, whatever its model_type); lm_head tied by the wrapper's own flag
+from . import granite4_vision  # noqa: E402
+TEXT_WRAPPERS["granite4_vision"] = "granite"
+TEXT_CONFIG_REBUILDS["granite4_vision"] = granite4_vision.granite4_vision_text_config
+VISION_COUNTED["granite4_vision"] = granite4_vision.granite4_vision_towers
+WRAPPER_TIE["granite4_vision"] = "wrapper"
 # Audio Flamingo 3 / Music Flamingo: Whisper-shaped encoder + two-Linear projector + Qwen2 (never tied); GLM-ASR: RoPE
 # encoder + two-Linear projector + Llama (GlmAsrConfig's text defaults laid under; tied by the wrapper's own flag)
 TEXT_WRAPPERS.update({"audioflamingo3": "qwen2", "musicflamingo": "qwen2", "glmasr": "llama"})
@@ -1112,6 +1103,37 @@ REFUSED["mimo_v2"] = _refused(
 from . import gemma3n_towers  # noqa: E402
 VISION_COUNTED["gemma3n"] = gemma3n_towers.gemma3n_towers
 WRAPPER_TIE["gemma3n"] = "wrapper"
+
+# Muse Spark whole (analysis/families/muse_spark_towers.py): its windowed / full vision tower, vision adapter and
+# projection and its convolutional audio tower; the language model is muse_spark_text (lm_head never tied)
+from . import muse_spark_towers  # noqa: E402
+TEXT_WRAPPERS["muse_spark"] = "muse_spark_text"
+VISION_COUNTED["muse_spark"] = muse_spark_towers.muse_spark_towers
+WRAPPER_TIE["muse_spark"] = "never"  # MuseSparkForConditionalGeneration declares no tied weights
+
+# Qwen2.5-Omni whole (analysis/families/qwen25_omni.py): the thinker (its language model read as
+# qwen2_5_omni_whole_text: Qwen2's row, a serving caveat; its towers) + talker + token2wav (DiT, BigVGAN), kind audio
+from . import qwen25_omni  # noqa: E402
+REGISTRY["qwen2_5_omni_whole_text"] = qwen25_omni.build_text
+TEXT_WRAPPERS["qwen2_5_omni"] = "qwen2_5_omni_whole_text"
+TEXT_CONFIG_REBUILDS["qwen2_5_omni"] = qwen25_omni.text_config
+VISION_COUNTED["qwen2_5_omni"] = qwen25_omni.omni_towers
+
+# Qwen3-Omni (analysis/families/qwen3_omni.py): the thinker's audio and vision towers (qwen3_omni_moe_thinker), and the
+# whole checkpoint (qwen3_omni_moe): the thinker (its language model read as qwen3_omni_moe_thinker_lm: the
+# qwen3_omni_moe_text row, a serving caveat; its towers) + talker + code2wav when enable_audio_output, kind audio
+from . import qwen3_omni  # noqa: E402
+VISION_COUNTED["qwen3_omni_moe_thinker"] = qwen3_omni.thinker_towers
+REGISTRY["qwen3_omni_moe_thinker_lm"] = qwen3_omni.build_text
+TEXT_WRAPPERS["qwen3_omni_moe"] = "qwen3_omni_moe_thinker_lm"
+TEXT_CONFIG_REBUILDS["qwen3_omni_moe"] = qwen3_omni.text_config
+VISION_COUNTED["qwen3_omni_moe"] = qwen3_omni.omni_towers
+
+#: wrappers whose checkpoint holds models the serving engines do not load, by tensor-name prefix: vLLM serves the
+#: Qwen-Omni thinker alone (qwen2_5_omni_thinker.py / qwen3_omni_moe_thinker.py load_weights skip these prefixes),
+#: so engine memory (hardware.engine.loaded_weights) leaves them out while the parameter total counts them
+ENGINE_UNLOADED: dict[str, tuple[str, ...]] = {"qwen2_5_omni": ("talker.", "token2wav."),
+                                               "qwen3_omni_moe": ("talker.", "code2wav.")}
 
 #: Hub configs whose config class names no model_type (loaded through auto_map), by ``architectures[0]``: the
 #: model_types that read them. One class may serve several families (CogVLM and CogVLM2 share CogVLMForCausalLM),

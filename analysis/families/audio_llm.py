@@ -116,7 +116,7 @@ from ..errors import ConfigError, UnsupportedModelError
 from ..fields import MAX_LAYERS, Fields, short
 from ..spec import Tensor
 from .ocr_vl import qformer_layers, qformer_width
-from .voxtral import text_config_dict, whisper_encoder
+from .voxtral import sub_config_dict, text_config_dict, whisper_encoder
 
 #: Qwen2AudioEncoderConfig's class defaults (the same as Qwen2AudioConfig's audio_config init_kwargs)
 QWEN2_AUDIO_ENCODER_DEFAULTS = {"num_mel_bins": 128, "encoder_layers": 32, "encoder_attention_heads": 20,
@@ -139,16 +139,7 @@ def _sub(top: dict, key: str, where: str, model_type: str, name: str, defaults: 
     in messages (a dotted path for a nested one), ``untyped`` accepts the empty model_type that a sub-config class
     without one (Nemotron 3 Diarization's head_config) writes."""
     label = label or key
-    sub = top.get(key)
-    if sub is None:
-        sub = {}  # transformers builds the class-default sub-model
-    if not isinstance(sub, dict):
-        raise ConfigError(f"{where}: field '{label}' must be an object of fields, got {short(sub)}")
-    mt = sub.get("model_type", model_type)
-    if mt != model_type and not (untyped and mt == ""):
-        raise UnsupportedModelError(f"{where}: field '{label}.model_type' is {short(mt)}: {name} is modelled with its "
-                                    f"'{model_type}' (every released checkpoint)",
-                                    f"a {name} config.json names {label}.model_type '{model_type}'")
+    sub = sub_config_dict(top, key, where, model_type, name, label=label, untyped=untyped)
     return Fields(sub, f"{where} ({label})", aliases=aliases, defaults=defaults, nested=True, family=model_type)
 
 

@@ -36,10 +36,10 @@ Emu3ImageVocabularyMapping); the counts do not depend on it, so it is not requir
 
 from __future__ import annotations
 
-from ..errors import ConfigError, UnsupportedModelError
+from ..errors import UnsupportedModelError
 from ..fields import Fields, short
 from ..spec import Tensor
-from .voxtral import text_config_dict
+from .voxtral import sub_config_dict, text_config_dict
 
 #: Emu3VQVAEConfig's class defaults (transformers 5.24; tests/test_emu3_whole.py checks them against the installed
 #: class): the list-valued fields have no home in analysis/family_defaults.py
@@ -115,16 +115,7 @@ def _middle(out: list[Tensor], p: str, c: int, hidden: int, quant: int | None) -
 
 def emu3_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
     """``model.vqmodel``: Emu3VQVAE's encoder, decoder, codebook and quant convs (kind ``vision``)."""
-    raw = top.get("vq_config")
-    if raw is None:
-        raw = {}  # Emu3Config builds its class-default Emu3VQVAEConfig
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where}: field 'vq_config' must be an object of Emu3VQVAEConfig fields, got {short(raw)}")
-    mt = raw.get("model_type", "emu3_vqgan")
-    if mt != "emu3_vqgan":
-        raise UnsupportedModelError(f"{where}: field 'vq_config.model_type' is {short(mt)}: Emu3's image tokenizer is "
-                                    "modelled as its Emu3VQVAE (emu3_vqgan)",
-                                    "an Emu3 config.json names vq_config.model_type 'emu3_vqgan'")
+    raw = sub_config_dict(top, "vq_config", where, "emu3_vqgan", "Emu3's image tokenizer (Emu3VQVAE)")
     f = Fields(raw, f"{where} (vq_config)", defaults=VQ_DEFAULTS, nested=True, family="emu3_vqgan")
     mult = f.int_list("channel_multiplier", lo=1, hi=1 << 10)
     if mult is None:

@@ -60,7 +60,8 @@ def _audio(top: dict, where: str) -> list[Tensor]:
     layers = f.int("encoder_layers", hi=MAX_LAYERS)
     ffn = f.int("encoder_ffn_dim")
     mels = f.int("num_mel_bins", hi=1 << 16)
-    out_dim = f.int("output_dim")
+    # Qwen2_5OmniAudioEncoderConfig.output_dim defaults to 3584 (tools/gen_family_defaults.py skips output_* names)
+    out_dim = f.int("output_dim", 3584, note="absent: the qwen2_5_omni_audio_encoder class default in transformers")
     p = "model.audio_tower"
     a = "audio"
     out = [Tensor(f"{p}.conv1.weight", (d, mels, 3), a), Tensor(f"{p}.conv1.bias", (d,), a),

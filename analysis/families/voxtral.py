@@ -24,7 +24,7 @@ Checked against transformers on the meta device (tests/test_voxtral.py): Voxtral
 
 from __future__ import annotations
 
-from ..errors import ConfigError
+from ..errors import ConfigError, UnsupportedModelError
 from ..fields import MAX_LAYERS, Fields, short
 from ..spec import Tensor
 
@@ -50,6 +50,25 @@ def text_config_dict(cfg: dict, where: str) -> dict:
     return text
 
 
+def sub_config_dict(top: dict, key: str, where: str, model_type: str, name: str, *, label: str | None = None,
+                    untyped: bool = False) -> dict:
+    """A wrapper's sub-config ``top[key]`` as a dict (``{}`` when absent or null: transformers builds its class
+    defaults), checked to name ``model_type`` (absent: taken as it); ``label`` names it in messages (a dotted path
+    for a nested one), ``untyped`` accepts the empty model_type a sub-config class without one writes."""
+    label = label or key
+    sub = top.get(key)
+    if sub is None:
+        return {}
+    if not isinstance(sub, dict):
+        raise ConfigError(f"{where}: field '{label}' must be an object of fields, got {short(sub)}")
+    mt = sub.get("model_type", model_type)
+    if mt != model_type and not (untyped and mt == ""):
+        raise UnsupportedModelError(f"{where}: field '{label}.model_type' is {short(mt)}: {name} is modelled with its "
+                                    f"'{model_type}' (every released checkpoint)",
+                                    f"a {name} config.json names {label}.model_type '{model_type}'")
+    return sub
+
+
 def voxtral_text_config(cfg: dict, where: str) -> dict:
     """The text_config transformers builds: VoxtralConfig's defaults under the given fields (all of them when the
     config has no text_config)."""
@@ -59,15 +78,7 @@ def voxtral_text_config(cfg: dict, where: str) -> dict:
 def _audio_fields(top: dict, where: str) -> Fields:
     from ..family_defaults import FAMILY_DEFAULTS
 
-    ac = top.get("audio_config")
-    if ac is None:
-        ac = {}  # transformers builds the class-default encoder
-    if not isinstance(ac, dict):
-        raise ConfigError(f"{where}: field 'audio_config' must be an object, got {short(ac)}")
-    mt = ac.get("model_type", "voxtral_encoder")
-    if mt != "voxtral_encoder":
-        raise ConfigError(f"{where}: field 'audio_config.model_type' is {short(mt)}; Voxtral's audio tower is "
-                          "'voxtral_encoder'")
+    ac = sub_config_dict(top, "audio_config", where, "voxtral_encoder", "Voxtral's audio tower")
     return Fields(ac, f"{where} (audio_config)", aliases=_AUDIO_ALIASES,
                   defaults=FAMILY_DEFAULTS.get("voxtral_encoder"), nested=True, family="voxtral_encoder")
 
