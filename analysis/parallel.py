@@ -365,10 +365,16 @@ def stage_tensors(spec: ModelSpec, plan: LayoutPlan):
 
 
 def stage_weights_bytes(spec: ModelSpec, fmt, plan: LayoutPlan) -> list[int]:
-    """Weight bytes on one GPU of each stage (``stage_tensors``; a split tensor's share rounded up)."""
+    """Weight bytes on one GPU of each stage (``stage_tensors``; a split tensor's share rounded up), and a
+    multimodal wrapper's encoders and projectors (``spec.vision``, less what the engines do not load:
+    ``spec.engine_unloaded``) on the first stage, split ``attn_tp`` ways (norms whole), as the engine's
+    loaded weights (``hardware.engine.loaded_weights``) hold them."""
     out = [0] * plan.layout.pp
     for s, t, ways in stage_tensors(spec, plan):
         out[s] += -(-fmt.tensor_bytes(t) // ways)
+    for t in spec.vision:
+        if not (spec.engine_unloaded and t.name.startswith(spec.engine_unloaded)):
+            out[0] += -(-fmt.tensor_bytes(t) // (1 if t.kind == "norm" else plan.layout.attn_tp))
     return out
 
 

@@ -7,7 +7,7 @@ from planner.analysis.analyze import Options, analyze
 from planner.analysis.config import parse_config
 from planner.analysis.errors import OptionError
 from planner.analysis.parallel import (Collective, Layout, layout_plan, stage_collectives, stage_kv_bytes_per_token,
-                                       stage_weights_bytes)
+                                       stage_tensors, stage_weights_bytes)
 from planner.hardware.comm import collective_s, links
 from planner.hardware.deploy import engine_model, layout_memory, plan_for, replica_step
 from planner.hardware.profiles import load_profile
@@ -41,6 +41,31 @@ def test_tensor_parallel_weights_split_norms_replicated():
     norms = a.fmt.bytes_of([t for t in spec.tensors() if t.kind == "norm"])
     (w,) = stage_weights_bytes(spec, a.fmt, layout_plan(spec, Layout(tp=4)))
     assert w == (a.weights_bytes - norms) // 4 + norms  # every split tensor divides evenly here
+
+
+def test_a_wrappers_encoders_sit_on_the_first_stage_as_the_engine_loads_them():
+    """A multimodal wrapper's vision tower and projector (spec.vision) are weights the engine loads (vLLM builds
+    them on the first pipeline rank, tensor-parallel like the decoder): plan's stage weights hold them, equal to
+    serve's loaded weights (hardware.engine.loaded_weights) at PP 1, and on stage 0 only under PP. Before, the
+    stages held the decoder alone: Llama-4-Scout's 871,932,416-parameter tower (1.74 GB) was missing from plan."""
+    from planner.analysis.parallel import tp_plan
+    from planner.hardware.engine import load_engine, loaded_weights
+
+    eng = load_engine("vllm")
+    for model in ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "Qwen/Qwen2.5-VL-7B-Instruct"):
+        spec = spec_of(model)
+        a = analyze(spec, Options(context=1024))
+        vision = a.fmt.bytes_of(list(spec.vision))
+        assert vision > 0
+        for tp in (1, 2):
+            (w,) = stage_weights_bytes(spec, a.fmt, layout_plan(spec, Layout(tp=tp)))
+            assert w == loaded_weights(a, tp_plan(spec, tp), eng).counted_bytes_per_gpu
+        (whole,) = stage_weights_bytes(spec, a.fmt, layout_plan(spec, Layout()))
+        assert whole == a.weights_bytes
+        plan = layout_plan(spec, Layout(pp=2))
+        staged = stage_weights_bytes(spec, a.fmt, plan)
+        decoder = [sum(a.fmt.tensor_bytes(t) for s, t, _ in stage_tensors(spec, plan) if s == k) for k in (0, 1)]
+        assert staged == [decoder[0] + vision, decoder[1]] and sum(staged) == a.weights_bytes
 
 
 def test_kv_per_token_per_gpu():
