@@ -164,3 +164,13 @@ def test_cli_analyze_and_verify_refused(tmp_path):
     bad.write_text(json.dumps(dict(REALTIME, audio_config=dict(REALTIME["audio_config"], num_hidden_layers=0))))
     run("analyze", str(bad)).assert_error("audio_config", "num_hidden_layers")
     run("verify", str(path)).assert_error("verify does not support Voxtral Realtime", "ada_rms_norm")
+
+
+def test_the_language_model_alone_is_refused_naming_the_wrapper(tmp_path):
+    """transformers builds voxtral_realtime_text only as VoxtralRealtimeTextModel inside the wrapper (no lm_head, no
+    causal-LM class: the head and its tie are the wrapper's), so a config of it alone is refused by name rather than
+    given a guessed head (before: 7,250,120,704 with an untied lm_head for the class defaults)."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(REALTIME["text_config"]))
+    run("analyze", str(path)).assert_error("'voxtral_realtime_text'", "VoxtralRealtimeForConditionalGeneration",
+                                           "model_type voxtral_realtime")
