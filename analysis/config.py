@@ -316,8 +316,12 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         spec = family(f, model_type)
     if wrapper in VISION_COUNTED:
         spec = replace(spec, vision=VISION_COUNTED[wrapper](top, spec.hidden_size, top_where))
-    skipped = families.ENGINE_UNLOADED.get(wrapper, ())
-    if any(t.name.startswith(skipped) for t in spec.vision):
+    skipped, why = families.ENGINE_UNLOADED.get(wrapper, ((), ""))
+    unloaded = sum(t.numel for t in spec.vision if skipped and t.name.startswith(skipped))
+    if unloaded:
+        caveats.append(f"{wrapper}: the checkpoint's {' / '.join(skipped)} models ({unloaded:,} parameters) are "
+                       f"counted in the total and the checkpoint's weights, but not loaded by the serving engines ("
+                       f"{why}): the engine's weights in serve and plan leave them out")
         spec = replace(spec, engine_unloaded=skipped)
     if wrapper in families.UNSCALED_LOGITS_WRAPPERS and spec.numerics.logit_scale != 1.0:
         caveats.append(f"{wrapper}: transformers' *ForConditionalGeneration head does not multiply the logits by "

@@ -1132,8 +1132,11 @@ VISION_COUNTED["qwen3_omni_moe"] = qwen3_omni.omni_towers
 #: wrappers whose checkpoint holds models the serving engines do not load, by tensor-name prefix: vLLM serves the
 #: Qwen-Omni thinker alone (qwen2_5_omni_thinker.py / qwen3_omni_moe_thinker.py load_weights skip these prefixes),
 #: so engine memory (hardware.engine.loaded_weights) leaves them out while the parameter total counts them
-ENGINE_UNLOADED: dict[str, tuple[str, ...]] = {"qwen2_5_omni": ("talker.", "token2wav."),
-                                               "qwen3_omni_moe": ("talker.", "code2wav.")}
+ENGINE_UNLOADED: dict[str, tuple[tuple[str, ...], str]] = {
+    "qwen2_5_omni": (("talker.", "token2wav."), "vLLM serves it as Qwen2_5OmniThinkerForConditionalGeneration, "
+                     "whose load_weights skips those prefixes"),
+    "qwen3_omni_moe": (("talker.", "code2wav."), "vLLM serves it with qwen3_omni_moe_thinker.py, whose load_weights "
+                       "skips those prefixes")}
 
 #: Hub configs whose config class names no model_type (loaded through auto_map), by ``architectures[0]``: the
 #: model_types that read them. One class may serve several families (CogVLM and CogVLM2 share CogVLMForCausalLM),

@@ -61,14 +61,8 @@ BIGVGAN_DEFAULTS = {"mel_dim": 80, "upsample_initial_channel": 1536, "resblock_k
 #: the original Qwen code's DiT names, still in the hub config, that transformers 5.24 does not read
 LEGACY_DIT = {"dim": "hidden_size", "depth": "num_hidden_layers", "heads": "num_attention_heads"}
 
-CAVEAT = ("Qwen2.5-Omni whole: the decode trace, FLOPs and K/V are the thinker's language model (text output); the "
-          "talker and token2wav ({n:,} parameters, kind audio, beside the thinker's audio encoder) are counted in the "
-          "parameters and the checkpoint's weights, but vLLM serves the thinker alone "
-          "(Qwen2_5OmniThinkerForConditionalGeneration skips the talker. and token2wav. weights), so the engine's "
-          "weights (serve, plan) leave them out ({gb:.2f} GB at 2 bytes each); transformers keeps token2wav in "
-          "float32 (4 bytes per parameter in the checkpoint)")
-#: where the rebuilt text_config carries the talker + token2wav count to the text builder's caveat
-_UNLOADED = "_qwen2_5_omni_unloaded_params"
+CAVEAT = ("Qwen2.5-Omni whole: the decode trace, FLOPs and K/V are the thinker's language model (text output); "
+          "transformers keeps token2wav in float32 (4 bytes per parameter in the checkpoint)")
 
 
 def _obj(top: dict, key: str, where: str) -> dict:
@@ -89,8 +83,7 @@ def _enabled(top: dict, where: str) -> bool:
 
 def text_config(cfg: dict, where: str) -> dict:
     """The thinker's text_config, read as ``qwen2_5_omni_whole_text`` (Qwen2 with Qwen2_5OmniTextConfig's defaults),
-    tied by the thinker's own flag (Qwen2_5OmniThinkerConfig's default false); the talker + token2wav count rides
-    along for the caveat."""
+    tied by the thinker's own flag (Qwen2_5OmniThinkerConfig's default false)."""
     from ..family_defaults import FAMILY_DEFAULTS
 
     thinker = _obj(cfg, "thinker_config", where)
@@ -109,16 +102,16 @@ def text_config(cfg: dict, where: str) -> dict:
     for key in ("torch_dtype", "dtype"):
         if key in thinker and key not in out:
             out[key] = thinker[key]
-    out[_UNLOADED] = sum(t.numel for t in _output_models(cfg, where))
     return out
 
 
 def build_text(f: Fields, model_type: str) -> ModelSpec:
-    """The thinker's language model: Qwen2 (the qwen2_5_omni_text row and class defaults), with the serving caveat."""
+    """The thinker's language model: Qwen2 (the qwen2_5_omni_text row and class defaults), with its caveat (what the
+    engines leave unloaded is said where the wrapper is read: analysis.config, ENGINE_UNLOADED)."""
     from . import REGISTRY, decoder
     from ..family_defaults import FAMILY_DEFAULTS
 
-    if _UNLOADED not in f.cfg:  # the name exists only inside a qwen2_5_omni config
+    if not f.where.endswith("(text_config)"):  # the name exists only inside a qwen2_5_omni config
         raise UnsupportedModelError(f"{f.where}: model_type '{model_type}' is Qwen2.5-Omni's thinker language model as "
                                     "planner reads it inside a whole qwen2_5_omni config, not a config of its own",
                                     "pass the Qwen2.5-Omni config.json (model_type qwen2_5_omni), or its "
@@ -126,9 +119,7 @@ def build_text(f: Fields, model_type: str) -> ModelSpec:
     f.defaults = dict(FAMILY_DEFAULTS["qwen2_5_omni_text"])
     f.family = "qwen2_5_omni_text"
     spec = decoder.build(f, "qwen2_5_omni_text", REGISTRY["qwen2_5_omni_text"])
-    n = f.cfg[_UNLOADED]
-    caveats = (CAVEAT.format(n=n, gb=2 * n / 1e9),) if n else ()
-    return replace(spec, caveats=(*spec.caveats, *caveats))
+    return replace(spec, caveats=(*spec.caveats, CAVEAT))
 
 
 def omni_towers(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:

@@ -51,8 +51,6 @@ Thinking and Captioner checkpoints (enable_audio_output false, no talker or code
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..errors import ConfigError, UnsupportedModelError
 from ..fields import MAX_LAYERS, Fields, short
 from ..spec import ModelSpec, Tensor
@@ -359,20 +357,9 @@ def audio_output(top: dict, where: str) -> bool:
     return v
 
 
-def unloaded_params(top: dict, where: str) -> int:
-    """The parameters of the talker and code2wav (0 when not built): what vLLM leaves unloaded."""
-    if not audio_output(top, where):
-        return 0
-    return sum(t.numel for t in talker(_sub(top, "talker_config", where), where) + code2wav(top, where))
-
-
-#: the private text_config field carrying ``unloaded_params`` to ``build_text`` (read by no one else)
-UNLOADED = "_qwen3_omni_unloaded_params"
-
-
 def text_config(top: dict, where: str) -> dict:
     """``qwen3_omni_moe`` (TEXT_CONFIG_REBUILDS): the thinker's text_config, read as ``qwen3_omni_moe_thinker_lm``
-    (the ``qwen3_omni_moe_text`` row plus the serving caveat), its lm_head tied by the thinker's own
+    (the ``qwen3_omni_moe_text`` row), its lm_head tied by the thinker's own
     ``tie_word_embeddings`` (Qwen3OmniMoeThinkerConfig's default: untied), not the top-level flag."""
     thinker = _thinker(top, where)
     text = dict(_sub(thinker, "text_config", f"{where} (thinker_config)"))
@@ -384,18 +371,16 @@ def text_config(top: dict, where: str) -> dict:
     for key in ("dtype", "torch_dtype", "quantization_config"):
         if key in thinker and key not in text:
             text[key] = thinker[key]
-    text[UNLOADED] = unloaded_params(top, where)
     return text
 
 
 def build_text(f: Fields, model_type: str) -> ModelSpec:
     """The thinker's language model inside a whole Qwen3-Omni config: the ``qwen3_omni_moe_text`` row and its class
-    defaults, with a caveat giving what vLLM leaves unloaded (the talker and code2wav)."""
+    defaults (what the engines leave unloaded is said where the wrapper is read: analysis.config, ENGINE_UNLOADED)."""
     from . import REGISTRY, decoder
     from ..family_defaults import FAMILY_DEFAULTS
 
-    unloaded = f.cfg.get(UNLOADED)
-    if not f.where.endswith("(text_config)") or not isinstance(unloaded, int):
+    if not f.where.endswith("(text_config)"):
         raise UnsupportedModelError(f"{f.where}: model_type '{model_type}' is Qwen3-Omni's thinker language model as "
                                     "planner reads it inside a whole Qwen3-Omni config, not a config of its own",
                                     "pass the Qwen3-Omni config.json (model_type qwen3_omni_moe), or its "
@@ -403,13 +388,7 @@ def build_text(f: Fields, model_type: str) -> ModelSpec:
     f.defaults = dict(FAMILY_DEFAULTS["qwen3_omni_moe_text"])
     f.family = "qwen3_omni_moe_text"
     spec = decoder.build(f, "qwen3_omni_moe_text", REGISTRY["qwen3_omni_moe_text"])
-    if not unloaded:
-        return spec
-    caveat = (f"Qwen3-Omni: vLLM serves the thinker alone (Qwen3OmniMoeForConditionalGeneration is its "
-              f"qwen3_omni_moe_thinker.py, whose load_weights skips the talker. and code2wav. prefixes); the talker "
-              f"and code2wav ({unloaded:,} parameters, kind audio, {2 * unloaded:,} bytes in bf16) are counted in "
-              f"the total and the checkpoint's weights, and left out of the engine's weights (serve, plan)")
-    return replace(spec, caveats=(*spec.caveats, caveat))
+    return spec
 
 
 def omni_towers(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
