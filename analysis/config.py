@@ -257,6 +257,11 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
                               f"add \"model_type\": {families.MODEL_TYPES_BY_ARCHITECTURE[arch]}")
         raise ConfigError(f"{where}: required field 'model_type' is missing",
                           "a Hugging Face config.json names its architecture in model_type")
+    only_in = None if nested else families.WRAPPER_ONLY.get(model_type)
+    if only_in:
+        what, whole, hint = only_in
+        raise UnsupportedModelError(f"{where}: model_type '{model_type}' is {what}, read only inside a whole {whole} "
+                                    "config, not a config of its own", hint)
     family = families.lookup(model_type)
     generic = family is None
     if family is None:

@@ -1129,6 +1129,24 @@ TEXT_WRAPPERS["qwen3_omni_moe"] = "qwen3_omni_moe_thinker_lm"
 TEXT_CONFIG_REBUILDS["qwen3_omni_moe"] = qwen3_omni.text_config
 VISION_COUNTED["qwen3_omni_moe"] = qwen3_omni.omni_towers
 
+#: language models read only as a wrapper's text_config (analysis.config refuses them at top level): what each is,
+#: the whole config it belongs to, and the hint; their builders assume the wrapper's rebuilt text_config
+WRAPPER_ONLY: dict[str, tuple[str, str, str]] = {
+    "voxtral_realtime_text": ("Voxtral Realtime's language model, which transformers builds only inside "
+                              "VoxtralRealtimeForConditionalGeneration (VoxtralRealtimeTextModel has no lm_head: the "
+                              "head and its tie are the wrapper's)", "Voxtral Realtime",
+                              "pass the Voxtral Realtime config.json (model_type voxtral_realtime)"),
+    "vibevoice_text": ("VibeVoice's language model as planner reads it", "VibeVoice",
+                       "pass the VibeVoice config.json (model_type vibevoice), or its text_config alone with "
+                       "model_type qwen2"),
+    "qwen2_5_omni_whole_text": ("Qwen2.5-Omni's thinker language model as planner reads it", "qwen2_5_omni",
+                                "pass the Qwen2.5-Omni config.json (model_type qwen2_5_omni), or its thinker_config "
+                                "with model_type qwen2_5_omni_thinker"),
+    "qwen3_omni_moe_thinker_lm": ("Qwen3-Omni's thinker language model as planner reads it", "Qwen3-Omni",
+                                  "pass the Qwen3-Omni config.json (model_type qwen3_omni_moe), or its thinker_config "
+                                  "(model_type qwen3_omni_moe_thinker)"),
+}
+
 #: wrappers whose checkpoint holds models the serving engines do not load, by tensor-name prefix: vLLM serves the
 #: Qwen-Omni thinker alone (qwen2_5_omni_thinker.py / qwen3_omni_moe_thinker.py load_weights skip these prefixes),
 #: so engine memory (hardware.engine.loaded_weights) leaves them out while the parameter total counts them

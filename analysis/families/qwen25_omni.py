@@ -111,11 +111,6 @@ def build_text(f: Fields, model_type: str) -> ModelSpec:
     from . import REGISTRY, decoder
     from ..family_defaults import FAMILY_DEFAULTS
 
-    if not f.where.endswith("(text_config)"):  # the name exists only inside a qwen2_5_omni config
-        raise UnsupportedModelError(f"{f.where}: model_type '{model_type}' is Qwen2.5-Omni's thinker language model as "
-                                    "planner reads it inside a whole qwen2_5_omni config, not a config of its own",
-                                    "pass the Qwen2.5-Omni config.json (model_type qwen2_5_omni), or its "
-                                    "thinker_config with model_type qwen2_5_omni_thinker")
     f.defaults = dict(FAMILY_DEFAULTS["qwen2_5_omni_text"])
     f.family = "qwen2_5_omni_text"
     spec = decoder.build(f, "qwen2_5_omni_text", REGISTRY["qwen2_5_omni_text"])

@@ -380,11 +380,6 @@ def build_text(f: Fields, model_type: str) -> ModelSpec:
     from . import REGISTRY, decoder
     from ..family_defaults import FAMILY_DEFAULTS
 
-    if not f.where.endswith("(text_config)"):
-        raise UnsupportedModelError(f"{f.where}: model_type '{model_type}' is Qwen3-Omni's thinker language model as "
-                                    "planner reads it inside a whole Qwen3-Omni config, not a config of its own",
-                                    "pass the Qwen3-Omni config.json (model_type qwen3_omni_moe), or its "
-                                    "thinker_config (model_type qwen3_omni_moe_thinker)")
     f.defaults = dict(FAMILY_DEFAULTS["qwen3_omni_moe_text"])
     f.family = "qwen3_omni_moe_text"
     spec = decoder.build(f, "qwen3_omni_moe_text", REGISTRY["qwen3_omni_moe_text"])

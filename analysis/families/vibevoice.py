@@ -82,11 +82,6 @@ def build_text(f: Fields, model_type: str) -> ModelSpec:
 
     from ..family_defaults import FAMILY_DEFAULTS
 
-    if not f.where.endswith("(text_config)"):  # the name exists only inside a vibevoice config
-        raise UnsupportedModelError(f"{f.where}: model_type '{model_type}' is VibeVoice's language model as planner "
-                                    "reads it inside a whole VibeVoice config, not a config of its own",
-                                    "pass the VibeVoice config.json (model_type vibevoice), or its text_config alone "
-                                    "with model_type qwen2")
     f.defaults = dict(FAMILY_DEFAULTS["qwen2"])  # Qwen2Config's, text_config being a Qwen2Config
     f.family = "qwen2"
     spec = decoder.build(f, "qwen2", REGISTRY["qwen2"])

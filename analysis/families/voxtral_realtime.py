@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ConfigError, UnsupportedModelError
+from ..errors import ConfigError
 from ..fields import MAX_LAYERS, Fields, short
 from ..spec import ModelSpec, Tensor
 from . import decoder
@@ -91,13 +91,8 @@ def voxtral_realtime_text_config(cfg: dict, where: str) -> dict:
 
 def build_text(f: Fields, model_type: str) -> ModelSpec:
     """Mistral's decoder with each layer's ada_rms_norm (``Layer.ada_norm_rank``), read inside a voxtral_realtime
-    config only: transformers builds voxtral_realtime_text as VoxtralRealtimeTextModel (no lm_head, no causal-LM
-    class), whose head and its tie are the wrapper's."""
-    if not f.where.endswith("(text_config)"):
-        raise UnsupportedModelError(f"{f.where}: model_type 'voxtral_realtime_text' is Voxtral Realtime's language "
-                                    "model, which transformers builds only inside VoxtralRealtimeForConditionalGeneration "
-                                    "(VoxtralRealtimeTextModel has no lm_head: the head and its tie are the wrapper's)",
-                                    "pass the Voxtral Realtime config.json (model_type voxtral_realtime)")
+    config only (``families.WRAPPER_ONLY``: transformers builds voxtral_realtime_text as VoxtralRealtimeTextModel,
+    with no lm_head, no causal-LM class; its head and its tie are the wrapper's)."""
     spec = decoder.build(f, model_type, _TRAITS)
     layers = tuple(replace(layer, ada_norm_rank=ADA_RANK) for layer in spec.layers)
     caveat = ("Voxtral Realtime: the decode figures are the language model's. In streaming, vLLM also runs the audio "
