@@ -373,7 +373,7 @@ def stage_weights_bytes(spec: ModelSpec, fmt, plan: LayoutPlan) -> list[int]:
     for s, t, ways in stage_tensors(spec, plan):
         out[s] += -(-fmt.tensor_bytes(t) // ways)
     for t in spec.vision:
-        if not (spec.engine_unloaded and t.name.startswith(spec.engine_unloaded)):
+        if not spec.engine_skips(t):
             out[0] += -(-fmt.tensor_bytes(t) // (1 if t.kind == "norm" else plan.layout.attn_tp))
     return out
 

@@ -779,6 +779,10 @@ class ModelSpec:
         """The tensors layer ``i`` stores, named as in the checkpoint (none for a looped pass)."""
         return self.layers[i].stored_tensors(f"model.layers.{i}")
 
+    def engine_skips(self, t: Tensor) -> bool:
+        """Whether the serving engines leave ``t`` unloaded (a name under ``engine_unloaded``)."""
+        return bool(self.engine_unloaded) and t.name.startswith(self.engine_unloaded)
+
     def tensors(self) -> list[Tensor]:
         """Every tensor of the model (tied embeddings once; MTP layers excluded)."""
         out = self.embedding_tensors() + self.projection_tensors() + self.input_tensors()

@@ -516,7 +516,7 @@ def loaded_weights(a, plan, engine: EngineProfile) -> LoadedWeights:
     replicated = counted_split = padding = unloaded = 0
     for t, n in fmt.counted_tensors(spec):  # identical layers once, times their count
         b = n * fmt.tensor_bytes(t)
-        if spec.engine_unloaded and t.name.startswith(spec.engine_unloaded):
+        if spec.engine_skips(t):
             unloaded += n * t.numel  # a checkpoint part the engine does not load (Qwen-Omni's talker)
             continue
         if t.kind == "norm":
