@@ -19,6 +19,9 @@ REQUIRED = object()
 MAX_DIM = 1 << 24
 #: Largest number of layers accepted.
 MAX_LAYERS = 1 << 14
+#: The largest float a config field may hold (real ones stay below 1e11: rope_theta). A finite 1e308 times a width
+#: overflows to infinity, and int() of it raises; capping here keeps every derived size a finite integer.
+MAX_FLOAT = 1e15
 
 
 #: Fields a top-level config.json always carries; missing, they are an error rather than a default.
@@ -130,6 +133,8 @@ class Fields:
             fv = float(v)
             if not math.isfinite(fv) or (positive and fv <= 0):
                 raise self.error(name, f"must be a positive finite number, got {short(v)}")
+            if fv > MAX_FLOAT:
+                raise self.error(name, f"is {short(v)}, larger than any real model (limit {MAX_FLOAT:g})")
             return fv
 
         return self._get(key, default, note, check)

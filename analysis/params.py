@@ -29,8 +29,9 @@ def category(t: Tensor) -> str:
     if ".mlp.shared_expert." in t.name:
         return "shared_experts"
     # Gemma 4's per-layer input gate and projection; Gemma 3n's AltUp (per layer and model-level); Voxtral Realtime's
-    # ada_rms_norm (it scales the FFN's input)
-    if ".mlp." in t.name or ".per_layer_" in t.name or ".altup" in t.name or ".ada_rms_norm." in t.name:
+    # ada_rms_norm (it scales the FFN's input); Higgs Audio v2's audio_mlp (the DualFFN's audio path)
+    if ".mlp." in t.name or ".per_layer_" in t.name or ".altup" in t.name or ".ada_rms_norm." in t.name \
+            or ".audio_mlp." in t.name:
         return "mlp"
     if ".mixer." in t.name:
         return "ssm"

@@ -171,7 +171,11 @@ def hyperclovax_vision_v2_vision(top: dict, text_hidden: int, where: str) -> tup
 # ---- Nemotron-3 Nano Omni (C-RADIO tower) ----------------------------------------------------------
 
 
-def radio_tensors(f: Fields, video_temporal: int | None, prefix: str = "model.vision_model") -> list[Tensor]:
+def radio_tensors(f: Fields, video_temporal: int | None, prefix: str = "model.vision_model",
+                  timm: bool = False) -> list[Tensor]:
+    """transformers' RadioModel; ``timm``: the hub's remote-code RADIOModel (nvidia/C-RADIOv2-H, the Nemotron Nano VL
+    checkpoints) under ``prefix`` + ``.model``: the same shapes with timm's names (patch_generator, blocks, fused
+    ``attn.qkv``, ``attn.proj``) and no layer scales (timm's ViT without init_values has none)."""
     h = f.int("hidden_size")
     layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
     heads = f.int("num_attention_heads")
@@ -185,29 +189,37 @@ def radio_tensors(f: Fields, video_temporal: int | None, prefix: str = "model.vi
     patch_dim = f.int("num_channels", hi=64) * patch * patch
     side = f.int("max_img_size", hi=1 << 20) // patch
     qkv_bias = f.bool("qkv_bias")
-    p = prefix
-    out = [Tensor(f"{p}.embeddings.patch_projection.weight", (h, patch_dim), "vision")]
+    p, e = (f"{prefix}.model", f"{prefix}.model.patch_generator") if timm else (prefix, f"{prefix}.embeddings")
+    names = (("embedder.weight", "video_embedder.weight", "pos_embed", "cls_token.token") if timm else
+             ("patch_projection.weight", "video_patch_projection.weight", "position_embedding", "cls_register_token"))
+    out = [Tensor(f"{e}.{names[0]}", (h, patch_dim), "vision")]
     if video_temporal is not None:
-        out.append(Tensor(f"{p}.embeddings.video_patch_projection.weight", (h, video_temporal * patch_dim), "vision"))
-    out.append(Tensor(f"{p}.embeddings.position_embedding", (1, side * side, h), "vision"))
+        out.append(Tensor(f"{e}.{names[1]}", (h, video_temporal * patch_dim), "vision"))
+    out.append(Tensor(f"{e}.{names[2]}", (1, side * side, h), "vision"))
     tokens = f.int("num_cls_tokens", lo=0, hi=1024) + f.int("num_registers", lo=0, hi=1024)
     if tokens:
-        out.append(Tensor(f"{p}.embeddings.cls_register_token", (tokens, h), "vision"))
+        out.append(Tensor(f"{e}.{names[3]}", (tokens, h), "vision"))
     swiglu = f.bool("use_swiglu_ffn")
     hidden = int(h * ratio)
     if swiglu:
         hidden = (int(hidden * 2 / 3) + 7) // 8 * 8  # RadioSwiGLUFFN: two thirds, rounded up to a multiple of 8
     for i in range(layers):
-        b = f"{p}.encoder.layer.{i}"
+        b = f"{p}.blocks.{i}" if timm else f"{p}.encoder.layer.{i}"
         _ln(out, f"{b}.norm1", h)
         _ln(out, f"{b}.norm2", h)
-        for name in ("q_proj", "k_proj", "v_proj"):
-            out.append(Tensor(f"{b}.attention.{name}.weight", (attn, h), "vision"))
+        if timm:
+            out.append(Tensor(f"{b}.attn.qkv.weight", (3 * attn, h), "vision"))
             if qkv_bias:
-                out.append(Tensor(f"{b}.attention.{name}.bias", (attn,), "vision"))
-        _lin(out, f"{b}.attention.o_proj", h, attn)
-        out.append(Tensor(f"{b}.layer_scale1.lambda1", (h,), "vision"))
-        out.append(Tensor(f"{b}.layer_scale2.lambda1", (h,), "vision"))
+                out.append(Tensor(f"{b}.attn.qkv.bias", (3 * attn,), "vision"))
+            _lin(out, f"{b}.attn.proj", h, attn)
+        else:
+            for name in ("q_proj", "k_proj", "v_proj"):
+                out.append(Tensor(f"{b}.attention.{name}.weight", (attn, h), "vision"))
+                if qkv_bias:
+                    out.append(Tensor(f"{b}.attention.{name}.bias", (attn,), "vision"))
+            _lin(out, f"{b}.attention.o_proj", h, attn)
+            out.append(Tensor(f"{b}.layer_scale1.lambda1", (h,), "vision"))
+            out.append(Tensor(f"{b}.layer_scale2.lambda1", (h,), "vision"))
         if swiglu:
             _lin(out, f"{b}.mlp.gate_proj", hidden, h)
             _lin(out, f"{b}.mlp.up_proj", hidden, h)

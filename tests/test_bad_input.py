@@ -560,3 +560,15 @@ def test_verify_refuses_an_odd_rotary_dimension(torch, config_dir):
     path = config_dir(cfg)
     assert run("analyze", str(path), "--json").code == 0
     err("verify", str(path), "--device", "cpu", "--steps", "1", "--context", "8", fragments=["rotary dimension 1 is odd"])
+
+
+@pytest.mark.parametrize("command", ["analyze", "compare"])
+def test_a_finite_but_absurd_float_is_an_error_not_an_overflow(tmp_path, command):
+    """The fuzz's find: a vision mlp_ratio of 1e308 is finite, but hidden_size x 1e308 is infinity and int() of it
+    raised OverflowError (an internal error). Floats above any real model's are refused where they are read."""
+    vision = {"depth": 2, "embed_dim": 32, "mlp_ratio": 1e308, "num_heads": 2, "hidden_size": 64, "patch_size": 4,
+              "spatial_merge_size": 2, "temporal_patch_size": 2}
+    path = _cfg(tmp_path, model_type="qwen2_vl", vision_config=vision, rope_scaling={"rope_type": "default",
+                                                                                   "mrope_section": [2, 3, 3]})
+    args = ("compare", path, SMALL) if command == "compare" else ("analyze", path)
+    err(*args, fragments=["mlp_ratio", "larger than any real model"])

@@ -2189,10 +2189,10 @@ def test_unmodelled_decoder_families_are_refused_by_name(model_type):
         parse_config(dict(BASE, model_type=model_type))
 
 
-@pytest.mark.parametrize("model_type", ["moshi", "bert-generation"])
+@pytest.mark.parametrize("model_type", ["bert-generation"])
 def test_generic_misread_families_are_refused_by_name(model_type):
     """Causal LMs transformers ships that the generic decoder read as Llama and miscounted (HRM 2.83x, now counted; GIT 0.59x, now counted;
-    BertGeneration 1.28x; Moshi 1.65x; Beam 1.06x, now counted; Phi-4-multimodal, 0.83x, is now counted: tests/test_phi4mm.py): one UnsupportedModelError naming the
+    BertGeneration 1.28x; Moshi 1.65x, now counted: tests/test_kyutai_mimi.py; Beam 1.06x, now counted; Phi-4-multimodal, 0.83x, is now counted: tests/test_phi4mm.py): one UnsupportedModelError naming the
     model_type."""
     from planner.analysis.errors import UnsupportedModelError
 

@@ -60,6 +60,7 @@ TYPES = sys.argv[1:] or [
     "rwkv",
     "deepseek_ocr2", "deepseek_ocr2_text", "deepseek_ocr2_sam_vision_model", "deepseek_ocr2_encoder",
     "jetmoe", "diffllama",
+    "higgs_audio_v2",
     "mimo_v2_flash",
     "persimmon", "fuyu", "biogpt",
     "chameleon", "chameleon_vqgan", "hunyuan_vl", "hunyuan_vl_text", "hunyuan_vl_vision",
@@ -95,6 +96,7 @@ TYPES = sys.argv[1:] or [
     "unlimited_ocr_sam_vision_model", "unlimited_ocr_vision_encoder",
     "kosmos-2", "kosmos_2_text_model", "kosmos_2_vision_model", "kosmos-2.5", "kosmos_2_5_text_model",
     "kosmos_2_5_vision_model", "ovis2", "ovis2_vision",
+    "kyutai_speech_to_text", "csm", "csm_depth_decoder_model", "mimi", "moshi", "moshi_depth",
 ]
 #: Families whose config nests blocks of fields in sub-config classes: their defaults go under "<type>.<key>".
 NESTED = {"dbrx": ("attn_config", "ffn_config"), "mpt": ("attn_config",)}

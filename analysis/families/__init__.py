@@ -47,6 +47,7 @@ from . import longcat
 from . import idefics
 from . import jetmoe
 from . import jet_nemotron
+from . import phi4flash
 from . import diffllama
 from . import mimo_v2_flash
 from . import recurrent_gemma
@@ -153,10 +154,6 @@ REFUSED: dict[str, Builder] = {
                          "pooling, and a ChatTTS-style TTS module (tts, tts_config: a Llama decoder, per-codebook "
                          "embeddings and weight-normalised heads, a DVAE) that are not modelled; counting the language "
                          "model alone would fall short of the checkpoint"),
-    "moshi": _refused("Moshi (Kyutai)", "it is a speech-text (audio) model: MoshiForCausalLM is the text "
-                      "transformer of a checkpoint whose config also describes a depth decoder over audio "
-                      "codebooks and the Mimi audio codec, and its gated MLP (fc1 to ffn_dim, fc2 from ffn_dim / 2) "
-                      "is not modelled"),
     "bert-generation": _refused("BertGeneration", "it is a BERT encoder used as the decoder of an encoder-decoder: "
                                 "post-LayerNorm BERT blocks with learned absolute positions and an embedding LayerNorm "
                                 "are not modelled"),
@@ -503,6 +500,7 @@ REGISTRY: dict[str, Family] = {
     # NVIDIA Jet-Nemotron (remote code): Qwen2 layers, most with a JetBlock (analysis.mixers.jetblock), a few attention / SWA
     "jet_nemotron": jet_nemotron.build,
     "diffllama": diffllama.build,  # DiffLlama: differential attention (analysis.mixers.diff_attention)
+    "phi4flash": phi4flash.build,  # Phi-4-mini-flash (remote code): SambaY, Mamba / diff-attention self-decoder, YOCO cross-decoder with GMUs
     # Google RecurrentGemma (Griffin): RG-LRU recurrent blocks (analysis.mixers.rglru) and local MQA attention
     "recurrent_gemma": recurrent_gemma.build,
     # RWKV-4 (BlinkDL, transformers' rwkv): time-mix and channel-mix blocks (analysis.mixers.rwkv), a fixed state
@@ -806,6 +804,14 @@ WRAPPER_TIE.update({"kimi_k25": "wrapper", "cosmos3_omni": "wrapper", "exaone4_5
                     "nemotron_h_omni": "never", "apertus1p5": "wrapper"})
 LLM_CONFIG_WRAPPERS["nemotron_h_omni"] = vision_wrappers.nemotron_h_omni_text_config
 LLM_CONFIG_WRAPPERS["NVLM_D"] = nvlm_d.text_config  # NVLM-D: llm_config as Qwen2Config
+# NVIDIA Nemotron Nano VL (remote code, vLLM nano_nemotron_vl.py / nemotron_vl.py): the hub's RADIO tower + mlp1 around
+# an llm_config NemotronH (12B v2 VL) or Llama (Llama-3.1-Nemotron-Nano-VL-8B) language model
+from . import nemotron_nano_vl  # noqa: E402
+TEXT_WRAPPERS.update({"NemotronH_Nano_VL_V2": None, "Llama_Nemotron_Nano_VL": None})
+LLM_CONFIG_WRAPPERS.update({"NemotronH_Nano_VL_V2": nemotron_nano_vl.nano_vl_v2_text_config,
+                            "Llama_Nemotron_Nano_VL": nemotron_nano_vl.llama_nano_vl_text_config})
+VISION_COUNTED.update({"NemotronH_Nano_VL_V2": nemotron_nano_vl.nano_vl_v2_vision,
+                       "Llama_Nemotron_Nano_VL": nemotron_nano_vl.llama_nano_vl_vision})
 # LLaVA / LLaVA-NeXT repositories' own format (OneVision, LLaVA-Video, LLaVA-1.6): a flat config + mm_* fields, the
 # language model by architectures[0], the tower by its hub id; model_type "llava" is dispatched by is_original
 for _mt in ("llava", "llava_qwen", "llava_llama", "llava_mistral"):
@@ -1128,6 +1134,22 @@ REGISTRY["qwen3_omni_moe_thinker_lm"] = qwen3_omni.build_text
 TEXT_WRAPPERS["qwen3_omni_moe"] = "qwen3_omni_moe_thinker_lm"
 TEXT_CONFIG_REBUILDS["qwen3_omni_moe"] = qwen3_omni.text_config
 VISION_COUNTED["qwen3_omni_moe"] = qwen3_omni.omni_towers
+# Kyutai STT / Sesame CSM / Moshi (analysis/families/kyutai_mimi.py): Moshi's decoder (text + audio embeddings) or CSM's
+# Llama backbone, the depth decoder (CSM, Moshi) and the Mimi codec as kind audio; CSM's depth decoder alone is refused
+from . import kyutai_mimi  # noqa: E402
+REGISTRY.update({"kyutai_speech_to_text": kyutai_mimi.build_stt, "csm": kyutai_mimi.build_csm,
+                 "moshi": kyutai_mimi.build_moshi})
+REFUSED["csm_depth_decoder_model"] = _refused(
+    "Sesame CSM depth decoder", "CsmDepthDecoderForCausalLM is CSM's per-frame codebook decoder, not a model of its "
+    "own: its first input is the backbone's last hidden state (projected by inputs_embeds_projector) and it runs "
+    "num_codebooks - 1 steps per audio frame; pass the whole CSM config.json (model_type csm), which counts it")
+# MiniMax-VL-01 (remote code): MiniMax-Text-01 + CLIP ViT (no post norm) + biased 2-Linear projector, image_newline
+from . import minimax_vl  # noqa: E402
+TEXT_WRAPPERS["minimax_vl_01"] = "minimax_text_01"
+TEXT_CONFIG_REBUILDS["minimax_vl_01"] = minimax_vl.text_config
+VISION_COUNTED["minimax_vl_01"] = minimax_vl.minimax_vl_01_vision
+# remote-code types with nothing at hand to count them exactly from (the reasons: minimax_vl.REFUSED_REMOTE)
+REFUSED.update({_mt: _refused(*_why) for _mt, _why in minimax_vl.REFUSED_REMOTE.items()})
 
 #: language models read only as a wrapper's text_config (analysis.config refuses them at top level): what each is,
 #: the whole config it belongs to, and the hint; their builders assume the wrapper's rebuilt text_config
@@ -1146,6 +1168,53 @@ WRAPPER_ONLY: dict[str, tuple[str, str, str]] = {
                                   "pass the Qwen3-Omni config.json (model_type qwen3_omni_moe), or its thinker_config "
                                   "(model_type qwen3_omni_moe_thinker)"),
 }
+
+# transformers 5.24 model_types the generic Llama reading used to stand in for (tests/test_generic_read_audit.py):
+# Higgs Audio v2 counted (analysis/families/higgs_audio.py); the others refused by name, the talker sub-configs as
+# wrapper-only parts of the Qwen-Omni checkpoints that count them
+from . import higgs_audio  # noqa: E402
+REGISTRY["higgs_audio_v2"] = higgs_audio.build
+_FLOW_TTS = ("it is a continuous-latent text-to-speech model, not a token-by-token LM over a vocabulary: each "
+             "generated frame is a latent_dim audio latent sampled by a flow-matching MLP head (flow_head_config, run "
+             "for several flow steps per frame) from the causal transformer's hidden state, and decoded by a separate "
+             "audio codec; the flow head, its per-frame steps and the codec are not modelled")
+REFUSED["pocket_tts"] = _refused("Kyutai Pocket TTS", _FLOW_TTS)
+REFUSED["gradium_phonon_tts"] = _refused("Gradium Phonon TTS", _FLOW_TTS + " (nor its speaker-prompt projection and "
+                                         "num_speakers / duration_delta conditions)")
+_MUSICGEN = ("it is the decoder sub-config of {whole} (T5 text encoder + this decoder + EnCodec), whose published "
+             "checkpoints (facebook/{repo}-*) are the whole config, an encoder-decoder planner does not analyse; the "
+             "decoder itself is not Llama-shaped: sinusoidal positions, LayerNorms, a GELU fc1 / fc2 MLP, "
+             "num_codebooks summed input embeddings and num_codebooks lm_heads (one per codebook){extra}")
+REFUSED["musicgen_decoder"] = _refused("MusicGen decoder", _MUSICGEN.format(
+    whole="MusicGen (model_type musicgen)", repo="musicgen",
+    extra=", and a cross-attention (encoder_attn) over the T5 states in every layer"))
+REFUSED["musicgen_melody_decoder"] = _refused("MusicGen Melody decoder", _MUSICGEN.format(
+    whole="MusicGen Melody (model_type musicgen_melody)", repo="musicgen-melody",
+    extra=", the T5 and chroma conditioning prepended to its sequence"))
+_EVOLLA = ("it is a protein-language model, not a text decoder alone: a SaProt protein encoder "
+           "(protein_encoder_config), a Perceiver sequence-compressor resampler (resampler_*), and a Llama-3 decoder "
+           "whose every (num_hidden_layers / aligner_num_add_layers)-th layer adds a gated cross-attention adapter "
+           "over the protein latents (EvollaSequenceAlignerCrossAttention); the encoder, resampler and those "
+           "cross-attention layers are not modelled, so the generic reading would miss them")
+REFUSED["evolla"] = _refused("Evolla", _EVOLLA)
+REFUSED["EvollaModel"] = _refused("Evolla", _EVOLLA)  # transformers' CONFIG_MAPPING alias of evolla
+REFUSED["blip_text_model"] = _refused(
+    "BLIP text decoder", "it is BLIP's BERT-style text decoder (BlipTextLMHeadModel: post-LayerNorm layers, learned "
+    "absolute positions, an embedding LayerNorm, a cross-attention over the ViT image features in every layer), built "
+    "only inside BLIP's captioning / VQA models with their image tower; none of it is modelled")
+REFUSED["vits"] = _refused(
+    "VITS", "it is a non-autoregressive text-to-speech model (MMS-TTS): a text encoder, a stochastic duration "
+    "predictor, a normalizing flow and a HiFi-GAN decoder produce the whole waveform in one pass, with no token-by-token "
+    "decode, KV cache or vocabulary head to plan")
+WRAPPER_ONLY["qwen2_5_omni_talker"] = (
+    "Qwen2.5-Omni's talker (its speech-token decoder, fed by the thinker's hidden states through "
+    "thinker_to_talker_proj), which transformers builds only inside Qwen2_5OmniForConditionalGeneration",
+    "Qwen2.5-Omni", "pass the Qwen2.5-Omni config.json (model_type qwen2_5_omni): its talker is counted there")
+WRAPPER_ONLY["qwen3_omni_moe_talker_code_predictor"] = (
+    "Qwen3-Omni's talker code predictor (the small decoder that predicts the residual codebooks of each speech frame, "
+    "num_code_groups - 1 embeddings and heads), which transformers builds only inside Qwen3-Omni's talker",
+    "Qwen3-Omni", "pass the Qwen3-Omni config.json (model_type qwen3_omni_moe): its talker and code predictor are "
+    "counted there")
 
 #: wrappers whose checkpoint holds models the serving engines do not load, by tensor-name prefix: vLLM serves the
 #: Qwen-Omni thinker alone (qwen2_5_omni_thinker.py / qwen3_omni_moe_thinker.py load_weights skip these prefixes),

@@ -41,7 +41,14 @@ def build_deepseek_v1(f: Fields, model_type: str) -> ModelSpec:
 
 
 def build_minimax_m1(f: Fields, model_type: str) -> ModelSpec:
-    shared = f.int("shared_intermediate_size", 0, lo=0)
+    # the hub's MiniMax-01 configs write it as a one-element list ([0]): one value, as transformers' port reads it
+    if isinstance(f.raw("shared_intermediate_size"), list):
+        one = f.int_list("shared_intermediate_size") or []
+        if len(one) != 1:
+            raise f.error("shared_intermediate_size", f"must hold exactly one value, got {len(one)}")
+        shared = one[0]
+    else:
+        shared = f.int("shared_intermediate_size", 0, lo=0)
     if shared:
         raise f.error("shared_intermediate_size", f"({shared}) is not modelled: MiniMax's shared expert is absent "
                                                   "from every published checkpoint")

@@ -76,6 +76,8 @@ class MixerKind(StrEnum):
     HRM_ATTENTION = "hrm_attention"  # HRM: MHA with a (biased) sigmoid gate per output feature, weightless norms
     VISUAL_EXPERT = "visual_expert"  # CogVLM / CogVLM2: attention + MLP beside a vision expert's run on image tokens
     JET_BLOCK = "jet_block"  # Jet-Nemotron: the gated delta rule with a dynamic (generated per token) conv on V
+    GMU = "gmu"  # SambaY (Phi-4-mini-flash): a gated memory unit reading an earlier Mamba layer's scan output
+    DUAL_FFN = "dual_ffn"  # Higgs Audio v2: attention + an audio path (norms, MLP) beside the text one
 
 
 class MixerSpec:
