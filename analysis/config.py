@@ -221,6 +221,8 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         rule = WRAPPER_TIE.get(model_type or "")
         if rule == "never":  # transformers never ties them (Cosmos3-Edge's _tied_weights_keys = {}, ...)
             text["tie_word_embeddings"] = False
+        elif rule == "text-if-absent" and "tie_word_embeddings" not in cfg:
+            pass  # the released config leaves the wrapper's flag out: text_config's own flag decides (WRAPPER_TIE)
         elif rule is not None:
             from .family_defaults import FAMILY_DEFAULTS
 
@@ -231,7 +233,7 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
                 tie = cfg["tie_embedding"]
             if not isinstance(tie, bool):
                 raise ConfigError(f"{where}: field 'tie_word_embeddings' must be true or false, got {short(tie)}")
-            if rule == "wrapper" or tie:
+            if rule in ("wrapper", "text-if-absent") or tie:
                 text["tie_word_embeddings"] = tie
             if rule == "wrapper":
                 text.pop("tie_embedding", None)  # LFM2's own alias: the wrapper's flag decides, not the text's
@@ -380,6 +382,10 @@ def finish(spec: ModelSpec, f: Fields, *, top_cfg: dict, name: str, source: str,
     max_pos = f.opt_int("max_position_embeddings", hi=1 << 31)
     qc = top_cfg.get("quantization_config", f.cfg.get("quantization_config"))
     quant, qcaveats = parse_quantization(qc, f.where) if qc is not None else (None, [])
+    mlx = top_cfg.get("quantization")  # mlx-lm / mlx-vlm conversions: {"group_size": 64, "bits": 4, ...}
+    if qc is None and isinstance(mlx, dict) and "bits" in mlx and "quant_algo" not in mlx:
+        qcaveats = qcaveats + [f"MLX-quantized config (quantization: {short(mlx)}) is not modelled: weights sized at "
+                               "torch_dtype; real storage is about bits/16 of that, plus per-group scales and biases"]
     for layer in spec.layers:
         m = layer.mixer
         if m is not None and m.window is not None and m.window < 1:

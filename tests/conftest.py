@@ -12,6 +12,26 @@ def bundled_index() -> list[dict]:
     return json.loads((MODELS / "index.json").read_text())["models"]
 
 
+#: ``edited``'s value that deletes the key
+DROP = object()
+
+
+def edited(base: dict, path: str, value) -> dict:
+    """A deep copy of ``base`` with the dotted ``path`` ("vision_config.depth") set to ``value`` (``DROP``: deleted)."""
+    import copy
+
+    cfg = copy.deepcopy(base)
+    *keys, last = path.split(".")
+    d = cfg
+    for k in keys:
+        d = d[k]
+    if value is DROP:
+        del d[last]
+    else:
+        d[last] = value
+    return cfg
+
+
 def load_bundled_config(model_id: str) -> dict:
     for m in bundled_index():
         if m["id"] == model_id:

@@ -973,10 +973,13 @@ WRAPPERS = {
                         "vision_config": _CLIP},
     "llava-wrapper-tied": {"model_type": "llava", "text_config": dict(_TEXT, tie_word_embeddings=False),
                            "vision_config": _CLIP, "tie_word_embeddings": True},
-    "mistral3": {"model_type": "mistral3", "text_config": dict(_TEXT, model_type="mistral"), "vision_config": _PIXTRAL},
+    # the wrapper's flag set: it ties (left out, text_config's decides: tests/test_real_configs_vlm_audit.py)
+    "mistral3": {"model_type": "mistral3", "text_config": dict(_TEXT, model_type="mistral"), "vision_config": _PIXTRAL,
+                 "tie_word_embeddings": True},
     "mistral3-merge3-bias": {"model_type": "mistral3", "text_config": dict(_TEXT, model_type="mistral",
                                                                            tie_word_embeddings=False),
-                             "vision_config": _PIXTRAL, "spatial_merge_size": 3, "multimodal_projector_bias": True},
+                             "vision_config": _PIXTRAL, "spatial_merge_size": 3, "multimodal_projector_bias": True,
+                             "tie_word_embeddings": True},  # the wrapper's flag, set, wins over text_config's
     "mistral3-untied": {"model_type": "mistral3", "text_config": dict(_TEXT, model_type="mistral"),
                         "vision_config": _PIXTRAL, "tie_word_embeddings": False},
     # Mistral Small 4's layout: a mistral4 language model (MLA + MoE) in the mistral3 wrapper; Mistral Large 4
@@ -1176,7 +1179,8 @@ def test_multimodal_wrapper_default_vision_towers():
     """Without a vision_config the wrapper's own default tower is built (LLaVA: CLIP-L/14-336, Mistral 3:
     Pixtral 14×14 patches)."""
     for cfg in ({"model_type": "llava", "text_config": _TEXT},
-                {"model_type": "mistral3", "text_config": dict(_TEXT, model_type="mistral")}):
+                {"model_type": "mistral3", "text_config": dict(_TEXT, model_type="mistral"),
+                 "tie_word_embeddings": True}):  # the flag set (left out, text_config's decides)
         assert count_params(parse_config(cfg)).total == hf_param_count(cfg)
 
 
@@ -4859,14 +4863,14 @@ def test_minicpmv_omni_videollama3_qianfan_bad_tower_configs_are_config_errors(c
         parse_config(cfg)
 
 
-def test_ernie_vl_remote_code_format_is_refused_naming_the_transformers_format():
-    """ERNIE-4.5-VL's original flat config (list-valued moe_num_experts) is refused by name, pointing at the
-    transformers format, never read as a generic decoder."""
-    from planner.analysis.errors import UnsupportedModelError
+def test_ernie_vl_remote_code_format_is_translated_never_generic():
+    """ERNIE-4.5-VL's original flat config (list-valued moe_num_experts) is translated into the transformers format
+    (tests/test_ernie45_vl_remote.py); a partial one is a config error, never read as a generic decoder."""
+    from planner.analysis.errors import ConfigError
 
     cfg = {"model_type": "ernie4_5_moe_vl", "hidden_size": 2560, "num_hidden_layers": 28, "num_attention_heads": 20,
            "vocab_size": 103424, "moe_num_experts": [64, 64], "moe_intermediate_size": [1536, 512]}
-    with pytest.raises(UnsupportedModelError, match="ernie4_5_vl_moe"):
+    with pytest.raises(ConfigError, match="required field 'intermediate_size'"):
         parse_config(cfg)
 
 

@@ -7,7 +7,6 @@ list (35,259,818,545 parameters, 65.68 GiB in bf16). No network, no remote code.
 
 from __future__ import annotations
 
-import copy
 import json
 
 import pytest
@@ -18,6 +17,7 @@ from planner.analysis.errors import ConfigError, UnsupportedModelError
 from planner.analysis.families import qwen3_omni
 from planner.analysis.params import count_params
 from tests.clirun import run, verify_self_checks
+from tests.conftest import DROP, edited
 
 # Qwen/Qwen3-Omni-30B-A3B-Instruct config.json: every shape field as a transformers 5.7 dump of the checkpoint quotes
 # its config (Qwen3OmniMoeConfig, with the checkpoint's weight list: 15 safetensors files, 28,010 tensors,
@@ -301,19 +301,10 @@ TINY = {
 
 
 def _edit(path: str, value):
-    cfg = copy.deepcopy(TINY)
-    *keys, last = path.split(".")
-    d = cfg
-    for k in keys:
-        d = d[k]
-    if value is _DROP:
-        del d[last]
-    else:
-        d[last] = value
-    return cfg
+    return edited(TINY, path, value)
 
 
-_DROP = object()
+_DROP = DROP
 TINY_CASES = {
     "base": TINY,
     "thinker tied": _edit("thinker_config.tie_word_embeddings", True),

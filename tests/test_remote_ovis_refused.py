@@ -1,5 +1,5 @@
-"""AIDC-AI Ovis's remote-code format (model_type ovis / ovis2_5) is refused by name with its reason: one Error line,
-never a generic reading of its llm_config."""
+"""AIDC-AI Ovis's remote-code format for Ovis1.6 / Ovis2 (model_type ovis) is refused by name with its reason: one
+Error line, never a generic reading of its llm_config."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ OVIS2 = {"model_type": "ovis", "architectures": ["Ovis"], "hidden_size": 3584,
                                      "backbone_config": {"model_type": "aimv2", "hidden_size": 1536}}}
 
 
-@pytest.mark.parametrize("model_type", ["ovis", "ovis2_5"])
+@pytest.mark.parametrize("model_type", ["ovis"])  # Ovis2.5 (ovis2_5) is counted: tests/test_ovis_remote.py
 def test_ovis_is_refused_by_name(model_type, tmp_path):
     with pytest.raises(UnsupportedModelError, match="visual tokenizer is not modelled"):
         parse_config(dict(OVIS2, model_type=model_type))

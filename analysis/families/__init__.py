@@ -47,6 +47,7 @@ from . import longcat
 from . import idefics
 from . import jetmoe
 from . import jet_nemotron
+from . import baichuan_m1
 from . import phi4flash
 from . import diffllama
 from . import mimo_v2_flash
@@ -79,6 +80,7 @@ from . import nemotron_nas
 from . import plamo
 from . import plamo3
 from . import ernie4_5_vl
+from . import ernie4_5_vl_remote
 from . import qwen2_5_omni
 from . import minicpmv
 from . import video_llama_3, qianfan_ocr
@@ -157,22 +159,6 @@ REFUSED: dict[str, Builder] = {
     "bert-generation": _refused("BertGeneration", "it is a BERT encoder used as the decoder of an encoder-decoder: "
                                 "post-LayerNorm BERT blocks with learned absolute positions and an embedding LayerNorm "
                                 "are not modelled"),
-    # Baichuan-M1 (remote code; mlx-lm's baichuan_m1.py, chatllm.cpp's BaiChuanM1Converter): read generically as Llama
-    # its sliding layers' heads, the K/V convolution and its per-sequence state would be wrong
-    "baichuan_m1": _refused("Baichuan-M1", "its attention is not modelled: a fused W_pack whose K/V pass through a "
-                            "causal 2-tap convolution over time per KV head (conv_k / conv_v, conv_window; the last "
-                            "pre-convolution K and V row kept per sequence beside the cache), sliding-window layers "
-                            "(sliding_window_layers) with their own query / KV head counts and head_dim "
-                            "(num_swa_attention_heads / num_swa_key_value_heads: hidden / heads per layer type) and a "
-                            "NormHead lm_head; no verbatim Baichuan-M1-14B config.json (intermediate_size, vocab_size) "
-                            "or checkpoint size was at hand to check a count against"),
-    # ERNIE-4.5-VL's original remote-code config (a flat config, list-valued moe_num_experts); the transformers format
-    # (model_type ernie4_5_vl_moe, with text_config / vision_config) is modelled
-    "ernie4_5_moe_vl": _refused("ERNIE-4.5-VL (remote-code format)", "its flat original config (list-valued "
-                                "moe_num_experts / moe_intermediate_size for the text and vision experts, "
-                                "moe_layer_start_index, a vision_config of the remote DFNRope tower) is not read; use the "
-                                "transformers-format config (model_type ernie4_5_vl_moe, with text_config and "
-                                "vision_config), whose checkpoint is the same model"),
     # THUDM CogAgent (cogagent-chat-hf / cogagent-vqa-hf, remote code): CogVLM's visual-expert layers plus a cross-attention
     # per layer that every token, text included, runs over a second tower's cached high-resolution features
     "cogagent": _refused("CogAgent", "every decoder layer adds a cross-attention (query, key_value, dense of "
@@ -186,7 +172,7 @@ REGISTRY: dict[str, Family] = {
     # ---- plain decoders: one row of traits each ----
     "llama": Traits(),
     "mistral": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, windows="all"),
-    "ministral": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, windows="layer_types"),
+    "ministral": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, windows="all"),  # no layer_types: all sliding
     "mixtral": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, windows="all", moe="mixtral"),
     "qwen2": _QWEN2,
     "qwen3": _QWEN3,
@@ -213,7 +199,7 @@ REGISTRY: dict[str, Family] = {
                           qk_norm="head", mlp_bias=False, windows="pattern", local_rope=True),
     "phi3": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, fused_qkv=True, fused_gate_up=True, windows="all"),
     "olmo2": Traits(qk_norm="full", norms="post", mlp_bias=False, windows="none"),
-    "olmo3": Traits(qk_norm="full", norms="post", mlp_bias=False, windows="layer_types"),
+    "olmo3": Traits(qk_norm="full", norms="post", mlp_bias=False, windows="full_every_4th"),
     "olmoe": Traits(qk_norm="full", mlp_bias=False, windows="none", moe="mixtral", norm_topk_default=False,
                     q_norm_over_hidden=True),
     "gpt_oss": Traits(bias_default=True, mlp_bias=False, sinks=True, windows="alternate", moe="gpt_oss",
@@ -222,7 +208,7 @@ REGISTRY: dict[str, Family] = {
                           nope_layers=True, chunked_rope_layers=True),
     "granite": Traits(multipliers=True),
     "smollm3": Traits(nope_layers=True),
-    "exaone4": Traits(qk_norm="head", norms="post", windows="layer_types", nope_global_with_sliding=True),
+    "exaone4": Traits(qk_norm="head", norms="post", windows="pattern", nope_global_with_sliding=True),
     # GLM-4.5 / 4.6: partial_rotary_factor 0.5 when absent (Glm4MoeConfig sets it in __post_init__)
     "glm4_moe": _GLM4_MOE,
     # GLM-4.5V's language model (glm4v_moe wrapper): GLM-4.5's MoE without q/k norms (use_qk_norm is not read),
@@ -548,6 +534,7 @@ REGISTRY: dict[str, Family] = {
     "internlm2": remote.build_internlm2,  # fused per-KV-group wqkv, untied output head
     "qwen": qwen_vl.build,  # Qwen-1: biased fused c_attn, SwiGLU of intermediate_size / 2; Qwen-VL: + `visual`
     "baichuan": remote.build_baichuan,  # W_pack fused qkv; RoPE (7B) or ALiBi (13B); Baichuan 2's NormHead
+    "baichuan_m1": baichuan_m1.build,  # conv on K/V per KV head, full / sliding layers of their own heads, NormHead
     "minicpm": remote.build_minicpm,  # Llama with MiniCPM's muP multipliers (scale_emb, scale_depth, dim_model_base)
     "mimo": remote.build_mimo,  # Qwen2 + MTP layers (reported, not served by vLLM's main model)
     "telechat": remote.build_telechat,  # TeleChat 1/2: Llama, biased dense (o) and down_proj only, n_layer/n_head names
@@ -726,12 +713,16 @@ FLAT_TEXT_WRAPPERS = frozenset({"qwen2_vl", "qwen2_5_vl", "dots3_note", "fuyu", 
 
 #: How a wrapper ties lm_head to the embedding (its ``tie_word_embeddings``, class default included), counted or
 #: text-only: "wrapper" — the wrapper's flag alone decides (Mistral3Config); "either" — tied when the wrapper's or
-#: the text_config's flag is set (LlavaConfig.__post_init__ forwards the text flag). InternVL, DeepSeek-VL, Janus,
+#: the text_config's flag is set (LlavaConfig.__post_init__ forwards the text flag); "text-if-absent" — the wrapper's
+#: flag when the config sets it, else the text_config's own (Mistral Small 3.1 / 3.2's configs, written by transformers
+#: 4.5x, which tied by the text config, leave both out and their checkpoints ship lm_head: keras-hub's preset counts
+#: 24,011,361,280; transformers 5's Mistral3Config defaults to tied, and from_pretrained unties when both weights
+#: differ). InternVL, DeepSeek-VL, Janus,
 #: HyperCLOVAX-Vision, LightOnOCR and MiniCPM-o OCR default to tied at the wrapper (transformers 5 ties them
 #: whatever text_config says); the GLM-V wrappers and the Qwen-Omni thinkers to untied.
 WRAPPER_TIE: dict[str, str] = {"llava": "either", "llava_next_video": "either", "llava_onevision": "either",
                                 "llava_next": "wrapper", "video_llava": "wrapper", "vipllava": "wrapper",
-                                "mistral3": "wrapper", "qwen2_vl": "either", "qwen2_5_vl": "either",
+                                "mistral3": "text-if-absent", "qwen2_vl": "either", "qwen2_5_vl": "either",
                                 "qwen3_vl": "wrapper", "qwen3_vl_moe": "wrapper", "qwen3_5": "wrapper",
                                 "qwen3_5_moe": "wrapper", "qwen4_exp": "wrapper",
                                 "glm4v": "either", "glm4v_moe": "either", "glm_ocr": "either", "glm46v": "wrapper",
@@ -820,15 +811,21 @@ TEXT_WRAPPERS.update({"llava_qwen": None, "llava_llama": None, "llava_mistral": 
 VISION_COUNTED.update({"llava": llava_original.llava_vision, "llava_qwen": llava_original.llava_original_vision,
                        "llava_llama": llava_original.llava_original_vision,
                        "llava_mistral": llava_original.llava_original_vision})
-# AIDC-AI Ovis's remote-code format (Ovis1.6 / Ovis2: model_type ovis; Ovis2.5: ovis2_5), refused by name
-_OVIS_WHY = ("its visual tokenizer is not modelled: a SigLIP / AIMv2 / SigLIP2-NaViT backbone whose stored layers and "
-             "head depend on the hub code of each release (Ovis2's AIMv2 without its post norm, backbone layers "
-             "dropped by depths / drop_cls_token), a head Linear(backbone hidden x hidden_stride^2, vocab_size - 5) + "
-             "LayerNorm and the vte embedding table (vocab_size x the LLM hidden), around an llm_config language model "
-             "(Qwen2 / Gemma2 / Llama / Qwen3); no published config.json and safetensors index were at hand to check "
-             "those shapes exactly")
+# AIDC-AI Ovis's hub remote-code format for Ovis1.5 / Ovis1.6 / Ovis2 (model_type ovis), refused by name
+_OVIS_WHY = ("its visual tokenizer is not modelled: a SigLIP / CLIP / AIMv2 backbone (visual_tokenizer_config."
+             "backbone_config) whose stored layers depend on each release's hub code (Ovis2's AIMv2 keeps "
+             "trunk.post_trunk_norm in the checkpoint though vLLM drops it; whether SigLIP's pooling head is stored "
+             "is unknown), a head Linear(backbone hidden x hidden_stride^2, vocab_size - 5) + LayerNorm and the vte "
+             "table, around an llm_config (Qwen2 / Gemma2 / Llama); no published config.json and safetensors index "
+             "were at hand to check those shapes exactly (Ovis2 in transformers' format is model_type ovis2; "
+             "Ovis2.5, with a vit_config, is model_type ovis2_5)")
 REFUSED["ovis"] = _refused("AIDC-AI Ovis", _OVIS_WHY)
-REFUSED["ovis2_5"] = _refused("AIDC-AI Ovis2.5", _OVIS_WHY)
+# AIDC-AI Ovis2.5 (remote code, analysis/families/ovis_remote.py): SigLIP2-NaViT visual tokenizer + head + vte around
+# llm_config built as Qwen3Config (tied by its own flag)
+from . import ovis_remote  # noqa: E402
+TEXT_WRAPPERS["ovis2_5"] = None
+LLM_CONFIG_WRAPPERS["ovis2_5"] = ovis_remote.ovis2_5_text_config
+VISION_COUNTED["ovis2_5"] = ovis_remote.ovis2_5_vision
 # Mistral Large 4: Mistral 3's wrapper (Pixtral tower, merger, projector; its own default tower), the wrapper's flag ties
 TEXT_WRAPPERS["mistral_large4"] = "mistral_large4_text"
 VISION_COUNTED["mistral_large4"] = mistral_large4.mistral_large4_vision
@@ -1243,3 +1240,10 @@ def lookup(model_type: str) -> Family | None:
 
 def supported_model_types() -> list[str]:
     return sorted(set(REGISTRY) | set(TEXT_WRAPPERS))
+
+# ERNIE-4.5-VL's original remote-code config (ernie4_5_moe_vl: flat, list-valued moe_num_experts /
+# moe_intermediate_size, moe_layer_start_index, a DFNRope vision_config), translated into the transformers format
+# (ernie4_5_vl_moe) as transformers' convert_ernie4_5_vl_moe_to_hf.py does, and built by the same builder
+TEXT_WRAPPERS["ernie4_5_moe_vl"] = "ernie4_5_vl_moe_text"
+TEXT_CONFIG_REBUILDS["ernie4_5_moe_vl"] = ernie4_5_vl_remote.text_config
+VISION_COUNTED["ernie4_5_moe_vl"] = ernie4_5_vl_remote.remote_vision

@@ -29,7 +29,8 @@ class Traits:
     norm_kind: str = "rms"
     tie_default: bool = False
     head_dim_default: int | None = None  # None: hidden_size // num_attention_heads
-    # layer_types | all | qwen | max_window_layers | alternate | pattern | full_every_4 | full_every_5 | flint | none
+    # layer_types | all | qwen | max_window_layers | alternate | pattern | full_every_4 | full_every_4th | full_every_5 |
+    # flint | none
     windows: str = "layer_types"
     act_key: str = "hidden_act"
     act_default: str = "silu"
@@ -316,14 +317,21 @@ def read_windows(f: Fields, n_layers: int, policy: str) -> list[tuple[int | None
         return [(sliding if (i + 1) % 2 else None, None) for i in range(n_layers)]
     if policy == "full_every_4":  # CWM's default layer_types: layers 0, 4, 8 ... full, the others sliding
         return [(None if i % 4 == 0 else sliding, None) for i in range(n_layers)]
+    if policy == "full_every_4th":  # Olmo3Config's default layer_types: layers 3, 7, 11 ... full, the others sliding
+        return [(None if (i + 1) % 4 == 0 else sliding, None) for i in range(n_layers)]
     if policy == "full_every_5":  # Kolibri-1's default layer_types: layers 4, 9, 14 ... full, the others sliding
         return [(None if (i + 1) % 5 == 0 else sliding, None) for i in range(n_layers)]
     if policy == "flint":  # Flint's default layer_types: full on layers 0, 1, every i % 4 == 1 and the last
         return [(None if i < 2 or i % 4 == 1 or i == n_layers - 1 else sliding, None) for i in range(n_layers)]
     if policy == "pattern":
-        pattern = f.int("sliding_window_pattern", 6)
         if sliding is None:
             return [(None, None)] * n_layers
+        raw = f.raw("sliding_window_pattern")
+        if isinstance(raw, str):  # EXAONE's "LLLG": local (sliding) or global per layer, repeated
+            if not raw or set(raw) - {"L", "G"}:
+                raise f.error("sliding_window_pattern", f"is {short(raw)}; expected an int or a string of L and G")
+            return [(sliding if raw[i % len(raw)] == "L" else None, None) for i in range(n_layers)]
+        pattern = f.int("sliding_window_pattern", 6)
         return [(sliding if (i + 1) % pattern else None, None) for i in range(n_layers)]
     return [(None, None)] * n_layers
 

@@ -42,6 +42,7 @@ from .jetblock import JetBlock
 from .loop_gated import LoopGatedAttention
 from .sambay import GatedMemoryUnit, SambaYDiffAttention
 from .dual_ffn import DualFFNAttention
+from .conv_kv import ConvKVAttention
 
 #: Every mixer spec class: what tensor-parallel tables collect over (``analysis.parallel``).
 MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, SparseMLA, Mamba, GatedDeltaNet,
@@ -52,7 +53,8 @@ MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, Spar
                                             MixtureOfAttention, DiffAttention, MFAttention, RWKV4, RWKV5, RWKV6, RWKV7,
                                             LinearReplacement, LocalStridedAttention, Plamo2Mamba, LFAttention,
                                             CCAttention, VisualExpertAttention, JetBlock, LoopGatedAttention,
-                                            DualFFNAttention, GatedMemoryUnit, SambaYDiffAttention)
+                                            DualFFNAttention, GatedMemoryUnit, SambaYDiffAttention,
+                                            ConvKVAttention)
 
 Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid, SharedBlockMamba,
               LightningAttention, CompressedMQA, InklingAttention, HyperBlock, KimiDeltaAttention,
@@ -60,6 +62,6 @@ Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, Parall
               RWKV5, RWKV6, RWKV7, LinearReplacement, LocalStridedAttention, Plamo2Mamba, LFAttention, CCAttention,
               VisualExpertAttention, JetBlock, DualFFNAttention]
 
-__all__ = ["MIXER_TYPES", "CCAttention", "MLA", "MLSTM", "Attention", "BlockSparseAttention", "DiffAttention", "DogeAttention", "DualFFNAttention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "HyperBlock", "JetBlock", "InklingAttention", "KimiDeltaAttention", "LFAttention", "LightningAttention", "LinearReplacement", "LocalStridedAttention", "MFAttention", "Mamba", "Mixer", "MixtureOfAttention",
+__all__ = ["MIXER_TYPES", "CCAttention", "ConvKVAttention", "MLA", "MLSTM", "Attention", "BlockSparseAttention", "DiffAttention", "DogeAttention", "DualFFNAttention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "HyperBlock", "JetBlock", "InklingAttention", "KimiDeltaAttention", "LFAttention", "LightningAttention", "LinearReplacement", "LocalStridedAttention", "MFAttention", "Mamba", "Mixer", "MixtureOfAttention",
            "MixerKind", "MixerSpec", "ParallelHybrid", "Plamo2Mamba", "RGLRU", "RWKV4", "RWKV5", "RWKV6", "RWKV7", "SharedBlockMamba", "ShortConv", "SparseMLA", "VisualExpertAttention", "attended_keys",
            "distinct_keys"]

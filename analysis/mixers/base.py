@@ -78,6 +78,7 @@ class MixerKind(StrEnum):
     JET_BLOCK = "jet_block"  # Jet-Nemotron: the gated delta rule with a dynamic (generated per token) conv on V
     GMU = "gmu"  # SambaY (Phi-4-mini-flash): a gated memory unit reading an earlier Mamba layer's scan output
     DUAL_FFN = "dual_ffn"  # Higgs Audio v2: attention + an audio path (norms, MLP) beside the text one
+    CONV_KV_ATTENTION = "conv_kv_attention"  # Baichuan-M1: attention whose K and V pass a causal 2-tap conv over time
 
 
 class MixerSpec:
