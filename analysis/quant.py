@@ -11,10 +11,12 @@ as the checkpoint formats lay them out:
 - ``gptq``: the same packing + ``g_idx`` (one int32 per input row); ``group_size -1`` means one group.
 - ``bitsandbytes`` 4-bit: packed ``numel/2`` + absmax per 64-element block (fp32, or uint8 with a
   nested fp32 absmax per 256 blocks and a 256-entry code when ``double_quant``) + the 16-entry code;
+  not counted: the ``quant_state.bitsandbytes__nf4`` / ``__fp4`` uint8 JSON of each matrix (80-82 bytes);
   8-bit: ``numel`` + one fp32 scale per output row.
 - ``mxfp4`` (gpt-oss experts): ``numel/2`` + one uint8 (E8M0) scale per 32 elements.
 - ``compressed-tensors``: ``num_bits`` values + a scale (base dtype) per group / channel / tensor /
-  block, zero points when asymmetric. Float 4-bit formats as their vLLM schemes create them
+  block, zero points when asymmetric; format ``pack-quantized`` adds each matrix's int64 ``weight_shape``.
+  Float 4-bit formats as their vLLM schemes create them
   (vllm/model_executor/layers/quantization/compressed_tensors/schemes/compressed_tensors_w4a4_nvfp4.py,
   ``compressed_tensors_w4a16_nvfp4.py``, ``compressed_tensors_w4a16_mxfp4.py``):
   NVFP4 (``strategy tensor_group``, format ``nvfp4-pack-quantized``): ``weight_packed`` uint8
@@ -195,11 +197,14 @@ def _compressed_tensors(qc: dict, where: str, skip: tuple[str, ...]) -> tuple[Qu
     # strategy "tensor": one scale per matrix (weight_scale of shape [1]), not one per output channel; static input
     # activations add their input_scale (one per matrix as well); both in the scales' 16 bits
     static_input = isinstance(a, dict) and a.get("dynamic") is False
+    # format pack-quantized also stores each matrix's weight_shape: torch.tensor(weight.shape), int64 [2]
+    # (compressed_tensors/compressors/pack_quantized: compressed_dict["weight_shape"]), 16 bytes a matrix
+    shape_bytes = 16 if fmt == "pack-quantized" else 0
     return QuantSpec(
         "compressed", nb, group_size=g if strategy == "group" else 0, block_size=bs if strategy == "block" else (0, 0),
         zero_point=w.get("symmetric") is False, scale_bits=16, modules_to_not_convert=skip,
         raw_method=f"compressed-tensors ({w.get('type', 'int')}{nb}, {strategy}{', W8A8' if compute else ''})",
-        compute=compute, per_tensor=strategy == "tensor", tensor_bytes=2 if static_input else 0,
+        compute=compute, per_tensor=strategy == "tensor", tensor_bytes=(2 if static_input else 0) + shape_bytes,
     ), caveats
 
 

@@ -1759,6 +1759,13 @@ WRAPPERS.update({
 })
 
 
+# InternVL / DeepSeek-VL / Janus: these cases check the wrapper's flag, set as transformers 5 writes it (left out, the
+# text_config's decides, as transformers 4.5x tied their -hf checkpoints: tests/test_wrapper_tie_audit.py)
+for _cfg in WRAPPERS.values():
+    if _cfg["model_type"] in ("internvl", "deepseek_vl", "deepseek_vl_hybrid", "janus"):
+        _cfg.setdefault("tie_word_embeddings", True)
+
+
 @pytest.mark.parametrize("name", sorted(WRAPPERS))
 def test_multimodal_wrapper_counts_the_whole_checkpoint(name):
     """params.total is the full *ForConditionalGeneration model; the vision part is reported apart, in weights

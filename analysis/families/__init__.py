@@ -105,7 +105,7 @@ Family = Union[Traits, Builder]
 _QWEN2 = Traits(qkv_bias=True, o_bias=False, mlp_bias=False, windows="qwen")
 _QWEN3 = Traits(o_bias="attention_bias", qk_norm="head", mlp_bias=False, windows="qwen", head_dim_default=128)
 # no head_dim default (unlike qwen3): transformers' Qwen3MoeConfig falls back to hidden // heads
-_QWEN3_MOE = Traits(qk_norm="head", mlp_bias=False, windows="qwen", moe="qwen", norm_topk_default=False)
+_QWEN3_MOE = Traits(qk_norm="head", mlp_bias=False, windows="use_sliding_all", moe="qwen", norm_topk_default=False)
 
 _APERTUS = Traits(o_bias="attention_bias", mlp_bias=False, gated=False, act_default="xielu", qk_norm="head",
                   norm_names=("attention_layernorm", "feedforward_layernorm"), windows="none")
@@ -176,16 +176,16 @@ REGISTRY: dict[str, Family] = {
     "mixtral": Traits(qkv_bias=False, o_bias=False, mlp_bias=False, windows="all", moe="mixtral"),
     "qwen2": _QWEN2,
     "qwen3": _QWEN3,
-    "qwen2_moe": Traits(qkv_bias="qkv_bias", o_bias=False, mlp_bias=False, bias_default=True, windows="qwen", moe="qwen",
-                        shared_expert_gate=True, norm_topk_default=False),
+    "qwen2_moe": Traits(qkv_bias="qkv_bias", o_bias=False, mlp_bias=False, bias_default=True, windows="qwen2_moe",
+                        moe="qwen", shared_expert_gate=True, norm_topk_default=False),
     "qwen3_moe": _QWEN3_MOE,
     # the language models of the Qwen-VL wrappers: Qwen2 / Qwen3 / Qwen3-MoE decoders (M-RoPE: with text-only
     # positions, the three sections see the same position, which is plain RoPE)
     "qwen2_vl_text": _QWEN2,
     "qwen2_5_vl_text": _QWEN2,
-    "qwen3_vl_text": _QWEN3,
+    "qwen3_vl_text": replace(_QWEN3, windows="none"),  # Qwen3VLTextAttention: no sliding window
     # Qwen3VLMoeTextTopKRouter renormalises the top-k weights whatever norm_topk_prob says
-    "qwen3_vl_moe_text": replace(_QWEN3_MOE, norm_topk_fixed=True),
+    "qwen3_vl_moe_text": replace(_QWEN3_MOE, norm_topk_fixed=True, windows="none"),  # its config: sliding_window None
     # Qwen3-Omni-MoE's thinker: Qwen3-MoE's block, never sliding (the thinker's attention has no window),
     # norm_topk_prob true by default; Qwen2.5-Omni's thinker: Qwen2's
     "qwen3_omni_moe_text": replace(_QWEN3_MOE, windows="none", norm_topk_default=True),
@@ -207,7 +207,7 @@ REGISTRY: dict[str, Family] = {
     "llama4_text": Traits(mlp_bias=False, moe="llama4", head_dim_default=128, rope_style=RopeStyle.PAIRS, llama4=True,
                           nope_layers=True, chunked_rope_layers=True),
     "granite": Traits(multipliers=True),
-    "smollm3": Traits(nope_layers=True),
+    "smollm3": Traits(nope_layers=True, windows="smollm3"),
     "exaone4": Traits(qk_norm="head", norms="post", windows="pattern", nope_global_with_sliding=True),
     # GLM-4.5 / 4.6: partial_rotary_factor 0.5 when absent (Glm4MoeConfig sets it in __post_init__)
     "glm4_moe": _GLM4_MOE,
@@ -717,17 +717,22 @@ FLAT_TEXT_WRAPPERS = frozenset({"qwen2_vl", "qwen2_5_vl", "dots3_note", "fuyu", 
 #: flag when the config sets it, else the text_config's own (Mistral Small 3.1 / 3.2's configs, written by transformers
 #: 4.5x, which tied by the text config, leave both out and their checkpoints ship lm_head: keras-hub's preset counts
 #: 24,011,361,280; transformers 5's Mistral3Config defaults to tied, and from_pretrained unties when both weights
-#: differ). InternVL, DeepSeek-VL, Janus,
-#: HyperCLOVAX-Vision, LightOnOCR and MiniCPM-o OCR default to tied at the wrapper (transformers 5 ties them
-#: whatever text_config says); the GLM-V wrappers and the Qwen-Omni thinkers to untied.
+#: differ). InternVL's, DeepSeek-VL's and Janus's "-hf" checkpoints are the same case (tests/test_wrapper_tie_audit.py):
+#: transformers' convert_{internvl,deepseek_vl,deepseek_vl_hybrid,janus}_weights_to_hf.py and OpenGVLab/InternVL's
+#: internvl_chat/tools/internvl_custom2hf.py (InternVL3.5 -HF) build the wrapper without the flag around an untied
+#: text_config (Qwen2.5-7B, Qwen3-8B, Llama) and save the original lm_head under transformers 4.5x; transformers 5 writes
+#: the wrapper's flag, so an absent one marks a 4.x file. HyperCLOVAX-Vision, LightOnOCR and MiniCPM-o OCR default to
+#: tied at the wrapper (transformers 5 ties them whatever text_config says); the GLM-V wrappers and the Qwen-Omni
+#: thinkers to untied.
 WRAPPER_TIE: dict[str, str] = {"llava": "either", "llava_next_video": "either", "llava_onevision": "either",
                                 "llava_next": "wrapper", "video_llava": "wrapper", "vipllava": "wrapper",
                                 "mistral3": "text-if-absent", "qwen2_vl": "either", "qwen2_5_vl": "either",
                                 "qwen3_vl": "wrapper", "qwen3_vl_moe": "wrapper", "qwen3_5": "wrapper",
                                 "qwen3_5_moe": "wrapper", "qwen4_exp": "wrapper",
                                 "glm4v": "either", "glm4v_moe": "either", "glm_ocr": "either", "glm46v": "wrapper",
-                                "glmga": "wrapper", "internvl": "wrapper", "deepseek_vl": "wrapper",
-                                "deepseek_vl_hybrid": "wrapper", "janus": "wrapper", "hyperclovax_vision_v2": "wrapper",
+                                "glmga": "wrapper", "internvl": "text-if-absent", "deepseek_vl": "text-if-absent",
+                                "deepseek_vl_hybrid": "text-if-absent", "janus": "text-if-absent",
+                                "hyperclovax_vision_v2": "wrapper",
                                 "lighton_ocr": "wrapper", "minicpm_ocr": "wrapper", "minicpmv4_6": "wrapper", "minicpmv4_7": "wrapper", "video_llama_3": "either", "qianfan_ocr": "wrapper", "qwen2_5_omni_thinker": "wrapper",
                                 "qwen3_omni_moe_thinker": "wrapper", "minimax_m3_vl": "either",
                                 "gemma4_unified": "wrapper", "gemma4": "wrapper", "dots3_note": "wrapper",

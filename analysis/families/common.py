@@ -29,8 +29,8 @@ class Traits:
     norm_kind: str = "rms"
     tie_default: bool = False
     head_dim_default: int | None = None  # None: hidden_size // num_attention_heads
-    # layer_types | all | qwen | max_window_layers | alternate | pattern | full_every_4 | full_every_4th | full_every_5 |
-    # flint | none
+    # layer_types | all | qwen | qwen2_moe | use_sliding_all | smollm3 | max_window_layers | alternate | pattern |
+    # full_every_4 | full_every_4th | full_every_5 | flint | none
     windows: str = "layer_types"
     act_key: str = "hidden_act"
     act_default: str = "silu"
@@ -279,10 +279,10 @@ def read_windows(f: Fields, n_layers: int, policy: str) -> list[tuple[int | None
     if sliding == 0:
         sliding = None
     types = f.raw("layer_types")
-    if types is not None and policy != "none":
+    if types is not None and policy not in ("none", "use_sliding_all"):  # (Qwen3MoeConfig has no layer_types)
         types = check_layer_types(f, n_layers)
         chunk = f.opt_int("attention_chunk_size", hi=1 << 30)
-        if policy == "qwen" and not f.bool("use_sliding_window", False):
+        if policy in ("qwen", "qwen2_moe", "smollm3") and not f.bool("use_sliding_window", False):
             sliding = None
         out = []
         for i, t in enumerate(types):
@@ -305,6 +305,16 @@ def read_windows(f: Fields, n_layers: int, policy: str) -> list[tuple[int | None
             return [(None, None)] * n_layers
         first = f.int("max_window_layers", 28, lo=0, hi=MAX_LAYERS)
         return [(sliding if i >= first else None, None) for i in range(n_layers)]
+    if policy in ("qwen2_moe", "smollm3", "use_sliding_all"):
+        if sliding is None or not f.bool("use_sliding_window", False):
+            return [(None, None)] * n_layers
+        if policy == "use_sliding_all":  # Qwen3MoeAttention: config.sliding_window on every layer
+            return [(sliding, None)] * n_layers
+        if policy == "smollm3":  # SmolLM3Config's default layer_types: its NoPE layers slide, the RoPE ones are full
+            return [(None if rope else sliding, None) for rope in read_no_rope(f, n_layers)]
+        # Qwen2MoeConfig's default layer_types: layers 0, 2, 4 ... below max_window_layers slide, the rest are full
+        first = f.int("max_window_layers", 28, lo=0, hi=MAX_LAYERS)
+        return [(sliding if i % 2 == 0 and i < first else None, None) for i in range(n_layers)]
     if policy == "max_window_layers":
         # Dots1Config: sliding from layer max_window_layers on whenever sliding_window is set (no use_sliding_window)
         if sliding is None:
