@@ -29,6 +29,7 @@ from __future__ import annotations
 from ..errors import ConfigError, UnsupportedModelError
 from ..fields import MAX_LAYERS, Fields
 from ..spec import Tensor
+from .voxtral import required_sub_config
 from ..vision import _lin, _ln, _vision_fields, vision_config_dict, vision_tower_config
 
 #: InternVLVisionConfig's tuple defaults (not in the generated scalar table)
@@ -220,12 +221,8 @@ def internvl_chat_vision(top: dict, text_hidden: int, where: str) -> tuple[Tenso
 def chat_text_config(cfg: dict, where: str) -> dict:
     """InternVLChatConfig's language model: ``llm_config``, its model_type the one its ``architectures[0]`` builds
     (the remote config picks the class by architecture), its own tie_word_embeddings deciding lm_head's tying."""
-    llm = cfg.get("llm_config")
-    if llm is None:
-        raise ConfigError(f"{where}: required field 'llm_config' is missing",
-                          "an internvl_chat config names its language model's fields in llm_config")
-    if not isinstance(llm, dict):
-        raise ConfigError(f"{where}: field 'llm_config' must be an object of the language model's fields")
+    llm = required_sub_config(cfg, "llm_config", where,
+                              "an internvl_chat config names its language model's fields in llm_config")
     text = dict(llm)
     arch = llm.get("architectures")
     mt = llm.get("model_type")

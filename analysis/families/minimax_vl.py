@@ -15,20 +15,17 @@ tests/models/minimax_vl_01/test_conversion_minimax_vl_01.py: 8,637 keys).
 
 from __future__ import annotations
 
-from ..errors import ConfigError, UnsupportedModelError
+from ..errors import UnsupportedModelError
 from ..fields import short
 from ..spec import Tensor
+from .voxtral import required_sub_config
 from ..vision import LLAVA_VISION_DEFAULT, _lin, clip_tensors, vision_config_dict
 
 
 def text_config(cfg: dict, where: str) -> dict:
     """``text_config`` as vLLM's MiniMaxVL01Config reads it: MiniMaxText01Config (model_type minimax_text_01)."""
-    text = cfg.get("text_config")
-    if text is None:
-        raise ConfigError(f"{where}: required field 'text_config' is missing",
-                          "MiniMax-VL-01's language model (MiniMax-Text-01's fields) is in text_config")
-    if not isinstance(text, dict):
-        raise ConfigError(f"{where}: field 'text_config' must be an object of the language model's fields")
+    text = required_sub_config(cfg, "text_config", where,
+                               "MiniMax-VL-01's language model (MiniMax-Text-01's fields) is in text_config")
     mt = text.get("model_type", "minimax_text_01")
     if mt not in ("minimax_text_01", "minimax_m1", "minimax"):
         raise UnsupportedModelError(f"{where}: minimax_vl_01 with text_config.model_type {short(mt)} is not modelled",

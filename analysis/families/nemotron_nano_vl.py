@@ -28,6 +28,7 @@ from __future__ import annotations
 from ..errors import ConfigError, UnsupportedModelError
 from ..fields import Fields
 from ..spec import Tensor
+from .voxtral import required_sub_config
 from ..vision import _lin, _ln, _vision_fields, vision_config_dict
 from ..vision_wrappers import radio_tensors
 
@@ -54,13 +55,8 @@ def _top_int(t: Fields, key: str) -> int:
 
 
 def _llm(cfg: dict, where: str, wrapper: str) -> dict:
-    llm = cfg.get("llm_config")
-    if llm is None:
-        raise ConfigError(f"{where}: required field 'llm_config' is missing",
-                          f"a {wrapper} config names its language model's fields in llm_config")
-    if not isinstance(llm, dict):
-        raise ConfigError(f"{where}: field 'llm_config' must be an object of the language model's fields")
-    return dict(llm)
+    return required_sub_config(cfg, "llm_config", where,
+                               f"a {wrapper} config names its language model's fields in llm_config")
 
 
 def nano_vl_v2_text_config(cfg: dict, where: str) -> dict:

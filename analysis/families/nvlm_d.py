@@ -25,6 +25,7 @@ from __future__ import annotations
 from ..errors import ConfigError, UnsupportedModelError
 from ..fields import REQUIRED, Fields
 from ..spec import Tensor
+from .voxtral import required_sub_config
 from ..vision import _ln
 from .internvl import CHAT_DEFAULTS, intern_vit_tensors
 
@@ -35,12 +36,7 @@ DUMMY_HEADS = 7
 def text_config(cfg: dict, where: str) -> dict:
     """NVLM_D_Config's language model: ``llm_config`` built as Qwen2Config (its architectures[0] must be
     Qwen2ForCausalLM; the model_type it names is not read), tied as llm_config says (Qwen2Config's default: no)."""
-    llm = cfg.get("llm_config")
-    if llm is None:
-        raise ConfigError(f"{where}: required field 'llm_config' is missing",
-                          "an NVLM_D config names its language model's fields in llm_config")
-    if not isinstance(llm, dict):
-        raise ConfigError(f"{where}: field 'llm_config' must be an object of the language model's fields")
+    llm = required_sub_config(cfg, "llm_config", where, "an NVLM_D config names its language model's fields in llm_config")
     arch = llm.get("architectures")
     if not (isinstance(arch, list) and arch and isinstance(arch[0], str)):
         raise ConfigError(f"{where}: field 'llm_config.architectures' must be a non-empty list of class names",

@@ -22,6 +22,7 @@ from __future__ import annotations
 from ..errors import ConfigError, UnsupportedModelError
 from ..fields import Fields
 from ..spec import Tensor
+from .voxtral import required_sub_config
 from ..vision import _ln, siglip_tensors
 
 #: len(INDICATOR_IDS) in the hub's modeling_ovis2_5.py ([-301, -302, -303, -304]): the head's logits stop short of them
@@ -35,12 +36,7 @@ VISUAL_VOCAB = 65536
 
 
 def _sub(cfg: dict, key: str, where: str, what: str) -> dict:
-    sub = cfg.get(key)
-    if sub is None:
-        raise ConfigError(f"{where}: required field '{key}' is missing", f"an Ovis2.5 config names {what} in {key}")
-    if not isinstance(sub, dict):
-        raise ConfigError(f"{where}: field '{key}' must be an object of {what}'s fields, got {type(sub).__name__}")
-    return sub
+    return required_sub_config(cfg, key, where, f"an Ovis2.5 config names {what} in {key}", what)
 
 
 def ovis2_5_text_config(cfg: dict, where: str) -> dict:

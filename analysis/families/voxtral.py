@@ -50,6 +50,17 @@ def text_config_dict(cfg: dict, where: str) -> dict:
     return text
 
 
+def required_sub_config(top: dict, key: str, where: str, hint: str, what: str = "the language model") -> dict:
+    """A wrapper's required sub-config ``top[key]`` (``llm_config``, ``text_config`` ...) as a new dict: absent or
+    null is a missing field (``hint`` says where the wrapper keeps ``what``), any non-object a type error."""
+    sub = top.get(key)
+    if sub is None:
+        raise ConfigError(f"{where}: required field '{key}' is missing", hint)
+    if not isinstance(sub, dict):
+        raise ConfigError(f"{where}: field '{key}' must be an object of {what}'s fields, got {short(sub)}")
+    return dict(sub)
+
+
 def sub_config_dict(top: dict, key: str, where: str, model_type: str, name: str, *, label: str | None = None,
                     untyped: bool = False) -> dict:
     """A wrapper's sub-config ``top[key]`` as a dict (``{}`` when absent or null: transformers builds its class
