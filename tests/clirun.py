@@ -52,3 +52,21 @@ def verify_self_checks(tmp_path, config: dict, *, name: str = "tiny", batch: int
     for key in ("params", "flops", "kv_bytes"):
         assert out["checks"][key]["ok"] is True and out["checks"][key]["predicted"] == out["checks"][key]["measured"]
     return out
+
+
+def check_whole_checkpoint_cli(path, total: int, kv_per_token: int) -> dict:
+    """``analyze --json`` on a wrapper's config counts ``total`` parameters with nothing left uncounted (no
+    "not counted" caveat, a "counted in the parameters" one) and ``kv_per_token`` KV bytes; ``trace`` and ``serve``
+    run on it. Returns analyze's JSON."""
+    r = run("analyze", str(path), "--json")
+    assert r.code == 0, r.err
+    out = r.json
+    assert out["params"]["total"] == total
+    assert out["kv_cache"]["bytes_per_token"] == kv_per_token
+    assert not any("not counted" in c for c in out["caveats"])
+    assert any("counted in the parameters" in c for c in out["caveats"])
+    assert run("trace", str(path), "--context", "2000", "--hardware", "h100-sxm").code == 0
+    r = run("serve", str(path), "--hardware", "h100-sxm", "--input-len", "1024", "--output-len", "128",
+            "--concurrency", "4")
+    assert r.code == 0, r.err
+    return out

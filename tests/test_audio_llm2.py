@@ -18,7 +18,7 @@ from planner.analysis.errors import ConfigError, UnsupportedModelError
 from planner.analysis.families import audio_llm
 from planner.analysis.kv import kv_cache
 from planner.analysis.params import count_params
-from tests.clirun import run
+from tests.clirun import check_whole_checkpoint_cli, run
 from tests.test_audio_llm import _meta, conformer_hand, decoder_hand, qformer_hand
 
 # ibm-granite/granite-speech-4.1-2b-plus config.json (transformers format), as quoted by a Rust port's config fixture
@@ -340,16 +340,7 @@ def test_cli(tmp_path):
     for cfg, total, kv in cases:
         path = tmp_path / f"{cfg['model_type']}.json"
         path.write_text(json.dumps(cfg))
-        r = run("analyze", str(path), "--json")
-        assert r.code == 0, r.err
-        assert r.json["params"]["total"] == total
-        assert r.json["kv_cache"]["bytes_per_token"] == kv
-        assert not any("not counted" in c for c in r.json["caveats"])
-        assert any("counted in the parameters" in c for c in r.json["caveats"])
-        assert run("trace", str(path), "--context", "2000", "--hardware", "h100-sxm").code == 0
-        r = run("serve", str(path), "--hardware", "h100-sxm", "--input-len", "1024", "--output-len", "128",
-                "--concurrency", "4")
-        assert r.code == 0, r.err
+        check_whole_checkpoint_cli(path, total, kv)
     bad = tmp_path / "bad.json"
     cfg = copy.deepcopy(GRANITE_SPEECH_41_2B_PLUS)
     cfg["projector_config"]["encoder_hidden_size"] = 1024

@@ -23,7 +23,7 @@ from planner.analysis.dtypes import get_dtype
 from planner.analysis.errors import ConfigError, UnsupportedModelError
 from planner.analysis.kv import kv_cache
 from planner.analysis.params import count_params
-from tests.clirun import run, verify_self_checks
+from tests.clirun import check_whole_checkpoint_cli, run, verify_self_checks
 
 # The hub RADIOConfig of C-RADIOv2-H as the wrappers' vision_config. Sources: version / patch_size / max_resolution from
 # ollama's convert test TestNemotronHNanoVLLoadModelMetadata ("version": "radio_v2.5-h", "patch_size": 16,
@@ -246,17 +246,8 @@ def test_cli_analyze_trace_serve_plan(tmp_path):
                                    (LLAMA_NANO_VL_8B, 8_719_671_296, 689_410_048, 131_072)):
         path = tmp_path / f"{cfg['model_type']}.json"
         path.write_text(json.dumps(cfg))
-        r = run("analyze", str(path), "--json")
-        assert r.code == 0, r.err
         # the totals: the language model (transformers on meta, above) + _radio_by_hand() + the mlp1 hand count
-        assert r.json["params"]["total"] == total and r.json["params"]["vision"] == vision
-        assert r.json["kv_cache"]["bytes_per_token"] == kv
-        assert not any("not counted" in c for c in r.json["caveats"])
-        assert any("counted in the parameters" in c for c in r.json["caveats"])
-        assert run("trace", str(path), "--context", "2000", "--hardware", "h100-sxm").code == 0
-        r = run("serve", str(path), "--hardware", "h100-sxm", "--input-len", "1024", "--output-len", "128",
-                "--concurrency", "4")
-        assert r.code == 0, r.err
+        assert check_whole_checkpoint_cli(path, total, kv)["params"]["vision"] == vision
         r = run("plan", str(path), "--gpu", "h100-sxm", "--max-gpus", "2", "--rate", "1", "--input-len", "1000",
                 "--output-len", "100", "--requests", "20", "--json")
         assert r.code == 0, r.err
