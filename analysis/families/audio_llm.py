@@ -153,6 +153,13 @@ def _linear(out: list[Tensor], name: str, n_out: int, n_in: int, bias: bool = Tr
         out.append(Tensor(f"{name}.bias", (n_out,), "audio"))
 
 
+def _conv1d(out: list[Tensor], name: str, n_out: int, n_in: int, k: int, bias: bool = True) -> None:
+    """An audio Conv1d: weight (n_out, n_in, k) and, when biased, its bias."""
+    out.append(Tensor(f"{name}.weight", (n_out, n_in, k), "audio"))
+    if bias:
+        out.append(Tensor(f"{name}.bias", (n_out,), "audio"))
+
+
 def _norm(out: list[Tensor], name: str, dim: int) -> None:
     out += [Tensor(f"{name}.weight", (dim,), "audio"), Tensor(f"{name}.bias", (dim,), "audio")]
 
@@ -586,9 +593,7 @@ def omniasr_towers(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...
     c_in = 1
     for i, (c, k) in enumerate(zip(convs["conv_dim"], convs["conv_kernel"])):
         b = f"{p}.subsampling.conv_layers.{i}"
-        out.append(Tensor(f"{b}.conv.weight", (c, c_in, k), "audio"))
-        if conv_bias:
-            out.append(Tensor(f"{b}.conv.bias", (c,), "audio"))
+        _conv1d(out, f"{b}.conv", c, c_in, k, conv_bias)
         _norm(out, f"{b}.layer_norm", c)
         c_in = c
     _norm(out, f"{p}.subsampling.layer_norm", c_in)

@@ -52,7 +52,7 @@ from dataclasses import replace
 from ..errors import ConfigError, UnsupportedModelError
 from ..fields import MAX_LAYERS, Fields, short
 from ..spec import ModelSpec, Tensor
-from .audio_llm import _linear, _sub
+from .audio_llm import _conv1d, _linear, _sub
 from .common import ALIASES, Traits
 from .voxtral import sub_config_dict
 
@@ -125,9 +125,8 @@ def _moshi_decoder(f: Fields, model_type: str, traits: Traits, tie_why: str) -> 
 
 
 def _conv(out: list[Tensor], name: str, c_out: int, c_in: int, kernel: int, bias: bool = True) -> None:
-    out.append(Tensor(f"{name}.conv.weight", (c_out, c_in, kernel), "audio"))
-    if bias:
-        out.append(Tensor(f"{name}.conv.bias", (c_out,), "audio"))
+    """Mimi's conv layers keep their Conv1d under ``.conv``."""
+    _conv1d(out, f"{name}.conv", c_out, c_in, kernel, bias)
 
 
 def _resnet(out: list[Tensor], p: str, dim: int, f: Fields) -> None:

@@ -42,7 +42,7 @@ from dataclasses import replace
 from ..errors import ConfigError, UnsupportedModelError
 from ..fields import MAX_LAYERS, Fields, short
 from ..spec import ModelSpec, Tensor
-from .audio_llm import _linear, _sub
+from .audio_llm import _conv1d as _conv, _linear, _sub
 from .qwen2_5_omni import thinker_towers
 
 #: Qwen2_5OmniTalkerConfig's class defaults that size its weights (transformers 5.24; tests check them)
@@ -163,12 +163,6 @@ def _ints(f: Fields, key: str, n: int | None = None, *, lo: int = 1) -> list[int
     if n is not None and len(v) != n:
         raise f.error(key, f"has {len(v)} entries, expected {n}")
     return v
-
-
-def _conv(out: list[Tensor], name: str, n_out: int, n_in: int, k: int, bias: bool = True) -> None:
-    out.append(Tensor(f"{name}.weight", (n_out, n_in, k), "audio"))
-    if bias:
-        out.append(Tensor(f"{name}.bias", (n_out,), "audio"))
 
 
 def _dit(t2w: dict, where: str) -> list[Tensor]:
