@@ -52,6 +52,16 @@ def read_config_file(path: str | os.PathLike) -> dict:
         except OSError as exc:
             raise ConfigError(f"{side}: cannot read: {exc.strerror or exc}") from None
         cfg["quantization_config"] = {"quant_method": "modelopt", **hq}
+    # AutoGPTQ checkpoints saved before transformers wrote a quantization_config into config.json (2023: TeleChat's
+    # 7B_4bit / 12B_8bit folders, early GPTQ uploads) give bits / group_size only in a sidecar quantize_config.json
+    side = p.parent / "quantize_config.json"
+    if "quantization_config" not in cfg and os.path.isfile(side):
+        try:
+            qc = decode_config_bytes(read_bounded(side, MAX_CONFIG_BYTES, what="quantize_config.json"), str(side))
+        except OSError as exc:
+            raise ConfigError(f"{side}: cannot read: {exc.strerror or exc}") from None
+        if "bits" in qc:
+            cfg["quantization_config"] = {"quant_method": "gptq", **qc}
     return cfg
 
 
@@ -89,9 +99,39 @@ UNMODELLED = (
 )
 
 
+#: Top-level fields of a flat multimodal config that name a vision tower or projector (LLaVA's mm_*, Qwen-VL's visual,
+#: InternLM-XComposer2's vision_tower / vision_projector ...): an unknown model_type setting one is refused, not read
+#: by the generic decoder, which counts no tower.
+FLAT_VISION_KEYS = ("mm_vision_tower", "vision_tower", "mm_projector_type", "mm_hidden_size", "vision_projector",
+                    "vision_config", "visual", "vit_config", "visual_config")
+
+
 def unmodelled_fields(cfg: dict) -> list[str]:
     """The fields of ``UNMODELLED`` that ``cfg`` sets (to anything but null, false or 0)."""
     return [k for k in UNMODELLED if cfg.get(k) not in (None, False, 0)]
+
+
+#: MoE layout fields beyond the generic decoder's reading (every layer the same routed-experts MoE, no shared
+#: expert): dense layers, shared experts, sparse steps. Each with the values that leave the generic layout as is.
+GENERIC_MOE_LAYOUT = {
+    "first_k_dense_replace": (0,), "n_shared_experts": (0,), "num_shared_experts": (0,), "num_shared_expert": (0,),
+    "shared_expert_intermediate_size": (0,), "shared_intermediate_size": (0,), "share_expert_dim": (0,),
+    "moe_shared_expert_intermediate_size": (0,), "dense_intermediate_size": (), "moe_layer_freq": (1,),
+    "decoder_sparse_step": (1,), "moe_layer_interval": (1,), "moe_layer_start_index": (0,),
+    "moe_layer_end_index": (-1,), "mlp_only_layers": ([],),
+}
+
+
+def generic_moe_layout(cfg: dict) -> list[str]:
+    """The ``GENERIC_MOE_LAYOUT`` fields ``cfg`` sets to a layout the generic MoE would not build (MiniMaxAI's
+    MiniMax-M3 config read generically: 3 dense layers and the shared experts ignored, 4 % too many parameters);
+    ``mlp_layer_types`` / a ``moe_layer_freq`` list with a dense layer."""
+    out = [k for k, plain in GENERIC_MOE_LAYOUT.items() if cfg.get(k) is not None and cfg[k] is not False
+           and cfg[k] not in plain and not (isinstance(cfg[k], list) and all(cfg[k]) and k == "moe_layer_freq")]
+    types = cfg.get("mlp_layer_types")
+    if isinstance(types, list) and any(t != "sparse" for t in types):
+        out.append("mlp_layer_types")
+    return out
 
 
 #: What an encoder's ``architectures`` end with (the BERT lineage: BertForMaskedLM, RobertaModel ...).
@@ -296,6 +336,20 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
                 f"{where}: {', '.join(unread)} set, but model_type '{model_type}' is not a known family: its experts "
                 "are not a layout the generic decoder reads (it would count one dense MLP)",
                 "a generic Llama-style analysis would miscount it, so none is given")
+        layout = generic_moe_layout(cfg) if family.moe == "generic" else []
+        if layout:
+            raise UnsupportedModelError(
+                f"{where}: {', '.join(layout)} set, but model_type '{model_type}' is not a known family: the generic "
+                "decoder would read every layer as the same routed-experts MoE, without these dense layers or "
+                "shared experts", "a generic Llama-style analysis would miscount it, so none is given")
+        towers = [] if nested else [k for k in FLAT_VISION_KEYS if cfg.get(k) not in (None, False, "", {}, [])]
+        if towers:
+            # Bunny (bunny-phi: Phi-2 + SigLIP), InternLM-XComposer2 ...: a flat remote-code VLM whose tower the
+            # generic decoder never counts, around a language model it reads as a Llama whatever it is
+            raise UnsupportedModelError(
+                f"{where}: {', '.join(towers)} set, but model_type '{model_type}' is not a known family: the vision "
+                "tower and projector they name are not counted by the generic decoder, which would also read the "
+                "language model as a Llama", "a generic Llama-style analysis would miscount it, so none is given")
         caveats.append(f"model_type '{model_type}' is not a known family: analysed as a generic Llama-style "
                        "decoder (pre-norm RMSNorm, gated MLP, RoPE); check the assumed fields below")
         unknown = unmodelled_fields(cfg)

@@ -176,9 +176,10 @@ class _Builder:
     #   (``cached_tokens > 0``); a fresh prompt starts from a zero state that no kernel loads.
     #   Conv window and recurrent state are split over the ``conv`` and ``scan`` rows.
 
-    def state_io(self, elems: int) -> tuple[int, int]:
-        """(bytes read, bytes written) of ``elems`` state elements per sequence in one step."""
-        per_seq = self.state.nbytes(elems)
+    def state_io(self, elems: int, dtype: DType | None = None) -> tuple[int, int]:
+        """(bytes read, bytes written) of ``elems`` state elements per sequence in one step (in ``dtype``: the
+        mixer's ``recurrent_dtype``; else the state dtype)."""
+        per_seq = (dtype or self.state).nbytes(elems)
         return (self.shape.batch * per_seq if self.shape.cached_tokens > 0 else 0), self.shape.batch * per_seq
 
     def conv(self, i: int, name: str, channels: int, kernel: int, tensors: list[Tensor], kernels: int) -> None:

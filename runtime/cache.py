@@ -90,7 +90,9 @@ class DeltaNetState:
     def __init__(self, m: GatedDeltaNet, batch: int, capacity: int, dtype, device):
         self.capacity = capacity
         self.conv_BXW = torch.zeros(batch, m.conv_dim, m.conv_kernel - 1, dtype=dtype, device=device)
-        self.state_BHde = torch.zeros(batch, m.num_v_heads, m.head_k_dim, m.head_v_dim, dtype=dtype, device=device)
+        # the recurrent state in the dtype the spec fixes (Qwen3.5: mamba_ssm_dtype), as analysis.kv counts it
+        fixed = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}.get(m.ssm_state_dtype, dtype)
+        self.state_BHde = torch.zeros(batch, m.num_v_heads, m.head_k_dim, m.head_v_dim, dtype=fixed, device=device)
 
     def tensors(self) -> list[torch.Tensor]:
         return [self.conv_BXW, self.state_BHde]

@@ -71,7 +71,8 @@ def test_glm4_9b_chat_total_is_the_published_count():
     p = count_params(spec)
     assert p.total == p.active == hand_count(GLM4_9B_CHAT) == 9_399_951_360
     assert p.embedding == p.lm_head == 151552 * 4096
-    # glm-4-9b-chat-1m: the same shapes, a longer RoPE (rope_ratio 10000, seq_length 1M)
+    # glm-4-9b-chat's shapes with glm-4-9b-chat-1m's longer RoPE (rope_ratio 10000, seq_length 1M): RoPE changes
+    # no count (the real glm-4-9b-chat-1m also has 4 K/V groups, not 2: tests/test_real_configs_remote_audit.py)
     assert count_params(parse_config(dict(GLM4_9B_CHAT, rope_ratio=10000, seq_length=1048576))).total == 9_399_951_360
 
 

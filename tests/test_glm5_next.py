@@ -149,8 +149,9 @@ def test_released_kv_state_and_decode_flops():
     assert kv.bytes_per_token == 11 * 512 * 2 + 11 * (128 * 2 // 4) == 11_968
     assert kv.bytes_per_sequence(8192) == 11 * 512 * 2 * 8192 + 11 * 128 * 2 * (8192 // 4) == 98_041_856
     assert kv.bytes_per_sequence(8191) == 11 * 512 * 2 * 8191 + 11 * 128 * 2 * (8191 // 4)
-    kda_state = 34 * 2 * (3 * 8192 * (4 - 1) + 64 * 128 * 128)
-    assert kv.state_bytes_per_sequence == kda_state + 11 * 2 * (4 - 1) * 2 * 128 == 76_333_568
+    # the conv windows in bf16, the KDA state in fp32 (vLLM's kda_state_dtype)
+    kda_state = 34 * (2 * 3 * 8192 * (4 - 1) + 4 * 64 * 128 * 128)
+    assert kv.state_bytes_per_sequence == kda_state + 11 * 2 * (4 - 1) * 2 * 128 == 147_636_736
     assert a.decode_flops == decode_flops_hand(8192) == 36_837_392_384
     # past the selection budget the attention stops growing, the indexer's pool scores do not
     grow = decode_flops_hand(65536) - decode_flops_hand(65532)

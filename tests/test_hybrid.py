@@ -477,13 +477,26 @@ def expected_state(cfg) -> list[tuple[int, int]]:
     raise AssertionError(mt)
 
 
+def recurrent_bits(cfg, state_dtype) -> int:
+    """Bits per element of the recurrent (temporal) state as vLLM allocates it (vllm/model_executor/layers/mamba/
+    mamba_utils.py MambaStateDtypeCalculator; models/config.py's verify_and_update_config hooks): KDA's always
+    fp32 (kda_state_dtype); NemotronH's mamba_ssm_cache_dtype from the config, float32 when absent; Qwen3.5's
+    the config's mamba_ssm_dtype; else the state dtype (the conv window's, always)."""
+    fixed = {"kimi_linear": "float32", "bailing_hybrid": "float32",
+             "nemotron_h": cfg.get("mamba_ssm_cache_dtype", "float32")}.get(cfg["model_type"])
+    if cfg["model_type"] in ("qwen3_5_text", "qwen3_5_moe_text"):
+        fixed = cfg.get("mamba_ssm_dtype")
+    return {"float32": 32, "bfloat16": 16, "float16": 16, None: state_dtype.bits}[fixed]
+
+
 @pytest.mark.parametrize("name", ALL)
 @pytest.mark.parametrize("state_dtype", [BF16, FP32])
 def test_state_bytes_match_published_shapes(name, state_dtype):
     cfg = ALL[name]
     spec = spec_of(cfg)
     cache = kv_cache(spec, BF16, state_dtype)
-    want = [(conv + rec) * state_dtype.bits // 8 for conv, rec in expected_state(cfg)]
+    want = [(conv * state_dtype.bits + rec * recurrent_bits(cfg, state_dtype)) // 8
+            for conv, rec in expected_state(cfg)]
     assert [lk.state_bytes for lk in cache.layers] == want
     assert cache.state_bytes_per_sequence == sum(want)
     # independent of context: the state does not grow, K/V does
@@ -506,9 +519,10 @@ def test_attention_layers_cache_kv(name):
 
 
 def test_bundled_state_sizes():
-    """Nemotron-H-56B: 54 Mamba-2 layers of conv (16384 + 2·8·256)·3 and 256·64·256 state, bf16."""
+    """Nemotron-H-56B: 54 Mamba-2 layers of conv (16384 + 2·8·256)·3 in bf16 and 256·64·256 state in fp32 (vLLM's
+    NemotronH hook: mamba_ssm_cache_dtype, absent from this config, defaults to float32)."""
     nem = kv_cache(spec_of(load_bundled_config("nvidia/Nemotron-H-56B-Base-8K")), BF16, BF16)
-    assert nem.state_bytes_per_sequence == 54 * 2 * ((16384 + 2 * 8 * 256) * 3 + 256 * 64 * 256)
+    assert nem.state_bytes_per_sequence == 54 * (2 * (16384 + 2 * 8 * 256) * 3 + 4 * 256 * 64 * 256)
     assert nem.bytes_per_token == 10 * 2 * 8 * 2 * 128
     fm = kv_cache(spec_of(load_bundled_config("tiiuae/falcon-mamba-7b")), BF16, BF16)
     assert fm.state_bytes_per_sequence == 64 * 2 * (8192 * 3 + 8192 * 16) and fm.bytes_per_token == 0
@@ -579,7 +593,7 @@ def test_mamba2_ops_and_formulas():
     assert lo["conv1d"].flops == 2 * tok * conv_dim * 4
     assert lo["conv1d"].state_read_bytes == lo["conv1d"].state_write_bytes == b * conv_dim * 3 * 2
     assert lo["ssm_scan"].flops == 4 * tok * 8 * 16 * 8
-    assert lo["ssm_scan"].state_write_bytes == b * 8 * 16 * 8 * 2
+    assert lo["ssm_scan"].state_write_bytes == b * 8 * 16 * 8 * 4  # NemotronH's SSM state: fp32 (vLLM's hook)
     assert lo["ssm_scan"].act_read_bytes == tok * (conv_dim + 8) * 2
     assert lo["gated_norm"].act_read_bytes == 2 * tok * d * 2 and lo["gated_norm"].weight_bytes == d * 2
     assert lo["out_proj"].flops == 2 * tok * d * 64

@@ -10,6 +10,9 @@ Bugs this audit found and fixed (the window tests fail on the code before the fi
   the "LLLG" string its docstring describes).
 - olmo3 and ministral without layer_types read as all full attention; Olmo3Config defaults to 3 sliding : 1 full and
   MinistralConfig to every layer sliding when sliding_window is set.
+- (tests/test_real_configs_hybrid_audit.py) the KDA and NemotronH recurrent states were counted in the model dtype;
+  vLLM keeps them in fp32 (Kimi-Linear-48B's state 22,446,080 -> 43,417,600 bytes, Nemotron-Nano-9B-v2's
+  72,769,536 -> 143,548,416).
 """
 
 from __future__ import annotations
@@ -269,13 +272,14 @@ KV_BY_HAND = [
     # MLA: the 512-wide latent and the 64-wide RoPE key per layer, plus the lightning indexer's 128-wide key
     ("DeepSeek-V3.2", 61 * (512 + 64) * 2 + 61 * 128 * 2, 0),
     # 4 attention layers (8 KV heads x 128); 27 Mamba-2 layers: conv state (d_inner + 2 x groups x d_state) x
-    # (kernel - 1) with d_inner = 128 heads x 80, and the SSM state heads x head_dim x d_state
-    ("Nemotron-Nano-9B-v2", 4 * 8 * 128 * 2 * 2, 27 * ((128 * 80 + 2 * 8 * 128) * 3 + 128 * 80 * 128) * 2),
+    # (kernel - 1) with d_inner = 128 heads x 80, and the SSM state heads x head_dim x d_state, the latter in fp32
+    # (vLLM's NemotronH hook: mamba_ssm_cache_dtype, float32 when the config leaves it out)
+    ("Nemotron-Nano-9B-v2", 4 * 8 * 128 * 2 * 2, 27 * ((128 * 80 + 2 * 8 * 128) * 3 * 2 + 128 * 80 * 128 * 4)),
     # every layer attention (2 KV heads x 128) and Mamba-2 (d_ssm 3072, 1 group, d_state 256, 24 heads x 128)
     ("Falcon-H1-7B", 44 * 2 * 128 * 2 * 2, 44 * ((3072 + 2 * 256) * 3 + 24 * 128 * 256) * 2),
     # 7 MLA layers (latent 512 + rope 64); 20 KDA layers: q, k, v short convs (32 heads x 128, kernel 4) and the
-    # 32 x 128 x 128 delta-rule state
-    ("Kimi-Linear-48B-A3B", 7 * (512 + 64) * 2, 20 * (3 * 32 * 128 * 3 + 32 * 128 * 128) * 2),
+    # 32 x 128 x 128 delta-rule state, in fp32 (vLLM's kda_state_dtype)
+    ("Kimi-Linear-48B-A3B", 7 * (512 + 64) * 2, 20 * (3 * 32 * 128 * 3 * 2 + 32 * 128 * 128 * 4)),
     # 6 attention layers of 24 (8 KV heads x 64); 18 short-conv layers keep the last L_cache - 1 = 2 inputs per channel
     ("LFM2-8B-A1B", 6 * 8 * 64 * 2 * 2, 18 * 2048 * 2 * 2),
 ]

@@ -105,7 +105,10 @@ Family = Union[Traits, Builder]
 _QWEN2 = Traits(qkv_bias=True, o_bias=False, mlp_bias=False, windows="qwen")
 _QWEN3 = Traits(o_bias="attention_bias", qk_norm="head", mlp_bias=False, windows="qwen", head_dim_default=128)
 # no head_dim default (unlike qwen3): transformers' Qwen3MoeConfig falls back to hidden // heads
-_QWEN3_MOE = Traits(qk_norm="head", mlp_bias=False, windows="use_sliding_all", moe="qwen", norm_topk_default=False)
+# Qwen3MoeConfig (and Qwen3-VL-MoE / Qwen3-Omni-MoE / Mellum) attribute_map num_experts to num_local_experts: the
+# config.json transformers 5.x writes names the experts num_local_experts only
+_QWEN3_MOE = Traits(qk_norm="head", mlp_bias=False, windows="use_sliding_all", moe="qwen", norm_topk_default=False,
+                    aliases=(("num_experts", ("num_local_experts",)),))
 
 _APERTUS = Traits(o_bias="attention_bias", mlp_bias=False, gated=False, act_default="xielu", qk_norm="head",
                   norm_names=("attention_layernorm", "feedforward_layernorm"), windows="none")
@@ -166,6 +169,12 @@ REFUSED: dict[str, Builder] = {
                          "included, runs over the cached K/V of a second, high-resolution image tower's features "
                          "(cross_vision, cross_image_size); those per-token cross-attention FLOPs and the per-image "
                          "cross cache are not modelled (CogVLM's layers are: model_type cogvlm)"),
+    # openbmb MiniCPM-SALA (remote code, modeling_minicpm_sala.py): read as Llama it would give every layer
+    # MiniCPM4's 2-head K/V cache
+    "minicpm_sala": _refused("MiniCPM-SALA", "its mixer_types interleave InfLLM-v2 sparse-attention layers "
+                             "(minicpm4) with lightning (linear) attention layers of their own heads (lightning_nh, "
+                             "lightning_nkv, lightning_head_dim: a fixed-size state, q/k norms, output gate and "
+                             "norm), which are not modelled"),
 }
 
 REGISTRY: dict[str, Family] = {
@@ -457,6 +466,8 @@ REGISTRY: dict[str, Family] = {
     "pangu_ultra_moe": pangu_moe.build,
     # MiniMax-M3 (the language model of minimax_m3_vl): full and block-sparse layers (analysis.mixers.block_sparse)
     "minimax_m3_vl_text": minimax_m3.build,
+    # MiniMaxAI/MiniMax-M3's own config (MiniMaxM3ForCausalLM): the same language model and legacy fields
+    "minimax_m3": minimax_m3.build,
     # ModernBERT decoder (Ettin): embedding LayerNorm, GeGLU Wi, global / local (local_attention // 2) layers with their
     # own RoPE bases, a dense + LayerNorm prediction head before the biased (tied) decoder
     "modernbert-decoder": modernbert_decoder.build,
@@ -825,6 +836,13 @@ _OVIS_WHY = ("its visual tokenizer is not modelled: a SigLIP / CLIP / AIMv2 back
              "were at hand to check those shapes exactly (Ovis2 in transformers' format is model_type ovis2; "
              "Ovis2.5, with a vit_config, is model_type ovis2_5)")
 REFUSED["ovis"] = _refused("AIDC-AI Ovis", _OVIS_WHY)
+# InternLM-XComposer2 / 2-4KHD / 2.5 (remote code, modeling_internlm_xcomposer2.py): flat InternLM2 fields that the
+# generic decoder read as a Llama, missing the CLIP tower and projector and the Partial-LoRA matrices
+REFUSED["internlmxcomposer2"] = _refused(
+    "InternLM-XComposer2", "beside its InternLM2 language model (the flat fields) the checkpoint holds the CLIP ViT "
+    "and MLP projector the remote code builds from vision_tower / vision_projector, and a Partial-LoRA pair (Plora_A: "
+    "in x lora_r, Plora_B: lora_r x out) beside every attention and MLP linear (PLoRA, applied to image tokens), "
+    "none of which is modelled; counting the language model alone would fall short of the checkpoint")
 # AIDC-AI Ovis2.5 (remote code, analysis/families/ovis_remote.py): SigLIP2-NaViT visual tokenizer + head + vte around
 # llm_config built as Qwen3Config (tied by its own flag)
 from . import ovis_remote  # noqa: E402

@@ -307,15 +307,19 @@ def moe_plan(f: Fields, t: Traits, hidden: int, n_layers: int, intermediate: int
         moe = MoE(hidden, n_exp, k, intermediate, expert_bias=True, router_bias=True, act=act)
         return set(range(n_layers)), (lambda i: moe), intermediate
     if kind == "llama4":
+        layers_list = f.int_list("moe_layers", lo=0, hi=MAX_LAYERS)
+        dense = f.int("intermediate_size_mlp", intermediate)
+        if layers_list == []:
+            # a dense Llama 4 (Llama Guard 4): transformers' convert_llama4_weights_to_hf.py writes num_local_experts
+            # 0, interleave_moe_layer_step 0 and moe_layers [] when params.json has no moe_args
+            return set(), None, dense
         n_exp = f.int("num_local_experts")
         k = f.int("num_experts_per_tok", 1)
         if k > n_exp:
             raise f.error("num_experts_per_tok", f"({k}) exceeds num_local_experts ({n_exp})")
-        layers_list = f.int_list("moe_layers", lo=0, hi=MAX_LAYERS)
         if layers_list is None:
             step = f.int("interleave_moe_layer_step", 1)
             layers_list = list(range(step - 1, n_layers, step))
-        dense = f.int("intermediate_size_mlp", intermediate)
         moe = MoE(hidden, n_exp, k, intermediate, shared_intermediate_size=intermediate, act=act)
         return set(layers_list), (lambda i: moe), dense
     raise AssertionError(kind)

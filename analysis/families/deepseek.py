@@ -159,8 +159,10 @@ def dsa_mixers(f: Fields, mla: MLA, n_layers: int, *, glm: bool) -> list[SparseM
     if head_dim < mla.qk_rope_head_dim:
         raise f.error("index_head_dim", f"({head_dim}) is smaller than qk_rope_head_dim ({mla.qk_rope_head_dim}), "
                                         "the indexer's roped dims")
-    if f.raw("layer_types") is not None:  # DeepSeek sparse attention on every layer
-        per_layer_types(f, "layer_types", n_layers, ("indexed_attention",))
+    if f.raw("layer_types") is not None:  # DeepSeek sparse attention on every layer; transformers 5.x up to the
+        # rename wrote its default as "deepseek_sparse_attention" (nvidia/GLM-5.2-NVFP4's config.json), the
+        # decoder builds every layer the same whatever the name
+        per_layer_types(f, "layer_types", n_layers, ("indexed_attention", "deepseek_sparse_attention"))
     full = glm_indexer_layers(f, n_layers) if glm else [True] * n_layers
     base = {fl.name: getattr(mla, fl.name) for fl in fields(MLA)}
     return [SparseMLA(**base, index_topk=topk, index_n_heads=heads, index_head_dim=head_dim, indexer=full[i])

@@ -20,10 +20,14 @@ LAYOUT = CheckpointLayout(renames=(("transformer.word_embeddings.", "model.embed
 def build(f: Fields, model_type: str) -> ModelSpec:
     hidden, n_layers, heads, vocab = read_mha_shape(f)
     hd = hidden // heads
-    new_arch = f.bool("new_decoder_architecture", False)
+    # tiiuae's remote-code format (RefinedWeb / RefinedWebModel, modelling_RW.py): a config with n_head_kv
+    # (Falcon-40B) is the new decoder architecture (ln_attn + ln_mlp, n_head_kv K/V groups in query_key_value),
+    # one without it (Falcon-7B) the old; transformers' convert_custom_code_checkpoint.py decides the same way
+    new_arch = f.bool("new_decoder_architecture",
+                      model_type in ("RefinedWeb", "RefinedWebModel") and f.has("n_head_kv"))
     multi_query = f.bool("multi_query", True)
     if new_arch:
-        kv = f.int("num_kv_heads", heads)
+        kv = f.int("num_kv_heads" if f.has("num_kv_heads") or not f.has("n_head_kv") else "n_head_kv", heads)
         if heads % kv:
             raise f.error("num_kv_heads", f"({kv}) must divide num_attention_heads ({heads})")
     elif multi_query:

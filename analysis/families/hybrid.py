@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any
 
+from ..dtypes import try_dtype
 from ..records import frozen
 from ..fields import MAX_LAYERS, Fields, as_int, short
 from ..spec import (
@@ -115,6 +116,20 @@ def _expand_inner(f: Fields, key: str, hidden: int) -> int:
         return f.int(key, 2) * hidden
     e = f.float(key, 2.0)
     return f.derived("mamba_intermediate_size", int(e * hidden), f"int({key} x hidden_size)")
+
+
+def read_ssm_state_dtype(f: Fields, key: str, default: str | None = None, note: str = "") -> str | None:
+    """The dtype serving engines keep a recurrent state in when the checkpoint's config fixes it (vLLM's
+    ``verify_and_update_config`` hooks turn an ``auto`` ``mamba_ssm_cache_dtype`` into the config's: NemotronH's
+    ``mamba_ssm_cache_dtype``, float32 when absent; Qwen3.5's ``mamba_ssm_dtype``); None: the model's state dtype
+    (``auto``, or absent without a default)."""
+    raw = f.str(key, default, note=note)
+    if raw is None or raw == "auto":
+        return None
+    dt = try_dtype(raw)
+    if dt is None:
+        raise f.error(key, f"is {short(raw)}: not a dtype")
+    return dt.name
 
 
 @frozen
@@ -249,7 +264,8 @@ def _qwen_gdn(f: Fields, hidden: int, split_in_proj: bool) -> GatedDeltaNet:
     if v_heads % k_heads:
         raise f.error("linear_num_value_heads", f"({v_heads}) must be a multiple of linear_num_key_heads ({k_heads})")
     return GatedDeltaNet(hidden, k_heads, v_heads, f.int("linear_key_head_dim"), f.int("linear_value_head_dim"),
-                         f.int("linear_conv_kernel_dim", hi=1 << 12), split_in_proj=split_in_proj)
+                         f.int("linear_conv_kernel_dim", hi=1 << 12), split_in_proj=split_in_proj,
+                         ssm_state_dtype=read_ssm_state_dtype(f, "mamba_ssm_dtype") if split_in_proj else None)
 
 
 def _qwen_moe(f: Fields, hidden: int, n_exp: int, act: str) -> MoE:
@@ -403,7 +419,10 @@ def build_nemotron_h(f: Fields, model_type: str) -> ModelSpec:
     mixers: dict[str, Any] = {}
     if "mamba" in types:
         # d_inner = mamba_num_heads x mamba_head_dim (not expand x hidden); in/out_proj bias: use_bias
-        mixers["mamba"] = read_mamba2(f, hidden, MAMBA2_KEYS["nemotron_h"], inner="heads", legacy=NEMOTRON_LEGACY)
+        mixers["mamba"] = replace(
+            read_mamba2(f, hidden, MAMBA2_KEYS["nemotron_h"], inner="heads", legacy=NEMOTRON_LEGACY),
+            ssm_state_dtype=read_ssm_state_dtype(f, "mamba_ssm_cache_dtype", "float32",
+                                                 "absent: vLLM's NemotronH default (and transformers')"))
     if "attention" in types:
         if f.bool("attention_bias", False):
             raise f.error("attention_bias", "is true, but Nemotron-H attention has no biases in transformers")

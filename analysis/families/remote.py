@@ -337,7 +337,14 @@ def build_internlm(f: Fields, model_type: str) -> ModelSpec:
     ``rotary.base`` (default 10000); ``rotary.type`` "dynamic" (dynamic NTK) changes nothing up to
     ``max_position_embeddings`` (its base grows only past it: a caveat says so). The hub's attention is
     multi-head only: a ``num_key_value_heads`` other than the head count is refused (vLLM would build GQA
-    shapes no InternLM checkpoint has). Class defaults: InternLMConfig's (internlm-7b)."""
+    shapes no InternLM checkpoint has). Class defaults: InternLMConfig's (internlm-7b).
+
+    InternLM2's first hub revisions (internlm2-7b / internlm2-chat-7b, and fine-tunes cut from them) say
+    ``model_type: internlm`` beside ``architectures: [InternLM2ForCausalLM]`` and an auto_map into
+    modeling_internlm2.py; that class (vLLM's internlm2.py, chosen by the architecture) is InternLM2's."""
+    arch = f.raw("architectures")
+    if isinstance(arch, list) and "InternLM2ForCausalLM" in arch:
+        return build_internlm2(f, model_type)
     hidden, n_layers, heads, hd, vocab = read_mha_core(f, dict(hidden_size=4096, num_hidden_layers=32,
                                                            num_attention_heads=32, vocab_size=103168))
     kv = f.int("num_key_value_heads", lambda: heads, note="absent: equal to num_attention_heads (no GQA)")

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from ..dtypes import get_dtype
 from ..tensors import Tensor
 
 
@@ -159,9 +160,18 @@ class MixerSpec:
 
     def state_bytes(self, state_dtype) -> int:
         """Bytes of that fixed state in ``state_dtype`` (what ``analysis.kv`` counts): both parts in that dtype,
-        unless the mixer keeps part of it in a dtype of its own (RG-LRU: its recurrence in fp32)."""
+        unless the mixer keeps part of it in a dtype of its own (RG-LRU: its recurrence in fp32; a recurrent
+        state whose dtype the engine fixes, ``recurrent_dtype``)."""
         conv, rec = self.state_elements()
-        return state_dtype.nbytes(conv) + state_dtype.nbytes(rec)
+        return state_dtype.nbytes(conv) + self.recurrent_dtype(state_dtype).nbytes(rec)
+
+    def recurrent_dtype(self, state_dtype):
+        """The dtype of the recurrent (temporal) part of the state: ``state_dtype``, unless the mixer carries an
+        ``ssm_state_dtype`` that serving engines fix whatever the model dtype (vLLM's ``MambaStateDtypeCalculator``:
+        KDA's state always fp32; ``mamba_ssm_cache_dtype``, which NemotronH's and Qwen3.5's config hooks set
+        from the checkpoint's config)."""
+        fixed = getattr(self, "ssm_state_dtype", None)
+        return get_dtype(fixed) if fixed else state_dtype
 
     def latent_kv(self) -> tuple[int, int] | None:
         """(latent, rope key) widths of a latent cache (MLA); None for any other cache."""

@@ -175,7 +175,7 @@ class CompressedMQA(MixerSpec):
 
     def trace(self, b, i: int, tensors: dict[str, list[Tensor]]) -> None:
         s, n, a = b.shape, b.shape.tokens, b.a
-        nh, d, h, hc = self.num_attention_heads, self.head_dim, self.hidden_size, self.hc_mult
+        nh, d = self.num_attention_heads, self.head_dim
         rep = Parallel.REPLICATED
         own = _by_module(tensors)
         self._trace_hc(b, i, own, "attn_hc")
@@ -203,8 +203,17 @@ class CompressedMQA(MixerSpec):
         b.elementwise("rope_out", rope_o, rope_o, i, "attention", kernels=2, kind=OpKind.ROPE)
         b.matmul("o_a_proj", own["o_a_proj"], i, "attention", parallel=Parallel.ROW)  # grouped: o_groups blocks
         b.matmul("o_b_proj", own["o_b_proj"], i, "attention", parallel=rep)
-        b.elementwise("hc_post", n * (hc + 1) * h + n * hc * hc, n * hc * h, i, "other", kernels=2)
+        self._trace_hc_post(b, i, "hc_post")
         self._trace_hc(b, i, own, "ffn_hc")
+        self._trace_hc_post(b, i, "ffn_hc.post")  # the FFN's output mixed back in (after the FFN, traced here)
+
+    def _trace_hc_post(self, b, i: int, name: str) -> None:
+        """A sublayer's output weighted into every stream (``post``, elementwise) plus the streams mixed by the
+        n x n ``comb`` matrix: a matmul (transformers' ``torch.matmul(comb.T, streams)``), 2·n²·hidden FLOPs per
+        token."""
+        n, h, hc = b.shape.tokens, self.hidden_size, self.hc_mult
+        b.add(name=name, kind=OpKind.ELEMENTWISE, category="other", layer=i, flops=2 * n * hc * hc * h,
+              act_read_bytes=(n * (hc + 1) * h + n * hc * hc) * b.a, act_write_bytes=n * hc * h * b.a, kernels=2)
 
     def _trace_hc(self, b, i: int, own: dict[str, list[Tensor]], name: str) -> None:
         """A hyper-connection's weights: the n streams RMS-normed, ``fn`` (a replicated matmul), the

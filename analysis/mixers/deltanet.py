@@ -42,6 +42,7 @@ class GatedDeltaNet(MixerSpec):
     conv_kernel: int
     split_in_proj: bool = False
     separate_proj: bool = False
+    ssm_state_dtype: str | None = None  # the delta-rule state's dtype where the engine fixes it (``recurrent_dtype``)
 
     kind = MixerKind.GATED_DELTANET
     title = "Gated DeltaNet"
@@ -99,7 +100,7 @@ class GatedDeltaNet(MixerSpec):
         # conv1d + SiLU over q, k, v: 2·n·conv_dim·conv_kernel
         b.conv(i, "conv1d", self.conv_dim, self.conv_kernel, tensors["conv1d"], kernels=2)
         _, st = self.state_elements()
-        rd, wr = b.state_io(st)
+        rd, wr = b.state_io(st, self.recurrent_dtype(b.state))
         small = sum((tensors.get(k, []) for k in ("A_log", "dt_bias")), [])
         # gated delta rule, recurrent form, per token and v-head with state S (dk × dv): after the decay
         # S ← exp(g)·S (elementwise), kᵀS (dk·dv multiply-adds), S += k ⊗ β(v - kᵀS) (dk·dv), o = qᵀS

@@ -23,6 +23,9 @@ class AttentionMambaCache:
     def state_elements(self) -> tuple[int, int]:
         return self.mamba.state_elements()  # type: ignore[attr-defined]
 
+    def recurrent_dtype(self, state_dtype):
+        return self.mamba.recurrent_dtype(state_dtype)  # type: ignore[attr-defined]
+
 
 @frozen
 class ParallelHybrid(AttentionMambaCache, MixerSpec):

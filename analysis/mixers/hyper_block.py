@@ -145,6 +145,9 @@ class HyperBlock(MixerSpec):
         conv, rec = self.inner.state_elements()
         return conv + self.ple_conv_elements(), rec
 
+    def recurrent_dtype(self, state_dtype):
+        return self.inner.recurrent_dtype(state_dtype)
+
     # ---- trace -----------------------------------------------------------------------------------
 
     def trace(self, b, i: int, tensors: dict[str, list[Tensor]]) -> None:

@@ -36,10 +36,13 @@ class KimiDeltaAttention(GatedDeltaNet):
     low-rank down projections whole on every rank (``ReplicatedLinear``).
 
     Per-sequence state: the conv window ``3·H·d × (conv_kernel - 1)`` plus ``H × d × d`` (as Gated
-    DeltaNet's); under tensor parallelism the heads split ``tp`` ways.
+    DeltaNet's), the latter in fp32 whatever the model dtype (vLLM's ``MambaStateDtypeCalculator.kda_state_dtype``:
+    the conv windows in the cache dtype, the recurrent state ``torch.float32``; fla's kernels return it in fp32 to
+    transformers too); under tensor parallelism the heads split ``tp`` ways.
     """
 
     gate_rank: int = 0
+    ssm_state_dtype: str | None = "fp32"
 
     kind = MixerKind.KDA
     title = "Kimi Delta Attention"
@@ -87,7 +90,7 @@ class KimiDeltaAttention(GatedDeltaNet):
                      **({"parallel": Parallel.REPLICATED} if name == "f_a_proj" else {}))
         b.matmul("b_proj", tensors["b_proj"], i, "ssm")
         _, st = self.state_elements()
-        rd, wr = b.state_io(st)
+        rd, wr = b.state_io(st, self.recurrent_dtype(b.state))
         small = [t for t in gate if not any(f".{name}." in t.name for name in mats)]  # A_log, dt_bias
         # the delta rule with a per-channel decay, recurrent form, per token and head with state S (d × d):
         # S ← diag(exp(g))·S, kᵀS, S += k ⊗ β(v - kᵀS), o = qᵀS: 6·d·d FLOPs per head per token. Reads q, k, v

@@ -60,6 +60,7 @@ class Mamba(MixerSpec):
     # dt_rank), dt_proj_bias, A_log and D per (head, channel). The same elements and multiply-adds as one
     # x_proj / dt_proj over d_inner; B and C are per head
     head_stacked: bool = False
+    ssm_state_dtype: str | None = None  # the SSM state's dtype where the engine fixes it (``recurrent_dtype``)
 
     kind = MixerKind.MAMBA
     title = "Mamba"
@@ -150,7 +151,7 @@ class Mamba(MixerSpec):
             b.matmul("dt_proj", dt, i, "ssm")
             b.ops[-1] = replace(b.ops[-1], act_read_bytes=n * per_head * self.dt_rank * a, act_write_bytes=n * d * a)
         _, ssm_elems = self.state_elements()
-        rd, wr = b.state_io(ssm_elems)
+        rd, wr = b.state_io(ssm_elems, self.recurrent_dtype(b.state))
         small = sum((tensors.get(k, []) for k in ("A_log", "D", "dt_bias")), [])
         # selective scan, recurrent form, per token and state element (Mamba-2: heads·head_dim·N,
         # Mamba-1: d_inner·N): h = exp(dt·A)·h + (dt·B)·x is one multiply-add (the outer product),
