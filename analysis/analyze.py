@@ -171,6 +171,7 @@ def ffn_summary(spec: ModelSpec) -> str:
     m = moes[0]
     shared = f" + shared ({m.shared_intermediate_size})" if m.shared_intermediate_size else ""
     zero = f" (+ {m.zero_experts} zero-computation)" if m.zero_experts else ""
+    zero += f" in latent {m.latent_size}" if m.latent_size else ""  # Nemotron 3 Super / Ultra
     return (f"MoE: {m.num_experts} experts{zero}, top-{m.num_experts_per_tok}{shared}, "
             f"{len(moes)} of {len(spec.layers)} layers")
 
@@ -246,7 +247,8 @@ def to_dict(a: Analysis, *, model_id: str = "", source: str = "") -> dict:
             "dtype": a.kv.dtype.name,
             "naive_bytes_per_token": a.kv.naive_bytes_per_token,
             "state_bytes_per_sequence": a.kv.state_bytes_per_sequence,
-            "state_dtype": a.kv.state_dtype.name,
+            "state_dtype": a.kv.state_dtype.name,  # the conv windows' (and any recurrent state not fixed apart)
+            "recurrent_state_dtype": a.kv.recurrent_state_dtype,
             "per_layer": a.kv.per_layer(),
             "cross_attention": cross_attention_dict(a),
         },

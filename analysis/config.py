@@ -30,6 +30,17 @@ from .spec import ModelSpec, MoE
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 
 
+def _sidecar(folder: Path, name: str) -> dict | None:
+    """The JSON object of a quantization sidecar file beside config.json (bounded read), None when absent."""
+    side = folder / name
+    if not os.path.isfile(side):
+        return None
+    try:
+        return decode_config_bytes(read_bounded(side, MAX_CONFIG_BYTES, what=name), str(side))
+    except OSError as exc:
+        raise ConfigError(f"{side}: cannot read: {exc.strerror or exc}") from None
+
+
 def read_config_file(path: str | os.PathLike) -> dict:
     """Read and decode a config.json; every failure is a one-line ``ConfigError`` naming the file.
     The read is bounded: a FIFO, a device or a file over ``MAX_CONFIG_BYTES`` is refused unread."""
@@ -45,23 +56,14 @@ def read_config_file(path: str | os.PathLike) -> dict:
     cfg = decode_config_bytes(data, str(p))
     # NVIDIA ModelOpt checkpoints of 2024-25 (nvidia/*-FP8, *-FP4) describe their quantization in a sidecar
     # hf_quant_config.json ({"producer": ..., "quantization": {"quant_algo", ...}}), not in config.json
-    side = p.parent / "hf_quant_config.json"
-    if "quantization_config" not in cfg and os.path.isfile(side):
-        try:
-            hq = decode_config_bytes(read_bounded(side, MAX_CONFIG_BYTES, what="hf_quant_config.json"), str(side))
-        except OSError as exc:
-            raise ConfigError(f"{side}: cannot read: {exc.strerror or exc}") from None
+    hq = _sidecar(p.parent, "hf_quant_config.json") if "quantization_config" not in cfg else None
+    if hq is not None:
         cfg["quantization_config"] = {"quant_method": "modelopt", **hq}
     # AutoGPTQ checkpoints saved before transformers wrote a quantization_config into config.json (2023: TeleChat's
     # 7B_4bit / 12B_8bit folders, early GPTQ uploads) give bits / group_size only in a sidecar quantize_config.json
-    side = p.parent / "quantize_config.json"
-    if "quantization_config" not in cfg and os.path.isfile(side):
-        try:
-            qc = decode_config_bytes(read_bounded(side, MAX_CONFIG_BYTES, what="quantize_config.json"), str(side))
-        except OSError as exc:
-            raise ConfigError(f"{side}: cannot read: {exc.strerror or exc}") from None
-        if "bits" in qc:
-            cfg["quantization_config"] = {"quant_method": "gptq", **qc}
+    qc = _sidecar(p.parent, "quantize_config.json") if "quantization_config" not in cfg else None
+    if qc is not None and "bits" in qc:
+        cfg["quantization_config"] = {"quant_method": "gptq", **qc}
     return cfg
 
 
@@ -104,6 +106,9 @@ UNMODELLED = (
 #: by the generic decoder, which counts no tower.
 FLAT_VISION_KEYS = ("mm_vision_tower", "vision_tower", "mm_projector_type", "mm_hidden_size", "vision_projector",
                     "vision_config", "visual", "vit_config", "visual_config")
+#: Of those, the flat LLaVA-repository fields (a tower named by path, a projector by type): a KNOWN text model_type
+#: setting one is read as its language model with a caveat that the tower and projector are not counted
+FLAT_LLAVA_KEYS = ("mm_vision_tower", "vision_tower", "mm_projector_type", "mm_hidden_size", "vision_projector")
 
 
 def unmodelled_fields(cfg: dict) -> list[str]:
@@ -377,6 +382,14 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         spec = family(f, model_type)
     if wrapper in VISION_COUNTED:
         spec = replace(spec, vision=VISION_COUNTED[wrapper](top, spec.hidden_size, top_where))
+    flat = [] if nested or generic or spec.vision else [k for k in FLAT_LLAVA_KEYS
+                                                       if cfg.get(k) not in (None, False, "", {}, [])]
+    if flat:
+        # a LLaVA-repository checkpoint saved under its language model's model_type (llama, mistral, qwen2 ...):
+        # the known family's builder reads the decoder; the tower and projector these fields name are not counted
+        caveats.append(f"{', '.join(flat)} set: a LLaVA-style vision tower / projector that model_type "
+                       f"'{model_type}' does not build; its weights are not counted (the counts are the language "
+                       "model's alone)")
     skipped, why = families.ENGINE_UNLOADED.get(wrapper, ((), ""))
     unloaded = sum(t.numel for t in spec.vision if skipped and t.name.startswith(skipped))
     if unloaded:
@@ -435,7 +448,7 @@ def finish(spec: ModelSpec, f: Fields, *, top_cfg: dict, name: str, source: str,
         f.defaulted("torch_dtype", "bf16", "absent: bf16 assumed")
     max_pos = f.opt_int("max_position_embeddings", hi=1 << 31)
     qc = top_cfg.get("quantization_config", f.cfg.get("quantization_config"))
-    quant, qcaveats = parse_quantization(qc, f.where) if qc is not None else (None, [])
+    quant, qcaveats = parse_quantization(qc, f.where, spec.model_type) if qc is not None else (None, [])
     mlx = top_cfg.get("quantization")  # mlx-lm / mlx-vlm conversions: {"group_size": 64, "bits": 4, ...}
     if qc is None and isinstance(mlx, dict) and "bits" in mlx and "quant_algo" not in mlx:
         qcaveats = qcaveats + [f"MLX-quantized config (quantization: {short(mlx)}) is not modelled: weights sized at "

@@ -47,6 +47,9 @@ class LayerKV:
     state_bytes: int  # fixed per-sequence state (recurrent layers)
     # (ratio, bytes per entry): one entry per ``ratio`` tokens, every entry kept (DeepSeek-V4's compressed layers)
     compressed: tuple[tuple[int, int], ...] = ()
+    # the dtype of the recurrent part of the state (``MixerSpec.recurrent_dtype``: fp32 where the engine fixes it,
+    # KDA, RWKV, RG-LRU, a mamba_ssm_cache_dtype; else the state dtype); None: no recurrent state
+    recurrent_dtype: str | None = None
 
     def tokens_cached(self, context: int) -> int:
         return context if self.window is None else min(context, self.window)
@@ -75,14 +78,17 @@ def layer_kv(spec: ModelSpec, kv_dtype: DType, state_dtype: DType) -> list[Layer
         per_token = state = 0
         cap = None
         packed: tuple[tuple[int, int], ...] = ()
+        rec_dtype = None
         if m is not None:
             per_token = m.kv_bytes_per_token(kv_dtype)
             state = m.state_bytes(state_dtype)
             cap = m.kv_cap()
             packed = tuple((ratio, kv_dtype.nbytes(elems)) for ratio, elems in m.compressed_kv())
+            if m.state_elements()[1]:
+                rec_dtype = m.recurrent_dtype(state_dtype).name
         kind = layer.kind
         for i in group:
-            out[i] = LayerKV(i, kind, cap, per_token, state, packed)
+            out[i] = LayerKV(i, kind, cap, per_token, state, packed, rec_dtype)
     return out  # type: ignore[return-value]
 
 
@@ -116,10 +122,18 @@ class KVCache:
     def state_bytes_per_sequence(self) -> int:
         return sum(lk.state_bytes for lk in self.layers)
 
+    @property
+    def recurrent_state_dtype(self) -> str | None:
+        """The dtype the layers keep their recurrent states in (``state_dtype`` holds the conv windows and, unless
+        the engine fixes it, these): one name, or the names joined by ``+`` where layers differ; None without any."""
+        names = dict.fromkeys(lk.recurrent_dtype for lk in self.layers if lk.recurrent_dtype)
+        return "+".join(names) if names else None
+
     def per_layer(self) -> list[dict]:
         return [
             {"layer": lk.layer, "kind": lk.kind, "window": lk.window, "bytes_per_token": lk.bytes_per_token,
              "state_bytes": lk.state_bytes,
+             **({"recurrent_dtype": lk.recurrent_dtype} if lk.recurrent_dtype else {}),
              **({"compressed": [{"ratio": r, "bytes_per_entry": b} for r, b in lk.compressed]} if lk.compressed else {})}
             for lk in self.layers
         ]

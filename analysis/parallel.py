@@ -97,6 +97,8 @@ def replicated_tensor(t) -> bool:
     module = t.name.rsplit(".", 2)[-2] if t.name.count(".") >= 2 else ""
     if t.kind in ("norm", "router") or module in REPLICATED_PROJECTIONS or module in ("router", "act_fn"):
         return True
+    if module in ("fc1_latent_proj", "fc2_latent_proj"):  # Nemotron 3's latent MoE projections: vLLM's ReplicatedLinear
+        return True
     # (JetMoE's MoE output bias, ``mlp.bias``, is added after the experts' reduction: whole on every rank)
     return t.kind == "bias" and (module in ROW_PROJECTIONS or t.name.endswith((".experts.down_proj_bias", ".mlp.bias")))
 

@@ -4,14 +4,20 @@ Stored bytes of one quantized matmul weight of shape ``(out, in)`` (per expert f
 as the checkpoint formats lay them out:
 
 - ``fp8`` with ``weight_block_size [bo, bi]``: ``out·in`` bytes + one fp32 scale per block
-  (``ceil(out/bo)·ceil(in/bi)·4``); without blocks one fp32 scale per tensor. ``fbgemm_fp8``: one fp32
-  scale per output row.
+  (``ceil(out/bo)·ceil(in/bi)·4``; DeepSeek, GLM, MiniMax); Qwen's own FP8 releases (``model_type``
+  ``qwen*``) store those ``weight_scale_inv`` in 16 bits (BF16: Qwen3-1.7B-FP8, Qwen3-32B-FP8,
+  Qwen3.5-35B-A3B-FP8; F16: Qwen3-4B-Instruct-2507-FP8), 2 bytes a block; without blocks one fp32
+  ``weight_scale_inv`` per tensor, and with ``activation_scheme static`` (Mistral's FP8 releases) one fp32
+  ``activation_scale`` per tensor too (transformers' ``FP8Linear``). ``fbgemm_fp8``: one fp32 scale per
+  output row.
 - ``awq`` (b bits, group g): packed ``out·in·b/8`` + fp16 scales ``ceil(in/g)·out·2`` + packed zeros
   ``ceil(in/g)·out·b/8`` (when ``zero_point``).
 - ``gptq``: the same packing + ``g_idx`` (one int32 per input row); ``group_size -1`` means one group.
 - ``bitsandbytes`` 4-bit: packed ``numel/2`` + absmax per 64-element block (fp32, or uint8 with a
   nested fp32 absmax per 256 blocks and a 256-entry code when ``double_quant``) + the 16-entry code;
-  not counted: the ``quant_state.bitsandbytes__nf4`` / ``__fp4`` uint8 JSON of each matrix (80-82 bytes);
+  not counted: the ``quant_state.bitsandbytes__nf4`` / ``__fp4`` uint8 JSON of each matrix (80-82 bytes;
+  about 170 with double quantization, whose ``nested_offset`` float is written there in a data-dependent
+  number of digits);
   8-bit: ``numel`` + one fp32 scale per output row.
 - ``mxfp4`` (gpt-oss experts): ``numel/2`` + one uint8 (E8M0) scale per 32 elements.
 - ``compressed-tensors``: ``num_bits`` values + a scale (base dtype) per group / channel / tensor /
@@ -72,8 +78,9 @@ def _list(v: Any) -> tuple[str, ...]:
     return ()
 
 
-def parse_quantization(qc: Any, where: str) -> tuple[QuantSpec | None, list[str]]:
-    """Parse ``quantization_config``; unknown methods give (None, [caveat]), never a guess."""
+def parse_quantization(qc: Any, where: str, model_type: str = "") -> tuple[QuantSpec | None, list[str]]:
+    """Parse ``quantization_config``; unknown methods give (None, [caveat]), never a guess. ``model_type``
+    picks the producer's scale dtype where the config does not say it (Qwen's block fp8: 16-bit scales)."""
     if not isinstance(qc, dict):
         raise ConfigError(f"{where}: field 'quantization_config' must be an object, got {short(qc)}")
     method = qc.get("quant_method")
@@ -106,11 +113,16 @@ def parse_quantization(qc: Any, where: str) -> tuple[QuantSpec | None, list[str]
 
     if m == "fp8":
         block = qc.get("weight_block_size")
-        if block is None:
-            return QuantSpec("fp8", 8, modules_to_not_convert=skip, raw_method=method), []
+        if block is None:  # per-tensor scales (FP8Linear: weight_scale_inv, + activation_scale when static)
+            static = str(qc.get("activation_scheme", "dynamic")).lower() == "static"
+            return QuantSpec("fp8", 8, tensor_bytes=4 if static else 0, modules_to_not_convert=skip,
+                             raw_method=method), []
         if (not isinstance(block, list) or len(block) != 2 or any(as_int(b) is None or as_int(b) < 1 for b in block)):
             raise ConfigError(f"{where}: field 'quantization_config.weight_block_size' must be two positive integers, got {short(block)}")
-        return QuantSpec("fp8", 8, block_size=(as_int(block[0]), as_int(block[1])), scale_bits=32,
+        # the stored weight_scale_inv dtype is not in the config: fp32 (DeepSeek-V3's convention, transformers'
+        # FineGrainedFP8) except in Qwen's FP8 releases, which store 16-bit scales (see the module docstring)
+        scale_bits = 16 if str(model_type).lower().startswith("qwen") else 32
+        return QuantSpec("fp8", 8, block_size=(as_int(block[0]), as_int(block[1])), scale_bits=scale_bits,
                          modules_to_not_convert=skip, raw_method=method), []
     if m == "fbgemm_fp8":
         return QuantSpec("fp8_channel", 8, scale_bits=32, modules_to_not_convert=skip, raw_method=method), []
@@ -413,8 +425,8 @@ def _matrix_bytes(n_out: int, n_in: int, q: QuantSpec) -> int:
     if m == "fp8":
         if q.block_size[0]:
             bo, bi = q.block_size
-            return numel + _cdiv(n_out, bo) * _cdiv(n_in, bi) * 4 + q.tensor_bytes
-        return numel + 4
+            return numel + _cdiv(n_out, bo) * _cdiv(n_in, bi) * q.scale_bits // 8 + q.tensor_bytes
+        return numel + 4 + q.tensor_bytes
     if m == "fp8_channel":
         return numel + n_out * 4 + q.tensor_bytes
     if m == "fp8_tensor":
@@ -432,7 +444,9 @@ def _matrix_bytes(n_out: int, n_in: int, q: QuantSpec) -> int:
     if m == "bnb4":
         blocks = _cdiv(numel, 64)
         if q.double_quant:
-            absmax = blocks + _cdiv(blocks, 256) * 4 + 256 * 4 + 4
+            # uint8 absmax + fp32 nested_absmax (one per 256 blocks) + the 256-entry fp32 nested_quant_map;
+            # nested_offset is a Python float inside the quant_state JSON, not a tensor (QuantState.as_dict)
+            absmax = blocks + _cdiv(blocks, 256) * 4 + 256 * 4
         else:
             absmax = blocks * 4
         return packed + absmax + 16 * 4

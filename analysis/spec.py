@@ -200,6 +200,9 @@ class CheckpointLayout:
     # Baichuan 2's NormHead: the model multiplies by the L2-normalised rows of lm_head.weight; the checkpoint stores
     # them unnormalised, so loading normalises each row (as vLLM's lm_head_weight_loader does)
     head_normalized: bool = False
+    # TeleChat's ``key_value``: k_proj and v_proj stored as one matrix (per head [k; v]), so a GPTQ checkpoint keeps one
+    # g_idx (one int32 per input row) for the pair, not one each
+    kv_fused: bool = False
 
 
 # ---- norms (the mixers, one module each, are in analysis.mixers) ---------------------------------
@@ -318,13 +321,18 @@ class MoE:
     # width) and its RMSNorm ``pre_expert_norm`` before them, one ``experts.post_expert_norm`` (width) on each
     # expert's output, a bias-free ``post_expert_proj`` (width -> hidden) after their sum; the router reads hidden
     expert_hidden_size: int = 0
+    # Nemotron 3 Super / Ultra (LatentMoE, ``moe_latent_size``): the routed experts run at this width (0: hidden_size)
+    # between a bias-free ``fc1_latent_proj`` (hidden -> latent) and ``fc2_latent_proj`` (latent -> hidden) applied
+    # to the token once, no norms; the router and the shared expert read hidden (vLLM: ReplicatedLinear projections)
+    latent_size: int = 0
 
     kind = FFNKind.MOE
 
     @property
     def expert_dim(self) -> int:
-        """The width the routed experts read and write (Muse Spark's ``moe_hidden_size``, else hidden_size)."""
-        return self.expert_hidden_size or self.hidden_size
+        """The width the routed experts read and write (Muse Spark's ``moe_hidden_size``, Nemotron 3's
+        ``moe_latent_size``, else hidden_size)."""
+        return self.expert_hidden_size or self.latent_size or self.hidden_size
 
     def vision_moe(self) -> "MoE | None":
         """ERNIE-4.5-VL's vision experts and router as a MoE of their own (no shared experts), else None."""
@@ -388,6 +396,8 @@ class MoE:
         if self.expert_hidden_size:  # Muse Spark: the experts' own width, projected to and from
             _linear(out, f"{prefix}.pre_expert_proj", x, h, False)
             out.append(Tensor(f"{prefix}.pre_expert_norm.weight", (x,), "norm"))
+        if self.latent_size:  # Nemotron 3 Super / Ultra: into the latent
+            _linear(out, f"{prefix}.fc1_latent_proj", x, h, False)
         out.append(Tensor(f"{prefix}.experts.gate_up_proj", (e, up_rows, x), "expert"))
         if self.expert_bias:
             out.append(Tensor(f"{prefix}.experts.gate_up_proj_bias", (e, up_rows), "bias"))
@@ -397,6 +407,8 @@ class MoE:
         if self.expert_hidden_size:
             out.append(Tensor(f"{prefix}.experts.post_expert_norm.weight", (x,), "norm"))
             _linear(out, f"{prefix}.post_expert_proj", h, x, False)
+        if self.latent_size:  # ... and out of it after the routed experts' weighted sum
+            _linear(out, f"{prefix}.fc2_latent_proj", h, x, False)
         if self.output_bias:
             out.append(Tensor(f"{prefix}.bias", (h,), "bias"))
         shared = self.shared_mlp()
@@ -629,6 +641,9 @@ class ModelSpec:
     mtp_layers: tuple[Layer, ...] = ()  # DeepSeek multi-token prediction (reported, not in total)
     mtp_extra_params: int = 0  # MTP's own projections and norms besides its decoder block
     head_hc: tuple[Tensor, ...] = ()  # DeepSeek-V4's hc_head: collapses the hyper-connection streams before the final norm
+    # Inkling-2: the states final_input's query (in head_hc) attends, the blocks closed after the last layer plus the
+    # partial one (ceil(layers / n_layers_per_attn_res_block) + 1); 0: none
+    final_input_states: int = 0
     # Jais: ALiBi's slopes kept as a never-trained (heads, 1) parameter, ``model.relative_pe.slopes`` (counted with
     # the model-level norms; no op reads it, engines compute the slopes); 0: none
     alibi_slopes: int = 0

@@ -244,6 +244,9 @@ class _Builder:
             self.matmul("pre_expert_proj", tensors["pre_expert_proj"], i, "ffn")
             self.norm("pre_expert_norm", None, m.expert_dim, i, tensors=tensors["pre_expert_norm"])
             h = m.expert_dim
+        if m.latent_size:  # Nemotron 3 Super / Ultra: the token into the latent once (replicated in vLLM)
+            self.matmul("fc1_latent_proj", tensors["fc1_latent_proj"], i, "ffn", parallel=Parallel.REPLICATED)
+            h = m.expert_dim
         macs = (3 if m.gated else 2) * h * m.moe_intermediate_size
         ii = m.moe_intermediate_size
         routed = n * m.num_experts_per_tok
@@ -256,6 +259,9 @@ class _Builder:
             self.norm("post_expert_norm", None, h, i, n_tokens=routed,
                       tensors=[t for t in tensors["experts"] if t.kind == "norm"])
             self.matmul("post_expert_proj", tensors["post_expert_proj"], i, "ffn", parallel=Parallel.ROW)
+            h = m.hidden_size
+        if m.latent_size:  # the experts' weighted sum back up to hidden_size
+            self.matmul("fc2_latent_proj", tensors["fc2_latent_proj"], i, "ffn", parallel=Parallel.REPLICATED)
             h = m.hidden_size
         if m.output_bias:  # JetMoE: one bias added to the experts' gated sum (whole on every rank)
             self.add(name="experts_bias", kind="elementwise", category="ffn", layer=i,
@@ -361,10 +367,16 @@ class _Builder:
         h, v = spec.hidden_size, spec.vocab_size
         last = s.batch  # logits only for the last position of each sequence
         hc = [t for t in spec.head_hc if len(t.shape) == 2]
-        if spec.head_hc and not hc:  # Inkling-2: final_input, one learned query over the block states
-            self.add(name="final_input", kind="elementwise", category="other", layer=None,
-                     weight_bytes=self.fmt.bytes_of(list(spec.head_hc)), act_read_bytes=2 * s.tokens * h * a,
-                     act_write_bytes=s.tokens * h * a, kernels=3)
+        if spec.head_hc and not hc:  # Inkling-2: final_input, one learned query over the block states (q·k, p·v)
+            k = spec.final_input_states
+            if k:
+                self.add(name="final_input", kind="attention", category="other", layer=None,
+                         flops=4 * s.tokens * h * k, weight_bytes=self.fmt.bytes_of(list(spec.head_hc)),
+                         act_read_bytes=k * s.tokens * h * a, act_write_bytes=s.tokens * h * a, kernels=3)
+            else:  # ZAYA: the input scale and bias vectors (elementwise), as before final_input_states existed
+                self.add(name="final_input", kind="elementwise", category="other", layer=None,
+                         weight_bytes=self.fmt.bytes_of(list(spec.head_hc)), act_read_bytes=2 * s.tokens * h * a,
+                         act_write_bytes=s.tokens * h * a, kernels=3)
         elif spec.head_hc:  # DeepSeek-V4: the hyper-connection streams collapsed to one (every token's, as transformers)
             # (Qwen4-Exp's hyper_connection_mixer: two matrices, down and up)
             self.add(name="hc_head", kind="matmul", category="other", layer=None,

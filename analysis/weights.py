@@ -56,6 +56,7 @@ class WeightFormat:
     act: DType
     source: str  # "--dtype" | "torch_dtype" | "default" | "quantization_config"
     override: DType | None = None
+    kv_fused: bool = False  # the checkpoint's CheckpointLayout.kv_fused: v_proj shares k_proj's GPTQ g_idx
 
     def tensor_bytes(self, t: Tensor) -> int:
         if self.override is not None:
@@ -63,6 +64,8 @@ class WeightFormat:
                                                                 "vision", "audio") \
                 else self.base.nbytes(t.numel)
         if self.quant is not None and is_converted(t, self.quant):
+            if self.kv_fused and self.quant.desc_act_g_idx and t.name.endswith(".self_attn.v_proj.weight"):
+                return quantized_bytes(t, self.quant) - 4 * t.shape[-1]  # the fused matrix's one g_idx: k_proj's
             return quantized_bytes(t, self.quant)
         return self.base.nbytes(t.numel)
 
@@ -132,7 +135,8 @@ def weight_format(spec: ModelSpec, dtype: str | None = None) -> tuple[WeightForm
             compute = act if spec.quant.compute == "act" else get_dtype(spec.quant.compute)
         else:
             compute = get_dtype("fp8") if spec.quant.method in ("fp8", "fp8_channel") else act
-        return WeightFormat(base=base, quant=spec.quant, compute=compute, act=act, source="quantization_config"), notes
+        return WeightFormat(base=base, quant=spec.quant, compute=compute, act=act, source="quantization_config",
+                            kv_fused=spec.checkpoint.kv_fused), notes
     return WeightFormat(base=base, quant=None, compute=_compute(base), act=act,
                         source="torch_dtype" if cfg_dtype else "default"), notes
 

@@ -219,6 +219,9 @@ def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]
     model.add("ffn", ffn_summary(spec))
     model.add("weights", a.fmt.describe() + ("" if a.fmt.source != "default" else " (torch_dtype absent)"))
     model.add("kv cache dtype", a.kv.dtype.name)
+    if a.kv.state_bytes_per_sequence:  # the conv windows in the state dtype; a recurrent state may be kept apart
+        rec, state = a.kv.recurrent_state_dtype, a.kv.state_dtype.name
+        model.add("state dtype", state + (f", recurrent state {rec}" if rec and rec != state else ""))
 
     params = Section("Parameters", ["", "count", "exact", "share"], right=(1, 2, 3))
     params.add("total", fmt_count(p.total), fmt_int(p.total), "100%")

@@ -74,6 +74,10 @@ def check_supported(spec: ModelSpec) -> None:
                                       "residual gates, experts run at moe_hidden_size between pre / post expert "
                                       "projections and norms, weightless q/k/o norms with a query scale)",
                                       "analyze and trace work for this model")
+    if any(isinstance(layer.ffn, MoE) and layer.ffn.latent_size for layer in spec.layers):
+        raise RuntimeUnavailableError(f"verify does not support latent-projected MoE yet ({spec.label}: routed experts "
+                                      "run at moe_latent_size between fc1_latent_proj / fc2_latent_proj)",
+                                      "analyze and trace work for this model")
     if any(layer.ada_norm_rank for layer in spec.layers):
         raise RuntimeUnavailableError(f"verify does not support Voxtral Realtime's decoder layer yet ({spec.label}: "
                                       "the FFN input scaled by 1 + ada_rms_norm(t_cond), an MLP of the delay-time "
@@ -1235,7 +1239,7 @@ class SparseMoE(nn.Module):
         weightless RMSNorm, times ``scale`` and hidden^-1/2; softmax, top-k renormalised, times
         ``per_expert_scale`` of each chosen expert."""
         B, T, D = x_BTD.shape
-        dense = block.norm("post_ffn_shared", self.shared_expert(block.norm("pre_ffn", x_BTD)))
+        dense = block.normed("post_ffn_shared", self.shared_expert(block.normed("pre_ffn", x_BTD)))
         x_ND = x_BTD.reshape(B * T, D)
         r = self.router
         with region("router"):
@@ -1244,8 +1248,8 @@ class SparseMoE(nn.Module):
             w_Nk, idx_Nk = self.route(logits_NE)
             w_Nk = w_Nk * r.per_expert_scale[idx_Nk]
         with region("experts"):
-            y_ND = self.experts(block.norm("pre_experts", x_ND), idx_Nk, w_Nk)
-        return dense + block.norm("post_experts", y_ND.view(B, T, D))
+            y_ND = self.experts(block.normed("pre_experts", x_ND), idx_Nk, w_Nk)
+        return dense + block.normed("post_experts", y_ND.view(B, T, D))
 
 
 # ---- the block and the model ---------------------------------------------------------------------
@@ -1279,7 +1283,7 @@ class Block(nn.Module):
         if num.layer_scalar:  # Gemma 4: a per-layer output scale, a buffer in the checkpoint
             self.register_buffer("layer_scalar", torch.empty(1, dtype=dtype))
 
-    def norm(self, role: str, x):
+    def normed(self, role: str, x):
         name = self.roles.get(role)
         return x if name is None else getattr(self, name)(x)
 
@@ -1288,34 +1292,34 @@ class Block(nn.Module):
             return self.forward_gemma4(x_BTD, pos_T, pos0, cache, shared, ple_BTW)
         r = self.num.residual_multiplier
         if self.layer.parallel:  # GPT-NeoX, Falcon: mixer and FFN read the same input
-            h = self.norm("pre_mixer", x_BTD)
-            a = self.norm("post_mixer", getattr(self, self.mixer_name)(h, pos_T, pos0, cache))
-            f = self.norm("post_ffn", self.mlp(self.norm("pre_ffn", x_BTD) if "pre_ffn" in self.roles else h))
+            h = self.normed("pre_mixer", x_BTD)
+            a = self.normed("post_mixer", getattr(self, self.mixer_name)(h, pos_T, pos0, cache))
+            f = self.normed("post_ffn", self.mlp(self.normed("pre_ffn", x_BTD) if "pre_ffn" in self.roles else h))
             with region("elementwise"):
                 return x_BTD + a + f
         if self.layer.mixer is not None:
             mix = getattr(self, self.mixer_name)
-            a = self.norm("post_mixer", mix(self.norm("pre_mixer", x_BTD), pos_T, pos0, cache))
+            a = self.normed("post_mixer", mix(self.normed("pre_mixer", x_BTD), pos_T, pos0, cache))
             with region("elementwise"):
                 x_BTD = x_BTD + a * r if r != 1.0 else x_BTD + a
-            x_BTD = self.norm("post_mixer_residual", x_BTD)  # post-LN (OPT-350m): the sum is normalised
+            x_BTD = self.normed("post_mixer_residual", x_BTD)  # post-LN (OPT-350m): the sum is normalised
         if self.layer.ffn is not None:
-            f = self.norm("post_ffn", self.mlp(self.norm("pre_ffn", x_BTD)))
+            f = self.normed("post_ffn", self.mlp(self.normed("pre_ffn", x_BTD)))
             with region("elementwise"):
                 x_BTD = x_BTD + f * r if r != 1.0 else x_BTD + f
-            x_BTD = self.norm("post_ffn_residual", x_BTD)
+            x_BTD = self.normed("post_ffn_residual", x_BTD)
         return x_BTD
 
     def forward_gemma4(self, x_BTD, pos_T, pos0: int, cache, shared, ple_BTW):
-        a = self.norm("post_mixer", self.self_attn(self.norm("pre_mixer", x_BTD), pos_T, pos0, cache, shared))
+        a = self.normed("post_mixer", self.self_attn(self.normed("pre_mixer", x_BTD), pos_T, pos0, cache, shared))
         with region("elementwise"):
             x_BTD = x_BTD + a
         if isinstance(self.layer.ffn, MoE):
             f = self.mlp.forward_beside(x_BTD, self)
         else:
-            f = self.mlp(self.norm("pre_ffn", x_BTD))
+            f = self.mlp(self.normed("pre_ffn", x_BTD))
         with region("elementwise"):
-            x_BTD = x_BTD + self.norm("post_ffn", f)
+            x_BTD = x_BTD + self.normed("post_ffn", f)
         if self.layer.per_layer_input:
             with region("matmul"):
                 g_BTW = self.per_layer_input_gate(x_BTD)
@@ -1324,7 +1328,7 @@ class Block(nn.Module):
             with region("matmul"):
                 p_BTD = self.per_layer_projection(g_BTW)
             with region("elementwise"):
-                x_BTD = x_BTD + self.norm("post_per_layer_input", p_BTD)
+                x_BTD = x_BTD + self.normed("post_per_layer_input", p_BTD)
         with region("elementwise"):
             return x_BTD * self.layer_scalar
 

@@ -38,7 +38,7 @@ from transformers import CONFIG_MAPPING  # noqa: E402
 from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,  # noqa: E402
                                                     MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES)
 
-from tests.test_families import _hf_decode_flops, _hf_prefill  # noqa: E402
+from tests.test_families import _hf_decode_flops, _hf_prefill, _hf_text_model  # noqa: E402
 from tests.test_phi4mm import _AUDIO as PHI4MM_AUDIO, _VISION as PHI4MM_VISION  # noqa: E402
 
 transformers.logging.set_verbosity_error()
@@ -96,7 +96,7 @@ def _default(mt: str):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return CONFIG_MAPPING[mt]()
+            return DEFAULT_BUILDERS.get(mt, CONFIG_MAPPING[mt])()
         except Exception:  # a config class with no usable defaults
             return None
 
@@ -216,7 +216,7 @@ def _small(mt: str) -> tuple[dict, dict] | str:
         text.pop("transformers_version", None)
         text.update(OVERRIDES.get(text.get("model_type"), {}))
         full = _wrapper_overrides(dict(d, text_config=text, model_type=mt))
-        if text.get("model_type") not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        if text.get("model_type") not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES and mt not in HF_RUNNERS:
             return f"its text_config ({text.get('model_type')}) has no causal-LM class"
         return full, dict(text)
     full = dict(_shrink(d), model_type=mt, **OVERRIDES.get(mt, {}))
@@ -287,6 +287,7 @@ def _transformers(text: dict, n: int, scale: bool):
         warnings.simplefilter("ignore")
         torch_, model, cache = _hf_prefill(text, n, low=LOW)
         layers = _hf_layers(cache, n, scale)
+        model.requires_grad_(False)  # DBRX's expert weight slices: FlopCounterMode's module tracker wants no grad
         with torch.no_grad():
             hf = _hf_decode_flops(torch_, model, text["vocab_size"], low=LOW, cache=cache)
     return layers, sum(hf.values())
@@ -357,6 +358,14 @@ def _indexer_head_weights(spec, ops) -> int:
                 if o.name.endswith("indexer.scores"))
 
 
+def _dynamic_conv_elementwise(spec, ops) -> int:
+    """Inkling-2's full layers convolve K and V with taps of their own per token (``dynamic_conv``): transformers
+    applies them elementwise (a mul and a sum FlopCounterMode does not count), planner counts their multiply-adds
+    as conv FLOPs, which ``_conv_twice`` doubled: both taken back."""
+    return -2 * sum(o.flops for o in ops if o.kind == "conv" and o.name.endswith(".sconv")
+                    and spec.layers[o.layer].mixer.dynamic_conv)
+
+
 _SSM = (_conv_twice, _scan_half)
 _GDN = (_conv_twice, _scan_uncounted)
 EXPECTED_DIFFERENCES = {
@@ -370,8 +379,9 @@ EXPECTED_DIFFERENCES = {
     "kimi_linear": _GDN + (_mla_expanded,), "bailing_hybrid": _GDN + (_mla_expanded,),
     # short convolutions only
     "lfm2_moe": (_conv_twice,), "lfm3": (_conv_twice,), "lfm3_vl": (_conv_twice,), "inkling_text": (_conv_twice,),
-    "inkling_mm_model": (_conv_twice,), "inkling2_text": (_conv_twice,), "inkling2": (_conv_twice,),
-    "inkling2_loop": (_conv_twice,), "inkling2_loop_text": (_conv_twice,),
+    "inkling_mm_model": (_conv_twice,),
+    **{mt: (_conv_twice, _dynamic_conv_elementwise) for mt in ("inkling2_text", "inkling2", "inkling2_loop",
+                                                                "inkling2_loop_text")},
     # MLA (and DeepSeek sparse attention, whose top-k covers the whole short context)
     **{mt: (_mla_expanded,) for mt in ("deepseek_v2", "deepseek_v3", "deepseek_v32", "axk1", "axk2", "glm4_moe_lite",
                                        "glm_moe_dsa", "kimi_k25", "longcat_flash", "minicpm3", "sarvam_mla", "youtu",
@@ -379,6 +389,171 @@ EXPECTED_DIFFERENCES = {
     "llama4": (_all_experts,), "llama4_text": (_all_experts,),
     "deepseek_v4": (_indexer_head_weights,),
 }
+
+
+# ==== BEGIN own runners: the model_types transformers' generic path above cannot build, run or read ============
+# (dbrx, xlstm, rwkv, openai-gpt, recurrent_gemma, emu3, mllama; gemma4_assistant's default config). Each runner
+# returns what _transformers does: per layer (K/V bytes per token, state bytes) and the decode step's FLOPs.
+
+OVERRIDES.update({
+    # DbrxAttention reads attn_config.rope_theta (which DbrxAttentionConfig does not declare) and clamps Wqkv's
+    # output to clip_qkv whether set or not; _shrink leaves the nested FFN config at its class defaults
+    "dbrx": {"attn_config": {"rope_theta": 10000.0, "kv_n_heads": 2, "clip_qkv": 8},
+             "ffn_config": {"ffn_hidden_size": SMALL["moe_intermediate_size"], "moe_num_experts": 4, "moe_top_k": 2}},
+    # xLSTMCache sizes C and n by xLSTMConfig.qk_dim (hidden · qk_dim_factor rounded up to 64), the mLSTM layers by
+    # hidden · qk_dim_factor itself: they agree where that is a multiple of 64; the blocks built are num_blocks
+    "xlstm": {"hidden_size": 128, "embedding_dim": 128, "num_blocks": 4},
+    # the default cross-attention layers (3, 8, ..., 38) cut to the small stack: layers 1 and 3 of 4
+    "mllama_text_model": {"cross_attention_layers": [1, 3]},
+})
+
+
+def _gemma4_assistant_default():
+    """Gemma4AssistantConfig() fails its own validation (its default Gemma 4 text config has per-layer inputs): the
+    drafter's text config with what validate_architecture requires."""
+    return CONFIG_MAPPING["gemma4_assistant"](backbone_hidden_size=SMALL["hidden_size"], text_config={
+        "model_type": "gemma4_text", "hidden_size_per_layer_input": 0, "vocab_size_per_layer_input": 0,
+        "enable_moe_block": False, "use_double_wide_mlp": False})
+
+
+#: config classes with no usable defaults of their own: a valid default built here (read by _default)
+DEFAULT_BUILDERS = {"gemma4_assistant": _gemma4_assistant_default}
+
+
+def _quiet(run):
+    def quiet(text: dict, n: int, scale: bool):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return run(text, n, scale)
+    return quiet
+
+
+def _ids(text: dict, n: int):
+    return torch.randint(LOW, text["vocab_size"], (1, n))
+
+
+def _step_flops(model, text: dict, **past) -> int:
+    model.requires_grad_(False)
+    with torch.no_grad():
+        return sum(_hf_decode_flops(torch, model, text["vocab_size"], low=LOW, **past).values())
+
+
+@_quiet
+def _xlstm(text: dict, n: int, scale: bool):
+    """xLSTMCache.rnn_state: per block C (H, dk, dv), n (H, dk) and m (H, 1), nothing per token."""
+    _, model, cache = _hf_prefill(text, n, low=LOW)
+    return [(0, 4 * sum(s.numel() for s in cache.rnn_state[i])) for i in sorted(cache.rnn_state)], \
+        _step_flops(model, text, cache=cache)
+
+
+@_quiet
+def _rwkv(text: dict, n: int, scale: bool):
+    """RwkvForCausalLM returns its state (no cache object): five (batch, hidden, layers) tensors, the two shifted
+    tokens and the WKV numerator / denominator / max, passed back as ``state=``."""
+    _, model = _hf_text_model(text)
+    with torch.no_grad():
+        state = model(_ids(text, n), use_cache=True).state
+    return [(0, 4 * sum(s[:, :, i].numel() for s in state)) for i in range(state[0].shape[2])], \
+        _step_flops(model, text, state=state)
+
+
+@_quiet
+def _recurrent_gemma(text: dict, n: int, scale: bool):
+    """RecurrentGemma keeps its recurrent blocks' state in the modules (conv1d_state: conv1d_width - 1 columns, as
+    planner; rg_lru.recurrent_states), the attention layers' K/V in the cache passed; the decode step needs its
+    position (position_ids: the RG-LRU resets where it is 0)."""
+    from transformers import DynamicCache
+
+    _, model = _hf_text_model(text)
+    cache = DynamicCache(config=model.config)
+    with torch.no_grad():
+        model(_ids(text, n), cache=cache, use_cache=True)
+    layers = []
+    for i, block in enumerate(model.model.layers):
+        tb = block.temporal_block
+        if hasattr(tb, "rg_lru"):
+            layers.append((0, 4 * (tb.conv1d_state.numel() + tb.rg_lru.recurrent_states.numel())))
+        else:
+            layers.append(((cache.layers[i].keys.numel() + cache.layers[i].values.numel()) * 4 // n, 0))
+    return layers, _step_flops(model, text, cache=cache, position_ids=torch.tensor([[n]]))
+
+
+@_quiet
+def _openai_gpt(text: dict, n: int, scale: bool):
+    """OpenAIGPTLMHeadModel keeps no cache: its next-token step is a forward over all n + 1 tokens (logits of the
+    last only). The K and V each layer's attention reads (Attention._attn's k and v, per token) are what a cache
+    would hold."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    _, model = _hf_text_model(text)
+    model.requires_grad_(False)
+    kv = {}
+    for i, block in enumerate(model.transformer.h):
+        def read(q, k, v, *a, _i=i, _attn=block.attn._attn, **kw):
+            kv[_i] = k.numel() + v.numel()
+            return _attn(q, k, v, *a, **kw)
+        block.attn._attn = read
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter:
+        model(_ids(text, n + 1), logits_to_keep=1)
+    return [(kv[i] * 4 // (n + 1), 0) for i in sorted(kv)], sum(counter.get_flop_counts()["Global"].values())
+
+
+def _text_class(name: str):
+    """A wrapper whose text config has no AutoModelForCausalLM entry: its causal-LM class (``name``) built on the
+    text config directly; the cross-attention layers of a text-only prefill (MllamaCrossAttentionDecoderLayer,
+    skipped without cross_attention_states: planner keeps them out of the per-token layers, their K/V per image) are
+    left out where they hold nothing."""
+    @_quiet
+    def run(text: dict, n: int, scale: bool):
+        cls = getattr(transformers, name)
+        torch.manual_seed(0)
+        model = cls(cls.config_class(**{k: v for k, v in text.items() if k != "model_type"},
+                                     attn_implementation="eager")).eval()
+        with torch.no_grad():
+            cache = model(_ids(text, n), use_cache=True).past_key_values
+        cross = set(text.get("cross_attention_layers") or ())
+        layers = [lk for i, lk in enumerate(_hf_layers(cache, n, scale)) if not (i in cross and lk == (0, 0))]
+        return layers, _step_flops(model, text, cache=cache)
+    return run
+
+
+#: model_type -> its runner, in place of _transformers
+HF_RUNNERS = {"xlstm": _xlstm, "rwkv": _rwkv, "recurrent_gemma": _recurrent_gemma, "openai-gpt": _openai_gpt,
+              "emu3": _text_class("Emu3ForCausalLM"), "mllama": _text_class("MllamaForCausalLM")}
+
+
+def _wkv_uncounted(spec, ops) -> int:
+    """RWKV's torch WKV decode (rwkv_linear_attention_cpu) is elementwise exp / mul / add, which FlopCounterMode does
+    not count; planner counts 8 FLOPs per channel (4 multiply-adds)."""
+    return -_flops(ops, "scan")
+
+
+def _rglru_uncounted(spec, ops) -> int:
+    """RecurrentGemma's decode conv (the cached columns times the kernel, summed) and RG-LRU recurrence are
+    elementwise in torch (not counted by FlopCounterMode); planner counts the conv taps and one multiply-add per
+    channel (its gates are baddbmm: counted on both sides)."""
+    return -_flops(ops, "conv") - _flops(ops, "scan")
+
+
+def _no_cache_rerun(spec, ops) -> int:
+    """OpenAI GPT in transformers has no cache: its next-token step reruns all T = N + 1 tokens, planner's prefill of
+    T tokens rather than its cached decode; and eager attention computes the whole T x T score and value products
+    (the mask applied after), where planner's prefill counts the causal triangle, T(T + 1) / 2 pairs: T² of them is
+    (T - 1) / (T + 1) more."""
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    t = N + 1
+    fmt, _ = weight_format(spec, "fp32")
+    prefill = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=t, cached_tokens=0)
+    masked = _flops(prefill, "attention") * (t - 1) // (t + 1)
+    return sum(o.flops for o in prefill) + masked - sum(o.flops for o in ops)
+
+
+EXPECTED_DIFFERENCES.update({"rwkv": (_wkv_uncounted,), "recurrent_gemma": (_rglru_uncounted,),
+                             "openai-gpt": (_no_cache_rerun,)})
+# ==== END own runners ===========================================================================================
 
 
 def compare(mt: str) -> dict:
@@ -392,7 +567,7 @@ def compare(mt: str) -> dict:
     except (ConfigError, UnsupportedModelError) as e:
         return {"skip": "planner refuses: " + str(e).splitlines()[0][:200]}
     try:
-        h_layers, h_flops = _transformers(text, N, mt not in CONV_STATE_AS_HELD)
+        h_layers, h_flops = HF_RUNNERS.get(mt, _transformers)(text, N, mt not in CONV_STATE_AS_HELD)
     except Exception as e:  # noqa: BLE001 - transformers cannot build / run the small config from input ids
         return {"skip": f"transformers: {type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}"}
     p_flops = sum(o.flops for o in ops)
@@ -401,16 +576,7 @@ def compare(mt: str) -> dict:
 
 
 #: planner gaps this sweep found and that are not fixed here (strict xfail: the test fails once they are)
-KNOWN_GAPS = {
-    # Inkling-2's block attention residuals (attention_input, mlp_input, final_input: learned queries attending over
-    # the stacked block states, Inkling2BlockAttentionResidual) are counted as 0-FLOP elementwise ops
-    # (mixers/inkling.py ``small``); transformers computes them as attention, 4·hidden FLOPs per query per block
-    # state (6144 FLOPs over the 6 small layers and final_input; negligible at real size)
-    "inkling2": "block attention residuals counted as 0 FLOPs",
-    "inkling2_text": "block attention residuals counted as 0 FLOPs",
-    "inkling2_loop": "block attention residuals (and the loop's message_input) counted as 0 FLOPs",
-    "inkling2_loop_text": "block attention residuals (and the loop's message_input) counted as 0 FLOPs",
-}
+KNOWN_GAPS: dict[str, str] = {}
 #: caches compared by their own tests, whose layout the generic reading above does not cover (FLOPs compared here)
 KV_ELSEWHERE = {
     # K = V (the values alias the keys on compressed layers), one compressed entry per ratio tokens and the
@@ -439,7 +605,7 @@ def test_the_sweep_covers_the_causal_lms():
     and gaps name model_types in it."""
     assert set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) <= set(ENTRIES) and len(ENTRIES) > 230
     assert {"llava", "mistral3", "paligemma"} <= set(ENTRIES)
-    assert set(EXPECTED_DIFFERENCES) | set(KNOWN_GAPS) | KV_ELSEWHERE | CONV_STATE_AS_HELD <= set(ENTRIES)
+    assert set(EXPECTED_DIFFERENCES) | set(KNOWN_GAPS) | KV_ELSEWHERE | CONV_STATE_AS_HELD | set(HF_RUNNERS) <= set(ENTRIES)
 
 
 # ---- planner bugs this sweep found (each test fails on the code before the fix) ----------------------------

@@ -152,7 +152,7 @@ def test_released_kv_state_and_decode_flops():
     # the conv windows in bf16, the KDA state in fp32 (vLLM's kda_state_dtype)
     kda_state = 34 * (2 * 3 * 8192 * (4 - 1) + 4 * 64 * 128 * 128)
     assert kv.state_bytes_per_sequence == kda_state + 11 * 2 * (4 - 1) * 2 * 128 == 147_636_736
-    assert a.decode_flops == decode_flops_hand(8192) == 36_837_392_384
+    assert a.decode_flops == decode_flops_hand(8192) == 36_849_188_864
     # past the selection budget the attention stops growing, the indexer's pool scores do not
     grow = decode_flops_hand(65536) - decode_flops_hand(65532)
     assert analyze(parse_config(RELEASED), Options(context=65536)).decode_flops - \
@@ -169,7 +169,9 @@ def decode_flops_hand(ctx: int) -> int:
     mla = 1536 * h + 16384 * 1536 + 512 * h + h * 16384
     dsa_fl = 2 * mla + 2 * 64 * 256 * 512 + 64 * 4 * 512 * keys + 2 * 64 * 256 * 512  # absorbed q, scores+values, v up
     dsa_fl += 2 * (4096 * 1536 + 128 * h + 32 * h + 128 * h) + 2 * (v // 4) * 32 * (128 + 1)  # indexer, pool scores
-    hc_fl = 2 * 2 * (24 * 4 * h)
+    # the two hyper-connections' fn (24 x 4·h each), and the 4 x 4 comb mixes of the streams after the attention and
+    # after the FFN (Glm5NextTextDecoderLayer.forward: torch.matmul(comb.T, residual), 2·4²·h each)
+    hc_fl = 2 * 2 * (24 * 4 * h) + 2 * 2 * 4 * 4 * h
     moe = 2 * (288 * h + 8 * 3 * 2048 * h + 3 * 2048 * h)
     return 34 * (kda_fl + hc_fl) + 11 * (dsa_fl + hc_fl) + 3 * 2 * 3 * 12288 * h + 42 * moe + 2 * 154880 * h
 
@@ -203,7 +205,7 @@ def test_cli_analyze_released(tmp_path):
     assert out["params"]["total"] == 313_890_426_878 and out["params"]["active"] == 17_940_336_638
     assert out["params"]["vision"] == 563_627_008 and out["params"]["mtp"] == 7_432_592_128
     assert out["kv_cache"]["bytes_per_token"] == 11_968
-    assert out["flops_per_token"]["decode"] == 36_837_392_384
+    assert out["flops_per_token"]["decode"] == 36_849_188_864  # decode_flops_hand(8192)
 
 
 def test_verify_refuses(tmp_path):

@@ -488,9 +488,10 @@ def test_autogptq_sidecar_quantize_config_is_read(tmp_path, cfg, qc, tied):
     """TeleChat's GPTQ folders as Tele-AI ships them: config.json without a quantization_config beside
     quantize_config.json (AutoGPTQ, group 128). Weights, GPTQ layout as served: per projection (in -> out) qweight
     in x out x bits / 8 bytes, qzeros (in / 128) x (out x bits / 32) int32, scales (in / 128) x out fp16, g_idx in
-    int32; the real biases (dense, down_proj), RMSNorms, embedding and (12B) lm_head in fp16. planner lists the fused
-    key_value as two projections (k and v), so it counts a second g_idx for it: 4 x hidden bytes a layer over this
-    layout. Before the fix the folders were priced as fp16 (the 7B: 14,400,036,864 bytes, its index)."""
+    int32; the real biases (dense, down_proj), RMSNorms, embedding and (12B) lm_head in fp16. The fused key_value is
+    one stored matrix with one g_idx (planner lists it as k and v, and counted a second g_idx, 4 x hidden bytes a
+    layer over this layout, until CheckpointLayout.kv_fused). Before the sidecar fix the folders were priced as fp16
+    (the 7B: 14,400,036,864 bytes, its index)."""
     import json
 
     (tmp_path / "config.json").write_text(json.dumps(cfg))
@@ -508,7 +509,7 @@ def test_autogptq_sidecar_quantize_config_is_read(tmp_path, cfg, qc, tied):
     layer = (gptq(D, D) + gptq(D, 2 * D) + gptq(D, D) + gptq(D, I) + gptq(D, I) + gptq(I, D)
              + (D + D) * 2 + 2 * D * 2)
     hand = L * layer + V * D * 2 * (1 if tied else 2) + D * 2
-    assert a.weights_bytes == hand + L * 4 * D
+    assert a.weights_bytes == hand
     assert a.weights_bytes < _params(cfg).total * 2  # the fp16 pricing it had
 
 

@@ -18,7 +18,8 @@ Layer layouts (transformers 5.x):
 - ``qwen3_5_text`` / ``qwen3_5_moe_text``: the same, with the DeltaNet input projections split in
   four; a dense MLP in every layer (qwen3_5) or the MoE with gated shared expert in every layer.
 - ``nemotron_h``: every layer is ONE block with ONE norm: Mamba-2 (M), attention (*), a relu² MLP (-)
-  or a non-gated MoE with a shared expert (E).
+  or a non-gated MoE with a shared expert (E); Nemotron 3 Super / Ultra's ``moe_latent_size`` runs the routed
+  experts in a latent width between ``fc1_latent_proj`` / ``fc2_latent_proj`` (router and shared expert at hidden).
 - ``jamba``: input_layernorm → (Mamba-1 | attention) → pre_ff_layernorm → (MoE | MLP).
 - ``falcon_h1``: input_layernorm → attention ∥ Mamba-2 (summed) → pre_ff_layernorm → MLP.
 - ``mamba``, ``falcon_mamba``, ``mamba2``: norm → mixer, nothing else.
@@ -381,6 +382,33 @@ NEMOTRON_TYPES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "a
                   "full_attention": "attention", "mlp": "mlp", "moe": "moe"}
 
 
+def _nemotron_pattern(f: Fields, key: str) -> list[str]:
+    """A string of M * - E read as block types."""
+    pattern = f.str(key)
+    for i, ch in enumerate(pattern):
+        if ch not in NEMOTRON_PATTERN:
+            raise f.error(key, f"has {ch!r} at position {i}; expected M (Mamba-2), * (attention), - (MLP) or E (MoE)")
+    return [NEMOTRON_PATTERN[ch] for ch in pattern]
+
+
+def _nemotron_mtp(f: Fields) -> tuple[int, list[str]]:
+    """Nemotron 3's MTP module (vLLM's nemotron_h_mtp.py; transformers builds none): ``num_nextn_predict_layers``
+    steps, each the blocks of ``mtp_layers_block_type`` (a list) or ``mtp_hybrid_override_pattern`` (a string),
+    else transformers' default [attention, moe]. Reported apart, not in the total."""
+    steps = f.int("num_nextn_predict_layers", 0, lo=0, hi=MAX_LAYERS)
+    if not steps:
+        return 0, []
+    if _present(f, "mtp_layers_block_type"):
+        types = per_layer_types(f, "mtp_layers_block_type", None, NEMOTRON_TYPES)
+    elif _present(f, "mtp_hybrid_override_pattern"):
+        types = _nemotron_pattern(f, "mtp_hybrid_override_pattern")
+    else:
+        types = f.defaulted("mtp_layers_block_type", ["attention", "moe"], "absent: transformers' default")
+    if not types:
+        raise f.error("mtp_layers_block_type", "is empty")
+    return steps, types
+
+
 def nemotron_block_types(f: Fields) -> list[str]:
     """``layers_block_type`` / ``layer_types`` (a list) or ``hybrid_override_pattern`` (a string of
     M * - E), as transformers reads them (the list wins); ``num_hidden_layers``, when given, must agree."""
@@ -390,13 +418,8 @@ def nemotron_block_types(f: Fields) -> list[str]:
         types = per_layer_types(f, list_key, None, NEMOTRON_TYPES)
         key = list_key
     elif _present(f, "hybrid_override_pattern"):
-        pattern = f.str("hybrid_override_pattern")
-        for i, ch in enumerate(pattern):
-            if ch not in NEMOTRON_PATTERN:
-                raise f.error("hybrid_override_pattern", f"has {ch!r} at position {i}; expected M (Mamba-2), "
-                                                         "* (attention), - (MLP) or E (MoE)")
-        types = [NEMOTRON_PATTERN[ch] for ch in pattern]
         key = "hybrid_override_pattern"
+        types = _nemotron_pattern(f, key)
     else:
         types = ["mamba", "moe", "attention", "mlp"]
         f.defaulted("layers_block_type", "list[4]", "absent, and no hybrid_override_pattern: the nemotron_h "
@@ -414,16 +437,18 @@ def nemotron_block_types(f: Fields) -> list[str]:
 def build_nemotron_h(f: Fields, model_type: str) -> ModelSpec:
     hidden, vocab = f.int("hidden_size"), f.int("vocab_size", hi=1 << 26)
     types = nemotron_block_types(f)
+    mtp_steps, mtp_types = _nemotron_mtp(f)
+    used = set(types) | set(mtp_types)
     act = f.str("mlp_hidden_act", "relu2")
     mlp_bias = f.bool("mlp_bias", False)
     mixers: dict[str, Any] = {}
-    if "mamba" in types:
+    if "mamba" in used:
         # d_inner = mamba_num_heads x mamba_head_dim (not expand x hidden); in/out_proj bias: use_bias
         mixers["mamba"] = replace(
             read_mamba2(f, hidden, MAMBA2_KEYS["nemotron_h"], inner="heads", legacy=NEMOTRON_LEGACY),
             ssm_state_dtype=read_ssm_state_dtype(f, "mamba_ssm_cache_dtype", "float32",
                                                  "absent: vLLM's NemotronH default (and transformers')"))
-    if "attention" in types:
+    if "attention" in used:
         if f.bool("attention_bias", False):
             raise f.error("attention_bias", "is true, but Nemotron-H attention has no biases in transformers")
         hd = None  # the original configs name it attention_head_dim
@@ -431,11 +456,11 @@ def build_nemotron_h(f: Fields, model_type: str) -> ModelSpec:
             hd = f.derived("head_dim", f.int("attention_head_dim"), "from 'attention_head_dim'")
         mixers["attention"] = read_attention(f, hidden, bias=False, rope=False, qk_norm_dim=0, head_dim=hd)  # NoPE
     ffns: dict[str, Any] = {}
-    if "mlp" in types:
+    if "mlp" in used:
         ffns["mlp"] = MLP(hidden, f.int("intermediate_size"), gated=False, bias=mlp_bias, act=act)
-    if "moe" in types:
-        if f.raw("moe_latent_size") is not None:
-            raise f.error("moe_latent_size", "is set: latent-projected MoE (fc1/fc2_latent_proj) is not supported yet")
+    if "moe" in used:
+        # Nemotron 3 Super / Ultra (LatentMoE): routed experts at moe_latent_size between fc1/fc2_latent_proj
+        latent = f.opt_int("moe_latent_size") or 0
         if mlp_bias:
             raise f.error("mlp_bias", "is true with MoE (E) layers: a shared expert with biases is not supported")
         e_key = _pick(f, "n_routed_experts", "num_local_experts")
@@ -448,12 +473,17 @@ def build_nemotron_h(f: Fields, model_type: str) -> ModelSpec:
             shared = f.derived("moe_shared_expert_intermediate_size", f.int("intermediate_size"),
                                "0: transformers falls back to intermediate_size")
         ffns["moe"] = MoE(hidden, n_exp, k, f.int("moe_intermediate_size"), gated=False,
-                          shared_intermediate_size=shared, act=act)
+                          shared_intermediate_size=shared, act=act, latent_size=latent)
     norm = Norm(hidden)
     pre_mixer = (PlacedNorm("norm", "pre_mixer", norm),)
     pre_ffn = (PlacedNorm("norm", "pre_ffn", norm),)
-    layers = [Layer(mixers[t], None, pre_mixer) if t in mixers else Layer(None, ffns[t], pre_ffn) for t in types]
-    spec = _spec(f, model_type, hidden, vocab, layers, Norm(hidden), False, act)
+    def block(t: str) -> Layer:
+        return Layer(mixers[t], None, pre_mixer) if t in mixers else Layer(None, ffns[t], pre_ffn)
+
+    # MTP: each step's blocks, its enorm / hnorm, eh_proj (2·hidden -> hidden, bias-free) and final_layernorm
+    spec = _spec(f, model_type, hidden, vocab, [block(t) for t in types], Norm(hidden), False, act,
+                 mtp_layers=tuple(block(t) for t in mtp_types * mtp_steps),
+                 mtp_extra_params=mtp_steps * (3 * hidden + 2 * hidden * hidden))
     if spec.tie_word_embeddings:
         raise f.error("tie_word_embeddings", "is true, but transformers' Nemotron-H never ties its lm_head "
                                              "(an untied head of vocab x hidden would be counted): not supported")
@@ -957,8 +987,8 @@ def build_zamba2(f: Fields, model_type: str) -> ModelSpec:
     """Zamba2: Mamba-2 layers (input_layernorm → Mamba-2), and hybrid layers that first run one of
     ``num_mem_blocks`` shared transformer blocks (taken in turn) on the hidden state concatenated
     with the token embedding, with per-use adapters, then a per-layer ``linear``, then their own
-    Mamba-2 block (``mixers/zamba.py``). What transformers computes rather than reads: the attention
-    head_dim (2·hidden / heads, whatever ``attention_head_dim`` says), the Mamba head_dim
+    Mamba-2 block (``mixers/zamba.py``). The attention head_dim is ``attention_head_dim`` (alias
+    ``head_dim``), else 2·hidden / heads. What transformers computes rather than reads: the Mamba head_dim
     (int(expand·hidden) / n_mamba_heads), the conv bias (always on: ``use_conv_bias`` is not read),
     the gate_up adapters (always built: ``use_shared_mlp_adapter`` is not read)."""
     hidden, _, vocab = _core(f)
@@ -995,8 +1025,12 @@ def build_zamba2(f: Fields, model_type: str) -> ModelSpec:
         heads = f.int("num_attention_heads")
         kv = f.int("num_key_value_heads", heads, note="absent: equal to num_attention_heads (no GQA)")
         _check_heads(f, heads, kv)
-        hd = f.derived("head_dim", 2 * hidden // heads, "2 x hidden_size / num_attention_heads (transformers "
-                                                        "computes it; the attention reads 2 x hidden_size)")
+        # Zamba2Config: attention_head_dim (attribute_map: head_dim) when the config gives it, else
+        # 2 x hidden / heads (__post_init__); Zamba2Attention sizes q/k/v/o, the cache and the rotary with it
+        named = next((k for k in ("attention_head_dim", "head_dim") if _present(f, k)), None)
+        hd = f.int(named) if named else f.derived(
+            "attention_head_dim", 2 * hidden // heads, "absent: 2 x hidden_size / num_attention_heads "
+                                                       "(Zamba2Config; the attention reads 2 x hidden_size)")
         theta, rotary = 10000.0, 0
         if f.bool("use_mem_rope", False):
             theta, rotary, rope_items = read_rope(f, hd)

@@ -120,11 +120,13 @@ def build_v2(f: Fields, model_type: str) -> ModelSpec:
     inter = f.int("intermediate_size") if f.raw("intermediate_size") is not None else f.int("moe_intermediate_size")
     act = read_act(f, _TRAITS)
     moe = MoE(hidden, _experts(f), f.int("num_experts_per_tok"), inter, act=act)
+    per = f.int("n_layers_per_attn_res_block", hi=MAX_LAYERS)
     layers = []
     for i in range(n_layers):
         full = not sliding[i]
         mixer = _attention(f, hidden, sliding[i], version=2, dynamic_conv=full, kv_input_norms=full,
-                           residual_queries=0 if i == 0 else 3 if full else 1)
+                           residual_queries=0 if i == 0 else 3 if full else 1, block_states=-(-i // per),
+                           block_boundary=i % per == 0)
         first = "q_input_layernorm" if full else "input_layernorm"
         norms = (PlacedNorm(first, "pre_mixer", Norm(hidden)),
                  PlacedNorm("post_attention_layernorm", "pre_ffn", Norm(hidden)))
@@ -135,11 +137,11 @@ def build_v2(f: Fields, model_type: str) -> ModelSpec:
         model_type=model_type, hidden_size=hidden, vocab_size=out_vocab, embedding_rows=vocab, layers=tuple(layers),
         tie_word_embeddings=False, final_norm=Norm(hidden), embedding_norm=Norm(hidden), hidden_act=act,
         norm_eps=read_eps(f), max_position_embeddings=f.int("max_position_embeddings", hi=1 << 40),
-        head_hc=(Tensor("model.final_input.query", (hidden,), "other"),),
+        head_hc=(Tensor("model.final_input.query", (hidden,), "other"),), final_input_states=-(-n_layers // per) + 1,
         final_logit_softcapping=f.float("final_logit_softcapping", positive=False) or None,
         numerics=Numerics(router=RouterKind.SIGMOID, score_correction_bias=True, routed_scaling_factor=routed_scale),
         caveats=("Inkling-2's experts use a soft-capped SwiGLU and its block attention residuals mix the "
-                 "outputs of earlier blocks (their queries counted; their few FLOPs not traced as matmuls)",),
+                 "outputs of earlier blocks (learned queries attending over the block states)",),
     )
 
 
@@ -173,7 +175,10 @@ def build_v2_loop(f: Fields, model_type: str) -> ModelSpec:
     if (n_layers + (passes - 1) * (end - start)) > MAX_LAYERS:
         raise f.error("loop_num_passes", f"({passes}) runs more than {MAX_LAYERS} layers")
     core = [replace(layer, mixer=replace(layer.mixer, loop_gate_rank=rank)) for layer in spec.layers[start:end]]
-    again = [replace(layer, stored=False, mixer=replace(layer.mixer, messages=True)) for layer in core]
+    # the later passes: message_input's queries over the previous pass's core blocks; the block states of each
+    # layer as on the first pass (each pass restarts from the pre-core ones), final_input's too
+    again = [replace(layer, stored=False, mixer=replace(layer.mixer, messages=(end - start) // per))
+             for layer in core]
     layers = (*spec.layers[:start], *core, *again * (passes - 1), *spec.layers[end:])
     hidden = spec.hidden_size
     return replace(

@@ -268,6 +268,7 @@ def build_telechat(f: Fields, model_type: str) -> ModelSpec:
         tie_word_embeddings=read_tie(f, model_type != "telechat2"), final_norm=Norm(hidden), hidden_act="silu",
         norm_eps=f.float("rms_norm_eps", 1e-5), rope_scaling=scaling,
         caveats=("TeleChat: real checkpoints' fused key_value (per-head [k; v]) is not mapped for `verify` loading",),
+        checkpoint=CheckpointLayout(kv_fused=True),  # key_value: one stored matrix (one GPTQ g_idx)
     )
 
 

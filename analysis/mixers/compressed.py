@@ -178,7 +178,7 @@ class CompressedMQA(MixerSpec):
         nh, d = self.num_attention_heads, self.head_dim
         rep = Parallel.REPLICATED
         own = _by_module(tensors)
-        self._trace_hc(b, i, own, "attn_hc")
+        hc_pre(b, i, own["attn_hc"], "attn_hc", self.hc_mult, self.hidden_size)
         b.matmul("q_a_proj", own["q_a_proj"], i, "attention", parallel=rep)
         b.norm("q_a_norm", None, self.q_lora_rank, i, tensors=own["q_a_norm"])
         b.matmul("q_b_proj", own["q_b_proj"], i, "attention")
@@ -203,28 +203,10 @@ class CompressedMQA(MixerSpec):
         b.elementwise("rope_out", rope_o, rope_o, i, "attention", kernels=2, kind=OpKind.ROPE)
         b.matmul("o_a_proj", own["o_a_proj"], i, "attention", parallel=Parallel.ROW)  # grouped: o_groups blocks
         b.matmul("o_b_proj", own["o_b_proj"], i, "attention", parallel=rep)
-        self._trace_hc_post(b, i, "hc_post")
-        self._trace_hc(b, i, own, "ffn_hc")
-        self._trace_hc_post(b, i, "ffn_hc.post")  # the FFN's output mixed back in (after the FFN, traced here)
-
-    def _trace_hc_post(self, b, i: int, name: str) -> None:
-        """A sublayer's output weighted into every stream (``post``, elementwise) plus the streams mixed by the
-        n x n ``comb`` matrix: a matmul (transformers' ``torch.matmul(comb.T, streams)``), 2·n²·hidden FLOPs per
-        token."""
-        n, h, hc = b.shape.tokens, self.hidden_size, self.hc_mult
-        b.add(name=name, kind=OpKind.ELEMENTWISE, category="other", layer=i, flops=2 * n * hc * hc * h,
-              act_read_bytes=(n * (hc + 1) * h + n * hc * hc) * b.a, act_write_bytes=n * hc * h * b.a, kernels=2)
-
-    def _trace_hc(self, b, i: int, own: dict[str, list[Tensor]], name: str) -> None:
-        """A hyper-connection's weights: the n streams RMS-normed, ``fn`` (a replicated matmul), the
-        Sinkhorn iterations on the n x n comb matrix (bytes only) and the collapse to one stream."""
-        n, h, hc = b.shape.tokens, self.hidden_size, self.hc_mult
-        b.norm(f"{name}.input_norm", None, hc * h, i, tensors=[])
-        fn = [t for t in own[name] if t.name.endswith(".fn")]
-        b.add(name=f"{name}.fn", kind=OpKind.MATMUL, category="other", layer=i, flops=2 * n * fn[0].numel,
-              weight_bytes=b.fmt.bytes_of(own[name]), act_read_bytes=n * hc * h * 4,
-              act_write_bytes=n * fn[0].shape[0] * 4, kernels=1, parallel=Parallel.REPLICATED)
-        b.elementwise(f"{name}.collapse", n * hc * h, n * h, i, "other", kernels=2)
+        hc_post(b, i, "hc_post", self.hc_mult, self.hidden_size)
+        hc_pre(b, i, own["ffn_hc"], "ffn_hc", self.hc_mult, self.hidden_size)
+        # the FFN's output mixed back in (after the FFN, traced here)
+        hc_post(b, i, "ffn_hc.post", self.hc_mult, self.hidden_size)
 
     def _trace_compressor(self, b, i: int, own: dict[str, list[Tensor]], keys: int, kv_read: int) -> tuple[int, int]:
         """The compressor's projections on every new token, the entries whose windows close in this step
@@ -289,6 +271,29 @@ class CompressedMQA(MixerSpec):
 
     def attention_shape(self) -> tuple[int, int] | None:
         return self.num_attention_heads, self.head_dim
+
+
+def hc_pre(b, i: int, own: list[Tensor], name: str, hc: int, hidden: int) -> None:
+    """A manifold-constrained hyper-connection's weights (DeepSeek-V4, GLM-5.3-Flash; ``own``: its ``fn`` /
+    ``base`` / ``scale``): the ``hc`` streams RMS-normed, ``fn`` (a replicated fp32 matmul), the Sinkhorn iterations
+    on the hc x hc comb matrix (bytes only) and the collapse to one stream."""
+    n = b.shape.tokens
+    b.norm(f"{name}.input_norm", None, hc * hidden, i, tensors=[])
+    fn = next(t for t in own if t.name.endswith(".fn"))
+    b.add(name=f"{name}.fn", kind=OpKind.MATMUL, category="other", layer=i, flops=2 * n * fn.numel,
+          weight_bytes=b.fmt.bytes_of(own), act_read_bytes=n * hc * hidden * 4,
+          act_write_bytes=n * fn.shape[0] * 4, kernels=1, parallel=Parallel.REPLICATED)
+    b.elementwise(f"{name}.collapse", n * hc * hidden, n * hidden, i, "other", kernels=2)
+
+
+def hc_post(b, i: int, name: str, hc: int, hidden: int) -> None:
+    """A sublayer's output weighted into every one of the ``hc`` streams (``post``, elementwise) plus the streams
+    mixed by the hc x hc ``comb`` matrix: a matmul (transformers' ``torch.matmul(comb.T, streams)``), 2·hc²·hidden
+    FLOPs per token. After the attention and after the FFN."""
+    n = b.shape.tokens
+    b.add(name=name, kind=OpKind.ELEMENTWISE, category="other", layer=i, flops=2 * n * hc * hc * hidden,
+          act_read_bytes=(n * (hc + 1) * hidden + n * hc * hc) * b.a, act_write_bytes=n * hc * hidden * b.a,
+          kernels=2)
 
 
 def _by_module(tensors: dict[str, list[Tensor]]) -> dict[str, list[Tensor]]:

@@ -38,7 +38,7 @@ from ..opkinds import OpKind, Parallel
 from ..records import frozen
 from ..tensors import Tensor
 from .attention import distinct_keys
-from .compressed import entries_seen
+from .compressed import entries_seen, hc_post, hc_pre
 from .dsa import SparseMLA
 from .hyper_block import qsa_keys
 from .kda import KimiDeltaAttention
@@ -57,23 +57,16 @@ def mhc_tensors(prefix: str, n: int, hidden: int) -> list[Tensor]:
     return out
 
 
-def trace_mhc(b, i: int, tensors: dict[str, list[Tensor]], name: str, n: int, hidden: int) -> None:
-    """One hyper-connection: the n streams RMS-normed (no weight), ``fn`` (an fp32 matmul, replicated), the
-    Sinkhorn iterations on the n x n comb matrix (bytes only) and the collapse to one stream."""
-    tok = b.shape.tokens
-    own = tensors[name]
-    fn = next(t for t in own if t.name.endswith(".fn"))
-    b.norm(f"{name}.input_norm", None, n * hidden, i, tensors=[])
-    b.add(name=f"{name}.fn", kind=OpKind.MATMUL, category="other", layer=i, flops=2 * tok * fn.numel,
-          weight_bytes=b.fmt.bytes_of(own), act_read_bytes=tok * n * hidden * 4,
-          act_write_bytes=tok * fn.shape[0] * 4, kernels=1, parallel=Parallel.REPLICATED)
-    b.elementwise(f"{name}.collapse", tok * n * hidden, tok * hidden, i, "other", kernels=2)
-
-
-def trace_mhc_post(b, i: int, n: int, hidden: int) -> None:
-    """The block's output weighted into every stream plus the comb-mixed streams."""
-    tok = b.shape.tokens
-    b.elementwise("hc_post", tok * (n + 1) * hidden + tok * n * n, tok * n * hidden, i, "other", kernels=2)
+def trace_mhc(b, i: int, tensors: dict[str, list[Tensor]], n: int, hidden: int, block) -> None:
+    """DeepSeek-V4's hyper-connections around ``block`` (the mixer's own trace; ``compressed.hc_pre`` / ``hc_post``,
+    transformers' Glm5NextTextDecoderLayer.forward): the attention's weights and collapse, the block, its output
+    weighted into the streams plus the comb-mixed streams (a matmul), then the FFN's weights and collapse and, for the
+    FFN's output (traced after this mixer), its comb mix."""
+    hc_pre(b, i, tensors["attn_hc"], "attn_hc", n, hidden)
+    block()
+    hc_post(b, i, "hc_post", n, hidden)
+    hc_pre(b, i, tensors["ffn_hc"], "ffn_hc", n, hidden)
+    hc_post(b, i, "ffn_hc.post", n, hidden)
 
 
 @frozen
@@ -92,10 +85,7 @@ class Glm5NextKDA(KimiDeltaAttention):
         return super().tensors(prefix) + mhc_tensors(prefix, self.mhc, self.hidden_size)
 
     def trace(self, b, i: int, tensors: dict[str, list[Tensor]]) -> None:
-        trace_mhc(b, i, tensors, "attn_hc", self.mhc, self.hidden_size)
-        super().trace(b, i, tensors)
-        trace_mhc_post(b, i, self.mhc, self.hidden_size)
-        trace_mhc(b, i, tensors, "ffn_hc", self.mhc, self.hidden_size)
+        trace_mhc(b, i, tensors, self.mhc, self.hidden_size, lambda: super(Glm5NextKDA, self).trace(b, i, tensors))
 
 
 @frozen
@@ -167,7 +157,12 @@ class PooledSparseMLA(SparseMLA):
         """The hyper-connection, then DSA's trace (``SparseMLA.trace``, this class's indexer) with the attention
         re-counted over the pooled selection, then the streams' update and the FFN's hyper-connection."""
         if self.mhc:
-            trace_mhc(b, i, tensors, "attn_hc", self.mhc, self.hidden_size)
+            trace_mhc(b, i, tensors, self.mhc, self.hidden_size, lambda: self._trace_block(b, i, tensors))
+        else:
+            self._trace_block(b, i, tensors)
+
+    def _trace_block(self, b, i: int, tensors: dict[str, list[Tensor]]) -> None:
+        """DSA's trace with the attention re-counted over the pooled selection."""
         start = len(b.ops)
         super().trace(b, i, tensors)
         s, nh, r, rope = b.shape, self.num_attention_heads, self.kv_lora_rank, self.qk_rope_head_dim
@@ -180,9 +175,6 @@ class PooledSparseMLA(SparseMLA):
                 b.ops[j] = replace(o, flops=s.batch * nh * (2 * (r + rope) + 2 * r) * keys,
                                    act_read_bytes=s.tokens * nh * (r + rope) * b.a + s.batch * keys * 4,
                                    kv_read_bytes=s.batch * read * lat_tok)
-        if self.mhc:
-            trace_mhc_post(b, i, self.mhc, self.hidden_size)
-            trace_mhc(b, i, tensors, "ffn_hc", self.mhc, self.hidden_size)
 
     def _trace_indexer(self, b, i: int, tensors: dict[str, list[Tensor]], all_keys: int, seen: int) -> None:
         """The indexer's projections (replicated), the gate scores, each new token's key and gate buffered and

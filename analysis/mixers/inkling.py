@@ -50,12 +50,21 @@ class InklingAttention(Attention):
     mlp_scale: bool = False  # Inkling dense layers: mlp.global_scale
     router_shared_rows: int = 0  # Inkling MoE layers: shared experts scored by the router (+ its global_scale)
     residual_queries: int = 0  # Inkling-2: attention_input queries (0 on layer 0, 1 sliding, 3 full)
+    # Inkling-2's block attention residuals (Inkling2BlockAttentionResidual: learned queries attending over the
+    # RMS-normed block states, eager attention): the block states closed before this layer (ceil(i / per), per =
+    # n_layers_per_attn_res_block; the same on every loop pass) and whether the layer opens a block (i % per == 0:
+    # its input joins the states mlp_input reads). attention_input attends block_states + 1 (the partial state),
+    # mlp_input block_states + block_boundary + 1: 4·hidden FLOPs per query and state
+    block_states: int = 0
+    block_boundary: bool = False
     kv_input_norms: bool = False  # Inkling-2 full layers: k_input_layernorm and v_input_layernorm
     # Inkling-2 Loop's looped layers: four message gates (q, k, v, mlp; each down_proj 2·hidden -> rank,
     # forget_gate_proj and message_gate_proj rank -> hidden) of this rank (0: not a looped layer). They mix the
-    # previous pass's messages in on the later passes (``messages``), not on the first
+    # previous pass's messages in on the later passes, not on the first. ``messages``: on a later pass, the states
+    # message_input's four queries (for this layer) attend, the previous pass's core blocks (end - start) / per
+    # (its closed ones after the first, plus its output); 0 on the first pass
     loop_gate_rank: int = 0
-    messages: bool = False
+    messages: int = 0
 
     kind = MixerKind.INKLING
     title = "Inkling attention"
@@ -137,17 +146,24 @@ class InklingAttention(Attention):
             b.add(name=name, kind=kind, category="attention", layer=i, weight_bytes=b.fmt.bytes_of(ts),
                   act_read_bytes=reads * a, act_write_bytes=writes * a, kernels=2)
 
+        def residual(name: str, ts: list[Tensor], queries: int, states: int) -> None:
+            """A block attention residual: ``queries`` learned queries over ``states`` normed states (q·k, p·v)."""
+            b.add(name=name, kind=OpKind.ATTENTION, category="attention", layer=i, flops=4 * n * h * queries * states,
+                  weight_bytes=b.fmt.bytes_of(ts), act_read_bytes=n * states * h * a,
+                  act_write_bytes=n * queries * h * a, kernels=3)
+
         v2 = self.version == 2
         if v2:
             if self.residual_queries:  # block attention residual: learned queries over the block states
-                small("attention_input", tensors.get("attention_input", []), 2 * n * h,
-                      n * h * self.residual_queries)
+                residual("attention_input", tensors.get("attention_input", []), self.residual_queries,
+                         self.block_states + 1)
             for p in ("k_input_layernorm", "v_input_layernorm"):
                 if p in tensors:
                     b.norm(p, None, h, i, tensors=tensors[p])
-            if self.messages:  # a later loop pass: the previous pass's four messages (message_input's learned
-                # queries over its block states, bytes only as the block residuals), then the four message gates
-                small("message_input", [], 2 * n * h, 4 * n * h)
+            if self.messages:  # a later loop pass: the previous pass's four messages (message_input's four
+                # learned queries of this layer over its block states; the queries read with final_input's), then
+                # the four message gates
+                residual("message_input", [], 4, self.messages)
                 for g in ("q", "k", "v", "mlp"):
                     gate = tensors.get(f"{g}_message_gate", [])
                     b.matmul(f"{g}_message_gate.down_proj", [t for t in gate if "down_proj" in t.name], i,
@@ -199,9 +215,10 @@ class InklingAttention(Attention):
             b.add(name="router (shared rows)", kind="router", category="ffn", layer=i,
                   flops=2 * n * h * self.router_shared_rows, act_write_bytes=n * self.router_shared_rows * 4,
                   kernels=0, parallel=Parallel.REPLICATED)
-        extra = tensors.get("mlp_input", []) + tensors.get("global_scale", [])
-        if extra:  # Inkling-2's FFN input residual query; Inkling's dense-MLP scale
-            small("mlp_input" if v2 else "mlp_scale", extra, 2 * n * h, n * h)
+        if v2:  # the FFN input's block attention residual
+            residual("mlp_input", tensors.get("mlp_input", []), 1, self.block_states + self.block_boundary + 1)
+        elif self.mlp_scale:  # Inkling's dense-MLP scale
+            small("mlp_scale", tensors.get("global_scale", []), 2 * n * h, n * h)
 
     # ---- cache -----------------------------------------------------------------------------------
 

@@ -103,9 +103,8 @@ class RGLRU(MixerSpec):
         """(conv window, recurrence) elements per sequence."""
         return self.lru_width * (self.conv_kernel - 1), self.lru_width
 
-    def state_bytes(self, state_dtype) -> int:
-        conv, rec = self.state_elements()
-        return state_dtype.nbytes(conv) + RECURRENCE_BYTES * rec
+    # the recurrent part in fp32 whatever the dtype (RECURRENCE_BYTES): MixerSpec.state_bytes / recurrent_dtype read it
+    ssm_state_dtype = "fp32"
 
     def tp_kv_split(self, tp: int, layer: int) -> tuple[int, int]:
         if self.num_heads % tp:

@@ -103,9 +103,8 @@ class RWKV4(MixerSpec):
         """(the two shifted tokens, the WKV numerator / denominator / max) elements per sequence."""
         return 2 * self.hidden_size, 3 * self.attention_hidden_size
 
-    def state_bytes(self, state_dtype) -> int:
-        shift, wkv = self.state_elements()
-        return state_dtype.nbytes(shift) + WKV_BYTES * wkv
+    # the recurrent part in fp32 whatever the dtype (WKV_BYTES): MixerSpec.state_bytes / recurrent_dtype read it
+    ssm_state_dtype = "fp32"
 
     def tp_kv_split(self, tp: int, layer: int) -> tuple[int, int]:
         for what, dim in (("attention_hidden_size", self.attention_hidden_size),

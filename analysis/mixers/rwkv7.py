@@ -145,9 +145,8 @@ class RWKV7(MixerSpec):
         """(the two shifted tokens, the WKV matrix state H x D x Dv) elements per sequence."""
         return 2 * self.hidden_size, self.num_heads * self.head_dim * self.head_v_dim
 
-    def state_bytes(self, state_dtype) -> int:
-        shift, wkv = self.state_elements()
-        return state_dtype.nbytes(shift) + WKV_BYTES * wkv
+    # the recurrent part in fp32 whatever the dtype (WKV_BYTES): MixerSpec.state_bytes / recurrent_dtype read it
+    ssm_state_dtype = "fp32"
 
     def tp_kv_split(self, tp: int, layer: int) -> tuple[int, int]:
         for what, dim in (("heads", self.num_heads), ("intermediate_size", self.intermediate_size)):
