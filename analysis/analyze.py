@@ -171,8 +171,8 @@ def ffn_summary(spec: ModelSpec) -> str:
     m = moes[0]
     shared = f" + shared ({m.shared_intermediate_size})" if m.shared_intermediate_size else ""
     zero = f" (+ {m.zero_experts} zero-computation)" if m.zero_experts else ""
-    zero += f" in latent {m.latent_size}" if m.latent_size else ""  # Nemotron 3 Super / Ultra
-    return (f"MoE: {m.num_experts} experts{zero}, top-{m.num_experts_per_tok}{shared}, "
+    latent = f" in latent {m.latent_size}" if m.latent_size else ""  # Nemotron 3 Super / Ultra
+    return (f"MoE: {m.num_experts} experts{zero}{latent}, top-{m.num_experts_per_tok}{shared}, "
             f"{len(moes)} of {len(spec.layers)} layers")
 
 

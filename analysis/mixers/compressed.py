@@ -174,11 +174,14 @@ class CompressedMQA(MixerSpec):
     # ---- trace -----------------------------------------------------------------------------------
 
     def trace(self, b, i: int, tensors: dict[str, list[Tensor]]) -> None:
+        own = _by_module(tensors)
+        trace_mhc(b, i, own, self.hc_mult, self.hidden_size, lambda: self._trace_attention(b, i, own))
+
+    def _trace_attention(self, b, i: int, own: dict[str, list[Tensor]]) -> None:
+        """The attention between the hyper-connections: compressed MQA with its compressor and indexer."""
         s, n, a = b.shape, b.shape.tokens, b.a
         nh, d = self.num_attention_heads, self.head_dim
         rep = Parallel.REPLICATED
-        own = _by_module(tensors)
-        hc_pre(b, i, own["attn_hc"], "attn_hc", self.hc_mult, self.hidden_size)
         b.matmul("q_a_proj", own["q_a_proj"], i, "attention", parallel=rep)
         b.norm("q_a_norm", None, self.q_lora_rank, i, tensors=own["q_a_norm"])
         b.matmul("q_b_proj", own["q_b_proj"], i, "attention")
@@ -203,10 +206,6 @@ class CompressedMQA(MixerSpec):
         b.elementwise("rope_out", rope_o, rope_o, i, "attention", kernels=2, kind=OpKind.ROPE)
         b.matmul("o_a_proj", own["o_a_proj"], i, "attention", parallel=Parallel.ROW)  # grouped: o_groups blocks
         b.matmul("o_b_proj", own["o_b_proj"], i, "attention", parallel=rep)
-        hc_post(b, i, "hc_post", self.hc_mult, self.hidden_size)
-        hc_pre(b, i, own["ffn_hc"], "ffn_hc", self.hc_mult, self.hidden_size)
-        # the FFN's output mixed back in (after the FFN, traced here)
-        hc_post(b, i, "ffn_hc.post", self.hc_mult, self.hidden_size)
 
     def _trace_compressor(self, b, i: int, own: dict[str, list[Tensor]], keys: int, kv_read: int) -> tuple[int, int]:
         """The compressor's projections on every new token, the entries whose windows close in this step
@@ -294,6 +293,19 @@ def hc_post(b, i: int, name: str, hc: int, hidden: int) -> None:
     b.add(name=name, kind=OpKind.ELEMENTWISE, category="other", layer=i, flops=2 * n * hc * hc * hidden,
           act_read_bytes=(n * (hc + 1) * hidden + n * hc * hc) * b.a, act_write_bytes=n * hc * hidden * b.a,
           kernels=2)
+
+
+def trace_mhc(b, i: int, own: dict[str, list[Tensor]], hc: int, hidden: int, block) -> None:
+    """A layer's manifold-constrained hyper-connections around ``block`` (the mixer's own trace; DeepSeek-V4,
+    GLM-5.3-Flash; transformers' decoder layer forward): the attention's weights and collapse, the block, its output
+    weighted into the streams plus the comb-mixed streams (a matmul), then the FFN's weights and collapse and, for
+    the FFN's output (traced after this mixer), its comb mix. ``own``: the layer's tensors by module
+    (``attn_hc``, ``ffn_hc``)."""
+    hc_pre(b, i, own["attn_hc"], "attn_hc", hc, hidden)
+    block()
+    hc_post(b, i, "hc_post", hc, hidden)
+    hc_pre(b, i, own["ffn_hc"], "ffn_hc", hc, hidden)
+    hc_post(b, i, "ffn_hc.post", hc, hidden)
 
 
 def _by_module(tensors: dict[str, list[Tensor]]) -> dict[str, list[Tensor]]:

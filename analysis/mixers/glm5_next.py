@@ -38,7 +38,7 @@ from ..opkinds import OpKind, Parallel
 from ..records import frozen
 from ..tensors import Tensor
 from .attention import distinct_keys
-from .compressed import entries_seen, hc_post, hc_pre
+from .compressed import entries_seen, trace_mhc
 from .dsa import SparseMLA
 from .hyper_block import qsa_keys
 from .kda import KimiDeltaAttention
@@ -55,18 +55,6 @@ def mhc_tensors(prefix: str, n: int, hidden: int) -> list[Tensor]:
         out.append(Tensor(f"{layer}.{hc}.base", ((2 + n) * n,), "other"))
         out.append(Tensor(f"{layer}.{hc}.scale", (3,), "other"))
     return out
-
-
-def trace_mhc(b, i: int, tensors: dict[str, list[Tensor]], n: int, hidden: int, block) -> None:
-    """DeepSeek-V4's hyper-connections around ``block`` (the mixer's own trace; ``compressed.hc_pre`` / ``hc_post``,
-    transformers' Glm5NextTextDecoderLayer.forward): the attention's weights and collapse, the block, its output
-    weighted into the streams plus the comb-mixed streams (a matmul), then the FFN's weights and collapse and, for the
-    FFN's output (traced after this mixer), its comb mix."""
-    hc_pre(b, i, tensors["attn_hc"], "attn_hc", n, hidden)
-    block()
-    hc_post(b, i, "hc_post", n, hidden)
-    hc_pre(b, i, tensors["ffn_hc"], "ffn_hc", n, hidden)
-    hc_post(b, i, "ffn_hc.post", n, hidden)
 
 
 @frozen
