@@ -114,6 +114,8 @@ def layer_active(layer: Layer, tensors: list[Tensor]) -> int:
         routed = sum(t.numel for t in tensors if category(t) == "experts")
         total -= routed
         total += moe.num_experts_per_tok * moe.expert_params
+        if moe.expert_norms:  # Ergo: a token reads the norm rows of its top-k experts only
+            total -= (moe.num_experts - moe.num_experts_per_tok) * moe.expert_dim
         total -= moe.vision_router_params  # ERNIE-4.5-VL: the vision experts' router runs on image tokens only
     return total
 

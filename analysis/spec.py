@@ -325,6 +325,9 @@ class MoE:
     # between a bias-free ``fc1_latent_proj`` (hidden -> latent) and ``fc2_latent_proj`` (latent -> hidden) applied
     # to the token once, no norms; the router and the shared expert read hidden (vLLM: ReplicatedLinear projections)
     latent_size: int = 0
+    # Ergo: a learned RMSNorm per routed expert on its output (``experts.post_expert_norm.weight``: num_experts x
+    # hidden; a token reads the rows of its top-k) and one on the shared expert's output (``shared_expert.norm``)
+    expert_norms: bool = False
 
     kind = FFNKind.MOE
 
@@ -404,6 +407,8 @@ class MoE:
         out.append(Tensor(f"{prefix}.experts.down_proj", (e, x, i), "expert"))
         if self.expert_bias:
             out.append(Tensor(f"{prefix}.experts.down_proj_bias", (e, x), "bias"))
+        if self.expert_norms:  # Ergo: one RMSNorm scale per expert
+            out.append(Tensor(f"{prefix}.experts.post_expert_norm.weight", (e, x), "norm"))
         if self.expert_hidden_size:
             out.append(Tensor(f"{prefix}.experts.post_expert_norm.weight", (x,), "norm"))
             _linear(out, f"{prefix}.post_expert_proj", h, x, False)
@@ -414,6 +419,8 @@ class MoE:
         shared = self.shared_mlp()
         if shared is not None:
             out.extend(shared.tensors(f"{prefix}.shared_expert"))
+            if self.expert_norms:  # Ergo: the shared expert's output normed too
+                out.append(Tensor(f"{prefix}.shared_expert.norm.weight", (h,), "norm"))
             if self.shared_expert_gate:
                 out.append(Tensor(f"{prefix}.shared_expert_gate.weight", (1, h), "router"))
         vision = self.vision_moe()

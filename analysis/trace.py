@@ -255,6 +255,9 @@ class _Builder:
                  act_read_bytes=routed * (h + (3 if m.gated else 1) * ii) * a,
                  act_write_bytes=routed * ((2 if m.gated else 1) * ii + ii + h) * a,
                  kernels=max(1, round(touched)) * (5 if m.gated else 4) + 2)
+        if m.expert_norms:  # Ergo: each routed output normed by its expert's own scale (the rows of the top-k)
+            self.norm("post_expert_norm", None, h, i, n_tokens=routed,
+                      tensors=[t for t in tensors["experts"] if t.kind == "norm"])
         if m.expert_hidden_size:  # each expert's output normed, then the sum back up to hidden_size
             self.norm("post_expert_norm", None, h, i, n_tokens=routed,
                       tensors=[t for t in tensors["experts"] if t.kind == "norm"])
@@ -270,6 +273,8 @@ class _Builder:
         shared = m.shared_mlp()
         if shared is not None:
             self.mlp(i, shared, tensors, prefix="shared_expert.")
+            if m.expert_norms:  # Ergo: the shared expert's output normed
+                self.norm("shared_expert.norm", None, h, i, tensors=tensors["shared_expert.norm"])
             if m.shared_expert_gate:
                 self.add(name="shared_expert_gate", kind="matmul", category="ffn", layer=i, flops=2 * n * h,
                          weight_bytes=self.fmt.bytes_of(tensors["shared_expert_gate"]), act_read_bytes=n * h * a,

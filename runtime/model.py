@@ -68,6 +68,10 @@ def check_supported(spec: ModelSpec) -> None:
                                       "residual adds, a per-head bias in the attention's sigmoid gate and a "
                                       "scalable-softmax query scale on its NoPE layers)",
                                       "analyze and trace work for this model")
+    if any(isinstance(layer.ffn, MoE) and layer.ffn.expert_norms for layer in spec.layers):
+        raise RuntimeUnavailableError(f"verify does not support per-expert output norms yet ({spec.label}: Ergo's "
+                                      "learned RMSNorm on each routed expert's and the shared expert's output, and "
+                                      "its learned residual gates)", "analyze and trace work for this model")
     if any(layer.residual_gates or (isinstance(layer.ffn, MoE) and layer.ffn.expert_hidden_size)
            for layer in spec.layers):
         raise RuntimeUnavailableError(f"verify does not support Muse Spark's decoder layer yet ({spec.label}: learned "

@@ -86,3 +86,19 @@ def hub_alibi_slopes(n: int) -> list[float]:
         return pow2(n)
     c = 2 ** math.floor(math.log2(n))
     return pow2(c) + hub_alibi_slopes(2 * c)[0::2][: n - c]
+
+
+def flop_counter(model):
+    """A FlopCounterMode (no display) for an inference step of the torch ``model``, whose parameters it freezes
+    (``requires_grad_(False)``, which no FLOP count depends on) first. Since transformers 5.25 the hub-kernel
+    functions with a torch fallback (``causal_conv1d_update``, ``causal_conv1d_forward``,
+    ``torch_chunk_gated_delta_rule``, ``mamba2_selective_state_update``, ... of the linear-attention and hybrid
+    models) are ``nn.Module``s (its ``use_kernel_forward_from_hub`` is now kernels' own, which wraps a function in a
+    module), so FlopCounterMode's module tracker hooks their tensor arguments; a parameter view taken under
+    ``no_grad`` (``conv1d.weight.squeeze(1)``) still reports ``requires_grad`` but has no gradient edge, and the
+    tracker's ``register_multi_grad_hook`` fails on it ("Expected gradient function to be set"). A frozen
+    parameter's views do not require grad, so the tracker leaves them alone."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model.requires_grad_(False)
+    return FlopCounterMode(display=False)

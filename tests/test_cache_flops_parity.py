@@ -133,6 +133,10 @@ OVERRIDES = {
     # the looped core within the small stack, on block boundaries
     "inkling2_loop_text": {"loop_layer_index_start": 2, "loop_layer_index_end": 4, "n_layers_per_attn_res_block": 2,
                            "loop_num_passes": 2, "loop_gate_rank": 8},
+    # Kolibri 1.1: two indexed layers, the second reading the first's K/V (index_layers / kv_source_layers are not
+    # per-layer lists the shrink cuts)
+    "kolibri1_1": {"num_hidden_layers": 10, "layer_types": (["sliding_attention"] * 4 + ["indexed_attention"]) * 2,
+                   "index_layers": [4], "kv_source_layers": list(range(9)) + [4], "index_num_heads": 2},
     # CohereCompassTextConfig's rope_parameters default is {}: its rotary embedding reads rope_parameters[layer_type]
     "cohere_compass_text": {"rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
     "dory": {"n_input_layers": 2, "n_recurrent_layers": 2, "n_output_layers": 2, "num_hidden_layers": 6,
@@ -143,6 +147,8 @@ OVERRIDES = {
 #: PaliGemma and dots3-note project image tokens to the language model's width
 WRAPPER_OVERRIDES = {"aya_vision": {"vision_config": {"num_attention_heads": 16}},
                      "paligemma": {"projection_dim": 64, "vision_config": {"projection_dim": 64}},
+                     # LlavaOnevision15Config: the merger projects to the language model's width
+                     "llava_onevision1_5": {"vision_config": {"out_hidden_size": SMALL["hidden_size"]}},
                      "dots3_note": {"vision_config": {"adapter_out_dim": 64}, "audio_config": {"adapter_out_dim": 64}},
                      # Phi-4-multimodal's causal-LM class builds its towers: tests/test_phi4mm.py's small ones
                      "phi4_multimodal": {"vision_config": PHI4MM_VISION, "audio_config": PHI4MM_AUDIO}}

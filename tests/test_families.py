@@ -6,7 +6,7 @@ import pytest
 from planner.analysis.analyze import Options, analyze
 from planner.analysis.config import parse_config
 from planner.analysis.params import count_params
-from tests.oracle import hf_param_count
+from tests.oracle import flop_counter, hf_param_count
 
 BASE = {"hidden_size": 128, "intermediate_size": 352, "num_hidden_layers": 4, "num_attention_heads": 8,
         "num_key_value_heads": 2, "vocab_size": 512, "max_position_embeddings": 4096, "pad_token_id": 0}
@@ -751,6 +751,17 @@ CASES.update({
                                              local_rope_theta=20000.0, local_attention=32,
                                              layer_types=["sliding_attention", "full_attention",
                                                           "sliding_attention", "sliding_attention"]),
+})
+
+# Ergo: fused QKV, sliding RoPE / NoPE full layers, a relu2 dense MLP then relu2 experts with per-expert norms and a
+# normed shared expert (tests/test_ergo_kolibri.py); Kolibri 1.1: Kolibri-1 with indexed layers, the second reading the
+# first's K/V by default, dense mlp_only_layers
+CASES.update({
+    "ergo": dict(V4_BASE, model_type="ergo", first_dense_intermediate_size=96, moe_intermediate_size=32,
+                 shared_intermediate_size=48, num_experts=8, num_experts_per_tok=2, sliding_window=64),
+    "kolibri1_1": dict(V4_BASE, model_type="kolibri1_1", num_hidden_layers=15, head_dim=16, num_experts=8,
+                       num_experts_per_tok=2, moe_intermediate_size=32, shared_expert_intermediate_size=48,
+                       mlp_only_intermediate_size=96, sliding_window=64, index_num_heads=4),
 })
 
 # Beam: class defaults (every sixth layer and the last full and NoPE, the first three dense, grouped sigmoid router);
@@ -2297,9 +2308,7 @@ def _hf_cache_bytes_per_token(cache, n: int) -> list[int]:
 def _hf_decode_flops(torch, model, high: int, low: int = 0, **past) -> dict[str, int]:
     """FlopCounterMode over one decode step of ``model`` (no grad; one random token id from [low, high), ``past``
     its ``cache=`` / ``state=`` and any other keyword arguments): {aten op name: FLOPs}."""
-    from torch.utils.flop_counter import FlopCounterMode
-
-    counter = FlopCounterMode(display=False)
+    counter = flop_counter(model)
     with torch.no_grad(), counter:
         model(torch.randint(low, high, (1, 1)), use_cache=True, **past)
     return {str(k): v for k, v in counter.get_flop_counts()["Global"].items()}
@@ -2636,15 +2645,13 @@ def test_inkling2_loop_decode_flops_equal_transformers():
     gates on the passes after the first, the block attention residuals (attention_input, mlp_input, final_input and
     the loop's message_input: learned queries over block states) each as transformers' module computes it; its
     ``aten.convolution`` is twice our static convs (as test_inkling_decode_flops_equal_transformers)."""
-    from torch.utils.flop_counter import FlopCounterMode
-
     from planner.analysis.trace import step_ops
     from planner.analysis.weights import weight_format
 
     cfg = CASES["inkling2_loop_text"]
     n = 40
     torch, model, cache = _hf_prefill(cfg, n, low=1, high=500)
-    counter = FlopCounterMode(display=False)
+    counter = flop_counter(model)
     with torch.no_grad(), counter:
         model(torch.randint(1, 500, (1, 1)), use_cache=True, cache=cache)
     counts = counter.get_flop_counts()
@@ -2867,7 +2874,9 @@ def test_hrm_kv_and_decode_flops_count_every_cycle(name):
 def test_dory_kv_and_decode_flops_count_every_loop(name):
     """transformers' cache after a 40-token prefill (fp32): "per_loop" appends a cache layer per looped layer and
     extra pass (7 + 2 x 3 = 13 here), each K/V as ours for that run (sliding layers keep window - 1 past tokens);
-    "last_loop" keeps the model's own layers only, the earlier passes caching nothing. FlopCounterMode over its
+    "last_loop" caches the model's own layers only, the earlier passes caching nothing (since transformers 5.25 they
+    go through a DoryPastReader per looped layer, appended after the model's, which reads the last pass's layer and
+    holds no keys or values of its own). FlopCounterMode over its
     decode step: its ``aten.mm`` / ``aten.addmm`` / ``aten.bmm`` equal our matmuls and attention, the looped layers
     counted once per pass. Parameters count the looped layers once (the meta model's)."""
 
@@ -2885,19 +2894,22 @@ def test_dory_kv_and_decode_flops_count_every_loop(name):
     n_in, n_rec, loops = conf.n_input_layers, conf.n_recurrent_layers, conf.n_recurrent_loops
     assert spec.num_layers == conf.num_hidden_layers + (loops - 1) * n_rec
     assert sum(layer.stored for layer in spec.layers) == conf.num_hidden_layers
-    # transformers' cache layer of each layer run: per_loop's extra passes write copies appended after the model's
+    # transformers' cache layer of each layer run (DoryModel.forward's cache_offset): a pass's extra layers are
+    # appended after the model's; per_loop's passes 1, 2, ... write copies of their own, last_loop's passes before
+    # the last share one set of readers (extra index 1) and the last pass writes the model's own layers
+    last = conf.recurrent_kv_cache_mode == "last_loop"
     run = list(range(n_in))
     for p in range(loops):
-        last = conf.recurrent_kv_cache_mode == "last_loop"
-        run += [None if last and p < loops - 1 else (i if p == 0 or last else conf.num_hidden_layers
-                                                      + (p - 1) * n_rec + i - n_in) for i in range(n_in, n_in + n_rec)]
+        extra = int(p < loops - 1) if last else p
+        run += [conf.num_hidden_layers + (extra - 1) * n_rec + i - n_in if extra else i
+                for i in range(n_in, n_in + n_rec)]
     run += list(range(conf.num_hidden_layers - conf.n_output_layers, conf.num_hidden_layers))
-    assert len(cache.layers) == len({c for c in run if c is not None})
+    assert len(cache.layers) == len(set(run))
     for lk, c, layer in zip(kv_cache(spec, fp32, fp32).layers, run, spec.layers):
-        if c is None:
-            assert lk.bytes_per_token == 0
-            continue
         lc, w = cache.layers[c], layer.mixer.window
+        if lc.keys is None:  # a last_loop reader: it stores nothing
+            assert last and lc.values is None and lk.bytes_per_token == 0
+            continue
         held = lc.keys.shape[2]
         assert held == (min(n, w - 1) if w else n)
         assert lk.bytes_per_token == (lc.keys.numel() + lc.values.numel()) * 4 // held

@@ -25,7 +25,7 @@ from planner.analysis.trace import step_ops
 from planner.analysis.weights import weight_format
 
 from .conftest import load_bundled_config
-from .oracle import hf_model, hf_param_count
+from .oracle import flop_counter, hf_model, hf_param_count
 
 BF16, FP32 = get_dtype("bf16"), get_dtype("fp32")
 
@@ -843,7 +843,6 @@ def hf_decode_flops(cfg: dict, attn: str):
     pytest.importorskip("transformers", reason="needs transformers (dev extra)")
     import warnings
 
-    from torch.utils.flop_counter import FlopCounterMode
     from transformers import AutoConfig, AutoModelForCausalLM
 
     cfg = dict(cfg)
@@ -855,7 +854,7 @@ def hf_decode_flops(cfg: dict, attn: str):
                                                  experts_implementation="eager").eval()
         with torch.no_grad():
             past = model(torch.tensor([[1, 2, 3, 4, 5]]), use_cache=True).past_key_values
-            counter = FlopCounterMode(display=False)
+            counter = flop_counter(model)
             with counter:
                 model(torch.tensor([[6]]), past_key_values=past, use_cache=True)
     return model, counter

@@ -26,6 +26,7 @@ import pytest
 
 from planner.analysis.config import parse_config
 from tests.clirun import run
+from tests.oracle import flop_counter
 
 # ---- 1. GLM-5.3-Flash's hyper-connection mixes -------------------------------------------------------------
 
@@ -50,7 +51,6 @@ def _glm5_decode(cfg: dict, n: int):
     """(planner's spec and decode ops after ``n`` cached tokens, transformers' decode-step FLOPs) of ``cfg``."""
     torch = pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from torch.utils.flop_counter import FlopCounterMode
     from transformers import AutoConfig, AutoModelForImageTextToText
 
     from tests import test_cache_flops_parity as P
@@ -66,7 +66,7 @@ def _glm5_decode(cfg: dict, n: int):
         model = AutoModelForImageTextToText.from_config(conf).eval()
         with torch.no_grad():
             cache = model(torch.randint(P.LOW, vocab, (1, n)), use_cache=True).past_key_values
-            counter = FlopCounterMode(display=False)
+            counter = flop_counter(model)
             with counter:
                 model(torch.randint(P.LOW, vocab, (1, 1)), use_cache=True, past_key_values=cache)
     return spec, ops, sum(counter.get_flop_counts()["Global"].values())
@@ -143,7 +143,6 @@ def test_inkling2_loop_block_residuals_equal_transformers_and_hand_count():
     planner's ops of that name and the hand count; the whole step then equals transformers' (its convolutions
     as the sweep explains them)."""
     torch = pytest.importorskip("torch")
-    from torch.utils.flop_counter import FlopCounterMode
 
     from planner.analysis.trace import step_ops
     from planner.analysis.weights import weight_format
@@ -153,7 +152,7 @@ def test_inkling2_loop_block_residuals_equal_transformers_and_hand_count():
     cfg = _loop_cfg()
     n = 12
     torch, model, cache = _hf_prefill(cfg, n, low=1, high=500)
-    counter = FlopCounterMode(display=False)
+    counter = flop_counter(model)
     with torch.no_grad(), counter:
         model(torch.randint(1, 500, (1, 1)), use_cache=True, cache=cache)
     counts = counter.get_flop_counts()

@@ -663,7 +663,10 @@ WRAPPED.update({
                                       num_key_value_heads=1, patch_size=4)},
     "cohere2_vision": {"model_type": "cohere2_vision", "image_token_id": 127, "alignment_intermediate_size": 40,
                        "text_config": TINY["cohere2"], "vision_config": dict(_VISION, model_type="siglip_vision_model")},
-    "aya_vision": {"model_type": "aya_vision", "image_token_index": 127, "text_config": TINY["cohere2"],
+    # Aya Vision's head multiplies the logits by text_config.logit_scale (transformers 5.25; 5.24 left it out): a
+    # scale of 2 (TINY["cohere2"]'s 0.5 leaves the random init's logits too flat) that ours must apply too
+    "aya_vision": {"model_type": "aya_vision", "image_token_index": 127,
+                   "text_config": dict(TINY["cohere2"], logit_scale=2.0),
                    "vision_config": dict(_VISION, model_type="siglip_vision_model", vision_use_head=False)},
 })
 # Molmo2: a Qwen3-shaped LM with extra embedding rows (never tied); with norm_after, each sublayer's output normed

@@ -61,6 +61,7 @@ from . import afmoe
 from . import bailing
 from . import bailing_linear
 from . import param2moe
+from . import minicpm5_moe
 from . import laguna
 from . import step3, step3p5
 from . import aria, xglm
@@ -71,6 +72,7 @@ from . import chatglm
 from . import arctic, jais
 from . import modernbert_decoder
 from . import beam
+from . import ergo, kolibri
 from . import muse_spark
 from . import muse_glimmer
 from . import cohere_compass
@@ -423,8 +425,11 @@ REGISTRY: dict[str, Family] = {
     "bailing_moe": bailing.build,
     "bailing_moe_v2": bailing.build,
     "bailing_moe_linear": bailing_linear.build,  # Ring-linear 2.0: lightning attention + Ling 2.0 GQA / MoE
-    # BharatGen Param2-MoE (remote code; vLLM param2moe.py): Ling 2.0 block, shared width = moe_shared_expert_intermediate_size
+    # BharatGen Param2-MoE (transformers 5.25: GLM-4.5's model under Param2MoeConfig, its original names aliased;
+    # vLLM param2moe.py for the fields transformers does not read): Ling 2.0 block with the checkpoint's names
     "param2moe": param2moe.build,
+    # OpenBMB MiniCPM5 MoE (transformers 5.25): gated GQA (q_gate_proj), DeepSeek-V3's MoE by mlp_layer_types
+    "minicpm5_moe": minicpm5_moe.build,
     "falcon": falcon.build,
     "opt": opt.build,
     "dbrx": dbrx.build,
@@ -474,6 +479,12 @@ REGISTRY: dict[str, Family] = {
     # Beam (Reflection AI): a sigmoid output gate (gate_proj + per-head gate_bias), sliding / NoPE-full layers, sandwich
     # norms, dense-then-sparse layers with DeepSeek-V3's grouped sigmoid router
     "beam": beam.build,
+    # Ergo (Amazon): fused QKV, sliding RoPE / NoPE full layers, sandwich norms and learned residual gates, a relu2
+    # dense MLP then relu2 experts with per-expert output norms, a normed shared expert, a sigmoid router
+    "ergo": ergo.build,
+    # Kolibri 1.1 (Aleph Alpha): Kolibri-1 with indexed (top-k sparse, NoPE) layers, some reading an earlier
+    # layer's K/V (kv_source_layers), dense MLPs on mlp_only_layers (analysis.mixers.indexed)
+    "kolibri1_1": kolibri.build,
     # Muse Spark's language model: a sigmoid output gate (gate_proj), learned residual gates, MoE experts at
     # moe_hidden_size between pre_expert_proj / post_expert_proj (the wrapper muse_spark: muse_spark_towers.py)
     "muse_spark_text": muse_spark.build,
@@ -753,8 +764,9 @@ WRAPPER_TIE["step3p7"] = "wrapper"  # Step3p7Config's own flag (absent: untied);
 WRAPPER_TIE.update({"lfm2_vl": "wrapper", "lfm3_vl": "wrapper", "cohere2_vision": "wrapper", "aya_vision": "wrapper"})
 
 #: Wrappers around a Cohere language model whose own lm_head leaves text_config.logit_scale out (transformers'
-#: Cohere2Vision / AyaVision ForConditionalGeneration: ``logits = self.lm_head(hidden_states)``).
-UNSCALED_LOGITS_WRAPPERS = frozenset({"cohere2_vision", "aya_vision"})
+#: Cohere2VisionForConditionalGeneration: ``logits = self.lm_head(hidden_states)``; AyaVision's multiplies them by
+#: text_config.logit_scale since transformers 5.25, as the Cohere 2 head).
+UNSCALED_LOGITS_WRAPPERS = frozenset({"cohere2_vision"})
 # PaliGemma: the wrapper's flag (default tied); ShieldGemma2Config.__post_init__ ties when the text_config's flag is set
 WRAPPER_TIE.update({"paligemma": "wrapper", "shieldgemma2": "either"})
 
@@ -846,9 +858,7 @@ REFUSED["internlmxcomposer2"] = _refused(
 # AIDC-AI Ovis2.5 (remote code, analysis/families/ovis_remote.py): SigLIP2-NaViT visual tokenizer + head + vte around
 # llm_config built as Qwen3Config (tied by its own flag)
 from . import ovis_remote  # noqa: E402
-TEXT_WRAPPERS["ovis2_5"] = None
-LLM_CONFIG_WRAPPERS["ovis2_5"] = ovis_remote.ovis2_5_text_config
-VISION_COUNTED["ovis2_5"] = ovis_remote.ovis2_5_vision
+LLM_CONFIG_WRAPPERS["ovis2_5"] = ovis_remote.ovis2_5_text_config  # its tower: onevision15_ovis25.ovis2_5_vision (below)
 # Mistral Large 4: Mistral 3's wrapper (Pixtral tower, merger, projector; its own default tower), the wrapper's flag ties
 TEXT_WRAPPERS["mistral_large4"] = "mistral_large4_text"
 VISION_COUNTED["mistral_large4"] = mistral_large4.mistral_large4_vision
@@ -1010,6 +1020,18 @@ VISION_COUNTED["qwen3_asr"] = audio_llm.qwen3_asr_towers
 TEXT_WRAPPERS["vibevoice_asr"] = "qwen2"
 TEXT_CONFIG_REBUILDS["vibevoice_asr"] = audio_llm.vibevoice_asr_text_config
 VISION_COUNTED["vibevoice_asr"] = audio_llm.vibevoice_asr_towers
+# transformers 5.25's LLaVA-OneVision-1.5 (RICE ViT + merger) and Ovis2.5 (NaViT SigLIP + visual tokenizer + visual
+# embedding table; the hub's remote-code ovis2_5 format, llm_config / vit_config, told apart by those fields), each
+# lm_head tied by the wrapper's flag alone (analysis/families/onevision15_ovis25.py); pi0.5 refused by name
+from . import onevision15_ovis25  # noqa: E402
+TEXT_WRAPPERS.update({"llava_onevision1_5": "qwen3", "ovis2_5": "qwen3"})
+VISION_COUNTED.update({"llava_onevision1_5": onevision15_ovis25.llava_onevision15_vision,
+                       "ovis2_5": onevision15_ovis25.ovis2_5_vision})
+WRAPPER_TIE["llava_onevision1_5"] = "wrapper"
+TEXT_CONFIG_REBUILDS["ovis2_5"] = onevision15_ovis25.ovis2_5_text_config
+REFUSED["pi05"] = _refused("Physical Intelligence pi0.5", onevision15_ovis25.PI05_WHY)
+REFUSED["llavaonevision1_5"] = _refused("LLaVA-OneVision-1.5 (lmms-lab remote code)",
+                                       onevision15_ovis25.ONEVISION15_REMOTE_WHY)
 # Emu3 (Emu3ForConditionalGeneration): emu3_text_model (above) + its VQ-VAE image tokenizer (model.vqmodel: encoder,
 # decoder, codebook, quant convs; analysis/families/emu3.py); lm_head tied by the wrapper's flag alone (meta device)
 from . import emu3  # noqa: E402

@@ -43,6 +43,7 @@ from .loop_gated import LoopGatedAttention
 from .sambay import GatedMemoryUnit, SambaYDiffAttention
 from .dual_ffn import DualFFNAttention
 from .conv_kv import ConvKVAttention
+from .indexed import IndexedAttention
 
 #: Every mixer spec class: what tensor-parallel tables collect over (``analysis.parallel``).
 MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, SparseMLA, Mamba, GatedDeltaNet,
@@ -54,7 +55,7 @@ MIXER_TYPES: tuple[type[MixerSpec], ...] = (Attention, GatedAttention, MLA, Spar
                                             LinearReplacement, LocalStridedAttention, Plamo2Mamba, LFAttention,
                                             CCAttention, VisualExpertAttention, JetBlock, LoopGatedAttention,
                                             DualFFNAttention, GatedMemoryUnit, SambaYDiffAttention,
-                                            ConvKVAttention)
+                                            ConvKVAttention, IndexedAttention)
 
 Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, ParallelHybrid, SharedBlockMamba,
               LightningAttention, CompressedMQA, InklingAttention, HyperBlock, KimiDeltaAttention,
@@ -62,6 +63,6 @@ Mixer = Union[Attention, MLA, SparseMLA, Mamba, GatedDeltaNet, ShortConv, Parall
               RWKV5, RWKV6, RWKV7, LinearReplacement, LocalStridedAttention, Plamo2Mamba, LFAttention, CCAttention,
               VisualExpertAttention, JetBlock, DualFFNAttention]
 
-__all__ = ["MIXER_TYPES", "CCAttention", "ConvKVAttention", "MLA", "MLSTM", "Attention", "BlockSparseAttention", "DiffAttention", "DogeAttention", "DualFFNAttention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "HyperBlock", "JetBlock", "InklingAttention", "KimiDeltaAttention", "LFAttention", "LightningAttention", "LinearReplacement", "LocalStridedAttention", "MFAttention", "Mamba", "Mixer", "MixtureOfAttention",
+__all__ = ["MIXER_TYPES", "CCAttention", "ConvKVAttention", "MLA", "MLSTM", "Attention", "BlockSparseAttention", "DiffAttention", "DogeAttention", "DualFFNAttention", "CompressedMQA", "GatedAttention", "GatedDeltaNet", "HyperBlock", "IndexedAttention", "JetBlock", "InklingAttention", "KimiDeltaAttention", "LFAttention", "LightningAttention", "LinearReplacement", "LocalStridedAttention", "MFAttention", "Mamba", "Mixer", "MixtureOfAttention",
            "MixerKind", "MixerSpec", "ParallelHybrid", "Plamo2Mamba", "RGLRU", "RWKV4", "RWKV5", "RWKV6", "RWKV7", "SharedBlockMamba", "ShortConv", "SparseMLA", "VisualExpertAttention", "attended_keys",
            "distinct_keys"]

@@ -60,6 +60,7 @@ class MixerKind(StrEnum):
     INKLING = "inkling"  # Inkling / Inkling-2: relative-bias attention with short convs on K, V and outputs
     HYPER_BLOCK = "hyper_block"  # Qwen4-Exp: Gated DeltaNet or QSA attention inside gated hyper-connections
     BLOCK_SPARSE = "block_sparse"  # MiniMax-M3: GQA attention over the key blocks a lightning indexer selects
+    INDEXED = "indexed_attention"  # Kolibri 1.1: NoPE GQA attention over the keys a weightless indexer selects
     DOGE = "doge"  # SmallDoge: GQA attention with a dynamic mask (a per-key bias from the cached values)
     MLSTM = "mlstm"  # xLSTM: the mLSTM matrix memory (linear attention with exponential input gates)
     MOA = "moa"  # JetMoE: mixture of attention heads (routed query / output experts, shared K/V)
