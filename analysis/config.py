@@ -448,7 +448,8 @@ def finish(spec: ModelSpec, f: Fields, *, top_cfg: dict, name: str, source: str,
         f.defaulted("torch_dtype", "bf16", "absent: bf16 assumed")
     max_pos = f.opt_int("max_position_embeddings", hi=1 << 31)
     qc = top_cfg.get("quantization_config", f.cfg.get("quantization_config"))
-    quant, qcaveats = parse_quantization(qc, f.where, spec.model_type) if qc is not None else (None, [])
+    quant, qcaveats = parse_quantization(qc, f.where, spec.model_type, top_cfg.get("expert_dtype", f.cfg.get(
+        "expert_dtype"))) if qc is not None else (None, [])
     mlx = top_cfg.get("quantization")  # mlx-lm / mlx-vlm conversions: {"group_size": 64, "bits": 4, ...}
     if qc is None and isinstance(mlx, dict) and "bits" in mlx and "quant_algo" not in mlx:
         qcaveats = qcaveats + [f"MLX-quantized config (quantization: {short(mlx)}) is not modelled: weights sized at "

@@ -10,6 +10,13 @@ as the checkpoint formats lay them out:
   ``weight_scale_inv`` per tensor, and with ``activation_scheme static`` (Mistral's FP8 releases) one fp32
   ``activation_scale`` per tensor too (transformers' ``FP8Linear``). ``fbgemm_fp8``: one fp32 scale per
   output row.
+  DeepSeek-V4 (``model_type`` ``deepseek_v4``): its block scales are stored as one byte each (F8_E8M0, the
+  ``scale_fmt ue8m0`` transformers' FP8Linear allocates), and ``expert_dtype: "fp4"`` (top level, or inside
+  ``quantization_config`` as transformers' DeepseekV4Config moves it) stores the routed experts as fp4 e2m1
+  two a byte (int8 ``[out, in/2]``) with one E8M0 scale per 32 inputs (``FP8Experts``: ``weight_k_div`` 2,
+  ``sf_gran_k`` 32, ``sf_gran_n`` 1); the compressor / indexer projections transformers lists in
+  DeepseekV4PreTrainedModel's ``_keep_in_fp32_modules`` (which its FP8 quantizer skips) stay in bf16.
+  Oracle: deepseek-ai/DeepSeek-V4-Pro's dtype census (tests/test_quant_real_audit3.py).
 - ``awq`` (b bits, group g): packed ``out·in·b/8`` + fp16 scales ``ceil(in/g)·out·2`` + packed zeros
   ``ceil(in/g)·out·b/8`` (when ``zero_point``).
 - ``gptq``: the same packing + ``g_idx`` (one int32 per input row); ``group_size -1`` means one group.
@@ -21,7 +28,8 @@ as the checkpoint formats lay them out:
   8-bit: ``numel`` + one fp32 scale per output row.
 - ``mxfp4`` (gpt-oss experts): ``numel/2`` + one uint8 (E8M0) scale per 32 elements.
 - ``compressed-tensors``: ``num_bits`` values + a scale (base dtype) per group / channel / tensor /
-  block, zero points when asymmetric; format ``pack-quantized`` adds each matrix's int64 ``weight_shape``.
+  block, zero points when asymmetric; format ``pack-quantized`` adds each matrix's int64 ``weight_shape``,
+  and ``actorder: "group"`` an int32 ``weight_g_idx`` per input column.
   Float 4-bit formats as their vLLM schemes create them
   (vllm/model_executor/layers/quantization/compressed_tensors/schemes/compressed_tensors_w4a4_nvfp4.py,
   ``compressed_tensors_w4a16_nvfp4.py``, ``compressed_tensors_w4a16_mxfp4.py``):
@@ -78,9 +86,11 @@ def _list(v: Any) -> tuple[str, ...]:
     return ()
 
 
-def parse_quantization(qc: Any, where: str, model_type: str = "") -> tuple[QuantSpec | None, list[str]]:
+def parse_quantization(qc: Any, where: str, model_type: str = "",
+                       expert_dtype: Any = None) -> tuple[QuantSpec | None, list[str]]:
     """Parse ``quantization_config``; unknown methods give (None, [caveat]), never a guess. ``model_type``
-    picks the producer's scale dtype where the config does not say it (Qwen's block fp8: 16-bit scales)."""
+    picks the producer's scale dtype where the config does not say it (Qwen's block fp8: 16-bit scales;
+    DeepSeek-V4's: 8-bit); ``expert_dtype`` is the config's top-level field of that name (DeepSeek-V4)."""
     if not isinstance(qc, dict):
         raise ConfigError(f"{where}: field 'quantization_config' must be an object, got {short(qc)}")
     method = qc.get("quant_method")
@@ -121,9 +131,17 @@ def parse_quantization(qc: Any, where: str, model_type: str = "") -> tuple[Quant
             raise ConfigError(f"{where}: field 'quantization_config.weight_block_size' must be two positive integers, got {short(block)}")
         # the stored weight_scale_inv dtype is not in the config: fp32 (DeepSeek-V3's convention, transformers'
         # FineGrainedFP8) except in Qwen's FP8 releases, which store 16-bit scales (see the module docstring)
-        scale_bits = 16 if str(model_type).lower().startswith("qwen") else 32
+        mt = str(model_type).lower()
+        scale_bits = 16 if mt.startswith("qwen") else 8 if mt == "deepseek_v4" else 32
+        ed = str(qc.get("expert_dtype", expert_dtype) or "fp8").lower()
+        if ed not in ("fp8", "fp4"):
+            return None, [f"expert_dtype '{ed}' is not understood: weights sized at torch_dtype, which is likely "
+                          "wrong for this checkpoint (pass --dtype to choose)"]
+        if mt == "deepseek_v4":
+            skip = skip + _V4_BF16_MODULES
         return QuantSpec("fp8", 8, block_size=(as_int(block[0]), as_int(block[1])), scale_bits=scale_bits,
-                         modules_to_not_convert=skip, raw_method=method), []
+                         modules_to_not_convert=skip, expert_group=32 if ed == "fp4" else 0,
+                         raw_method=method + (" (experts fp4)" if ed == "fp4" else "")), []
     if m == "fbgemm_fp8":
         return QuantSpec("fp8_channel", 8, scale_bits=32, modules_to_not_convert=skip, raw_method=method), []
     if m == "awq":
@@ -156,6 +174,13 @@ def parse_quantization(qc: Any, where: str, model_type: str = "") -> tuple[Quant
         return _auto_round(qc, method, where, skip, bits, group)
     return None, [f"quantization_config.quant_method '{method}' is not understood: weights are sized at "
                   "torch_dtype, which is likely wrong for this checkpoint (pass --dtype to choose)"]
+
+
+#: transformers' DeepseekV4PreTrainedModel._keep_in_fp32_modules (non-strict): the FP8 quantizer leaves them
+#: unconverted and the checkpoints store them in bf16 without a scale
+_V4_BF16_MODULES = ("self_attn.compressor.kv_proj", "self_attn.compressor.gate_proj",
+                    "self_attn.compressor.indexer.kv_proj", "self_attn.compressor.indexer.gate_proj",
+                    "self_attn.compressor.indexer.scorer.weights_proj")
 
 
 def _check_patterns(patterns: tuple[str, ...], where: str, key: str) -> None:
@@ -212,12 +237,16 @@ def _compressed_tensors(qc: dict, where: str, skip: tuple[str, ...]) -> tuple[Qu
     # format pack-quantized also stores each matrix's weight_shape: torch.tensor(weight.shape), int64 [2]
     # (compressed_tensors/compressors/pack_quantized: compressed_dict["weight_shape"]), 16 bytes a matrix
     shape_bytes = 16 if fmt == "pack-quantized" else 0
+    # actorder "group" (GPTQ's activation ordering with a g_idx map; removed from compressed-tensors 2026-08) also
+    # stores weight_g_idx, one int32 per input column (RedHatAI/Llama-3.3-70B-Instruct-quantized.w4a16: 6,225,920
+    # of them, tests/test_quant_real_audit3.py)
+    g_idx = str(w.get("actorder")).lower() == "group"
     return QuantSpec(
         "compressed", nb, group_size=g if strategy == "group" else 0, block_size=bs if strategy == "block" else (0, 0),
         zero_point=w.get("symmetric") is False, scale_bits=16, modules_to_not_convert=skip,
         raw_method=f"compressed-tensors ({w.get('type', 'int')}{nb}, {strategy}{', W8A8' if compute else ''})",
         compute=compute, per_tensor=strategy == "tensor", tensor_bytes=(2 if static_input else 0) + shape_bytes,
-    ), caveats
+        desc_act_g_idx=g_idx), caveats
 
 
 def _ct_fp4(qc: dict, group: dict, w: dict, strategy: str, g: int, fmt: Any, where: str, skip: tuple[str, ...],
@@ -393,10 +422,20 @@ def _skip_matcher(patterns: tuple[str, ...]):
     return skipped
 
 
+#: our module-name pieces the checkpoints spell otherwise (runtime/load.py _MODULES, checkpoint's -> ours), for
+#: matching modules_to_not_convert / ignore lists written against the checkpoint: DeepSeek-V2/V3, Kimi K2 and GLM
+#: MoE store ``mlp.shared_experts`` (Kimi-K2.5's ignore ``re:.*shared_experts.*``, tests/test_quant_real_audit3.py)
+_CHECKPOINT_SPELLINGS = ((".mlp.shared_expert.", ".mlp.shared_experts."),)
+
+
 def is_converted(t: Tensor, q: QuantSpec) -> bool:
     if t.kind not in q.targets or len(t.shape) < 2:
         return False
-    return not _skip_matcher(q.modules_to_not_convert)(_module(t))
+    skipped = _skip_matcher(q.modules_to_not_convert)
+    module = _module(t)
+    if skipped(module):
+        return False
+    return not any(ours in module and skipped(module.replace(ours, theirs)) for ours, theirs in _CHECKPOINT_SPELLINGS)
 
 
 def quantized_bytes(t: Tensor, q: QuantSpec) -> int:
@@ -409,6 +448,8 @@ def quantized_bytes(t: Tensor, q: QuantSpec) -> int:
         experts, n_out, n_in = t.shape
     else:
         experts, (n_out, n_in) = 1, t.shape[-2:]
+    if t.kind == "expert" and q.expert_group:  # fp4 e2m1 two a byte + one scale per expert_group inputs a row
+        return experts * (_cdiv(n_out * n_in, 2) + n_out * _cdiv(n_in, q.expert_group) * q.scale_bits // 8)
     if t.kind == "expert" and t.name.endswith("gate_up_proj") and n_out % 2 == 0:
         return experts * 2 * _matrix_bytes(n_out // 2, n_in, q)
     return experts * _matrix_bytes(n_out, n_in, q)
@@ -463,7 +504,7 @@ def _matrix_bytes(n_out: int, n_in: int, q: QuantSpec) -> int:
             scales = 1
         else:
             scales = n_out  # channel strategy
-        total = packed + scales * 2 + q.tensor_bytes
+        total = packed + scales * 2 + q.tensor_bytes + (4 * n_in if q.desc_act_g_idx else 0)
         if q.zero_point:
             total += _cdiv(scales * q.bits, 8)
         return total

@@ -625,6 +625,9 @@ class QuantSpec:
     # dtype the matmuls run in ("fp8", "fp4", "act": the activations'); "" = the method's default (fp8 for fp8 / fp8_channel)
     compute: str = ""
     per_tensor: bool = False  # compressed-tensors "tensor" strategy: one weight scale per matrix
+    # routed experts stored apart as fp4 e2m1 (two a byte) with one scale_bits scale per this many inputs
+    # (DeepSeek-V4's ``expert_dtype: "fp4"`` beside block-fp8 linears); 0 = experts as the other matrices
+    expert_group: int = 0
 
 
 @frozen
@@ -674,6 +677,16 @@ class ModelSpec:
     cross_attention: CrossAttentionLayers | None = None  # mllama: image cross-attention layers, apart from `layers`
     torch_dtype: str | None = None
     quant: QuantSpec | None = None
+    # tensor kinds transformers holds in float32 whatever the checkpoint's dtype (``_keep_in_fp32_modules_strict``),
+    # sized at 4 bytes a parameter and never quantized (WeightFormat.tensor_bytes); e.g. Ergo's embedding, norms and
+    # residual gates, routers. () none
+    fp32_kinds: tuple[str, ...] = ()
+    # where only some tensors of a kind are kept in float32: fragments of their names (a tensor whose name contains one,
+    # as transformers' _keep_in_fp32_modules regex searches a parameter's name), sized as fp32_kinds are; e.g.
+    # Qwen2.5-Omni's ``token2wav.`` (audio-kind tensors, like its audio tower's, which are not). Only where the released
+    # checkpoint stores them so: transformers' fp32 lists alone prove nothing (Nemotron 3 Super's BF16 checkpoint keeps
+    # the gate.weight transformers upcasts in bf16). () none
+    fp32_names: tuple[str, ...] = ()
     # numerics the runtime decoder needs (not used by the arithmetic)
     hidden_act: str = "silu"
     norm_eps: float = 1e-6

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Iterator
 
 from .records import frozen
@@ -57,8 +58,13 @@ class WeightFormat:
     source: str  # "--dtype" | "torch_dtype" | "default" | "quantization_config"
     override: DType | None = None
     kv_fused: bool = False  # the checkpoint's CheckpointLayout.kv_fused: v_proj shares k_proj's GPTQ g_idx
+    fp32_kinds: tuple[str, ...] = ()  # the spec's ModelSpec.fp32_kinds: 4 bytes a parameter, whatever the format
+    fp32_names: tuple[str, ...] = ()  # the spec's ModelSpec.fp32_names: so sized too
 
     def tensor_bytes(self, t: Tensor) -> int:
+        # kept in float32 (transformers skips them when quantizing, too)
+        if t.kind in self.fp32_kinds or (self.fp32_names and any(p in t.name for p in self.fp32_names)):
+            return 4 * t.numel
         if self.override is not None:
             return self.override.nbytes(t.numel) if t.kind in ("linear", "expert", "embedding", "lm_head", "router", "conv",
                                                                 "vision", "audio") \
@@ -102,7 +108,15 @@ class WeightFormat:
 
 
 def weight_format(spec: ModelSpec, dtype: str | None = None) -> tuple[WeightFormat, list[str]]:
-    """The storage format for ``spec``: ``dtype`` (from ``--dtype``) overrides the checkpoint's."""
+    """The storage format for ``spec``: ``dtype`` (from ``--dtype``) overrides the checkpoint's; the kinds the spec
+    keeps in float32 (``ModelSpec.fp32_kinds``, ``ModelSpec.fp32_names``) stay there."""
+    fmt, notes = _weight_format(spec, dtype)
+    if spec.fp32_kinds or spec.fp32_names:
+        fmt = replace(fmt, fp32_kinds=spec.fp32_kinds, fp32_names=spec.fp32_names)
+    return fmt, notes
+
+
+def _weight_format(spec: ModelSpec, dtype: str | None) -> tuple[WeightFormat, list[str]]:
     notes: list[str] = []
     cfg_dtype = try_dtype(spec.torch_dtype) if spec.torch_dtype else None
     if spec.torch_dtype and cfg_dtype is None:

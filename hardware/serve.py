@@ -1026,7 +1026,7 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
             tp = cand
             break
         if tp != gpus:
-            notes.append(f"--gpus {gpus}: tensor parallel {tp} (the widest the heads split into) × {gpus // tp} replicas")
+            notes.append(f"--gpus {gpus}: tensor parallel {tp} (the widest the model allows: see --tp {gpus} for why) × {gpus // tp} replicas")
     if tp < 1 or gpus < 1 or gpus % tp:
         raise OptionError(f"--gpus {gpus} is not a multiple of --tp {tp}")
     replicas = gpus // tp

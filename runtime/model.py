@@ -72,12 +72,15 @@ def check_supported(spec: ModelSpec) -> None:
         raise RuntimeUnavailableError(f"verify does not support per-expert output norms yet ({spec.label}: Ergo's "
                                       "learned RMSNorm on each routed expert's and the shared expert's output, and "
                                       "its learned residual gates)", "analyze and trace work for this model")
-    if any(layer.residual_gates or (isinstance(layer.ffn, MoE) and layer.ffn.expert_hidden_size)
-           for layer in spec.layers):
+    if any(isinstance(layer.ffn, MoE) and layer.ffn.expert_hidden_size for layer in spec.layers):
         raise RuntimeUnavailableError(f"verify does not support Muse Spark's decoder layer yet ({spec.label}: learned "
                                       "residual gates, experts run at moe_hidden_size between pre / post expert "
                                       "projections and norms, weightless q/k/o norms with a query scale)",
                                       "analyze and trace work for this model")
+    if any(layer.residual_gates for layer in spec.layers):  # Ergo without MoE layers, a dense Muse Spark
+        raise RuntimeUnavailableError(f"verify does not support learned residual gates yet ({spec.label}: each "
+                                      "branch and the residual mixed by a learned sigmoid gate per channel, as in "
+                                      "Ergo's and Muse Spark's decoder layers)", "analyze and trace work for this model")
     if any(isinstance(layer.ffn, MoE) and layer.ffn.latent_size for layer in spec.layers):
         raise RuntimeUnavailableError(f"verify does not support latent-projected MoE yet ({spec.label}: routed experts "
                                       "run at moe_latent_size between fc1_latent_proj / fc2_latent_proj)",

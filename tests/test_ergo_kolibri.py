@@ -114,6 +114,13 @@ def test_ergo_refusals():
     cfg["layer_types"] = cfg["layer_types"][:-1] + ["chunked_attention"]
     with pytest.raises(ConfigError, match="layer_types"):
         parse_config(cfg, where="config.json")
+    # rope_parameters keyed by layer type with a non-mapping entry: one ConfigError, not an AttributeError from
+    # .get (found by mutation fuzzing)
+    for bad in ("8", 0.5):
+        cfg = _config("ergo", **SMALL_ERGO)
+        cfg["rope_parameters"] = {"sliding_attention": bad, "full_attention": None}
+        with pytest.raises(ConfigError, match="rope_parameters.sliding_attention"):
+            parse_config(cfg, where="config.json")
 
 
 def test_ergo_verify_refuses_in_one_line():

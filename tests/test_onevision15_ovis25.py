@@ -210,6 +210,10 @@ def test_bad_configs_are_refused():
     with pytest.raises(UnsupportedModelError, match="siglip2_navit"):
         parse_config(dict(OVIS2_5_VARIED, vision_config=dict(OVIS2_5_VARIED["vision_config"],
                                                              model_type="siglip2_navit")))
+    # a text_config that is not an object: one ConfigError, not a TypeError from dict() (found by mutation fuzzing)
+    for bad in ("float8_e4m3fn", -1, [0, -1]):
+        with pytest.raises(ConfigError, match="'text_config' must be an object"):
+            parse_config(dict(OVIS2_5_VARIED, text_config=bad))
 
 
 def test_cli_and_pi05_refused(tmp_path):
@@ -225,6 +229,8 @@ def test_cli_and_pi05_refused(tmp_path):
     pi = tmp_path / "pi05.json"
     pi.write_text(json.dumps(_class_default("pi05")))
     run("analyze", str(pi)).assert_error("pi0.5")
+    pi.write_text(json.dumps(_class_default("pi0")))  # pi0.5's predecessor (transformers 5.24), before: "unsupported"
+    run("analyze", str(pi)).assert_error("vision-language-action policy")
     # lmms-lab's remote-code format: the model_types its config classes set (lmms_engine's Llavaonevision1_5Config
     # test: llavaonevision1_5 / llavaonevision1_5_text / rice_vit; code index id 58725885640), the 8B's shape
     remote = dict(ONEVISION15_8B_SHAPE, model_type="llavaonevision1_5",

@@ -646,7 +646,13 @@ CHECKPOINT = [
     ("Devstral-Small-2507", 47_144_806_400, 0),
     ("WizardLM-2-8x22B", 281_241_268_224, 0),
     ("Reflection-Llama-3.1-70B", 282_215_219_200, 0),  # float32
-    ("Qwen3.5-18B-REAP-A3B", 37_087_995_136, 0),  # float16
+    # float16; its config keeps mtp_num_hidden_layers 1 but the REAP export dropped the mtp.* tensors (the index names
+    # none): minus planner's MTP row, by hand from vLLM's qwen3_5_mtp.py (tests/test_mtp_rows.py): fc 2·2048² and
+    # three norms, one full-attention layer (q 2048 x 8192 with the gate, k / v 2048 x 512, o 4096 x 2048, q/k norms
+    # 256 each, two layer norms) and its MoE (128 experts of 3 x 2048 x 512, router, shared expert, shared gate)
+    ("Qwen3.5-18B-REAP-A3B", 37_087_995_136,
+     -2 * (2 * 2048 * 2048 + 3 * 2048 + 2048 * 8192 + 2 * 2048 * 512 + 4096 * 2048 + 2 * 256 + 2 * 2048
+           + 128 * (3 * 2048 * 512 + 2048) + 3 * 2048 * 512 + 2048)),
     ("cogito-v1-preview-qwen-14B", 29_531_895_808, 0),
     ("Dolphin3.0-Mistral-24B", 47_144_847_360, 0),
     ("Qwen-72B", 144_575_840_256, 0),

@@ -1030,6 +1030,12 @@ VISION_COUNTED.update({"llava_onevision1_5": onevision15_ovis25.llava_onevision1
 WRAPPER_TIE["llava_onevision1_5"] = "wrapper"
 TEXT_CONFIG_REBUILDS["ovis2_5"] = onevision15_ovis25.ovis2_5_text_config
 REFUSED["pi05"] = _refused("Physical Intelligence pi0.5", onevision15_ovis25.PI05_WHY)
+REFUSED["pi0"] = _refused("Physical Intelligence pi0", "it is a vision-language-action policy, not a token-by-token "
+                           "language model: PI0ForConditionalGeneration has no generate(); sample_actions encodes "
+                           "the images and prompt once with PaliGemma (vlm_config) into a prefix KV cache, then runs "
+                           "the Gemma action expert (dit_config) over the robot state and a chunk of chunk_size "
+                           "noisy actions for num_inference_steps flow-matching steps, which planner's decode model "
+                           "(one token per step through one decoder) cannot price")
 REFUSED["llavaonevision1_5"] = _refused("LLaVA-OneVision-1.5 (lmms-lab remote code)",
                                        onevision15_ovis25.ONEVISION15_REMOTE_WHY)
 # Emu3 (Emu3ForConditionalGeneration): emu3_text_model (above) + its VQ-VAE image tokenizer (model.vqmodel: encoder,

@@ -94,4 +94,7 @@ def build(f: Fields, model_type: str) -> ModelSpec:
                                     rope_theta=full.rope_theta, norm_groups=groups, silu=silu)
     layers = tuple(layer if (i + 1) % group == 0 else replace(layer, mixer=linear)
                    for i, layer in enumerate(spec.layers))
-    return replace(spec, layers=layers, mtp_layers=(), mtp_extra_params=0)
+    caveats = spec.caveats + ((f"the checkpoint's {n_mtp} MTP layer(s) (num_nextn_predict_layers, under model.mtp) "
+                               "are not counted: vLLM and SGLang's Ring-linear 2.0 build none (vLLM's "
+                               "bailing_moe_mtp.py is Ling 2.5's MLA block)",) if n_mtp else ())
+    return replace(spec, layers=layers, mtp_layers=(), mtp_extra_params=0, caveats=caveats)

@@ -336,6 +336,9 @@ def build_v4(f: Fields, model_type: str) -> ModelSpec:
         tie_word_embeddings=read_tie(f, False), final_norm=Norm(hidden), hidden_act=act, norm_eps=read_eps(f),
         max_position_embeddings=f.int("max_position_embeddings", hi=1 << 40), mtp_layers=mtp_layers(f, list(layers)),
         mtp_extra_params=mtp_extra(f, hidden), head_hc=head_hc,
+        # DeepseekV4PreTrainedModel._keep_in_fp32_modules_strict, stored in F32 too (DeepSeek-V4-Pro's dtype census,
+        # tests/test_quant_real_audit3.py); its norms, also listed, are stored in bf16 and counted so
+        fp32_names=("attn_hc.", "ffn_hc.", "hc_head.", ".sinks", ".position_bias"),
         numerics=Numerics(rope_style=RopeStyle.PAIRS, score_correction_bias=True, **routing),
         caveats=("DeepSeek-V4's router scores with sqrt(softplus) (modelled as sigmoid for the numerics; counts, "
                  "cache and FLOPs are exact); its MTP layers are reported as copies of the last layer plus V3's MTP "

@@ -14,6 +14,8 @@
   (``experts.post_expert_norm``: num_experts x hidden), behind a sigmoid router (``gate.linear``) whose choice adds an
   ``e_score_correction_bias`` buffer, the top-k renormalised and scaled by ``moe_routed_scaling_factor`` (sqrt 8),
   plus a relu2 shared expert of ``shared_intermediate_size`` followed by an RMSNorm.
+- Kept in float32 whatever the dtype (``_keep_in_fp32_modules_strict``): the embedding, every RMSNorm (per-expert
+  ones included), the residual gates and the routers (``ModelSpec.fp32_kinds``); ``lm_head`` and the matmuls are not.
 - ``lm_head`` never tied (``_tied_weights_keys`` removed; the config has no ``tie_word_embeddings``); no MTP.
 """
 
@@ -43,6 +45,8 @@ def _sliding_theta(f: Fields) -> float:
             raise UnsupportedModelError(f"{f.where}: ergo with RoPE on its full-attention layers is not supported",
                                         "transformers' Ergo runs its full layers without position embeddings")
         params = params.get("sliding_attention") or {}
+        if not isinstance(params, dict):
+            raise f.error("rope_parameters.sliding_attention", f"must be a mapping or null, got {params!r}")
     kind = params.get("rope_type") or params.get("type") or "default"
     if kind != "default" or "partial_rotary_factor" in params:
         raise UnsupportedModelError(f"{f.where}: ergo with {kind} RoPE {params!r} is not supported yet",
@@ -111,6 +115,8 @@ def build(f: Fields, model_type: str) -> ModelSpec:
         model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=tuple(layers),
         tie_word_embeddings=False, final_norm=Norm(hidden), hidden_act="relu2", norm_eps=read_eps(f),
         max_position_embeddings=f.int("max_position_embeddings", hi=1 << 30), numerics=numerics,
+        fp32_kinds=("embedding", "norm", "router"),
         caveats=("Ergo keeps its embedding, norms, residual gates, routers and per-expert norms in fp32 "
-                 "(transformers' _keep_in_fp32_modules_strict): counted here at the model's dtype",),
+                 "(transformers' _keep_in_fp32_modules_strict): 4 bytes a parameter here, the rest at the model's "
+                 "dtype",),
     )

@@ -49,6 +49,7 @@ from ..spec import (
     CheckpointLayout,
     GatedAttention,
     GatedDeltaNet,
+    GLU,
     Layer,
     Mamba,
     ModelSpec,
@@ -63,6 +64,7 @@ from ..spec import (
 )
 from ..mixers import KimiDeltaAttention, LightningAttention, SharedBlockMamba
 from .common import Traits, per_layer_types, pre_norms, sparse_layers, read_routing, read_act, read_eps, read_head_dim, read_rope, read_rotary, read_tie
+from .qwen_mtp import qwen_mtp
 
 # ---- shared readers ------------------------------------------------------------------------------
 
@@ -285,17 +287,22 @@ def _qwen_hybrid(f: Fields, model_type: str, *, split_in_proj: bool, ffn_at, num
     hidden, n_layers, vocab = _core(f)
     types = _qwen_hybrid_types(f, n_layers)
     act = _act(f, "silu")
-    attn = read_attention(f, hidden, bias=f.bool("attention_bias", False), rotary_default=0.25,
-                          output_gate=True) if "full" in types else None
+    def full_attn():
+        return read_attention(f, hidden, bias=f.bool("attention_bias", False), rotary_default=0.25, output_gate=True)
+
+    attn = full_attn() if "full" in types else None
     gdn = _qwen_gdn(f, hidden, split_in_proj) if "linear" in types else None
     ffns = ffn_at(n_layers, act)
     norms = pre_norms(lambda: Norm(hidden))
     layers = [Layer(attn if types[i] == "full" else gdn, ffns[i], norms) for i in range(n_layers)]
     head_dim = attn.head_dim if attn is not None else 0
+    # the checkpoint's mtp.* module (vLLM's qwen3_next_mtp.py / qwen3_5_mtp.py): reported, not in the total
+    mtp, mtp_extra, mtp_caveats = qwen_mtp(f, hidden, lambda: attn or full_attn(), lambda n: ffn_at(n, act), norms)
     # transformers names the DeltaNet module linear_attn (ours: mixer, as for every recurrent mixer)
     return _spec(f, model_type, hidden, vocab, layers, Norm(hidden), False, act, norm_offset=1.0,
                  rope_scaling=read_rope(f, head_dim)[2] if attn is not None else (), numerics=numerics,
-                 checkpoint=CheckpointLayout(modules=((".linear_attn.", ".mixer."),)))
+                 checkpoint=CheckpointLayout(modules=((".linear_attn.", ".mixer."),)),
+                 mtp_layers=mtp, mtp_extra_params=mtp_extra, caveats=mtp_caveats)
 
 
 def build_qwen3_next(f: Fields, model_type: str) -> ModelSpec:
@@ -849,9 +856,24 @@ def build_bailing_hybrid(f: Fields, model_type: str) -> ModelSpec:
         mixers["linear"] = KimiDeltaAttention(hidden, heads, heads, hd, hd,
                                               f.int("short_conv_kernel_size", 4, hi=1 << 12))
     rope_scaling = read_rope(f, mixers["full"].qk_rope_head_dim)[2] if "full" in types else ()
-    return _kda_hybrid_spec(f, model_type, "BailingHybridForCausalLM", (hidden, n_layers, vocab), mixers, types,
+    spec = _kda_hybrid_spec(f, model_type, "BailingHybridForCausalLM", (hidden, n_layers, vocab), mixers, types,
                             moe_at, act,
                             rope_scaling=rope_scaling)
+    # transformers 5.25: per-layer SwiGLU clamps of the MoE layers' routed and shared experts (Step-3.7's, after the
+    # activation; 0 or absent: none; the dense MLPs never clamp). Nothing to count; verify refuses GLU.STEP.
+    from .step3p5 import _limits
+
+    def limits(*keys: str) -> list[float]:
+        return _limits(f, next((k for k in keys if f.raw(k) is not None), keys[0]), n_layers, 0)
+
+    routed = limits("expert_swiglu_limit_list", "swiglu_limits")
+    shared = limits("share_expert_swiglu_limit_list", "swiglu_limits_shared")
+    has_shared = any(isinstance(layer.ffn, MoE) and layer.ffn.shared_intermediate_size for layer in spec.layers)
+    clamped = sorted(i for i in moe_at if routed[i] or (shared[i] and has_shared))
+    if clamped:
+        spec = replace(spec, numerics=replace(spec.numerics, glu=GLU.STEP), caveats=spec.caveats + (
+            f"SwiGLU clamped on layers {clamped} (expert_swiglu_limit_list / share_expert_swiglu_limit_list)",))
+    return spec
 
 
 # ---- Kimi Linear (kimi_linear) -------------------------------------------------------------------

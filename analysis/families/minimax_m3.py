@@ -96,4 +96,9 @@ def build(f: Fields, model_type: str) -> ModelSpec:
         layers.append(layer)
     num = replace(spec.numerics, glu=GLU.GPT_OSS, swiglu_alpha=f.float("swiglu_alpha"),
                   swiglu_limit=f.float("swiglu_limit"), routed_scaling_factor=f.float("routed_scaling_factor"))
-    return replace(spec, layers=tuple(layers), numerics=num)
+    # the checkpoint's MTP modules: transformers builds none, and no public serving code read here gives their shapes
+    n_mtp = max(f.int("num_mtp_modules", 0, lo=0, hi=64), f.int("num_nextn_predict_layers", 0, lo=0, hi=64))
+    caveats = spec.caveats + ((f"the checkpoint's multi-token-prediction modules (num_mtp_modules / "
+                               f"num_nextn_predict_layers: {n_mtp}) are not counted: transformers builds none and "
+                               "their shapes are not modelled",) if n_mtp else ())
+    return replace(spec, layers=tuple(layers), numerics=num, caveats=caveats)

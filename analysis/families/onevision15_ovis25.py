@@ -34,6 +34,7 @@ from ..spec import Tensor
 from ..vision import _ln, _qkv_block, _qwen3_merger, _vision_fields, idefics_tower, vision_config_dict
 from ..vision_wrappers import _tower_type
 from . import ovis_remote
+from .voxtral import text_config_dict
 
 #: the vision_config model_types LlavaOnevision15VisionConfig takes as its own (its __post_init__ renames the
 #: published checkpoints' "rice_vit" / "llava_onevision1_5")
@@ -107,7 +108,7 @@ def ovis2_5_text_config(cfg: dict, where: str) -> dict:
     text_config (built from llm_config) is returned as it is."""
     if _remote(cfg, where):
         return cfg["text_config"]
-    text = dict(cfg["text_config"])
+    text = dict(text_config_dict(cfg, where))
     text.setdefault("model_type", "qwen3")
     tie = cfg.get("tie_word_embeddings", False)
     if not isinstance(tie, bool):

@@ -9,7 +9,8 @@
   ``thinker_to_talker_proj`` (embedding_size -> hidden_size), ``embed_tokens`` (vocab_size x embedding_size),
   ``num_hidden_layers`` Qwen2 decoder layers of ``hidden_size`` (biased q / k / v of ``head_dim``, bias-free o_proj, a
   bias-free gated MLP of intermediate_size, two RMSNorms), the final norm and a bias-free ``codec_head`` to vocab_size;
-  ``token2wav`` (``token2wav_config``, Qwen2_5OmniToken2WavModel, kind ``audio``, kept in float32 by transformers):
+  ``token2wav`` (``token2wav_config``, Qwen2_5OmniToken2WavModel, kind ``audio``, kept in float32 by transformers and
+  stored so: sized at 4 bytes a parameter, ``ModelSpec.fp32_names``):
   the DiT (``dit_config``: the timestep MLP, the codec embedding of num_embeds + 1 rows, the input projection and its
   ECAPA-TDNN speaker encoder, ``num_hidden_layers`` adaLN-zero blocks with biased to_q / to_k / to_v / to_out and a
   GELU MLP of ff_mult, the final adaLN and proj_out) and BigVGAN (``bigvgan_config``: conv_pre, one ConvTranspose1d
@@ -62,7 +63,8 @@ BIGVGAN_DEFAULTS = {"mel_dim": 80, "upsample_initial_channel": 1536, "resblock_k
 LEGACY_DIT = {"dim": "hidden_size", "depth": "num_hidden_layers", "heads": "num_attention_heads"}
 
 CAVEAT = ("Qwen2.5-Omni whole: the decode trace, FLOPs and K/V are the thinker's language model (text output); "
-          "transformers keeps token2wav in float32 (4 bytes per parameter in the checkpoint)")
+          "token2wav is stored in float32 (transformers' token2wav.float()): its weights are counted at 4 bytes a "
+          "parameter")
 
 
 def _obj(top: dict, key: str, where: str) -> dict:
@@ -114,7 +116,7 @@ def build_text(f: Fields, model_type: str) -> ModelSpec:
     f.defaults = dict(FAMILY_DEFAULTS["qwen2_5_omni_text"])
     f.family = "qwen2_5_omni_text"
     spec = decoder.build(f, "qwen2_5_omni_text", REGISTRY["qwen2_5_omni_text"])
-    return replace(spec, caveats=(*spec.caveats, CAVEAT))
+    return replace(spec, caveats=(*spec.caveats, CAVEAT), fp32_names=("token2wav.",))
 
 
 def omni_towers(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:

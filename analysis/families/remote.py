@@ -24,6 +24,7 @@ code (its class defaults are the builders' defaults here: no transformers class 
 
 from __future__ import annotations
 
+from ..errors import UnsupportedModelError
 from ..fields import Fields
 from ..mixers import Attention
 from ..spec import MLP, CheckpointLayout, Layer, ModelSpec, Norm
@@ -246,6 +247,13 @@ def build_telechat(f: Fields, model_type: str) -> ModelSpec:
     embedding is tied unless ``tie_word_embeddings`` is false (PretrainedConfig's default: TeleChat-7B ties,
     12B and TeleChat2 untie; ``telechat2``, a transformers port's LlamaConfig subclass with Llama's field names,
     unties by default). ``embed_layernorm`` (a LayerNorm after the embedding) is not built by vLLM: refused."""
+    moe = [k for k, v in f.cfg.items() if ("expert" in k.lower() or k.lower().startswith("moe")
+                                           or k.lower() in ("is_moe", "use_moe"))
+           and (v is True or not isinstance(v, bool) and v not in (None, 0, 1, "", {}, []))]
+    if moe:  # TeleChat2-39B-A12B (16 experts, top 4, Tele-AI/TeleChat2 MoE/README.md): no config.json of it at hand
+        raise UnsupportedModelError(f"{f.where}: a TeleChat mixture of experts ({', '.join(moe)} set: "
+                                    "TeleChat2-39B-A12B's kind) is not modelled; TeleChat's builder is dense and "
+                                    "would count one MLP a layer", "a dense reading would miscount it, so none is given")
     hidden, n_layers, heads, hd, vocab = read_mha_core(f, dict(hidden_size=4096, num_hidden_layers=30,
                                                            num_attention_heads=32, vocab_size=160256))
     kv = f.int("num_key_value_heads", lambda: heads, note="absent: equal to num_attention_heads (no GQA)")

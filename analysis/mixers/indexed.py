@@ -14,6 +14,16 @@ Counted here as a serving engine would run it: a query at position ``p`` (``p + 
 ``min(p + 1, budget)`` keys; beyond the budget its indexer scores ``min(p + 1, pool)`` keys (the pool's), and an indexer
 layer beyond the pool also scores its ``(p + 1) // index_compression`` block means. transformers' reference applies the
 selection as a mask over dense attention and scores every key; below the budget both agree.
+
+Tensor parallelism is refused. DeepSeek V3.2's DSA indexer is replicated on every rank by vLLM (its own ``wq_b`` /
+``wk`` / ``weights_proj`` as ReplicatedLinear, its own fp8 key cache whole per rank: ``analysis.mixers.dsa``), so each
+rank selects the same keys by itself. Kolibri's indexer owns nothing to replicate: it reads the first
+``index_num_heads`` query heads and key head 0 of the attention's own projections and cache, which head sharding puts
+on one rank only; replicating them means slices of q_proj / k_proj and a second copy of key head 0's cache on every
+other rank, or a broadcast of the selection, neither of which any implementation does. transformers 5.25 leaves the
+attention out of ``Kolibri1_1Config.base_model_tp_plan`` for this reason ("an indexer scores keys with the query heads
+of key head 0 and must select the same keys on every rank, so the heads cannot be sharded"); no vLLM or SGLang model
+of Kolibri 1.1 was found.
 """
 
 from __future__ import annotations
@@ -99,10 +109,12 @@ class IndexedAttention(Attention):
                             kv_read_bytes=s.batch * read * b.kv.nbytes(self.kv_elements_read_per_token()))
 
     def tp_kv_split(self, tp: int, layer: int) -> tuple[int, int]:
-        if tp > 1:  # (Kolibri1_1Config's tp plan has no attention entries, for this reason)
-            raise OptionError(f"--tp {tp}: Kolibri 1.1's indexer (layer {layer}) scores keys with the query heads of "
-                              "key head 0 and every rank must select the same keys; its attention is not sharded",
-                              "use --tp 1 for this model")
+        if tp > 1:  # (see the module doc: why it is not replicated as DSA's indexer is)
+            raise OptionError(f"--tp {tp}: Kolibri 1.1's indexer (layer {layer}) scores keys with query heads "
+                              f"0-{self.index_num_heads - 1} against key head 0 and every rank must select the same "
+                              "keys; it owns no weights or key cache to replicate per rank (DeepSeek V3.2's DSA "
+                              "indexer does), and transformers shards no attention for it "
+                              "(Kolibri1_1Config.base_model_tp_plan)", "use --tp 1 (--pp or --dp to spread it)")
         return super().tp_kv_split(tp, layer)
 
     def with_window(self, window: int) -> "IndexedAttention | None":
