@@ -136,6 +136,7 @@ def analyze(spec: ModelSpec, options: Options) -> Analysis:
     mtp_bytes = 0
     if spec.mtp_layers:
         mtp_tensors = [t for i, layer in enumerate(spec.mtp_layers) for t in layer.tensors(f"model.mtp.{i}")]
+        mtp_tensors += spec.mtp_extra_tensors
         mtp_bytes = fmt.bytes_of(mtp_tensors) + fmt.base.nbytes(spec.mtp_extra_params)
     ctx = options.context
     decode1 = step_groups(spec, fmt, kvd, batch=1, new_tokens=1, cached_tokens=ctx)

@@ -159,7 +159,7 @@ def count_params(spec: ModelSpec) -> ParamCounts:
     mtp = 0
     for i, layer in enumerate(spec.mtp_layers):
         mtp += sum(t.numel for t in layer.tensors(f"model.mtp.{i}"))
-    mtp += spec.mtp_extra_params
+    mtp += spec.mtp_extra_params + sum(t.numel for t in spec.mtp_extra_tensors)
     return ParamCounts(
         total=total, active=active, embedding=by_cat["embedding"], lm_head=by_cat["lm_head"],
         attention=by_cat["attention"], mlp=by_cat["mlp"], experts=by_cat["experts"],

@@ -650,6 +650,9 @@ class ModelSpec:
     head_transform: tuple[Tensor, ...] = ()
     mtp_layers: tuple[Layer, ...] = ()  # DeepSeek multi-token prediction (reported, not in total)
     mtp_extra_params: int = 0  # MTP's own projections and norms besides its decoder block
+    # the same as tensors, where the checkpoint stores them apart from the model's dtype (DeepSeek-V4: fp8 e_proj /
+    # h_proj, F32 hc_head): sized by the format like the model's tensors (quantization, fp32_names)
+    mtp_extra_tensors: tuple[Tensor, ...] = ()
     head_hc: tuple[Tensor, ...] = ()  # DeepSeek-V4's hc_head: collapses the hyper-connection streams before the final norm
     # Inkling-2: the states final_input's query (in head_hc) attends, the blocks closed after the last layer plus the
     # partial one (ceil(layers / n_layers_per_attn_res_block) + 1); 0: none

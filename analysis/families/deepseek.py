@@ -283,8 +283,8 @@ def build_v4(f: Fields, model_type: str) -> ModelSpec:
 
     ``layer_types`` (else the legacy per-layer ``compress_ratios`` 0 / 4 / 128, else two HCA layers then HCA /
     CSA alternating); ``compress_rates`` per type (else 4 and 128, or ``compress_rate_csa`` /
-    ``compress_rate_hca``), as DeepseekV4Config.__post_init__. MTP layers (``num_nextn_predict_layers``) are
-    not built by transformers; they are reported apart as a copy of the last layer, as for V3."""
+    ``compress_rate_hca``), as DeepseekV4Config.__post_init__. MTP layers (``num_nextn_predict_layers``, not built
+    by transformers) are reported apart: ``v4_mtp``."""
     hidden = f.int("hidden_size")
     n_layers = f.int("num_hidden_layers", hi=MAX_LAYERS)
     heads = f.int("num_attention_heads")
@@ -330,20 +330,50 @@ def build_v4(f: Fields, model_type: str) -> ModelSpec:
     norms = pre_norms(lambda: Norm(hidden))
     layers = tuple(Layer(m, moe, norms) for m in mixers)
     head_hc = hc_head(hc, hidden)
+    mtp, mtp_extra_tensors, mtp_caveats = v4_mtp(f, layers[-1] if layers else None, n_layers, theta)
     routing = read_routing(f, RouterKind.SIGMOID, scale_default=1.5)
     return ModelSpec(
         model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=layers,
         tie_word_embeddings=read_tie(f, False), final_norm=Norm(hidden), hidden_act=act, norm_eps=read_eps(f),
-        max_position_embeddings=f.int("max_position_embeddings", hi=1 << 40), mtp_layers=mtp_layers(f, list(layers)),
-        mtp_extra_params=mtp_extra(f, hidden), head_hc=head_hc,
+        max_position_embeddings=f.int("max_position_embeddings", hi=1 << 40), mtp_layers=mtp,
+        mtp_extra_tensors=mtp_extra_tensors, head_hc=head_hc,
         # DeepseekV4PreTrainedModel._keep_in_fp32_modules_strict, stored in F32 too (DeepSeek-V4-Pro's dtype census,
         # tests/test_quant_real_audit3.py); its norms, also listed, are stored in bf16 and counted so
         fp32_names=("attn_hc.", "ffn_hc.", "hc_head.", ".sinks", ".position_bias"),
         numerics=Numerics(rope_style=RopeStyle.PAIRS, score_correction_bias=True, **routing),
         caveats=("DeepSeek-V4's router scores with sqrt(softplus) (modelled as sigmoid for the numerics; counts, "
-                 "cache and FLOPs are exact); its MTP layers are reported as copies of the last layer plus V3's MTP "
-                 "projections (transformers does not build them)",),
+                 "cache and FLOPs are exact)",) + mtp_caveats,
     )
+
+
+def v4_mtp(f: Fields, last: Layer | None, n_layers: int, theta: float) -> tuple[tuple[Layer, ...], tuple[Tensor, ...],
+                                                                              tuple[str, ...]]:
+    """DeepSeek-V4's MTP modules (layers, their own tensors, caveats), as vLLM builds them
+    (vllm/model_executor/models/deepseek_v4_mtp.py, DeepSeekV4MultiTokenPredictorLayer) and DeepSeek's
+    inference/model.py MTPBlock: a DeepseekV4DecoderLayer at index num_hidden_layers + i whose attention is
+    sliding-window only (vLLM deepseek_v4.py DeepseekV4Attention: compress_ratio 1 past num_hidden_layers, so no
+    compressor or indexer; DeepSeek's compress_ratios[num_hidden_layers] is 0 in DeepSeek-V4-Pro's config), the
+    model's MoE; then e_proj and h_proj (hidden x hidden, quantized like the model's linears), enorm, hnorm and
+    norm, and its own hc_head (hc_head_fn / base / scale, F32). The embedding and head are the model's (no copy
+    stored: DeepSeek-V4-Pro's dtype census, tests/test_quant_real_audit3.py)."""
+    n = f.int("num_nextn_predict_layers", 0, lo=0, hi=64)
+    if not n or last is None:
+        return (), (), ()
+    m = last.mixer
+    sliding = replace(m, compress_ratio=0, indexer=False, rope_theta=theta)
+    layers = tuple([Layer(sliding, last.ffn, last.norms)] * n)
+    h, hc = m.hidden_size, m.hc_mult
+    extra: list[Tensor] = []
+    for i in range(n):
+        p = f"model.mtp.{i}"
+        extra += [Tensor(f"{p}.e_proj.weight", (h, h), "linear"), Tensor(f"{p}.h_proj.weight", (h, h), "linear")]
+        extra += [Tensor(f"{p}.{name}.weight", (h,), "norm") for name in ("enorm", "hnorm", "norm")]
+        extra += hc_head(hc, h, p)
+    ratios = f.raw("compress_ratios")
+    listed = ratios[n_layers:n_layers + n] if isinstance(ratios, list) else []
+    caveats = () if all(r == 0 for r in listed) else (
+        f"compress_ratios lists {short(listed)} for the MTP layers; vLLM builds them sliding-window only (counted so)",)
+    return layers, tuple(extra), caveats
 
 
 def _v4_layer_types(f: Fields, n_layers: int) -> list[str]:
@@ -451,10 +481,11 @@ def build_gated_dsa(f: Fields, model_type: str, *, hy: bool) -> ModelSpec:
     )
 
 
-def hc_head(hc: int, hidden: int) -> tuple[Tensor, ...]:
-    """DeepSeek-V4's and Hy4-preview's ``hc_head``: the ``hc`` streams collapsed before the final norm."""
-    return (Tensor("model.hc_head.hc_fn", (hc, hc * hidden), "other"), Tensor("model.hc_head.hc_base", (hc,), "other"),
-            Tensor("model.hc_head.hc_scale", (1,), "other"))
+def hc_head(hc: int, hidden: int, prefix: str = "model") -> tuple[Tensor, ...]:
+    """DeepSeek-V4's and Hy4-preview's ``hc_head``: the ``hc`` streams collapsed before the final norm (DeepSeek-V4's
+    MTP modules have their own)."""
+    return (Tensor(f"{prefix}.hc_head.hc_fn", (hc, hc * hidden), "other"),
+            Tensor(f"{prefix}.hc_head.hc_base", (hc,), "other"), Tensor(f"{prefix}.hc_head.hc_scale", (1,), "other"))
 
 
 build_hy_v4 = partial(build_gated_dsa, hy=True)
