@@ -29,7 +29,7 @@ from ..mixers import CompressedMQA, SparseMLA
 from ..spec import (MLA, MLP, CheckpointLayout, GroupScore, Layer, ModelSpec, MoE, Norm, Numerics, PlacedNorm, RopeStyle,
                     RouterKind)
 from ..tensors import Tensor
-from .common import Traits, mtp_extra, per_layer_types, sparse_layers, mtp_layers, pre_norms, read_act, read_eps, read_rope, read_rope_extra, read_routing, read_tie
+from .common import Traits, mtp_extra, per_layer_types, sparse_layers, mtp_layers, pre_norms, read_act, read_eps, read_rope, read_routing, read_tie
 from .decoder import moe_plan
 
 TRAITS = Traits(moe="deepseek")
