@@ -255,12 +255,10 @@ class _Builder:
                  act_read_bytes=routed * (h + (3 if m.gated else 1) * ii) * a,
                  act_write_bytes=routed * ((2 if m.gated else 1) * ii + ii + h) * a,
                  kernels=max(1, round(touched)) * (5 if m.gated else 4) + 2)
-        if m.expert_norms:  # Ergo: each routed output normed by its expert's own scale (the rows of the top-k)
+        if m.expert_norms or m.expert_hidden_size:  # each routed output normed (Ergo: by its expert's own scale)
             self.norm("post_expert_norm", None, h, i, n_tokens=routed,
                       tensors=[t for t in tensors["experts"] if t.kind == "norm"])
-        if m.expert_hidden_size:  # each expert's output normed, then the sum back up to hidden_size
-            self.norm("post_expert_norm", None, h, i, n_tokens=routed,
-                      tensors=[t for t in tensors["experts"] if t.kind == "norm"])
+        if m.expert_hidden_size:  # Muse Spark: the experts' sum back up to hidden_size
             self.matmul("post_expert_proj", tensors["post_expert_proj"], i, "ffn", parallel=Parallel.ROW)
             h = m.hidden_size
         if m.latent_size:  # the experts' weighted sum back up to hidden_size

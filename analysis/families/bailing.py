@@ -39,7 +39,7 @@ from ..fields import MAX_LAYERS, Fields
 from ..mixers import Attention
 from ..spec import (MLP, CheckpointLayout, GroupScore, Layer, ModelSpec, MoE, Norm, Numerics, RopeStyle,
                     RouterKind)
-from .common import pre_norms, read_act, read_rope, read_tie, Traits
+from .common import check_groups, pre_norms, read_act, read_rope, read_tie, Traits
 
 TRAITS = Traits(act_default="silu")
 
@@ -147,13 +147,7 @@ def grouped_routing(f: Fields, moe: MoE, fn: str, bias: bool) -> Numerics:
     n_group = f.int("n_group", 1, lo=1) if grouped else 1
     topk_group = f.int("topk_group", 1, lo=1) if grouped else 1
     if grouped:
-        if moe.num_experts % n_group:
-            raise f.error("n_group", f"({n_group}) must divide num_experts ({moe.num_experts})")
-        if topk_group > n_group:
-            raise f.error("topk_group", f"({topk_group}) exceeds n_group ({n_group})")
-        if topk_group * (moe.num_experts // n_group) < moe.num_experts_per_tok:
-            raise f.error("topk_group", f"({topk_group}) groups of {moe.num_experts // n_group} experts hold fewer "
-                                        f"than num_experts_per_tok ({moe.num_experts_per_tok})")
+        check_groups(f, moe.num_experts, moe.num_experts_per_tok, n_group, topk_group, "num_experts")
     # the remote gates renormalise the top-k only when more than one expert is chosen
     norm_topk = f.bool("norm_topk_prob", True) and moe.num_experts_per_tok > 1
     return Numerics(rope_style=RopeStyle.HALF, router=RouterKind.SIGMOID if fn == "sigmoid" else RouterKind.SOFTMAX,

@@ -466,6 +466,23 @@ def read_rope_extra(f: Fields) -> tuple:
     return tuple(sorted(out))
 
 
+def check_groups(f: Fields, n_exp: int, k: int, n_group: int, topk_group: int, experts: str, *,
+                 top2: bool = False) -> None:
+    """A grouped router's layout: ``n_group`` divides the experts (``experts``: the field that counts them),
+    ``topk_group`` groups at most, and those hold ``k`` experts; with ``top2`` (a group scores by its two best, as
+    transformers' DeepSeek-V3 router) every group holds two."""
+    if n_exp % n_group:
+        raise f.error("n_group", f"({n_group}) must divide {experts} ({n_exp})")
+    if topk_group > n_group:
+        raise f.error("topk_group", f"({topk_group}) exceeds n_group ({n_group})")
+    if topk_group * (n_exp // n_group) < k:
+        raise f.error("topk_group", f"({topk_group}) groups of {n_exp // n_group} experts hold fewer than "
+                                    f"num_experts_per_tok ({k})")
+    if top2 and n_group > 1 and n_exp // n_group < 2:
+        raise f.error("n_group", f"({n_group}) leaves fewer than 2 experts per group: transformers ranks groups by "
+                                 "their two best experts")
+
+
 def read_routing(f: Fields, router: RouterKind, *, norm_default: bool = True, norm_fixed: bool | None = None,
                  scale_default: float = 1.0,
                  n_group_default: int = 1, topk_group_default: int = 1,

@@ -25,7 +25,8 @@ from __future__ import annotations
 from ..errors import UnsupportedModelError
 from ..fields import MAX_LAYERS, Fields
 from ..spec import MLP, CheckpointLayout, GroupScore, Layer, ModelSpec, MoE, Norm, Numerics, RopeStyle, RouterKind
-from .common import Traits, pre_norms, read_act, read_eps, read_rope, read_routing, read_tie, sparse_layers
+from .common import (Traits, check_groups, pre_norms, read_act, read_eps, read_rope, read_routing, read_tie,
+                     sparse_layers)
 from .hybrid import read_attention
 
 
@@ -56,17 +57,7 @@ def build(f: Fields, model_type: str) -> ModelSpec:
         size = f.int("moe_intermediate_size")
         moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=f.int("n_shared_experts", 1, lo=0) * size, act=act)
         routing = read_routing(f, RouterKind.SIGMOID, group_score=GroupScore.TOP2)
-        g, tg = routing["n_group"], routing["topk_group"]
-        if n_exp % g:
-            raise f.error("n_group", f"({g}) must divide n_routed_experts ({n_exp})")
-        if tg > g:
-            raise f.error("topk_group", f"({tg}) exceeds n_group ({g})")
-        if tg * (n_exp // g) < k:
-            raise f.error("topk_group", f"({tg}) groups of {n_exp // g} experts hold fewer than "
-                                        f"num_experts_per_tok ({k})")
-        if g > 1 and n_exp // g < 2:  # the group score is the sum of each group's top 2
-            raise f.error("n_group", f"({g}) leaves fewer than 2 experts per group: transformers ranks groups by "
-                                     "their two best experts")
+        check_groups(f, n_exp, k, routing["n_group"], routing["topk_group"], "n_routed_experts", top2=True)
         numerics = Numerics(rope_style=RopeStyle.HALF, score_correction_bias=True, **routing)
     dense = MLP(hidden, f.int("intermediate_size"), act=act) if len(moe_at) < n_layers else None
     norms = pre_norms(lambda: Norm(hidden))
