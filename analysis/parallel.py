@@ -328,7 +328,8 @@ def stage_tensors(spec: ModelSpec, plan: LayoutPlan):
     for t in spec.embedding_tensors():
         yield 0, t, lo.attn_tp
     for t in spec.input_tensors():  # Gemma 4's per-layer input projection and its norm
-        yield 0, t, 1 if t.kind == "norm" else lo.attn_tp
+        # (LongCat-Flash-Lite's n-gram projections: replicated, vLLM's oe_projection)
+        yield 0, t, 1 if t.kind == "norm" or t.name.startswith("model.ngram_embeddings.") else lo.attn_tp
     emb_norm = spec.embedding_norm.tensors("model.embed_layernorm") if spec.embedding_norm else []
     for t in emb_norm:
         yield 0, t, 1

@@ -20,6 +20,8 @@ def category(t: Tensor) -> str:
     """attention | mlp | experts | shared_experts | router | norm | embedding | lm_head | ssm | vision | audio."""
     if t.kind in ("embedding", "lm_head", "vision", "audio"):
         return t.kind
+    if t.name.startswith("model.ngram_embeddings."):  # LongCat-Flash-Lite's n-gram projections: part of the embedding
+        return "embedding"
     if t.kind == "norm":
         return "norm"
     if t.kind == "router":

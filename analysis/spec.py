@@ -177,6 +177,9 @@ class Numerics:
     # Beam: each residual add is depth-scaled, x·sqrt((k-1)/k) + f(x)/sqrt(k) for the k-th add (k = 2, 3, ... by
     # sublayer), and its NoPE layers scale the queries by (1 + (p + 1) / 2048)^0.1
     depth_scaled_residual: bool = False
+    # numerics the runtime does not run, named in a phrase for verify's refusal (Intern-S1-Pro's FoPE and per-group
+    # router); "" none
+    runtime_unsupported: str = ""
 
 
 @frozen
@@ -325,6 +328,9 @@ class MoE:
     # between a bias-free ``fc1_latent_proj`` (hidden -> latent) and ``fc2_latent_proj`` (latent -> hidden) applied
     # to the token once, no norms; the router and the shared expert read hidden (vLLM: ReplicatedLinear projections)
     latent_size: int = 0
+    # Kimi K3 (routed_expert_hidden_size with latent_moe_use_norm): an RMSNorm (``latent_norm``, latent_size) over the
+    # experts' weighted sum before fc2_latent_proj
+    latent_norm: bool = False
     # Ergo: a learned RMSNorm per routed expert on its output (``experts.post_expert_norm.weight``: num_experts x
     # hidden; a token reads the rows of its top-k) and one on the shared expert's output (``shared_expert.norm``)
     expert_norms: bool = False
@@ -412,6 +418,8 @@ class MoE:
         if self.expert_hidden_size:
             out.append(Tensor(f"{prefix}.experts.post_expert_norm.weight", (x,), "norm"))
             _linear(out, f"{prefix}.post_expert_proj", h, x, False)
+        if self.latent_norm:  # Kimi K3: the latent sum normed first
+            out.append(Tensor(f"{prefix}.latent_norm.weight", (x,), "norm"))
         if self.latent_size:  # ... and out of it after the routed experts' weighted sum
             _linear(out, f"{prefix}.fc2_latent_proj", h, x, False)
         if self.output_bias:
@@ -676,6 +684,11 @@ class ModelSpec:
     # make the extra residual streams from the embedding, altup_unembed_projections fold them back before the
     # final norm (every token, both). 0: none
     altup_inputs: int = 0
+    # LongCat-Flash-Lite's hashed n-gram embedding (``model.ngram_embeddings``): one table of each row count here
+    # (``embedders.i``, ngram_dim wide) and its bias-free projection to hidden (``post_projs.i``); every token reads
+    # one row of each and the embedding is the mean of the word embedding and the projections. () none
+    ngram_rows: tuple[int, ...] = ()
+    ngram_dim: int = 0
     embedding_rows: int = 0  # rows of embed_tokens when not vocab_size (mllama: vocab_size + 8)
     cross_attention: CrossAttentionLayers | None = None  # mllama: image cross-attention layers, apart from `layers`
     torch_dtype: str | None = None
@@ -739,6 +752,8 @@ class ModelSpec:
         if self.per_layer_input_size:
             out.append(Tensor("model.embed_tokens_per_layer.weight",
                               (self.per_layer_vocab_size, self.num_layers * self.per_layer_input_size), "embedding"))
+        for i, rows in enumerate(self.ngram_rows):
+            out.append(Tensor(f"model.ngram_embeddings.embedders.{i}.weight", (rows, self.ngram_dim), "embedding"))
         return out
 
     def input_tensors(self) -> list[Tensor]:
@@ -753,6 +768,8 @@ class ModelSpec:
         for name in ("altup_projections", "altup_unembed_projections"):
             for j in range(max(0, self.altup_inputs - 1)):
                 _linear(out, f"model.{name}.{j}", self.hidden_size, self.hidden_size, False)
+        for i in range(len(self.ngram_rows)):  # LongCat-Flash-Lite's n-gram projections
+            _linear(out, f"model.ngram_embeddings.post_projs.{i}", self.hidden_size, self.ngram_dim, False)
         return out
 
     def lm_head_tensors(self) -> list[Tensor]:

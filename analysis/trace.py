@@ -154,7 +154,13 @@ class _Builder:
         if self.spec.embedding_norm is not None:  # BLOOM's word_embeddings_layernorm
             self.norm("embed_layernorm", self.spec.embedding_norm, h, None,
                       tensors=self.spec.embedding_norm.tensors("model.embed_layernorm"))
-        extra = self.spec.input_tensors()
+        extra = [t for t in self.spec.input_tensors() if not t.name.startswith("model.ngram_embeddings.")]
+        if self.spec.ngram_rows:  # LongCat-Flash-Lite: each n-gram row projected to hidden, then the mean of all
+            k = len(self.spec.ngram_rows)
+            # one bmm (vLLM): 2·n·k·ngram_dim·hidden FLOPs, k·hidden outputs a token
+            self.matmul("ngram_projection", [t for t in self.spec.input_tensors() if t not in extra], None,
+                        "embedding", parallel=Parallel.REPLICATED)
+            self.elementwise("ngram_mean", (k + 1) * n * h, n * h, None, "embedding")
         if extra:  # Gemma 4: the per-layer inputs projected from the embedding, normed per layer
             width = self.spec.num_layers * self.spec.per_layer_input_size
             self.matmul("per_layer_model_projection", [t for t in extra if t.kind == "linear"], None, "embedding",
@@ -261,6 +267,8 @@ class _Builder:
         if m.expert_hidden_size:  # Muse Spark: the experts' sum back up to hidden_size
             self.matmul("post_expert_proj", tensors["post_expert_proj"], i, "ffn", parallel=Parallel.ROW)
             h = m.hidden_size
+        if m.latent_norm:  # Kimi K3: the latent sum RMS-normed before fc2
+            self.norm("latent_norm", None, m.expert_dim, i, tensors=tensors["latent_norm"])
         if m.latent_size:  # the experts' weighted sum back up to hidden_size
             self.matmul("fc2_latent_proj", tensors["fc2_latent_proj"], i, "ffn", parallel=Parallel.REPLICATED)
             h = m.hidden_size
@@ -370,7 +378,7 @@ class _Builder:
         h, v = spec.hidden_size, spec.vocab_size
         last = s.batch  # logits only for the last position of each sequence
         hc = [t for t in spec.head_hc if len(t.shape) == 2]
-        if spec.head_hc and not hc:  # Inkling-2: final_input, one learned query over the block states (q·k, p·v)
+        if spec.head_hc and (spec.final_input_states or not hc):  # Inkling-2: final_input (Kimi K3: output_attn_res), one learned query over the block states (q·k, p·v)
             k = spec.final_input_states
             if k:
                 self.add(name="final_input", kind="attention", category="other", layer=None,

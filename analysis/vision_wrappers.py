@@ -262,24 +262,36 @@ def nemotron_h_omni_vision(top: dict, text_hidden: int, where: str) -> tuple[Ten
     out.append(Tensor(f"{q}.linear_2.weight", (text_hidden, proj), "vision"))
     audio = top.get("audio_config", top.get("sound_config"))
     if audio is not None:
-        if not isinstance(audio, dict):
-            raise ConfigError(f"{where}: field 'audio_config' must be an object")
-        # NemotronH_Omni_Reasoning_V3_Config: the released checkpoints' Parakeet runs without attention biases and
-        # input scaling unless the audio_config says otherwise; its model_type ("parakeet") is dropped
-        audio = {"attention_bias": False, "scale_input": False, **audio, "model_type": "parakeet_encoder"}
-        af = Fields(audio, f"{where} (audio_config)", defaults=FAMILY_DEFAULTS.get("parakeet_encoder"), nested=True,
-                    family="parakeet_encoder")
-        out += parakeet_tensors(af)
-        h = af.int("hidden_size")
-        width = af.int("projection_hidden_size")
-        bias = af.bool("projection_bias")
-        e = "model.embed_audio"
-        out.append(Tensor(f"{e}.layer_norm.weight", (h,), "audio"))
-        for name, n_out, n_in in (("linear_1", width, h), ("linear_2", text_hidden, width)):
-            out.append(Tensor(f"{e}.{name}.weight", (n_out, n_in), "audio"))
-            if bias:
-                out.append(Tensor(f"{e}.{name}.bias", (n_out,), "audio"))
+        out += nemotron_omni_audio(audio, text_hidden, where)
     return tuple(out)
+
+
+def nemotron_omni_audio(audio: object, text_hidden: int, where: str, tower: str = "model.audio_tower",
+                        proj: str = "model.embed_audio",
+                        names: tuple[str, str, str] = ("layer_norm", "linear_1", "linear_2")) -> list[Tensor]:
+    """The Nemotron 3 Omni sound branch: a Parakeet encoder and an RMSNorm / Linear / ReLU² / Linear projection to
+    the language model (transformers' embed_audio; the hub checkpoints' sound_encoder.encoder / sound_projection
+    with norm / linear1 / linear2, vLLM parakeet.py ProjectedParakeet)."""
+    from .family_defaults import FAMILY_DEFAULTS
+
+    if not isinstance(audio, dict):
+        raise ConfigError(f"{where}: field 'audio_config' must be an object")
+    # NemotronH_Omni_Reasoning_V3_Config (and vLLM's ParakeetConfig.from_hf_config): the released checkpoints'
+    # Parakeet runs without attention biases and input scaling unless the audio_config says otherwise; its
+    # model_type ("parakeet") is dropped
+    audio = {"attention_bias": False, "scale_input": False, **audio, "model_type": "parakeet_encoder"}
+    af = Fields(audio, f"{where} (audio_config)", defaults=FAMILY_DEFAULTS.get("parakeet_encoder"), nested=True,
+                family="parakeet_encoder")
+    out = parakeet_tensors(af, tower)
+    h = af.int("hidden_size")
+    width = af.int("projection_hidden_size")
+    bias = af.bool("projection_bias")
+    out.append(Tensor(f"{proj}.{names[0]}.weight", (h,), "audio"))
+    for name, n_out, n_in in ((names[1], width, h), (names[2], text_hidden, width)):
+        out.append(Tensor(f"{proj}.{name}.weight", (n_out, n_in), "audio"))
+        if bias:
+            out.append(Tensor(f"{proj}.{name}.bias", (n_out,), "audio"))
+    return out
 
 
 def parakeet_tensors(f: Fields, prefix: str = "model.audio_tower") -> list[Tensor]:

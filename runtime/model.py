@@ -89,6 +89,9 @@ def check_supported(spec: ModelSpec) -> None:
         raise RuntimeUnavailableError(f"verify does not support Voxtral Realtime's decoder layer yet ({spec.label}: "
                                       "the FFN input scaled by 1 + ada_rms_norm(t_cond), an MLP of the delay-time "
                                       "embedding)", "analyze and trace work for this model")
+    if spec.numerics.runtime_unsupported:
+        raise RuntimeUnavailableError(f"verify does not support {spec.numerics.runtime_unsupported} yet "
+                                      f"({spec.label})", "analyze and trace work for this model")
     looped = next((i for i, layer in enumerate(spec.layers) if not layer.stored), None)
     if looped is not None:  # Inkling-2 Loop, Dory, HRM: one module per layer run would not share the weights
         raise RuntimeUnavailableError(f"verify does not support looped layers yet (layer {looped} of {spec.label} runs "
@@ -123,6 +126,10 @@ def check_supported(spec: ModelSpec) -> None:
         raise RuntimeUnavailableError(f"verify does not support Gemma 3n's decoder layer yet ({spec.label}: AltUp's "
                                       "predicted / corrected residual streams, LAuReL's low-rank residual and the "
                                       "Gaussian top-k activation sparsity)", "analyze and trace work for this model")
+    if spec.ngram_rows:
+        raise RuntimeUnavailableError(f"verify does not support hashed n-gram embeddings yet ({spec.label}: "
+                                      "LongCat-Flash-Lite's embedding averages the word embedding with projected "
+                                      "rows of its n-gram tables)", "analyze and trace work for this model")
     if spec.numerics.shortcut_moe or any(isinstance(layer.ffn, MoE) and layer.ffn.zero_experts
                                          for layer in spec.layers):
         raise RuntimeUnavailableError(f"verify does not support LongCat-Flash's shortcut MoE yet ({spec.label}: the "
@@ -769,6 +776,8 @@ class LatentAttention(MixerModule):
             return "MLA without RoPE (Kimi Linear's NoPE latent attention)"
         if m.window or m.k_rope_norm:
             return "dots3-note's gated MLA (a sliding window over the latent cache, a normed rope key, g_proj)"
+        if m.output_gate:
+            return "MLA with a sigmoid output gate per feature (Kimi K3's g_proj)"
         return "MLA with a per-head output gate (Ling 3's g_proj)" if m.head_gate else None
 
     @staticmethod

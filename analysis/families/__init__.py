@@ -44,6 +44,7 @@ from . import ctrl
 from . import dots3_note
 from . import xlstm
 from . import longcat
+from . import longcat_ngram
 from . import idefics
 from . import jetmoe
 from . import jet_nemotron
@@ -58,6 +59,8 @@ from . import biogpt, persimmon
 from . import hy_v3
 from . import cohere2_moe
 from . import afmoe
+from . import tele
+from . import k2_horizon
 from . import bailing
 from . import bailing_linear
 from . import param2moe
@@ -79,6 +82,7 @@ from . import cohere_compass
 from . import molmo2
 from . import molmo
 from . import nemotron_nas
+from . import nemotron_puzzle
 from . import plamo
 from . import plamo3
 from . import ernie4_5_vl
@@ -94,6 +98,7 @@ from . import llava_original
 from . import deepseek_vl, paligemma
 from . import ocr_vl
 from . import phi3_v, phi4mm
+from . import phi4_siglip
 from . import remote_vl
 from . import idefics_v1, git
 from . import cogvlm
@@ -395,6 +400,7 @@ REGISTRY: dict[str, Family] = {
     "dots3_note_text": dots3_note.build,
     # LongCat-Flash: two MLA + MLP sublayers per layer, a shortcut MoE with zero-computation experts
     "longcat_flash": longcat.build,
+    "longcat_flash_ngram": longcat_ngram.build,  # LongCat-Flash-Lite: + hashed n-gram embeddings (remote code)
     "minicpm3": deepseek.build_minicpm3,  # MLA with a dense MLP and MiniCPM's multipliers
     "youtu": deepseek.build_youtu,  # Youtu-LLM: DeepSeek V3's MLA with a dense MLP on every layer
     "glm4_moe_lite": deepseek.build_glm4_moe_lite,  # GLM-4.7-Flash: V3's MLA and MoE, MoE by mlp_layer_types
@@ -441,6 +447,7 @@ REGISTRY: dict[str, Family] = {
     "qwen3_5_moe_text": hybrid.build_qwen3_5_moe,
     "lara_mini": hybrid.build_lara_mini,  # Lara-4-Mini: Qwen3.5 DeltaNet + Qwen3 attention (sliding / NoPE full), MoE
     "nemotron_h": hybrid.build_nemotron_h,
+    "nemotron_h_puzzle": nemotron_puzzle.build,  # Nemotron-H pruned by Puzzle: per-layer block_configs
     "jamba": hybrid.build_jamba,
     "mamba": hybrid.build_mamba,
     "falcon_mamba": hybrid.build_mamba,
@@ -565,6 +572,13 @@ REGISTRY: dict[str, Family] = {
     "internlm": remote.build_internlm,  # InternLM v1: Llama MHA with q/k/v/o biases by `bias`, rotary.base
     # a transformers port's TeleChat2Config(LlamaConfig) names TeleChat2 so (the hub's TeleChat2 says telechat)
     "telechat2": remote.build_telechat,
+    # TeleChat3 dense (vLLM serves it as Llama): its telechat3-yarn RoPE read as YaRN with TeleChat3's temperature
+    "telechat3": tele.build_telechat3,
+    # Tele-FLM / FLM-2 (CofeAI; the hub config class says TeleFLM): Llama with muP input / output multipliers
+    "TeleFLM": tele.build_teleflm,
+    "teleflm": tele.build_teleflm,
+    # MBZUAI-IFM K2-Horizon dense: Llama with grouped RMSNorm (verify refuses it); MoE / MoVA refused in the builder
+    "k2_horizon": k2_horizon.build,
     # openPangu-Embedded 1B / 7B (hub model_type; a transformers port says openpangu_dense): Llama GQA, biased q/k/v/o
     "PanguEmbedded": remote.build_pangu_embedded,
     "openpangu_dense": remote.build_pangu_embedded,
@@ -649,6 +663,7 @@ TEXT_WRAPPERS: dict[str, str | None] = {
     "phi3_v": "phi3",  # Phi-3 / 3.5-vision (remote code): flat Phi-3 fields + CLIP ViT-L/14-336 + HD projection
     "phi4_multimodal": "phi3",  # Phi-4-multimodal: flat Phi-4-mini (Phi-3) fields + SigLIP + conformer audio
     "phi4mm": "phi3",  # Phi-4-multimodal's remote-code format: the same, plus its vision / speech LoRA adapters
+    "phi4-siglip": "phi3",  # Phi-4-reasoning-vision-15B: flat Phi-4 fields + SigLIP2 NaFlex + mlp2x_gelu projector
 }
 
 #: Wrappers whose vision tower and projector are counted, as their ``*ForConditionalGeneration`` builds
@@ -716,6 +731,7 @@ VISION_COUNTED: dict[str, Callable[[dict, int, str], tuple]] = {
     "phi3_v": phi3_v.phi3_v_vision,  # CLIP ViT-L/14-336 (24 layers), glb_GN / sub_GN, img_projection
     "phi4_multimodal": phi4mm.phi4_multimodal_towers,  # SigLIP + head, projections; conformer audio encoder
     "phi4mm": phi4mm.phi4mm_towers,  # the same towers from the remote config; the LoRA adapters
+    "phi4-siglip": phi4_siglip.phi4_siglip_vision,  # SigLIP2 tower (head included) + model.mm_projector.0 / .2
 }
 
 #: Wrappers whose language model is not in text_config: model_type -> (top-level config, where) -> the text_config
@@ -731,7 +747,7 @@ IMAGE_TOKENS: dict[str, Callable[[dict, str], int]] = {"mllama": vision.mllama_i
 #: vision_config (Qwen2-VL, Qwen2.5-VL: transformers' config pops them into its text_config; dots3-note: Dots3NoteConfig
 #: builds its text_config from them).
 FLAT_TEXT_WRAPPERS = frozenset({"qwen2_vl", "qwen2_5_vl", "dots3_note", "fuyu", "phi3_v", "phi4_multimodal",
-                                "phi4mm"})
+                                "phi4mm", "phi4-siglip"})
 
 #: How a wrapper ties lm_head to the embedding (its ``tie_word_embeddings``, class default included), counted or
 #: text-only: "wrapper" — the wrapper's flag alone decides (Mistral3Config); "either" — tied when the wrapper's or
@@ -938,6 +954,17 @@ FLAT_TEXT_WRAPPERS = FLAT_TEXT_WRAPPERS | {"glm5_next"}  # Glm5NextConfig: top-l
 REFUSED["granite4_vision_text"] = _refused("Granite 4 Vision's language model", "transformers builds it only inside "
                                            "its granite4_vision wrapper (Granite4VisionTextModel: no lm_head, no "
                                            "causal-LM class); analyse the granite4_vision config.json")
+# Kimi K3 (remote code; SGLang kimi_k3.py): MoonViT-3D + patchmergerv2 around a kimi_linear text_config whose K3
+# additions (attention residuals, latent MoE, output gates) hybrid.build_kimi_linear hands to kimi_k3.build_text
+from . import kimi_k3  # noqa: E402
+TEXT_WRAPPERS["kimi_k3"] = "kimi_linear"
+VISION_COUNTED["kimi_k3"] = kimi_k3.kimi_k3_vision
+WRAPPER_TIE["kimi_k3"] = "wrapper"  # KimiK3Config.tie_word_embeddings (false in the release)
+# Kimi K3's DSpark draft (K3DSparkModel, a checkpoint of its own; vLLM's kimi_k3 dspark_mla.py): refused by name
+REFUSED["k3_dspark"] = _refused(
+    "Kimi K3 DSpark draft", "a block-parallel speculative drafter that reads the target's hidden states at "
+    "target_layer_ids (a context projection over them, MLA draft layers, a Markov head, noise / mask tokens), not a "
+    "causal LM of its own; its shapes are not modelled. Analyse the target, moonshotai/Kimi-K3 (model_type kimi_k3)")
 TEXT_WRAPPERS.update({"kimi_vl": "deepseek_v2", "deepseek_vl_v2": "deepseek_v2"})
 VISION_COUNTED.update({"kimi_vl": remote_vl.kimi_vl_vision,  # MoonViT (fused wqkv) + pre_norm / linear_1 / linear_2
                        "deepseek_vl_v2": remote_vl.deepseek_vl2_vision})  # SigLIP-so400m + attn_pool, MLP, 2 vectors
@@ -1038,6 +1065,25 @@ REFUSED["pi0"] = _refused("Physical Intelligence pi0", "it is a vision-language-
                            "(one token per step through one decoder) cannot price")
 REFUSED["llavaonevision1_5"] = _refused("LLaVA-OneVision-1.5 (lmms-lab remote code)",
                                        onevision15_ovis25.ONEVISION15_REMOTE_WHY)
+# vLLM 0.28 image-text architectures refused by name (analysis/families/vlm_refusals2.py); OpenCUA: Qwen2.5-VL's tower
+# (OpenCUAConfig builds Qwen2_5_VLVisionConfig) around a Qwen2 text_config
+from . import vlm_refusals2  # noqa: E402
+REFUSED["bagel"] = _refused("ByteDance BAGEL (Mixture-of-Transformers)", vlm_refusals2.BAGEL_WHY)
+REFUSED["openvla"] = _refused("OpenVLA action policy", vlm_refusals2.OPENVLA_WHY)
+REFUSED["nemotron_parse"] = _refused("NVIDIA Nemotron-Parse", vlm_refusals2.NEMOTRON_PARSE_WHY)
+REFUSED["moondream1"] = _refused("moondream2 (HfMoondream)", vlm_refusals2.MOONDREAM_WHY)
+REFUSED["moondream3"] = _refused("moondream3 (HfMoondream / Moondream3ForCausalLM)", vlm_refusals2.MOONDREAM_WHY)
+REFUSED["openpangu_vl"] = _refused("Huawei openPangu-VL", vlm_refusals2.OPENPANGU_VL_WHY)
+# StepFun Step3-VL-10B (step_robotics; vLLM's StepVLForConditionalGeneration): StepRoboticsConfig builds a Qwen3
+# text_config and StepRoboticsVisionEncoderConfig, the perception-encoder tower Step-3.7 reads (same defaults, shapes)
+TEXT_WRAPPERS["step_robotics"] = "qwen3"
+VISION_COUNTED["step_robotics"] = step3p5.step3p7_vision
+from . import bee  # noqa: E402
+# Open-Bee Bee-8B: LLaVA-OneVision's tower and image_newline, Bee's LayerNorm-MLP projector (families/bee.py)
+TEXT_WRAPPERS["bee"] = "qwen3"
+VISION_COUNTED["bee"] = bee.bee_vision
+TEXT_WRAPPERS["opencua"] = "qwen2"
+VISION_COUNTED["opencua"] = vision.qwen2_5_vl_vision
 # Emu3 (Emu3ForConditionalGeneration): emu3_text_model (above) + its VQ-VAE image tokenizer (model.vqmodel: encoder,
 # decoder, codebook, quant convs; analysis/families/emu3.py); lm_head tied by the wrapper's flag alone (meta device)
 from . import emu3  # noqa: E402
@@ -1130,6 +1176,15 @@ VISION_COUNTED.update({"interns1": intern_variants.interns1_vision, "h2ovl_chat"
                        "skywork_chat": internvl.internvl_chat_vision})
 LLM_CONFIG_WRAPPERS.update({"h2ovl_chat": intern_variants.h2ovl_text_config, "skywork_chat": internvl.chat_text_config})
 TEXT_CONFIG_REBUILDS["interns1"] = intern_variants.interns1_text_config  # text_config's own tie flag or its default
+# Intern-S1-Pro (interns1_pro, remote code; analysis/families/interns1_pro.py): Qwen3-VL-MoE's text model + FoPE
+# coefficient buffers and a per-group router, Qwen3-VL's tower without DeepStack mergers; tied by text_config's flag
+from . import interns1_pro  # noqa: E402
+REGISTRY["interns1_pro_text"] = interns1_pro.build_text
+TEXT_WRAPPERS["interns1_pro"] = "interns1_pro_text"
+VISION_COUNTED["interns1_pro"] = interns1_pro.interns1_pro_vision
+# Ovis2.6, LLaVA-OneVision-2, Intern-S2-Preview / -Mobius, Kanana-V: refused by name (analysis/families/vl_refusals_s27.py)
+from . import vl_refusals_s27  # noqa: E402
+REFUSED.update({_mt: _refused(*_why) for _mt, _why in vl_refusals_s27.REFUSED_S27.items()})
 # Kwai Keye-VL (remote code: Keye-VL-8B-Preview, Keye-VL-1.5-8B), refused by name: the generic reading would count a
 # flat Qwen3 config as a Llama-style decoder without its per-head q/k norms and without the vision tower
 _KEYE_WHY = ("its vision side is not modelled: a SigLIP-400M-shaped NaViT tower with 2-D rotary positions and the "
@@ -1147,8 +1202,9 @@ for _mt, _name in (("Keye", "Kwai Keye-VL"), ("keye", "Kwai Keye-VL"), ("KeyeVL1
 # embeddings (vision_config / audio_config) and MTP layers that vLLM's class does not build: refused, not aliased
 REFUSED["mimo_v2"] = _refused(
     "Xiaomi MiMo-V2.5 / V2.6", "its checkpoints hold, beside the MoE text decoder, a vision tower, an audio encoder "
-    "and speech embeddings (vision_config, audio_config) and MTP layers (model.mtp.*), whose shapes only the hub's "
-    "modeling_mimo_v2.py gives (vLLM's MiMoV2ForCausalLM loads the text decoder alone); the text decoder is not "
+    "and speech embeddings (vision_config, audio_config) and MTP layers (model.mtp.*), whose shapes the hub's "
+    "modeling_mimo_v2.py and vLLM's mimo_v2_omni.py give (MiMoV2OmniForCausalLM, which vLLM picks for any such "
+    "config) and planner does not model (vLLM's MiMoV2ForCausalLM loads the text decoder alone); the text decoder is not "
     "mimo_v2_flash's either: its sliding layers take swa_num_key_value_heads as given where transformers' "
     "MiMo-V2-Flash builds twice num_key_value_heads")
 
@@ -1298,3 +1354,37 @@ def supported_model_types() -> list[str]:
 TEXT_WRAPPERS["ernie4_5_moe_vl"] = "ernie4_5_vl_moe_text"
 TEXT_CONFIG_REBUILDS["ernie4_5_moe_vl"] = ernie4_5_vl_remote.text_config
 VISION_COUNTED["ernie4_5_moe_vl"] = ernie4_5_vl_remote.remote_vision
+
+# NVIDIA Nemotron 3 Omni in the hub's remote-code format (analysis/families/nemotron_omni_hub.py): model_type is the
+# architecture name, llm_config / vision_config (timm args) / sound_config; vLLM serves all three with
+# NemotronH_Nano_VL_V2 (RADIO + mlp1) plus its ProjectedParakeet sound encoder
+from . import nemotron_omni_hub  # noqa: E402
+for _mt in nemotron_omni_hub.MODEL_TYPES:
+    TEXT_WRAPPERS[_mt] = None
+    LLM_CONFIG_WRAPPERS[_mt] = nemotron_omni_hub.text_config
+    VISION_COUNTED[_mt] = nemotron_omni_hub.towers
+# Audio models vLLM registers whose shapes planner does not model (session 27 audit): refused by name rather than read
+# as a generic decoder or as their text_config alone
+REFUSED["kimi_audio"] = _refused(
+    "Kimi-Audio, MoonshotKimiaForCausalLM", "beside its Qwen2 decoder it runs kimia_mimo_layers extra MIMO decoder "
+    "layers (their own K/V, mimo_norm and mimo_output text head) branching off layer "
+    "kimia_mimo_transformer_from_layer_index, a VQ adaptor from the Whisper features and a Whisper encoder, none of "
+    "which the flat Qwen2 fields describe")
+REFUSED["moss_audio"] = _refused(
+    "MOSS-Audio, MossAudioModel", "its Whisper-style encoder attends within windows (encoder_attention_window_size) "
+    "and injects intermediate encoder layers (deepstack_encoder_layer_indexes) into the first "
+    "deepstack_num_inject_layers Qwen3 decoder layers through adapters (adapter_hidden_size); those shapes are given "
+    "only by its remote modeling code and vLLM's moss_audio.py and are not modelled")
+REFUSED["funaudiochat"] = _refused(
+    "Fun-Audio-Chat, FunAudioChatForConditionalGeneration", "beside its Qwen3 text_config it holds a continuous audio "
+    "encoder, a discrete audio-token encoder and an audio_invert_tower (a CRQ transformer that decodes speech tokens "
+    "at every step), whose shapes and per-token compute are not modelled; the text model alone would be miscounted")
+REFUSED["midashenglm"] = _refused(
+    "MiDashengLM, MiDashengLMModel", "its Dasheng audio encoder (a ViT over mel patches with separable time / "
+    "frequency position embeddings) and subsampling projector are not modelled; the text_config alone would "
+    "undercount the checkpoint")
+_AED = ("an attention encoder-decoder (a conformer encoder and a Transformer decoder with cross-attention to it); "
+        "planner analyses decoder-only language models")
+REFUSED["fireredasr2"] = _refused("FireRedASR2-AED, FireRedASR2ForConditionalGeneration", _AED)
+REFUSED["cohere_asr"] = _refused("Cohere Transcribe, CohereAsrForConditionalGeneration", _AED.replace(
+    "a conformer encoder", "a FastConformer (Parakeet) encoder"))

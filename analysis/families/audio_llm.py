@@ -418,9 +418,34 @@ QWEN3_ASR_ENCODER_DEFAULTS = {"num_mel_bins": 128, "encoder_layers": 24, "encode
                               "downsample_hidden_size": 480}
 
 
+def qwen3_asr_hub(cfg: dict, where: str) -> dict:
+    """Qwen/Qwen3-ASR-*'s own config.json (the format vLLM's Qwen3ASRForConditionalGeneration and
+    Qwen3ASRRealtimeGeneration read: ``thinker_config.audio_config`` / ``thinker_config.text_config``, weights under
+    ``thinker.``) laid out as transformers' qwen3_asr: the same encoder and projector (proj1 / proj2 are linear_1 /
+    linear_2) and Qwen3 decoder, lm_head tied as the thinker's text_config says (vLLM builds Qwen3ForCausalLM from
+    it; PretrainedConfig's default: untied). Sub-configs already in transformers' layout are kept."""
+    thinker = cfg.get("thinker_config")
+    if thinker is None:
+        return cfg
+    if not isinstance(thinker, dict):
+        raise ConfigError(f"{where}: field 'thinker_config' must be an object (the audio_config and text_config of "
+                          "the original Qwen3-ASR format)")
+    out = {k: v for k, v in cfg.items() if k != "thinker_config"}
+    for key, mt in (("audio_config", "qwen3_asr_encoder"), ("text_config", "qwen3")):
+        sub = thinker.get(key)
+        if sub is not None and not isinstance(sub, dict):
+            raise ConfigError(f"{where}: field 'thinker_config.{key}' must be an object")
+        if sub is not None and key not in cfg:
+            out[key] = dict(sub, model_type=mt)
+            if key == "text_config":
+                out["tie_word_embeddings"] = sub.get("tie_word_embeddings", False)
+    return out
+
+
 def qwen3_asr_text_config(cfg: dict, where: str) -> dict:
     """Qwen3ASRConfig's text_config (its init_kwargs when absent, else Qwen3's defaults under it); lm_head tied as the
-    wrapper's own flag says (class default true)."""
+    wrapper's own flag says (class default true). The original format is read through qwen3_asr_hub."""
+    cfg = qwen3_asr_hub(cfg, where)
     text = QWEN3_ASR_TEXT_DEFAULTS if cfg.get("text_config") is None else _text(cfg, where, "qwen3")
     tie = cfg.get("tie_word_embeddings", True)
     if not isinstance(tie, bool):
@@ -434,6 +459,7 @@ def qwen3_asr_towers(top: dict, text_hidden: int, where: str) -> tuple[Tensor, .
     halved three times, rounding up -> d_model), sinusoidal positions (a buffer), Whisper-style blocks whose q / k / v
     / out projections are all biased, and ``ln_post``) and the projector (``linear_1`` d_model -> d_model,
     ``linear_2`` d_model -> audio output_dim, both biased), kind ``audio``."""
+    top = qwen3_asr_hub(top, where)
     f = _sub(top, "audio_config", where, "qwen3_asr_encoder", "Qwen3-ASR's audio tower", QWEN3_ASR_ENCODER_DEFAULTS,
              _WHISPER_ALIASES)
     d = f.int("d_model")

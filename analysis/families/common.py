@@ -289,6 +289,9 @@ def read_windows(f: Fields, n_layers: int, policy: str) -> list[tuple[int | None
             if t == "sliding_attention":
                 out.append((sliding, None))
             elif t == "chunked_attention":
+                if policy == "pattern":  # Gemma 3 / EXAONE 4 have no chunked layers; Rnj-1's block-local ones
+                    from .rnj1 import block_local_refused
+                    raise block_local_refused(f, i)
                 if chunk is None:
                     raise f.error("attention_chunk_size", f"is missing but layer {i} is chunked_attention")
                 out.append((None, chunk))

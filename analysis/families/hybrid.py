@@ -943,7 +943,12 @@ def build_kimi_linear(f: Fields, model_type: str) -> ModelSpec:
     never rotated: KimiLinearModel has no rotary embedding). A dense SwiGLU MLP on the first
     first_k_dense_replace layers (default 1, or by mlp_layer_types), elsewhere DeepSeek V3's MoE (sigmoid
     router with a choice-only correction bias, grouped, scaled; n_shared_experts shared experts). lm_head is
-    never tied (KimiLinearForCausalLM ties nothing)."""
+    never tied (KimiLinearForCausalLM ties nothing). Kimi K3's text_config (its additions set) is read by
+    ``kimi_k3.build_text``."""
+    from . import kimi_k3
+
+    if kimi_k3.is_k3(f):
+        return kimi_k3.build_text(f, model_type)
     f.aliases = {**f.aliases, **KIMI_LINEAR_ALIASES}
     hidden, n_layers, vocab = _core(f)
     lac = _kimi_linear_attn_config(f)

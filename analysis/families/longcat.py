@@ -47,11 +47,12 @@ def read_num_layers(f: Fields) -> int:
     return f.int("num_layers", hi=MAX_LAYERS)
 
 
-def build(f: Fields, model_type: str) -> ModelSpec:
+def build(f: Fields, model_type: str, n_layers: int | None = None) -> ModelSpec:
+    """``n_layers``: the checkpoint layers where the caller has read them (LongCat-Flash-Lite)."""
     # num_layers is LongCat's own field (half of num_hidden_layers), not an alias of it as elsewhere
     f.aliases = {**f.aliases, **ALIASES, "num_hidden_layers": ()}
     hidden = f.int("hidden_size")
-    n_layers = read_num_layers(f)
+    n_layers = read_num_layers(f) if n_layers is None else n_layers
     heads = f.int("num_attention_heads")
     vocab = f.int("vocab_size", hi=1 << 26)
     q_lora = f.int("q_lora_rank")  # LongcatFlashMLA always has a query LoRA

@@ -70,7 +70,10 @@ REFUSED_REMOTE: dict[str, tuple[str, str]] = {
         "InternVL's layout under other names (vLLM eagle2_5_vl.py: a SigLIP vision_model cut to select_layer, "
         "mlp1 = LayerNorm / Linear / GELU / Linear over the pixel-shuffled features, a Qwen2 text_config); no "
         "published config.json or checkpoint index of Eagle2.5-8B was at hand to fix its tower (image size, depth, "
-        "whether the checkpoint keeps SigLIP's pooling head) and its language model exactly"),
+        "whether the checkpoint keeps SigLIP's pooling head) and its language model exactly. The one real "
+        "eagle_2_5_vl config found (GR00T N1.5's backbone, NVIDIA/Isaac-GR00T eagle2_hg_model/config.json: Qwen3-1.7B, "
+        "SigLIP at 224) sets mlp_connector_layers 1 and use_pixel_shuffle false, a single Linear connector vLLM's "
+        "mlp1 does not build, inside an action policy that keeps only part of that language model"),
     "isaac": (
         "Perceptron Isaac-0.1, remote code",
         "its vision encoder and config layout were not at hand (no published config.json, modeling code or "

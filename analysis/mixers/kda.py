@@ -43,6 +43,11 @@ class KimiDeltaAttention(GatedDeltaNet):
 
     gate_rank: int = 0
     ssm_state_dtype: str | None = "fp32"
+    # Kimi K3 (linear_attn_config.use_full_rank_gate): the forget gate low rank (gate_rank) but the output gate one
+    # full-rank ``g_proj`` (hidden -> H·d); and ``A_log`` stored at this length (K3: head_dim, zero-padded past the
+    # heads; SGLang's kimi_k3.py narrows it on load). 0: num_v_heads
+    full_rank_output_gate: bool = False
+    a_log_size: int = 0
 
     kind = MixerKind.KDA
     title = "Kimi Delta Attention"
@@ -50,7 +55,7 @@ class KimiDeltaAttention(GatedDeltaNet):
     tp_replicated_modules = ("f_a_proj", "g_a_proj")
 
     def in_projections(self) -> list[tuple[str, int]]:
-        gate = [] if self.gate_rank else [("g_proj", self.value_dim)]
+        gate = [] if self.gate_rank and not self.full_rank_output_gate else [("g_proj", self.value_dim)]
         return [("q_proj", self.key_dim), ("k_proj", self.key_dim), ("v_proj", self.value_dim),
                 ("b_proj", self.num_v_heads)] + gate
 
@@ -63,14 +68,15 @@ class KimiDeltaAttention(GatedDeltaNet):
         for name, rows in self.in_projections():
             _linear(out, f"{prefix}.{name}", rows, h, False)
         out.append(Tensor(f"{prefix}.conv1d.weight", (self.conv_dim, 1, self.conv_kernel), "conv"))
-        out.append(Tensor(f"{prefix}.forget_gate.A_log", (self.num_v_heads,), "other"))
+        out.append(Tensor(f"{prefix}.forget_gate.A_log", (self.a_log_size or self.num_v_heads,), "other"))
         out.append(Tensor(f"{prefix}.forget_gate.dt_bias", (self.key_dim,), "other"))
         if self.gate_rank:
             r = self.gate_rank
             _linear(out, f"{prefix}.forget_gate.f_a_proj", r, h, False)
             _linear(out, f"{prefix}.forget_gate.f_b_proj", self.key_dim, r, False)
-            _linear(out, f"{prefix}.g_a_proj", r, h, False)
-            _linear(out, f"{prefix}.g_b_proj", self.value_dim, r, False)
+            if not self.full_rank_output_gate:
+                _linear(out, f"{prefix}.g_a_proj", r, h, False)
+                _linear(out, f"{prefix}.g_b_proj", self.value_dim, r, False)
         else:
             _linear(out, f"{prefix}.forget_gate.f_proj", self.key_dim, h, False)
         out.append(Tensor(f"{prefix}.o_norm.weight", (self.head_v_dim,), "norm"))
@@ -99,7 +105,7 @@ class KimiDeltaAttention(GatedDeltaNet):
               weight_bytes=b.fmt.bytes_of(small),
               act_read_bytes=n * (self.conv_dim + self.key_dim + self.num_v_heads) * a,
               act_write_bytes=n * self.value_dim * a, state_read_bytes=rd, state_write_bytes=wr, kernels=10)
-        if self.gate_rank:
+        if self.gate_rank and not self.full_rank_output_gate:
             b.matmul("g_a_proj", tensors["g_a_proj"], i, "ssm", parallel=Parallel.REPLICATED)
             b.matmul("g_b_proj", tensors["g_b_proj"], i, "ssm")
         else:

@@ -38,6 +38,9 @@ class MLA(MixerSpec):
     rope_theta: float = 10000.0
     # Ling 3 (bailing_hybrid): a bias-free g_proj (hidden -> heads) whose sigmoid scales each head's output
     head_gate: bool = False
+    # Kimi K3 (mla_use_output_gate): a bias-free g_proj (hidden -> heads x v_head_dim) whose sigmoid scales the
+    # attention output per feature before o_proj (SGLang's KimiK3MLAAttention, vLLM alike)
+    output_gate: bool = False
     # Kimi Linear (kimi_linear): NoPE. The qk_rope_head_dim slice of kv_a_proj_with_mqa is still the shared key
     # part, cached and attended, but never rotated
     rope: bool = True
@@ -82,8 +85,8 @@ class MLA(MixerSpec):
         out.append(Tensor(f"{prefix}.kv_a_layernorm.weight", (self.kv_lora_rank,), "norm"))
         _linear(out, f"{prefix}.kv_b_proj", nh * (self.qk_nope_head_dim + self.v_head_dim), self.kv_lora_rank, False)
         _linear(out, f"{prefix}.o_proj", h, nh * self.v_head_dim, self.bias)
-        if self.head_gate:
-            _linear(out, f"{prefix}.g_proj", nh, h, False)
+        if self.head_gate or self.output_gate:
+            _linear(out, f"{prefix}.g_proj", nh * self.v_head_dim if self.output_gate else nh, h, False)
         if self.k_rope_norm:
             out.append(Tensor(f"{prefix}.k_rope_only_layernorm.weight", (self.qk_rope_head_dim,), "norm"))
         return out
@@ -149,6 +152,10 @@ class MLA(MixerSpec):
         if self.head_gate:  # sigmoid(g_proj(x)), one scalar per head, scales that head's output
             b.matmul("g_proj", tensors["g_proj"], i, "attention")
             b.elementwise("head_gate", n * nh * (1 + self.v_head_dim), n * nh * self.v_head_dim, i, "attention",
+                          kernels=2)
+        if self.output_gate:  # x · sigmoid(g_proj(hidden)) per feature
+            b.matmul("g_proj", tensors["g_proj"], i, "attention")
+            b.elementwise("output_gate", 2 * n * nh * self.v_head_dim, n * nh * self.v_head_dim, i, "attention",
                           kernels=2)
         b.matmul("o_proj", tensors["o_proj"], i, "attention", parallel=Parallel.ROW)
 
