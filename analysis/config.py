@@ -229,6 +229,12 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
     model_type = cfg.get("model_type")
     if model_type is not None and not isinstance(model_type, str):
         raise ConfigError(f"{where}: field 'model_type' must be a string, got {short(model_type)}")
+    arch0 = cfg.get("architectures")
+    arch0 = arch0[0] if isinstance(arch0, list) and arch0 and isinstance(arch0[0], str) else None
+    if arch0 in families.REFUSED_ARCHITECTURES:  # GroveMoE: a qwen3_moe config whose architecture adds experts
+        title, why = families.REFUSED_ARCHITECTURES[arch0]
+        raise UnsupportedModelError(f"{where}: architecture {arch0} ({title}, model_type '{model_type}') is not "
+                                    f"supported yet: {why}", "a generic analysis would miscount it, so none is given")
     if cfg.get("auto_map") or cfg.get("trust_remote_code"):
         caveats.append("config points at remote code (auto_map); analysed from its fields only, no code was run")
     if cfg.get("text_config") is not None and not isinstance(cfg["text_config"], dict):

@@ -424,8 +424,10 @@ def _skip_matcher(patterns: tuple[str, ...]):
 
 #: our module-name pieces the checkpoints spell otherwise (runtime/load.py _MODULES, checkpoint's -> ours), for
 #: matching modules_to_not_convert / ignore lists written against the checkpoint: DeepSeek-V2/V3, Kimi K2 and GLM
-#: MoE store ``mlp.shared_experts`` (Kimi-K2.5's ignore ``re:.*shared_experts.*``, tests/test_quant_real_audit3.py)
-_CHECKPOINT_SPELLINGS = ((".mlp.shared_expert.", ".mlp.shared_experts."),)
+#: MoE store ``mlp.shared_experts`` (Kimi-K2.5's ignore ``re:.*shared_experts.*``, tests/test_quant_real_audit3.py); the
+#: Qwen3-Next / Qwen3.5 / Qwen4-Exp checkpoints name the Gated DeltaNet module ``linear_attn`` (ours: ``mixer``), as
+#: Qwen3.8-2.4T-A95B-FP8's modules_to_not_convert does (tests/test_qwen3_8.py)
+_CHECKPOINT_SPELLINGS = ((".mlp.shared_expert.", ".mlp.shared_experts."), (".mixer.", ".linear_attn."))
 
 
 def is_converted(t: Tensor, q: QuantSpec) -> bool:

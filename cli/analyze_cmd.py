@@ -227,6 +227,10 @@ def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]
     params.add("total", fmt_count(p.total), fmt_int(p.total), "100%")
     if p.active != p.total:
         params.add("active per token", fmt_count(p.active), fmt_int(p.active), _pct(p.active, p.total))
+    if p.embedding + p.lm_head > p.non_embedding_active:  # the tables outweigh the rest (Gemma 3n's per-layer
+        # embeddings, LongCat-Flash-Lite's n-gram tables): a token reads one row of each, so say what it computes with
+        ne = p.non_embedding_active
+        params.add("active without embedding / lm_head", fmt_count(ne), fmt_int(ne), _pct(ne, p.total))
     params.add("embedding", fmt_count(p.embedding), fmt_int(p.embedding), _pct(p.embedding, p.total))
     params.add("lm_head" + (" (tied)" if spec.tie_word_embeddings else ""), fmt_count(p.lm_head), fmt_int(p.lm_head), _pct(p.lm_head, p.total))
     params.add("attention / mixers", fmt_count(p.attention + p.ssm), fmt_int(p.attention + p.ssm), _pct(p.attention + p.ssm, p.total))
@@ -251,9 +255,14 @@ def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]
 
     per_layer = Section("Per layer", ["layer kind", "layers", "attention", "MLP / MoE", "norms", "total", "active"],
                         right=(1, 2, 3, 4, 5, 6))
+    # one row per kind and figures: layers that differ only where no column shows it (Kimi K3's attention-residual
+    # block boundaries) are summed into one row, in order of first appearance
+    rows: dict[tuple, int] = {}
     for lp in p.per_layer:
-        per_layer.add(lp.kind, lp.count, fmt_int(lp.attention), fmt_int(lp.mlp), fmt_int(lp.norm), fmt_int(lp.total),
-                      fmt_int(lp.active))
+        key = (lp.kind, lp.attention, lp.mlp, lp.norm, lp.total, lp.active)
+        rows[key] = rows.get(key, 0) + lp.count
+    for (kind, attention, mlp, norm, total, active), count in rows.items():
+        per_layer.add(kind, count, fmt_int(attention), fmt_int(mlp), fmt_int(norm), fmt_int(total), fmt_int(active))
 
     flops = Section("FLOPs", ["", "FLOPs", "exact"], right=(1, 2))
     flops.add(f"decode, per token at context {o.context:,}", fmt_si(a.decode_flops, "FLOP"), fmt_int(a.decode_flops))

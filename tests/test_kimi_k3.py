@@ -187,6 +187,23 @@ def test_verify_refuses_it(k3):
     assert "Kimi K3" in k3.numerics.runtime_unsupported
 
 
+def test_analyze_table_sums_layers_that_differ_only_where_no_column_shows_it(k3, tmp_path):
+    """The attention-residual block boundaries make 24 distinct layer specs out of three shapes; the table prints
+    the three (layer_types: 1 dense KDA layer, 68 KDA + MoE, 24 MLA + MoE), their counts summed."""
+    import json
+
+    from tests.clirun import run
+
+    assert len(k3.layer_groups) > 3  # the distinct specs the table folds
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(RELEASE))
+    r = run("analyze", path, env={"COLUMNS": "200"})  # wide enough that no row wraps
+    assert r.code == 0, r.err
+    table = r.out.split("Per layer", 1)[1].split("FLOPs", 1)[0]
+    rows = [line.split("│")[1:3] for line in table.splitlines() if line.startswith("│")]
+    assert [(kind.strip(), int(n)) for kind, n in rows] == [("kda", 1), ("kda+moe", 68), ("mla+moe", 24)]
+
+
 # ---- the exporter self-test's tiny checkpoint (record 62410110535) --------------------------------------------------
 
 H, NL, NE, LAT, MI, HD, NH = 64, 6, 8, 32, 32, 16, 4

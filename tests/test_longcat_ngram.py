@@ -131,3 +131,24 @@ def test_runtime_refuses_the_ngram_embedding(tmp_path):
 
     with pytest.raises(RuntimeUnavailableError, match="hashed n-gram embeddings"):
         build_decoder(parse_config(NG), device="meta")
+
+
+def test_analyze_shows_the_active_parameters_without_the_tables(tmp_path):
+    """With 31.8B of tables and 4.1B of everything else a token computes with, 'active per token' (which counts
+    every table whole, by planner's convention) is followed by the figure without embedding and lm_head: LongCat-
+    Flash-Lite's own (Meituan: ~2.9-4.5B activated, arXiv:2601.21204). A model whose tables are the smaller part
+    (Llama-3.1-8B) shows no such row."""
+    import json
+
+    from tests.clirun import run
+
+    p = count_params(parse_config(LITE))
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(LITE))
+    r = run("analyze", path, env={"COLUMNS": "200"})  # wide enough that no row wraps
+    assert r.code == 0, r.err
+    row = next(line for line in r.out.splitlines() if "active without embedding / lm_head" in line)
+    assert f"{p.active - p.embedding - p.lm_head:,}" in row
+    assert 2.9e9 <= p.active - p.embedding - p.lm_head <= 4.5e9
+    r = run("analyze", "llama-3.1-8b")
+    assert r.code == 0 and "active without embedding" not in r.out

@@ -146,6 +146,14 @@ for mt in TYPES:
         d["rope_theta"] = float(theta)
     out[mt] = d
 
+#: model_types no transformers config class registers, whose configs are another class's fields: their defaults are
+#: that class's (Qwen3.8's names in third-party engines, read as Qwen3.5: analysis/families/qwen3_8.py)
+ALIASED = {"qwen3_8": "qwen3_5_text", "qwen3_8_text": "qwen3_5_text", "qwen3_8_moe": "qwen3_5_moe_text",
+           "qwen3_8_moe_text": "qwen3_5_moe_text"}
+for alias, mt in ALIASED.items():
+    if mt in out:
+        out[alias] = dict(out[mt])
+
 
 #: The auto mappings whose classes generate tokens (text, or audio codes) from a decoder: a model_type with a class in
 #: none of them, and no other class that can ``generate()`` (below), is an encoder, a tower or a tokenizer.

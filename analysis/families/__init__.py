@@ -796,6 +796,15 @@ REGISTRY["iquestloopcoder"] = iquest_loop.build
 # into 4 later layers' inputs (no parameters, elementwise, not traced); vLLM caches every position (its attention has
 # no window: the config's sliding_window 2047 is not read), so windows are none
 REGISTRY["solar"] = Traits(windows="none")
+# PowerInfer SmallThinker (remote code): a Mixtral-shaped ReGLU MoE under its own names, per-layer window / NoPE masks
+from . import smallthinker  # noqa: E402
+REGISTRY["smallthinker"] = smallthinker.build
+# AI2's original OLMo checkpoints (ai2-olmo config, hf_olmo): read as transformers' olmo row after its conversion mapping
+from . import hf_olmo  # noqa: E402
+REGISTRY["hf_olmo"] = hf_olmo.build
+# KORMo (KORMo-Team, transformers' kormo after 5.25; llama.cpp KORMoForCausalLM): Llama with its two norms named
+# pre_attention_layernorm / pre_mlp_layernorm (modular_kormo.py)
+REGISTRY["kormo"] = Traits(norm_names=("pre_attention_layernorm", "pre_mlp_layernorm"))
 # StepFun Step1 (step1, vLLM step1.py): GQA via num_attention_groups, ALiBi on sqrt distance (analysis.families.step1)
 REGISTRY["step1"] = step1.build
 # StableLM-Epoch (remote code: stabilityai/stablelm-zephyr-3b, stablelm-2-1_6b's first uploads; vLLM serves
@@ -1010,6 +1019,45 @@ REFUSED["diffusion_gemma"] = _refused(
     "denoised (DiffusionGemmaDecoderTextAttention.is_causal False), several forwards per block; the decode figures "
     "trace, serve, plan and verify give assume one causal token per step and do not describe that (nor are its "
     "encoder / decoder stacks, routed experts and clippable linears read)")
+# session 27 audit (vLLM / llama.cpp registries): two more masked-diffusion LMs whose configs are a Qwen decoder's, so
+# a generic read gave autoregressive figures, and Cheers, read as its Qwen2 text_config alone
+REFUSED["Dream"] = _refused(
+    "Dream / DiffuCoder (DreamModel, a masked-diffusion LM)",
+    "it generates by iteratively denoising masked positions (mask_token_id), every step a forward with bidirectional "
+    "attention over the whole sequence (llama.cpp converts it with causal attention off) and no K/V cache; the decode "
+    "figures trace, serve, plan and verify give assume one causal token per step and do not describe that. Its body "
+    "is Qwen2's: the same config.json with model_type qwen2 gives its exact parameters")
+REFUSED["rnd1"] = _refused(
+    "RND1 (Radical Numerics, a masked-diffusion LM)",
+    "RND1Config forces is_causal False and use_cache False: it generates by num_diffusion_steps denoising passes with "
+    "bidirectional attention and no K/V cache, which the decode figures trace, serve, plan and verify give (one "
+    "causal token per step) do not describe. Its body is Qwen3-MoE's: the same config.json with model_type qwen3_moe "
+    "gives its exact parameters")
+REFUSED["umm"] = _refused(
+    "Cheers (CheersForConditionalGeneration, a unified understanding / generation model)",
+    "an image reaches its Qwen2 language model through a convolutional VAE encoder, the VAE's decoder "
+    "(vae_decoder_projector: latents back to pixels), a SigLIP tower (vision_representation_config) and a 2x2 "
+    "pixel-unshuffle projector (und_projector); the VAE's ResNet / GroupNorm stacks (vae_encoder_config, "
+    "vae_decoder_config) are not modelled, and the checkpoint also holds the image-generation modules (gen_projector, "
+    "hi_gate, hi_projector, time_embed) vLLM skips; its text_config alone would undercount the model")
+# llama.cpp-registered architectures whose configs a generic read took for Llama (rwkv6qwen2, plm) or failed on with a
+# misleading "intermediate_size missing" (codeshell)
+REFUSED["rwkv6qwen2"] = _refused(
+    "QRWKV6 (RWKV6Qwen2ForCausalLM, Recursal / Featherless)",
+    "every layer replaces Qwen2's attention with RWKV-6 time mixing (data-dependent decay and token-shift LoRAs of "
+    "lora_rank_decay / lora_rank_tokenshift, grouped key / value heads; llama.cpp's RWKV6QWEN2): a fixed-size "
+    "recurrent state per layer and no K/V cache, whose shapes planner does not model; read as a Llama it would count "
+    "attention and a K/V cache the model does not have")
+REFUSED["plm"] = _refused(
+    "PLM (PLMForCausalLM, PLM-Team PLM-1.8B)",
+    "its attention is multi-head latent attention (kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, v_head_dim: a "
+    "compressed latent K/V cache) and its MLP a non-gated ReLU² (hidden_act relu2: up, then down), a combination "
+    "planner's MLA builders (DeepSeek's gated MLPs) do not build; read as a Llama it would count full K/V heads")
+REFUSED["codeshell"] = _refused(
+    "CodeShell (CodeShellForCausalLM, WisdomShell)",
+    "its block is GPT-BigCode's (biased LayerNorms, a fused c_attn, a non-gated GELU MLP of 4 x n_embd when n_inner "
+    "is null) with num_query_groups grouped K/V heads and RoPE, a combination planner's GPT-2 / BigCode builders "
+    "(multi-head or multi-query, learned positions) do not build")
 # Ultravox (remote code; analysis/families/ultravox.py): Whisper encoder + stacked-frame projector + text_config's
 # language model (refused when only text_model_id names it); lm_head ties as text_config says
 TEXT_WRAPPERS["ultravox"] = "llama"
@@ -1185,6 +1233,17 @@ VISION_COUNTED["interns1_pro"] = interns1_pro.interns1_pro_vision
 # Ovis2.6, LLaVA-OneVision-2, Intern-S2-Preview / -Mobius, Kanana-V: refused by name (analysis/families/vl_refusals_s27.py)
 from . import vl_refusals_s27  # noqa: E402
 REFUSED.update({_mt: _refused(*_why) for _mt, _why in vl_refusals_s27.REFUSED_S27.items()})
+# SGLang-registry audit (session 27): Nanbeige loop (a K/V per layer per pass) and Spark-X2.5 (Laguna's per-type RoPE,
+# a sigmoid head gate) counted; DeepSeek-V4.1, LongCat-Flash-Pro / LongCat 2, GigaChat 3.5, IQuest Q1, BerryLM,
+# SenseNova U1 refused by name (analysis/families/sglang_refusals_s27.py)
+from . import nanbeige, spark2_5, sglang_refusals_s27  # noqa: E402
+REGISTRY["nanbeige"] = nanbeige.build
+REGISTRY["spark2_5"] = spark2_5.build
+# NVIDIA LocateAnything: Kimi-VL's MoonViT, an InternVL-style mlp1, a Qwen2 text_config (analysis/families/locate_anything.py)
+from . import locate_anything  # noqa: E402
+TEXT_WRAPPERS["locateanything"] = "qwen2"
+VISION_COUNTED["locateanything"] = locate_anything.vision
+REFUSED.update({_mt: _refused(*_why) for _mt, _why in sglang_refusals_s27.REFUSED_SGLANG_S27.items()})
 # Kwai Keye-VL (remote code: Keye-VL-8B-Preview, Keye-VL-1.5-8B), refused by name: the generic reading would count a
 # flat Qwen3 config as a Llama-style decoder without its per-head q/k norms and without the vision tower
 _KEYE_WHY = ("its vision side is not modelled: a SigLIP-400M-shaped NaViT tower with 2-D rotary positions and the "
@@ -1336,6 +1395,24 @@ MODEL_TYPES_BY_ARCHITECTURE: dict[str, str] = {
     "CogVLMForCausalLM": '"cogvlm" (CogVLM-17B: Vicuna-7B, MHA) or "cogvlm2" (CogVLM2-19B: Llama-3-8B, GQA)',
 }
 
+#: Checkpoints refused by ``architectures[0]`` whatever their model_type says: (title, reason). GroveMoE ships
+#: Qwen3-MoE's config fields (its SGLang port types the config Qwen3MoeConfig; its transformers fork patches
+#: modeling_qwen3_moe.py), so its model_type alone would read it as Qwen3-MoE without its adjugate experts.
+_GROVE = ("GroveMoE, inclusionAI", "beside each layer's num_experts routed experts it holds num_experts / 2 adjugate "
+          "experts (chunk_experts: SwiGLU MLPs of 128, one per pair of routed experts) run for every pair that holds "
+          "a chosen expert and added at 0.05 (llama.cpp's GROVEMOE, SGLang's grovemoe.py), so the compute per token "
+          "varies with the routing (its card: 3.14-3.28B active of 33B); read as Qwen3-MoE they would go uncounted")
+REFUSED_ARCHITECTURES: dict[str, tuple[str, str]] = {"GroveMoeForCausalLM": _GROVE,
+                                                    "modeling_grove_moe.GroveMoeForCausalLM": _GROVE}
+# Fun-ASR-Nano: vLLM's FunASRProcessingInfo types the whole config Qwen3Config, so by model_type it reads as Qwen3
+REFUSED_ARCHITECTURES["FunASRForConditionalGeneration"] = (
+    "Fun-ASR-Nano, FunAudioLLM", "its config carries the Qwen3 decoder's fields (vLLM's funasr.py reads it as a "
+    "Qwen3Config), but the checkpoint also holds the speech encoder and its adaptor (audio_encoder, audio_adaptor: "
+    "fbank features to decoder-width embeddings) whose shapes those fields do not give; by model_type alone only the "
+    "decoder would be counted")
+# MiMo-Audio: model_type qwen2 (analysis/families/sglang_refusals_s27.py)
+REFUSED_ARCHITECTURES.update(sglang_refusals_s27.REFUSED_ARCHITECTURES_S27)
+
 #: The smallest Llama-shaped config (hidden 64, 2 layers): calibration times eager dispatch with it.
 TINY_DECODER = {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
                 "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 256, "rope_theta": 10000.0}
@@ -1388,3 +1465,11 @@ _AED = ("an attention encoder-decoder (a conformer encoder and a Transformer dec
 REFUSED["fireredasr2"] = _refused("FireRedASR2-AED, FireRedASR2ForConditionalGeneration", _AED)
 REFUSED["cohere_asr"] = _refused("Cohere Transcribe, CohereAsrForConditionalGeneration", _AED.replace(
     "a conformer encoder", "a FastConformer (Parakeet) encoder"))
+# Qwen3.8 (session 27 audit, analysis/families/qwen3_8.py): its published configs are Qwen3.5's model_types; the
+# qwen3_8* names some engines give it are read as Qwen3.5 with a caveat, the tower as Qwen3.5's
+from . import qwen3_8  # noqa: E402
+REGISTRY.update(qwen3_8.REGISTRY)
+TEXT_WRAPPERS.update(qwen3_8.TEXT_WRAPPERS)
+VISION_COUNTED.update({_mt: vision.qwen3_5_vision for _mt in qwen3_8.TEXT_WRAPPERS})
+WRAPPER_TIE.update({_mt: "wrapper" for _mt in qwen3_8.TEXT_WRAPPERS})
+REFUSED["qwen3_8_qad"] = _refused("Qwen3.8-Flash-Next QAD export", qwen3_8.QAD_WHY)

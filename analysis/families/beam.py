@@ -66,7 +66,7 @@ def build(f: Fields, model_type: str) -> ModelSpec:
     else:
         types = per_layer_types(f, "layer_types", n_layers, _TYPES)
     window = f.int("sliding_window", hi=1 << 30) if "sliding_attention" in types else None
-    ropes = {t: _rope(f, t, hd) for t in set(types)}
+    ropes = {t: _rope(f, t, hd) for t in dict.fromkeys(types)}
     if f.raw("mlp_layer_types") is None:
         dense_n = min(3, n_layers)
         f.derived("mlp_layer_types", ["dense"] * dense_n + ["sparse"] * (n_layers - dense_n),

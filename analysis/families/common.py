@@ -30,7 +30,7 @@ class Traits:
     tie_default: bool = False
     head_dim_default: int | None = None  # None: hidden_size // num_attention_heads
     # layer_types | all | qwen | qwen2_moe | use_sliding_all | smollm3 | max_window_layers | alternate | pattern |
-    # full_every_4 | full_every_4th | full_every_5 | flint | none
+    # full_every_4 | full_every_4th | full_every_5 | flint | window_layout | none
     windows: str = "layer_types"
     act_key: str = "hidden_act"
     act_default: str = "silu"
@@ -336,6 +336,9 @@ def read_windows(f: Fields, n_layers: int, policy: str) -> list[tuple[int | None
         return [(None if (i + 1) % 5 == 0 else sliding, None) for i in range(n_layers)]
     if policy == "flint":  # Flint's default layer_types: full on layers 0, 1, every i % 4 == 1 and the last
         return [(None if i < 2 or i % 4 == 1 or i == n_layers - 1 else sliding, None) for i in range(n_layers)]
+    if policy == "window_layout":  # SmallThinker: sliding_window_layout, one 0/1 per layer (1: sliding)
+        layout = f.int_list("sliding_window_layout", n_layers, lo=0, hi=1) or [0] * n_layers
+        return [(sliding if on else None, None) for on in layout]
     if policy == "pattern":
         if sliding is None:
             return [(None, None)] * n_layers

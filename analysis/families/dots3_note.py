@@ -204,7 +204,7 @@ def _rope_block(f: Fields, t: str) -> dict | None:
 
 def _thetas(f: Fields, types: list[str]) -> dict[str, float]:
     out = {}
-    for t in set(types):
+    for t in dict.fromkeys(types):  # in order of first use: the fields report in a fixed order
         block = _rope_block(f, t) or {}
         v = block.get("rope_theta")
         if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:

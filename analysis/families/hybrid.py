@@ -280,12 +280,28 @@ def _qwen_moe(f: Fields, hidden: int, n_exp: int, act: str) -> MoE:
                shared_intermediate_size=f.int("shared_expert_intermediate_size"), shared_expert_gate=True, act=act)
 
 
+def _qwen_gdn_gate(f: Fields, numerics: Numerics) -> Numerics:
+    """``output_gate_type``: the activation of the gate a Gated DeltaNet layer's RMSNormGated multiplies its normed
+    output by (vLLM's qwen_gdn_linear_attn.py: absent -> silu, "swish" is silu, "sigmoid"; any other value fails its
+    assert; transformers hard-codes silu and reads no such field). Qwen3.8's configs say "swish" (Qwen/Qwen3.8-27B,
+    Qwen/Qwen3.8-2.4T-A95B). Parameters, caches and FLOPs do not depend on it; verify's module gates with silu, so a
+    sigmoid gate is refused there."""
+    gate = f.str("output_gate_type", "silu")
+    if gate not in ("silu", "swish", "sigmoid"):
+        raise f.error("output_gate_type", f"({gate!r}) must be silu, swish or sigmoid (vLLM's Qwen Gated DeltaNet)")
+    if gate != "sigmoid":
+        return numerics
+    return replace(numerics, runtime_unsupported="a sigmoid Gated DeltaNet output gate (output_gate_type)")
+
+
 def _qwen_hybrid(f: Fields, model_type: str, *, split_in_proj: bool, ffn_at, numerics: Numerics) -> ModelSpec:
     """The Qwen3-Next layer: input_layernorm → (Gated DeltaNet | gated attention with per-head q/k
     norms, partial RoPE 0.25 by default) → post_attention_layernorm → FFN; zero-centred RMSNorms
     (``1 + weight``). ``ffn_at(n_layers, act)`` gives each layer's FFN."""
     hidden, n_layers, vocab = _core(f)
     types = _qwen_hybrid_types(f, n_layers)
+    if "linear" in types:
+        numerics = _qwen_gdn_gate(f, numerics)
     act = _act(f, "silu")
     def full_attn():
         return read_attention(f, hidden, bias=f.bool("attention_bias", False), rotary_default=0.25, output_gate=True)

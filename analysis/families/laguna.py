@@ -115,11 +115,13 @@ def _per_element_gate(f: Fields) -> bool:
                             "\"per-element\" (a gate per output feature)")
 
 
-def _ropes(f: Fields, types: list[str], hd: int) -> dict[str, tuple[float, int, tuple]]:
-    """(theta, rotary_dim, scaling items) per layer type in use, from ``rope_parameters`` keyed by layer type."""
+def _ropes(f: Fields, types: list[str], hd: int, default: dict = _DEFAULT_ROPE,
+           who: str = "LagunaConfig") -> dict[str, tuple[float, int, tuple]]:
+    """(theta, rotary_dim, scaling items) per layer type in use, from ``rope_parameters`` keyed by layer type
+    (absent: ``default``, the per-layer-type defaults of ``who``'s config class)."""
     raw = f.raw("rope_parameters")
     if raw is None:
-        params = f.derived("rope_parameters", _DEFAULT_ROPE, "absent: LagunaConfig's per-layer-type defaults")
+        params = f.derived("rope_parameters", default, f"absent: {who}'s per-layer-type defaults")
     else:
         params = f.raw("rope_parameters")
         if not isinstance(params, dict) or not all(isinstance(v, dict) or v is None for v in params.values()):

@@ -79,7 +79,7 @@ def build(f: Fields, model_type: str) -> ModelSpec:
     if "sliding_attention" in types:
         local = f.int("local_attention", 128, lo=2, hi=1 << 30)
         window = f.derived("sliding_window", local // 2, f"local_attention ({local}) // 2, as transformers sets it")
-    ropes = {t: _rope(f, t) for t in set(types)}
+    ropes = {t: _rope(f, t) for t in dict.fromkeys(types)}
     attn_bias = f.bool("attention_bias", False)
     mlp_bias = f.bool("mlp_bias", False)
     norm_bias = f.bool("norm_bias", False)

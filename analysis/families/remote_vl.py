@@ -100,10 +100,21 @@ def kimi_vl_text_config(cfg: dict, where: str) -> dict:
 
 
 def kimi_vl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
+    out, h, merged = moonvit_tower(top, where, "kimi_vl", "vision_tower")
+    q = "multi_modal_projector"
+    _ln(out, f"{q}.pre_norm", h)
+    _lin(out, f"{q}.linear_1", merged, merged)
+    _lin(out, f"{q}.linear_2", text_hidden, merged)
+    return tuple(out)
+
+
+def moonvit_tower(top: dict, where: str, wrapper: str, p: str) -> tuple[list[Tensor], int, int]:
+    """The MoonViT tower of ``top``'s vision_config under the prefix ``p`` (no projector), its hidden size and the
+    width of a merged patch (hidden x merge_kernel_size)."""
     vc = vision_config_dict(top.get("vision_config"), where)
     mt = vc.get("model_type", "moonvit")
     if mt != "moonvit":
-        raise UnsupportedModelError(f"{where}: kimi_vl's vision tower {short(mt)} is not one we can count",
+        raise UnsupportedModelError(f"{where}: {wrapper}'s vision tower {short(mt)} is not one we can count",
                                     "modelled here: moonvit")
     f = Fields(vc, f"{where} (vision_config)", defaults=MOONVIT_DEFAULTS, nested=True, family="moonvit")
     h = f.int("hidden_size")
@@ -126,7 +137,6 @@ def kimi_vl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...
     if len(merge) != 2 or min(merge) < 1:
         raise f.error("merge_kernel_size", "must be two positive integers")
     merged = h * merge[0] * merge[1]
-    p = "vision_tower"
     out = [Tensor(f"{p}.patch_embed.proj.weight", (h, 3, ph, pw), "vision"),
            Tensor(f"{p}.patch_embed.proj.bias", (h,), "vision"),
            Tensor(f"{p}.patch_embed.pos_emb.weight",
@@ -140,11 +150,7 @@ def kimi_vl_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...
         _lin(out, f"{b}.mlp.fc0", inter, h)
         _lin(out, f"{b}.mlp.fc1", h, inter)
     _ln(out, f"{p}.encoder.final_layernorm", h)
-    q = "multi_modal_projector"
-    _ln(out, f"{q}.pre_norm", h)
-    _lin(out, f"{q}.linear_1", merged, merged)
-    _lin(out, f"{q}.linear_2", text_hidden, merged)
-    return tuple(out)
+    return out, h, merged
 
 
 # ---- DeepSeek-VL2 --------------------------------------------------------------------------------
