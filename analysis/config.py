@@ -156,6 +156,8 @@ def not_a_decoder(cfg: dict) -> str | None:
     such a config is wrong (BERT-base: 1.25x transformers'), so it is refused, not caveated."""
     if cfg.get("is_encoder_decoder") is True:
         return "an encoder-decoder model (is_encoder_decoder)"
+    if all(type(cfg.get(k)) is int for k in ("encoder_layers", "decoder_layers")):  # Whisper / BART without the flag
+        return "an encoder-decoder model (encoder_layers and decoder_layers)"
     if isinstance(cfg.get("type_vocab_size"), int) and cfg["type_vocab_size"] > 0:
         return "an encoder (token-type embeddings: type_vocab_size)"
     arch = cfg.get("architectures")
@@ -302,6 +304,11 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         where = f"{where} ({'llm_config' if llm_config is not None else 'text_config'})"
         nested = True
     if not model_type:
+        for detect, translate in families.UNTYPED_CONFIGS:  # state-spaces' mamba_ssm configs name no model_type
+            if not nested and detect(cfg):
+                hf, note = translate(cfg, where)
+                spec = parse_config(hf, where=where, name=name, source=source)
+                return replace(spec, caveats=(*spec.caveats, note))
         arch = cfg.get("architectures")
         arch = arch[0] if isinstance(arch, list) and arch and isinstance(arch[0], str) else None
         if arch in families.MODEL_TYPES_BY_ARCHITECTURE:  # remote code whose config class names none
@@ -319,7 +326,9 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
     generic = family is None
     if family is None:
         if model_type in TEXT_WRAPPERS:
-            raise UnsupportedModelError(f"{where}: multimodal model_type '{model_type}' has no text_config we can read")
+            raise UnsupportedModelError(f"{where}: multimodal model_type '{model_type}' has no text_config we can read",
+                                        "if it is a vision tower's own config (as Pixtral's is inside Mistral 3 / "
+                                        "LLaVA), pass the whole model's config.json")
         # an encoder-decoder / encoder is named as such first: Whisper, BART, T5Gemma ... keep their fields under
         # other names (d_model, encoder_layers, encoder / decoder sub-configs), so "fields missing" would be vaguer
         encoder = not_a_decoder(cfg)

@@ -334,6 +334,9 @@ class MoE:
     # Ergo: a learned RMSNorm per routed expert on its output (``experts.post_expert_norm.weight``: num_experts x
     # hidden; a token reads the rows of its top-k) and one on the shared expert's output (``shared_expert.norm``)
     expert_norms: bool = False
+    # Kwai Klear: the routed and shared outputs blended per token by a 2-way softmax of ``coefficient`` (a biased
+    # Linear(hidden, 2)): y = routed * c0 + shared * c1, instead of added
+    shared_coefficient: bool = False
 
     kind = FFNKind.MOE
 
@@ -431,6 +434,9 @@ class MoE:
                 out.append(Tensor(f"{prefix}.shared_expert.norm.weight", (h,), "norm"))
             if self.shared_expert_gate:
                 out.append(Tensor(f"{prefix}.shared_expert_gate.weight", (1, h), "router"))
+            if self.shared_coefficient:  # Klear: the blend's logits, weight and bias
+                out += [Tensor(f"{prefix}.coefficient.weight", (2, h), "router"),
+                        Tensor(f"{prefix}.coefficient.bias", (2,), "router")]
         vision = self.vision_moe()
         if vision is not None:  # ERNIE-4.5-VL: mlp.vision_router.*, mlp.vision_experts.*
             for t in vision.tensors(prefix):

@@ -285,6 +285,10 @@ class _Builder:
                 self.add(name="shared_expert_gate", kind="matmul", category="ffn", layer=i, flops=2 * n * h,
                          weight_bytes=self.fmt.bytes_of(tensors["shared_expert_gate"]), act_read_bytes=n * h * a,
                          act_write_bytes=n * a, kernels=3, parallel=Parallel.REPLICATED)  # one output: not split
+            if m.shared_coefficient:  # Klear: 2 blend logits per token, their softmax, the weighted sum of both outputs
+                self.add(name="coefficient", kind="matmul", category="ffn", layer=i, flops=2 * n * 2 * h,
+                         weight_bytes=self.fmt.bytes_of(tensors["coefficient"]), act_read_bytes=3 * n * h * a,
+                         act_write_bytes=n * h * a, kernels=4, parallel=Parallel.REPLICATED)
 
     def placed_norm(self, layer: Layer, role: str, i: int, tensors: dict[str, list[Tensor]]) -> None:
         p = layer.norm(role)

@@ -70,3 +70,12 @@ def check_whole_checkpoint_cli(path, total: int, kv_per_token: int) -> dict:
             "--concurrency", "4")
     assert r.code == 0, r.err
     return out
+
+
+def analyze_json(tmp_path, cfg: dict, name: str = "config.json", context: int = 8192) -> dict:
+    """``planner analyze --json --context CONTEXT`` of ``cfg`` written to ``tmp_path / name``; it must succeed."""
+    path = tmp_path / name
+    path.write_text(json.dumps(cfg))
+    r = run("analyze", str(path), "--json", "--context", str(context))
+    assert r.code == 0, r.err
+    return r.json

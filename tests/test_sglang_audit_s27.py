@@ -27,7 +27,7 @@ import pytest
 
 from planner.analysis.config import parse_config
 from planner.analysis.errors import UnsupportedModelError
-from tests.clirun import run
+from tests.clirun import analyze_json, run
 
 CONTEXT = 8192
 
@@ -56,12 +56,7 @@ SPARK_X25_4B = {
 SPARK_X25_4B_HUB_TOTAL = 4_112_079_360
 
 
-def _analyze(tmp_path, cfg: dict, name: str = "config.json") -> dict:
-    path = tmp_path / name
-    path.write_text(json.dumps(cfg))
-    r = run("analyze", str(path), "--json", "--context", str(CONTEXT))
-    assert r.code == 0, r.err
-    return r.json
+_analyze = analyze_json  # at CONTEXT (8,192)
 
 
 # ---- Nanbeige: a looped Llama ---------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.clirun import run
+from tests.clirun import analyze_json, run
 
 #: upstage/solar-pro-preview-instruct's config.json (SolarForCausalLM; its bskcn lists are configuration_solar.py's
 #: defaults, as vLLM's solar.py and the Rust port read them)
@@ -42,12 +42,7 @@ IQUEST_LOOP_40B = {
 CONTEXT = 8192
 
 
-def _analyze(tmp_path, cfg: dict, name: str = "config.json") -> dict:
-    path = tmp_path / name
-    path.write_text(json.dumps(cfg))
-    r = run("analyze", str(path), "--json", "--context", str(CONTEXT))
-    assert r.code == 0, r.err
-    return r.json
+_analyze = analyze_json  # at CONTEXT (8,192)
 
 
 def _llama_layer(h: int, heads: int, kv: int, inter: int) -> int:

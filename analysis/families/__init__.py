@@ -1473,3 +1473,57 @@ TEXT_WRAPPERS.update(qwen3_8.TEXT_WRAPPERS)
 VISION_COUNTED.update({_mt: vision.qwen3_5_vision for _mt in qwen3_8.TEXT_WRAPPERS})
 WRAPPER_TIE.update({_mt: "wrapper" for _mt in qwen3_8.TEXT_WRAPPERS})
 REFUSED["qwen3_8_qad"] = _refused("Qwen3.8-Flash-Next QAD export", qwen3_8.QAD_WHY)
+# --- wave s28 A ---
+# mlx-lm's Klear, afm7, lille-130m, youtu_llm and a top-level pixtral (analysis/families/s28a_mlx.py; its Phixtral
+# builder is called by model_type phi-msft's owner, s28d_lmdeploy_mlc, for a config with num_local_experts > 1)
+from . import s28a_mlx  # noqa: E402
+REGISTRY.update(s28a_mlx.BUILDERS)
+TEXT_WRAPPERS["pixtral"] = "llama"  # mlx-lm's pixtral.py: a top-level pixtral over a text_config, built as Llama
+VISION_COUNTED["pixtral"] = s28a_mlx.pixtral_vision
+WRAPPER_TIE["pixtral"] = "never"  # mlx-lm's ModelArgs sets text_config tie_word_embeddings False
+# Refact (gpt_refact), RuGPT-3 XL (rugpt3xl); state-spaces' mamba_ssm configs without a model_type, read as
+# transformers' mamba / mamba2 (analysis/families/s28a_legacy.py; config.py asks UNTYPED_CONFIGS first)
+from . import s28a_legacy  # noqa: E402
+REGISTRY.update(s28a_legacy.BUILDERS)
+#: (detect, translate) for configs that name no model_type: translate(cfg, where) -> (config to read, caveat)
+UNTYPED_CONFIGS = [(s28a_legacy.is_mamba_ssm, s28a_legacy.translate_mamba_ssm)]
+# LFM2-Audio, MERaLiON-2 and ARWKV refused by name / by architecture (analysis/families/s28a_refusals.py)
+from . import s28a_refusals  # noqa: E402
+REFUSED.update({_mt: _refused(*_why) for _mt, _why in s28a_refusals.REFUSED_S28A.items()})
+REFUSED_ARCHITECTURES.update(s28a_refusals.REFUSED_ARCHITECTURES_S28A)
+# --- wave s28 B ---
+# SGLang-registry audit, second half (analysis/families/s28b_sglang.py): Sarashina2-Vision (Llama + Qwen2-VL's tower
+# + a LayerNorm over the merged features), JetVLM (Jet-Nemotron + SigLIP + a space-to-depth projector), NVILA /
+# NVILA-Lite and POINTS-1.5 counted; K2-VL, MOSS-VL, Whisper refused by name, MiMo-V2-ASR and SGLang's pooled-output
+# classes (sequence classifiers, reward and embedding models) by architecture
+from . import s28b_sglang  # noqa: E402
+TEXT_WRAPPERS.update({"sarashina2_vision": "llama", "jet_vlm": "jet_nemotron"})
+TEXT_CONFIG_REBUILDS["sarashina2_vision"] = s28b_sglang.sarashina2_vision_text_config
+VISION_COUNTED.update({"sarashina2_vision": s28b_sglang.sarashina2_vision_towers,
+                       "jet_vlm": s28b_sglang.jet_vlm_towers})
+# NVILA / NVILA-Lite (SGLang's own NVILAConfig / NVILALiteConfig): Qwen2 + SigLIP + space-to-depth projectors
+TEXT_WRAPPERS.update({"nvila": "qwen2", "nvila_lite": "qwen2"})
+VISION_COUNTED.update({"nvila": s28b_sglang.nvila_towers, "nvila_lite": s28b_sglang.nvila_lite_towers})
+# POINTS-1.5: Qwen2 in llm_config + Qwen2-VL's tower (its merger kept) + a second patch merger as vision_projector
+TEXT_WRAPPERS["pointsv1.5_chat"] = None
+LLM_CONFIG_WRAPPERS["pointsv1.5_chat"] = s28b_sglang.points_v15_text_config
+VISION_COUNTED["pointsv1.5_chat"] = s28b_sglang.points_v15_towers
+REFUSED.update({_mt: _refused(*_why) for _mt, _why in s28b_sglang.REFUSED_S28B.items()})
+REFUSED_ARCHITECTURES.update(s28b_sglang.REFUSED_ARCHITECTURES_S28B)
+# --- wave s28 C ---
+# TensorRT-LLM registry audit (analysis/families/s28c_trtllm.py): HyperCLOVAX-SEED-Vision (language_config +
+# C-Abstractor) and Cosmos3's unified layout refused by model_type; speculative drafters (TRT-LLM's EAGLE / MTP
+# names, MLA EAGLE-3 heads, DFlash, DSpark), which ship a Llama / Qwen3 / DeepSeek model_type, by architectures[0]
+from . import s28c_trtllm  # noqa: E402
+REFUSED.update({_mt: _refused(*_why) for _mt, _why in s28c_trtllm.REFUSED_S28C.items()})
+REFUSED_ARCHITECTURES.update(s28c_trtllm.REFUSED_ARCHITECTURES_S28C)
+# --- wave s28 D ---
+# LMDeploy / MLC-LLM registry audit (analysis/families/s28d_lmdeploy_mlc.py): MLC's phi-msft / mixformer-sequential
+# (Phi's remote-code configs) read as transformers' Phi; reward models, EAGLE / Medusa drafts, MetaMoE and
+# Intern-S1.1 refused
+from . import s28d_lmdeploy_mlc  # noqa: E402
+REGISTRY["phi-msft"] = REGISTRY["mixformer-sequential"] = s28d_lmdeploy_mlc.build_phi_msft
+REFUSED.update({_mt: _refused(_t, _w) for _mt, (_t, _w) in s28d_lmdeploy_mlc.REFUSED_S28D.items()})
+REFUSED_ARCHITECTURES.update(s28d_lmdeploy_mlc.REFUSED_ARCHITECTURES_S28D)
+# LMDeploy builds Intern-S1-Pro's time-series encoder from a ts_config: refused there rather than left uncounted
+VISION_COUNTED["interns1_pro"] = s28d_lmdeploy_mlc.refuse_time_series(VISION_COUNTED["interns1_pro"])
