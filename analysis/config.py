@@ -149,6 +149,13 @@ ENCODER_HEADS = ("ForMaskedLM", "ForSequenceClassification", "ForTokenClassifica
                  "ForZeroShotImageClassification", "ForZeroShotObjectDetection")
 
 
+#: What a decoder's ``architectures`` end with when a scoring head replaces lm_head (reward models, classifiers):
+#: refused whatever the model_type (transformers' LlamaForSequenceClassification, Qwen2.5-Math-PRM's
+#: Qwen2ForProcessRewardModel, InternLM2ForRewardModel, ...)
+SCORING_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQuestionAnswering", "ForRewardModel",
+                 "ForProcessRewardModel")
+
+
 def not_a_decoder(cfg: dict) -> str | None:
     """Why an unknown family's config is not a decoder-only LM the generic builder may stand in for, or None:
     an encoder-decoder (``is_encoder_decoder``), or a BERT-lineage encoder (token-type embeddings,
@@ -237,6 +244,14 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
         title, why = families.REFUSED_ARCHITECTURES[arch0]
         raise UnsupportedModelError(f"{where}: architecture {arch0} ({title}, model_type '{model_type}') is not "
                                     f"supported yet: {why}", "a generic analysis would miscount it, so none is given")
+    heads = cfg.get("architectures")
+    if isinstance(heads, list) and heads and all(isinstance(a, str) and a.endswith(SCORING_HEADS) for a in heads) \
+            and isinstance(model_type, str) and families.lookup(model_type) is not None:  # unknown: not_a_decoder
+        raise UnsupportedModelError(  # Skywork-Reward-Gemma-2-27B (Gemma2ForSequenceClassification), ...
+            f"{where}: architecture {heads[0]} (model_type '{model_type}') scores or labels a sequence in one forward "
+            "pass through a small head in place of lm_head: it generates no tokens, so the decode, KV-cache and "
+            "serving figures planner gives do not describe it",
+            "analyse the generative model it was trained from")
     if cfg.get("auto_map") or cfg.get("trust_remote_code"):
         caveats.append("config points at remote code (auto_map); analysed from its fields only, no code was run")
     if cfg.get("text_config") is not None and not isinstance(cfg["text_config"], dict):

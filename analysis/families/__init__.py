@@ -1473,7 +1473,6 @@ TEXT_WRAPPERS.update(qwen3_8.TEXT_WRAPPERS)
 VISION_COUNTED.update({_mt: vision.qwen3_5_vision for _mt in qwen3_8.TEXT_WRAPPERS})
 WRAPPER_TIE.update({_mt: "wrapper" for _mt in qwen3_8.TEXT_WRAPPERS})
 REFUSED["qwen3_8_qad"] = _refused("Qwen3.8-Flash-Next QAD export", qwen3_8.QAD_WHY)
-# --- wave s28 A ---
 # mlx-lm's Klear, afm7, lille-130m, youtu_llm and a top-level pixtral (analysis/families/s28a_mlx.py; its Phixtral
 # builder is called by model_type phi-msft's owner, s28d_lmdeploy_mlc, for a config with num_local_experts > 1)
 from . import s28a_mlx  # noqa: E402
@@ -1491,7 +1490,6 @@ UNTYPED_CONFIGS = [(s28a_legacy.is_mamba_ssm, s28a_legacy.translate_mamba_ssm)]
 from . import s28a_refusals  # noqa: E402
 REFUSED.update({_mt: _refused(*_why) for _mt, _why in s28a_refusals.REFUSED_S28A.items()})
 REFUSED_ARCHITECTURES.update(s28a_refusals.REFUSED_ARCHITECTURES_S28A)
-# --- wave s28 B ---
 # SGLang-registry audit, second half (analysis/families/s28b_sglang.py): Sarashina2-Vision (Llama + Qwen2-VL's tower
 # + a LayerNorm over the merged features), JetVLM (Jet-Nemotron + SigLIP + a space-to-depth projector), NVILA /
 # NVILA-Lite and POINTS-1.5 counted; K2-VL, MOSS-VL, Whisper refused by name, MiMo-V2-ASR and SGLang's pooled-output
@@ -1510,14 +1508,12 @@ LLM_CONFIG_WRAPPERS["pointsv1.5_chat"] = s28b_sglang.points_v15_text_config
 VISION_COUNTED["pointsv1.5_chat"] = s28b_sglang.points_v15_towers
 REFUSED.update({_mt: _refused(*_why) for _mt, _why in s28b_sglang.REFUSED_S28B.items()})
 REFUSED_ARCHITECTURES.update(s28b_sglang.REFUSED_ARCHITECTURES_S28B)
-# --- wave s28 C ---
 # TensorRT-LLM registry audit (analysis/families/s28c_trtllm.py): HyperCLOVAX-SEED-Vision (language_config +
 # C-Abstractor) and Cosmos3's unified layout refused by model_type; speculative drafters (TRT-LLM's EAGLE / MTP
 # names, MLA EAGLE-3 heads, DFlash, DSpark), which ship a Llama / Qwen3 / DeepSeek model_type, by architectures[0]
 from . import s28c_trtllm  # noqa: E402
 REFUSED.update({_mt: _refused(*_why) for _mt, _why in s28c_trtllm.REFUSED_S28C.items()})
 REFUSED_ARCHITECTURES.update(s28c_trtllm.REFUSED_ARCHITECTURES_S28C)
-# --- wave s28 D ---
 # LMDeploy / MLC-LLM registry audit (analysis/families/s28d_lmdeploy_mlc.py): MLC's phi-msft / mixformer-sequential
 # (Phi's remote-code configs) read as transformers' Phi; reward models, EAGLE / Medusa drafts, MetaMoE and
 # Intern-S1.1 refused
@@ -1527,3 +1523,18 @@ REFUSED.update({_mt: _refused(_t, _w) for _mt, (_t, _w) in s28d_lmdeploy_mlc.REF
 REFUSED_ARCHITECTURES.update(s28d_lmdeploy_mlc.REFUSED_ARCHITECTURES_S28D)
 # LMDeploy builds Intern-S1-Pro's time-series encoder from a ts_config: refused there rather than left uncounted
 VISION_COUNTED["interns1_pro"] = s28d_lmdeploy_mlc.refuse_time_series(VISION_COUNTED["interns1_pro"])
+# mlx-vlm registry audit (analysis/families/s28e_mlxvlm.py): mlx-community's granite_vision / granite-vision configs
+# read as transformers' LLaVA-NeXT (Granite Vision 3.x) and mlx-vlm's inkling as inkling_mm_model; Falcon-OCR,
+# Jina-VLM, LLM-jp-VL and the flat LLaVA-repository formats of FastVLM, Bunny and nanoLLaVA refused by name
+from . import s28e_mlxvlm  # noqa: E402
+for _alias, _base in ([(_mt, "llava_next") for _mt in s28e_mlxvlm.LLAVA_NEXT_ALIASES]
+                      + [(_mt, "inkling_mm_model") for _mt in s28e_mlxvlm.INKLING_ALIASES]):
+    TEXT_WRAPPERS[_alias] = TEXT_WRAPPERS[_base]
+    VISION_COUNTED[_alias] = VISION_COUNTED[_base]
+    if _base in WRAPPER_TIE:
+        WRAPPER_TIE[_alias] = WRAPPER_TIE[_base]
+REFUSED.update({_mt: _refused(_t, _w) for _mt, (_t, _w) in s28e_mlxvlm.REFUSED_S28E.items()})
+# mlx-vlm registry audit (analysis/families/s28f_mlx_vlm.py): Nemotron-Labs-Diffusion (+ its VLM), NemotronLabs
+# VoiceChat, Moondream 2 in mlx-vlm's layout, Mage-VL, MolmoPoint, PLaMo 2.1 VL, Youtu-VL and ZAYA1-VL refused by name
+from . import s28f_mlx_vlm  # noqa: E402
+REFUSED.update({_mt: _refused(*_why) for _mt, _why in s28f_mlx_vlm.REFUSED_S28F.items()})

@@ -318,8 +318,8 @@ def build_xverse(f: Fields, model_type: str) -> ModelSpec:
     """XVERSE-7B / 13B / 65B (``xverse``): vLLM serves ``XverseForCausalLM`` with its LlamaForCausalLM (the
     registry maps it to ``("llama", "LlamaForCausalLM")``), so it is read as transformers' llama row with
     LlamaConfig's defaults (bias-free, GQA via num_key_value_heads: XVERSE-65B; untied head; RoPE).
-    XVERSE-MoE-A4.2B (``num_experts``) is the same model_type with a DeepSeek-style MoE vLLM does not serve:
-    refused."""
+    XVERSE-MoE-A4.2B (``num_experts``) is the same model_type with a DeepSeek-style MoE vLLM does not serve (SGLang's
+    xverse_moe.py does): refused, no released config.json being at hand to check a count against."""
     from . import REGISTRY
     from . import decoder as _decoder
 
@@ -328,7 +328,8 @@ def build_xverse(f: Fields, model_type: str) -> ModelSpec:
 
     if f.raw("num_experts") not in (None, 0, 1):
         raise f.error("num_experts", "is set: XVERSE-MoE's experts (shared + routed, the hub's modeling_xverse.py) "
-                                     "are not modelled (vLLM serves only the dense XVERSE as Llama)")
+                                     "are not modelled (vLLM serves only the dense XVERSE as Llama; SGLang's "
+                                     "xverse_moe.py serves the MoE)")
     if not f.defaults:  # XverseConfig: LlamaConfig's fields and defaults
         f.defaults = {k: v for k, v in FAMILY_DEFAULTS["llama"].items() if k not in CORE_FIELDS}
     return _decoder.build(f, model_type, REGISTRY["llama"])
