@@ -126,7 +126,7 @@ def test_granite_vision_llava_next_equals_transformers(tmp_path):
     assert d["params"]["vision"] == siglip + head + projector + th  # + image_newline
 
 
-@pytest.mark.parametrize("model_type", ["granite_vision", "granite-vision"])
+@pytest.mark.parametrize("model_type", ["granite_vision", "granite-vision", "granitevision"])
 def test_granite_vision_mlx_names_read_as_llava_next(tmp_path, model_type):
     oracle = unique_param_count(hf_model(GRANITE_VISION_3_2_2B))
     base = analyze_json(tmp_path, GRANITE_VISION_3_2_2B, "llava_next.json")

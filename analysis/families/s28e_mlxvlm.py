@@ -35,7 +35,8 @@ Refused by name (``REFUSED_S28E``; module-level strings give the reason):
 from __future__ import annotations
 
 #: mlx-vlm's names for transformers' LLaVA-NeXT layout (Granite Vision 3.x as mlx-community converts it)
-LLAVA_NEXT_ALIASES = ("granite_vision", "granite-vision")
+LLAVA_NEXT_ALIASES = ("granite_vision", "granite-vision", "granitevision")  # the last: older transformers
+#: releases mapped model_type granitevision to LlavaNextConfig in CONFIG_MAPPING_NAMES (5.25 no longer does)
 #: mlx-vlm's name for transformers' InklingForConditionalGeneration (model_type inkling_mm_model)
 INKLING_ALIASES = ("inkling",)
 
