@@ -156,6 +156,12 @@ SCORING_HEADS = ("ForSequenceClassification", "ForTokenClassification", "ForQues
                  "ForProcessRewardModel")
 
 
+def first_architecture(cfg: dict) -> str | None:
+    """``architectures[0]`` when the config lists one as a string, else None."""
+    arch = cfg.get("architectures")
+    return arch[0] if isinstance(arch, list) and arch and isinstance(arch[0], str) else None
+
+
 def not_a_decoder(cfg: dict) -> str | None:
     """Why an unknown family's config is not a decoder-only LM the generic builder may stand in for, or None:
     an encoder-decoder (``is_encoder_decoder``), or a BERT-lineage encoder (token-type embeddings,
@@ -238,8 +244,7 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
     model_type = cfg.get("model_type")
     if model_type is not None and not isinstance(model_type, str):
         raise ConfigError(f"{where}: field 'model_type' must be a string, got {short(model_type)}")
-    arch0 = cfg.get("architectures")
-    arch0 = arch0[0] if isinstance(arch0, list) and arch0 and isinstance(arch0[0], str) else None
+    arch0 = first_architecture(cfg)
     if arch0 in families.REFUSED_ARCHITECTURES:  # GroveMoE: a qwen3_moe config whose architecture adds experts
         title, why = families.REFUSED_ARCHITECTURES[arch0]
         raise UnsupportedModelError(f"{where}: architecture {arch0} ({title}, model_type '{model_type}') is not "
@@ -324,8 +329,7 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
                 hf, note = translate(cfg, where)
                 spec = parse_config(hf, where=where, name=name, source=source)
                 return replace(spec, caveats=(*spec.caveats, note))
-        arch = cfg.get("architectures")
-        arch = arch[0] if isinstance(arch, list) and arch and isinstance(arch[0], str) else None
+        arch = first_architecture(cfg)
         if arch in families.MODEL_TYPES_BY_ARCHITECTURE:  # remote code whose config class names none
             raise ConfigError(f"{where}: required field 'model_type' is missing (architectures: {arch}, whose "
                               "config class sets none)",

@@ -25,7 +25,7 @@ from dataclasses import replace
 from .records import frozen
 from .errors import OptionError
 from .mixers import MIXER_TYPES
-from .spec import ModelSpec
+from .spec import NGRAM_EMBEDDINGS, ModelSpec
 from .trace import Op, OpGroup, OpKind, Parallel
 
 
@@ -329,7 +329,7 @@ def stage_tensors(spec: ModelSpec, plan: LayoutPlan):
         yield 0, t, lo.attn_tp
     for t in spec.input_tensors():  # Gemma 4's per-layer input projection and its norm
         # (LongCat-Flash-Lite's n-gram projections: replicated, vLLM's oe_projection)
-        yield 0, t, 1 if t.kind == "norm" or t.name.startswith("model.ngram_embeddings.") else lo.attn_tp
+        yield 0, t, 1 if t.kind == "norm" or t.name.startswith(NGRAM_EMBEDDINGS) else lo.attn_tp
     emb_norm = spec.embedding_norm.tensors("model.embed_layernorm") if spec.embedding_norm else []
     for t in emb_norm:
         yield 0, t, 1

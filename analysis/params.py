@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections import Counter
 
 from .records import frozen
-from .spec import Layer, ModelSpec, MoE, Tensor
+from .spec import NGRAM_EMBEDDINGS, Layer, ModelSpec, MoE, Tensor
 
 
 def category(t: Tensor) -> str:
     """attention | mlp | experts | shared_experts | router | norm | embedding | lm_head | ssm | vision | audio."""
     if t.kind in ("embedding", "lm_head", "vision", "audio"):
         return t.kind
-    if t.name.startswith("model.ngram_embeddings."):  # LongCat-Flash-Lite's n-gram projections: part of the embedding
+    if t.name.startswith(NGRAM_EMBEDDINGS):  # LongCat-Flash-Lite's n-gram projections: part of the embedding
         return "embedding"
     if t.kind == "norm":
         return "norm"

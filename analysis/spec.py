@@ -644,6 +644,11 @@ class QuantSpec:
     expert_group: int = 0
 
 
+#: the prefix of LongCat-Flash-Lite's n-gram modules (tables in embedding_tensors, projections in input_tensors):
+#: params counts the projections as embedding, the trace runs them as one replicated bmm, parallel replicates them
+NGRAM_EMBEDDINGS = "model.ngram_embeddings."
+
+
 @frozen
 class ModelSpec:
     model_type: str
@@ -759,7 +764,7 @@ class ModelSpec:
             out.append(Tensor("model.embed_tokens_per_layer.weight",
                               (self.per_layer_vocab_size, self.num_layers * self.per_layer_input_size), "embedding"))
         for i, rows in enumerate(self.ngram_rows):
-            out.append(Tensor(f"model.ngram_embeddings.embedders.{i}.weight", (rows, self.ngram_dim), "embedding"))
+            out.append(Tensor(f"{NGRAM_EMBEDDINGS}embedders.{i}.weight", (rows, self.ngram_dim), "embedding"))
         return out
 
     def input_tensors(self) -> list[Tensor]:
@@ -775,7 +780,7 @@ class ModelSpec:
             for j in range(max(0, self.altup_inputs - 1)):
                 _linear(out, f"model.{name}.{j}", self.hidden_size, self.hidden_size, False)
         for i in range(len(self.ngram_rows)):  # LongCat-Flash-Lite's n-gram projections
-            _linear(out, f"model.ngram_embeddings.post_projs.{i}", self.hidden_size, self.ngram_dim, False)
+            _linear(out, f"{NGRAM_EMBEDDINGS}post_projs.{i}", self.hidden_size, self.ngram_dim, False)
         return out
 
     def lm_head_tensors(self) -> list[Tensor]:

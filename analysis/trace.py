@@ -38,7 +38,7 @@ from .records import frozen
 from .dtypes import DType
 from .mixers import attended_keys, distinct_keys  # noqa: F401  (re-exported: the attention geometry)
 from .opkinds import DEFAULT_PARALLEL, OpCategory, OpKind, Parallel  # noqa: F401  (re-exported)
-from .spec import MLP, Layer, ModelSpec, MoE, Norm, Tensor
+from .spec import MLP, NGRAM_EMBEDDINGS, Layer, ModelSpec, MoE, Norm, Tensor
 from .weights import WeightFormat
 
 
@@ -154,11 +154,12 @@ class _Builder:
         if self.spec.embedding_norm is not None:  # BLOOM's word_embeddings_layernorm
             self.norm("embed_layernorm", self.spec.embedding_norm, h, None,
                       tensors=self.spec.embedding_norm.tensors("model.embed_layernorm"))
-        extra = [t for t in self.spec.input_tensors() if not t.name.startswith("model.ngram_embeddings.")]
+        inputs = self.spec.input_tensors()
+        extra = [t for t in inputs if not t.name.startswith(NGRAM_EMBEDDINGS)]
         if self.spec.ngram_rows:  # LongCat-Flash-Lite: each n-gram row projected to hidden, then the mean of all
             k = len(self.spec.ngram_rows)
             # one bmm (vLLM): 2·n·k·ngram_dim·hidden FLOPs, k·hidden outputs a token
-            self.matmul("ngram_projection", [t for t in self.spec.input_tensors() if t not in extra], None,
+            self.matmul("ngram_projection", [t for t in inputs if t.name.startswith(NGRAM_EMBEDDINGS)], None,
                         "embedding", parallel=Parallel.REPLICATED)
             self.elementwise("ngram_mean", (k + 1) * n * h, n * h, None, "embedding")
         if extra:  # Gemma 4: the per-layer inputs projected from the embedding, normed per layer
@@ -382,7 +383,8 @@ class _Builder:
         h, v = spec.hidden_size, spec.vocab_size
         last = s.batch  # logits only for the last position of each sequence
         hc = [t for t in spec.head_hc if len(t.shape) == 2]
-        if spec.head_hc and (spec.final_input_states or not hc):  # Inkling-2: final_input (Kimi K3: output_attn_res), one learned query over the block states (q·k, p·v)
+        # Inkling-2's final_input (Kimi K3's output_attn_res): one learned query over the block states (q·k, p·v)
+        if spec.head_hc and (spec.final_input_states or not hc):
             k = spec.final_input_states
             if k:
                 self.add(name="final_input", kind="attention", category="other", layer=None,

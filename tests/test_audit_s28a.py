@@ -20,7 +20,10 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
+
 from planner.analysis.config import parse_config
+from planner.analysis.errors import ConfigError
 from planner.analysis.dtypes import get_dtype
 from planner.analysis.fields import Fields
 from planner.analysis.kv import kv_cache
@@ -212,10 +215,15 @@ def test_youtu_llm_is_youtu():
     assert not spec.generic and spec.layers[0].mixer.kind == parse_config(YOUTU_2B).layers[0].mixer.kind
     oracle = unique_param_count(hf_model(YOUTU_2B))
     assert count_params(spec).total == oracle == 1_961_560_064  # "Youtu-LLM-2B: 1.96B parameters"
-    # absent fields take mlx-lm's youtu_llm.py defaults (the 2B's shapes)
+    # absent fields take YoutuConfig's defaults (mlx-lm youtu_llm.py's: the 2B's shapes) ...
     bare = {"model_type": "youtu_llm", "hidden_size": 2048, "num_hidden_layers": 32, "num_attention_heads": 16,
             "vocab_size": 128256, "intermediate_size": 6144}
     assert count_params(parse_config(bare)).total == oracle
+    # ... but the shape fields stay required, as for model_type youtu
+    for key in bare:
+        if key != "model_type":
+            with pytest.raises(ConfigError, match=f"required field '{key}' is missing"):
+                parse_config({k: v for k, v in bare.items() if k != key})
 
 
 # ---- Refact, RuGPT-3 XL ---------------------------------------------------------------------------------------------
@@ -298,6 +306,11 @@ def test_mamba_ssm_layouts_transformers_lacks_are_refused(tmp_path):
     _refused(tmp_path, dict(MAMBA_130M, rms_norm=False), "rms_norm false")
     _refused(tmp_path, dict(MAMBA_130M, ssm_cfg={"layer": "Mamba3"}), "Mamba3")
     _refused(tmp_path, dict(MAMBA_130M, ssm_cfg=[1]), "ssm_cfg")
+    # the mixer's settings are checked under their own names (a string expand, a headdim that splits no head)
+    _refused(tmp_path, dict(MAMBA2_130M, ssm_cfg={"layer": "Mamba2", "expand": "2"}), "ssm_cfg", "'expand'")
+    _refused(tmp_path, dict(MAMBA2_130M, ssm_cfg={"layer": "Mamba2", "headdim": 100}), "ssm_cfg",
+             "'headdim' (100) must divide expand x d_model (1536)")
+    _refused(tmp_path, dict(MAMBA_130M, ssm_cfg={"d_state": -1}), "ssm_cfg", "'d_state'")
     # a config with neither model_type nor these fields keeps its old error
     _refused(tmp_path, {"d_model": 768}, "required field 'model_type' is missing")
 

@@ -153,6 +153,9 @@ def test_phixtral_goes_to_the_moe_builder(tmp_path):
     assert d["params"]["active"] == total - 32 * (e - k) * expert
     # one expert is the dense block
     assert _analyze(tmp_path, dict(PHI2_MSFT, num_local_experts=1), "one.json")["params"]["total"] == 2_779_683_840
+    # the Phi fields both read are checked alike (phi_config): an odd rotary width is refused with experts too
+    for cfg in (dict(PHI2_MSFT, rotary_dim=31), dict(PHIXTRAL_4X2_8, rotary_dim=31)):
+        run("analyze", _write(tmp_path, cfg)).assert_error("rotary_dim", "positive even number")
 
 
 @pytest.mark.parametrize("patch, fragment", [

@@ -91,6 +91,9 @@ def test_types_from_block_type_without_a_pattern():
     ({"block_configs": PUZ["block_configs"][:5]}, "block_configs"),
     ({"block_configs": [*PUZ["block_configs"][:5], 3]}, "block_configs"),
     ({"layers_block_type": None, "block_configs": [{"block_type": "noop"}]}, "block_configs"),
+    # an MTP block's bad type is named under its own field, not block_configs
+    ({"num_nextn_predict_layers": 1, "mtp_block_configs": [{"block_type": "noop"}]},
+     "field 'mtp_block_configs' entry 0 has block_type 'noop'"),
 ])
 def test_bad_block_configs_are_config_errors(change, field):
     with pytest.raises(ConfigError, match=re.escape(field)):

@@ -156,3 +156,12 @@ def test_checkpoint_names_land_on_the_router_and_expert_rows():
     assert where("experts.1.gate.weight", (32, 64)) == [("model.layers.0.mlp.experts.gate_up_proj", (1, slice(0, 32)))]
     assert where("experts.1.up.weight", (32, 64)) == [("model.layers.0.mlp.experts.gate_up_proj", (1, slice(32, 64)))]
     assert where("experts.1.down.weight", (64, 32)) == [("model.layers.0.mlp.experts.down_proj", (1,))]
+
+
+def test_rope_layout_under_transformers_name_is_read_alike():
+    """``no_rope_layers`` (the name transformers' readers use; rope_layout is SmallThinker's alias of it) switches the
+    per-layer NoPE reading on just as rope_layout does: the same layers, the same NoPE ones."""
+    cfg = dict(ST_4B, rope_layout=[1, 1, 1, 0] * 8)  # NoPE every fourth layer (the 21B's kind of layout)
+    renamed = {("no_rope_layers" if k == "rope_layout" else k): v for k, v in cfg.items()}
+    assert parse_config(renamed).layers == parse_config(cfg).layers
+    assert parse_config(renamed).layers != parse_config(ST_4B).layers

@@ -138,6 +138,16 @@ def test_hf_olmo_other_blocks_refused_by_name(tmp_path, change, fragment):
     run("analyze", str(path)).assert_error("hf_olmo", fragment)
 
 
+@pytest.mark.parametrize("key, fragment", [("include_bias", "include_bias True"), ("rope", "rope False"),
+                                           ("layer_norm_with_affine", "layer_norm_with_affine True")])
+def test_hf_olmo_absent_switches_take_the_ai2_olmo_defaults(key, fragment):
+    """ai2-olmo's ModelConfig defaults are biases, affine LayerNorms and no RoPE (olmo/config.py): a config that leaves
+    one of those switches out describes that block, not OLMo-1's, and is refused rather than read as OLMo-1."""
+    cfg = {k: v for k, v in OLMO_1B.items() if k != key}
+    with pytest.raises(UnsupportedModelError, match=fragment):
+        parse_config(cfg)
+
+
 # ---- llama.cpp-registered architectures a generic read took for Llama (rwkv6qwen2, plm) or failed on with a
 # misleading "intermediate_size missing" (codeshell): refused by name
 

@@ -1521,8 +1521,6 @@ from . import s28d_lmdeploy_mlc  # noqa: E402
 REGISTRY["phi-msft"] = REGISTRY["mixformer-sequential"] = s28d_lmdeploy_mlc.build_phi_msft
 REFUSED.update({_mt: _refused(_t, _w) for _mt, (_t, _w) in s28d_lmdeploy_mlc.REFUSED_S28D.items()})
 REFUSED_ARCHITECTURES.update(s28d_lmdeploy_mlc.REFUSED_ARCHITECTURES_S28D)
-# LMDeploy builds Intern-S1-Pro's time-series encoder from a ts_config: refused there rather than left uncounted
-VISION_COUNTED["interns1_pro"] = s28d_lmdeploy_mlc.refuse_time_series(VISION_COUNTED["interns1_pro"])
 # mlx-vlm registry audit (analysis/families/s28e_mlxvlm.py): mlx-community's granite_vision / granite-vision configs
 # read as transformers' LLaVA-NeXT (Granite Vision 3.x) and mlx-vlm's inkling as inkling_mm_model; Falcon-OCR,
 # Jina-VLM, LLM-jp-VL and the flat LLaVA-repository formats of FastVLM, Bunny and nanoLLaVA refused by name

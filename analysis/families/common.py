@@ -472,6 +472,15 @@ def read_rope_extra(f: Fields) -> tuple:
     return tuple(sorted(out))
 
 
+#: what a config translated onto another class's fields keeps as it is: how the checkpoint stores its weights
+STORAGE_KEYS = ("torch_dtype", "dtype", "quantization_config")
+
+
+def storage_fields(cfg: dict) -> dict:
+    """The ``STORAGE_KEYS`` ``cfg`` sets, for a translated config (hf_olmo, phi-msft, mamba_ssm ...) to carry."""
+    return {k: cfg[k] for k in STORAGE_KEYS if k in cfg}
+
+
 def check_groups(f: Fields, n_exp: int, k: int, n_group: int, topk_group: int, experts: str, *,
                  top2: bool = False) -> None:
     """A grouped router's layout: ``n_group`` divides the experts (``experts``: the field that counts them),

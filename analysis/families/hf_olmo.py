@@ -20,23 +20,26 @@ from __future__ import annotations
 from ..errors import UnsupportedModelError
 from ..fields import Fields
 from ..spec import ModelSpec
+from .common import storage_fields
 
 _HINT = "a generic Llama-style analysis would miscount it, so none is given"
 
-#: ai2-olmo ModelConfig defaults for the switches this reader checks (absent: the default)
-_EXPECTED = {"layer_norm_type": "default", "layer_norm_with_affine": False, "attention_layer_norm": False,
-             "include_bias": False, "alibi": False, "rope": True, "block_type": "sequential",
-             "activation_type": "swiglu", "norm_after": False, "embedding_layer_norm": False, "scale_logits": False,
-             "bias_for_layer_norm": None}
+#: the switches this reader checks: the values the OLMo-1 block needs, and the ai2-olmo ModelConfig default an absent
+#: one takes (olmo/config.py: affine LayerNorms, biases and no RoPE by default, so a config that leaves them out is
+#: not the released block)
+_EXPECTED = {"layer_norm_type": ("default", "default"), "layer_norm_with_affine": (False, True),
+             "attention_layer_norm": (False, False), "include_bias": (False, True), "alibi": (False, False),
+             "rope": (True, False), "block_type": ("sequential", "sequential"),
+             "activation_type": ("swiglu", "swiglu"), "norm_after": (False, False),
+             "embedding_layer_norm": (False, False), "scale_logits": (False, False),
+             "bias_for_layer_norm": (False, None)}  # None: include_bias's value
 
 
 def olmo_config(f: Fields) -> dict:
     """The hf_olmo config as transformers' OlmoConfig (convert_olmo_weights_to_hf.py's mapping)."""
     cfg = f.cfg
-    for key, want in _EXPECTED.items():
-        got = cfg.get(key, want)
-        if key == "bias_for_layer_norm" and got in (None, False):
-            continue
+    for key, (want, default) in _EXPECTED.items():
+        got = cfg.get(key, default)
         if got != want and not (want is False and got is None):
             raise UnsupportedModelError(
                 f"{f.where}: OLMo (hf_olmo) with {key} {got!r}: only the OLMo-1 block is read (weightless LayerNorm, "
@@ -52,16 +55,15 @@ def olmo_config(f: Fields) -> dict:
     fused = f.int("mlp_hidden_size") if cfg.get("mlp_hidden_size") is not None else f.int("mlp_ratio", 4) * d_model
     if fused % 2:
         raise f.error("mlp_hidden_size", f"({fused}) must be even: SwiGLU splits ff_proj into two halves")
-    vocab = f.int("embedding_size") if cfg.get("embedding_size") is not None else f.int("vocab_size")
+    # absent: ModelConfig's 50304; null: no padding, the vocabulary itself
+    vocab = f.int("embedding_size", 50304) if "embedding_size" not in cfg or cfg["embedding_size"] is not None \
+        else f.int("vocab_size")
     out = {"model_type": "olmo", "hidden_size": d_model, "num_attention_heads": heads, "num_key_value_heads": heads,
            "num_hidden_layers": f.int("n_layers"), "intermediate_size": fused // 2, "vocab_size": vocab,
-           "tie_word_embeddings": bool(cfg.get("weight_tying", True)), "hidden_act": "silu",
-           "max_position_embeddings": f.int("max_sequence_length", 2048), "attention_bias": False,
+           "tie_word_embeddings": f.bool("weight_tying", True), "hidden_act": "silu",
+           "max_position_embeddings": f.int("max_sequence_length", 1024), "attention_bias": False,
            "rope_theta": cfg.get("rope_theta", 10000.0), "clip_qkv": cfg.get("clip_qkv")}
-    for key in ("torch_dtype", "dtype", "quantization_config"):
-        if key in cfg:
-            out[key] = cfg[key]
-    return out
+    return {**out, **storage_fields(cfg)}
 
 
 def build(f: Fields, model_type: str) -> ModelSpec:

@@ -28,7 +28,7 @@ from dataclasses import replace
 from ..errors import UnsupportedModelError
 from ..fields import Fields
 from ..spec import ModelSpec, Tensor
-from ..vision import _qwen3_vision
+from ..vision import _qwen3_vision, vision_config_dict
 from . import decoder
 
 #: InternS1ProTextConfig.__init__'s defaults (configuration_interns1_pro.py); head_dim: hidden // heads
@@ -66,7 +66,7 @@ def build_text(f: Fields, model_type: str) -> ModelSpec:
     """Intern-S1-Pro's language model: Qwen3-VL-MoE's text decoder + FoPE coefficients, grouped routing."""
     from . import REGISTRY
 
-    f = Fields(f.cfg, f.where, aliases=f.aliases, defaults=TEXT_DEFAULTS, family=model_type)
+    f.defaults = {**TEXT_DEFAULTS, **f.defaults}  # read on the caller's Fields: analyze reports what was read
     spec = decoder.build(f, model_type, REGISTRY["qwen3_vl_moe_text"])
     moe = spec.first_moe
     attn = next(layer.mixer for layer in spec.layers if layer.mixer is not None)
@@ -95,8 +95,13 @@ def build_text(f: Fields, model_type: str) -> ModelSpec:
 def interns1_pro_vision(top: dict, text_hidden: int, where: str) -> tuple[Tensor, ...]:
     """InternS1ProVisionModel: the Qwen3-VL tower and merger without DeepStack mergers; its merger's output width
     (out_hidden_size) must be the language model's."""
-    vc = top.get("vision_config")
-    vc = dict(VISION_DEFAULTS, **(vc if isinstance(vc, dict) else {}))
+    if top.get("ts_config") is not None:
+        raise UnsupportedModelError(
+            f"{where}: a ts_config is set: LMDeploy builds from it a time-series encoder (Whisper-style encoder "
+            "layers, an adaptive subsampling and a projector: interns1_pro_time_series.py) beside the vision "
+            "tower, which planner does not count; no released config with one was at hand to check its shapes",
+            "Intern-S1-Pro's published config (no ts_config) is counted")
+    vc = {**VISION_DEFAULTS, **vision_config_dict(top.get("vision_config"), where)}
     out = _qwen3_vision(dict(top, vision_config=vc), where, "interns1_pro_vision", deepstack_mergers=False)
     merged_out = next(t for t in out if t.name.endswith("merger.linear_fc2.weight")).shape[0]
     if merged_out != text_hidden:

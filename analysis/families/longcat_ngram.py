@@ -41,10 +41,7 @@ def read_ngram(f: Fields, vocab: int, hidden: int) -> tuple[tuple[int, ...], int
 
 
 def build(f: Fields, model_type: str) -> ModelSpec:
-    n_layers = None
-    if f.raw("num_layers") is not None:
-        n_layers = f.int("num_layers", hi=MAX_LAYERS)
-    spec = longcat.build(f, model_type, n_layers)
+    spec = longcat.build(f, model_type, f.opt_int("num_layers", hi=MAX_LAYERS))
     rows, dim = read_ngram(f, spec.vocab_size, spec.hidden_size)
     caveats = spec.caveats
     if rows:

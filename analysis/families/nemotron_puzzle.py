@@ -24,29 +24,33 @@ _STACK_KEYS = ("block_configs", "mtp_block_configs", "hybrid_override_pattern", 
                "num_nextn_predict_layers")
 
 
-def _blocks(f: Fields, key: str, n: int | None) -> list[dict]:
-    blocks = f.list(key, [] if n is None else None)
-    if n is not None and len(blocks) != n:
-        raise f.error(key, f"has {len(blocks)} entries for {n} layers: NemotronHPuzzleConfig reads one per layer")
+def _blocks(f: Fields, key: str) -> list[dict]:
+    blocks = f.list(key, [])
     for i, b in enumerate(blocks):
         if not isinstance(b, dict):
             raise f.error(key, f"entry {i} is {type(b).__name__}, not an object of per-layer fields")
     return blocks
 
 
-def _types(f: Fields, blocks: list[dict]) -> list[str]:
-    if any(_present(f, k) for k in ("layers_block_type", "layer_types", "hybrid_override_pattern")):
-        return nemotron_block_types(f)
+def _block_types(f: Fields, blocks: list[dict], key: str) -> list[str]:
+    """Each entry's ``block_type`` of ``key`` (block_configs / mtp_block_configs) as a Nemotron-H layer type."""
     types = []
     for i, b in enumerate(blocks):
         t = NEMOTRON_TYPES.get(b.get("block_type"))
         if t is None:
-            raise f.error("block_configs", f"entry {i} has block_type {b.get('block_type')!r}: expected one of "
-                                           f"{sorted(NEMOTRON_TYPES)} (no hybrid_override_pattern to read instead)")
+            raise f.error(key, f"entry {i} has block_type {b.get('block_type')!r}: expected one of "
+                               f"{sorted(NEMOTRON_TYPES)} (no hybrid_override_pattern to read instead)")
         types.append(t)
     if not types:
-        raise f.error("block_configs", "is empty")
-    return f.derived("layers_block_type", types, "absent: the block_configs' block_type")
+        raise f.error(key, "is empty")
+    return types
+
+
+def _types(f: Fields, blocks: list[dict]) -> list[str]:
+    if any(_present(f, k) for k in ("layers_block_type", "layer_types", "hybrid_override_pattern")):
+        return nemotron_block_types(f)
+    return f.derived("layers_block_type", _block_types(f, blocks, "block_configs"),
+                     "absent: the block_configs' block_type")
 
 
 def _layer(f: Fields, base: dict, block: dict, kind: str, where: str, cache: dict) -> tuple[Layer, ModelSpec]:
@@ -72,10 +76,11 @@ def _layer(f: Fields, base: dict, block: dict, kind: str, where: str, cache: dic
 
 
 def build(f: Fields, model_type: str) -> ModelSpec:
-    raw_blocks = f.cfg.get("block_configs")
-    blocks = _blocks(f, "block_configs", len(raw_blocks) if isinstance(raw_blocks, list) else None)
+    blocks = _blocks(f, "block_configs")
     types = _types(f, blocks)
-    if len(types) != len(blocks) or len(types) > MAX_LAYERS:
+    if len(types) > MAX_LAYERS:
+        raise f.error("block_configs", f"has {len(types)} layers, more than {MAX_LAYERS}")
+    if len(types) != len(blocks):
         raise f.error("block_configs", f"has {len(blocks)} entries but the layer pattern has {len(types)} layers")
     base = {k: v for k, v in f.cfg.items() if k not in _STACK_KEYS}
     cache: dict = {}
@@ -87,13 +92,12 @@ def build(f: Fields, model_type: str) -> ModelSpec:
     steps = f.int("num_nextn_predict_layers", 0, lo=0, hi=MAX_LAYERS)
     mtp: list[Layer] = []
     if steps:
-        mtp_blocks = _blocks(f, "mtp_block_configs", None)
+        mtp_blocks = _blocks(f, "mtp_block_configs")
         if _present(f, "mtp_layers_block_type") or _present(f, "mtp_hybrid_override_pattern"):
             from .hybrid import _nemotron_mtp
             _, mtp_types = _nemotron_mtp(f)
         else:
-            mtp_types = _types(Fields({"block_configs": mtp_blocks}, f.where), mtp_blocks) if mtp_blocks else \
-                ["attention", "moe"]
+            mtp_types = _block_types(f, mtp_blocks, "mtp_block_configs") if mtp_blocks else ["attention", "moe"]
         if mtp_blocks and len(mtp_blocks) != len(mtp_types):
             raise f.error("mtp_block_configs", f"has {len(mtp_blocks)} entries for {len(mtp_types)} MTP blocks")
         step = [_layer(f, base, mtp_blocks[j] if mtp_blocks else {}, t, f"{f.where} (mtp_block_configs[{j}])",

@@ -32,7 +32,7 @@ from ..errors import UnsupportedModelError
 from ..fields import MAX_LAYERS, Fields, short
 from ..mixers import Attention
 from ..spec import MLP, Layer, ModelSpec, Norm, NormKind, PlacedNorm
-from .common import read_tie
+from .common import read_tie, storage_fields
 
 _HINT = "a generic Llama-style analysis would miscount it, so none is given"
 
@@ -143,24 +143,21 @@ def mamba_ssm_config(cfg: dict, where: str) -> dict:
     out = {"hidden_size": hidden, "num_hidden_layers": f.int("n_layer", hi=MAX_LAYERS), "vocab_size": vocab,
            "layer_norm_epsilon": f.float("norm_epsilon", 1e-5), "tie_word_embeddings": f.bool("tie_embeddings", True),
            "hidden_act": "silu", "residual_in_fp32": f.bool("residual_in_fp32", True)}
-    expand = ssm.get("expand", 2)
+    s = Fields(ssm, f"{where}: ssm_cfg", nested=True)  # the mixer's settings, checked under their own names
+    expand = s.int("expand", 2)
+    mixer = dict(conv_kernel=s.int("d_conv", 4), expand=expand, use_bias=s.bool("bias", False),
+                 use_conv_bias=s.bool("conv_bias", True))
     if layer == "Mamba1":
-        dt_rank = ssm.get("dt_rank", "auto")
-        out.update(model_type="mamba", state_size=ssm.get("d_state", 16), conv_kernel=ssm.get("d_conv", 4),
-                   expand=expand, time_step_rank=math.ceil(hidden / 16) if dt_rank == "auto" else dt_rank,
-                   use_bias=ssm.get("bias", False), use_conv_bias=ssm.get("conv_bias", True))
+        rank = math.ceil(hidden / 16) if s.raw("dt_rank") in (None, "auto") else s.int("dt_rank")
+        out.update(model_type="mamba", state_size=s.int("d_state", 16), time_step_rank=rank, **mixer)
     else:
-        headdim = ssm.get("headdim", 64)
-        inner = expand * hidden if isinstance(expand, int) and isinstance(hidden, int) else 0
-        if not isinstance(headdim, int) or headdim < 1 or inner % headdim:
-            raise f.error("ssm_cfg", f"headdim {short(headdim)} must divide expand x d_model ({inner})")
-        out.update(model_type="mamba2", state_size=ssm.get("d_state", 128), conv_kernel=ssm.get("d_conv", 4),
-                   expand=expand, head_dim=headdim, num_heads=inner // headdim, n_groups=ssm.get("ngroups", 1),
-                   use_bias=ssm.get("bias", False), use_conv_bias=ssm.get("conv_bias", True),
-                   chunk_size=ssm.get("chunk_size", 256))
-    for key in ("torch_dtype", "dtype", "quantization_config"):
-        if key in cfg:
-            out[key] = cfg[key]
+        headdim = s.int("headdim", 64)
+        if (expand * hidden) % headdim:
+            raise s.error("headdim", f"({headdim}) must divide expand x d_model ({expand * hidden})")
+        out.update(model_type="mamba2", state_size=s.int("d_state", 128), head_dim=headdim,
+                   num_heads=expand * hidden // headdim, n_groups=s.int("ngroups", 1),
+                   chunk_size=s.int("chunk_size", 256), **mixer)
+    out.update(storage_fields(cfg))
     return out
 
 

@@ -154,52 +154,43 @@ def build_phixtral(f: Fields, model_type: str) -> ModelSpec:
     """A ``phi-msft`` config with ``num_local_experts``: phi-2's parallel block with its MLP replaced by that many
     biased fc1 / fc2 experts behind a bias-free gate (mlx-lm's phixtral.py; the hub's modeling_phi.py of
     mlabonne/phixtral-*). Not registered: model_type ``phi-msft`` belongs to analysis/families/s28d_lmdeploy_mlc.py,
-    which reads the dense phi-2 configs and refuses these; it can hand them here."""
-    hidden = f.int("n_embd")
-    n = f.int("n_layer", hi=MAX_LAYERS)
-    heads = f.int("n_head")
-    kv = f.int("n_head_kv") if f.raw("n_head_kv") is not None else heads  # null: MHA
-    if hidden % heads or kv > heads or heads % kv:
-        raise f.error("n_head", f"({heads}) must divide n_embd ({hidden}) and be a multiple of n_head_kv ({kv})")
+    which hands these here; its ``phi_config`` reads and checks the Phi fields both share."""
+    from .s28d_lmdeploy_mlc import phi_config
+
+    c = phi_config(f)
+    hidden, heads, kv, act = (c["hidden_size"], c["num_attention_heads"], c["num_key_value_heads"], c["hidden_act"])
     hd = hidden // heads
-    rotary = min(f.int("rotary_dim", 32, lo=2), hd)  # PhiConfig caps it at the head width
-    act = f.str("activation_function", "gelu_new")
-    inter = f.int("n_inner") if f.raw("n_inner") is not None else 4 * hidden  # null: 4 x n_embd
-    multiple = f.int("pad_vocab_size_multiple", 64)
-    vocab = -(-f.int("vocab_size", hi=1 << 26) // multiple) * multiple  # PhiConfig pads it up
     e = f.int("num_local_experts")
     k = f.int("num_experts_per_tok", 2)
     if k > e:
         raise f.error("num_experts_per_tok", f"({k}) exceeds num_local_experts ({e})")
     attn = Attention(hidden, heads, kv, hd, hd, q_bias=True, k_bias=True, v_bias=True, o_bias=True, fused_qkv=True,
-                     rotary_dim=rotary, rope_theta=10000.0)
+                     rotary_dim=c["rotary_dim"], rope_theta=10000.0)
     ln = lambda: Norm(hidden, NormKind.LAYER, bias=True)  # noqa: E731
-    layer = Layer(attn, MoE(hidden, e, k, inter, gated=False, expert_bias=True, act=act),
+    layer = Layer(attn, MoE(hidden, e, k, c["intermediate_size"], gated=False, expert_bias=True, act=act),
                   (PlacedNorm("input_layernorm", "pre_mixer", ln()),), parallel=True)
-    if f.bool("tie_word_embeddings", False):
+    if c["tie_word_embeddings"]:
         raise f.error("tie_word_embeddings", "is true, but Phixtral's lm_head.linear has a bias a tied head would drop")
-    spec = ModelSpec(model_type=model_type, hidden_size=hidden, vocab_size=vocab, layers=(layer,) * n,
-                     tie_word_embeddings=False, final_norm=ln(), hidden_act=act,
-                     norm_eps=f.float("layer_norm_epsilon", 1e-5), lm_head_bias=True,
-                     max_position_embeddings=f.int("n_positions", 2048, hi=1 << 40))
+    spec = ModelSpec(model_type=model_type, hidden_size=hidden, vocab_size=c["vocab_size"],
+                     layers=(layer,) * c["num_hidden_layers"], tie_word_embeddings=False, final_norm=ln(),
+                     hidden_act=act,
+                     norm_eps=c["layer_norm_eps"], lm_head_bias=True,
+                     max_position_embeddings=c["max_position_embeddings"])
     # the top-k of the gate's logits, softmaxed over the chosen (phixtral's MOE.__call__)
     return replace(spec, numerics=replace(spec.numerics, router=RouterKind.TOPK_SOFTMAX))
 
 
 # ---- Youtu-LLM under its original model_type -----------------------------------------------------
 
-#: mlx-lm youtu_llm.py's ModelArgs defaults (transformers' YoutuConfig has the same shapes; rope_theta aside)
-YOUTU_LLM_DEFAULTS = dict(vocab_size=128256, hidden_size=2048, intermediate_size=6144, num_hidden_layers=32,
-                          num_attention_heads=16, num_key_value_heads=16, kv_lora_rank=512, q_lora_rank=1536,
-                          qk_rope_head_dim=64, v_head_dim=128, qk_nope_head_dim=128, max_position_embeddings=131072,
-                          rms_norm_eps=1e-6, rope_theta=1600000.0, attention_bias=False, mlp_bias=False,
-                          tie_word_embeddings=True)
-
-
 def build_youtu_llm(f: Fields, model_type: str) -> ModelSpec:
+    """Youtu-LLM's fields with transformers' YoutuConfig defaults, which mlx-lm youtu_llm.py's ModelArgs share but for
+    rope_theta (1.6e6) and mlp_bias; the shape fields (CORE_FIELDS) stay required, as for model_type youtu."""
     from . import deepseek
+    from ..family_defaults import FAMILY_DEFAULTS
+    from ..fields import CORE_FIELDS
 
-    for key, value in YOUTU_LLM_DEFAULTS.items():
+    youtu = {k: v for k, v in FAMILY_DEFAULTS["youtu"].items() if k not in CORE_FIELDS and k != "rope_interleave"}
+    for key, value in {**youtu, "rope_theta": 1600000.0, "mlp_bias": False}.items():
         f.defaults.setdefault(key, value)
     if f.raw("rope_interleave") is None:  # mlx-lm's name for it: rope_traditional (default true: interleaved pairs)
         f.defaults["rope_interleave"] = f.bool("rope_traditional", True)

@@ -43,17 +43,17 @@ Refused by name (``REFUSED_S28D``) or by architecture (``REFUSED_ARCHITECTURES_S
 - Intern-S1.1 (``interns1_1``, InternS1_1_ForConditionalGeneration), which LMDeploy serves with Intern-S1-Pro's class
   plus an optional time-series encoder (``ts_config``): no config.json of it was at hand; and an Intern-S1-Pro
   (``interns1_pro``) config with a ``ts_config``, whose encoder the tower count would leave out
-  (``refuse_time_series``, wrapping that family's tower counter).
+  (refused by that family's tower counter, interns1_pro.interns1_pro_vision).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Callable
 
 from ..errors import UnsupportedModelError, short
 from ..fields import MAX_LAYERS, Fields
 from ..spec import ModelSpec
+from .common import storage_fields
 
 #: PhiConfig's defaults (configuration_phi.py of the phi-msft revisions) for the fields read when absent; the widths
 #: (n_embd, n_layer, n_head, vocab_size) are required: the copies of that file disagree on their defaults
@@ -95,13 +95,6 @@ def phi_config(f: Fields, model_type: str = "phi-msft") -> dict:
     """The phi-msft (or mixformer-sequential) config as transformers' PhiConfig (module doc)."""
     if model_type == "mixformer-sequential":
         _check_mixformer_block(f)
-    n_local = f.raw("num_local_experts")
-    if n_local is not None and f.int("num_local_experts", lo=1) > 1:
-        raise UnsupportedModelError(
-            f"{f.where}: model_type '{model_type}' with num_local_experts {n_local} (Phixtral, "
-            "mlabonne/phixtral-*): each layer routes num_experts_per_tok of num_local_experts biased fc1 / fc2 MLP "
-            "experts through a gate, and planner's Phi block (one LayerNorm feeding attention and a dense MLP in "
-            "parallel) has no MoE", _HINT)
     hidden = f.int("n_embd")
     heads = f.int("n_head")
     if hidden % heads:
@@ -131,18 +124,20 @@ def phi_config(f: Fields, model_type: str = "phi-msft") -> dict:
            "max_position_embeddings": f.int("n_positions", PHI_MSFT_DEFAULTS["n_positions"], hi=1 << 30, note=_NOTE),
            "rope_theta": 10000.0, "qk_layernorm": False,
            "tie_word_embeddings": f.bool("tie_word_embeddings", False, note=_NOTE)}
-    for key in ("torch_dtype", "dtype", "quantization_config"):
-        if key in f.cfg:
-            out[key] = f.cfg[key]
-    return out
+    return {**out, **storage_fields(f.cfg)}
 
 
 def build_phi_msft(f: Fields, model_type: str) -> ModelSpec:
     from . import REGISTRY
     from ..family_defaults import FAMILY_DEFAULTS
 
-    if model_type == "phi-msft" and f.raw("num_local_experts") is not None \
-            and f.int("num_local_experts", lo=1) > 1:
+    n_local = f.raw("num_local_experts")
+    if n_local is not None and f.int("num_local_experts", lo=1) > 1:
+        if model_type != "phi-msft":
+            raise UnsupportedModelError(
+                f"{f.where}: model_type '{model_type}' with num_local_experts {n_local}: Phixtral's routed fc1 / fc2 "
+                "experts are read in its phi-msft format (mlabonne/phixtral-*), and no mixformer-sequential "
+                "checkpoint with experts was published", _HINT)
         from .s28a_mlx import build_phixtral  # Phixtral: mlx-lm's phixtral.py (analysis/families/s28a_mlx.py)
         return build_phixtral(f, model_type)
 
@@ -212,20 +207,4 @@ REFUSED_ARCHITECTURES_S28D: dict[str, tuple[str, str]] = {
 
 
 
-def refuse_time_series(count_towers: Callable[[dict, int, str], tuple]) -> Callable[[dict, int, str], tuple]:
-    """Intern-S1-Pro's tower counter, refusing a config with a ``ts_config``: LMDeploy builds from it a time-series
-    encoder (lmdeploy/pytorch/models/interns1_pro_time_series.py: Whisper encoder layers of d_model over
-    encoder_layers, an adaptive subsampling, a projector to out_hidden_size) that the counter leaves out, and the
-    released Intern-S1-Pro config has none to check it against."""
-    def count(top: dict, text_hidden: int, where: str) -> tuple:
-        if top.get("ts_config") is not None:
-            raise UnsupportedModelError(
-                f"{where}: a ts_config is set: LMDeploy builds from it a time-series encoder (Whisper-style encoder "
-                "layers, an adaptive subsampling and a projector: interns1_pro_time_series.py) beside the vision "
-                "tower, which planner does not count; no released config with one was at hand to check its shapes",
-                "Intern-S1-Pro's published config (no ts_config) is counted")
-        return count_towers(top, text_hidden, where)
-    return count
-
-
-__all__ = ["REFUSED_ARCHITECTURES_S28D", "REFUSED_S28D", "build_phi_msft", "phi_config", "refuse_time_series"]
+__all__ = ["REFUSED_ARCHITECTURES_S28D", "REFUSED_S28D", "build_phi_msft", "phi_config"]

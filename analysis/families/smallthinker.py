@@ -59,7 +59,8 @@ def build(f: Fields, model_type: str) -> ModelSpec:
     for key, value in DEFAULTS.items():  # under the names the readers ask for (num_local_experts ...)
         f.defaults.setdefault(canonical.get(key, key), value)
     # absent rope_layout / sliding_window_layout: the class defaults, every layer RoPE and full attention
-    spec = decoder.build(f, model_type, TRAITS if f.raw("rope_layout") is not None else replace(TRAITS, nope_layers=False))
+    rope_layout = f.raw("no_rope_layers") is not None  # rope_layout, or transformers' name for it
+    spec = decoder.build(f, model_type, TRAITS if rope_layout else replace(TRAITS, nope_layers=False))
     softmax = f.bool("moe_primary_router_apply_softmax")
     numerics = replace(spec.numerics, router=RouterKind.TOPK_SOFTMAX if softmax else RouterKind.LOGIT_SIGMOID,
                        norm_topk_prob=True, score_correction_bias=False, runtime_unsupported=PRE_NORM_ROUTER)

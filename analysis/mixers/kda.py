@@ -54,8 +54,13 @@ class KimiDeltaAttention(GatedDeltaNet):
     module = "self_attn"
     tp_replicated_modules = ("f_a_proj", "g_a_proj")
 
+    @property
+    def low_rank_output_gate(self) -> bool:
+        """The output gate through g_a_proj / g_b_proj (Kimi Linear), not one full-rank g_proj (Kimi K3)."""
+        return bool(self.gate_rank) and not self.full_rank_output_gate
+
     def in_projections(self) -> list[tuple[str, int]]:
-        gate = [] if self.gate_rank and not self.full_rank_output_gate else [("g_proj", self.value_dim)]
+        gate = [] if self.low_rank_output_gate else [("g_proj", self.value_dim)]
         return [("q_proj", self.key_dim), ("k_proj", self.key_dim), ("v_proj", self.value_dim),
                 ("b_proj", self.num_v_heads)] + gate
 
@@ -74,7 +79,7 @@ class KimiDeltaAttention(GatedDeltaNet):
             r = self.gate_rank
             _linear(out, f"{prefix}.forget_gate.f_a_proj", r, h, False)
             _linear(out, f"{prefix}.forget_gate.f_b_proj", self.key_dim, r, False)
-            if not self.full_rank_output_gate:
+            if self.low_rank_output_gate:
                 _linear(out, f"{prefix}.g_a_proj", r, h, False)
                 _linear(out, f"{prefix}.g_b_proj", self.value_dim, r, False)
         else:
@@ -105,7 +110,7 @@ class KimiDeltaAttention(GatedDeltaNet):
               weight_bytes=b.fmt.bytes_of(small),
               act_read_bytes=n * (self.conv_dim + self.key_dim + self.num_v_heads) * a,
               act_write_bytes=n * self.value_dim * a, state_read_bytes=rd, state_write_bytes=wr, kernels=10)
-        if self.gate_rank and not self.full_rank_output_gate:
+        if self.low_rank_output_gate:
             b.matmul("g_a_proj", tensors["g_a_proj"], i, "ssm", parallel=Parallel.REPLICATED)
             b.matmul("g_b_proj", tensors["g_b_proj"], i, "ssm")
         else:
