@@ -62,7 +62,7 @@ def analyze(
         dep = replace(fitting[0], chosen=RULE_FEWEST) if fitting else fallback(deps)
     else:
         dep = deployment(a, hw, layout)
-    plan, mem = dep.plan, dep.memory
+    plan = dep.plan
     need = fewest_gpus_note(a, hw, dep)
     fit = Fit(dep=dep, max_context=_none_if_negative(dep.max_context(a)),
               notes=plan.notes + ((need,) if need else ()))

@@ -44,8 +44,22 @@ EXIT_NO_FIT = 3
 _DEBUG = {"on": bool(os.environ.get("PLANNER_DEBUG"))}
 
 
+_LONGEST_WORD = 240  # characters of one word (a path, a name, an option value) an Error line shows whole
+_LONGEST_LINE = 8000  # characters of the whole line
+
+
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+    """``text`` on one line, bounded: a word longer than ``_LONGEST_WORD`` (a 5,000-character model name or
+    path echoed back) keeps its head and tail, and the line stops at ``_LONGEST_LINE`` characters. Messages
+    bound the values they format (``analysis.errors.short``); this is the last guard for those that do not."""
+    from .render import visible
+
+    words = [visible(w) for w in str(text).split()]
+    words = [w if len(w) <= _LONGEST_WORD else f"{w[:100]}...{w[-100:]}" for w in words]
+    line = " ".join(words)
+    if len(line) > _LONGEST_LINE:
+        line = f"{line[:_LONGEST_LINE]}... ({len(line) - _LONGEST_LINE:,} more characters)"
+    return line
 
 
 def _error(message: str) -> None:

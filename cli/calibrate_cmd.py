@@ -49,24 +49,28 @@ def calibrate(
 
     from .render import warn
 
+    from planner.analysis.errors import OptionError, RuntimeUnavailableError, short
+
     out_fmt = resolve_format(fmt, as_json)
+    # the options first, before torch loads and a minute of measuring (an empty value is not the default)
+    if device is not None and device.lower() not in ("cpu", "cuda"):
+        raise OptionError(f"--device must be cuda or cpu, got {short(device)}")
+    dtypes = tuple(d.lower() for d in dtype) if dtype else None
+    for d in dtypes or ():
+        if d not in ("fp32", "bf16", "fp16"):
+            raise OptionError(f"--dtype {short(d)} cannot be calibrated", "choose fp32, bf16 or fp16")
+    if model is not None and not model.strip():
+        raise OptionError("--model is empty", "name a model, or leave --model out for the default")
     if not no_save:
         check_user_profile_writable(name)  # name and folder checked before a minute of measuring, not after
     torch = require_torch()
-    from planner.analysis.errors import OptionError, RuntimeUnavailableError
     from planner.hardware.profiles import save_user_profile
     from planner.runtime.calibrate import calibrate as run_calibrate
     from planner.runtime.calibrate import calibration_profile
 
     dev = (device or ("cuda" if torch.cuda.is_available() else "cpu")).lower()
-    if dev not in ("cpu", "cuda"):
-        raise OptionError(f"--device must be cuda or cpu, got {device!r}")
     if dev == "cuda" and not torch.cuda.is_available():
         raise RuntimeUnavailableError(f"--device cuda: CUDA is not available to torch {torch.__version__}", "use --device cpu")
-    dtypes = tuple(d.lower() for d in dtype) if dtype else None
-    for d in dtypes or ():
-        if d not in ("fp32", "bf16", "fp16"):
-            raise OptionError(f"--dtype {d} cannot be calibrated", "choose fp32, bf16 or fp16")
     from planner.runtime.calibrate import DEFAULT_SHAPES_MODEL, calibration_problems, machine_busy, model_matmul_shapes
 
     from .common import load_model

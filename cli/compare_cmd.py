@@ -75,7 +75,6 @@ def compare(
             loaded.append(load_model(m, revision, refresh))
         except PlannerError as exc:
             raise type(exc)(f"model '{m}': {exc}") from None
-    price = None  # the price each row is costed at (the profile's when --price-per-hour is not given)
     rows = []
     for lm in loaded:
         opts = dict(context=context, dtype=dtype, kv_dtype=kv_dtype, sliding_window=sliding_window)
@@ -97,7 +96,6 @@ def compare(
         except PlannerError as exc:
             raise type(exc)(f"model '{lm.id}': {exc}") from None
         e, dep = s_.busiest, s_.dep
-        price = e.price_per_hour
         warn_all(a.warnings)
         d = to_dict(a, model_id=lm.id, source=lm.source)
         ed = estimate_dict(e)

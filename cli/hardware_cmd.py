@@ -18,6 +18,7 @@ from .render import (
     print_json,
     resolve_format,
     rich_table,
+    visible,
     rows_to_markdown,
     stdout_console,
 )
@@ -188,8 +189,8 @@ def show_cmd(
     rows = _show_rows(p)
     if out is OutputFormat.markdown:
         text = rows_to_markdown(["field", "value"], rows)
-        text += "\n**Sources**\n\n" + "".join(f"- {s}\n" for s in p.source or ("none given",))
-        text += "\n**Notes**\n\n" + "".join(f"- {n}\n" for n in p.notes or ("none",))
+        text += "\n**Sources**\n\n" + "".join(f"- {visible(s)}\n" for s in p.source or ("none given",))
+        text += "\n**Notes**\n\n" + "".join(f"- {visible(n)}\n" for n in p.notes or ("none",))
         typer.echo(text, nl=False)
     else:
         console = stdout_console()
@@ -198,7 +199,7 @@ def show_cmd(
 
         console.print("\n[bold]Sources[/bold]")
         for s in p.source or ("none given",):
-            console.print(f"  - {escape(s)}", soft_wrap=True)
+            console.print(f"  - {escape(visible(s))}", soft_wrap=True)
         console.print("\n[bold]Notes[/bold]")
         for n in p.notes or ("none",):
-            console.print(f"  - {escape(n)}", soft_wrap=True)
+            console.print(f"  - {escape(visible(n))}", soft_wrap=True)

@@ -9,9 +9,12 @@ Whatever a server sends, nothing is written outside that cache folder: the blob'
 and the commit (``X-Repo-Commit``) must be plain hex ids before anything touches the disk; every
 file is written to a temporary name in its final folder and renamed; nothing ``.incomplete`` stays.
 
-One request has one wall-clock budget, ``PLANNER_HUB_TIMEOUT`` (seconds, default 10): a server that
-asks to retry later than that (``Retry-After``) is an error saying when; a body that is still coming
-when the budget is spent is cut off; a body over ``MAX_CONFIG_BYTES`` is refused while it streams.
+One request has one wall-clock budget, ``PLANNER_HUB_TIMEOUT`` (seconds, default 10), redirects and one
+asked-for retry included: a server that asks to retry later than that (``Retry-After``) is an error
+saying when; headers or a body still coming when the budget is spent (a byte at a time, ``100 Continue``
+forever) are cut off by the waiting thread, whatever the HTTP client's per-read timeouts would allow;
+a body over ``MAX_CONFIG_BYTES`` is refused while it streams. A token goes only where the request
+went: a redirect to another scheme, host or port drops it.
 
 The local cache is used first (``--refresh`` skips it); ``HF_HUB_OFFLINE=1`` uses the cache only;
 ``--revision`` pins a branch, tag or commit. Remote code is never run: the config is read as JSON.
@@ -66,19 +69,26 @@ def resolve_model(model: str, revision: str | None = None, refresh: bool = False
         check_revision(revision)
         if resolve_local_path_only(model):
             raise OptionError("--revision applies to Hugging Face ids, not to files or bundled models")
-    if not HF_ID.match(model):
+    if not HF_ID.fullmatch(model):  # fullmatch: ``$`` alone would let a trailing newline into the URL
         bundled = find_bundled(model) if model.strip() else None
         if revision is not None and bundled is not None:
             raise OptionError(f"--revision applies to Hugging Face ids, and '{model}' is a bundled alias",
                               f"pass the id instead: {bundled.id} --revision {revision}")
         raise not_found(model)
+    if ("--" in model or ".." in model or model.endswith(".git")
+            or any(part.endswith(("-", ".")) for part in model.split("/"))):
+        # huggingface_hub's validate_repo_id refuses these; "a--b/c" and "a/b--c" would share one cache folder
+        raise not_found(model, "not a Hugging Face id: the hub's names have no '--' or '..' and do not end in "
+                               "'-', '.' or '.git'")
     return fetch_config(model, revision, refresh=refresh)
 
 
 def check_revision(revision: str) -> None:
-    """A revision is a name for the hub's URL and for a file in the HF cache: no path tricks."""
-    if (not REVISION.match(revision) or ".." in revision or "//" in revision
-            or revision.endswith(("/", ".lock"))):
+    """A revision is a name for the hub's URL and for a file in the HF cache: no path tricks. As git's
+    check-ref-format, no part starts with '.' or ends in '.lock' (``a/.`` would be cached as ``refs/a``)."""
+    parts = revision.split("/")
+    if (not REVISION.match(revision) or ".." in revision or "//" in revision or revision.endswith("/")
+            or any(part.startswith(".") or part.endswith(".lock") for part in parts)):
         raise OptionError(f"--revision {short(revision)} is not a branch, tag or commit name",
                           "e.g. main, v1.0, refs/pr/1 or a 40-character commit sha")
 
@@ -121,6 +131,7 @@ def _import_hub():
                                   f"huggingface_hub reads it; unset {var} or set e.g. {var}=10") from None
     if os.environ.get("HF_ENDPOINT"):
         _check_endpoint(os.environ["HF_ENDPOINT"].rstrip("/"))  # huggingface_hub parses it at import
+    _check_cache_var()
     try:
         import huggingface_hub
         from huggingface_hub import constants
@@ -134,6 +145,25 @@ def _import_hub():
                           "check the HF_* environment variables") from None
     del huggingface_hub
     return constants, build_hf_headers, get_session
+
+
+#: Where huggingface_hub puts its cache, the first of these that is set deciding (read at its import).
+_CACHE_VARS = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME")
+
+
+def _check_cache_var() -> None:
+    """The variable that places the cache, set empty or to an unknown user's ``~name``: huggingface_hub would
+    take it as a folder relative to the current one (``HF_HOME=`` means ``./hub``), and the planner would
+    fill the current folder with ``models--*`` (the XDG spec reads an empty ``XDG_CACHE_HOME`` as unset)."""
+    for var in _CACHE_VARS:
+        raw = os.environ.get(var)
+        if raw is None:
+            continue
+        if not raw.strip() or (raw.startswith("~") and os.path.expanduser(raw) == raw):
+            raise OptionError(f"{var}={short(raw)} does not name a folder for the Hugging Face cache "
+                              "(huggingface_hub would use one under the current folder)",
+                              f"unset {var}, or set it to the path of a folder")
+        return
 
 
 def _endpoint(constants) -> str:
@@ -172,6 +202,8 @@ def _headers(constants, build_hf_headers, where: str) -> dict[str, str]:
     except Exception as exc:
         raise OptionError(f"cannot build the hub's request headers: {type(exc).__name__}",
                           "check HF_TOKEN and the token file under HF_HOME") from None
+    finally:
+        constants.HF_HUB_DISABLE_TELEMETRY = saved  # huggingface_hub's setting, as it was (in-process callers)
     for key, value in headers.items():
         if not (value.isascii() and value.isprintable()):
             if key.lower() == "authorization":  # never echo the token
@@ -212,7 +244,8 @@ class HubCache:
         return path if os.path.lexists(path) else None
 
     def _inside(self, path: Path) -> Path:
-        """``path``'s folder, checked to lie inside the cache root (after resolving links)."""
+        """``path``, its folder checked to lie inside the cache root (after resolving links, also of a folder
+        not made yet: checked before ``mkdir``, so that a linked ``models--*`` grows no folder elsewhere)."""
         root = os.path.realpath(self.root)
         folder = os.path.realpath(path.parent)
         if not (folder == root or folder.startswith(root.rstrip(os.sep) + os.sep)):
@@ -224,8 +257,8 @@ class HubCache:
             raise PlannerError("refusing to cache a file under a name that is not a hex id")
         blob = self.repo / "blobs" / etag
         snapshot = self.repo / "snapshots" / commit / "config.json"
-        for folder in (blob.parent, snapshot.parent):
-            folder.mkdir(parents=True, exist_ok=True)
+        for path in (blob, snapshot):
+            self._inside(path).parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(self._inside(blob), data)
         try:
             _atomic_symlink(self._inside(snapshot), Path("..") / ".." / "blobs" / etag)
@@ -235,7 +268,7 @@ class HubCache:
             _atomic_write(snapshot, data)  # no symlinks here (Windows without developer mode)
         if revision != commit:
             ref = self.repo / "refs" / revision
-            ref.parent.mkdir(parents=True, exist_ok=True)
+            self._inside(ref).parent.mkdir(parents=True, exist_ok=True)
             _atomic_write(self._inside(ref), commit.encode("ascii"))
         return snapshot
 
@@ -332,22 +365,27 @@ def _etag(raw: str | None) -> str | None:
     return text.strip('"')
 
 
+#: A ``Retry-After`` longer than this (a year) is read as this: an error either way, and a time ``gmtime`` can print.
+MAX_RETRY_AFTER_S = 366 * 86400.0
+
+
 def _retry_after_s(response) -> float | None:
+    """``Retry-After`` in seconds (delay-seconds or an HTTP-date), at most ``MAX_RETRY_AFTER_S``; None when it is
+    absent or neither (a negative number, ``²``: ``str.isdigit`` is true for it and ``float`` refuses it)."""
     raw = _header(response, "retry-after")
     if raw is None:
         return None
     raw = raw.strip()
-    if raw.isdigit():
-        return float(raw)
+    if re.fullmatch(r"[0-9]+", raw):
+        return min(float(raw) if len(raw) <= 12 else math.inf, MAX_RETRY_AFTER_S)
     try:
         import email.utils  # only for a Retry-After date
 
         when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError, IndexError):
+        wait_s = when.timestamp() - time.time()
+    except (TypeError, ValueError, IndexError, OverflowError, OSError, AttributeError):
         return None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - time.time())
+    return min(max(0.0, wait_s), MAX_RETRY_AFTER_S)
 
 
 def _exc_names(exc: BaseException) -> set[str]:
@@ -361,16 +399,101 @@ def _download(get_session, url: str, headers: dict[str, str], timeout_s: float, 
     tried_again = False
     while True:
         try:
-            return _get(get_session(), url, dict(headers), deadline, timeout_s, where, revision)
+            return _within_budget(lambda watch: _get(get_session(), url, dict(headers), deadline, timeout_s, where,
+                                                     revision, watch), deadline, timeout_s, where)
         except _RetryLater as later:
             left = deadline - time.monotonic()
-            if tried_again or later.wait_s > left:
-                at = time.strftime("%H:%M:%S UTC", time.gmtime(time.time() + later.wait_s))
+            if later.wait_s >= MAX_RETRY_AFTER_S:
+                raise HubError(f"{where}: the hub answered HTTP {later.status} and asks to retry in more than a year",
+                               "check HF_ENDPOINT and any proxy") from None
+            at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(time.time() + later.wait_s))
+            if tried_again:
+                raise HubError(f"{where}: the hub answered HTTP {later.status} again after the one retry it asked for "
+                               f"(now: retry in {later.wait_s:.0f} s, after {at})",
+                               "try again after that time") from None
+            if later.wait_s > left:
                 raise HubError(f"{where}: the hub answered HTTP {later.status} and asks to retry in "
                                f"{later.wait_s:.0f} s (after {at}), longer than PLANNER_HUB_TIMEOUT={timeout_s:g} s",
                                "try again after that time, or raise PLANNER_HUB_TIMEOUT") from None
             tried_again = True
             time.sleep(later.wait_s)
+
+
+class _Watch:
+    """One request's sockets and progress, shared by the thread that reads it and the one that waits for it.
+
+    The HTTP client's timeouts are per read: a server that sends a byte a second, or ``100 Continue`` forever,
+    never trips them. So the request runs in a daemon thread; at the deadline the waiting thread shuts its
+    sockets down (which ends a blocked read at once) and answers the error itself. The sockets are taken from
+    the client's ``trace`` extension when it connects (and from the response for a reused connection)."""
+
+    def __init__(self):
+        import threading  # only when a request is made (start-up: bench/startup.py)
+
+        self.lock = threading.Lock()
+        self.sockets: list = []
+        self.received: int | None = None  # bytes of body so far; None until the headers have come
+        self.expired = False
+
+    def trace(self, event: str, info: dict) -> None:
+        if event.endswith(("connect_tcp.complete", "start_tls.complete")):
+            self.add(info.get("return_value"))
+
+    def add(self, stream) -> None:
+        get = getattr(stream, "get_extra_info", None)
+        sock = get("socket") if callable(get) else None
+        if sock is None:
+            return
+        with self.lock:
+            self.sockets.append(sock)
+            if self.expired:
+                _shutdown(sock)
+
+    def cut(self) -> None:
+        with self.lock:
+            self.expired = True
+            for sock in self.sockets:
+                _shutdown(sock)
+
+
+def _shutdown(sock) -> None:
+    import socket
+
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except (OSError, ValueError):
+        pass
+
+
+def _within_budget(request, deadline: float, timeout_s: float, where: str):
+    """``request(watch)``'s result, or its error, if it ends by ``deadline``; else the budget's error."""
+    import threading
+
+    watch = _Watch()
+    box: dict = {}
+
+    def work() -> None:
+        try:
+            box["value"] = request(watch)
+        except BaseException as exc:  # handed to the waiting thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="planner-hub-request", daemon=True)
+    worker.start()
+    try:
+        worker.join(max(0.0, deadline - time.monotonic()))
+    finally:
+        if worker.is_alive():  # the deadline, or an interrupt: no read of ours goes on
+            watch.cut()
+    if worker.is_alive():
+        if watch.received is not None:
+            raise HubError(f"{where}: config.json was still arriving after PLANNER_HUB_TIMEOUT={timeout_s:g} s "
+                           f"({watch.received} bytes so far); nothing was written",
+                           "try again, or raise PLANNER_HUB_TIMEOUT for a slow link")
+        raise HubError(f"{where}: the hub is unreachable (no complete answer within {timeout_s:g} s)", UNREACHABLE_HINT)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 class _RetryLater(Exception):
@@ -379,31 +502,31 @@ class _RetryLater(Exception):
 
 
 def _get(session, url: str, headers: dict[str, str], deadline: float, timeout_s: float, where: str,
-         revision: str | None) -> tuple[bytes, str, str]:
+         revision: str | None, watch: _Watch) -> tuple[bytes, str, str]:
     commit: str | None = None
     linked_etag: str | None = None
-    origin = urlsplit(url).netloc
-    received = 0
+    origin = _origin(url)
     try:
         for _hop in range(MAX_REDIRECTS + 1):
             left = deadline - time.monotonic()
             if left <= 0:
                 raise HubError(f"{where}: the hub is unreachable (no answer within {timeout_s:g} s)", UNREACHABLE_HINT)
-            with session.stream("GET", url, headers=headers, follow_redirects=False, timeout=left) as resp:
+            with session.stream("GET", url, headers=headers, follow_redirects=False, timeout=left,
+                                extensions={"trace": watch.trace}) as resp:
+                watch.add(resp.extensions.get("network_stream"))  # a reused connection was not traced
                 status = resp.status_code
                 commit = commit or _header(resp, "x-repo-commit")
                 linked_etag = linked_etag or _header(resp, "x-linked-etag")
                 if 300 <= status < 400 and _header(resp, "location"):
                     url = _next_url(url, _header(resp, "location"), where)
-                    if urlsplit(url).netloc != origin:  # a CDN: the token stays with the hub
+                    if _origin(url) != origin:  # a CDN, or http: the token stays with the hub (and TLS)
                         headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
                     continue
                 if not 200 <= status < 300:
                     _raise_status(resp, status, where, revision)
                 blob = _etag(linked_etag) if linked_etag is not None else _etag(_header(resp, "etag"))
                 _check_ids(commit, blob, where, revision)
-                data = _read_body(resp, deadline, timeout_s, where)
-                received = len(data)
+                data = _read_body(resp, deadline, timeout_s, where, watch)
                 return data, commit, blob  # type: ignore[return-value]
         raise HubError(f"{where}: the hub redirected more than {MAX_REDIRECTS} times", "check HF_ENDPOINT and any proxy")
     except PlannerError:
@@ -418,7 +541,8 @@ def _get(session, url: str, headers: dict[str, str], deadline: float, timeout_s:
             raise HubError(f"{where}: the hub's answer could not be decoded ({short(str(exc), 80)})",
                            "the server sent a compressed body it declared wrongly; check HF_ENDPOINT and any proxy") from None
         if "RemoteProtocolError" in names:
-            raise HubError(f"{where}: the hub broke off its answer ({short(str(exc), 80)}) after {received} bytes",
+            raise HubError(f"{where}: the hub broke off its answer ({short(str(exc), 80)}) after "
+                           f"{watch.received or 0} bytes",
                            "try again; check HF_ENDPOINT and any proxy") from None
         if names & {"InvalidURL", "UnsupportedProtocol", "LocalProtocolError"}:
             raise OptionError(f"HF_ENDPOINT: cannot request {short(url, 120)}: {short(str(exc), 80)}",
@@ -434,11 +558,23 @@ def _get(session, url: str, headers: dict[str, str], deadline: float, timeout_s:
 
 
 def _next_url(url: str, location: str | None, where: str) -> str:
-    nxt = urljoin(url, location or "")
-    if urlsplit(nxt).scheme not in ("http", "https"):
+    try:
+        nxt = urljoin(url, location or "")
+        parts = urlsplit(nxt)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:  # "http://[::1", "http://h:99999"
+        raise HubError(f"{where}: the hub redirected to a malformed URL: {short(location, 80)}",
+                       "check HF_ENDPOINT and any proxy") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         raise HubError(f"{where}: the hub redirected to a URL that is not http(s): {short(nxt, 80)}",
                        "check HF_ENDPOINT and any proxy")
     return nxt
+
+
+def _origin(url: str) -> tuple[str, str]:
+    """What a token is bound to: scheme and host:port (``https://hub`` to ``http://hub`` is another origin)."""
+    parts = urlsplit(url)
+    return parts.scheme.lower(), parts.netloc.lower()
 
 
 def _check_ids(commit: str | None, blob: str | None, where: str, revision: str | None) -> None:
@@ -483,7 +619,7 @@ def _raise_status(resp, status: int, where: str, revision: str | None) -> None:
                    "try again later, or " + UNREACHABLE_HINT.split("; ", 1)[1])
 
 
-def _read_body(resp, deadline: float, timeout_s: float, where: str) -> bytes:
+def _read_body(resp, deadline: float, timeout_s: float, where: str, watch: _Watch) -> bytes:
     encoding = (_header(resp, "content-encoding") or "identity").strip().lower()
     declared: int | None = None
     raw_length = _header(resp, "content-length")
@@ -497,8 +633,10 @@ def _read_body(resp, deadline: float, timeout_s: float, where: str) -> bytes:
             raise HubError(f"{where}: the hub's config.json is {declared} bytes, more than the {MAX_CONFIG_BYTES} "
                            "a config.json may have; nothing was downloaded", "check the model id and HF_ENDPOINT")
     buf = bytearray()
+    watch.received = 0
     for chunk in resp.iter_bytes():
         buf += chunk
+        watch.received = len(buf)
         if len(buf) > MAX_CONFIG_BYTES:
             raise HubError(f"{where}: the hub's config.json is more than {MAX_CONFIG_BYTES} bytes; the download was "
                            "stopped there and nothing was written", "check the model id and HF_ENDPOINT")

@@ -30,13 +30,29 @@ def resolve_format(fmt: OutputFormat | None, as_json: bool) -> OutputFormat:
     return fmt or OutputFormat.table
 
 
+def visible(text: Any, keep: str = "\n") -> str:
+    """``text`` with its control and format characters (ESC, NUL, DEL, C1 codes, bidi overrides) written as
+    escapes (``\\x1b``, ``\\u202e``): a model_type, file name or server message carrying a terminal escape
+    sequence is shown, not obeyed, by the terminal that prints it. Characters in ``keep`` pass."""
+    text = "" if text is None else str(text)
+    if text.isprintable():
+        return text
+    return "".join(
+        ch if ch.isprintable() or ch in keep
+        else f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}" if ord(ch) < 0x10000 else f"\\U{ord(ch):08x}"
+        for ch in text
+    )
+
+
 def _width() -> int | None:
     """COLUMNS when set; a wide page when stdout is not a terminal (so piped tables do not fold)."""
     import os
 
     cols = os.environ.get("COLUMNS", "")
     if cols.isdigit() and int(cols) > 0:
-        return int(cols)
+        # at least 40: narrower, a table's columns fold to nothing and its cells are lost (COLUMNS=1 printed
+        # one character per line); at most 65,536 (an absurd COLUMNS is not a page width)
+        return min(max(int(cols), 40), 1 << 16)
     return None if sys.stdout.isatty() else 200
 
 
@@ -54,7 +70,7 @@ def stderr_console():
 
 def warn(message: str) -> None:
     """A warning on stderr (never on stdout, which carries only the result)."""
-    sys.stderr.write(f"Warning: {' '.join(str(message).split())}\n")
+    sys.stderr.write(f"Warning: {' '.join(map(visible, str(message).split()))}\n")
 
 
 # ---- numbers -------------------------------------------------------------------------------------
@@ -168,7 +184,7 @@ def _csv_cells(values: Iterable[Any]) -> list[Any]:
     for a non-finite float)."""
     return ["" if v is None else ("true" if v else "false") if v is True or v is False
             else (repr(v) if math.isfinite(v) else "") if type(v) is float
-            else v.value if isinstance(v, Enum) else v for v in values]
+            else v.value if isinstance(v, Enum) else visible(v) if isinstance(v, str) else v for v in values]
 
 
 def records_to_csv(records: Sequence[dict]) -> str:
@@ -197,7 +213,7 @@ def print_csv(records: Sequence[dict]) -> None:
 
 def rows_to_markdown(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     def cell(v: Any) -> str:
-        return "" if v is None else str(v).replace("|", "\\|")
+        return visible(v).replace("|", "\\|")
 
     out = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
     for r in rows:
@@ -211,12 +227,12 @@ def rich_table(title: str | None, headers: Sequence[str], rows: Iterable[Sequenc
     from rich.table import Table
     from rich.text import Text
 
-    t = Table(title=None if title is None else Text(str(title)), title_justify="left", show_lines=False,
+    t = Table(title=None if title is None else Text(visible(title)), title_justify="left", show_lines=False,
               show_header=any(str(h) for h in headers))
     for i, h in enumerate(headers):
-        t.add_column(Text(str(h)), justify="right" if i in right else "left", overflow="fold")
+        t.add_column(Text(visible(h)), justify="right" if i in right else "left", overflow="fold")
     for r in rows:
-        t.add_row(*[Text("" if v is None else str(v)) for v in r])
+        t.add_row(*[Text(visible(v)) for v in r])
     return t
 
 
@@ -245,15 +261,15 @@ def plain_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequen
     widths: list[int] = []
     for i, raw in enumerate(raw_cols):
         try:
-            text_of = {v: "" if v is None else str(v) for v in set(raw)}
+            text_of = {v: visible(v) for v in set(raw)}
         except TypeError:  # an unhashable cell
             text_of = None
-        texts = list(map(text_of.__getitem__, raw)) if text_of is not None else ["" if v is None else str(v) for v in raw]
+        texts = list(map(text_of.__getitem__, raw)) if text_of is not None else [visible(v) for v in raw]
         distinct = set(text_of.values()) if text_of is not None else set(texts)
         if any("\n" in t for t in distinct):  # a multi-line cell: Rich's layout
             return None
         w_of = {t: _cell_width(t) for t in distinct}
-        head = str(headers[i]) if show_header else ""
+        head = visible(headers[i]) if show_header else ""
         w = max([_cell_width(head), *w_of.values()])
         pad = {t: (" " * (w - tw) + t if i in right else t + " " * (w - tw)) for t, tw in w_of.items()}
         cols.append(list(map(pad.__getitem__, texts)))
@@ -268,10 +284,10 @@ def plain_table(title: str | None, headers: Sequence[str], rows: Sequence[Sequen
 
     out = []
     if title:
-        out.append(title.ljust(total))
+        out.append(visible(title).ljust(total))
     if show_header:
         out.append("┏" + "┳".join("━" * (w + 2) for w in widths) + "┓")
-        out.append("┃ " + " ┃ ".join(cell(i, str(h)) for i, h in enumerate(headers)) + " ┃")
+        out.append("┃ " + " ┃ ".join(cell(i, visible(h)) for i, h in enumerate(headers)) + " ┃")
         out.append("┡" + "╇".join("━" * (w + 2) for w in widths) + "┩")
     else:
         out.append("┌" + "┬".join("─" * (w + 2) for w in widths) + "┐")
@@ -284,4 +300,4 @@ def literal(text: Any):
     """``text`` as a Rich renderable that is never parsed as markup."""
     from rich.text import Text
 
-    return Text(str(text))
+    return Text(visible(text))

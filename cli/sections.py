@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from .render import PLAIN_TABLE_ROWS, OutputFormat, plain_table, rich_table, rows_to_markdown, stdout_console
+from .render import PLAIN_TABLE_ROWS, OutputFormat, plain_table, rich_table, rows_to_markdown, stdout_console, visible
 
 
 @dataclass
@@ -33,9 +33,10 @@ def emit(sections: list[Section], fmt: OutputFormat, *, lines: Sequence[str] = (
     if fmt == OutputFormat.markdown:
         out = []
         for s in sections:
-            out.append(f"### {s.title}\n\n" + rows_to_markdown(s.headers, s.rows) + (f"\n{s.caption}\n" if s.caption else ""))
+            out.append(f"### {visible(s.title)}\n\n" + rows_to_markdown(s.headers, s.rows)
+                       + (f"\n{visible(s.caption)}\n" if s.caption else ""))
         if lines:
-            out.append("\n".join(f"- {line}" for line in lines) + "\n")
+            out.append("\n".join(f"- {visible(line)}" for line in lines) + "\n")
         sys.stdout.write("\n".join(out))
         return
     console = stdout_console()
@@ -49,6 +50,6 @@ def emit(sections: list[Section], fmt: OutputFormat, *, lines: Sequence[str] = (
         else:
             console.print(rich_table(s.title, s.headers, s.rows, right=s.right))
         if s.caption:
-            console.print(s.caption, highlight=False, markup=False)
+            console.print(visible(s.caption), highlight=False, markup=False)
     for line in lines:
-        console.print(line, highlight=False, markup=False)
+        console.print(visible(line), highlight=False, markup=False)

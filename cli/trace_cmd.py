@@ -48,7 +48,7 @@ def parse_sweep(items: list[str] | None, batch: int, context: int) -> tuple[list
             key, sep, values = part.partition("=")
             key = key.strip().lower()
             if not sep or key not in grid or not values.strip():
-                raise OptionError(f"--sweep '{part}': expected batch=1,8,64 or context=2k,32k")
+                raise OptionError(f"--sweep {short(part, 60)}: expected batch=1,8,64 or context=2k,32k")
             if key in seen:
                 raise OptionError(f"--sweep: {key} given twice")
             seen.add(key)

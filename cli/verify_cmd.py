@@ -107,22 +107,29 @@ def verify(
     from .common import load_model
 
     out_fmt = resolve_format(fmt, as_json)
+    for opt, value in (("--device", device), ("--dtype", dtype), ("--hardware", hardware), ("--reference", reference)):
+        if value is not None and not value.strip():  # an empty value is not the default
+            from planner.analysis.errors import OptionError
+
+            raise OptionError(f"{opt} is empty", f"give a value, or leave {opt} out for the default")
     if plot is not None:
         from .plots import check_plot_path
 
         plot = check_plot_path(plot)
     loaded = load_model(model, revision, refresh)
     if reference is not None or prompt is not None:
-        from planner.analysis.errors import OptionError
+        from planner.analysis.errors import OptionError, short
 
         if reference is None:
             raise OptionError("--prompt is used only with --reference", "add --reference transformers")
         if reference.lower() != "transformers":
-            raise OptionError(f"--reference {reference!r} is not a known reference", "use --reference transformers")
+            raise OptionError(f"--reference {short(reference)} is not a known reference", "use --reference transformers")
         if not weights:
             raise OptionError("--reference needs the checkpoint to compare", "add --weights DIR (a local folder)")
         if plot is not None:
             raise OptionError("--plot draws the timing run; --reference replaces it", "drop --plot")
+    if weights is not None:
+        _check_weights(weights)
     torch = require_torch()
     if reference is not None:
         _reference(loaded, weights, device, dtype, threads, prompt, out_fmt, torch)
@@ -164,20 +171,33 @@ def verify(
         raise typer.Exit(1)
 
 
+def _check_weights(weights: str) -> None:
+    """--weights names a folder (or one .safetensors file) that exists, checked before torch loads: a name too
+    long for the file system or a '~nosuchuser' is that error, not an OSError or RuntimeError from pathlib."""
+    import os
+
+    from planner.analysis.errors import OptionError, short
+
+    path = os.path.expanduser(weights)  # (os.path.isdir / isfile answer False for any OSError or ValueError)
+    if not (os.path.isdir(path) or (path.endswith(".safetensors") and os.path.isfile(path))):
+        raise OptionError(f"--weights {short(weights, 200)}: no such folder",
+                          "pass the local folder of a Hugging Face model (with *.safetensors)")
+
+
 def _reference(loaded, weights: str, device: str | None, dtype: str | None, threads: int | None, prompt: str | None,
                out_fmt, torch) -> None:
-    from planner.analysis.errors import OptionError, RuntimeUnavailableError
+    from planner.analysis.errors import OptionError, RuntimeUnavailableError, short
     from planner.runtime.reference import DEFAULT_PROMPT, run_reference
     from planner.runtime.verify import RUNTIME_DTYPES
 
     dev = (device or ("cuda" if torch.cuda.is_available() else "cpu")).lower()
     if dev not in ("cpu", "cuda"):
-        raise OptionError(f"--device must be cuda or cpu, got {device!r}")
+        raise OptionError(f"--device must be cuda or cpu, got {short(device)}")
     if dev == "cuda" and not torch.cuda.is_available():
         raise RuntimeUnavailableError(f"--device cuda: CUDA is not available to torch {torch.__version__}", "use --device cpu")
     dt = (dtype or "fp32").lower()
     if dt not in RUNTIME_DTYPES:
-        raise OptionError(f"--dtype {dt} is not a dtype the torch runtime computes in", f"choose one of {', '.join(RUNTIME_DTYPES)}")
+        raise OptionError(f"--dtype {short(dt)} is not a dtype the torch runtime computes in", f"choose one of {', '.join(RUNTIME_DTYPES)}")
     if threads and dev == "cpu":
         torch.set_num_threads(threads)
     with progress_bar(out_fmt != OutputFormat.json) as cb:

@@ -28,7 +28,7 @@ from dataclasses import field
 from typing import Any, Mapping
 
 from planner.analysis.records import frozen
-from planner.analysis.errors import HardwareError, OptionError
+from planner.analysis.errors import HardwareError, OptionError, short
 
 from . import units
 
@@ -327,9 +327,9 @@ class EngineProfile:
 
 def load_engine(name: str | None) -> EngineProfile:
     """The engine profile ``name`` (vllm, sglang, trtllm, ideal); ``OptionError`` for any other."""
-    key = (name or DEFAULT_ENGINE).strip().lower()
-    if key not in ENGINES + BENCH_ENGINES + VERIFY_ENGINES:
-        raise OptionError(f"unknown --engine {name!r}", f"choose one of: {', '.join(ENGINES)}")
+    key = (DEFAULT_ENGINE if name is None else name).strip().lower()
+    if key not in ENGINES + BENCH_ENGINES + VERIFY_ENGINES:  # ('' too: an empty --engine is not the default)
+        raise OptionError(f"unknown --engine {short(name, 60)}", f"choose one of: {', '.join(ENGINES)}")
     d = _read_yaml(key)
     w = f"engine profile {key}.yaml"
     mem = _get(d, "memory", w)

@@ -157,6 +157,26 @@ def _capacity_rps(a, hw, plan, em, mem, w: Workload, seqs: int) -> float:
     return 1.0 / (pre + w.output_len * dec / b)
 
 
+#: The most prefill steps a simulated replica may need (--requests × the chunks of one prompt): the lock-step
+#: simulation runs at least that many iterations, each about 1-1.5 ms over all the candidates (Llama-3.1-8B,
+#: 5,000 requests of 3,000 tokens: 36,000 iterations over its three simulations, 26 s; 1,000 prompts of 100,000
+#: tokens in chunks of 8,192: 12,000 prefill steps, 22 s; 5,000 of them did not finish in two minutes).
+PLAN_MAX_PREFILL_STEPS = 15_000
+
+
+def check_prefill_steps(w: Workload, max_num_batched_tokens: int, engine: str) -> None:
+    """Refuse a plan whose simulation needs more than ``PLAN_MAX_PREFILL_STEPS`` prefill steps per replica: a
+    prompt of ``input_len`` tokens takes at least ``⌈input_len / max_num_batched_tokens⌉`` steps (chunked
+    prefill), and every one of the ``requests`` is prefilled."""
+    chunks = -(-w.input_len // max(max_num_batched_tokens, 1))
+    steps = w.requests * chunks
+    if steps > PLAN_MAX_PREFILL_STEPS:
+        raise OptionError(f"--requests {w.requests:,} prompts of {w.input_len:,} tokens, each prefilled in {chunks:,} "
+                          f"steps of {max_num_batched_tokens:,} tokens ({engine}), are {steps:,} simulated steps; plan "
+                          f"simulates at most {PLAN_MAX_PREFILL_STEPS:,}",
+                          f"lower --requests to {PLAN_MAX_PREFILL_STEPS // chunks:,} or fewer, or --input-len")
+
+
 def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: str | None = None,
          max_gpus: int = 64, gpus: int | None = None, price_per_hour: float | None = None,
          disaggregated: bool = True) -> PlanResult:
@@ -171,6 +191,7 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
     em = engine_model(hw, engine)
     eng = em.profile
     mnbt = eng.max_num_batched_tokens(hw)
+    check_prefill_steps(w, mnbt, eng.display_name)
     default_seqs = eng.max_num_seqs(hw)
     per_seq = w.input_len + w.output_len
     rejected: dict[str, str] = {}

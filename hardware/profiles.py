@@ -556,11 +556,36 @@ def _expanded_nodes(text: str, yaml, loader) -> None:
             raise OverflowError
 
 
+_LOADERS: dict = {}
+
+
+def _unique_key_loader(yaml) -> Any:
+    """The C-accelerated *safe* loader when available (same SafeConstructor: no python/* tags), refusing a
+    mapping that gives one key twice (YAML says keys are unique; PyYAML keeps the last, so a profile with a
+    second 'memory:' line took it silently). Keys a merge ('<<') brings in may still be overridden."""
+    if "loader" not in _LOADERS:
+        base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+        class UniqueKeyLoader(base):  # type: ignore[misc, valid-type]
+            def construct_mapping(self, node, deep=False):
+                if isinstance(node, yaml.MappingNode):
+                    seen = set()
+                    for key_node, _ in node.value:
+                        if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                            if key_node.value in seen:
+                                raise yaml.constructor.ConstructorError(
+                                    None, None, f"the key {short(key_node.value, 60)} is given twice", key_node.start_mark)
+                            seen.add(key_node.value)
+                return super().construct_mapping(node, deep=deep)
+
+        _LOADERS["loader"] = UniqueKeyLoader
+    return _LOADERS["loader"]
+
+
 def _safe_load(text: str, where: str) -> Any:
     import yaml  # lazy: keeps `import hardware.profiles` cheap
 
-    # The C-accelerated *safe* loader when available (same SafeConstructor: no python/* tags).
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    loader = _unique_key_loader(yaml)
     if "*" in text:  # aliases: bounded before the document is built (and before any message shows a value)
         try:
             _expanded_nodes(text, yaml, loader)
@@ -601,7 +626,12 @@ def _read_text(read_bytes, where: str) -> str:
     except IsADirectoryError:
         raise HardwareError(f"{where} is a folder, not a YAML file", "pass the path of a .yaml file") from None
     except OSError as exc:
-        raise HardwareError(f"cannot read hardware profile {where}: {exc.strerror or exc}", "check the file's permissions") from None
+        import errno
+
+        hint = {errno.EACCES: "check the file's permissions", errno.EPERM: "check the file's permissions",
+                errno.ENAMETOOLONG: "the path or one of its names is too long for the file system",
+                errno.ELOOP: "a symbolic link in the path points back to itself"}.get(exc.errno, "check the path")
+        raise HardwareError(f"cannot read hardware profile {where}: {exc.strerror or exc}", hint) from None
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -702,7 +732,9 @@ def profile_from_data(
         reserve, field="runtime_reserve", where=where, allow_zero=True
     )
     if reserve_bytes >= memory_bytes:
-        raise HardwareError(f"{where}: field 'runtime_reserve' ({short(reserve, 80)}) is not smaller than memory ({short(data['memory'], 80)})", "lower runtime_reserve")
+        shown = short(reserve, 80) if reserve is not None else f"not given: the default {DEFAULT_RUNTIME_RESERVE_BYTES / 2**30:g} GiB"
+        raise HardwareError(f"{where}: field 'runtime_reserve' ({shown}) is not smaller than memory ({short(data['memory'], 80)})",
+                            "lower runtime_reserve" if reserve is not None else "set a smaller runtime_reserve, e.g. runtime_reserve: 0 GiB")
 
     price = data.get("price_per_hour")
     price_per_hour = None if price is None else units.parse_money(price, field="price_per_hour", where=where)
@@ -853,7 +885,7 @@ def user_config_dir() -> Path:
     """``$PLANNER_CONFIG_DIR`` if set, else ``platformdirs.user_config_dir("planner")``."""
     env = os.environ.get("PLANNER_CONFIG_DIR", "").strip()
     if env:
-        return Path(env).expanduser()
+        return Path(os.path.expanduser(env))  # (Path.expanduser raises on '~nosuchuser'; this leaves it as typed)
     if sys.platform.startswith("linux"):  # platformdirs' Unix rule, without importing it on every command
         xdg = os.environ.get("XDG_CONFIG_HOME", "").strip()
         return Path(xdg if xdg else os.path.expanduser("~/.config")) / "planner"
@@ -935,9 +967,24 @@ def list_profiles() -> list[HardwareProfile]:
     """Bundled profiles plus user profiles (a user profile shadows a bundled one of the same name)."""
     merged = _load_folder(_bundled_folder(), "bundled")
     user_dir = user_profile_dir()
-    if user_dir.is_dir():
+    if _is_dir(user_dir):
         merged.update(_load_folder(user_dir, "user"))
     return sorted(merged.values(), key=_sort_key)
+
+
+def _is_file(path: Any) -> bool:
+    """``path.is_file()``, False where the name cannot be a file at all (too long for the file system: Python
+    3.11's ``is_file`` raises ENAMETOOLONG instead of answering False)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
+
+
+def _is_dir(path: Path) -> bool:
+    """``os.path.isdir``: False for any OSError (a $PLANNER_CONFIG_DIR too long for the file system), where
+    Python 3.11's ``Path.is_dir`` raises ENAMETOOLONG."""
+    return os.path.isdir(path)
 
 
 def _looks_like_path(text: str) -> bool:
@@ -955,18 +1002,18 @@ def load_profile(name_or_path: str) -> HardwareProfile:
     if not text:
         raise HardwareError("empty hardware profile name", "run 'planner hardware list' to see the profiles")
     if _looks_like_path(text):
-        return _load_file(Path(text).expanduser(), "file")
+        return _load_file(Path(os.path.expanduser(text)), "file")  # ('~nosuchuser/x.yaml' stays a missing file)
 
     key = text.lower()
     # fast path: an exact bundled name is its file's stem; user profiles (usually few) are read first
     # because a user profile of the same name shadows the bundled one
     user_dir = user_profile_dir()
-    user = _load_folder(user_dir, "user") if user_dir.is_dir() else {}
+    user = _load_folder(user_dir, "user") if _is_dir(user_dir) else {}
     if key in user:
         return user[key]
     if _NAME_RE.match(key):
         entry = _bundled_folder().joinpath(f"{key}.yaml")
-        if entry.is_file():
+        if _is_file(entry):
             profile = _load_file(entry, "bundled")
             if profile.name == key:
                 return profile
@@ -983,7 +1030,7 @@ def load_profile(name_or_path: str) -> HardwareProfile:
                 f"hardware alias {short(text, 80)} is ambiguous: {', '.join(p.name for p in hits)}",
                 "use the full profile name, or remove the alias from one of the files",
             )
-    if Path(text).is_file():
+    if _is_file(Path(text)):
         return _load_file(Path(text), "file")
 
     close = _close_matches(key, profiles)

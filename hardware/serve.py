@@ -212,10 +212,10 @@ class Scenario:
     mean_output_len: float | None = None
 
     def check(self) -> None:
-        from planner.analysis.errors import OptionError
+        from planner.analysis.errors import OptionError, short
 
         if self.arrival not in ARRIVALS:
-            raise OptionError(f"--arrival must be one of {', '.join(ARRIVALS)}, got {self.arrival!r}")
+            raise OptionError(f"--arrival must be one of {', '.join(ARRIVALS)}, got {short(self.arrival, 60)}")
         if self.input_len < 1:
             raise OptionError(f"--input-len must be >= 1, got {self.input_len}")
         if self.output_len < 1:
@@ -343,6 +343,7 @@ def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, se
         why = "max_num_seqs" if wave == mem.max_num_seqs else "the KV pool"
         notes.append(f"{per_replica} requests run in {waves} waves of at most {wave} ({why} limits them)")
     chunk = mem.max_num_batched_tokens
+    check_simulated_steps(scenario, per_replica, wave, chunk, decodes=False)
 
     def run_wave(n: int) -> tuple[StepCost, StepCost, StepCost | None, int]:
         """(Σ of the wave's requests' TTFT, the wave's length, its first decode step, prefill steps)."""
@@ -705,6 +706,53 @@ def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: in
 #: tokens take 0.6-2 s, 131,072 take 16 s, a million did not finish in two minutes).
 STEP_SIM_MAX_PER_REPLICA = 16_384
 
+#: The most engine steps per replica a simulation runs one by one (the scheduler loop, or a prompt's prefill
+#: chunks): each costs about 10 µs and 400 B (one closed-loop client of --output-len 131,072 × 8 requests,
+#: 1,048,568 steps, took 10.5 s and 400 MB; 8 M steps took 92 s and 3.1 GB), so this is about 20 s.
+STEP_SIM_MAX_STEPS = 2_000_000
+#: The most prompt chunks after a prompt's first (``requests × (⌈--input-len / --max-num-batched-tokens⌉ − 1)``)
+#: a simulation prices: each holds a new number of cached tokens, so each is a step shape priced from the trace,
+#: about 0.7-0.9 ms (10,000 chunks of one 1,000,000-token prompt took 7-8 s; 64 closed-loop clients of them,
+#: 62,976 chunks, 55 s); this is about 15 s. (One 10 M-token prompt in chunks of 2,048 is 4,882.)
+STEP_SIM_MAX_LATER_CHUNKS = 16_384
+
+
+def check_simulated_steps(scenario: Scenario, requests: int, slots: int, budget: int, *, decodes: bool = True) -> None:
+    """Refuse, before it runs, a simulation of more than ``STEP_SIM_MAX_STEPS`` engine steps per replica or
+    more than ``STEP_SIM_MAX_LATER_CHUNKS`` prompt chunks priced apart. Steps are counted from below: a step
+    makes at most ``slots`` decode tokens (one per running request) and takes at most ``budget`` tokens
+    (``max_num_batched_tokens``), so ``requests`` requests of ``input_len`` in and ``output_len`` out (their
+    mean where they stop at end-of-sequence) need at least the larger of ``requests × (output − 1) / slots``
+    and ``requests × input_len / budget`` steps. ``decodes`` False: the decode steps are priced in closed
+    form (only the prefill chunks run one by one)."""
+    I, O, m = scenario.input_len, scenario.output_len, scenario.mean_output_len
+    later = requests * (-(-I // max(budget, 1)) - 1)
+    if later > STEP_SIM_MAX_LATER_CHUNKS:
+        from planner.analysis.errors import OptionError
+
+        raise OptionError(f"{requests:,} prompt(s) per replica of {I:,} tokens, in steps of at most {budget:,} tokens "
+                          f"(--max-num-batched-tokens), are {later:,} prefill steps past each prompt's first, each "
+                          f"priced apart; the simulation prices at most {STEP_SIM_MAX_LATER_CHUNKS:,} (about 15 s)",
+                          "raise --max-num-batched-tokens, or lower --input-len"
+                          + (" or --requests" if scenario.arrival == "closed-loop" else " or --concurrency"))
+    out = min(O, m) if m is not None else O
+    prefill = math.ceil(requests * I / max(budget, 1))
+    decode = math.ceil(requests * (out - 1) / max(slots, 1)) if decodes else 0
+    steps = max(prefill, decode)
+    if steps <= STEP_SIM_MAX_STEPS:
+        return
+    from planner.analysis.errors import OptionError
+
+    if decode >= prefill:
+        what = (f"{requests:,} request(s) per replica of {out:,.0f} output tokens, at most {slots:,} running at once, "
+                f"need at least {steps:,} engine steps")
+        how = "lower --output-len" + (" or --requests" if scenario.arrival == "closed-loop" else "")
+    else:
+        what = (f"{requests:,} prompt(s) per replica of {I:,} tokens in steps of at most {budget:,} tokens "
+                f"(--max-num-batched-tokens) need at least {steps:,} engine steps")
+        how = "raise --max-num-batched-tokens or lower --input-len"
+    raise OptionError(f"{what}; the simulation runs at most {STEP_SIM_MAX_STEPS:,} per replica (about 20 s)", how)
+
 
 def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, wait_note: bool = True,
                        step_by_step: bool = False) -> tuple[int, int, list[str]]:
@@ -754,10 +802,11 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, 
 
 def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, server: bool) -> ServeResult:
     """``concurrency`` closed-loop clients that start together, step by step (``closed_loop_schedule``)."""
-    I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
+    I, O = scenario.input_len, scenario.output_len
     per_replica, n, notes = _replica_admission(mem, scenario, replicas, closed=True, step_by_step=True)
     requests = closed_loop_requests(scenario, per_replica, replicas)
     budget = mem.max_num_batched_tokens
+    check_simulated_steps(scenario, requests, n, budget)
     sched = closed_loop_schedule(I, O, per_replica, requests, budget, n, max(1, (I + O) // 64))
     ttft = e2e = span = ZERO
     prefill_steps = 0
@@ -832,6 +881,7 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
                      f"once per round, a round is one step of prompts alone or {scheduler_steps} decode steps; a "
                      f"request waits for the round in flight, and tokens stream once per round")
     requests = closed_loop_requests(scenario, per_replica, replicas) if closed else per_replica
+    check_simulated_steps(scenario, requests, slots, mem.max_num_batched_tokens)
     sent = min(per_replica, requests)
     spread = scenario.mean_output_len is not None
     out_len = output_lengths(O, scenario.mean_output_len, requests)

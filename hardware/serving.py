@@ -24,8 +24,7 @@ from dataclasses import field
 from typing import Mapping
 
 from planner.analysis.records import frozen
-from planner.analysis.analyze import Analysis, activation_bytes_per_sequence
-from planner.analysis.errors import OptionError
+from planner.analysis.analyze import Analysis
 from planner.analysis.parallel import TPPlan, allreduce_bytes_per_gpu, shard_groups, tp_plan
 from planner.analysis.trace import step_groups
 
@@ -142,9 +141,19 @@ def _decode(a: Analysis, hw, plan: TPPlan, model, *, batch: int, context: int):
     return cost, ar_s, st.bound
 
 
+#: The most chunks ``_prefill`` prices one by one (each holds a new number of cached tokens, so each is a step
+#: priced from the trace, about 1 ms): 33.5 M tokens in vLLM's chunks of 8,192, past any model's context;
+#: a longer prompt's TTFT is left out with a note (a --context of 2^30 was 131,072 chunks, minutes).
+PREFILL_MAX_CHUNKS = 4096
+
+
 def _prefill(model, tokens: int, chunk: int):
-    """Σ of the steps that prefill one ``tokens``-token prompt in chunks of ``chunk`` tokens."""
+    """Σ of the steps that prefill one ``tokens``-token prompt in chunks of ``chunk`` tokens; None beyond
+    ``PREFILL_MAX_CHUNKS`` chunks."""
     from .expected import ZERO
+
+    if -(-tokens // max(chunk, 1)) > PREFILL_MAX_CHUNKS:
+        return None
 
     total, done = ZERO, 0
     while done < tokens:
@@ -177,11 +186,16 @@ def estimate(a: Analysis, hw, *, tp: int = 1, price_per_hour: float | None = Non
         if price is not None:
             cost = price * plan.tp / (tps * 3600) * 1e6
     if mem.weights_bytes <= mem.usable_bytes and a.options.context > 0:
-        first = _prefill(model, a.options.context, eng.max_num_batched_tokens(hw))
-        # one request as ``serve`` prices it: its prefill, the engine's per-request overhead and, through the
-        # HTTP server, the front end's time for it (it waits for no other request)
-        ttft = first.expected_s + model.f.request_overhead_s + model.f.server_overhead_s
-        ideal_ttft = first.ideal_s
+        chunk = eng.max_num_batched_tokens(hw)
+        first = _prefill(model, a.options.context, chunk)
+        if first is None:
+            notes.append(f"time to first token not priced: a prompt of {a.options.context:,} tokens is more than "
+                         f"{PREFILL_MAX_CHUNKS:,} prefill steps of {chunk:,} tokens")
+        else:
+            # one request as ``serve`` prices it: its prefill, the engine's per-request overhead and, through the
+            # HTTP server, the front end's time for it (it waits for no other request)
+            ttft = first.expected_s + model.f.request_overhead_s + model.f.server_overhead_s
+            ideal_ttft = first.ideal_s
     return Estimate(plan.tp, plan, mem, req, max(batch, 0), fits, mb, step_s, ar_s, bound, tps, per_gpu, ttft,
                     price, cost, tuple(notes), ideal_step, ideal_ttft, gap)
 

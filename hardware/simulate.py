@@ -299,7 +299,10 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
     span = float(arr.max() - amin) + 1.0
     flat = (arr - amin + span * np.arange(C)[:, None]).ravel()  # sorted: one searchsorted for every row
     t0_all = arr[:, 0].copy()
-    S = int(max(s.max_num_seqs for s in scheds))
+    # at most R sequences ever run at once, so a larger max_num_seqs (the ideal engine's 1,048,576) changes
+    # nothing; taken whole it sized the (C, S) slot arrays at gigabytes (72 × 1 M × 8 B each)
+    seqs = [min(s.max_num_seqs, R) for s in scheds]
+    S = int(max(seqs))
 
     # ---- per-configuration state (rows), compacted as configurations finish ----
     st = {
@@ -307,7 +310,7 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         "tt": np.array([np.interp(grid, c.tokens_grid, c.t_tokens_s) for c in costs], dtype=np.float64),
         "kappa": np.array([c.kappa_s for c in costs], dtype=np.float64),
         "pi": np.array([c.pi_s for c in costs], dtype=np.float64),
-        "seqs": np.array([s.max_num_seqs for s in scheds], dtype=np.int64),
+        "seqs": np.array(seqs, dtype=np.int64),
         "budget0": np.array([s.max_num_batched_tokens for s in scheds], dtype=np.int64),
         "cap": cap_all.copy(),
         "t": arr[:, 0].copy(),
@@ -340,8 +343,8 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         "pfkey": np.full((C, S), BIG, dtype=np.int64),  # order of a sequence mid-prefill, else BIG
         "pfs": np.full(C, -1, dtype=np.int64),  # the slot mid-prefill when npf == 1 and known, else -1
         # free slots as a stack per row (slot 0 on top): which free slot a request takes changes nothing
-        "fstack": np.maximum(np.array([s.max_num_seqs for s in scheds])[:, None] - 1 - np.arange(S)[None, :], 0),
-        "nfree": np.array([s.max_num_seqs for s in scheds], dtype=np.int64),
+        "fstack": np.maximum(np.array(seqs)[:, None] - 1 - np.arange(S)[None, :], 0),
+        "nfree": np.array(seqs, dtype=np.int64),
     }
     done_acc = {k: np.zeros(C) for k in ("occ_int", "occ_peak", "sys_int")}
     done_acc["preempt"] = np.zeros(C, dtype=np.int64)

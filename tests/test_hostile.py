@@ -34,22 +34,30 @@ def tree(root: Path) -> set[str]:
     return out
 
 
+def isolate_hub(monkeypatch, tmp_path: Path, timeout_s: str) -> Path:
+    """huggingface_hub's import-time settings pointed at ``tmp_path/hf`` (cache, token files), online, no token
+    from the environment, ``PLANNER_HUB_TIMEOUT`` = ``timeout_s``; returns the cache folder."""
+    from huggingface_hub import constants
+
+    cache = tmp_path / "hf" / "hub"
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "hf" / "token"))
+    monkeypatch.setattr(constants, "HF_STORED_TOKENS_PATH", str(tmp_path / "hf" / "stored_tokens"))
+    for var in ("HF_HUB_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PLANNER_HUB_TIMEOUT", timeout_s)
+    return cache
+
+
 @pytest.fixture
 def hub(tmp_path, monkeypatch):
     """A FakeHub, and huggingface_hub's import-time settings pointed at it and at tmp_path/hf/hub."""
     from huggingface_hub import constants
 
     with FakeHub() as h:
-        cache = tmp_path / "hf" / "hub"
+        h.cache = isolate_hub(monkeypatch, tmp_path, "2")
         monkeypatch.setattr(constants, "ENDPOINT", h.url)
-        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
-        monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
-        monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "hf" / "token"))
-        monkeypatch.setattr(constants, "HF_STORED_TOKENS_PATH", str(tmp_path / "hf" / "stored_tokens"))
-        for var in ("HF_HUB_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "TRANSFORMERS_OFFLINE"):
-            monkeypatch.delenv(var, raising=False)
-        monkeypatch.setenv("PLANNER_HUB_TIMEOUT", "2")
-        h.cache = cache
         yield h
 
 
@@ -170,7 +178,7 @@ def test_a_full_disk_is_not_called_a_network_problem(hub, tmp_path, monkeypatch)
 def test_retry_after_longer_than_the_budget_is_an_error_saying_when(hub, tmp_path):
     # a subprocess with a timeout: the failure mode is sleeping for an hour
     hub.repo("acme/busy", status=429, headers={"Retry-After": "3600"})
-    line = planner("analyze", "acme/busy", endpoint=hub.url, home=tmp_path, timeout=30).assert_error(
+    planner("analyze", "acme/busy", endpoint=hub.url, home=tmp_path, timeout=30).assert_error(
         "429", "retry in 3600 s", "UTC", "PLANNER_HUB_TIMEOUT")
     assert len(hub.paths()) == 1
 
