@@ -1536,3 +1536,31 @@ REFUSED.update({_mt: _refused(_t, _w) for _mt, (_t, _w) in s28e_mlxvlm.REFUSED_S
 # VoiceChat, Moondream 2 in mlx-vlm's layout, Mage-VL, MolmoPoint, PLaMo 2.1 VL, Youtu-VL and ZAYA1-VL refused by name
 from . import s28f_mlx_vlm  # noqa: E402
 REFUSED.update({_mt: _refused(*_why) for _mt, _why in s28f_mlx_vlm.REFUSED_S28F.items()})
+
+# --- wave s29 E ---
+# transformers 5.25's own causal LMs that ended in a generic-decoder error (analysis/families/s29e_tf525.py): gpt-sw3
+# read as GPT-2 (its config class); CPM-Ant, Reformer, XLNet, XLM, TrOCR's decoder and BLT refused by name
+from . import s29e_tf525  # noqa: E402
+REGISTRY["gpt-sw3"] = s29e_tf525.build_gpt_sw3
+REFUSED.update({_mt: _refused(*_why) for _mt, _why in s29e_tf525.REFUSED_S29E.items()})
+# --- wave s29 F ---
+# vLLM / SGLang registries after vLLM 0.28.1 (analysis/families/s29f_vllm.py): Ling-3.0-flash-VL (Ling 3 + Qwen3-VL's
+# tower with a parameter-free merger + a two-Linear projector), ZEDA's dynamic-MoE variants, DeepSeek-V4's vision
+# tower and Audio Flamingo Next counted; AliceAI and Ming refused by name
+from . import s29f_vllm  # noqa: E402
+TEXT_WRAPPERS["bailing_moe_v3_vl"] = "bailing_hybrid"
+VISION_COUNTED["bailing_moe_v3_vl"] = s29f_vllm.ling3_vl_towers
+TEXT_CONFIG_REBUILDS["bailing_moe_v3_vl"] = s29f_vllm.ling3_vl_text_config
+# ZEDA dynamic MoE (GLM-4.7-Flash / Qwen3-MoE / Qwen3-Next + zero-compute experts in the router)
+REGISTRY.update({_mt: s29f_vllm.zeda_builder(_base) for _mt, _base in s29f_vllm.ZEDA_BASES.items()})
+# Audio Flamingo Next in its pre-migration format (model_type audioflamingonext: transformers' AudioFlamingoNextConfig
+# subclasses MusicFlamingoConfig, vLLM's audioflamingonext.py subclasses its MusicFlamingo model unchanged)
+TEXT_WRAPPERS["audioflamingonext"] = TEXT_WRAPPERS["musicflamingo"]
+TEXT_CONFIG_REBUILDS["audioflamingonext"] = TEXT_CONFIG_REBUILDS["musicflamingo"]
+VISION_COUNTED["audioflamingonext"] = VISION_COUNTED["musicflamingo"]
+WRAPPER_TIE["audioflamingonext"] = WRAPPER_TIE["musicflamingo"]
+# DeepSeek-V4-Flash-Vision-Exp: a deepseek_v4 config whose flat vision_* fields add a ViT, an aligner and image sentinels
+REGISTRY["deepseek_v4"] = s29f_vllm.deepseek_v4_with_vision(REGISTRY["deepseek_v4"])
+# Yandex AliceAI (KDA + gated attention + block attention residuals, shapes in unpublished remote code) and Ming
+# (bailingmm: Ling 2 + vision / audio / TTS modules) refused by name
+REFUSED.update({_mt: _refused(*_why) for _mt, _why in s29f_vllm.REFUSED_S29F.items()})

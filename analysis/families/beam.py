@@ -21,7 +21,7 @@ from ..errors import UnsupportedModelError
 from ..fields import MAX_LAYERS, Fields
 from ..mixers.attention import GatedAttention
 from ..spec import MLP, GroupScore, Layer, ModelSpec, MoE, Norm, Numerics, PlacedNorm, RouterKind
-from .common import per_layer_types, read_act, read_eps, read_tie, sparse_layers, Traits
+from .common import check_groups, per_layer_types, read_act, read_eps, read_tie, sparse_layers, Traits
 
 _TYPES = ("full_attention", "sliding_attention")
 _NORMS = (("input_layernorm", "pre_mixer"), ("post_attention_layernorm", "post_mixer"),
@@ -81,16 +81,7 @@ def build(f: Fields, model_type: str) -> ModelSpec:
     if moe_at:
         n_exp, k = f.int("num_experts"), f.int("num_experts_per_tok")
         n_group, topk_group = f.int("n_group"), f.int("topk_group")
-        if n_exp % n_group:
-            raise f.error("n_group", f"({n_group}) must divide num_experts ({n_exp})")
-        if n_exp // n_group < 2:
-            raise f.error("n_group", f"({n_group}) leaves fewer than two experts a group (the group score is the "
-                                     f"sum of its two best)")
-        if topk_group > n_group:
-            raise f.error("topk_group", f"({topk_group}) exceeds n_group ({n_group})")
-        if k > topk_group * (n_exp // n_group):
-            raise f.error("num_experts_per_tok", f"({k}) exceeds the {topk_group * (n_exp // n_group)} experts of "
-                                                 f"the topk_group groups a token may use")
+        check_groups(f, n_exp, k, n_group, topk_group, "num_experts", top2=True, top2_one_group=True)
         moe = MoE(hidden, n_exp, k, f.int("moe_intermediate_size"), act=act)
     layers = []
     for i, t in enumerate(types):

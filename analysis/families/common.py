@@ -259,6 +259,39 @@ def read_rope(f: Fields, head_dim: int) -> tuple[float, int, tuple]:
     return theta, rotary_dim, items
 
 
+def read_ropes_by_type(f: Fields, types: list[str], hd: int, default: dict,
+                       who: str) -> dict[str, tuple[float, int, tuple]]:
+    """(theta, rotary_dim, scaling items) per layer type in use (``types``: each layer's), from ``rope_parameters``
+    keyed by layer type (absent: ``default``, the per-layer-type defaults of ``who``'s config class, e.g.
+    "LagunaConfig"); each type's ``partial_rotary_factor`` of ``hd`` (Laguna, Spark-X2.5)."""
+    raw = f.raw("rope_parameters")
+    if raw is None:
+        params = f.derived("rope_parameters", default, f"absent: {who}'s per-layer-type defaults")
+    else:
+        params = raw
+        if not isinstance(params, dict) or not all(isinstance(v, dict) or v is None for v in params.values()):
+            raise f.error("rope_parameters", "must be an object keyed by layer type (full_attention, "
+                                             "sliding_attention), each that type's RoPE parameters")
+        f.derived("rope_parameters", "per layer type", "read per layer type")
+    out = {}
+    for t in sorted(set(types)):
+        block = params.get(t)
+        if not isinstance(block, dict):
+            raise f.error("rope_parameters", f"has no entry for {t}, a layer type of layer_types")
+        theta = block.get("rope_theta")
+        if isinstance(theta, bool) or not isinstance(theta, (int, float)) or theta <= 0:
+            raise f.error(f"rope_parameters.{t}.rope_theta", f"must be a positive number, got {short(theta)}")
+        factor = block.get("partial_rotary_factor", 1.0)
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
+            raise f.error(f"rope_parameters.{t}.partial_rotary_factor", f"must be in (0, 1], got {short(factor)}")
+        kind = block.get("rope_type", block.get("type", "default"))
+        scaling = () if kind == "default" else tuple(sorted(
+            (str(k), v) for k, v in block.items() if k not in ("rope_theta", "partial_rotary_factor")
+            and (isinstance(v, (int, float, str, bool)) or v is None)))
+        out[t] = (float(theta), int(hd * factor), scaling)
+    return out
+
+
 def read_rotary(f: Fields, head_dim: int, default_factor: float = 1.0) -> tuple[float, int, tuple]:
     """``read_rope`` with the family's default ``partial_rotary_factor`` when the config gives none
     (transformers sets it in the config class: 0.25 for StableLM and Qwen3-Next, 0.5 for Phi)."""
@@ -482,10 +515,13 @@ def storage_fields(cfg: dict) -> dict:
 
 
 def check_groups(f: Fields, n_exp: int, k: int, n_group: int, topk_group: int, experts: str, *,
-                 top2: bool = False) -> None:
-    """A grouped router's layout: ``n_group`` divides the experts (``experts``: the field that counts them),
-    ``topk_group`` groups at most, and those hold ``k`` experts; with ``top2`` (a group scores by its two best, as
-    transformers' DeepSeek-V3 router) every group holds two."""
+                 top2: bool = False, top2_one_group: bool = False) -> None:
+    """A grouped router's layout: ``k`` (num_experts_per_tok) at most the experts (``experts``: the field that counts
+    them), ``n_group`` divides them, ``topk_group`` groups at most, and those hold ``k`` experts; with ``top2`` (a
+    group scores by its two best, as transformers' DeepSeek-V3 router) every group of several holds two, with
+    ``top2_one_group`` a lone group too (Beam's router ranks its groups whatever their number)."""
+    if k > n_exp:
+        raise f.error("num_experts_per_tok", f"({k}) exceeds {experts} ({n_exp})")
     if n_exp % n_group:
         raise f.error("n_group", f"({n_group}) must divide {experts} ({n_exp})")
     if topk_group > n_group:
@@ -493,7 +529,7 @@ def check_groups(f: Fields, n_exp: int, k: int, n_group: int, topk_group: int, e
     if topk_group * (n_exp // n_group) < k:
         raise f.error("topk_group", f"({topk_group}) groups of {n_exp // n_group} experts hold fewer than "
                                     f"num_experts_per_tok ({k})")
-    if top2 and n_group > 1 and n_exp // n_group < 2:
+    if top2 and (n_group > 1 or top2_one_group) and n_exp // n_group < 2:
         raise f.error("n_group", f"({n_group}) leaves fewer than 2 experts per group: transformers ranks groups by "
                                  "their two best experts")
 

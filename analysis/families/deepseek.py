@@ -93,10 +93,10 @@ def build(f: Fields, model_type: str, *, version: int, interleave_fixed: bool = 
 
 
 def mlp_layer_types_moe(f: Fields, n_layers: int, *, axk1: bool) -> set[int]:
-    """The MoE layers of GLM-4 MoE Lite and A.X-K1: ``mlp_layer_types`` ("dense" / "sparse"), else
-    Glm4MoeLiteConfig's default (layer 0 dense, the rest sparse; ``first_k_dense_replace`` is not read) or
-    AXK1Config's legacy fields (sparse where i >= ``first_k_dense_replace`` (default 1) and
-    i % ``moe_layer_freq`` == 0)."""
+    """The MoE layers of GLM-4 MoE Lite and A.X-K1 (and Kimi K3, ``axk1`` too): ``mlp_layer_types`` ("dense" /
+    "sparse"), else Glm4MoeLiteConfig's default (layer 0 dense, the rest sparse; ``first_k_dense_replace`` is not
+    read) or AXK1Config's legacy fields (sparse where i >= ``first_k_dense_replace`` (default 1) and
+    i % ``moe_layer_freq`` == 0; SGLang's KimiK3 places its MoE layers so)."""
     if f.raw("mlp_layer_types") is not None:
         return sparse_layers(f, n_layers)
     if not axk1:
@@ -356,12 +356,13 @@ def v4_mtp(f: Fields, last: Layer | None, n_layers: int, theta: float) -> tuple[
     model's MoE; then e_proj and h_proj (hidden x hidden, quantized like the model's linears), enorm, hnorm and
     norm, and its own hc_head (hc_head_fn / base / scale, F32). The embedding and head are the model's (no copy
     stored: DeepSeek-V4-Pro's dtype census, tests/test_quant_real_audit3.py)."""
-    n = f.int("num_nextn_predict_layers", 0, lo=0, hi=64)
-    if not n or last is None:
+    # common.mtp_layers: num_nextn_predict_layers copies of the last layer (none without one); V4's attend sliding only
+    n = len(mtp_layers(f, [last] if last is not None else []))
+    if not n:
         return (), (), ()
     m = last.mixer
     sliding = replace(m, compress_ratio=0, indexer=False, rope_theta=theta)
-    layers = tuple([Layer(sliding, last.ffn, last.norms)] * n)
+    layers = (Layer(sliding, last.ffn, last.norms),) * n
     h, hc = m.hidden_size, m.hc_mult
     extra: list[Tensor] = []
     for i in range(n):

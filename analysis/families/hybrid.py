@@ -859,9 +859,14 @@ def build_bailing_hybrid(f: Fields, model_type: str) -> ModelSpec:
         theta, rotary, _ = read_rope(f, rope)
         if f.cfg.get("rope_theta") is None and not isinstance(f.raw("rope_parameters"), dict):
             theta = f.defaulted("rope_theta", 6_000_000.0, "absent: BailingHybridConfig's default")
-        if rotary != rope:
-            raise f.error("partial_rotary_factor", f"gives {rotary} rotary dimensions; Ling 3's MLA rotates all "
-                                                   f"qk_rope_head_dim ({rope})")
+        # A partial_rotary_factor (Ling-3.0-flash-VL's text_config carries 0.5, of its 128-wide KDA head_dim) is
+        # read by neither reference: transformers' BailingHybridRotaryEmbedding rotates head_dim, which
+        # BailingHybridConfig sets to qk_rope_head_dim, and vLLM's bailing_moe_v3._build_rope_parameters pops it
+        # ("applying it here would shrink the rotary cache to half of the qk_rope_head_dim"). An explicit
+        # rotary_dim other than qk_rope_head_dim is still refused.
+        if rotary != rope and f.has("rotary_dim"):
+            raise f.error("rotary_dim", f"gives {rotary} rotary dimensions; Ling 3's MLA rotates all "
+                                        f"qk_rope_head_dim ({rope})")
         mixers["full"] = MLA(hidden, heads, f.opt_int("q_lora_rank"), f.int("kv_lora_rank"),
                              f.int("qk_nope_head_dim"), rope, f.int("v_head_dim"),
                              bias=f.bool("attention_bias", False), rope_theta=theta, head_gate=True)
@@ -965,16 +970,30 @@ def build_kimi_linear(f: Fields, model_type: str) -> ModelSpec:
 
     if kimi_k3.is_k3(f):
         return kimi_k3.build_text(f, model_type)
-    f.aliases = {**f.aliases, **KIMI_LINEAR_ALIASES}
-    hidden, n_layers, vocab = _core(f)
-    lac = _kimi_linear_attn_config(f)
-    types = _kimi_linear_types(f, lac, n_layers)
+    (hidden, n_layers, vocab), lac, types = kimi_linear_plan(f)
     if f.raw("mlp_layer_types") is not None:
         moe_at = sparse_layers(f, n_layers)
-    else:
+    else:  # KimiLinearConfig: first_k_dense_replace dense layers, then sparse (moe_layer_freq is not read)
         first = f.int("first_k_dense_replace", 1, lo=0, hi=MAX_LAYERS)
         moe_at = set(range(first, n_layers))
     act = _act(f, "silu")
+    return _kda_hybrid_spec(f, model_type, "KimiLinearForCausalLM", (hidden, n_layers, vocab),
+                            kimi_linear_mixers(f, hidden, lac, types), types, moe_at, act)
+
+
+def kimi_linear_plan(f: Fields) -> tuple[tuple[int, int, int], dict, list[str]]:
+    """What Kimi Linear and Kimi K3's text model (``kimi_k3.build_text``) read first: ``KIMI_LINEAR_ALIASES``
+    applied, (hidden, layers, vocab), ``linear_attn_config`` and the "full" / "linear" type of every layer."""
+    f.aliases = {**f.aliases, **KIMI_LINEAR_ALIASES}
+    core = _core(f)
+    lac = _kimi_linear_attn_config(f)
+    return core, lac, _kimi_linear_types(f, lac, core[1])
+
+
+def kimi_linear_mixers(f: Fields, hidden: int, lac: dict, types: list[str]) -> dict[str, Any]:
+    """Kimi Linear's mixers by layer type (those ``types`` uses): NoPE MLA ("full") and KDA with low-rank gates
+    ("linear"; v at head_dim too, as transformers' KimiLinearDeltaAttention and SGLang's fused [q, k, v, g]
+    projection: v_head_dim is MLA's)."""
     mixers: dict[str, Any] = {}
     if "full" in types:
         mixers["full"] = MLA(hidden, f.int("num_attention_heads"), f.opt_int("q_lora_rank"), f.int("kv_lora_rank"),
@@ -985,8 +1004,7 @@ def build_kimi_linear(f: Fields, model_type: str) -> ModelSpec:
         hd = _kimi_linear_int(f, lac, "head_dim", 1 << 16)
         kernel = _kimi_linear_int(f, lac, "short_conv_kernel_size", 1 << 12)
         mixers["linear"] = KimiDeltaAttention(hidden, heads, heads, hd, hd, kernel, gate_rank=hd)
-    return _kda_hybrid_spec(f, model_type, "KimiLinearForCausalLM", (hidden, n_layers, vocab), mixers, types,
-                            moe_at, act)
+    return mixers
 
 
 # ---- Phi (phi-1, phi-1.5, phi-2) -----------------------------------------------------------------

@@ -20,21 +20,19 @@ the K/V per token is the first pass's 80 layers (327,680 bytes at bf16) plus 80 
 
 from __future__ import annotations
 
-from ..fields import MAX_LAYERS, Fields
+from ..fields import Fields
 from ..mixers import Attention
 from ..mixers.loop_gated import LoopGatedAttention
 from ..spec import MLP, Layer, ModelSpec, Norm, Tensor
-from . import ouro
 from .common import Traits, pre_norms, read_act, read_rope, read_tie
+from .looped import loop_caveat, read_heads, read_loops, unroll
 
 _TRAITS = Traits(act_default="silu")
 
 
 def build(f: Fields, model_type: str) -> ModelSpec:
-    hidden, heads, n, kv, hd = ouro.read_heads(f, "vLLM's LoopCoder attention", "and so do its gate projections")
-    loops = f.int("loop_num", 2, hi=1024)
-    if n * loops > MAX_LAYERS:
-        raise f.error("loop_num", f"({loops}) x num_hidden_layers ({n}) runs more than {MAX_LAYERS} layers")
+    hidden, heads, n, kv, hd = read_heads(f, "vLLM's LoopCoder attention", "and so do its gate projections")
+    loops = read_loops(f, "loop_num", 2, n)
     window = f.int("loop_window_size", 64, hi=1 << 40)
     if f.raw("dual_chunk_attention_config") is not None:
         raise f.error("dual_chunk_attention_config", "is set: dual-chunk attention on the first pass is not modelled")
@@ -51,14 +49,13 @@ def build(f: Fields, model_type: str) -> ModelSpec:
                                                  Tensor(f"model.gate_projections.{i}.bias", (heads,), "bias")))
     return ModelSpec(
         model_type=model_type, hidden_size=hidden, vocab_size=f.int("vocab_size", hi=1 << 26),
-        layers=(first,) * n + (again,) * (n * (loops - 1)), tie_word_embeddings=read_tie(f, False),
+        layers=unroll(first, n, loops, again), tie_word_embeddings=read_tie(f, False),
         final_norm=Norm(hidden), hidden_act=act, norm_eps=f.float("rms_norm_eps", 1e-6), rope_scaling=scaling,
         max_position_embeddings=f.int("max_position_embeddings", 131072, hi=1 << 40),
         model_params=gates if loops > 1 else (),
-        caveats=(f"IQuest Loop: the {n} layers run {loops} times per token (loop_num; {n * loops} layers run, as "
-                 "listed: parameters and weight memory count them once, FLOPs and weight reads every pass); a later "
-                 f"pass caches its own K/V for the last {window} positions (loop_window_size) and also attends the "
-                 "first pass's full cache, blended per head by gate_projections (vLLM computes every head's gate "
-                 "row for every head and keeps the diagonal: heads x heads x head_dim per token, counted so); later "
-                 "passes' layers are named by the run (model.layers.N), not the checkpoint",),
+        caveats=(loop_caveat("IQuest Loop", n, loops, "loop_num", "FLOPs and weight reads every pass",
+                             f"a later pass caches its own K/V for the last {window} positions (loop_window_size) and "
+                             "also attends the first pass's full cache, blended per head by gate_projections (vLLM "
+                             "computes every head's gate row for every head and keeps the diagonal: heads x heads x "
+                             "head_dim per token, counted so)"),),
     )

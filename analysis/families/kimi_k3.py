@@ -39,6 +39,7 @@ from ..records import frozen
 from ..spec import MLA, Layer, ModelSpec, MoE, Tensor
 from ..vision import _vision_fields
 from . import hybrid
+from .deepseek import mlp_layer_types_moe
 
 #: text_config fields that only Kimi K3 sets (SGLang's KimiLinearConfig: their defaults None / False)
 K3_KEYS = ("attn_res_block_size", "routed_expert_hidden_size", "mla_use_output_gate", "latent_moe_use_norm")
@@ -122,38 +123,29 @@ class K3MoE(MoE):
         return [Tensor(t.name, t.shape, "other") if "_latent_proj." in t.name else t for t in super().tensors(prefix)]
 
 
+def _as(cls, obj, **kw):
+    """``obj`` (a dataclass) as its subclass ``cls``: the same field values, but those ``kw`` sets."""
+    return cls(**{fl.name: getattr(obj, fl.name) for fl in fields(obj)} | kw)
+
+
 def build_text(f: Fields, model_type: str) -> ModelSpec:
-    """Kimi K3's language model (module doc): Kimi Linear's layer plan (linear_attn_config's 1-indexed lists,
-    first_k_dense_replace dense layers, moe_layer_freq) with K3's mixers, MoE and attention residuals."""
-    f.aliases = {**f.aliases, **hybrid.KIMI_LINEAR_ALIASES}
-    hidden, n_layers, vocab = hybrid._core(f)
-    lac = hybrid._kimi_linear_attn_config(f)
-    types = hybrid._kimi_linear_types(f, lac, n_layers)
-    if f.raw("mlp_layer_types") is not None:
-        moe_at = hybrid.sparse_layers(f, n_layers)
-    else:
-        first = f.int("first_k_dense_replace", 1, lo=0, hi=n_layers)
-        freq = f.int("moe_layer_freq", 1, hi=n_layers)
-        moe_at = {i for i in range(first, n_layers) if i % freq == 0}
+    """Kimi K3's language model (module doc): Kimi Linear's layer plan and mixers (``hybrid.kimi_linear_plan`` /
+    ``kimi_linear_mixers``: linear_attn_config's 1-indexed lists) with K3's additions to the mixers, its MoE layers
+    as SGLang places them (``mlp_layer_types``, else first_k_dense_replace dense layers, then every moe_layer_freq-th:
+    ``deepseek.mlp_layer_types_moe``), its latent MoE and attention residuals."""
+    (hidden, n_layers, vocab), lac, types = hybrid.kimi_linear_plan(f)
+    moe_at = mlp_layer_types_moe(f, n_layers, axk1=True)
     act = hybrid._act(f, "silu")
     block = f.opt_int("attn_res_block_size", hi=n_layers)
-    v_hd = f.int("v_head_dim")
-    mla = kda = None
-    if "full" in types:
-        mla = K3LatentAttention(hidden, f.int("num_attention_heads"), f.opt_int("q_lora_rank"), f.int("kv_lora_rank"),
-                                f.int("qk_nope_head_dim"), f.int("qk_rope_head_dim"), v_hd,
-                                bias=f.bool("attention_bias", False), rope=False,
-                                output_gate=f.bool("mla_use_output_gate", False))
-    if "linear" in types:
-        heads = hybrid._kimi_linear_int(f, lac, "num_heads", 1 << 16)
-        hd = hybrid._kimi_linear_int(f, lac, "head_dim", 1 << 16)
-        # v at head_dim too, as Kimi Linear's KDA (transformers' KimiLinearDeltaAttention, SGLang's fused
-        # [q, k, v, g] projection); v_head_dim is MLA's (equal to head_dim in the release)
-        kda = K3DeltaAttention(hidden, heads, heads, hd, hd,
-                               hybrid._kimi_linear_int(f, lac, "short_conv_kernel_size", 1 << 12), gate_rank=hd,
-                               full_rank_output_gate=lac.get("use_full_rank_gate") is True, a_log_size=hd)
-    spec = hybrid._kda_hybrid_spec(f, model_type, "KimiLinearForCausalLM", (hidden, n_layers, vocab),
-                                   {"full": mla, "linear": kda}, types, moe_at, act)
+    mixers = hybrid.kimi_linear_mixers(f, hidden, lac, types)
+    if "full" in mixers:
+        mixers["full"] = _as(K3LatentAttention, mixers["full"], output_gate=f.bool("mla_use_output_gate", False))
+    if "linear" in mixers:
+        kda = mixers["linear"]
+        mixers["linear"] = _as(K3DeltaAttention, kda, full_rank_output_gate=lac.get("use_full_rank_gate") is True,
+                               a_log_size=kda.head_k_dim)
+    spec = hybrid._kda_hybrid_spec(f, model_type, "KimiLinearForCausalLM", (hidden, n_layers, vocab), mixers, types,
+                                   moe_at, act)
     latent = f.opt_int("routed_expert_hidden_size")
     layers: list[Layer] = []
     for i, layer in enumerate(spec.layers):
@@ -161,9 +153,8 @@ def build_text(f: Fields, model_type: str) -> ModelSpec:
         if block:
             m = replace(m, attn_res=True, res_states=-(-i // block), res_boundary=i % block == 0)
         if isinstance(ffn, MoE):
-            ffn = K3MoE(**{fl.name: getattr(ffn, fl.name) for fl in fields(MoE)})
-            ffn = replace(ffn, latent_size=latent or 0, correction_bias_param=True,
-                          latent_norm=bool(latent) and f.bool("latent_moe_use_norm", False))
+            ffn = _as(K3MoE, replace(ffn, latent_size=latent or 0, correction_bias_param=True,
+                                     latent_norm=bool(latent) and f.bool("latent_moe_use_norm", False)))
         layers.append(replace(layer, mixer=m, ffn=ffn))
     head = ()
     if block:

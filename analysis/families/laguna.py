@@ -21,7 +21,8 @@ from ..errors import UnsupportedModelError
 from ..fields import MAX_LAYERS, Fields, short
 from ..mixers.attention import GatedAttention
 from ..spec import MLP, Layer, ModelSpec, MoE, Norm, Numerics, RouterKind
-from .common import Traits, per_layer_types, pre_norms, read_act, read_eps, read_tie, sparse_layers
+from .common import (Traits, per_layer_types, pre_norms, read_act, read_eps, read_ropes_by_type, read_tie,
+                     sparse_layers)
 
 TRAITS = Traits()
 
@@ -55,7 +56,7 @@ def build(f: Fields, model_type: str) -> ModelSpec:
         window = f.int("sliding_window", hi=1 << 30)
     per_element = _per_element_gate(f)
     bias = f.bool("attention_bias", False)
-    ropes = _ropes(f, types, hd)
+    ropes = read_ropes_by_type(f, types, hd, _DEFAULT_ROPE, "LagunaConfig")
     mixers = [GatedAttention(hidden_size=hidden, num_attention_heads=heads[i], num_key_value_heads=kv, head_dim=hd,
                              v_head_dim=hd, q_bias=bias, k_bias=bias, v_bias=bias, o_bias=bias, q_norm_dim=hd,
                              k_norm_dim=hd, window=window if t == "sliding_attention" else None,
@@ -113,35 +114,3 @@ def _per_element_gate(f: Fields) -> bool:
         return True
     raise f.error("gating", f"is {short(g)}; expected true / \"per-head\" (a gate per head) or false / "
                             "\"per-element\" (a gate per output feature)")
-
-
-def _ropes(f: Fields, types: list[str], hd: int, default: dict = _DEFAULT_ROPE,
-           who: str = "LagunaConfig") -> dict[str, tuple[float, int, tuple]]:
-    """(theta, rotary_dim, scaling items) per layer type in use, from ``rope_parameters`` keyed by layer type
-    (absent: ``default``, the per-layer-type defaults of ``who``'s config class)."""
-    raw = f.raw("rope_parameters")
-    if raw is None:
-        params = f.derived("rope_parameters", default, f"absent: {who}'s per-layer-type defaults")
-    else:
-        params = f.raw("rope_parameters")
-        if not isinstance(params, dict) or not all(isinstance(v, dict) or v is None for v in params.values()):
-            raise f.error("rope_parameters", "must be an object keyed by layer type (full_attention, "
-                                             "sliding_attention), each that type's RoPE parameters")
-        f.derived("rope_parameters", "per layer type", "read per layer type")
-    out = {}
-    for t in sorted(set(types)):
-        block = params.get(t)
-        if not isinstance(block, dict):
-            raise f.error("rope_parameters", f"has no entry for {t}, a layer type of layer_types")
-        theta = block.get("rope_theta")
-        if isinstance(theta, bool) or not isinstance(theta, (int, float)) or theta <= 0:
-            raise f.error(f"rope_parameters.{t}.rope_theta", f"must be a positive number, got {short(theta)}")
-        factor = block.get("partial_rotary_factor", 1.0)
-        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
-            raise f.error(f"rope_parameters.{t}.partial_rotary_factor", f"must be in (0, 1], got {short(factor)}")
-        kind = block.get("rope_type", block.get("type", "default"))
-        scaling = () if kind == "default" else tuple(sorted(
-            (str(k), v) for k, v in block.items() if k not in ("rope_theta", "partial_rotary_factor")
-            and (isinstance(v, (int, float, str, bool)) or v is None)))
-        out[t] = (float(theta), int(hd * factor), scaling)
-    return out

@@ -25,7 +25,7 @@ from __future__ import annotations
 from ..errors import UnsupportedModelError
 from ..fields import MAX_LAYERS, Fields
 from ..spec import MLP, Attention, GroupScore, Layer, ModelSpec, MoE, Norm, Numerics, RopeStyle, RouterKind
-from .common import per_layer_types, pre_norms, read_routing
+from .common import check_groups, per_layer_types, pre_norms, read_routing
 
 FULL, SLIDING = "full_attention", "sliding_attention"
 #: MiMoV2FlashConfig.__post_init__'s rope_parameters when the config has none
@@ -132,21 +132,15 @@ def build(f: Fields, model_type: str) -> ModelSpec:
 
     bias = f.bool("attention_bias")
     act = f.str("hidden_act")
-    n_exp = f.int("n_routed_experts") if f.raw("num_local_experts") is None else f.int("num_local_experts")
-    k = f.int("num_experts_per_tok")
-    if k > n_exp:
-        raise f.error("num_experts_per_tok", f"({k}) exceeds n_routed_experts ({n_exp})")
+    experts = "n_routed_experts" if f.raw("num_local_experts") is None else "num_local_experts"
+    n_exp, k = f.int(experts), f.int("num_experts_per_tok")
     moe = MoE(hidden, n_exp, k, f.int("moe_intermediate_size"), act=act) if "sparse" in mlp_types else None
     mlp = MLP(hidden, inter, act=act) if "dense" in mlp_types else None
 
     # a null routed_scaling_factor (the hub config's) is 1.0, as MiMoV2FlashConfig.__post_init__
     routing = read_routing(f, RouterKind.SIGMOID, scale_default=1.0)
     n_group, topk_group = routing["n_group"], routing["topk_group"]
-    if n_exp % n_group or (n_group > 1 and n_exp // n_group < 2):
-        raise f.error("n_group", f"({n_group}) must divide n_routed_experts ({n_exp}) into groups of at least two "
-                                 "(a group scores by its two best experts)")
-    if topk_group > n_group:
-        raise f.error("topk_group", f"({topk_group}) exceeds n_group ({n_group})")
+    check_groups(f, n_exp, k, n_group, topk_group, experts, top2=True)
     if n_group > 1:
         routing["group_score"] = GroupScore.TOP2
     value_scale = 1.0 if f.raw("attention_value_scale", 0) is None else f.float("attention_value_scale")

@@ -17,10 +17,11 @@ transformers does not ship. Counted from SGLang's ``python/sglang/srt/models/nan
 
 from __future__ import annotations
 
-from ..fields import MAX_LAYERS, Fields
+from ..fields import Fields
 from ..mixers import Attention
 from ..spec import MLP, Layer, ModelSpec, Norm
-from .common import Traits, pre_norms, read_act, read_rope, read_tie
+from .common import Traits, pre_norms, read_act, read_core, read_rope, read_tie
+from .looped import loop_caveat, read_loops, unroll
 
 _TRAITS = Traits(act_default="silu")
 
@@ -30,14 +31,9 @@ _UNBUILT = ("enable_hyper_connection", "enable_mhc", "enable_double_loop_split",
 
 
 def build(f: Fields, model_type: str) -> ModelSpec:
-    hidden, heads = f.int("hidden_size"), f.int("num_attention_heads")
-    n = f.int("num_hidden_layers", hi=MAX_LAYERS)
-    kv = f.int("num_key_value_heads", heads)  # NanbeigeConfig: absent, one K/V head per query head
-    if kv > heads or heads % kv:
-        raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
-    if f.raw("head_dim") is None and hidden % heads:
-        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({hidden}) when head_dim is absent")
-    hd = f.int("head_dim", hidden // heads)
+    # NanbeigeConfig: num_key_value_heads absent, one K/V head per query head; head_dim absent, hidden / heads
+    core = read_core(f, _TRAITS)
+    hidden, heads, n, kv, hd = core["hidden"], core["heads"], core["layers"], core["kv"], core["head_dim"]
     if f.raw("kv_channels") is not None and f.int("kv_channels") != hd:
         raise f.error("kv_channels", f"({f.int('kv_channels')}) differs from head_dim ({hd}): SGLang reads head_dim, "
                                      "the ports kv_channels, so no one shape describes the model")
@@ -47,9 +43,7 @@ def build(f: Fields, model_type: str) -> ModelSpec:
                                "and planner does not model it")
     if f.raw("ngram_vocab_size_ratio") is not None:
         raise f.error("ngram_vocab_size_ratio", "is set: Nanbeige's n-gram embedding tables are not modelled")
-    loops = f.int("num_loops", 2, hi=1024)
-    if n * loops > MAX_LAYERS:
-        raise f.error("num_loops", f"({loops}) x num_hidden_layers ({n}) runs more than {MAX_LAYERS} layers")
+    loops = read_loops(f, "num_loops", 2, n)
     weights = f.raw("loop_loss_weights")
     if weights and (not isinstance(weights, list) or len(weights) + 1 != loops):
         raise f.error("loop_loss_weights", f"is {weights!r}: the hub code then runs len(loop_loss_weights) + 1 loops, "
@@ -61,17 +55,14 @@ def build(f: Fields, model_type: str) -> ModelSpec:
     norms = pre_norms(lambda: Norm(hidden))
     attn = Attention(hidden, heads, kv, hd, hd, rotary_dim=rotary_dim, rope_theta=theta)
     mlp = MLP(hidden, f.int("intermediate_size"), act=act)
-    first = Layer(attn, mlp, norms)
-    again = Layer(attn, mlp, norms, stored=False)  # a later pass: the same weights, a K/V cache of its own
-    layers = (first,) * n + (again,) * (n * (loops - 1))
+    layers = unroll(Layer(attn, mlp, norms), n, loops)  # a later pass: the same weights, a K/V cache of its own
     between = "no norm (skip_loop_final_norm)" if f.bool("skip_loop_final_norm", False) else "the final norm"
     return ModelSpec(
-        model_type=model_type, hidden_size=hidden, vocab_size=f.int("vocab_size", hi=1 << 26), layers=layers,
+        model_type=model_type, hidden_size=hidden, vocab_size=core["vocab"], layers=layers,
         tie_word_embeddings=read_tie(f, False), final_norm=Norm(hidden), hidden_act=act,
         norm_eps=f.float("rms_norm_eps", 1e-5), rope_scaling=scaling,
         max_position_embeddings=f.int("max_position_embeddings", 4096, hi=1 << 40),
-        caveats=(f"Nanbeige loop: the {n} layers run {loops} times per token (num_loops; {len(layers)} layers run, as "
-                 "listed: parameters and weight memory count them once, FLOPs, weight reads and the K/V cache every "
-                 f"pass, as SGLang caches a K/V per layer per pass); between passes {between} runs, not traced; "
-                 "later passes' layers are named by the run (model.layers.N), not the checkpoint",),
+        caveats=(loop_caveat("Nanbeige loop", n, loops, "num_loops", "FLOPs, weight reads and the K/V cache every "
+                             "pass, as SGLang caches a K/V per layer per pass", f"between passes {between} runs, not "
+                             "traced"),),
     )

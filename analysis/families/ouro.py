@@ -26,40 +26,20 @@ metadata, padded to 8 bytes) equal to the model.safetensors sizes, 2,869,336,434
 
 from __future__ import annotations
 
-from ..fields import MAX_LAYERS, Fields
+from ..fields import Fields
 from ..mixers import Attention
 from ..spec import MLP, Layer, ModelSpec, Norm, PlacedNorm, Tensor
 from .common import Traits, read_act, read_rope, read_tie
+from .looped import loop_caveat, read_heads, read_loops, unroll
 
 _TRAITS = Traits(act_default="silu")
-
-
-def read_heads(f: Fields, attention: str, other: str) -> tuple[int, int, int, int, int]:
-    """hidden_size, heads, layers, KV heads (the heads when absent) and head_dim of a looped Qwen2-style decoder
-    whose ``attention`` (vLLM's) takes head_dim = hidden_size / num_attention_heads: a ``head_dim`` field that
-    differs is refused (``other`` says what else it would change)."""
-    hidden, heads = f.int("hidden_size"), f.int("num_attention_heads")
-    n = f.int("num_hidden_layers", hi=MAX_LAYERS)
-    kv = f.int("num_key_value_heads", heads)
-    if kv > heads or heads % kv:
-        raise f.error("num_key_value_heads", f"({kv}) must divide num_attention_heads ({heads})")
-    if hidden % heads:
-        raise f.error("num_attention_heads", f"({heads}) must divide hidden_size ({hidden}): {attention} takes "
-                                             "head_dim = hidden_size / num_attention_heads")
-    hd = hidden // heads
-    if f.raw("head_dim") is not None and f.int("head_dim") != hd:
-        raise f.error("head_dim", f"({f.int('head_dim')}) differs from hidden_size / num_attention_heads ({hd}): "
-                                  f"{attention} uses the latter, {other}")
-    return hidden, heads, n, kv, hd
 
 
 def build(f: Fields, model_type: str) -> ModelSpec:
     # OuroConfig (Qwen2's): num_key_value_heads absent, one KV head per query head
     hidden, heads, n, kv, hd = read_heads(f, "vLLM's Ouro attention", "the hub code the former, so no one shape "
                                                                       "describes the model")
-    steps = f.int("total_ut_steps", 4, hi=1024)
-    if n * steps > MAX_LAYERS:
-        raise f.error("total_ut_steps", f"({steps}) x num_hidden_layers ({n}) runs more than {MAX_LAYERS} layers")
+    steps = read_loops(f, "total_ut_steps", 4, n)
     types = f.raw("layer_types")
     if types is not None and (not isinstance(types, list) or any(t != "full_attention" for t in types)):
         raise f.error("layer_types", "lists a layer other than 'full_attention': sliding-window Ouro layers are not "
@@ -75,9 +55,7 @@ def build(f: Fields, model_type: str) -> ModelSpec:
              PlacedNorm("post_attention_layernorm_2", "post_ffn", norm))
     attn = Attention(hidden, heads, kv, hd, hd, rotary_dim=rotary_dim, rope_theta=theta)
     mlp = MLP(hidden, f.int("intermediate_size"), act=act)
-    first = Layer(attn, mlp, norms)
-    again = Layer(attn, mlp, norms, stored=False)  # a later pass: the same weights, a cache of its own
-    layers = (first,) * n + (again,) * (n * (steps - 1))
+    layers = unroll(Layer(attn, mlp, norms), n, steps)  # a later pass: the same weights, a cache of its own
     return ModelSpec(
         model_type=model_type, hidden_size=hidden, vocab_size=f.int("vocab_size", hi=1 << 26), layers=layers,
         tie_word_embeddings=read_tie(f, False), final_norm=norm, hidden_act=act,
@@ -85,10 +63,9 @@ def build(f: Fields, model_type: str) -> ModelSpec:
         max_position_embeddings=f.int("max_position_embeddings", 32768, hi=1 << 40),
         model_params=(Tensor("model.early_exit_gate.weight", (1, hidden), "linear"),
                       Tensor("model.early_exit_gate.bias", (1,), "bias")),
-        caveats=(f"Ouro: the {n} layers run {steps} times per token (total_ut_steps; {len(layers)} layers run, as "
-                 "listed: parameters and weight memory count them once, FLOPs, weight reads and the K/V cache every "
-                 "pass, as vLLM caches a K/V per layer per pass); every pass runs whatever early_exit_threshold says "
-                 "(vLLM has no early exit; the hub code runs all passes, then picks one to read); the per-pass final "
-                 "norm and early-exit gate are not traced; later passes' layers are named by the run "
-                 "(model.layers.N), not the checkpoint",),
+        caveats=(loop_caveat("Ouro", n, steps, "total_ut_steps", "FLOPs, weight reads and the K/V cache every pass, "
+                             "as vLLM caches a K/V per layer per pass",
+                             "every pass runs whatever early_exit_threshold says (vLLM has no early exit; the hub code "
+                             "runs all passes, then picks one to read); the per-pass final norm and early-exit gate "
+                             "are not traced"),),
     )

@@ -22,8 +22,7 @@ from ..fields import MAX_LAYERS, Fields
 from ..mixers import Attention
 from ..mixers.attention import GatedAttention
 from ..spec import MLP, Layer, ModelSpec, Norm, Numerics
-from .common import Traits, per_layer_types, pre_norms, read_act, read_tie
-from .laguna import _ropes
+from .common import Traits, per_layer_types, pre_norms, read_act, read_ropes_by_type, read_tie
 
 _TRAITS = Traits(act_default="gelu")
 _TYPES = ("full_attention", "sliding_attention")
@@ -49,7 +48,7 @@ def build(f: Fields, model_type: str) -> ModelSpec:
     if gated and f.str("gate_attn_act_mode", "sigmoid") != "sigmoid":
         raise f.error("gate_attn_act_mode", f"is {f.str('gate_attn_act_mode')!r}: only the sigmoid head gate is "
                                             "modelled")
-    ropes = _ropes(f, types, hd, _DEFAULT_ROPE, "Spark2_5Config")
+    ropes = read_ropes_by_type(f, types, hd, _DEFAULT_ROPE, "Spark2_5Config")
     mixers = {}
     for t in dict.fromkeys(types):
         kw = dict(hidden_size=hidden, num_attention_heads=heads, num_key_value_heads=kv, head_dim=hd, v_head_dim=hd,
