@@ -480,12 +480,14 @@ def _within_budget(request, deadline: float, timeout_s: float, where: str):
 
     worker = threading.Thread(target=work, name="planner-hub-request", daemon=True)
     worker.start()
+    late = True  # an interrupt in join: cut too
     try:
         worker.join(max(0.0, deadline - time.monotonic()))
+        late = worker.is_alive()
     finally:
-        if worker.is_alive():  # the deadline, or an interrupt: no read of ours goes on
+        if late:  # the deadline, or an interrupt: no read of ours goes on
             watch.cut()
-    if worker.is_alive():
+    if late:  # (decided once: the cut read may end the thread before this line, with the cut's own error)
         if watch.received is not None:
             raise HubError(f"{where}: config.json was still arriving after PLANNER_HUB_TIMEOUT={timeout_s:g} s "
                            f"({watch.received} bytes so far); nothing was written",

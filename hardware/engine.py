@@ -661,11 +661,11 @@ class EngineMemory:
         if self.device_bytes != self.visible_bytes:
             rows.append(("driver reservation", self.device_bytes - self.visible_bytes, "not visible to CUDA"))
         rows.append((f"engine cap ({self.fraction:g})", self.budget_bytes, _BUDGET_WORDS.get(self.engine, "")))
-        rows.append(("weights (as loaded)", self.counted_weights_bytes, "checkpoint bytes / tp"))
+        rows.append(("weights (checkpoint)", self.counted_weights_bytes, "checkpoint bytes / tp"))
         if self.padding_bytes:
-            rows.append(("  padding", self.padding_bytes, "MXFP4 kernel alignment"))
+            rows.append(("  + padding", self.padding_bytes, "MXFP4 kernel alignment, loaded beside the weights"))
         if self.rope_cache_bytes:
-            rows.append(("  RoPE cos/sin cache", self.rope_cache_bytes, "max_position × rotary_dim"))
+            rows.append(("  + RoPE cos/sin cache", self.rope_cache_bytes, "max_position × rotary_dim, loaded beside the weights"))
         if self.activation_bytes:
             rows.append(("activation peak", self.activation_bytes,
                          f"profile run of {self.max_num_batched_tokens:,} tokens"))

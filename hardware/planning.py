@@ -160,8 +160,10 @@ def _capacity_rps(a, hw, plan, em, mem, w: Workload, seqs: int) -> float:
 #: The most prefill steps a simulated replica may need (--requests × the chunks of one prompt): the lock-step
 #: simulation runs at least that many iterations, each about 1-1.5 ms over all the candidates (Llama-3.1-8B,
 #: 5,000 requests of 3,000 tokens: 36,000 iterations over its three simulations, 26 s; 1,000 prompts of 100,000
-#: tokens in chunks of 8,192: 12,000 prefill steps, 22 s; 5,000 of them did not finish in two minutes).
-PLAN_MAX_PREFILL_STEPS = 15_000
+#: tokens in chunks of 8,192: 12,000 prefill steps, 22 s; 5,000 of them did not finish in two minutes). It admits
+#: the default 300 requests of a 131,072-token prompt in 2,048-token chunks (vLLM on an A100, SGLang below 35 GiB:
+#: 19,200 steps; 130,000 tokens on A100s, 72 candidates simulated, took 18 s on 2026-12-04); 15,000 refused them.
+PLAN_MAX_PREFILL_STEPS = 20_000
 
 
 def check_prefill_steps(w: Workload, max_num_batched_tokens: int, engine: str) -> None:

@@ -343,7 +343,8 @@ def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, se
         why = "max_num_seqs" if wave == mem.max_num_seqs else "the KV pool"
         notes.append(f"{per_replica} requests run in {waves} waves of at most {wave} ({why} limits them)")
     chunk = mem.max_num_batched_tokens
-    check_simulated_steps(scenario, per_replica, wave, chunk, decodes=False)
+    # run_wave prices one full wave and the rest (identical waves priced once), not every request
+    check_simulated_steps(scenario, min(per_replica, wave + per_replica % wave), wave, chunk, decodes=False)
 
     def run_wave(n: int) -> tuple[StepCost, StepCost, StepCost | None, int]:
         """(Σ of the wave's requests' TTFT, the wave's length, its first decode step, prefill steps)."""
@@ -707,9 +708,12 @@ def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: in
 STEP_SIM_MAX_PER_REPLICA = 16_384
 
 #: The most engine steps per replica a simulation runs one by one (the scheduler loop, or a prompt's prefill
-#: chunks): each costs about 10 µs and 400 B (one closed-loop client of --output-len 131,072 × 8 requests,
-#: 1,048,568 steps, took 10.5 s and 400 MB; 8 M steps took 92 s and 3.1 GB), so this is about 20 s.
-STEP_SIM_MAX_STEPS = 2_000_000
+#: chunks): each costs about 4-10 µs and 400 B (one closed-loop client of --output-len 131,072 × 8 requests,
+#: 1,048,568 steps, took 4-10.5 s and 400 MB; 8 M steps took 92 s and 3.1 GB), so this is about 16-40 s and
+#: 1.6 GB. It admits 256 requests of 98,304 + 32,768 tokens on one H100 with three in the KV pool at once (vLLM,
+#: Llama-3.1-8B: 2,796,118 steps, 11 s and 1.0 GB on 2026-12-04), DeepSeek-V3's 131,072 + 32,768 on 8 H200s
+#: (2,097,088, 9 s); a limit of 2 M refused both.
+STEP_SIM_MAX_STEPS = 4_000_000
 #: The most prompt chunks after a prompt's first (``requests × (⌈--input-len / --max-num-batched-tokens⌉ − 1)``)
 #: a simulation prices: each holds a new number of cached tokens, so each is a step shape priced from the trace,
 #: about 0.7-0.9 ms (10,000 chunks of one 1,000,000-token prompt took 7-8 s; 64 closed-loop clients of them,

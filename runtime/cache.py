@@ -141,5 +141,5 @@ class KVCache:
         """Stand-in contents for a context that was never prefilled: decode timing does not depend on the
         values, and random keys keep the softmax (and MoE routing downstream) away from degenerate cases."""
         for i, t in enumerate(self.tensors()):
-            g = torch.Generator(device=t.device).manual_seed(seed + i)
+            g = torch.Generator(device=t.device).manual_seed((seed + i) % 2**64)  # --seed reaches 2**64 - 1
             t.normal_(0.0, std, generator=g)

@@ -155,7 +155,25 @@ def free_memory_bytes(device: torch.device) -> int:
     if device.type == "cuda":
         return int(torch.cuda.mem_get_info(device)[0])
     avail = meminfo_bytes("MemAvailable")
-    return avail if avail is not None else total_memory_bytes(device) // 2
+    avail = avail if avail is not None else total_memory_bytes(device) // 2
+    left = address_space_left()
+    return avail if left is None else min(avail, left)
+
+
+def address_space_left() -> int | None:
+    """What ``ulimit -v`` (RLIMIT_AS) still lets this process map, or None when it is unlimited (or off Linux):
+    past it an allocation fails however much memory the machine has free."""
+    try:
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft == resource.RLIM_INFINITY:
+            return None
+        with open("/proc/self/status", encoding="ascii", errors="replace") as fh:
+            mapped = next((int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize:")), 0)
+    except (ImportError, OSError, ValueError, IndexError):
+        return None
+    return max(0, soft - mapped)
 
 
 # ---- measurements --------------------------------------------------------------------------------

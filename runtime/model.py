@@ -41,7 +41,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from planner.analysis.errors import RuntimeUnavailableError, UnsupportedModelError
+from planner.analysis.errors import ConfigError, RuntimeUnavailableError, UnsupportedModelError
 from planner.analysis.spec import (GLU, MLA, MLP, Attention, GatedDeltaNet, GroupScore, Layer, MixerKind, MixerSpec,
                                    ModelSpec, MoE, Norm, NormKind, Numerics, RopeStyle, RouterKind)
 
@@ -58,6 +58,26 @@ def region(kind: str):
     if not _REGIONS["on"]:
         return nullcontext()
     return torch.profiler.record_function(f"planner::{kind}")
+
+
+def check_router_groups(spec: ModelSpec) -> None:
+    """A grouped router (DeepSeek's) views the experts as (n_group, experts / n_group), keeps topk_group groups and,
+    with ``GroupScore.TOP2``, ranks a group by its two best experts: refuse a config where that cannot run (the
+    analysis reads it, as transformers' config classes do; their router fails as ours would)."""
+    num = spec.numerics
+    if num.n_group <= 1 or num.group_score == GroupScore.NONE:
+        return
+    for e in {layer.ffn.num_experts for layer in spec.layers if isinstance(layer.ffn, MoE)}:
+        if e % num.n_group:
+            raise ConfigError(f"{spec.label}: n_group ({num.n_group}) does not split the {e} routed experts into "
+                              "equal groups, which the router needs", "choose an n_group that divides the experts")
+        if num.group_score == GroupScore.TOP2 and e // num.n_group < 2:
+            raise ConfigError(f"{spec.label}: n_group ({num.n_group}) leaves groups of one expert, but the router ranks "
+                              "each group by its two best experts (DeepSeek-V3's; transformers cannot run it either)",
+                              "lower n_group so that each group holds at least 2 experts")
+    if not 1 <= num.topk_group <= num.n_group:
+        raise ConfigError(f"{spec.label}: topk_group ({num.topk_group}) must be between 1 and n_group ({num.n_group})",
+                          "the router keeps topk_group of the n_group expert groups")
 
 
 def check_supported(spec: ModelSpec) -> None:
@@ -89,6 +109,7 @@ def check_supported(spec: ModelSpec) -> None:
         raise RuntimeUnavailableError(f"verify does not support Voxtral Realtime's decoder layer yet ({spec.label}: "
                                       "the FFN input scaled by 1 + ada_rms_norm(t_cond), an MLP of the delay-time "
                                       "embedding)", "analyze and trace work for this model")
+    check_router_groups(spec)
     if spec.numerics.runtime_unsupported:
         raise RuntimeUnavailableError(f"verify does not support {spec.numerics.runtime_unsupported} yet "
                                       f"({spec.label})", "analyze and trace work for this model")

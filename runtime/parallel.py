@@ -340,10 +340,34 @@ def rank_setup(spec: ModelSpec, opts, world: int, *, option: str, needs: str, we
         raise RuntimeUnavailableError(f"verify {option} runs seeded random weights; --weights is not "
                                       f"{weights_note} yet", f"drop --weights, or use {option} 1")
     dtype_name = opts.dtype or default_dtype(spec, dev_type)
+    if dev_type == "cpu" and not under_torchrun():  # the spawned ranks share this host's memory
+        host_memory_guard(spec, dtype_name, opts.batch, opts.context, world)
     device = torch.device(dev_type)
     hw, hw_reason = choose_profile(opts.hardware, dev_type, device_name(device), total_memory_bytes(device))
     threads = opts.threads or (profile_threads(hw) if dev_type == "cpu" else None)
     return RankSetup(dev_type, dtype_name, hw, hw_reason, threads)
+
+
+def host_memory_guard(spec: ModelSpec, dtype_name: str, batch: int, context: int, world: int) -> None:
+    """``runtime.verify.memory_guard`` for ``world`` CPU ranks on this host, before any of them allocates: their
+    shards add up to the whole model and KV cache; each rank also draws whole tensors one at a time
+    (``init_shard_random_``) and needs its own workspace."""
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    from .calibrate import free_memory_bytes
+    from .verify import GiB, memory_guard, workspace_bytes
+
+    fmt, _ = weight_format(spec, dtype_name)
+    kvc = kv_cache(spec, fmt.act, fmt.act)
+    ops = step_ops(spec, fmt, fmt.act, batch=batch, new_tokens=1, cached_tokens=context)
+    largest = max((fmt.tensor_bytes(t) for t in spec.tensors()), default=0)
+    free = free_memory_bytes(torch.device("cpu"))
+    memory_guard(weights_bytes=fmt.bytes_of(spec.tensors()) + world * largest,
+                 kv_bytes_at=lambda n: kvc.bytes_per_sequence(n) + kvc.state_bytes_per_sequence, batch=batch,
+                 context=context, workspace=world * workspace_bytes(ops, batch, spec.vocab_size, fmt.act.bits // 8),
+                 free_bytes=free, device="cpu", margin_bytes=max(GiB, free // 10))
 
 
 def launch(fn, tp: int, args: tuple, *, timeout_s: float = 600.0, flag: str = "--tp", progress=None) -> list:
@@ -512,7 +536,7 @@ def rank_main(rank: int, tp: int, init: str, spec: ModelSpec, dtype_name: str, d
     logits = None
     with torch.inference_mode():
         if want_logits:
-            prompt = torch.randint(0, spec.vocab_size, (batch, 8), generator=torch.Generator().manual_seed(seed + 1)).to(device)
+            prompt = torch.randint(0, spec.vocab_size, (batch, 8), generator=torch.Generator().manual_seed((seed + 1) % 2**64)).to(device)
             logits = model(prompt, 0, None).float().cpu().tolist()
         flops, _ = count_flops(step)
         kernels, _ = count_kernels(step)

@@ -257,7 +257,7 @@ def rank_main(rank: int, world: int, init: str, spec: ModelSpec, tp: int, dtype_
     logits = None
     with torch.inference_mode():
         if want_logits:
-            prompt = torch.randint(0, spec.vocab_size, (batch, 8), generator=torch.Generator().manual_seed(seed + 1)).to(device)
+            prompt = torch.randint(0, spec.vocab_size, (batch, 8), generator=torch.Generator().manual_seed((seed + 1) % 2**64)).to(device)
             inp = prompt if first else recv_hidden(batch, 8)
             out = stage_forward(model, (a, b), first, last, inp, 0, None)
             if last:

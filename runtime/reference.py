@@ -31,6 +31,8 @@ from planner.analysis.errors import OptionError, RuntimeUnavailableError
 from planner.analysis.spec import ModelSpec
 
 DEFAULT_PROMPT = "The capital of France is Paris. The capital of Germany is"
+#: the prompt tokens the check takes: both models prefill it whole (masks and scores of tokens × tokens)
+MAX_PROMPT_TOKENS = 4096
 FP32_TOLERANCE = 1e-3
 SIGNIFICAND_BITS = {"bf16": 8, "fp16": 11}  # including the implicit bit
 ULPS = 8
@@ -88,6 +90,28 @@ def tolerance(dtype: str, max_abs_logit: float) -> tuple[float, str]:
     return tol, f"{dtype}: {ULPS} units in the last place at the largest logit ({ULPS} × 2^-{bits} × {max_abs_logit:.3g})"
 
 
+def _memory_guard(spec: ModelSpec, dtype: str, device, tokens: int) -> None:
+    """``runtime.verify.memory_guard`` before either model is built: two copies of the weights (ours and
+    transformers'), our KV cache of ``tokens`` and the prefill's workspace; a config larger than the checkpoint is
+    refused here, before its shapes are compared with the checkpoint's."""
+    from planner.analysis.kv import kv_cache
+    from planner.analysis.trace import step_ops
+    from planner.analysis.weights import weight_format
+
+    from .calibrate import free_memory_bytes
+    from .verify import GiB, memory_guard, workspace_bytes
+
+    fmt, _ = weight_format(spec, dtype)
+    kvc = kv_cache(spec, fmt.act, fmt.act)
+    ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=tokens, cached_tokens=0)
+    free = free_memory_bytes(device)
+    memory_guard(weights_bytes=2 * fmt.bytes_of(spec.tensors()),
+                 kv_bytes_at=lambda n: kvc.bytes_per_sequence(n) + kvc.state_bytes_per_sequence, batch=1,
+                 context=tokens, workspace=workspace_bytes(ops, tokens, spec.vocab_size, fmt.act.bits // 8),
+                 free_bytes=free, device=device.type,
+                 margin_bytes=512 * 2**20 if device.type == "cuda" else max(GiB, free // 10))
+
+
 def run_reference(spec: ModelSpec, weights: str, *, config: dict | None, dtype: str = "fp32", device: str = "cpu",
                   prompt: str = DEFAULT_PROMPT, new_tokens: int = 20, progress=None) -> ReferenceResult:
     """Compare the decoder with ``transformers`` on the checkpoint in ``weights`` (see the module doc)."""
@@ -126,10 +150,14 @@ def run_reference(spec: ModelSpec, weights: str, *, config: dict | None, dtype: 
     ids = tok(prompt, return_tensors="pt")["input_ids"].to(dev)
     if ids.shape[1] < 1:
         raise OptionError("the prompt tokenizes to no tokens", "give a longer --prompt")
+    if ids.shape[1] > MAX_PROMPT_TOKENS:
+        raise OptionError(f"the prompt tokenizes to {ids.shape[1]:,} tokens; the reference check takes at most "
+                          f"{MAX_PROMPT_TOKENS:,}", "give a shorter --prompt")
     if int(ids.max()) >= spec.vocab_size:
         raise RuntimeUnavailableError(f"the tokenizer produced token id {int(ids.max())}, beyond the model's vocabulary "
                                       f"({spec.vocab_size})", "the tokenizer does not belong to this checkpoint")
     T = int(ids.shape[1])
+    _memory_guard(spec, dtype, dev, int(ids.shape[1]) + new_tokens)
     progress("reference", 1, 4)
     ours = build_decoder(spec, dtype=tdtype, device=dev, seed=None)
     report = load_checkpoint(ours, weights)

@@ -188,7 +188,7 @@ def test_the_error_line_bounds_any_message():
 
 
 @pytest.mark.parametrize("args,fragments", [
-    (["--output-len", str(1 << 24)], ["16,777,215 engine steps", "at most 2,000,000", "lower --output-len"]),
+    (["--output-len", str(1 << 24)], ["16,777,215 engine steps", "at most 4,000,000", "lower --output-len"]),
     (["--output-len", "1000000", "--arrival", "closed-loop", "--engine", "ideal"],
      ["8 request(s)", "7,999,992 engine steps", "--requests"]),
     (["--input-len", "16000000", "--output-len", "2", "--max-num-batched-tokens", "1", "--engine", "sglang"],
@@ -219,7 +219,7 @@ def test_plan_refuses_more_prefill_steps_than_it_simulates(tmp_path, long_contex
     # 300 requests (the default) of 1,048,576 tokens in vLLM's 8,192-token chunks on an H100: 38,400 steps
     r = cli("plan", str(long_context_model), "--input-len", str(1 << 20), "--output-len", "10", "--json",
             home=tmp_path, timeout=60)
-    line = r.assert_error("--requests 300", "128 steps of 8,192", "38,400 simulated steps", "117 or fewer")
+    line = r.assert_error("--requests 300", "128 steps of 8,192", "38,400 simulated steps", "156 or fewer")
     assert len(line) < 400
 
 

@@ -19,7 +19,7 @@ from dataclasses import fields, replace
 
 from ..fields import MAX_LAYERS, Fields
 from ..mixers import Attention, GatedAttention
-from ..spec import Layer, ModelSpec, MoE, RouterKind
+from ..spec import ModelSpec, MoE, RouterKind
 from . import decoder
 from .common import Traits, per_layer_types
 

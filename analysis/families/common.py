@@ -11,7 +11,7 @@ from typing import Callable
 
 from ..records import frozen
 from ..fields import MAX_LAYERS, Fields, as_int, short
-from ..spec import GroupScore, Layer, Norm, NormKind, PlacedNorm, Provenance, RopeStyle, RouterKind
+from ..spec import GroupScore, Layer, Norm, PlacedNorm, Provenance, RopeStyle, RouterKind
 
 
 @frozen

@@ -21,6 +21,7 @@ from ..fields import MAX_LAYERS, Fields
 from ..mixers.hrm import HrmAttention
 from ..spec import MLP, Layer, ModelSpec, Norm, PlacedNorm, Tensor
 from .common import Traits, read_act, read_eps
+from .looped import unroll
 
 _TRAITS = Traits()
 
@@ -46,12 +47,9 @@ def build(f: Fields, model_type: str) -> ModelSpec:
     rms = Norm(hidden, affine=False)
     norms = (PlacedNorm("input_layernorm", "pre_mixer", rms), PlacedNorm("post_attention_layernorm", "pre_ffn", rms))
     stored = Layer(attn, MLP(hidden, inter, bias=f.bool("mlp_bias"), act=act), norms)
-    again = Layer(attn, stored.ffn, norms, stored=False)
-    layers: list[Layer] = []
-    for hc in range(h_cycles):
-        for lc in range(l_cycles):  # the L stack, then (below) the H stack: each stored on its first pass
-            layers += [stored if hc == 0 and lc == 0 else again] * per_stack
-        layers += [stored if hc == 0 else again] * per_stack
+    # the run: the L stack's L_cycles passes of the first H cycle (the first stored), then the H stack's first pass
+    # (stored) and the (H_cycles - 1) x (L_cycles + 1) passes after it (the two stacks have the same layer shape)
+    layers = unroll(stored, per_stack, l_cycles) + unroll(stored, per_stack, 1 + (h_cycles - 1) * (l_cycles + 1))
     scale = f.raw("embedding_scale")
     if scale is None:
         # (HrmTextConfig's initializer_range default 0.02, spelled here: the generated defaults leave it out)

@@ -793,6 +793,20 @@ LFM3_MODULES = ((".feed_forward.w1.", ".mlp.gate_proj."), (".feed_forward.w3.", 
                 (".conv.conv.", ".mixer.conv."), (".conv.out_proj.", ".mixer.out_proj."))
 
 
+def _kda_moe_at(f: Fields, n_layers: int, first_dense: int) -> set[int]:
+    """Kimi Linear's and Ling 3's MoE layers: by ``mlp_layer_types``, else all but the first first_k_dense_replace
+    (the family's class default ``first_dense``; neither transformers class reads moe_layer_freq)."""
+    if f.raw("mlp_layer_types") is not None:
+        return sparse_layers(f, n_layers)
+    return set(range(f.int("first_k_dense_replace", first_dense, lo=0, hi=MAX_LAYERS), n_layers))
+
+
+def _kda_mla(f: Fields, hidden: int, heads: int, rope_dim: int, **kw: Any) -> MLA:
+    """Their DeepSeek V3 MLA on ``full_attention`` layers (``kw``: the family's RoPE and gate)."""
+    return MLA(hidden, heads, f.opt_int("q_lora_rank"), f.int("kv_lora_rank"), f.int("qk_nope_head_dim"), rope_dim,
+               f.int("v_head_dim"), bias=f.bool("attention_bias", False), **kw)
+
+
 def _kda_hybrid_spec(f: Fields, model_type: str, cls: str, core: tuple[int, int, int], mixers: dict,
                      types: list[str], moe_at: set[int], act: str, rope_scaling: tuple = ()) -> ModelSpec:
     """Kimi Linear's and Ling 3's shared layer: input_layernorm -> mixer -> post_attention_layernorm -> a
@@ -846,11 +860,7 @@ def build_bailing_hybrid(f: Fields, model_type: str) -> ModelSpec:
         types = ["full" if (i + 1) % group == 0 else "linear" for i in range(n_layers)]
         f.defaulted("layer_types", f"list[{n_layers}]", f"absent: the last layer of every {group} "
                                                         "(layer_group_size) full_attention, the others linear")
-    if f.raw("mlp_layer_types") is not None:
-        moe_at = sparse_layers(f, n_layers)
-    else:
-        first = f.int("first_k_dense_replace", 2, lo=0, hi=MAX_LAYERS)
-        moe_at = set(range(first, n_layers))
+    moe_at = _kda_moe_at(f, n_layers, 2)
     act = _act(f, "silu")
     heads = f.int("num_attention_heads")
     mixers: dict[str, Any] = {}
@@ -867,9 +877,7 @@ def build_bailing_hybrid(f: Fields, model_type: str) -> ModelSpec:
         if rotary != rope and f.has("rotary_dim"):
             raise f.error("rotary_dim", f"gives {rotary} rotary dimensions; Ling 3's MLA rotates all "
                                         f"qk_rope_head_dim ({rope})")
-        mixers["full"] = MLA(hidden, heads, f.opt_int("q_lora_rank"), f.int("kv_lora_rank"),
-                             f.int("qk_nope_head_dim"), rope, f.int("v_head_dim"),
-                             bias=f.bool("attention_bias", False), rope_theta=theta, head_gate=True)
+        mixers["full"] = _kda_mla(f, hidden, heads, rope, rope_theta=theta, head_gate=True)
     if "linear" in types:
         # transformers' __post_init__ copies head_dim into linear_head_dim, then overwrites head_dim with
         # qk_rope_head_dim: a config it saved carries both, and linear_head_dim is the KDA head
@@ -878,8 +886,7 @@ def build_bailing_hybrid(f: Fields, model_type: str) -> ModelSpec:
                                               f.int("short_conv_kernel_size", 4, hi=1 << 12))
     rope_scaling = read_rope(f, mixers["full"].qk_rope_head_dim)[2] if "full" in types else ()
     spec = _kda_hybrid_spec(f, model_type, "BailingHybridForCausalLM", (hidden, n_layers, vocab), mixers, types,
-                            moe_at, act,
-                            rope_scaling=rope_scaling)
+                            moe_at, act, rope_scaling=rope_scaling)
     # transformers 5.25: per-layer SwiGLU clamps of the MoE layers' routed and shared experts (Step-3.7's, after the
     # activation; 0 or absent: none; the dense MLPs never clamp). Nothing to count; verify refuses GLU.STEP.
     from .step3p5 import _limits
@@ -898,9 +905,6 @@ def build_bailing_hybrid(f: Fields, model_type: str) -> ModelSpec:
 
 
 # ---- Kimi Linear (kimi_linear) -------------------------------------------------------------------
-
-#: KimiLinearConfig.attribute_map (as Ling 3's): the dataclass names and the names Moonshot's checkpoints use
-KIMI_LINEAR_ALIASES = BAILING_ALIASES
 
 #: KimiLinearConfig.__post_init__: linear_attn_config's keys, over the dataclass fields they override
 KIMI_LINEAR_ATTN = {"head_dim": "linear_head_dim", "num_heads": "linear_num_heads",
@@ -971,20 +975,17 @@ def build_kimi_linear(f: Fields, model_type: str) -> ModelSpec:
     if kimi_k3.is_k3(f):
         return kimi_k3.build_text(f, model_type)
     (hidden, n_layers, vocab), lac, types = kimi_linear_plan(f)
-    if f.raw("mlp_layer_types") is not None:
-        moe_at = sparse_layers(f, n_layers)
-    else:  # KimiLinearConfig: first_k_dense_replace dense layers, then sparse (moe_layer_freq is not read)
-        first = f.int("first_k_dense_replace", 1, lo=0, hi=MAX_LAYERS)
-        moe_at = set(range(first, n_layers))
+    moe_at = _kda_moe_at(f, n_layers, 1)
     act = _act(f, "silu")
     return _kda_hybrid_spec(f, model_type, "KimiLinearForCausalLM", (hidden, n_layers, vocab),
                             kimi_linear_mixers(f, hidden, lac, types), types, moe_at, act)
 
 
 def kimi_linear_plan(f: Fields) -> tuple[tuple[int, int, int], dict, list[str]]:
-    """What Kimi Linear and Kimi K3's text model (``kimi_k3.build_text``) read first: ``KIMI_LINEAR_ALIASES``
-    applied, (hidden, layers, vocab), ``linear_attn_config`` and the "full" / "linear" type of every layer."""
-    f.aliases = {**f.aliases, **KIMI_LINEAR_ALIASES}
+    """What Kimi Linear and Kimi K3's text model (``kimi_k3.build_text``) read first: ``BAILING_ALIASES``
+    (KimiLinearConfig.attribute_map is Ling 3's) applied, (hidden, layers, vocab), ``linear_attn_config`` and the
+    "full" / "linear" type of every layer."""
+    f.aliases = {**f.aliases, **BAILING_ALIASES}
     core = _core(f)
     lac = _kimi_linear_attn_config(f)
     return core, lac, _kimi_linear_types(f, lac, core[1])
@@ -996,9 +997,7 @@ def kimi_linear_mixers(f: Fields, hidden: int, lac: dict, types: list[str]) -> d
     projection: v_head_dim is MLA's)."""
     mixers: dict[str, Any] = {}
     if "full" in types:
-        mixers["full"] = MLA(hidden, f.int("num_attention_heads"), f.opt_int("q_lora_rank"), f.int("kv_lora_rank"),
-                             f.int("qk_nope_head_dim"), f.int("qk_rope_head_dim"), f.int("v_head_dim"),
-                             bias=f.bool("attention_bias", False), rope=False)
+        mixers["full"] = _kda_mla(f, hidden, f.int("num_attention_heads"), f.int("qk_rope_head_dim"), rope=False)
     if "linear" in types:
         heads = _kimi_linear_int(f, lac, "num_heads", 1 << 16)
         hd = _kimi_linear_int(f, lac, "head_dim", 1 << 16)

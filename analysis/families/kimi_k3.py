@@ -84,9 +84,14 @@ def _res_trace(b, i: int, m, tensors: dict[str, list[Tensor]]) -> None:
                   act_read_bytes=n * states * h * a, act_write_bytes=n * h * a, kernels=3)
 
 
+@frozen
 class _AttnRes:
-    """The attention residuals a K3 mixer adds to its layer (its fields: ``attn_res``, ``res_states`` snapshots
-    before the layer, ``res_boundary``: the layer writes one)."""
+    """The attention residuals a K3 mixer adds to its layer (``attn_res`` False: none; ``res_states`` snapshots
+    before the layer, ``res_boundary``: the layer writes one); its fields follow the mixer's."""
+
+    attn_res: bool = False
+    res_states: int = 0
+    res_boundary: bool = False
 
     def tensors(self, prefix: str) -> list[Tensor]:
         return super().tensors(prefix) + (_res_tensors(prefix, self.hidden_size) if self.attn_res else [])
@@ -99,20 +104,12 @@ class _AttnRes:
 
 @frozen
 class K3DeltaAttention(_AttnRes, KimiDeltaAttention):
-    """Kimi K3's KDA layer with its attention residuals (``attn_res`` False: none)."""
-
-    attn_res: bool = False
-    res_states: int = 0
-    res_boundary: bool = False
+    """Kimi K3's KDA layer with its attention residuals."""
 
 
 @frozen
 class K3LatentAttention(_AttnRes, MLA):
     """Kimi K3's MLA layer (NoPE, output gate) with its attention residuals."""
-
-    attn_res: bool = False
-    res_states: int = 0
-    res_boundary: bool = False
 
 
 @frozen

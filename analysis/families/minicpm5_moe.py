@@ -51,9 +51,7 @@ def build(f: Fields, model_type: str) -> ModelSpec:
     numerics = Numerics(rope_style=RopeStyle.HALF)
     if moe_at:
         n_exp = f.int("n_routed_experts")
-        k = f.int("num_experts_per_tok")
-        if k > n_exp:
-            raise f.error("num_experts_per_tok", f"({k}) exceeds n_routed_experts ({n_exp})")
+        k = f.int("num_experts_per_tok")  # k <= n_exp: check_groups, below
         size = f.int("moe_intermediate_size")
         moe = MoE(hidden, n_exp, k, size, shared_intermediate_size=f.int("n_shared_experts", 1, lo=0) * size, act=act)
         routing = read_routing(f, RouterKind.SIGMOID, group_score=GroupScore.TOP2)
