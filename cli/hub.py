@@ -151,6 +151,10 @@ def _import_hub():
 _CACHE_VARS = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME")
 
 
+#: ``$NAME`` / ``${NAME}`` left in a path after ``os.path.expandvars``: a variable that is not set.
+_UNSET_VAR = re.compile(r"\$(\w+|\{[^}]*\})")
+
+
 def _check_cache_var() -> None:
     """The variable that places the cache, set empty or to an unknown user's ``~name``: huggingface_hub would
     take it as a folder relative to the current one (``HF_HOME=`` means ``./hub``), and the planner would
@@ -159,10 +163,15 @@ def _check_cache_var() -> None:
         raw = os.environ.get(var)
         if raw is None:
             continue
+        expanded = os.path.expandvars(os.path.expanduser(raw))  # as huggingface_hub expands it
         if not raw.strip() or (raw.startswith("~") and os.path.expanduser(raw) == raw):
             raise OptionError(f"{var}={short(raw)} does not name a folder for the Hugging Face cache "
                               "(huggingface_hub would use one under the current folder)",
                               f"unset {var}, or set it to the path of a folder")
+        if not os.path.isabs(expanded) and _UNSET_VAR.search(expanded):  # '$NOPE/x' stays literal: './$NOPE/x' 
+            raise OptionError(f"{var}={short(raw)} names a variable that is not set ({_UNSET_VAR.search(expanded)[0]}); "
+                              "huggingface_hub would make a folder of that name under the current one",
+                              f"set that variable, or set {var} to the path of a folder")
         return
 
 

@@ -344,7 +344,8 @@ def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, se
         notes.append(f"{per_replica} requests run in {waves} waves of at most {wave} ({why} limits them)")
     chunk = mem.max_num_batched_tokens
     # run_wave prices one full wave and the rest (identical waves priced once), not every request
-    check_simulated_steps(scenario, min(per_replica, wave + per_replica % wave), wave, chunk, decodes=False)
+    check_simulated_steps(scenario, min(per_replica, wave + per_replica % wave), wave, chunk, decodes=False,
+                          sent=per_replica)
 
     def run_wave(n: int) -> tuple[StepCost, StepCost, StepCost | None, int]:
         """(Σ of the wave's requests' TTFT, the wave's length, its first decode step, prefill steps)."""
@@ -721,41 +722,50 @@ STEP_SIM_MAX_STEPS = 4_000_000
 STEP_SIM_MAX_LATER_CHUNKS = 16_384
 
 
-def check_simulated_steps(scenario: Scenario, requests: int, slots: int, budget: int, *, decodes: bool = True) -> None:
+def check_simulated_steps(scenario: Scenario, requests: int, slots: int, budget: int, *, decodes: bool = True,
+                          sent: int | None = None) -> None:
     """Refuse, before it runs, a simulation of more than ``STEP_SIM_MAX_STEPS`` engine steps per replica or
-    more than ``STEP_SIM_MAX_LATER_CHUNKS`` prompt chunks priced apart. Steps are counted from below: a step
-    makes at most ``slots`` decode tokens (one per running request) and takes at most ``budget`` tokens
-    (``max_num_batched_tokens``), so ``requests`` requests of ``input_len`` in and ``output_len`` out (their
-    mean where they stop at end-of-sequence) need at least the larger of ``requests × (output − 1) / slots``
-    and ``requests × input_len / budget`` steps. ``decodes`` False: the decode steps are priced in closed
-    form (only the prefill chunks run one by one)."""
-    I, O, m = scenario.input_len, scenario.output_len, scenario.mean_output_len
-    later = requests * (-(-I // max(budget, 1)) - 1)
-    if later > STEP_SIM_MAX_LATER_CHUNKS:
-        from planner.analysis.errors import OptionError
+    more than ``STEP_SIM_MAX_LATER_CHUNKS`` prompt chunks after each prompt's first (each may be a step shape
+    of its own, priced from the trace). Steps are counted from below: a step makes at most ``slots`` decode
+    tokens (one per running request) and takes at most ``budget`` tokens (``max_num_batched_tokens``), so
+    ``requests`` requests of ``input_len`` in and ``output_len`` out (their mean where they stop at
+    end-of-sequence) need at least the larger of ``requests × (output − 1) / slots`` and
+    ``requests × input_len / budget`` steps. The step count is checked first: past it the run cannot be
+    simulated whatever the chunks, so the refusal names it (2,048 closed-loop requests of 98,304 + 32,768 tokens,
+    three at once, are 22 M decode steps, and only 111 distinct step shapes). ``decodes`` False: the decode steps
+    are priced in closed form (only the prefill chunks run one by one). ``sent``: the prompts per replica where
+    the simulation runs fewer (``simulate``'s waves: one full wave and the rest stand for them all)."""
+    from planner.analysis.errors import OptionError
 
-        raise OptionError(f"{requests:,} prompt(s) per replica of {I:,} tokens, in steps of at most {budget:,} tokens "
-                          f"(--max-num-batched-tokens), are {later:,} prefill steps past each prompt's first, each "
-                          f"priced apart; the simulation prices at most {STEP_SIM_MAX_LATER_CHUNKS:,} (about 15 s)",
-                          "raise --max-num-batched-tokens, or lower --input-len"
-                          + (" or --requests" if scenario.arrival == "closed-loop" else " or --concurrency"))
+    I, O, m = scenario.input_len, scenario.output_len, scenario.mean_output_len
+    if sent is not None and sent != requests:
+        prompts = (f"{requests:,} prompt(s) simulated per replica (of {sent:,} sent: one wave of at most {slots:,} "
+                   f"and the rest, identical waves priced once)")
+    else:
+        prompts = f"{requests:,} prompt(s) per replica"
     out = min(O, m) if m is not None else O
     prefill = math.ceil(requests * I / max(budget, 1))
     decode = math.ceil(requests * (out - 1) / max(slots, 1)) if decodes else 0
     steps = max(prefill, decode)
-    if steps <= STEP_SIM_MAX_STEPS:
-        return
-    from planner.analysis.errors import OptionError
-
-    if decode >= prefill:
-        what = (f"{requests:,} request(s) per replica of {out:,.0f} output tokens, at most {slots:,} running at once, "
-                f"need at least {steps:,} engine steps")
-        how = "lower --output-len" + (" or --requests" if scenario.arrival == "closed-loop" else "")
-    else:
-        what = (f"{requests:,} prompt(s) per replica of {I:,} tokens in steps of at most {budget:,} tokens "
-                f"(--max-num-batched-tokens) need at least {steps:,} engine steps")
-        how = "raise --max-num-batched-tokens or lower --input-len"
-    raise OptionError(f"{what}; the simulation runs at most {STEP_SIM_MAX_STEPS:,} per replica (about 20 s)", how)
+    if steps > STEP_SIM_MAX_STEPS:
+        if decode >= prefill:
+            what = (f"{requests:,} request(s) per replica of {out:,.0f} output tokens, at most {slots:,} running at "
+                    f"once, need at least {steps:,} engine steps, each run one by one")
+            how = "lower --output-len" + (" or --requests" if scenario.arrival == "closed-loop" else "")
+        else:
+            what = (f"{prompts} of {I:,} tokens in steps of at most {budget:,} tokens (--max-num-batched-tokens) "
+                    f"need at least {steps:,} engine steps, each run one by one")
+            how = "raise --max-num-batched-tokens or lower --input-len"
+        raise OptionError(f"{what}; the simulation runs at most {STEP_SIM_MAX_STEPS:,} engine steps per replica "
+                          "(about 20-40 s)", how)
+    later = requests * (-(-I // max(budget, 1)) - 1)
+    if later > STEP_SIM_MAX_LATER_CHUNKS:
+        raise OptionError(f"{prompts} of {I:,} tokens, in steps of at most {budget:,} tokens "
+                          f"(--max-num-batched-tokens), are {later:,} prefill steps past each prompt's first, each "
+                          f"holding a new number of cached tokens (a step shape priced on its own); the simulation "
+                          f"prices at most {STEP_SIM_MAX_LATER_CHUNKS:,} (about 15 s)",
+                          "raise --max-num-batched-tokens, or lower --input-len"
+                          + (" or --requests" if scenario.arrival == "closed-loop" else " or --concurrency"))
 
 
 def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, wait_note: bool = True,

@@ -253,40 +253,85 @@ def workspace_bytes(ops, batch: int, vocab: int, act_bytes: int) -> int:
 
 
 def memory_guard(*, weights_bytes: int, kv_bytes_at, batch: int, context: int, workspace: int, free_bytes: int,
-                 device: str, margin_bytes: int) -> None:
+                 device: str, margin_bytes: int, hint: str | None = None) -> None:
     """Refuse (``OptionError``) before allocating when weights + KV + workspace exceed the free memory,
-    naming the largest batch at this context and the longest context at this batch that fit."""
+    naming the largest batch at this context and the longest context at this batch that fit, or ``hint``
+    where the run has no --batch / --context (``verify --reference``). The free memory is shown clamped at 0;
+    on the CPU, where the address-space limit (``ulimit -v``, ``calibrate.address_space_left``) is below the
+    memory available, the refusal says that it binds (each CPU thread maps its own stack: ``--threads``)."""
     from planner.analysis.capacity import largest
 
     usable = free_bytes - margin_bytes
     need = weights_bytes + kv_bytes_at(context + 1) * batch + workspace
     if need <= usable:
         return
-    per_seq_ws = max(1, workspace // max(batch, 1))
+    limit = _address_space_binds() if device == "cpu" else None
+    tips = []
+    if limit is not None:
+        tips.append(f"raise or lift the address-space limit (ulimit -v), or run fewer CPU threads (--threads; "
+                    f"{limit[1]:,} now)")
+    if hint is not None:
+        tips.append(hint)
+    else:
+        per_seq_ws = max(1, workspace // max(batch, 1))
 
-    def fits_batch(b: int) -> bool:
-        return weights_bytes + kv_bytes_at(context + 1) * b + per_seq_ws * b <= usable
+        def fits_batch(b: int) -> bool:
+            return weights_bytes + kv_bytes_at(context + 1) * b + per_seq_ws * b <= usable
 
-    def fits_ctx(c: int) -> bool:
-        return weights_bytes + kv_bytes_at(c + 1) * batch + workspace <= usable
+        def fits_ctx(c: int) -> bool:
+            return weights_bytes + kv_bytes_at(c + 1) * batch + workspace <= usable
 
-    mb = largest(fits_batch, 1, max(batch, 1))
-    mc = largest(fits_ctx, 0, context)
-    hint = []
-    if mb >= 1:
-        hint.append(f"--batch {mb} fits at --context {context}")
-    if mc >= 0:
-        hint.append(f"--context {mc} fits at --batch {batch}")
-    if not hint:
-        if weights_bytes + workspace > usable:
-            hint.append("the weights alone do not fit: use a smaller model or dtype")
-        else:
-            hint.append("even one sequence's KV cache at this context does not fit beside the weights: "
-                        "lower --context or use a smaller --dtype")
+        mb = largest(fits_batch, 1, max(batch, 1))
+        mc = largest(fits_ctx, 0, context)
+        if mb >= 1:
+            tips.append(f"--batch {mb} fits at --context {context}")
+        if mc >= 0:
+            tips.append(f"--context {mc} fits at --batch {batch}")
+        if mb < 1 and mc < 0 and limit is None:
+            if weights_bytes + workspace > usable:
+                tips.append("the weights alone do not fit: use a smaller model or dtype")
+            else:
+                tips.append("even one sequence's KV cache at this context does not fit beside the weights: "
+                            "lower --context or use a smaller --dtype")
+    free = f"{max(0, usable) / GiB:.2f} GiB is free (after a {margin_bytes / GiB:.2f} GiB margin)"
+    if limit is not None:
+        free += (f": the address-space limit (ulimit -v) binds, leaving this process {limit[0] / GiB:.2f} GiB to "
+                 f"map with {limit[1]:,} CPU thread(s), each mapping its own stack")
     raise OptionError(
         f"not enough {device} memory: this run needs {need / GiB:.2f} GiB (weights {weights_bytes / GiB:.2f} GiB, "
         f"KV cache {kv_bytes_at(context + 1) * batch / GiB:.2f} GiB, workspace {workspace / GiB:.2f} GiB) but "
-        f"{usable / GiB:.2f} GiB is free (after a {margin_bytes / GiB:.2f} GiB margin)", "; ".join(hint))
+        f"{free}", "; ".join(tips))
+
+
+#: The address space a run needs left after torch starts its CPU threads, to read its profile and build anything
+#: (below it, reading a small file failed with MemoryError: ``--threads 4096`` under ``ulimit -v 4000000``)
+THREADS_ADDRESS_SPACE_BYTES = 256 * 2**20
+
+
+def threads_guard(threads: int) -> None:
+    """Refuse (``OptionError``) when torch's ``threads`` CPU threads, each mapping its own stack, leave less than
+    ``THREADS_ADDRESS_SPACE_BYTES`` of the address-space limit (``ulimit -v``) to map: what binds is that limit
+    and the thread count, not the model (--threads is not capped: the limit decides)."""
+    from .calibrate import address_space_left
+
+    left = address_space_left()
+    if left is not None and left < THREADS_ADDRESS_SPACE_BYTES:
+        raise OptionError(f"--threads {threads:,}: the CPU threads' stacks leave this process {left / GiB:.2f} GiB "
+                          f"of its address-space limit (ulimit -v) to map",
+                          "raise or lift the address-space limit (ulimit -v), or run fewer CPU threads (--threads)")
+
+
+def _address_space_binds() -> tuple[int, int] | None:
+    """(what ``ulimit -v`` still lets this process map, torch's CPU threads) where that is less than the memory
+    available (so it, not the machine's memory, is what binds), else None."""
+    from . import require_torch
+    from .calibrate import address_space_left, meminfo_bytes
+
+    left = address_space_left()
+    if left is None:
+        return None
+    avail = meminfo_bytes("MemAvailable")
+    return (left, require_torch().get_num_threads()) if avail is None or left < avail else None
 
 
 # ---- where the time went -------------------------------------------------------------------------
@@ -551,6 +596,7 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
     device = torch.device(dev_type)
     if opts.threads and dev_type == "cpu":
         torch.set_num_threads(opts.threads)
+        threads_guard(opts.threads)
     dtype_name = opts.dtype or default_dtype(spec, dev_type)
     tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
     notes: list[str] = []

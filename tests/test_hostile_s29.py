@@ -192,7 +192,7 @@ def test_the_error_line_bounds_any_message():
     (["--output-len", "1000000", "--arrival", "closed-loop", "--engine", "ideal"],
      ["8 request(s)", "7,999,992 engine steps", "--requests"]),
     (["--input-len", "16000000", "--output-len", "2", "--max-num-batched-tokens", "1", "--engine", "sglang"],
-     ["15,999,999 prefill steps", "raise --max-num-batched-tokens"]),
+     ["16,000,000 engine steps", "raise --max-num-batched-tokens"]),  # the step count binds first (mend s30)
     (["--input-len", "16000000", "--output-len", "2", "--max-num-batched-tokens", "100"],
      ["159,999 prefill steps", "prices at most 16,384"]),
     # 64 closed-loop clients, 8 requests each, of 1,000,000-token prompts in 8,192-token chunks: 512 × 122
