@@ -73,7 +73,7 @@ class Analysis:
 
     def seq_bytes(self, context: int) -> int:
         """Cache bytes one more sequence at `context` costs (KV + recurrent state)."""
-        return self.kv.bytes_per_sequence(context) + self.kv.state_bytes_per_sequence
+        return self.kv.seq_bytes(context)
 
 
 def with_sliding_window(spec: ModelSpec, window: int) -> tuple[ModelSpec, int, tuple[str, ...]]:

@@ -122,6 +122,10 @@ class KVCache:
     def state_bytes_per_sequence(self) -> int:
         return sum(lk.state_bytes for lk in self.layers)
 
+    def seq_bytes(self, context: int) -> int:
+        """Cache bytes one sequence at ``context`` holds: its K/V and the recurrent layers' fixed state."""
+        return self.bytes_per_sequence(context) + self.state_bytes_per_sequence
+
     @property
     def recurrent_state_dtype(self) -> str | None:
         """The dtype the layers keep their recurrent states in (``state_dtype`` holds the conv windows and, unless

@@ -168,8 +168,9 @@ def _check_cache_var() -> None:
             raise OptionError(f"{var}={short(raw)} does not name a folder for the Hugging Face cache "
                               "(huggingface_hub would use one under the current folder)",
                               f"unset {var}, or set it to the path of a folder")
-        if not os.path.isabs(expanded) and _UNSET_VAR.search(expanded):  # '$NOPE/x' stays literal: './$NOPE/x' 
-            raise OptionError(f"{var}={short(raw)} names a variable that is not set ({_UNSET_VAR.search(expanded)[0]}); "
+        unset = None if os.path.isabs(expanded) else _UNSET_VAR.search(expanded)  # '$NOPE/x' stays './$NOPE/x'
+        if unset:
+            raise OptionError(f"{var}={short(raw)} names a variable that is not set ({unset[0]}); "
                               "huggingface_hub would make a folder of that name under the current one",
                               f"set that variable, or set {var} to the path of a folder")
         return

@@ -199,10 +199,9 @@ def _reference(loaded, weights: str, device: str | None, dtype: str | None, thre
     if dt not in RUNTIME_DTYPES:
         raise OptionError(f"--dtype {short(dt)} is not a dtype the torch runtime computes in", f"choose one of {', '.join(RUNTIME_DTYPES)}")
     if threads and dev == "cpu":
-        from planner.runtime.verify import threads_guard
+        from planner.runtime.verify import set_cpu_threads
 
-        torch.set_num_threads(threads)
-        threads_guard(threads)
+        set_cpu_threads(threads)
     with progress_bar(out_fmt != OutputFormat.json) as cb:
         r = run_reference(loaded.spec, weights, config=loaded.resolved.config, dtype=dt, device=dev,
                           prompt=prompt if prompt is not None else DEFAULT_PROMPT, progress=cb)

@@ -73,6 +73,7 @@ Nothing is read at import time; every call reads the (few, small) files again, s
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 import os
 import re
@@ -556,30 +557,26 @@ def _expanded_nodes(text: str, yaml, loader) -> None:
             raise OverflowError
 
 
-_LOADERS: dict = {}
-
-
+@functools.cache
 def _unique_key_loader(yaml) -> Any:
     """The C-accelerated *safe* loader when available (same SafeConstructor: no python/* tags), refusing a
     mapping that gives one key twice (YAML says keys are unique; PyYAML keeps the last, so a profile with a
     second 'memory:' line took it silently). Keys a merge ('<<') brings in may still be overridden."""
-    if "loader" not in _LOADERS:
-        base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
-        class UniqueKeyLoader(base):  # type: ignore[misc, valid-type]
-            def construct_mapping(self, node, deep=False):
-                if isinstance(node, yaml.MappingNode):
-                    seen = set()
-                    for key_node, _ in node.value:
-                        if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-                            if key_node.value in seen:
-                                raise yaml.constructor.ConstructorError(
-                                    None, None, f"the key {short(key_node.value, 60)} is given twice", key_node.start_mark)
-                            seen.add(key_node.value)
-                return super().construct_mapping(node, deep=deep)
+    class UniqueKeyLoader(base):  # type: ignore[misc, valid-type]
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                seen = set()
+                for key_node, _ in node.value:
+                    if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                        if key_node.value in seen:
+                            raise yaml.constructor.ConstructorError(
+                                None, None, f"the key {short(key_node.value, 60)} is given twice", key_node.start_mark)
+                        seen.add(key_node.value)
+            return super().construct_mapping(node, deep=deep)
 
-        _LOADERS["loader"] = UniqueKeyLoader
-    return _LOADERS["loader"]
+    return UniqueKeyLoader
 
 
 def _safe_load(text: str, where: str) -> Any:
@@ -967,7 +964,7 @@ def list_profiles() -> list[HardwareProfile]:
     """Bundled profiles plus user profiles (a user profile shadows a bundled one of the same name)."""
     merged = _load_folder(_bundled_folder(), "bundled")
     user_dir = user_profile_dir()
-    if _is_dir(user_dir):
+    if os.path.isdir(user_dir):  # (False for any OSError, where Path.is_dir raises ENAMETOOLONG)
         merged.update(_load_folder(user_dir, "user"))
     return sorted(merged.values(), key=_sort_key)
 
@@ -979,12 +976,6 @@ def _is_file(path: Any) -> bool:
         return path.is_file()
     except (OSError, ValueError):
         return False
-
-
-def _is_dir(path: Path) -> bool:
-    """``os.path.isdir``: False for any OSError (a $PLANNER_CONFIG_DIR too long for the file system), where
-    Python 3.11's ``Path.is_dir`` raises ENAMETOOLONG."""
-    return os.path.isdir(path)
 
 
 def _looks_like_path(text: str) -> bool:
@@ -1008,7 +999,7 @@ def load_profile(name_or_path: str) -> HardwareProfile:
     # fast path: an exact bundled name is its file's stem; user profiles (usually few) are read first
     # because a user profile of the same name shadows the bundled one
     user_dir = user_profile_dir()
-    user = _load_folder(user_dir, "user") if _is_dir(user_dir) else {}
+    user = _load_folder(user_dir, "user") if os.path.isdir(user_dir) else {}
     if key in user:
         return user[key]
     if _NAME_RE.match(key):

@@ -357,17 +357,16 @@ def host_memory_guard(spec: ModelSpec, dtype_name: str, batch: int, context: int
     from planner.analysis.weights import weight_format
 
     from .calibrate import free_memory_bytes
-    from .verify import GiB, memory_guard, workspace_bytes
+    from .verify import memory_guard, workspace_bytes
 
     fmt, _ = weight_format(spec, dtype_name)
     kvc = kv_cache(spec, fmt.act, fmt.act)
     ops = step_ops(spec, fmt, fmt.act, batch=batch, new_tokens=1, cached_tokens=context)
     largest = max((fmt.tensor_bytes(t) for t in spec.tensors()), default=0)
-    free = free_memory_bytes(torch.device("cpu"))
     memory_guard(weights_bytes=fmt.bytes_of(spec.tensors()) + world * largest,
-                 kv_bytes_at=lambda n: kvc.bytes_per_sequence(n) + kvc.state_bytes_per_sequence, batch=batch,
+                 kv_bytes_at=kvc.seq_bytes, batch=batch,
                  context=context, workspace=world * workspace_bytes(ops, batch, spec.vocab_size, fmt.act.bits // 8),
-                 free_bytes=free, device="cpu", margin_bytes=max(GiB, free // 10))
+                 free_bytes=free_memory_bytes(torch.device("cpu")), device="cpu")
 
 
 def launch(fn, tp: int, args: tuple, *, timeout_s: float = 600.0, flag: str = "--tp", progress=None) -> list:

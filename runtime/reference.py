@@ -99,22 +99,20 @@ def _memory_guard(spec: ModelSpec, dtype: str, device, tokens: int) -> None:
     from planner.analysis.weights import weight_format
 
     from .calibrate import free_memory_bytes
-    from .verify import GiB, memory_guard, workspace_bytes
+    from .verify import memory_guard, workspace_bytes
 
     fmt, _ = weight_format(spec, dtype)
     kvc = kv_cache(spec, fmt.act, fmt.act)
     ops = step_ops(spec, fmt, fmt.act, batch=1, new_tokens=tokens, cached_tokens=0)
-    free = free_memory_bytes(device)
     # verify --reference has no --batch or --context: name what can change (the checkpoint is the model)
     other = "cpu" if device.type == "cuda" else "cuda"
     hint = (f"the checkpoint is held twice (planner's model and transformers'): free {device.type} memory, or run "
             f"where more is free (--device {other})"
             + (", or compare in --dtype bf16 (half of fp32's bytes)" if dtype == "fp32" else ""))
     memory_guard(weights_bytes=2 * fmt.bytes_of(spec.tensors()),
-                 kv_bytes_at=lambda n: kvc.bytes_per_sequence(n) + kvc.state_bytes_per_sequence, batch=1,
+                 kv_bytes_at=kvc.seq_bytes, batch=1,
                  context=tokens, workspace=workspace_bytes(ops, tokens, spec.vocab_size, fmt.act.bits // 8),
-                 free_bytes=free, device=device.type,
-                 margin_bytes=512 * 2**20 if device.type == "cuda" else max(GiB, free // 10), hint=hint)
+                 free_bytes=free_memory_bytes(device), device=device.type, hint=hint)
 
 
 def run_reference(spec: ModelSpec, weights: str, *, config: dict | None, dtype: str = "fp32", device: str = "cpu",

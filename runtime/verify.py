@@ -253,7 +253,7 @@ def workspace_bytes(ops, batch: int, vocab: int, act_bytes: int) -> int:
 
 
 def memory_guard(*, weights_bytes: int, kv_bytes_at, batch: int, context: int, workspace: int, free_bytes: int,
-                 device: str, margin_bytes: int, hint: str | None = None) -> None:
+                 device: str, margin_bytes: int | None = None, hint: str | None = None) -> None:
     """Refuse (``OptionError``) before allocating when weights + KV + workspace exceed the free memory,
     naming the largest batch at this context and the longest context at this batch that fit, or ``hint``
     where the run has no --batch / --context (``verify --reference``). The free memory is shown clamped at 0;
@@ -261,6 +261,8 @@ def memory_guard(*, weights_bytes: int, kv_bytes_at, batch: int, context: int, w
     memory available, the refusal says that it binds (each CPU thread maps its own stack: ``--threads``)."""
     from planner.analysis.capacity import largest
 
+    if margin_bytes is None:  # 512 MiB on a GPU; on the CPU a tenth of what is free, at least 1 GiB
+        margin_bytes = 512 * 2**20 if device == "cuda" else max(GiB, free_bytes // 10)
     usable = free_bytes - margin_bytes
     need = weights_bytes + kv_bytes_at(context + 1) * batch + workspace
     if need <= usable:
@@ -308,11 +310,15 @@ def memory_guard(*, weights_bytes: int, kv_bytes_at, batch: int, context: int, w
 THREADS_ADDRESS_SPACE_BYTES = 256 * 2**20
 
 
-def threads_guard(threads: int) -> None:
-    """Refuse (``OptionError``) when torch's ``threads`` CPU threads, each mapping its own stack, leave less than
-    ``THREADS_ADDRESS_SPACE_BYTES`` of the address-space limit (``ulimit -v``) to map: what binds is that limit
-    and the thread count, not the model (--threads is not capped: the limit decides)."""
+def set_cpu_threads(threads: int) -> None:
+    """``torch.set_num_threads(threads)`` (--threads), then refuse (``OptionError``) when those threads, each
+    mapping its own stack, leave less than ``THREADS_ADDRESS_SPACE_BYTES`` of the address-space limit
+    (``ulimit -v``) to map: what binds is that limit and the thread count, not the model (--threads is not
+    capped: the limit decides)."""
+    from . import require_torch
     from .calibrate import address_space_left
+
+    require_torch().set_num_threads(threads)
 
     left = address_space_left()
     if left is not None and left < THREADS_ADDRESS_SPACE_BYTES:
@@ -595,8 +601,7 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
                                       "use --device cpu, or install a CUDA build of torch on a machine with a GPU")
     device = torch.device(dev_type)
     if opts.threads and dev_type == "cpu":
-        torch.set_num_threads(opts.threads)
-        threads_guard(opts.threads)
+        set_cpu_threads(opts.threads)
     dtype_name = opts.dtype or default_dtype(spec, dev_type)
     tdtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
     notes: list[str] = []
@@ -621,10 +626,7 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
     ops = step_ops(spec, fmt, kvd, batch=B, new_tokens=1, cached_tokens=C)
     totals = Totals.of(ops)
     weights_bytes = fmt.bytes_of(spec.tensors())
-    def cache_bytes_at(tokens: int) -> int:  # per sequence: K/V of the tokens, and the recurrent layers' fixed state
-        return kvc.bytes_per_sequence(tokens) + kvc.state_bytes_per_sequence
-
-    kv_bytes = cache_bytes_at(capacity) * B
+    kv_bytes = kvc.seq_bytes(capacity) * B  # per sequence: K/V of the tokens, and the recurrent layers' fixed state
 
     name = device_name(device)
     hw, hw_reason = choose_profile(opts.hardware, dev_type, name, total_memory_bytes(device))
@@ -646,11 +648,9 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
         checkpoint_files(opts.weights)
 
     # -- memory guard, before any allocation ----------------------------------------------------------
-    free = free_memory_bytes(device)
-    margin = 512 * 2**20 if dev_type == "cuda" else max(GiB, free // 10)
-    memory_guard(weights_bytes=weights_bytes, kv_bytes_at=cache_bytes_at, batch=B, context=C,
-                 workspace=workspace_bytes(ops, B, spec.vocab_size, tdtype.itemsize), free_bytes=free,
-                 device=dev_type, margin_bytes=margin)
+    memory_guard(weights_bytes=weights_bytes, kv_bytes_at=kvc.seq_bytes, batch=B, context=C,
+                 workspace=workspace_bytes(ops, B, spec.vocab_size, tdtype.itemsize),
+                 free_bytes=free_memory_bytes(device), device=dev_type)
 
     # -- build (meta, then allocate on the device), load, cache ---------------------------------------
     t0 = time.perf_counter()

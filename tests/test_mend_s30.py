@@ -9,7 +9,7 @@
   fits" or "use a smaller model"; it now names what it can change (free memory, --device, --dtype). The free memory
   was shown below zero ("-1.00 GiB is free") and the weights blamed where ``ulimit -v`` and the CPU threads' stacks
   were what bound; ``--threads 4096`` under ``ulimit -v 4000000`` ended in ``internal error: MemoryError`` reading the
-  hardware profile (``threads_guard``).
+  hardware profile (``set_cpu_threads``).
 
 The sweep's pinned refusals (item 1) are in tests/test_audit_s29e.py (``REFUSED_DEFAULTS``); the Hugging Face cache
 variable (item 4) needed no change: huggingface_hub 2.4 expands ``$VAR`` in HF_HOME / HF_HUB_CACHE itself.
