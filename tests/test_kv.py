@@ -1,6 +1,5 @@
 """KV bytes per token and per sequence, derived per family from the published definitions."""
 
-import json
 
 import pytest
 

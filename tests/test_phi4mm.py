@@ -14,7 +14,6 @@ from planner.analysis.analyze import Options, analyze
 from planner.analysis.config import parse_config
 from planner.analysis.errors import ConfigError, UnsupportedModelError
 from planner.analysis.params import count_params
-from tests.oracle import hf_param_count
 
 _TEXT = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
          "intermediate_size": 96, "vocab_size": 128, "pad_token_id": 0, "partial_rotary_factor": 0.5}

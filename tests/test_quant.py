@@ -112,7 +112,6 @@ def test_modules_to_not_convert_with_wildcards():
 
 def test_unknown_method_is_a_caveat_not_a_silent_number():
     cfg = dict(TINY, quantization_config={"quant_method": "hqq_super", "bits": 3})
-    d = None
     a = weights(cfg)
     assert any("hqq_super" in c for c in a.spec.caveats)
     assert a.weights_bytes == 2 * a.params.total

@@ -1,7 +1,6 @@
 """The per-op trace: figures derived from the published formulas, internal consistency, one function
 for prefill and decode."""
 
-import json
 
 import pytest
 

@@ -34,7 +34,7 @@ from dataclasses import replace
 
 from ..fields import MAX_LAYERS, Fields
 from ..spec import MLP, Attention, CrossAttentionLayers, ModelSpec, Tensor
-from ..vision import _encoder_block, _lin, _ln, _patches, _tower_shape, vision_config_dict
+from ..vision import _encoder_block, _ln, _patches, _tower_shape, vision_config_dict
 from . import decoder
 from .common import Traits
 

@@ -210,8 +210,8 @@ class CompressedMQA(MixerSpec):
     def _trace_compressor(self, b, i: int, own: dict[str, list[Tensor]], keys: int, kv_read: int) -> tuple[int, int]:
         """The compressor's projections on every new token, the entries whose windows close in this step
         (pooled, normed, roped, appended), the indexer (CSA) and the entries the attention reads."""
-        s, n, a, r = b.shape, b.shape.tokens, b.a, self.compress_ratio
-        d, w, rep = self.head_dim, self._width, Parallel.REPLICATED
+        s, a, r = b.shape, b.a, self.compress_ratio
+        d, rep = self.head_dim, Parallel.REPLICATED
         b.matmul("compressor.kv_proj", own["compressor.kv_proj"], i, "attention", parallel=rep)
         b.matmul("compressor.gate_proj", own["compressor.gate_proj"], i, "attention", parallel=rep)
         end = s.cached_tokens + s.new_tokens

@@ -77,7 +77,7 @@ class Plamo2Mamba(Mamba):
 
     def trace(self, b, i: int, tensors: dict[str, list[Tensor]]) -> None:
         n, a = b.shape.tokens, b.a
-        d, ns, bc = self.intermediate_size, self.state_size, self.bcdt_dim
+        d, bc = self.intermediate_size, self.bcdt_dim
         # in_proj: h -> [z | x]: 2·n·h·2·d_inner
         b.matmul("in_proj", tensors["in_proj"], i, "ssm")
         # conv1d + SiLU over x: 2·n·d_inner·d_conv
