@@ -459,7 +459,9 @@ def plot_memory(models: list[dict], hw: Any, path: str | os.PathLike, *, batch: 
         grid = context_grid(lo, min(top, hi), windows | {context})
         weights = m["memory"]["weights_bytes"]
         state = m["kv_cache"]["state_bytes_per_sequence"]
-        ys = [weights + batch * (sum(lk.bytes_at(c) for lk in layers) + state) for c in grid]
+        # plotted as floats: exact byte counts past 2^63 (a batch of 2^24 at a context of 2^30) are Python ints
+        # numpy cannot hold (set_ylim and the label placement failed with an internal TypeError)
+        ys = [float(weights + batch * (sum(lk.bytes_at(c) for lk in layers) + state)) for c in grid]
         color = colors[i % len(colors)]
         mb = m["max_batch"]
         ax.plot(grid, ys, color=color, lw=1.6, gid=memory_gid(m["model"]["id"]),
@@ -476,8 +478,8 @@ def plot_memory(models: list[dict], hw: Any, path: str | os.PathLike, *, batch: 
                label=f"usable after {fmt_gib(tp * prof.runtime_reserve_bytes, 0)} runtime reserve")
     if context >= lo:
         ax.axvline(context, color="0.5", lw=0.8, ls=":", gid=GID_CONTEXT)
-    y_lo = 2 ** math.floor(math.log2(min(ys_all) / 1.3))
-    y_hi = 2 ** math.ceil(math.log2(max(ys_all) * 1.3))
+    y_lo = 2.0 ** math.floor(math.log2(min(ys_all) / 1.3))
+    y_hi = 2.0 ** math.ceil(math.log2(max(ys_all) * 1.3))
     x_hi = hi if context < hi else 2 * hi  # room right of a chosen context at the end of the axis
     ax.set_xlim(lo, x_hi)
     ax.set_ylim(y_lo, y_hi)

@@ -13,6 +13,8 @@ HF_HOME, a closed or full stdout and stderr); each failed before its fix:
 - ``trace --sweep batch=,`` swept nothing: exit 0, an empty sweep, and ``--format csv`` printed no line;
   ``--sweep ''`` swept the default point;
 - a 64 × 64 ``trace --sweep ... --plot`` labelled all 4,096 points (over 20 s, labels past the axes);
+- ``compare --batch 16777216 --context 1073741824 --plot``: ``internal error: TypeError`` (byte counts past 2^63
+  as numpy axis limits);
 - ``plan --rate 1e-308``: three numpy warnings, then "Error: arrival times must be sorted";
 - a config.json integer field given as ``1e300`` was echoed as the 301-digit integer it equals;
 - ``torch_dtype: ["bfloat16"]`` was taken as absent, and an unknown ``torch_dtype`` was labelled
@@ -182,6 +184,18 @@ def test_a_64_by_64_sweep_plot_draws_few_labels(tmp_path):
     fig = plot_roofline(d, d["hardware"], tmp_path / "big.png", sweep=d["sweep"])
     red = [t for t in fig.axes[0].texts if t.get_color() == "crimson"]
     assert len(d["sweep"]) == 512 and 1 <= len(red) <= 4
+
+
+def test_a_memory_plot_past_2_to_the_63_bytes_is_drawn(tmp_path):
+    """compare's memory plot at --batch 2^24 and --context 2^30: the exact byte counts pass 2^63, which numpy
+    could not take as an axis limit (internal error: TypeError)."""
+    pytest.importorskip("matplotlib", reason="the plot extra is not installed")
+    out = tmp_path / "m.png"
+    r = run("compare", SMALL, "llama-3.1-70b", "--batch", str(1 << 24), "--context", str(1 << 30), "--plot", out,
+            "--json")
+    assert r.code == 0, r.err
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    assert all(m["max_batch"] == 0 for m in r.json["models"])
 
 
 # ---- plan --rate at its slow end ---------------------------------------------------------------------
