@@ -21,7 +21,10 @@ HF_HOME, a closed or full stdout and stderr); each failed before its fix:
   "(torch_dtype absent)" in analyze's table;
 - ``verify --dtype 'bf16 '`` failed after loading torch and the model with "--dtype bf16 is not a dtype the
   torch runtime computes in (choose one of fp32, bf16, fp16)", and ``--dtype bfloat16`` (accepted by every
-  other command) was refused.
+  other command) was refused;
+- ``verify`` without ``--hardware`` hung for ever when ``<config>/last-calibration`` was a FIFO, and ``calibrate``
+  wrote its record through a fixed ``.last-calibration.tmp`` (a FIFO there hung it, a link there had its target
+  overwritten).
 
 Stream cases run the CLI in a subprocess (``cli``) whose stdout or stderr is closed or is ``/dev/full``.
 """
@@ -241,6 +244,42 @@ def test_an_unknown_torch_dtype_is_not_called_absent(tmp_path):
     assert "torch_dtype absent" not in r.out and "(torch_dtype 'float128' not understood)" in r.out
     path.write_text(json.dumps({k: v for k, v in TINY.items() if k != "torch_dtype"}))
     assert "torch_dtype absent" in run("analyze", str(path)).out
+
+
+# ---- the last-calibration record: a FIFO or a link in the config folder ---------------------------------
+
+
+def _in_subprocess(code: str, cfg) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), PLANNER_CONFIG_DIR=str(cfg))
+    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=30)
+
+
+@posix_only
+def test_a_fifo_as_the_last_calibration_record_is_no_record(_config_dir):
+    """verify (no --hardware) read <config>/last-calibration with open(): a FIFO there hung it for ever."""
+    _config_dir.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(_config_dir / "last-calibration")
+    p = _in_subprocess("from planner.hardware.profiles import last_calibration; print(last_calibration())", _config_dir)
+    assert p.returncode == 0 and p.stdout.strip() == "None", p.stderr
+
+
+@posix_only
+def test_recording_the_last_calibration_past_a_fifo_and_a_link(_config_dir, tmp_path):
+    """calibrate wrote its record through a fixed '.last-calibration.tmp': a FIFO there blocked it for ever,
+    and a symbolic link there had its target overwritten."""
+    from planner.hardware.profiles import last_calibration, record_last_calibration
+
+    _config_dir.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(_config_dir / ".last-calibration.tmp")
+    p = _in_subprocess("from planner.hardware.profiles import record_last_calibration as r; r('mine')", _config_dir)
+    assert p.returncode == 0, p.stderr
+    assert last_calibration() == "mine"
+    os.unlink(_config_dir / ".last-calibration.tmp")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    (_config_dir / ".last-calibration.tmp").symlink_to(victim)
+    record_last_calibration("other")
+    assert victim.read_text() == "keep me\n" and last_calibration() == "other"
 
 
 # ---- verify --dtype: the same names as every other command, checked before torch -------------------------
