@@ -260,7 +260,7 @@ def _clusters(points: list[dict]) -> list[dict]:
 
 
 #: A sweep of more points than this labels only the four corners of its grid: 4,096 labels (64 × 64) covered the
-#: picture, spilled past the axes, and placing them took longer than the sweep itself (a minute, not seconds).
+#: picture, spilled past the axes, and placing them added 15-20 s to the run.
 SWEEP_LABELLED_POINTS = 32
 #: Points at one spot beyond this many are counted, not listed, in their shared label.
 _SWEEP_LABEL_ROWS = 4
