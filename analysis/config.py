@@ -474,6 +474,8 @@ def finish(spec: ModelSpec, f: Fields, *, top_cfg: dict, name: str, source: str,
     dtype = None
     for key in ("torch_dtype", "dtype"):
         v = top_cfg.get(key, f.cfg.get(key))
+        if key == "torch_dtype" and v is not None and not isinstance(v, str):  # (a list was read as absent: bf16)
+            raise f.error(key, f"must be a dtype name such as 'bfloat16', got {short(v)}")
         if isinstance(v, str):
             dtype = v
             f._record(key, "read", v)

@@ -73,6 +73,14 @@ def get_dtype(name: str, *, what: str = "dtype") -> DType:
         raise OptionError(f"unknown {what} {short(name)}", f"choose one of: {choices}") from None
 
 
+def dtype_key(name: str) -> str:
+    """The canonical name of ``name`` when it is a known dtype or alias ('BFloat16 ', 'torch.float16' -> 'bf16',
+    'fp16'), else ``name`` stripped and lower-cased: what a command compares with its own short list, so
+    that every command reads a --dtype alike."""
+    d = try_dtype(name)
+    return d.name if d is not None else str(name).strip().lower()
+
+
 def try_dtype(name: object) -> DType | None:
     """Like ``get_dtype`` but returns None for anything unknown (used for config fields)."""
     if not isinstance(name, str):

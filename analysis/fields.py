@@ -104,11 +104,12 @@ class Fields:
             iv = as_int(v)
             if iv is None:
                 raise self.error(name, f"must be an integer, got {short(v)}")
+            # the value as the file gives it (1e300, not the 301-digit integer it equals), bounded
             if iv < lo:
                 what = "a positive integer" if lo == 1 else f"an integer >= {lo}"
-                raise self.error(name, f"must be {what}, got {iv}")
+                raise self.error(name, f"must be {what}, got {short(v)}")
             if iv > hi:
-                raise self.error(name, f"is {iv}, larger than any real model (limit {hi})")
+                raise self.error(name, f"is {short(v)}, larger than any real model (limit {hi})")
             return iv
 
         return self._get(key, default, note, check)

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from planner.analysis.errors import short
 from planner.analysis.records import frozen
 
 from .options import DEFAULT_BATCH, DEFAULT_CONTEXT, DEFAULT_GPUS
@@ -217,7 +218,9 @@ def analysis_sections(a, loaded, hw, fit: Fit) -> tuple[list[Section], list[str]
               + (f", {len(spec.cross_attention.layers)}× cross-attention (image)" if spec.cross_attention else ""))
     model.add("attention", attention_summary(spec))
     model.add("ffn", ffn_summary(spec))
-    model.add("weights", a.fmt.describe() + ("" if a.fmt.source != "default" else " (torch_dtype absent)"))
+    assumed = (f" (torch_dtype {short(spec.torch_dtype, 40)} not understood)"
+               if spec.torch_dtype else " (torch_dtype absent)")
+    model.add("weights", a.fmt.describe() + ("" if a.fmt.source != "default" else assumed))
     model.add("kv cache dtype", a.kv.dtype.name)
     if a.kv.state_bytes_per_sequence:  # the conv windows in the state dtype; a recurrent state may be kept apart
         rec, state = a.kv.recurrent_state_dtype, a.kv.state_dtype.name

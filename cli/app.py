@@ -40,6 +40,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_NO_FIT = 3
+EXIT_OUTPUT = -1  # (inside main only: stdout failed; exits EXIT_ERROR once stdout is set aside)
 
 _DEBUG = {"on": bool(os.environ.get("PLANNER_DEBUG"))}
 
@@ -103,6 +104,63 @@ def _tolerant_streams() -> None:
                     pass
 
 
+class OutputError(PlannerError):
+    """Standard output cannot take the result (closed, a full disk, an I/O error)."""
+
+
+class _GuardedStdout:
+    """``sys.stdout`` for the length of one command: a write or flush that fails (``> /dev/full``: ENOSPC)
+    becomes an ``OutputError`` instead of an internal error; a broken pipe stays a ``BrokenPipeError``.
+    Everything else is the wrapped stream's."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _guard(self, method: str, *args: Any) -> Any:
+        try:
+            return getattr(self._stream, method)(*args)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(f"cannot write the result to standard output: {exc.strerror or exc}") from None
+
+    def write(self, text: Any) -> Any:
+        return self._guard("write", text)
+
+    def writelines(self, lines: Any) -> Any:
+        return self._guard("writelines", lines)
+
+    def flush(self) -> Any:
+        return self._guard("flush")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _QuietStderr(_GuardedStdout):
+    """``sys.stderr`` whose failed writes (``2> /dev/full``) are dropped: a warning that cannot be shown must
+    not cost the result on stdout, and an error that cannot be shown still sets the exit code."""
+
+    def _guard(self, method: str, *args: Any) -> Any:
+        try:
+            return getattr(self._stream, method)(*args)
+        except (OSError, ValueError):  # (ValueError: a closed file)
+            return None
+
+
+def _drop_stdout(stream: Any) -> None:
+    """After a failed write to the process's own stdout, point its descriptor at /dev/null, so the interpreter's
+    flush at exit does not fail again with an 'Exception ignored' report on stderr."""
+    if stream is not sys.__stdout__:  # (a test runner's stream: nothing to close)
+        return
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
 class PlannerGroup(TyperGroup):
     """Runs click in non-standalone mode and maps every failure to one ``Error:`` line. Commands are
     registered lazily (``commands.COMMANDS``): listed by name and help line, imported when run."""
@@ -138,7 +196,27 @@ class PlannerGroup(TyperGroup):
             raise typer.Exit(130) from None
 
     def main(self, args: Any = None, prog_name: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
-        _tolerant_streams()
+        out, err = sys.stdout, sys.stderr
+        sys.stderr = _QuietStderr(err if err is not None else open(os.devnull, "w"))  # (None: 2>&- closed it)
+        try:
+            if out is None:  # 'planner ... >&-': Python leaves sys.stdout None, and the result went nowhere
+                _error("standard output is closed: the result has nowhere to go (run without '>&-', or redirect "
+                       "it to a file)")
+                code = EXIT_ERROR
+            else:
+                sys.stdout = _GuardedStdout(out)
+                _tolerant_streams()
+                code = self._run(args, prog_name, extra)
+                if code == EXIT_OUTPUT:
+                    _drop_stdout(out)
+                    code = EXIT_ERROR
+        finally:
+            sys.stdout, sys.stderr = out, err
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+    def _run(self, args: Any, prog_name: str | None, extra: dict) -> int:
         code = EXIT_OK
         try:
             rv = super().main(args=args, prog_name=prog_name or "planner", standalone_mode=False, **extra)
@@ -164,6 +242,9 @@ class PlannerGroup(TyperGroup):
         except _CLICK as exc:
             _error(exc.format_message())
             code = exc.exit_code or EXIT_ERROR
+        except OutputError as exc:
+            _error(str(exc))
+            code = EXIT_OUTPUT
         except PlannerError as exc:
             if _DEBUG["on"]:
                 traceback.print_exc()
@@ -173,14 +254,20 @@ class PlannerGroup(TyperGroup):
             _error("interrupted")
             code = 130
         except BrokenPipeError:
-            code = EXIT_ERROR
+            code = EXIT_OUTPUT  # silent, as a reader that stopped early (| head) expects
         except Exception as exc:  # a bug: still one line, the traceback only with --debug
             if _DEBUG["on"]:
                 traceback.print_exc()
             _error(f"internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback and please report it)")
             code = EXIT_ERROR
-        if standalone_mode:
-            sys.exit(code)
+        if code != EXIT_OUTPUT:  # a result still buffered fails here, while its error can be told
+            try:
+                sys.stdout.flush()
+            except OutputError as exc:
+                _error(str(exc))
+                code = EXIT_OUTPUT
+            except BrokenPipeError:
+                code = EXIT_OUTPUT
         return code
 
 

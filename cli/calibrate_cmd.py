@@ -55,7 +55,9 @@ def calibrate(
     # the options first, before torch loads and a minute of measuring (an empty value is not the default)
     if device is not None and device.lower() not in ("cpu", "cuda"):
         raise OptionError(f"--device must be cuda or cpu, got {short(device)}")
-    dtypes = tuple(d.lower() for d in dtype) if dtype else None
+    from planner.analysis.dtypes import dtype_key
+
+    dtypes = tuple(dtype_key(d) for d in dtype) if dtype else None
     for d in dtypes or ():
         if d not in ("fp32", "bf16", "fp16"):
             raise OptionError(f"--dtype {short(d)} cannot be calibrated", "choose fp32, bf16 or fp16")

@@ -66,10 +66,13 @@ def plan(
     from .common import load_hardware, load_model, warn_all
 
     # the bounds only keep answers readable: a million requests a second is past any --max-gpus (4,096
-    # GPUs), and a target of a million seconds is no target
-    for name, v, hi in (("--rate", rate, 1e6), ("--ttft-p90", ttft_p90, 1e6), ("--tpot-p90", tpot_p90, 1e6)):
-        if not (math.isfinite(v) and 0 < v <= hi):
-            raise OptionError(f"{name} must be a positive finite number of at most {hi:,.0f}, got {v}")
+    # GPUs), and a target of a million seconds is no target; a request every 11.6 days (1e-6/s) is the
+    # slowest rate (at 1e-308/s the simulated arrival times overflowed to infinity)
+    for name, v, lo, hi in (("--rate", rate, 1e-6, 1e6), ("--ttft-p90", ttft_p90, 0, 1e6),
+                            ("--tpot-p90", tpot_p90, 0, 1e6)):
+        if not (math.isfinite(v) and 0 < v <= hi and v >= lo):
+            least = f"at least {lo:g} and " if lo else ""
+            raise OptionError(f"{name} must be a positive finite number of {least}at most {hi:,.0f}, got {v:g}")
     if price_per_hour is not None and not math.isfinite(price_per_hour):
         raise OptionError(f"--price-per-hour must be a finite number of USD, got {price_per_hour}")
     out_fmt = resolve_format(fmt, as_json)

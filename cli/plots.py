@@ -259,10 +259,23 @@ def _clusters(points: list[dict]) -> list[dict]:
     return out
 
 
+#: A sweep of more points than this labels only the four corners of its grid: 4,096 labels (64 × 64) covered the
+#: picture, spilled past the axes, and placing them added 15-20 s to the run.
+SWEEP_LABELLED_POINTS = 32
+#: Points at one spot beyond this many are counted, not listed, in their shared label.
+_SWEEP_LABEL_ROWS = 4
+
+
 def _sweep_labels(xy: list[tuple[float, float]], rows: list[dict]) -> list[tuple[float, float, str, str]]:
-    """'b=64, 32k' per sweep point; points at the same spot (within 5%) share one label ('b=64, 512, 32k')."""
+    """'b=64, 32k' per sweep point; points at the same spot (within 5%) share one label ('b=64, 512, 32k');
+    of a sweep of more than ``SWEEP_LABELLED_POINTS`` points, only the grid's corners."""
+    pairs = list(zip(xy, rows))
+    if len(pairs) > SWEEP_LABELLED_POINTS:
+        bs, cs = [r["batch"] for r in rows], [r["context"] for r in rows]
+        corners = {(b, c) for b in (min(bs), max(bs)) for c in (min(cs), max(cs))}
+        pairs = [(p, r) for p, r in pairs if (r["batch"], r["context"]) in corners]
     groups: list[dict] = []
-    for (x, y), r in zip(xy, rows):
+    for (x, y), r in pairs:
         for g in groups:
             if abs(math.log(x / g["x"])) < 0.05 and abs(math.log(y / g["y"])) < 0.05:
                 g["rows"].append(r)
@@ -273,11 +286,19 @@ def _sweep_labels(xy: list[tuple[float, float]], rows: list[dict]) -> list[tuple
     for g in groups:
         ctxs = list(dict.fromkeys(r["context"] for r in g["rows"]))
         if len(ctxs) == 1:
-            text = f"b={', '.join(str(r['batch']) for r in g['rows'])}, {ctx_label(ctxs[0])}"
+            parts = [str(r["batch"]) for r in g["rows"]]
+            text = f"b={', '.join(_first(parts))}, {ctx_label(ctxs[0])}"
         else:
-            text = "; ".join(f"b={r['batch']}, {ctx_label(r['context'])}" for r in g["rows"])
+            text = "; ".join(_first([f"b={r['batch']}, {ctx_label(r['context'])}" for r in g["rows"]]))
         out.append((g["x"], g["y"], text, "crimson"))
     return out
+
+
+def _first(parts: list[str]) -> list[str]:
+    """``parts`` whole up to ``_SWEEP_LABEL_ROWS``, else the first few and how many more."""
+    if len(parts) <= _SWEEP_LABEL_ROWS:
+        return parts
+    return parts[:_SWEEP_LABEL_ROWS - 1] + [f"+{len(parts) - _SWEEP_LABEL_ROWS + 1} more"]
 
 
 def plot_roofline(trace: dict, hw: Any, path: str | os.PathLike, *, sweep: list[dict] | None = None,
@@ -438,7 +459,9 @@ def plot_memory(models: list[dict], hw: Any, path: str | os.PathLike, *, batch: 
         grid = context_grid(lo, min(top, hi), windows | {context})
         weights = m["memory"]["weights_bytes"]
         state = m["kv_cache"]["state_bytes_per_sequence"]
-        ys = [weights + batch * (sum(lk.bytes_at(c) for lk in layers) + state) for c in grid]
+        # plotted as floats: exact byte counts past 2^63 (a batch of 2^24 at a context of 2^30) are Python ints
+        # numpy cannot hold (set_ylim and the label placement failed with an internal TypeError)
+        ys = [float(weights + batch * (sum(lk.bytes_at(c) for lk in layers) + state)) for c in grid]
         color = colors[i % len(colors)]
         mb = m["max_batch"]
         ax.plot(grid, ys, color=color, lw=1.6, gid=memory_gid(m["model"]["id"]),
@@ -455,8 +478,8 @@ def plot_memory(models: list[dict], hw: Any, path: str | os.PathLike, *, batch: 
                label=f"usable after {fmt_gib(tp * prof.runtime_reserve_bytes, 0)} runtime reserve")
     if context >= lo:
         ax.axvline(context, color="0.5", lw=0.8, ls=":", gid=GID_CONTEXT)
-    y_lo = 2 ** math.floor(math.log2(min(ys_all) / 1.3))
-    y_hi = 2 ** math.ceil(math.log2(max(ys_all) * 1.3))
+    y_lo = 2.0 ** math.floor(math.log2(min(ys_all) / 1.3))
+    y_hi = 2.0 ** math.ceil(math.log2(max(ys_all) * 1.3))
     x_hi = hi if context < hi else 2 * hi  # room right of a chosen context at the end of the axis
     ax.set_xlim(lo, x_hi)
     ax.set_ylim(y_lo, y_hi)

@@ -44,6 +44,8 @@ def parse_sweep(items: list[str] | None, batch: int, context: int) -> tuple[list
     grid = {"batch": [batch], "context": [context]}
     seen = set()
     for item in items:
+        if not item.strip():  # (an empty --sweep '' swept the one default point)
+            raise OptionError("--sweep: empty", "give e.g. --sweep batch=1,8,64 or --sweep context=2k,32k")
         for part in item.split():
             key, sep, values = part.partition("=")
             key = key.strip().lower()
@@ -53,6 +55,8 @@ def parse_sweep(items: list[str] | None, batch: int, context: int) -> tuple[list
                 raise OptionError(f"--sweep: {key} given twice")
             seen.add(key)
             grid[key] = [parse_count(v, key) for v in values.split(",") if v.strip()]
+            if not grid[key]:  # 'batch=,' swept nothing: an empty table, and CSV printed no line
+                raise OptionError(f"--sweep {short(part, 60)}: no {key} values", f"give e.g. {key}=1,8,64")
             if len(grid[key]) > 64:
                 raise OptionError(f"--sweep {key}: at most 64 values")
     return grid["batch"], grid["context"]

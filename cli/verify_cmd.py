@@ -12,6 +12,8 @@ from typing import Annotated, Iterator, Optional
 
 import typer
 
+from planner.analysis.dtypes import dtype_key
+
 from .analyze_cmd import ModelArg, RevisionOpt
 from .options import DEFAULT_BATCH, DEFAULT_CONTEXT
 from .options import BatchOpt, ContextOpt, FormatOpt, JsonOpt, PlotOpt, RefreshOpt
@@ -112,6 +114,9 @@ def verify(
             from planner.analysis.errors import OptionError
 
             raise OptionError(f"{opt} is empty", f"give a value, or leave {opt} out for the default")
+    _check_device_dtype(device, dtype)  # before the model, torch and the run ('bf16 ' failed there, 10 s in)
+    device = device.strip().lower() if device else None
+    dtype = dtype_key(dtype) if dtype else None
     if plot is not None:
         from .plots import check_plot_path
 
@@ -136,7 +141,7 @@ def verify(
         return
     from planner.runtime.verify import VerifyOptions, run_verify
 
-    opts = VerifyOptions(device=device.lower() if device else None, dtype=dtype.lower() if dtype else None, batch=batch,
+    opts = VerifyOptions(device=device, dtype=dtype, batch=batch,
                          context=context, steps=steps, warmup=warmup, graphs=graphs, hardware=hardware, weights=weights,
                          seed=seed, profile=profile, threads=threads, tp=tp)
     if tp > 1 or pp > 1:
@@ -182,6 +187,20 @@ def _check_weights(weights: str) -> None:
     if not (os.path.isdir(path) or (path.endswith(".safetensors") and os.path.isfile(path))):
         raise OptionError(f"--weights {short(weights, 200)}: no such folder",
                           "pass the local folder of a Hugging Face model (with *.safetensors)")
+
+
+def _check_device_dtype(device: str | None, dtype: str | None) -> None:
+    """--device and --dtype as the runtime takes them (the dtype by any of its names: bf16, bfloat16, BF16)."""
+    from planner.analysis.errors import OptionError, short
+    from planner.runtime.verify import RUNTIME_DTYPES
+
+    if device is not None and device.strip().lower() not in ("cpu", "cuda"):
+        raise OptionError(f"--device must be cuda or cpu, got {short(device)}")
+    key = dtype_key(dtype) if dtype is not None else None
+    if key is not None and key not in RUNTIME_DTYPES:
+        shown = key if len(key) <= 60 else short(key, 60)
+        raise OptionError(f"--dtype {shown} is not a dtype the torch runtime computes in",
+                          f"choose one of {', '.join(RUNTIME_DTYPES)}")
 
 
 def _reference(loaded, weights: str, device: str | None, dtype: str | None, threads: int | None, prompt: str | None,

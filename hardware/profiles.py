@@ -83,7 +83,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Iterable, Mapping
 
-from planner.analysis.errors import HardwareError, short
+from planner.analysis.errors import HardwareError, PlannerError, short
 from planner.analysis.records import frozen
 
 from . import units
@@ -901,25 +901,38 @@ LAST_CALIBRATION = "last-calibration"  # a file in the user config dir naming th
 
 def record_last_calibration(name: str) -> Path:
     """Remember ``name`` as the profile the last ``planner calibrate`` saved (``verify`` uses it)."""
+    import tempfile
+
     check_profile_name(name)
     path = user_config_dir() / LAST_CALIBRATION
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{LAST_CALIBRATION}.tmp")
-        tmp.write_text(name + "\n", encoding="utf-8")
+        # a fresh temporary file: a fixed '.last-calibration.tmp' that was a FIFO blocked the open for ever,
+        # and one that was a symbolic link had its target written
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{LAST_CALIBRATION}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(name + "\n")
         os.replace(tmp, path)
+        tmp = None
     except OSError as exc:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
         raise HardwareError(f"cannot write {path}: {exc.strerror or exc}", "check the folder's permissions or set PLANNER_CONFIG_DIR") from None
     return path
 
 
 def last_calibration() -> str | None:
     """The profile name the last ``planner calibrate`` saved, or None (no file, or not a valid name)."""
+    from planner.analysis.files import read_bounded
+
     path = user_config_dir() / LAST_CALIBRATION
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            name = fh.read(256).strip()
-    except OSError:
+    try:  # bounded and non-blocking: a FIFO in its place hung verify's open() for ever
+        name = read_bounded(path, 256, what="last-calibration file").decode("utf-8", errors="replace").strip()
+    except (OSError, PlannerError):
         return None
     return name if _NAME_RE.match(name) else None
 

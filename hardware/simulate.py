@@ -137,7 +137,11 @@ def poisson_arrivals(rate_per_s: float, n: int, seed: int = 0, configs: int = 1)
     rng = np.random.default_rng(seed)
     gaps = rng.exponential(1.0 / rate_per_s, size=(configs, n))
     gaps[:, 0] = 0.0
-    return np.cumsum(gaps, axis=1)
+    with np.errstate(over="ignore"):
+        arrivals = np.cumsum(gaps, axis=1)
+    if not np.isfinite(arrivals).all():  # a rate so slow that the times pass the largest float
+        raise OptionError(f"--rate {rate_per_s:g} requests/s is too slow to simulate: the arrival times overflow")
+    return arrivals
 
 
 def draw_lengths(spec: str | int, n: int, seed: int = 0, what: str = "length"):
