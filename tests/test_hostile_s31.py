@@ -311,3 +311,21 @@ def test_verify_takes_a_dtype_by_any_of_its_names(monkeypatch, given):
     monkeypatch.setattr(rv, "run_verify", captured)
     err("verify", SMALL, "--device", "cpu", "--dtype", given, fragments=["captured"])
     assert seen == ["bf16"]
+
+
+def test_a_user_profile_over_256_kib_is_refused_by_its_size(tmp_path, monkeypatch):
+    """Every command that names a profile reads all the user profiles, so their size bounds every command's time:
+    at the former 1 MiB each, 30 such files took 25 s a command. A file of 300 KiB is refused in one line that says
+    why, and the other profiles still answer when it is not in the user folder."""
+    from planner.hardware.profiles import MAX_PROFILE_BYTES
+
+    big = tmp_path / "big.yaml"
+    filler = "# " + "x" * 1000 + "\n"
+    body = "name: big\nmemory: 80 GiB\nmemory_bandwidth: 1 TB/s\npeak_flops: {bf16: 1 TFLOP/s}\n"
+    big.write_text(body + filler * (300 * 1024 // len(filler)))
+    assert big.stat().st_size > MAX_PROFILE_BYTES
+    line = run("analyze", "qwen2.5-0.5b", "--hardware", str(big)).assert_error("too large")
+    assert str(MAX_PROFILE_BYTES) in line
+    small = tmp_path / "small.yaml"
+    small.write_text(body)
+    assert run("analyze", "qwen2.5-0.5b", "--hardware", str(small)).code == 0
