@@ -177,50 +177,6 @@ def draw_lengths(spec: str | int, n: int, seed: int = 0, what: str = "length"):
     return np.maximum(1, np.rint(out)).astype(np.int64)
 
 
-def read_lengths_file(path, limit_bytes: int = 64 << 20):
-    """(input, output) length arrays from a file: CSV or whitespace lines of two integers, or a JSON
-    list of ``{"input_len": .., "output_len": ..}`` objects. A header line is skipped."""
-    import json
-
-    import numpy as np
-
-    from pathlib import Path
-
-    p = Path(path)
-    try:
-        with p.open("rb") as f:
-            raw = f.read(limit_bytes + 1)
-    except OSError as exc:
-        raise OptionError(f"cannot read lengths file {path}: {exc.strerror or exc}") from None
-    if len(raw) > limit_bytes:
-        raise OptionError(f"lengths file {path} is larger than {limit_bytes >> 20} MiB")
-    text = raw.decode("utf-8", errors="replace")
-    pairs: list[tuple[int, int]] = []
-    if text.lstrip().startswith("["):
-        try:
-            data = json.loads(text)
-            pairs = [(int(d["input_len"]), int(d["output_len"])) for d in data]
-        except (ValueError, KeyError, TypeError):
-            raise OptionError(f"lengths file {path}: a JSON list of {{\"input_len\", \"output_len\"}} objects expected") from None
-    else:
-        for i, line in enumerate(text.splitlines()):
-            f = line.replace(",", " ").split()
-            if not f or f[0].startswith("#"):
-                continue
-            try:
-                pairs.append((int(f[0]), int(f[1])))
-            except (ValueError, IndexError):
-                if i == 0:
-                    continue  # a header
-                raise OptionError(f"lengths file {path}, line {i + 1}: two integers expected, got {line[:60]!r}") from None
-    if not pairs:
-        raise OptionError(f"lengths file {path} holds no lengths")
-    a = np.array(pairs, dtype=np.int64)
-    if (a < 1).any():
-        raise OptionError(f"lengths file {path}: every length must be >= 1 token")
-    return a[:, 0], a[:, 1]
-
-
 # ---- the simulation ------------------------------------------------------------------------------
 
 
