@@ -67,6 +67,9 @@ def compare(
         from .plots import check_plot_path
 
         plot = check_plot_path(plot)  # before any work
+    from planner.hardware.engine import check_kv_dtype, load_engine
+
+    check_kv_dtype(load_engine(None), kv_dtype)  # compare sizes memory as vLLM does: a KV cache vLLM offers
     layout = resolve_layout(gpus, tp, pp, ep, dp)
     hw = load_hardware(hardware)
     loaded = []

@@ -31,7 +31,7 @@ DtypeOpt = Annotated[
 ]
 KvDtypeOpt = Annotated[
     Optional[str],
-    typer.Option("--kv-dtype", help="KV-cache dtype (fp32, bf16, fp16, fp8, int8); default: the compute dtype."),
+    typer.Option("--kv-dtype", help="KV-cache dtype (fp32, bf16, fp16, fp8, int8, int4, fp4; serve, trace and plan take only those their --engine offers); default: the compute dtype."),
 ]
 # ---- the parallel layout (analysis.parallel.Layout); planner plan searches it instead -------------
 TpOpt = Annotated[Optional[int], typer.Option("--tp", min=1, max=1024, help="Tensor-parallel degree: GPUs per pipeline stage of a replica (count).")]

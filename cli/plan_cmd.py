@@ -80,6 +80,9 @@ def plan(
         from .plots import check_plot_path
 
         plot = check_plot_path(plot)
+    from planner.hardware.engine import check_kv_dtype, load_engine
+
+    check_kv_dtype(load_engine(engine), kv_dtype)  # only a KV cache the engine offers (as serve and trace)
     hw = load_hardware(gpu)
     lm = load_model(model, revision)
     a = analyze(lm.spec, Options(context=input_len + output_len, batch=1, dtype=dtype, kv_dtype=kv_dtype))

@@ -462,7 +462,7 @@ def check_kv_dtype(engine: EngineProfile, kv_dtype: str | None) -> None:
 
     d = get_dtype(kv_dtype, what="--kv-dtype")
     if d.name not in engine.kv_dtypes:
-        raise OptionError(f"--kv-dtype {kv_dtype}: {engine.display_name} does not offer a {d.name} KV cache",
+        raise OptionError(f"--kv-dtype {kv_dtype}: {engine.display_name} does not offer a KV cache in {d.name}",
                           f"choose one of: {', '.join(engine.kv_dtypes)}")
 
 

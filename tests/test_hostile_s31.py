@@ -329,3 +329,18 @@ def test_a_user_profile_over_256_kib_is_refused_by_its_size(tmp_path, monkeypatc
     small = tmp_path / "small.yaml"
     small.write_text(body)
     assert run("analyze", "qwen2.5-0.5b", "--hardware", str(small)).code == 0
+
+
+@pytest.mark.parametrize("argv", [
+    ("serve", "qwen2.5-0.5b"),
+    ("trace", "qwen2.5-0.5b"),
+    ("plan", "qwen2.5-0.5b", "--rate", "1", "--input-len", "256", "--output-len", "64", "--ttft-p90", "2",
+     "--tpot-p90", "0.1"),
+    ("compare", "qwen2.5-0.5b", "llama-3.1-8b"),
+])
+def test_kv_dtype_is_one_the_engine_offers_in_every_engine_command(argv):
+    """--kv-dtype accepts only what the engine offers (vLLM: bf16, fp16, fp8). serve and trace refused an int4
+    KV cache; plan and compare (which size memory as vLLM does) planned it. fp8, which vLLM offers, runs."""
+    line = run(*argv, "--kv-dtype", "int4").assert_error("does not offer a KV cache in int4")
+    assert "fp8" in line
+    assert run(*argv, "--kv-dtype", "fp8").code == 0
