@@ -222,6 +222,10 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
     if not isinstance(cfg, dict):
         raise ConfigError(f"{where}: expected a JSON object of config fields, got {type(cfg).__name__}")
     caveats: list[str] = []
+    renamed = families.MODEL_TYPE_RENAMES.get(cfg["model_type"]) if isinstance(cfg.get("model_type"), str) else None
+    if renamed is not None:  # DeepSeek-V4's "deepseek_ref": the family registered as deepseek_v4
+        caveats.append(f"model_type '{cfg['model_type']}' ({renamed[1]}) is read as '{renamed[0]}'")
+        cfg = dict(cfg, model_type=renamed[0])
     flat = isinstance(cfg.get("model_type"), str) and cfg["model_type"] in FLAT_TEXT_WRAPPERS  # (a list: refused below)
     if flat and cfg.get("text_config") is None:
         # a flat hub config (Qwen2-VL, Qwen2.5-VL): the language model's fields sit beside vision_config

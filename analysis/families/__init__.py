@@ -890,6 +890,14 @@ VISION_COUNTED["mistral_large4"] = mistral_large4.mistral_large4_vision
 WRAPPER_TIE["mistral_large4"] = "wrapper"
 #: The language model's model_type a wrapper's config renames on load (their __post_init__): wrapper -> {old: new}.
 TEXT_TYPE_RENAMES: dict[str, dict[str, str]] = {"exaone4_5": {"exaone4_5_text": "exaone4"}}
+#: Top-level model_types that published checkpoints carry for a family registered under another name: old -> (new,
+#: whose name it is). DeepSeek-V4's release artifacts and SGLang's checkpoints (sgl-project/DeepSeek-V4-*-FP8) say
+#: "deepseek_ref" beside architectures DeepseekV4ForCausalLM: SGLang's DeepSeekV4Config advertises that model_type,
+#: vLLM 0.24 serves it as DeepSeek-V4 (its deepseek_v4 models), and aiconfigurator / miles rewrite it to deepseek_v4
+#: for TensorRT-LLM's and transformers' classes; before this table the generic decoder refused it ("n_shared_experts
+#: set, but model_type 'deepseek_ref' is not a known family").
+MODEL_TYPE_RENAMES: dict[str, tuple[str, str]] = {
+    "deepseek_ref": ("deepseek_v4", "DeepSeek-V4's release / SGLang name for DeepseekV4ForCausalLM")}
 
 # OCR wrappers whose towers are counted (analysis/families/ocr_vl.py, analysis/vision.py). PaddleOCR-VL's language
 # model: ERNIE 4.5's dense block (use_bias on every projection, head_dim 128, tied by default) with half-split RoPE

@@ -269,7 +269,12 @@ def read_ropes_by_type(f: Fields, types: list[str], hd: int, default: dict,
         params = f.derived("rope_parameters", default, f"absent: {who}'s per-layer-type defaults")
     else:
         params = raw
-        if not isinstance(params, dict) or not all(isinstance(v, dict) or v is None for v in params.values()):
+        # only the keys naming a layer type in use are read, as transformers' nested_rope_parameter_keys reads them:
+        # a sibling scalar (poolside/Laguna-XS.2's "original_max_position_embeddings": 4096 beside the per-type
+        # blocks) is ignored; a flat dict (no layer-type key) is not keyed by layer type at all
+        used = set(types)
+        if not isinstance(params, dict) or not any(k in used for k in params) \
+                or not all(isinstance(v, dict) or v is None for k, v in params.items() if k in used):
             raise f.error("rope_parameters", "must be an object keyed by layer type (full_attention, "
                                              "sliding_attention), each that type's RoPE parameters")
         f.derived("rope_parameters", "per layer type", "read per layer type")
