@@ -199,7 +199,7 @@ def _compressed_tensors(qc: dict, where: str, skip: tuple[str, ...]) -> tuple[Qu
         return None, ["compressed-tensors config without config_groups: weights sized at torch_dtype"]
     caveats = []
     if len(groups) > 1:
-        caveats.append("compressed-tensors config has several groups: the first one is applied to every linear layer")
+        caveats.append(_ct_groups_caveat(groups))
     first = next(iter(groups.values()))
     w = first.get("weights") if isinstance(first, dict) else None
     if not isinstance(w, dict):
@@ -247,6 +247,25 @@ def _compressed_tensors(qc: dict, where: str, skip: tuple[str, ...]) -> tuple[Qu
         raw_method=f"compressed-tensors ({w.get('type', 'int')}{nb}, {strategy}{', W8A8' if compute else ''})",
         compute=compute, per_tensor=strategy == "tensor", tensor_bytes=(2 if static_input else 0) + shape_bytes,
         desc_act_g_idx=g_idx), caveats
+
+
+def _ct_groups_caveat(groups: dict) -> str:
+    """The caveat of a compressed-tensors config with several groups (llm-compressor's ``mixed-precision`` format:
+    e.g. FP8 attention beside NVFP4 experts), of which only the first is sized: it names each group's weights and
+    targets, so that a user sees how far off the size can be (RedHatAI's DeepSeek-V4-Flash-NVFP4-FP8 comes to
+    285.6 GB with its FP8 group everywhere, where NVIDIA's NVFP4 checkpoint of the same model is 156.0 GB)."""
+    parts = []
+    for name, grp in list(groups.items())[:4]:
+        w = grp.get("weights") if isinstance(grp, dict) else None
+        w = w if isinstance(w, dict) else {}
+        kind = f"{w.get('type', 'int')}{w.get('num_bits', '?')} {w.get('strategy', 'tensor')}"
+        targets = grp.get("targets") if isinstance(grp, dict) else None
+        tg = ", ".join(str(t) for t in targets[:3]) if isinstance(targets, list) else "?"
+        parts.append(f"{short(name, 20)}: {short(kind, 30)} for {short(tg, 80)}")
+    more = f" and {len(groups) - 4} more" if len(groups) > 4 else ""
+    return (f"compressed-tensors config has {len(groups)} groups ({'; '.join(parts)}{more}): only the first is "
+            "applied, to every linear layer, so the weights' size is that of a checkpoint in the first group's "
+            "format alone (pass --dtype to size another)")
 
 
 def _ct_fp4(qc: dict, group: dict, w: dict, strategy: str, g: int, fmt: Any, where: str, skip: tuple[str, ...],
