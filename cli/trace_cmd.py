@@ -54,7 +54,8 @@ def parse_sweep(items: list[str] | None, batch: int, context: int) -> tuple[list
             if key in seen:
                 raise OptionError(f"--sweep: {key} given twice")
             seen.add(key)
-            grid[key] = [parse_count(v, key) for v in values.split(",") if v.strip()]
+            # each value once, in the order given ("batch=1,1,8" printed the batch-1 row twice); "2k,2048" are one
+            grid[key] = list(dict.fromkeys(parse_count(v, key) for v in values.split(",") if v.strip()))
             if not grid[key]:  # 'batch=,' swept nothing: an empty table, and CSV printed no line
                 raise OptionError(f"--sweep {short(part, 60)}: no {key} values", f"give e.g. {key}=1,8,64")
             if len(grid[key]) > 64:

@@ -344,3 +344,12 @@ def test_kv_dtype_is_one_the_engine_offers_in_every_engine_command(argv):
     line = run(*argv, "--kv-dtype", "int4").assert_error("does not offer a KV cache in int4")
     assert "fp8" in line
     assert run(*argv, "--kv-dtype", "fp8").code == 0
+
+
+def test_a_sweep_value_given_twice_is_one_row():
+    """--sweep batch=1,1,8 context=2k,2048 printed four rows, two of them repeats (2k is 2,048); each point is one row,
+    in the order given."""
+    r = run("trace", "qwen2.5-0.5b", "--sweep", "batch=8,1,8", "--sweep", "context=2k,2048", "--json")
+    assert r.code == 0, r.err
+    rows = json.loads(r.out)["sweep"]
+    assert [(x["batch"], x["context"]) for x in rows] == [(8, 2048), (1, 2048)]
