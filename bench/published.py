@@ -586,16 +586,36 @@ def main(argv=None) -> int:
     ap.add_argument("--fit-bursts", action="store_true",
                     help="fit the timing factors on the server_burst points too (by default they are predicted "
                          "and scored, not fitted)")
+    ap.add_argument("--factors", metavar="NAME@ENGINE,...",
+                    help="refit only these factors (e.g. request_overhead_s@vllm), every other as shipped, on the "
+                         "points of their engines alone (the others do not move with them)")
+    ap.add_argument("--grid-values", nargs="*", default=[], metavar="NAME=V,V,...",
+                    help="search NAME on these values instead of the grid's (e.g. a range past its top)")
     ap.add_argument("--write-accuracy", type=Path, metavar="PATH",
                     help="write the held-out |error| per quantity and engine as YAML (profiles/engines/"
                          "_accuracy.yaml: what planner serve prints); needs the k-fold (not --shipped)")
     args = ap.parse_args(argv)
-    if args.write_accuracy and (args.shipped or args.only):
-        ap.error("--write-accuracy needs the k-fold on every point (no --shipped, no --only)")
+    if args.write_accuracy and (args.shipped or args.only or args.factors):
+        ap.error("--write-accuracy needs the k-fold of every factor on every point (no --shipped, --only, --factors)")
     t0 = time.perf_counter()
-    how = dict(objective=args.objective, max_sweeps=args.sweeps, grid=GRID_FINE if args.grid == "fine" else GRID,
-               progress=args.progress)
+    grid = dict(GRID_FINE if args.grid == "fine" else GRID)
+    for item in args.grid_values:
+        name, _, values = item.partition("=")
+        try:
+            grid[name] = [float(v) for v in values.split(",")]
+        except ValueError:
+            ap.error(f"--grid-values {item}: NAME=V,V,... with numbers expected")
+    how = dict(objective=args.objective, max_sweeps=args.sweeps, grid=grid, progress=args.progress)
     points, skipped = load_points(args.data, args.only)
+    start = None
+    if args.factors:  # only these move; a point of another engine predicts the same whatever they are
+        keys = [k.strip() for k in args.factors.split(",") if k.strip()]
+        bad = [k for k in keys if "@" not in k or k.split("@")[0] not in PER_ENGINE]
+        if bad:
+            ap.error(f"--factors {', '.join(bad)}: per-engine factors NAME@ENGINE expected ({', '.join(PER_ENGINE)})")
+        engines = {k.split("@")[1] for k in keys}
+        points = [p for p in points if p.engine_name in engines]
+        start = lambda train: {k: v for k, v in start_params(train).items() if k in keys}  # noqa: E731
     print(f"{len(points)} published points predicted, {len(skipped)} skipped")
     for sid, why in skipped:
         print(f"  skipped {sid}: {why}")
@@ -609,7 +629,7 @@ def main(argv=None) -> int:
     fitted = [args.fit_bursts or p.regime != "server_burst" for p in order]
     trains = ([[i for i, f in enumerate(fold_of) if f != fold and fitted[i]] for fold in range(k)]
               + [[i for i in range(len(order)) if fitted[i]]])
-    *fits, allfit = [None] if args.shipped else run_fits(order, trains, how, args.jobs)
+    *fits, allfit = [None] if args.shipped else run_fits(order, trains, how, args.jobs, start)
     for fold, params in enumerate(fits):
         test = [p for p, f in zip(order, fold_of) if f == fold]
         for p in test:

@@ -306,3 +306,29 @@ def test_a_bad_experts_efficiency_is_one_error_naming_the_field(tmp_path, monkey
     _engines_copy(tmp_path, monkeypatch, **{"vllm-v0": f"inherits: vllm\ntiming: {{experts_efficiency: {bad}}}\n"})
     with pytest.raises(HardwareError, match="experts_efficiency"):
         load_engine("vllm-v0")
+
+
+def test_factors_refits_only_those_on_their_engines_points(capsys):
+    """--factors NAME@ENGINE refits those factors alone, every other as shipped, on the points of their engines:
+    the table holds no point of another engine, and the fitted factors are the ones named, searched on
+    --grid-values."""
+    ids = ["accelmark-vllm0201-llama3-8b-b200-interactive-c1-tpot-p50",
+           "accelmark-vllm0201-llama31-8b-b200-longctx-interactive-c1-ttft-p50",
+           "vllm-pr23151-qwen3-30b-a3b-h100-tp1-c10-ttft",
+           "trtllm-perf090-llama2-7b-h100-sxm-fp8-tp1-ttft-128"]
+    assert pub.main(["--only", *ids, "--folds", "2", "--factors", "request_overhead_s@vllm",
+                     "--grid-values", "request_overhead_s=0,0.002,0.064"]) == 0
+    out = capsys.readouterr().out
+    assert "trtllm-perf090" not in out
+    fitted = out.split("factors fitted on all points", 1)[1].split("factors per fold", 1)[0]
+    lines = [x.strip() for x in fitted.splitlines()[1:] if x.strip()]
+    assert len(lines) == 1 and lines[0].split(":")[0] == "request_overhead_s@vllm"
+    assert float(lines[0].split(":")[1]) in (0.0, 0.002, 0.064)
+
+
+@pytest.mark.parametrize("bad", [["--factors", "compute"], ["--factors", "nonsense@vllm"],
+                                 ["--grid-values", "request_overhead_s=a,b"]])
+def test_factors_and_grid_values_refuse_what_they_cannot_fit(bad):
+    with pytest.raises(SystemExit) as e:
+        pub.main(["--only", "vllm-pr23151-qwen3-30b-a3b-h100-tp1-c10-ttft", *bad])
+    assert e.value.code == 2
