@@ -606,13 +606,13 @@ def main(argv=None) -> int:
         except ValueError:
             ap.error(f"--grid-values {item}: NAME=V,V,... with numbers expected")
     how = dict(objective=args.objective, max_sweeps=args.sweeps, grid=grid, progress=args.progress)
+    keys = [k.strip() for k in (args.factors or "").split(",") if k.strip()]
+    bad = [k for k in keys if "@" not in k or k.split("@")[0] not in PER_ENGINE]
+    if bad:  # (before the points load: a minute)
+        ap.error(f"--factors {', '.join(bad)}: per-engine factors NAME@ENGINE expected ({', '.join(PER_ENGINE)})")
     points, skipped = load_points(args.data, args.only)
     start = None
-    if args.factors:  # only these move; a point of another engine predicts the same whatever they are
-        keys = [k.strip() for k in args.factors.split(",") if k.strip()]
-        bad = [k for k in keys if "@" not in k or k.split("@")[0] not in PER_ENGINE]
-        if bad:
-            ap.error(f"--factors {', '.join(bad)}: per-engine factors NAME@ENGINE expected ({', '.join(PER_ENGINE)})")
+    if keys:  # only these move; a point of another engine predicts the same whatever they are
         engines = {k.split("@")[1] for k in keys}
         points = [p for p in points if p.engine_name in engines]
         start = lambda train: {k: v for k, v in start_params(train).items() if k in keys}  # noqa: E731
