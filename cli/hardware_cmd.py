@@ -161,6 +161,11 @@ def _show_rows(p: Any) -> list[list[str]]:
         ["interconnect efficiency", "- (_device.yaml default)" if p.interconnect_efficiency is None
          else f"{p.interconnect_efficiency:.3g} of the interconnect in all-reduce"],
     ]
+    if p.graph_node_s is not None:  # calibrated on a GPU, for the torch decoder verify times
+        rows.append(["graph node overhead (verify)", f"{fmt_time(p.graph_node_s)} per dispatched op of a CUDA-graph replay"])
+    if p.attention_head_bytes_per_s is not None:
+        rows.append(["decode attention per KV head (verify)",
+                     f"{fmt_si(p.attention_head_bytes_per_s, 'B/s', digits=4)} per (sequence, KV head)"])
     return rows
 
 

@@ -42,7 +42,10 @@ cost ``t_launch`` is the hardware profile's ``kernel_launch_overhead``, which ``
 measures): ``serial`` (an eager step on a CPU: the thread that dispatches a kernel also runs it)
 adds ``kernels × t_launch``; ``overlapped`` (eager on a GPU: the host queues kernels ahead of the
 device) adds ``max(0, kernels × t_launch − expected device time)``; ``graph`` (a CUDA-graph replay)
-adds one ``t_launch``; ``none`` (serving engines: their fixed step overhead covers it) adds nothing.
+adds one ``t_launch``, and each of its kernels the profile's calibrated ``graph_node_overhead`` (in
+``kernel launches``: a replayed node's launch latency and a small kernel's ramp and tail, 0.98 µs per
+dispatched aten op on an H200, which a decode step of a few thousand small kernels pays in full); ``none``
+(serving engines: their fixed step overhead covers it) adds nothing.
 ``kernels`` is what the caller counted (``verify``: the decoder's dispatched ops), else Σ of the ops'.
 A serving engine's step that it does not replay as a CUDA graph (``graphed``: prompt steps unless the
 engine captures them, steps of more tokens than its largest captured size) is launched op by op from
@@ -144,6 +147,10 @@ class Factors:
     # the least one op (of each layer) takes on the device in any step, CUDA-graph replays included: a
     # graph node's launch latency and a short kernel's ramp and tail (``op_floor_s``)
     min_op_time_s: float = 0.0
+    # each kernel of a CUDA-graph replay (``kernel_launches: graph``) costs this beyond its work: the graph
+    # node's launch latency and a small kernel's ramp (the hardware profile's calibrated
+    # ``graph_node_overhead``; 0 without one); ``graph_nodes_s``
+    graph_node_s: float = 0.0
     # which steps replay a captured CUDA graph: steps of at most this many tokens (batch × new tokens),
     # prompt steps only when the engine captures them
     cuda_graph_max_tokens: int = 1 << 30
@@ -175,6 +182,7 @@ class Factors:
                                          for r, row in self.matmul_efficiency_by_out.items()} or None,
             "kernel_launches": self.kernel_launches, "kernel_launch_s": self.kernel_launch_s,
             "launch_overhead_per_op_s": self.launch_overhead_per_op_s, "min_op_time_s": self.min_op_time_s,
+            "graph_node_s": self.graph_node_s,
             "cuda_graph_max_tokens": self.cuda_graph_max_tokens, "cuda_graph_prefill": self.cuda_graph_prefill,
             "request_overhead_s": self.request_overhead_s, "server_overhead_s": self.server_overhead_s,
             "sources": dict(self.sources),
@@ -277,13 +285,16 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         kernel_launch_s=hw.kernel_launch_s if engine.kernel_launches != "none" else 0.0,
         launch_overhead_per_op_s=engine.launch_overhead_per_op_s,
         min_op_time_s=engine.min_op_time_s,
+        graph_node_s=(getattr(hw, "graph_node_s", None) or 0.0) if engine.kernel_launches == "graph" else 0.0,
         cuda_graph_max_tokens=engine.cuda_graph_max_tokens(hw),
         cuda_graph_prefill=engine.cuda_graph_prefill,
         request_overhead_s=engine.request_overhead_s,
         server_overhead_s=engine.server_overhead_s,
         sources={**src, "engine": f"profiles/engines/{engine.name}.yaml",
                  **({"kernel_launch_s": f"{hw.name} profile (kernel_launch_overhead)"}
-                    if engine.kernel_launches != "none" else {})},
+                    if engine.kernel_launches != "none" else {}),
+                 **({"graph_node_s": f"{hw.name} profile (graph_node_overhead, calibrated)"}
+                    if engine.kernel_launches == "graph" and getattr(hw, "graph_node_s", None) else {})},
     )
 
 
@@ -543,6 +554,14 @@ def launch_time_s(f: Factors, ops: Iterable, kernels: int | None, device_s: floa
     raise ValueError(f"kernel_launches {mode!r} is not one of {', '.join(KERNEL_LAUNCHES)}")
 
 
+def graph_nodes_s(f: Factors, ops: Iterable, kernels: int | None) -> float:
+    """Seconds the nodes of a CUDA-graph replay add (``kernel_launches: graph``): ``kernels`` (None: Σ
+    of the ops' ``kernels``) × ``graph_node_s``; 0 in any other launch mode."""
+    if f.kernel_launches != "graph" or not f.graph_node_s:
+        return 0.0
+    return (step_kernels(ops) if kernels is None else kernels) * f.graph_node_s
+
+
 @frozen
 class StepCost:
     ideal_s: float
@@ -605,13 +624,15 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
         floored = ops_time_s(ops, flops_per_s, bytes_per_s, f, decode=decode, weight_only_bits=weight_only_bits,
                              rows=rows, floor_s=floor, expert_rows=expert_rows, expert_inner=expert_inner)
         parts["kernel launches"] = floored - stage[4]
+    if graph:  # a step launched op by op is not a replay: its nodes cost nothing as such
+        parts["kernel launches"] += graph_nodes_s(f, ops, kernels)
     parts["request overhead"] = 0.0
     ideal = stages[0] + ar_ideal
     expected = ideal + sum(parts.values())
     return StepCost(ideal, expected, parts, allreduce_calls if allreduce_bytes else 0)
 
 
-__all__ = ["EXPERTS_FORMATS", "FACTORS", "KERNEL_LAUNCHES", "Factors", "IDEAL", "launch_time_s", "op_floor_s", "step_kernels",
+__all__ = ["EXPERTS_FORMATS", "FACTORS", "KERNEL_LAUNCHES", "Factors", "IDEAL", "graph_nodes_s", "launch_time_s", "op_floor_s", "step_kernels",
            "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "experts_format", "factors_for", "for_column", "gemm_time_s", "graphed",
            "inner_dim", "k_scale", "outer_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "rows_efficiency", "step_cost"]

@@ -63,6 +63,14 @@ table's ratio at the matmul's N to the one at ``MATMUL_SHAPE_OUT`` (the two axes
 ``memory_bandwidth`` a decode step's attention kernel reaches reading K and V, by head_dim and query
 heads per KV head (``{head_dim: {group: fraction}}``): CPU SDPA runs far below the read rate at small
 groups of query rows. ``verify`` uses it in place of the engine's attention efficiency.
+
+``graph_node_overhead`` and ``attention_decode_head_bandwidth`` (written by ``planner calibrate`` on a
+GPU; the torch decoder ``verify`` times, not a serving engine): what each kernel of a CUDA-graph replay
+costs beyond its own work (a tiny decoder's replayed step over its dispatched aten ops: the graph
+node's launch latency and a small kernel's ramp), and what one (sequence, KV head) program of the
+decoder's decode attention (``scaled_dot_product_attention``, no split over the keys) reads per
+second. A decode step of B sequences × K KV heads then reads its KV cache at no more than
+B·K × that rate: one sequence of an 8-KV-head model keeps 8 of an H200's 132 multiprocessors busy.
     notes: [...]
 
 Nothing is read at import time; every call reads the (few, small) files again, so a change of
@@ -158,6 +166,8 @@ _FIELDS = (
     "matmul_efficiency_by_shape",
     "matmul_efficiency_by_out",
     "attention_decode_efficiency",
+    "graph_node_overhead",
+    "attention_decode_head_bandwidth",
     "source",
     "notes",
 )
@@ -281,6 +291,11 @@ class HardwareProfile:
     # mamf-finder run), where the device has one; the expected time scales it by the fitted fraction of it
     # that serving GEMMs reach (profiles/engines/_device.yaml compute_of_mamf)
     max_achievable_matmul_flops_per_s: Mapping[str, float] | None = field(default=None, hash=False)
+    # calibrated on a GPU (``planner calibrate``), for the torch decoder ``verify`` times: what each kernel
+    # of a CUDA-graph replay costs beyond its work (``graph_node_overhead``), and what one (sequence, KV
+    # head) program of its decode attention kernel reads per second (``attention_decode_head_bandwidth``)
+    graph_node_s: float | None = None
+    attention_head_bytes_per_s: float | None = None
 
     def __post_init__(self) -> None:
         where = f"hardware profile {short(self.name, 80)}" + (f" ({self.path})" if self.path else "")
@@ -325,6 +340,10 @@ class HardwareProfile:
                 raise bad(f"gemm_ridge_exponent = {short(self.gemm_ridge_exponent, 80)} must be >= 1", "use e.g. 2, or null")
         if self.allreduce_latency_s is not None:
             positive(self.allreduce_latency_s, "allreduce_latency_s", allow_zero=True)
+        if self.graph_node_s is not None:
+            positive(self.graph_node_s, "graph_node_s", allow_zero=True)
+        if self.attention_head_bytes_per_s is not None:
+            positive(self.attention_head_bytes_per_s, "attention_head_bytes_per_s")
         positive(self.runtime_reserve_bytes, "runtime_reserve_bytes", allow_zero=True, integer=True)
         if self.runtime_reserve_bytes >= self.memory_bytes:
             raise bad(
@@ -467,6 +486,8 @@ class HardwareProfile:
             "matmul_efficiency_square_rows": self.matmul_efficiency_square_rows,
             "max_achievable_matmul_flops_per_s": None if self.max_achievable_matmul_flops_per_s is None
             else dict(self.max_achievable_matmul_flops_per_s),
+            "graph_node_s": self.graph_node_s,
+            "attention_head_bytes_per_s": self.attention_head_bytes_per_s,
             **{attr: None if getattr(self, attr) is None else
                {str(k): {str(j): v for j, v in row.items()} for k, row in getattr(self, attr).items()}
                for attr in ("matmul_efficiency_by_shape", "matmul_efficiency_by_out", "attention_decode_efficiency")},
@@ -508,6 +529,10 @@ class HardwareProfile:
         for attr in ("matmul_efficiency_by_shape", "matmul_efficiency_by_out", "attention_decode_efficiency"):
             if getattr(self, attr) is not None:
                 data[attr] = {k: dict(row) for k, row in getattr(self, attr).items()}
+        if self.graph_node_s is not None:
+            data["graph_node_overhead"] = units.format_time(self.graph_node_s)
+        if self.attention_head_bytes_per_s is not None:
+            data["attention_decode_head_bandwidth"] = units.format_bandwidth(self.attention_head_bytes_per_s)
         return data
 
 
@@ -797,6 +822,13 @@ def profile_from_data(
                 raise HardwareError(f"{where}: field 'max_achievable_matmul_flops.{k}' ({short(value, 80)}) is above the dense peak",
                                     "a measured matmul rate cannot beat the peak; check the units")
 
+    node_raw = data.get("graph_node_overhead")
+    graph_node_s = None if node_raw is None else units.parse_time(node_raw, field="graph_node_overhead", where=where,
+                                                                  allow_zero=True)
+    head_raw = data.get("attention_decode_head_bandwidth")
+    head_bps = None if head_raw is None else units.parse_bandwidth(head_raw, field="attention_decode_head_bandwidth",
+                                                                   where=where)
+
     tables = {attr: _table2(data.get(attr), attr, where)
               for attr in ("matmul_efficiency_by_shape", "matmul_efficiency_by_out", "attention_decode_efficiency")}
 
@@ -826,6 +858,8 @@ def profile_from_data(
         matmul_efficiency_by_rows=skinny_eff,
         matmul_efficiency_square_rows=square,
         max_achievable_matmul_flops_per_s=mamf,
+        graph_node_s=graph_node_s,
+        attention_head_bytes_per_s=head_bps,
         **tables,
     )
 

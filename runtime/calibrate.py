@@ -23,6 +23,15 @@ What is measured (all with torch, on the device itself):
   ``G`` query heads of each KV head as ``G`` query rows, 1024 keys, 4 KV heads) for head_dim 64 and
   128 and groups 1 .. 8, streamed: bytes of K and V read over the time, as a fraction of the profile's
   bandwidth (``attention_decode_efficiency``). CPU SDPA is far below the read rate at a few query rows;
+- **on a GPU, the decoder's CUDA-graph replays** (what ``verify`` times there): the tiny decoder's decode
+  step captured and replayed, divided by its dispatched aten ops (``graph_node_overhead``: what each
+  replayed kernel costs beyond its work, 0.98 µs on an H200); and the decoder's decode attention per
+  (sequence, KV head) program (``attention_decode_head_bandwidth``: SDPA with 4 query rows, head_dim 128
+  and 32,768 keys over 2-16 KV heads, K and V bytes / time / heads; 42.5 GB/s on an H200, where one
+  program per KV head and no split over the keys leave most multiprocessors idle at small batches).
+  There the skinny-matmul tables are timed inside a CUDA graph too (eager, each product paid the host's
+  launch), with weights streamed past the L2; the CPU-oriented ``attention_decode_efficiency`` table is
+  not measured (the per-program rate replaces it);
 - **per-launch overhead**: what an eager decode step pays per kernel: the wall time of an eager decode
   step of a tiny decoder (device work negligible) divided by the aten ops it dispatches (the count
   ``verify`` takes of the real step), so Python and framework dispatch are included; a bare tiny op's dispatch (``add_``) is measured beside it.
@@ -75,6 +84,8 @@ class Calibration:
     matmul_efficiency_by_shape: dict[int, dict[int, float]] = field(default_factory=dict)  # measure_matmul_by_shape
     attention_decode_efficiency: dict[int, dict[int, float]] = field(default_factory=dict)  # measure_attention
     matmul_efficiency_by_out: dict[int, dict[int, float]] = field(default_factory=dict)  # measure_matmul_by_out
+    graph_node_s: float | None = None  # CUDA: measure_graph_node
+    attention_head_bytes_per_s: float | None = None  # CUDA: measure_attention_heads
 
     @property
     def device_label(self) -> str:
@@ -99,6 +110,7 @@ class Calibration:
                                             for d, row in self.attention_decode_efficiency.items()},
             "matmul_efficiency_by_out": {str(r): {str(n): v for n, v in row.items()}
                                          for r, row in self.matmul_efficiency_by_out.items()},
+            "graph_node_s": self.graph_node_s, "attention_head_bytes_per_s": self.attention_head_bytes_per_s,
             "details": {k: v for k, v in self.details.items() if k != "figures"},
             "figures": {k: f.to_dict() for k, f in self.figures.items()},
         }
@@ -201,6 +213,12 @@ SHAPE_WIDE_OUT = (1024, 8192, 65536)
 SHAPE_OUT_INNER = 1024
 ATTN_HEAD_DIMS, ATTN_GROUPS = (64, 128), (1, 2, 4, 8)
 ATTN_KV_HEADS, ATTN_KEYS = 4, 1024
+#: CUDA: the decode attention's read rate per (sequence, KV head) program, measured at these KV-head counts
+#: (all below a GPU's multiprocessor count) and keys, query group and head_dim (a Llama-3-8B layer's)
+HEAD_PROGRAMS, HEAD_KEYS, HEAD_GROUP, HEAD_DIM = (2, 4, 8, 16), 32768, 4, 128
+#: the record beside it (calibration details): programs x keys
+HEAD_GRID = ((1, 32768), (4, 32768), (8, 32768), (32, 32768), (64, 32768), (128, 32768),
+             (8, 2048), (32, 2048), (128, 2048), (512, 2048))
 DEFAULT_SHAPES_MODEL = "Qwen/Qwen2.5-0.5B"  # a bundled model; --model picks another
 
 
@@ -320,7 +338,8 @@ def streamed_matmul_s(device: torch.device, dtype, n: int, k: int, rows: tuple[i
     weight streamed from memory as a decode step reads each weight once: enough distinct copies of it
     to pass ``stream_bytes`` (at least ``min_copies``, at most 64), each multiplied in turn."""
     elem = torch.tensor([], dtype=dtype).element_size()
-    copies = max(min_copies, min(64, -(-stream_bytes // (n * k * elem))))
+    cuda = device.type == "cuda"
+    copies = max(min_copies, min(256 if cuda else 64, -(-stream_bytes // (n * k * elem))))
     mats = [torch.empty(n, k, dtype=dtype, device=device).normal_(0, 0.02) for _ in range(copies)]
     out: dict[int, float] = {}
     for r in rows:
@@ -330,7 +349,14 @@ def streamed_matmul_s(device: torch.device, dtype, n: int, k: int, rows: tuple[i
             for w in mats:
                 torch.nn.functional.linear(x, w)
 
-        out[r] = _median_time(run, device, reps) / copies
+        if cuda:  # as verify replays the step: one CUDA graph, the products back to back, no host launch between
+            from .timing import capture_graph
+
+            graph = capture_graph(run, device)
+            out[r] = _median_time(graph.replay, device, max(reps, 10), warmup=3) / copies
+            del graph
+        else:
+            out[r] = _median_time(run, device, reps) / copies
     del mats
     return out
 
@@ -441,6 +467,62 @@ def measure_step_overhead(device: torch.device, dtype_name: str, steps: int) -> 
     return fig, kernels
 
 
+def measure_graph_node(device: torch.device, dtype_name: str, replays: int = 20) -> tuple[Figure, int]:
+    """(seconds per kernel, kernels) of a CUDA-graph replay of the tiny decoder's decode step that
+    ``measure_step_overhead`` times eagerly (device work negligible): what each node of a replayed step
+    costs beyond its work, per dispatched aten op (the count ``verify`` takes of the real step)."""
+    from planner.analysis.config import parse_config
+    from planner.analysis.families import TINY_DECODER
+
+    from .cache import KVCache
+    from .model import build_decoder
+    from .timing import capture_graph
+
+    spec = parse_config(TINY_DECODER)
+    model = build_decoder(spec, dtype=torch_dtype(dtype_name), device=device)
+    cache = KVCache(spec, 1, 33, torch_dtype(dtype_name), device)
+    cache.fill_random_()
+    tokens = torch.zeros(1, 1, dtype=torch.long, device=device)
+    with torch.inference_mode():
+        kernels, _ = count_kernels(lambda: model.decode(tokens, 32, cache))
+        graph = capture_graph(lambda: model.decode(tokens, 32, cache), device)
+
+        def run():
+            for _ in range(replays):
+                graph.replay()
+
+        fig = repeat_until_stable(lambda: _median_time(run, device, 10, warmup=3) / (replays * kernels))
+    return fig, kernels
+
+
+def _sdpa_decode_s(device: torch.device, dtype, programs: int, keys: int, group: int, d: int, reps: int = 10) -> float:
+    """Seconds of one decode attention call as ``runtime.model`` makes it: ``programs`` KV heads of one
+    sequence, their ``group`` query heads as query rows, ``keys`` cached keys and values, no mask."""
+    import torch.nn.functional as F
+
+    q = torch.randn(1, programs, group, d, dtype=dtype, device=device)
+    k = torch.randn(1, programs, keys, d, dtype=dtype, device=device)
+    v = torch.randn(1, programs, keys, d, dtype=dtype, device=device)
+    # no mask: a decode step's single query sees every cached key (runtime/cache.py returns no key positions)
+    t = _median_time(lambda: F.scaled_dot_product_attention(q, k, v, scale=d ** -0.5), device, reps, warmup=3)
+    return t
+
+
+def measure_attention_heads(device: torch.device, dtype) -> tuple[Figure, dict]:
+    """(bytes per second per program, record) of the decoder's decode attention on a GPU, where one
+    program per (sequence, KV head) streams its keys and values (no split over the keys): K and V bytes
+    over the time over the programs, the median over ``HEAD_PROGRAMS`` KV heads at ``HEAD_KEYS`` keys.
+    The record: the achieved read rate at each (programs, keys) of ``HEAD_GRID``."""
+    elem = torch.tensor([], dtype=dtype).element_size()
+
+    def rate(programs: int, keys: int) -> float:
+        return 2 * programs * keys * HEAD_DIM * elem / _sdpa_decode_s(device, dtype, programs, keys, HEAD_GROUP, HEAD_DIM)
+
+    fig = repeat_until_stable(lambda: statistics.median(rate(p, HEAD_KEYS) / p for p in HEAD_PROGRAMS))
+    record = {f"{p}x{k}": rate(p, k) for p, k in HEAD_GRID}
+    return fig, record
+
+
 def torch_dtype(name: str):
     return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
 
@@ -525,10 +607,11 @@ def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, sha
         flops[d] = measure_matmul(device, sizes[d], torch_dtype(d), mm_reps)
         progress("calibrate", 3 + i, steps)
     skinny: dict[int, float] = {}
+    stream_mib = 256 if device.type == "cuda" else 64  # weights streamed past a GPU's L2 (50-60 MB on Hopper)
     if shapes:
         sd = dtypes[0] if device.type == "cpu" else ("bf16" if "bf16" in dtypes else dtypes[0])
         skinny, skinny_detail = measure_skinny(device, torch_dtype(sd), shapes, flops[sd].value,
-                                               stream_bytes=(64 if not quick else 4) * 2**20)
+                                               stream_bytes=(stream_mib if not quick else 4) * 2**20)
         details.update(skinny_dtype=sd, skinny_shapes_from=shapes_from,
                        skinny_shapes=[list(s) for s in shapes], skinny_flops_per_s=skinny_detail)
     by_shape: dict[int, dict[int, float]] = {}
@@ -537,18 +620,30 @@ def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, sha
     sd = dtypes[0] if device.type == "cpu" else ("bf16" if "bf16" in dtypes else dtypes[0])
     if shapes:  # the grids beside the model's own shapes
         by_shape = measure_matmul_by_shape(device, torch_dtype(sd), flops[sd].value,
-                                           stream_bytes=(64 if not quick else 4) * 2**20)
+                                           stream_bytes=(stream_mib if not quick else 4) * 2**20)
         by_out = measure_matmul_by_out(device, torch_dtype(sd), flops[sd].value,
                                        outs=SHAPE_WIDE_OUT if not quick else SHAPE_WIDE_OUT[:2],
-                                       stream_bytes=(64 if not quick else 4) * 2**20)
-        attention = measure_attention(device, torch_dtype(sd),
-                                      read.value if read is not None else copy.value,
-                                      keys=ATTN_KEYS if not quick else 64, stream_bytes=(32 if not quick else 2) * 2**20)
+                                       stream_bytes=(stream_mib if not quick else 4) * 2**20)
+        if device.type == "cpu":  # on a GPU the per-program rate (measure_attention_heads) prices attention
+            attention = measure_attention(device, torch_dtype(sd), read.value if read is not None else copy.value,
+                                          keys=ATTN_KEYS if not quick else 64,
+                                          stream_bytes=(32 if not quick else 2) * 2**20)
         details.update(shape_dtype=sd, matmul_efficiency_by_shape=by_shape, matmul_efficiency_by_out=by_out,
                        attention_decode_efficiency=attention)
     progress("calibrate", 3 + len(dtypes), steps)
     op_launch = measure_launch(device, calls)
     launch, kernels = measure_step_overhead(device, dtypes[0] if device.type == "cpu" else "bf16", 50 if not quick else 10)
+    graph_node = heads = None
+    if device.type == "cuda":  # what the decoder's CUDA-graph replays pay per kernel, and its decode attention
+        try:
+            graph_node, _ = measure_graph_node(device, "bf16", replays=20 if not quick else 2)
+        except RuntimeError as exc:  # a device or build that cannot capture graphs: the profile goes without
+            details["graph_node_error"] = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        try:
+            heads, heads_record = measure_attention_heads(device, torch.bfloat16)
+            details.update(attention_head_record=heads_record)
+        except RuntimeError as exc:
+            details["attention_head_error"] = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
     progress("calibrate", steps, steps)
     details.update({"buffer_bytes": int(buf), "gemm_sizes": {d: sizes[d] for d in dtypes}, "launch_calls": calls,
                     "op_launch_s": op_launch.value, "tiny_step_kernels": kernels, "torch": torch.__version__,
@@ -557,13 +652,18 @@ def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, sha
                **{f"matmul_flops_per_s.{d}": f for d, f in flops.items()}}
     if read is not None:
         figures["read_bytes_per_s"] = read
+    if graph_node is not None:
+        figures["graph_node_s"] = graph_node
+    if heads is not None:
+        figures["attention_head_bytes_per_s"] = heads
     details["figures"] = {k: f.to_dict() for k, f in figures.items()}
     if thread_figs:
         details["thread_candidates"] = {str(n): f.to_dict() for n, f in thread_figs.items()}
     threads_used = torch.get_num_threads() if device.type == "cpu" else None
     return Calibration(device.type, device_name(device), copy.value, None if read is None else read.value,
                        {d: f.value for d, f in flops.items()}, launch.value, total_memory_bytes(device),
-                       threads_used, time.perf_counter() - t_start, details, skinny, figures, by_shape, attention, by_out)
+                       threads_used, time.perf_counter() - t_start, details, skinny, figures, by_shape, attention, by_out,
+                       None if graph_node is None else graph_node.value, None if heads is None else heads.value)
 
 
 def calibration_problems(cal: Calibration) -> list[str]:
@@ -663,6 +763,16 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
             f"{', '.join(str(d) for d in cal.attention_decode_efficiency)} and query heads per KV head "
             f"{', '.join(str(g) for g in next(iter(cal.attention_decode_efficiency.values())))}, K and V streamed: "
             "their bytes / time / memory_bandwidth")
+    if cal.graph_node_s is not None:
+        source.append(
+            f"graph_node_overhead: a CUDA-graph replay of the tiny decoder's decode step divided by its "
+            f"{cal.details.get('tiny_step_kernels', 0)} dispatched aten ops (what each replayed kernel costs beyond "
+            "its work; verify prices the real step's count at it)")
+    if cal.attention_head_bytes_per_s is not None:
+        source.append(
+            f"attention_decode_head_bandwidth: scaled_dot_product_attention of one decode step as the decoder calls "
+            f"it at decode ({HEAD_GROUP} query rows per KV head, head_dim {HEAD_DIM}, {HEAD_KEYS} keys), K and V "
+            f"bytes / time / KV heads, the median over {', '.join(map(str, HEAD_PROGRAMS))} KV heads")
     notes = [f"{DEVICE_NOTE}{cal.device_label}",
              f"copy bandwidth (read + write counted): {units.format_bandwidth(_round(cal.copy_bytes_per_s))}"]
     if cal.read_bytes_per_s:
@@ -715,6 +825,10 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
     if cal.attention_decode_efficiency:
         data["attention_decode_efficiency"] = {int(d): {int(g): _round(v, 3) for g, v in sorted(row.items())}
                                                for d, row in sorted(cal.attention_decode_efficiency.items())}
+    if cal.graph_node_s is not None:
+        data["graph_node_overhead"] = units.format_time(_round(cal.graph_node_s, 3))
+    if cal.attention_head_bytes_per_s is not None:
+        data["attention_decode_head_bandwidth"] = units.format_bandwidth(_round(cal.attention_head_bytes_per_s, 3))
     return data
 
 

@@ -439,9 +439,25 @@ def attention_shape(spec: ModelSpec) -> tuple[int, int] | None:
     return None
 
 
-def hardware_factors(hw, engine, spec: ModelSpec):
+def sdpa_heads(spec: ModelSpec) -> int | None:
+    """KV heads of the model's first softmax attention layer that the decoder runs through
+    ``scaled_dot_product_attention`` (not the written-out path of soft-capped logits or sinks), or None."""
+    if spec.attn_logit_softcapping is not None:
+        return None
+    for layer in spec.layers:
+        m = layer.mixer
+        if m is not None and m.attention_shape() is not None:
+            k = getattr(m, "num_key_value_heads", None)
+            return int(k) if isinstance(k, int) and k > 0 and not getattr(m, "sinks", False) else None
+    return None
+
+
+def hardware_factors(hw, engine, spec: ModelSpec, *, batch: int | None = None, tp: int = 1):
     """``factors_for(hw, engine)`` with the device's calibrated attention-decode efficiency
-    (``attention_decode_efficiency``) at this model's attention shape where the profile has one."""
+    (``attention_decode_efficiency``) at this model's attention shape where the profile has one, and,
+    where it has a calibrated per-program read rate (``attention_decode_head_bandwidth``) and ``batch``
+    is given, no more than ``batch`` × the rank's KV heads × that rate: the decoder's SDPA decode runs
+    one program per (sequence, KV head), so a batch of one keeps a few multiprocessors busy."""
     from dataclasses import replace
 
     from planner.hardware.expected import attention_efficiency_at, factors_for
@@ -453,15 +469,26 @@ def hardware_factors(hw, engine, spec: ModelSpec):
         f = replace(f, attention_decode=attention_efficiency_at(hw.attention_decode_efficiency, g, d),
                     sources={**f.sources, "attention_decode": f"{hw.name} profile (calibrated), at {g} query heads "
                                                               f"per KV head and head_dim {d}"})
+    heads = sdpa_heads(spec)
+    per_head = getattr(hw, "attention_head_bytes_per_s", None)
+    if per_head and batch and heads:
+        programs = batch * -(-heads // max(1, tp))  # the busiest rank's KV heads (one where tp > heads)
+        cap = programs * per_head / (hw.memory_bandwidth_bytes_per_s * f.memory_bandwidth)
+        if cap < f.attention_decode:
+            f = replace(f, attention_decode=cap,
+                        sources={**f.sources, "attention_decode": f"{hw.name} profile (attention_decode_head_bandwidth, "
+                                                                  f"calibrated) x {programs} programs (batch {batch} x "
+                                                                  f"{programs // batch} KV heads)"})
     return f
 
 
-def verify_factors(hw, spec: ModelSpec, device_type: str, graphs: bool = False):
+def verify_factors(hw, spec: ModelSpec, device_type: str, graphs: bool = False, *, batch: int | None = None,
+                   tp: int = 1):
     """The step model's factors for the torch runtime verify times on ``hw`` (``hardware_factors`` on
     the engine profile of ``verify_engine_name``)."""
     from planner.hardware.engine import load_engine
 
-    return hardware_factors(hw, load_engine(verify_engine_name(device_type, graphs)), spec)
+    return hardware_factors(hw, load_engine(verify_engine_name(device_type, graphs)), spec, batch=batch, tp=tp)
 
 
 def expected_ops_cost(groups, spec: ModelSpec, fmt, hw, *, rows: int, device_type: str, graphs: bool = False,
@@ -490,11 +517,11 @@ def predict_step(spec: ModelSpec, fmt, kvc, hw, *, batch: int, context: int, dev
     efficiency, and ``kernels`` launches at its ``kernel_launch_overhead`` (None: the trace's count)."""
     from planner.analysis.parallel import tp_plan
     from planner.hardware.engine import load_engine
-    from planner.hardware.expected import for_column, launch_time_s, ops_time_s, step_kernels
+    from planner.hardware.expected import for_column, graph_nodes_s, launch_time_s, ops_time_s, step_kernels
     from planner.hardware.serve import StepModel
 
     engine = load_engine(verify_engine_name(device_type, graphs))
-    f = hardware_factors(hw, engine, spec)
+    f = hardware_factors(hw, engine, spec, batch=batch)
     model = StepModel(_Analysis(spec, fmt, kvc), hw, tp_plan(spec, 1), f)
     cost = model.decode(batch, context, kernels=kernels)
     groups = model._ops(batch, 1, context)
@@ -502,7 +529,8 @@ def predict_step(spec: ModelSpec, fmt, kvc, hw, *, batch: int, context: int, dev
     n = trace_kernels if kernels is None else kernels
     flops_per_s = hw.peak_flops_for(model.compute_key)
     by_kind: dict[str, float] = {}
-    launches = launch_time_s(f, groups, n, cost.expected_s - cost.parts.get("step overhead", 0.0))
+    launches = (launch_time_s(f, groups, n, cost.expected_s - cost.parts.get("step overhead", 0.0))
+                + graph_nodes_s(f, groups, n))
     fc = for_column(f, hw, model.compute_key)  # the step's GEMM fraction, as step_cost takes it
     for kind in dict.fromkeys(g.op.kind for g in groups):
         sub = [g for g in groups if g.op.kind == kind]

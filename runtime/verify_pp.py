@@ -165,7 +165,7 @@ def predict_pipeline(spec: ModelSpec, fmt, hw, plan, *, batch: int, context: int
     pp = plan.layout.pp
     m = max(1, min(pp, batch))  # micro-batches, as hardware.deploy.replica_step splits a batch
     mb = -(-batch // m)  # sequences of the largest
-    f = verify_factors(hw, spec, device_type)
+    f = verify_factors(hw, spec, device_type, batch=mb)
     lk = links(hw)
     act_bytes = fmt.act.bits // 8
     groups = step_groups(spec, fmt, fmt.act, batch=mb, new_tokens=1, cached_tokens=context)

@@ -130,7 +130,7 @@ def run_verify_tp(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "", w
 
     notes = list(plan.notes)
     # the collective term (hardware/expected.py's all-reduce cost), the device factors of the step model's
-    f = verify_factors(hw, spec, dev_type)
+    f = verify_factors(hw, spec, dev_type, batch=B, tp=tp)
     latency, e_ic = f.allreduce_latency_s, f.interconnect
     calls = sum((layer.mixer is not None) + (layer.ffn is not None) for layer in spec.layers)
     ring_bytes = allreduce_bytes_per_gpu(spec, B, fmt.act.bits // 8, tp)
