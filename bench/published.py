@@ -588,7 +588,8 @@ def main(argv=None) -> int:
                          "and scored, not fitted)")
     ap.add_argument("--factors", metavar="NAME@ENGINE,...",
                     help="refit only these factors (e.g. request_overhead_s@vllm), every other as shipped, on the "
-                         "points of their engines alone (the others do not move with them)")
+                         "points of their engines alone (the others do not move with them); or device factors "
+                         "(e.g. allreduce_latency_s) on the points whose prediction they move")
     ap.add_argument("--grid-values", nargs="*", default=[], metavar="NAME=V,V,...",
                     help="search NAME on these values instead of the grid's (e.g. a range past its top)")
     ap.add_argument("--write-accuracy", type=Path, metavar="PATH",
@@ -607,14 +608,21 @@ def main(argv=None) -> int:
             ap.error(f"--grid-values {item}: NAME=V,V,... with numbers expected")
     how = dict(objective=args.objective, max_sweeps=args.sweeps, grid=grid, progress=args.progress)
     keys = [k.strip() for k in (args.factors or "").split(",") if k.strip()]
-    bad = [k for k in keys if "@" not in k or k.split("@")[0] not in PER_ENGINE]
+    bad = [k for k in keys if ("@" not in k and k not in GLOBAL) or ("@" in k and k.split("@")[0] not in PER_ENGINE)]
     if bad:  # (before the points load: a minute)
-        ap.error(f"--factors {', '.join(bad)}: per-engine factors NAME@ENGINE expected ({', '.join(PER_ENGINE)})")
+        ap.error(f"--factors {', '.join(bad)}: per-engine factors NAME@ENGINE ({', '.join(PER_ENGINE)}) or a device "
+                 f"factor ({', '.join(GLOBAL)}) expected")
+    if any("@" in k for k in keys) and any("@" not in k for k in keys):
+        ap.error("--factors: per-engine factors or device factors, not both in one refit")
     points, skipped = load_points(args.data, args.only)
     start = None
-    if keys:  # only these move; a point of another engine predicts the same whatever they are
+    if keys and all("@" in k for k in keys):  # only these move; a point of another engine predicts the same
         engines = {k.split("@")[1] for k in keys}
         points = [p for p in points if p.engine_name in engines]
+    elif keys:  # device factors: the points whose prediction moves between the ends of each factor's grid
+        ends = [({k: min(grid[k])}, {k: max(grid[k])}) for k in keys]
+        points = [p for p in points if p.quantity in TIMING and any(p.predict(lo) != p.predict(hi) for lo, hi in ends)]
+    if keys:
         start = lambda train: {k: v for k, v in start_params(train).items() if k in keys}  # noqa: E731
     print(f"{len(points)} published points predicted, {len(skipped)} skipped")
     for sid, why in skipped:
