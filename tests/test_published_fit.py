@@ -326,7 +326,21 @@ def test_factors_refits_only_those_on_their_engines_points(capsys):
     assert float(lines[0].split(":")[1]) in (0.0, 0.002, 0.064)
 
 
-@pytest.mark.parametrize("bad", [["--factors", "compute"], ["--factors", "nonsense@vllm"],
+def test_a_device_factor_is_refitted_on_the_points_it_moves(capsys):
+    """--factors allreduce_latency_s (a device factor) keeps only the points whose prediction it moves: a
+    TP4 run, not a one-GPU one."""
+    ids = ["vllm-i16300-qwq32b-a100-tp4-bs16-e2e", "vllm-pr23151-qwen3-30b-a3b-h100-tp1-c10-ttft"]
+    assert pub.main(["--only", *ids, "--folds", "2", "--factors", "allreduce_latency_s",
+                     "--grid-values", "allreduce_latency_s=0,0.00003"]) == 0
+    out = capsys.readouterr().out
+    assert "vllm-i16300-qwq32b-a100-tp4-bs16-e2e" in out and "vllm-pr23151-qwen3-30b-a3b-h100-tp1" not in out
+    fitted = out.split("factors fitted on all points", 1)[1].split("factors per fold", 1)[0]
+    lines = [x.strip() for x in fitted.splitlines()[1:] if x.strip()]
+    assert len(lines) == 1 and lines[0].split(":")[0] == "allreduce_latency_s"
+
+
+@pytest.mark.parametrize("bad", [["--factors", "compute@vllm"], ["--factors", "nonsense@vllm"], ["--factors", "nonsense"],
+                                 ["--factors", "allreduce_latency_s,request_overhead_s@vllm"],
                                  ["--grid-values", "request_overhead_s=a,b"]])
 def test_factors_and_grid_values_refuse_what_they_cannot_fit(bad):
     with pytest.raises(SystemExit) as e:
