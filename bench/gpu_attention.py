@@ -40,9 +40,7 @@ def forms(chunk: int):
         p = softmax_capped(s, cap).to(q.dtype)
         return torch.matmul(v.transpose(-1, -2), p.transpose(-1, -2)).transpose(-1, -2)
 
-    def v2(q, k, v, scale, cap):  # v1's scores, p·V split over the keys in chunks, summed in fp32
-        s = torch.matmul(k, q.transpose(-1, -2)).transpose(-1, -2) * scale
-        p = softmax_capped(s, cap).to(q.dtype)
+    def chunked_pv(p, v):  # p·V split over the keys in chunks of ``chunk``, summed in fp32 (and the tail)
         B, K, Q, S = p.shape
         e = v.shape[-1]
         n = S // chunk * chunk
@@ -50,19 +48,15 @@ def forms(chunk: int):
                            v[:, :, :n].reshape(B, K, S // chunk, chunk, e)).float().sum(dim=2)
         if n < S:
             out = out + torch.matmul(p[..., n:], v[:, :, n:]).float()
-        return out.to(q.dtype)
+        return out.to(p.dtype)
 
-    def v3(q, k, v, scale, cap):  # v0's scores, v2's chunked p·V
+    def v2(q, k, v, scale, cap):  # v1's scores, the chunked p·V
+        s = torch.matmul(k, q.transpose(-1, -2)).transpose(-1, -2) * scale
+        return chunked_pv(softmax_capped(s, cap).to(q.dtype), v)
+
+    def v3(q, k, v, scale, cap):  # v0's scores, the chunked p·V
         s = torch.matmul(q, k.transpose(-1, -2)) * scale
-        p = softmax_capped(s, cap).to(q.dtype)
-        B, K, Q, S = p.shape
-        e = v.shape[-1]
-        n = S // chunk * chunk
-        out = torch.matmul(p[..., :n].reshape(B, K, Q, S // chunk, chunk).transpose(2, 3),
-                           v[:, :, :n].reshape(B, K, S // chunk, chunk, e)).float().sum(dim=2)
-        if n < S:
-            out = out + torch.matmul(p[..., n:], v[:, :, n:]).float()
-        return out.to(q.dtype)
+        return chunked_pv(softmax_capped(s, cap).to(q.dtype), v)
 
     return {"v0 today": v0, "v1 tall": v1, f"v2 tall + chunked pV ({chunk})": v2, f"v3 chunked pV ({chunk})": v3}
 
