@@ -142,6 +142,8 @@ GRID = {
     # memory_bandwidth at the peak
     "attention_decode": [0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2],
     "step_overhead_per_sequence_s": [0.0, 2e-6, 4e-6, 6e-6, 8e-6, 12e-6, 16e-6],
+    # an engine's weight-only 4-bit kernels (Marlin / Machete; MXFP4 on Hopper) as a fraction of the byte rate
+    "weight_only_int4": [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
 }
 # the default grid: the coarse one's ranges at even steps (every coarse value is on it)
 GRID_FINE = {
@@ -158,6 +160,7 @@ GRID_FINE = {
     "server_overhead_s": [round(2.5e-3 * i, 9) for i in range(17)],  # 0 .. 40 ms
     "attention_decode": [round(0.6 + 0.05 * i, 2) for i in range(13)],  # 0.6 .. 1.2
     "step_overhead_per_sequence_s": [round(1e-6 * i, 9) for i in range(17)],  # 0 .. 16 us
+    "weight_only_int4": [round(0.3 + 0.05 * i, 2) for i in range(15)],  # 0.3 .. 1.0
 }
 # per-engine factors that no published point measures apart, so they keep the shipped value: gpt-fast's
 # prompts are 5 tokens, and its launch floor only shaved its tokens/s, to 96-128 us in two folds
@@ -184,6 +187,8 @@ GLOBAL = ("memory_bandwidth", "compute", "compute_of_mamf", "gemm_k_half", "allr
 PER_DTYPE = ("compute@fp4",)
 PER_ENGINE = ("step_overhead_s", "launch_overhead_per_op_s", "min_op_time_s", "request_overhead_s",
               "server_overhead_s", "attention_decode", "step_overhead_per_sequence_s")
+# per-engine factors refitted only when named (``--factors NAME@ENGINE``), not in the whole k-fold
+NAMED_ONLY = ("weight_only_int4",)
 
 # requests per client beyond which a closed loop is simulated for this many only: a fit predicts each point
 # hundreds of times, and AccelMark's 28-minute loops ran 150-10,902 requests (up to 1,363 per client), half of
@@ -312,6 +317,9 @@ class Point:
             key = f"compute@{self.compute_column}"
             if key in overrides:
                 f = replace(f, compute_by_dtype={**f.compute_by_dtype, self.compute_column: overrides[key]})
+            key = f"weight_only_int4@{self.engine_name}"
+            if key in overrides:
+                f = replace(f, weight_only={**f.weight_only, "int4": overrides[key]})
         key = (self.sim_key, f)
         r = _SIMS.get(key)
         if r is None:
@@ -481,6 +489,7 @@ def start_params(points: list[Point]) -> dict:
     for p in points:
         for name in PER_ENGINE:
             out.setdefault(f"{name}@{p.engine_name}", getattr(p.base, name))
+        out.setdefault(f"weight_only_int4@{p.engine_name}", p.base.weight_only.get("int4", 1.0))
         key = f"compute@{p.compute_column}"
         if key in PER_DTYPE:
             out.setdefault(key, p.base.compute_by_dtype.get(p.compute_column, p.base.compute))
@@ -608,10 +617,11 @@ def main(argv=None) -> int:
             ap.error(f"--grid-values {item}: NAME=V,V,... with numbers expected")
     how = dict(objective=args.objective, max_sweeps=args.sweeps, grid=grid, progress=args.progress)
     keys = [k.strip() for k in (args.factors or "").split(",") if k.strip()]
-    bad = [k for k in keys if ("@" not in k and k not in GLOBAL) or ("@" in k and k.split("@")[0] not in PER_ENGINE)]
+    bad = [k for k in keys if ("@" not in k and k not in GLOBAL)
+           or ("@" in k and k.split("@")[0] not in PER_ENGINE + NAMED_ONLY)]
     if bad:  # (before the points load: a minute)
-        ap.error(f"--factors {', '.join(bad)}: per-engine factors NAME@ENGINE ({', '.join(PER_ENGINE)}) or a device "
-                 f"factor ({', '.join(GLOBAL)}) expected")
+        ap.error(f"--factors {', '.join(bad)}: per-engine factors NAME@ENGINE ({', '.join(PER_ENGINE + NAMED_ONLY)}) "
+                 f"or a device factor ({', '.join(GLOBAL)}) expected")
     if any("@" in k for k in keys) and any("@" not in k for k in keys):
         ap.error("--factors: per-engine factors or device factors, not both in one refit")
     points, skipped = load_points(args.data, args.only)
@@ -619,6 +629,10 @@ def main(argv=None) -> int:
     if keys and all("@" in k for k in keys):  # only these move; a point of another engine predicts the same
         engines = {k.split("@")[1] for k in keys}
         points = [p for p in points if p.engine_name in engines]
+        moving = [k for k in keys if k.split("@")[0] in NAMED_ONLY]  # of a few kernels: the points they move
+        if moving:
+            ends = [({k: min(grid[k.split("@")[0]])}, {k: max(grid[k.split("@")[0]])}) for k in moving]
+            points = [p for p in points if p.quantity in TIMING and any(p.predict(lo) != p.predict(hi) for lo, hi in ends)]
     elif keys:  # device factors: the points whose prediction moves between the ends of each factor's grid
         ends = [({k: min(grid[k])}, {k: max(grid[k])}) for k in keys]
         points = [p for p in points if p.quantity in TIMING and any(p.predict(lo) != p.predict(hi) for lo, hi in ends)]

@@ -339,6 +339,21 @@ def test_a_device_factor_is_refitted_on_the_points_it_moves(capsys):
     assert len(lines) == 1 and lines[0].split(":")[0] == "allreduce_latency_s"
 
 
+def test_weight_only_int4_is_refitted_on_the_points_it_moves(capsys):
+    """--factors weight_only_int4@vllm (named only, never in the whole k-fold) keeps the vLLM points whose
+    prediction it moves: gpt-oss-120b's MXFP4 experts through Marlin on an H100, not a bf16 Qwen3 run."""
+    ids = ["infx828-gptoss120b-h100-vllm-tp8-1k1k-c16-tpot", "infx828-gptoss120b-h100-vllm-tp2-1k1k-c64-tpot",
+           "vllm-pr23151-qwen3-30b-a3b-h100-tp1-c10-ttft"]
+    assert pub.main(["--only", *ids, "--folds", "2", "--factors", "weight_only_int4@vllm",
+                     "--grid-values", "weight_only_int4=0.5,1.0"]) == 0
+    out = capsys.readouterr().out
+    assert "infx828-gptoss120b-h100-vllm-tp2-1k1k-c64-tpot" in out and "vllm-pr23151" not in out
+    fitted = out.split("factors fitted on all points", 1)[1].split("factors per fold", 1)[0]
+    lines = [x.strip() for x in fitted.splitlines()[1:] if x.strip()]
+    assert len(lines) == 1 and lines[0].split(":")[0] == "weight_only_int4@vllm"
+    assert float(lines[0].split(":")[1]) in (0.5, 1.0)
+
+
 @pytest.mark.parametrize("bad", [["--factors", "compute@vllm"], ["--factors", "nonsense@vllm"], ["--factors", "nonsense"],
                                  ["--factors", "allreduce_latency_s,request_overhead_s@vllm"],
                                  ["--grid-values", "request_overhead_s=a,b"]])
