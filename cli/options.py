@@ -2,12 +2,70 @@
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
+try:  # typer >= 0.22 vendors its own click: its IntRange, so a bad value raises the BadParameter cli/app.py catches
+    from typer._click.types import IntRange as _IntRange
+except ImportError:  # pragma: no cover  (an older typer built on click itself)
+    from click.types import IntRange as _IntRange
+
 from .render import OutputFormat
+
+# ---- token counts: 8192, 2k, 32k, 1.5k, 1M (k = 1024 tokens, M = 1024 * 1024) --------------------
+#: One count as ``trace --sweep`` reads it (``context=2k,32k``), and every token-count option with it.
+TOKEN_COUNT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
+TOKEN_UNITS = {"": 1, "k": 1024, "m": 1024 * 1024}
+TOKENS_HELP = "k = 1024, so 2k = 2048"
+
+
+def token_value(text: str) -> float | None:
+    """``text`` as a number of tokens by the --sweep rule ('2k' -> 2048.0, '1.5k' -> 1536.0, '0.1k' -> 102.4,
+    '64' -> 64.0); None when it is not of that form. Whether the number is whole and in range is the caller's."""
+    m = TOKEN_COUNT.match(text)
+    if not m:
+        return None
+    return float(m.group(1)) * TOKEN_UNITS[m.group(2).lower()]
+
+
+class TokenCount(_IntRange):
+    """An ``IntRange`` that also takes the --sweep suffixes: '2k' is 2048 tokens. A plain integer goes through
+    ``IntRange`` unchanged (the same values, bounds and messages as before); a bad value fails with click's
+    ``BadParameter`` -- a usage error, one ``Error:`` line and exit 2 (cli/app.py)."""
+
+    name = "token count"
+
+    def get_metavar(self, param: Any, ctx: Any = None) -> str:  # (click < 8.2 passes no ctx)
+        return "TOKENS"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, str):
+            m = TOKEN_COUNT.match(value)
+            if m and (m.group(2) or "." in m.group(1)):  # '2k', '1.5k', '2.0': the --sweep rule
+                n = float(m.group(1)) * TOKEN_UNITS[m.group(2).lower()]  # (token_value's rule)
+                if not math.isfinite(n):  # ('1' and 400 zeros 'k')
+                    self.fail(f"{value!r} is not in the range {self._describe_range()}.", param, ctx)
+                if n != int(n):
+                    self.fail(f"{value!r} is not a whole number of tokens (k = 1024).", param, ctx)
+                n = int(n)
+                if (self.min is not None and n < self.min) or (self.max is not None and n > self.max):
+                    self.fail(f"{value!r} ({n:,} tokens) is not in the range {self._describe_range()}.", param, ctx)
+                return n
+            try:
+                int(value)
+            except ValueError:  # (not a plain integer either: '8x', '-1k', '1e999', '')
+                self.fail(f"{value!r} is not a token count (use e.g. 8192, 2k or 32k; k = 1024).", param, ctx)
+        return super().convert(value, param, ctx)
+
+
+def tokens(low: int, high: int) -> TokenCount:
+    """The ``click_type`` of a token-count option bounded to ``low <= n <= high`` (an ``IntRange``'s bounds)."""
+    return TokenCount(min=low, max=high)
+
 
 # ---- one set of defaults for every command (README: "Defaults") ----------------------------------
 DEFAULT_CONTEXT = 8192  # tokens in each sequence's context
@@ -38,7 +96,7 @@ TpOpt = Annotated[Optional[int], typer.Option("--tp", min=1, max=1024, help="Ten
 PpOpt = Annotated[Optional[int], typer.Option("--pp", min=1, max=1024, help="Pipeline-parallel stages per replica (count).")]
 EpOpt = Annotated[Optional[int], typer.Option("--ep", min=1, max=1024, help="Expert-parallel ways of the MoE layers inside a stage (divides --tp).")]
 DpOpt = Annotated[Optional[int], typer.Option("--dp", min=1, max=4096, help="Data-parallel replicas; the batch is shared out among them (count).")]
-ContextOpt = Annotated[int, typer.Option("--context", "-c", min=0, max=1 << 30, help="Context length in tokens.")]
+ContextOpt = Annotated[int, typer.Option("--context", "-c", click_type=tokens(0, 1 << 30), help=f"Context length in tokens ({TOKENS_HELP}).")]
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", min=1, max=1 << 24, help="Concurrent sequences (count).")]
 
 RefreshOpt = Annotated[

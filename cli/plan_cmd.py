@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from .analyze_cmd import ModelArg, RevisionOpt
-from .options import DtypeOpt, FormatOpt, JsonOpt, KvDtypeOpt, PlotOpt
+from .options import TOKENS_HELP, DtypeOpt, FormatOpt, JsonOpt, KvDtypeOpt, PlotOpt, tokens
 from .render import OutputFormat, print_csv, print_json, resolve_format
 from .sections import Section, emit
 
@@ -18,8 +18,8 @@ GpuOpt = Annotated[Optional[str], typer.Option("--gpu", "--hardware", "-H", help
 MaxGpusOpt = Annotated[int, typer.Option("--max-gpus", min=1, max=4096, help="Most GPUs the deployment may use (count).")]
 FixedGpusOpt = Annotated[Optional[int], typer.Option("--gpus", min=1, max=4096, help="Use exactly this many GPUs: the best layout on N GPUs (count).")]
 RateOpt = Annotated[float, typer.Option("--rate", help="Request rate in requests per second (Poisson arrivals).")]
-InOpt = Annotated[int, typer.Option("--input-len", "-i", min=1, max=1 << 20, help="Prompt tokens per request.")]
-OutOpt = Annotated[int, typer.Option("--output-len", "-o", min=1, max=1 << 20, help="Generated tokens per request.")]
+InOpt = Annotated[int, typer.Option("--input-len", "-i", click_type=tokens(1, 1 << 20), help=f"Prompt tokens per request ({TOKENS_HELP}).")]
+OutOpt = Annotated[int, typer.Option("--output-len", "-o", click_type=tokens(1, 1 << 20), help=f"Generated tokens per request ({TOKENS_HELP}).")]
 TtftOpt = Annotated[float, typer.Option("--ttft-p90", help="Target: 90th-percentile time to first token, seconds.")]
 TpotOpt = Annotated[float, typer.Option("--tpot-p90", help="Target: 90th-percentile time per output token, seconds.")]
 EngineOpt = Annotated[str, typer.Option("--engine", "-e", help="Serving engine: vllm, sglang, trtllm or ideal (the roofline).")]

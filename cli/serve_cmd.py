@@ -9,16 +9,17 @@ import typer
 
 from .analyze_cmd import ModelArg, RevisionOpt
 from .options import DEFAULT_BATCH, DEFAULT_GPUS, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt
+from .options import TOKENS_HELP, tokens
 from .render import OutputFormat, fmt_gib, fmt_time, print_csv, print_json, resolve_format
 from .sections import Section, emit
 
 EngineOpt = Annotated[str, typer.Option("--engine", "-e", help="Serving engine whose memory accounting and step costs to use: vllm, sglang, trtllm or ideal (the roofline).")]
 TpOpt = Annotated[Optional[int], typer.Option("--tp", min=1, max=1024, help="Tensor-parallel degree (GPUs per replica); default: --gpus.")]
 GmuOpt = Annotated[Optional[float], typer.Option("--gpu-memory-utilization", help="The engine's memory cap as a fraction (vLLM gpu_memory_utilization, SGLang mem_fraction_static, TensorRT-LLM free_gpu_memory_fraction); default: the engine's.")]
-MaxLenOpt = Annotated[Optional[int], typer.Option("--max-model-len", min=1, max=1 << 30, help="Longest sequence in tokens the engine admits; default: the model's max_position_embeddings.")]
-MnbtOpt = Annotated[Optional[int], typer.Option("--max-num-batched-tokens", min=1, max=1 << 24, help="Tokens per engine step (the prefill chunk); default: the engine's for this GPU.")]
-InputOpt = Annotated[int, typer.Option("--input-len", "-i", min=1, max=1 << 24, help="Prompt tokens per request.")]
-OutputOpt = Annotated[int, typer.Option("--output-len", "-o", min=1, max=1 << 24, help="Generated tokens per request.")]
+MaxLenOpt = Annotated[Optional[int], typer.Option("--max-model-len", click_type=tokens(1, 1 << 30), help=f"Longest sequence in tokens the engine admits ({TOKENS_HELP}); default: the model's max_position_embeddings.")]
+MnbtOpt = Annotated[Optional[int], typer.Option("--max-num-batched-tokens", click_type=tokens(1, 1 << 24), help=f"Tokens per engine step (the prefill chunk; {TOKENS_HELP}); default: the engine's for this GPU.")]
+InputOpt = Annotated[int, typer.Option("--input-len", "-i", click_type=tokens(1, 1 << 24), help=f"Prompt tokens per request ({TOKENS_HELP}).")]
+OutputOpt = Annotated[int, typer.Option("--output-len", "-o", click_type=tokens(1, 1 << 24), help=f"Generated tokens per request ({TOKENS_HELP}).")]
 ConcOpt = Annotated[int, typer.Option("--concurrency", "-C", min=1, max=1 << 20, help="Requests running together (count), split evenly over the replicas.")]
 StepsOpt = Annotated[Optional[int], typer.Option("--num-scheduler-steps", min=1, max=1024, help="Decode steps per scheduling round (vLLM V0's multi-step scheduling, 0.6.x; V1 has none): a request waits for the round in flight and tokens stream once per round; default: the engine's (1).")]
 RequestsOpt = Annotated[Optional[int], typer.Option("--requests", min=1, max=1 << 40, help="Closed loop: requests the clients send in all (vllm bench serve --num-prompts); the means are over all of them, the start-up burst included. Default: 8 per client.")]

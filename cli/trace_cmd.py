@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from typing import Annotated, Optional
 
 import typer
@@ -13,7 +12,7 @@ from planner.analysis.errors import OptionError, short
 from .analyze_cmd import ModelArg, RevisionOpt
 from .options import DEFAULT_BATCH, DEFAULT_CONTEXT
 from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, HardwareOpt, JsonOpt, KvDtypeOpt, RefreshOpt
-from .options import DEFAULT_GPUS, GpusOpt, PlotOpt
+from .options import DEFAULT_GPUS, GpusOpt, PlotOpt, token_value
 from .render import OutputFormat, fmt_bytes, fmt_int, fmt_si, fmt_time, print_csv, print_json, resolve_format
 from .sections import Section, emit
 from .serve_cmd import EngineOpt, TpOpt
@@ -25,14 +24,10 @@ SweepOpt = Annotated[
 ]
 GraphsOpt = Annotated[bool, typer.Option("--graphs/--eager", help="Time the step as a CUDA-graph replay (default) or as eager launches.")]
 
-SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*$")
-
-
 def parse_count(text: str, what: str) -> int:
-    m = SIZE.match(text)
-    if not m:
+    value = token_value(text)  # the rule every token-count option (--context, --input-len, ...) shares
+    if value is None:
         raise OptionError(f"--sweep {what}: {short(text)} is not a count (use e.g. 64, 2k, 32k)")
-    value = float(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
     if not math.isfinite(value) or value != int(value) or value < (1 if what == "batch" else 0) or value > (1 << 30):
         raise OptionError(f"--sweep {what}: {short(text)} is out of range (at most {1 << 30})")
     return int(value)
