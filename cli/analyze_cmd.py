@@ -12,13 +12,13 @@ from planner.analysis.records import frozen
 
 from .options import DEFAULT_BATCH, DEFAULT_CONTEXT, DEFAULT_GPUS
 from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, GpusOpt, HardwareOpt, JsonOpt, KvDtypeOpt, RefreshOpt
-from .options import DpOpt, EpOpt, PpOpt, TpOpt
+from .options import TOKENS_HELP, DpOpt, EpOpt, PpOpt, TpOpt, tokens
 from .render import OutputFormat, fmt_bytes, fmt_count, fmt_gib, fmt_int, fmt_si, print_csv, print_json, resolve_format
 from .sections import Section, emit
 
 ModelArg = Annotated[str, typer.Argument(help="A bundled name (planner models list), a config.json or folder, or a Hugging Face id.", show_default=False)]
 RevisionOpt = Annotated[Optional[str], typer.Option("--revision", help="Hugging Face revision (branch, tag or commit) to pin.")]
-SlidingOpt = Annotated[Optional[int], typer.Option("--sliding-window", min=1, max=1 << 30, help="What-if: a sliding window (tokens) on every full-attention layer.")]
+SlidingOpt = Annotated[Optional[int], typer.Option("--sliding-window", click_type=tokens(1, 1 << 30), help=f"What-if: a sliding window on every full-attention layer, in tokens ({TOKENS_HELP}).")]
 RequireFitOpt = Annotated[bool, typer.Option("--require-fit", help="Exit with code 3 when the model does not fit.")]
 
 

@@ -45,6 +45,8 @@ OPTIONS = [
     (["plan", MODEL], "-i", 1, 1 << 20),
     (["plan", MODEL], "--output-len", 1, 1 << 20),
     (["plan", MODEL], "-o", 1, 1 << 20),
+    (["analyze", MODEL], "--sliding-window", 1, CTX_MAX),
+    (["serve", MODEL], "--cuda-graph-max-tokens", 0, 1 << 24),
 ]
 OPTION_IDS = [f"{a[0]}{o}" for a, o, _, _ in OPTIONS]
 
