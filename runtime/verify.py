@@ -452,6 +452,16 @@ def sdpa_heads(spec: ModelSpec) -> int | None:
     return None
 
 
+def written_attention_note(spec: ModelSpec, device_type: str) -> str | None:
+    """On a GPU, for a model whose attention the decoder writes out (soft-capped logits, sinks: no SDPA), what
+    the H200 run measured of that path against the step model's fused-kernel price; None otherwise."""
+    if device_type != "cuda" or attention_shape(spec) is None or sdpa_heads(spec) is not None:
+        return None
+    return ("this model's attention is written out (soft-capped logits or sinks: matmul, softmax, matmul), which "
+            "the step model prices as one fused kernel; on an H200 (torch 2.11) gemma-2-9b's steps ran 1.6-4x the "
+            "price, cuBLAS taking 1,063 us a layer for p.V at 32k keys (bench/data/h200-2026-12-04)")
+
+
 def hardware_factors(hw, engine, spec: ModelSpec, *, batch: int | None = None, tp: int = 1):
     """``factors_for(hw, engine)`` with the device's calibrated attention-decode efficiency
     (``attention_decode_efficiency``) at this model's attention shape where the profile has one, and,
@@ -640,6 +650,9 @@ def run_verify(spec: ModelSpec, opts: VerifyOptions, *, model_id: str = "",
         notes.append(f"the checkpoint is quantized ({spec.quant.raw_method or spec.quant.method}); verify runs {dtype_name} "
                      "weights and the analysis is done for them (--dtype)")
 
+    written = written_attention_note(spec, dev_type)
+    if written:
+        notes.append(written)
     busy = machine_load(dev_type)
     if busy:
         notes.append(busy)

@@ -489,3 +489,19 @@ def test_attention_cap_counts_the_busiest_ranks_heads(tp, per_rank):
     """8 KV heads over 3 ranks: the busiest holds 3; over 16 ranks each holds (a copy of) one."""
     f = _hf(_spec("meta-llama/Llama-3.1-8B"), batch=1, tp=tp, **HEADS)
     assert f.attention_decode == pytest.approx(per_rank * 42e9 / 4.2e12, rel=1e-9)
+
+
+@pytest.mark.parametrize("model_id, device, noted", [
+    ("google/gemma-2-9b", "cuda", True),  # soft-capped logits: written out
+    ("openai/gpt-oss-20b", "cuda", True),  # sinks: written out
+    ("meta-llama/Llama-3.1-8B", "cuda", False),  # SDPA
+    ("google/gemma-2-9b", "cpu", False),  # the H200 figures say nothing of a CPU
+    ("tiiuae/falcon-mamba-7b", "cuda", False),  # no softmax attention
+])
+def test_written_attention_note(model_id, device, noted):
+    from planner.runtime.verify import written_attention_note
+
+    note = written_attention_note(_spec(model_id), device)
+    assert (note is not None) == noted
+    if noted:
+        assert "written out" in note and "h200-2026-12-04" in note
