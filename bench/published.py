@@ -629,12 +629,11 @@ def main(argv=None) -> int:
     if keys and all("@" in k for k in keys):  # only these move; a point of another engine predicts the same
         engines = {k.split("@")[1] for k in keys}
         points = [p for p in points if p.engine_name in engines]
-        moving = [k for k in keys if k.split("@")[0] in NAMED_ONLY]  # of a few kernels: the points they move
-        if moving:
-            ends = [({k: min(grid[k.split("@")[0]])}, {k: max(grid[k.split("@")[0]])}) for k in moving]
-            points = [p for p in points if p.quantity in TIMING and any(p.predict(lo) != p.predict(hi) for lo, hi in ends)]
-    elif keys:  # device factors: the points whose prediction moves between the ends of each factor's grid
-        ends = [({k: min(grid[k])}, {k: max(grid[k])}) for k in keys]
+    # device factors, and an engine's factors of a few kernels: the points whose prediction moves between the
+    # ends of the factor's grid
+    moving = [k for k in keys if "@" not in k or k.split("@")[0] in NAMED_ONLY]
+    if moving:
+        ends = [({k: min(grid[k.split("@")[0]])}, {k: max(grid[k.split("@")[0]])}) for k in moving]
         points = [p for p in points if p.quantity in TIMING and any(p.predict(lo) != p.predict(hi) for lo, hi in ends)]
     if keys:
         start = lambda train: {k: v for k, v in start_params(train).items() if k in keys}  # noqa: E731

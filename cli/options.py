@@ -46,7 +46,7 @@ class TokenCount(_IntRange):
         if isinstance(value, str):
             m = TOKEN_COUNT.match(value)
             if m and (m.group(2) or "." in m.group(1)):  # '2k', '1.5k', '2.0': the --sweep rule
-                n = float(m.group(1)) * TOKEN_UNITS[m.group(2).lower()]  # (token_value's rule)
+                n = token_value(value)
                 if not math.isfinite(n):  # ('1' and 400 zeros 'k')
                     self.fail(f"{value!r} is not in the range {self._describe_range()}.", param, ctx)
                 if n != int(n):

@@ -439,11 +439,9 @@ def measure_attention(device: torch.device, dtype, bytes_per_s: float, *, head_d
     return out
 
 
-def measure_step_overhead(device: torch.device, dtype_name: str, steps: int) -> tuple[Figure, int]:
-    """(seconds per kernel, kernels) of an eager decode step of a tiny Llama-style decoder (hidden 64,
-    2 layers), whose device work is negligible: what eager dispatch costs per aten op the step
-    dispatches (``timing.count_kernels``, the count ``verify`` takes of the real step), Python,
-    framework and launch included."""
+def tiny_decode_step(device: torch.device, dtype_name: str) -> Callable[[], object]:
+    """One decode step (at position 32) of the tiny Llama-style decoder (hidden 64, 2 layers, random weights
+    and cache), whose device work is negligible: what the launch measurements time."""
     from planner.analysis.config import parse_config
     from planner.analysis.families import TINY_DECODER
 
@@ -456,13 +454,21 @@ def measure_step_overhead(device: torch.device, dtype_name: str, steps: int) -> 
     cache = KVCache(spec, 1, 33, dtype, device)
     cache.fill_random_()
     tokens = torch.zeros(1, 1, dtype=torch.long, device=device)
+    return lambda: model.decode(tokens, 32, cache)
+
+
+def measure_step_overhead(device: torch.device, dtype_name: str, steps: int) -> tuple[Figure, int]:
+    """(seconds per kernel, kernels) of an eager decode step of the tiny decoder (``tiny_decode_step``):
+    what eager dispatch costs per aten op the step dispatches (``timing.count_kernels``, the count
+    ``verify`` takes of the real step), Python, framework and launch included."""
+    decode = tiny_decode_step(device, dtype_name)
 
     def step():
-        model.decode(tokens, 32, cache)
+        decode()
         synchronize(device)
 
     with torch.inference_mode():  # wall time: an eager step this small is all dispatch and launches
-        kernels, _ = count_kernels(lambda: model.decode(tokens, 32, cache))
+        kernels, _ = count_kernels(decode)
         fig = repeat_until_stable(lambda: _median_time(step, device, steps, warmup=5, wall=True) / kernels)
     return fig, kernels
 
@@ -471,21 +477,12 @@ def measure_graph_node(device: torch.device, dtype_name: str, replays: int = 20)
     """(seconds per kernel, kernels) of a CUDA-graph replay of the tiny decoder's decode step that
     ``measure_step_overhead`` times eagerly (device work negligible): what each node of a replayed step
     costs beyond its work, per dispatched aten op (the count ``verify`` takes of the real step)."""
-    from planner.analysis.config import parse_config
-    from planner.analysis.families import TINY_DECODER
-
-    from .cache import KVCache
-    from .model import build_decoder
     from .timing import capture_graph
 
-    spec = parse_config(TINY_DECODER)
-    model = build_decoder(spec, dtype=torch_dtype(dtype_name), device=device)
-    cache = KVCache(spec, 1, 33, torch_dtype(dtype_name), device)
-    cache.fill_random_()
-    tokens = torch.zeros(1, 1, dtype=torch.long, device=device)
+    decode = tiny_decode_step(device, dtype_name)
     with torch.inference_mode():
-        kernels, _ = count_kernels(lambda: model.decode(tokens, 32, cache))
-        graph = capture_graph(lambda: model.decode(tokens, 32, cache), device)
+        kernels, _ = count_kernels(decode)
+        graph = capture_graph(decode, device)
 
         def run():
             for _ in range(replays):
@@ -504,8 +501,7 @@ def _sdpa_decode_s(device: torch.device, dtype, programs: int, keys: int, group:
     k = torch.randn(1, programs, keys, d, dtype=dtype, device=device)
     v = torch.randn(1, programs, keys, d, dtype=dtype, device=device)
     # no mask: a decode step's single query sees every cached key (runtime/cache.py returns no key positions)
-    t = _median_time(lambda: F.scaled_dot_product_attention(q, k, v, scale=d ** -0.5), device, reps, warmup=3)
-    return t
+    return _median_time(lambda: F.scaled_dot_product_attention(q, k, v, scale=d ** -0.5), device, reps, warmup=3)
 
 
 def measure_attention_heads(device: torch.device, dtype) -> tuple[Figure, dict]:
@@ -635,15 +631,18 @@ def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, sha
     launch, kernels = measure_step_overhead(device, dtypes[0] if device.type == "cpu" else "bf16", 50 if not quick else 10)
     graph_node = heads = None
     if device.type == "cuda":  # what the decoder's CUDA-graph replays pay per kernel, and its decode attention
+        def first_line(exc: Exception) -> str:
+            return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
         try:
             graph_node, _ = measure_graph_node(device, "bf16", replays=20 if not quick else 2)
         except RuntimeError as exc:  # a device or build that cannot capture graphs: the profile goes without
-            details["graph_node_error"] = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            details["graph_node_error"] = first_line(exc)
         try:
             heads, heads_record = measure_attention_heads(device, torch.bfloat16)
             details.update(attention_head_record=heads_record)
         except RuntimeError as exc:
-            details["attention_head_error"] = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+            details["attention_head_error"] = first_line(exc)
     progress("calibrate", steps, steps)
     details.update({"buffer_bytes": int(buf), "gemm_sizes": {d: sizes[d] for d in dtypes}, "launch_calls": calls,
                     "op_launch_s": op_launch.value, "tiny_step_kernels": kernels, "torch": torch.__version__,

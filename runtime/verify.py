@@ -430,26 +430,26 @@ class _Analysis:
     kv: object  # analysis.kv.KVCache
 
 
+def first_attention(spec: ModelSpec):
+    """The mixer of the model's first softmax-attention layer (one with an ``attention_shape``), or None."""
+    return next((layer.mixer for layer in spec.layers
+                 if layer.mixer is not None and layer.mixer.attention_shape() is not None), None)
+
+
 def attention_shape(spec: ModelSpec) -> tuple[int, int] | None:
     """(query heads per KV head, head_dim) of the model's first attention layer, or None (MLA, none)."""
-    for layer in spec.layers:
-        shape = layer.mixer.attention_shape() if layer.mixer is not None else None
-        if shape is not None:
-            return shape
-    return None
+    m = first_attention(spec)
+    return None if m is None else m.attention_shape()
 
 
 def sdpa_heads(spec: ModelSpec) -> int | None:
     """KV heads of the model's first softmax attention layer that the decoder runs through
     ``scaled_dot_product_attention`` (not the written-out path of soft-capped logits or sinks), or None."""
-    if spec.attn_logit_softcapping is not None:
+    m = first_attention(spec)
+    if m is None or spec.attn_logit_softcapping is not None or getattr(m, "sinks", False):
         return None
-    for layer in spec.layers:
-        m = layer.mixer
-        if m is not None and m.attention_shape() is not None:
-            k = getattr(m, "num_key_value_heads", None)
-            return int(k) if isinstance(k, int) and k > 0 and not getattr(m, "sinks", False) else None
-    return None
+    k = getattr(m, "num_key_value_heads", None)
+    return int(k) if isinstance(k, int) and k > 0 else None
 
 
 def written_attention_note(spec: ModelSpec, device_type: str) -> str | None:
