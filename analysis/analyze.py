@@ -227,6 +227,7 @@ def to_dict(a: Analysis, *, model_id: str = "", source: str = "") -> dict:
                 "group_size": spec.quant.group_size or None,
                 "block_size": list(spec.quant.block_size) if spec.quant.block_size[0] else None,
                 "modules_to_not_convert": list(spec.quant.modules_to_not_convert),
+                **({"groups": _quant_groups(spec)} if spec.quant.groups else {}),
             },
         },
         "params": a.params.to_dict(),
@@ -307,3 +308,14 @@ def cross_attention_dict(a: Analysis) -> dict | None:
 def activation_bytes_per_sequence(a: Analysis) -> int:
     """The largest activation buffer of a decode step, per sequence (it grows linearly with batch)."""
     return -(-a.activation_bytes // a.options.batch)
+
+
+def _quant_groups(spec) -> list[dict]:
+    """A mixed-precision checkpoint's groups as the JSON shows them: each one's format, targets and parameters."""
+    from .quant import group_params
+
+    q = spec.quant
+    names = q.group_names or tuple(f"group {i}" for i in range(len(q.groups)))
+    return [{"name": n, "method": sub.method, "quant_method": sub.raw_method, "bits": sub.bits,
+             "group_size": sub.group_size or None, "targets": list(targets), "params": p}
+            for n, (targets, sub), p in zip(names, q.groups, group_params(spec, q))]

@@ -473,7 +473,7 @@ def parse_config(cfg: Any, *, where: str = "config.json", name: str = "", source
 
 
 def finish(spec: ModelSpec, f: Fields, *, top_cfg: dict, name: str, source: str, caveats: list[str]) -> ModelSpec:
-    from .quant import parse_quantization
+    from .quant import parse_quantization, with_primary
 
     dtype = None
     for key in ("torch_dtype", "dtype"):
@@ -510,6 +510,9 @@ def finish(spec: ModelSpec, f: Fields, *, top_cfg: dict, name: str, source: str,
         if any(d < 1 for d in t.shape):
             raise ConfigError(f"{f.where}: these fields give {t.name} the shape {tuple(t.shape)}: every "
                               "dimension must be positive")
+    if quant is not None and quant.groups:
+        quant, gcaveats = with_primary(quant, replace(spec, quant=quant))
+        qcaveats = qcaveats + gcaveats
     numerics = replace(spec.numerics, rope_extra=read_rope_extra(f))
     return replace(
         spec, numerics=numerics, torch_dtype=dtype, max_position_embeddings=max_pos, quant=quant, name=name, source=source,

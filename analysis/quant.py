@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -197,10 +198,38 @@ def _compressed_tensors(qc: dict, where: str, skip: tuple[str, ...]) -> tuple[Qu
     groups = qc.get("config_groups")
     if not isinstance(groups, dict) or not groups:
         return None, ["compressed-tensors config without config_groups: weights sized at torch_dtype"]
-    caveats = []
-    if len(groups) > 1:
-        caveats.append(_ct_groups_caveat(groups))
-    first = next(iter(groups.values()))
+    if len(groups) == 1:
+        return _ct_group(qc, next(iter(groups.values())), where, skip, [])
+    # several groups (llm-compressor's mixed-precision format): each sized in its own format, on the matrices its
+    # targets name (converted_spec); with_primary picks the group that prices the GEMMs once the tensors are known
+    subs, caveats = [], []
+    for name, grp in groups.items():
+        targets = grp.get("targets") if isinstance(grp, dict) else None
+        if not isinstance(targets, list) or not targets or not all(isinstance(t, str) for t in targets):
+            raise ConfigError(f"{where}: field 'quantization_config.config_groups.{short(name, 40)}.targets' must be a "
+                              f"non-empty list of module names, 're:' patterns or class names, got {short(targets)}")
+        _check_patterns(tuple(targets), where, f"config_groups.{short(name, 40)}.targets")
+        sub, cav = _ct_group(qc, grp, where, skip, [])
+        if sub is None:
+            return None, [f"compressed-tensors group {str(name)[:40]}: {c}" for c in cav] + [
+                f"compressed-tensors group {str(name)[:40]} is not understood, so none of the config's groups is "
+                "applied: weights sized at torch_dtype"]
+        caveats.extend(cav)
+        subs.append((tuple(targets), sub, str(name)))
+    raw = "compressed-tensors mixed: " + " + ".join(_ct_kind(sub) for _, sub, _ in subs)
+    return replace(subs[0][1], groups=tuple((t, sub) for t, sub, _ in subs), raw_method=raw,
+                   group_names=tuple(n for _, _, n in subs)), caveats
+
+
+def _ct_kind(sub: QuantSpec) -> str:
+    """A group's format in a few words: its raw_method without the method's name ('float8, channel, W8A8')."""
+    k = sub.raw_method.removeprefix("compressed-tensors ")
+    return k[1:-1] if k.startswith("(") and k.endswith(")") else k
+
+
+def _ct_group(qc: dict, first: Any, where: str, skip: tuple[str, ...],
+              caveats: list[str]) -> tuple[QuantSpec | None, list[str]]:
+    """One compressed-tensors config group's weight format."""
     w = first.get("weights") if isinstance(first, dict) else None
     if not isinstance(w, dict):
         return None, ["compressed-tensors group without weights: weights sized at torch_dtype"]
@@ -247,25 +276,6 @@ def _compressed_tensors(qc: dict, where: str, skip: tuple[str, ...]) -> tuple[Qu
         raw_method=f"compressed-tensors ({w.get('type', 'int')}{nb}, {strategy}{', W8A8' if compute else ''})",
         compute=compute, per_tensor=strategy == "tensor", tensor_bytes=(2 if static_input else 0) + shape_bytes,
         desc_act_g_idx=g_idx), caveats
-
-
-def _ct_groups_caveat(groups: dict) -> str:
-    """The caveat of a compressed-tensors config with several groups (llm-compressor's ``mixed-precision`` format:
-    e.g. FP8 attention beside NVFP4 experts), of which only the first is sized: it names each group's weights and
-    targets, so that a user sees how far off the size can be (RedHatAI's DeepSeek-V4-Flash-NVFP4-FP8 comes to
-    285.6 GB with its FP8 group everywhere, where NVIDIA's NVFP4 checkpoint of the same model is 156.0 GB)."""
-    parts = []
-    for name, grp in list(groups.items())[:4]:
-        w = grp.get("weights") if isinstance(grp, dict) else None
-        w = w if isinstance(w, dict) else {}
-        kind = f"{w.get('type', 'int')}{w.get('num_bits', '?')} {w.get('strategy', 'tensor')}"
-        targets = grp.get("targets") if isinstance(grp, dict) else None
-        tg = ", ".join(str(t) for t in targets[:3]) if isinstance(targets, list) else "?"
-        parts.append(f"{short(name, 20)}: {short(kind, 30)} for {short(tg, 80)}")
-    more = f" and {len(groups) - 4} more" if len(groups) > 4 else ""
-    return (f"compressed-tensors config has {len(groups)} groups ({'; '.join(parts)}{more}): only the first is "
-            "applied, to every linear layer, so the weights' size is that of a checkpoint in the first group's "
-            "format alone (pass --dtype to size another)")
 
 
 def _ct_fp4(qc: dict, group: dict, w: dict, strategy: str, g: int, fmt: Any, where: str, skip: tuple[str, ...],
@@ -449,14 +459,111 @@ def _skip_matcher(patterns: tuple[str, ...]):
 _CHECKPOINT_SPELLINGS = ((".mlp.shared_expert.", ".mlp.shared_experts."), (".mixer.", ".linear_attn."))
 
 
+def _ignored(module: str, q: QuantSpec) -> bool:
+    skipped = _skip_matcher(q.modules_to_not_convert)
+    if skipped(module):
+        return True
+    return any(ours in module and skipped(module.replace(ours, theirs)) for ours, theirs in _CHECKPOINT_SPELLINGS)
+
+
 def is_converted(t: Tensor, q: QuantSpec) -> bool:
+    if q.groups:
+        return converted_spec(t, q) is not None
     if t.kind not in q.targets or len(t.shape) < 2:
         return False
-    skipped = _skip_matcher(q.modules_to_not_convert)
+    return not _ignored(_module(t), q)
+
+
+#: the matrices a stacked expert tensor stands for in a checkpoint that stores each expert apart (expert 0's names:
+#: a target names one expert's modules, or all of them by a pattern)
+_EXPERT_MATRICES = {"gate_up_proj": ("gate_proj", "up_proj"), "down_proj": ("down_proj",)}
+
+
+def _checkpoint_modules(t: Tensor) -> tuple[str, ...]:
+    """The module names ``t`` may carry in the checkpoint a compressed-tensors target was written against: ours,
+    the spellings of ``_CHECKPOINT_SPELLINGS``, a multimodal wrapper's ``model.language_model.`` prefix, and a
+    stacked expert tensor's per-expert modules
+    (``mlp.experts.gate_up_proj`` -> ``mlp.experts.0.gate_proj``, ``mlp.experts.0.up_proj``)."""
     module = _module(t)
-    if skipped(module):
-        return False
-    return not any(ours in module and skipped(module.replace(ours, theirs)) for ours, theirs in _CHECKPOINT_SPELLINGS)
+    names = [module] + [module.replace(ours, theirs) for ours, theirs in _CHECKPOINT_SPELLINGS if ours in module]
+    # a multimodal checkpoint's text model (Qwen3.5 / Qwen3.6, Gemma 3/4, Llama 4, Mistral 3: model.language_model.)
+    names += [n.replace("model.", "model.language_model.", 1) for n in names if n.startswith("model.")]
+    leaf = module.rpartition(".")[2]
+    if t.kind == "expert" and len(t.shape) == 3 and leaf in _EXPERT_MATRICES:
+        names += [f"{n.rpartition('.')[0]}.0.{m}" for n in list(names) for m in _EXPERT_MATRICES[leaf]]
+    return tuple(names)
+
+
+def converted_spec(t: Tensor, q: QuantSpec) -> QuantSpec | None:
+    """The format ``t`` is stored in: ``q`` itself, one of its ``groups``' specs, or None (unconverted).
+
+    With several compressed-tensors groups a matrix (a linear, an expert, lm_head) takes the first group one of
+    whose targets names it, a module name matching exactly or a ``re:`` pattern matching at the start, in the
+    groups' order; failing that, the first group whose targets include the class name ``Linear`` (a linear or
+    expert matrix; lm_head only when named), as vLLM resolves a layer's scheme (compressed_tensors_utils
+    ``find_matched_target``: name, then class). ``ignore`` (``modules_to_not_convert``) wins over both."""
+    if not q.groups:
+        return q if is_converted(t, q) else None
+    if len(t.shape) < 2 or t.kind not in ("linear", "expert", "lm_head") or _ignored(_module(t), q):
+        return None
+    names = _checkpoint_modules(t)
+    for targets, sub in q.groups:
+        plain, regexes = _target_matcher(targets)
+        if any(n in plain for n in names) or any(r.match(n) for r in regexes for n in names):
+            return sub
+    if t.kind != "lm_head":
+        for targets, sub in q.groups:
+            if any(target.lower() == "linear" for target in targets):
+                return sub
+    return None
+
+
+@lru_cache(maxsize=64)
+def _target_matcher(targets: tuple[str, ...]):
+    """A group's targets as (the exact module names, its compiled ``re:`` patterns): a config may list thousands
+    of module names (checked by ``_check_patterns`` when parsed)."""
+    return (frozenset(t for t in targets if not t.startswith("re:")),
+            tuple(re.compile(t[3:]) for t in targets if t.startswith("re:")))
+
+
+def storage_key(t: Tensor, q: QuantSpec):
+    """What decides ``t``'s stored bytes besides its shape: whether it is converted, and with several groups
+    which group's format it takes (layers alike in shape but unlike in this are stored apart)."""
+    if not q.groups:
+        return is_converted(t, q)
+    sub = converted_spec(t, q)
+    return None if sub is None else next(i for i, (_, s) in enumerate(q.groups) if s is sub)
+
+
+def group_params(spec, q: QuantSpec) -> list[int]:
+    """The parameters each of ``q.groups`` stores, over ``spec``'s tensors (identical layers counted once each)."""
+    out = [0] * len(q.groups)
+    for t in spec.tensors():
+        sub = converted_spec(t, q)
+        if sub is not None:
+            out[next(i for i, (_, s) in enumerate(q.groups) if s is sub)] += t.numel
+    return out
+
+
+def with_primary(q: QuantSpec | None, spec) -> tuple[QuantSpec | None, list[str]]:
+    """A mixed-precision spec's top-level fields set to the group that stores the most parameters of ``spec`` (its
+    compute dtype prices the GEMMs, its bits the weight-only kernels), and the caveat that says how the weights were
+    split between the groups."""
+    if q is None or not q.groups:
+        return q, []
+    params = group_params(spec, q)
+    best = max(range(len(params)), key=lambda i: params[i])
+    names = q.group_names or tuple(f"group {i}" for i in range(len(q.groups)))
+    names = tuple(n[:40] for n in names)
+    parts = "; ".join(f"{n} {_ct_kind(sub)}: {p:,} parameters" for n, (_, sub), p in zip(names, q.groups, params))
+    out = [f"compressed-tensors mixed precision, each group's matrices sized in its own format ({parts}); the "
+           f"GEMMs are priced in the compute format of {names[best]}, the group that holds the most parameters"]
+    empty = [n for n, p in zip(names, params) if not p]
+    if empty:
+        out.append(f"compressed-tensors group(s) {', '.join(empty)}: no matrix of this model matches their targets")
+    primary = q.groups[best][1]
+    return replace(primary, groups=q.groups, group_names=q.group_names, raw_method=q.raw_method,
+                   modules_to_not_convert=q.modules_to_not_convert), out
 
 
 def quantized_bytes(t: Tensor, q: QuantSpec) -> int:
@@ -464,7 +571,12 @@ def quantized_bytes(t: Tensor, q: QuantSpec) -> int:
 
     Checkpoints store each routed expert's gate and up projections as two matrices (transformers
     fuses them on load), so a stacked ``gate_up_proj`` is sized as two halves: block and group
-    scales follow the stored shapes."""
+    scales follow the stored shapes. With several groups, ``t``'s group's format (``converted_spec``)."""
+    if q.groups:
+        sub = converted_spec(t, q)
+        if sub is None:
+            raise ValueError(f"{t.name} is not converted by any group of this quantization config")
+        q = sub
     if len(t.shape) == 3:
         experts, n_out, n_in = t.shape
     else:

@@ -642,6 +642,12 @@ class QuantSpec:
     # routed experts stored apart as fp4 e2m1 (two a byte) with one scale_bits scale per this many inputs
     # (DeepSeek-V4's ``expert_dtype: "fp4"`` beside block-fp8 linears); 0 = experts as the other matrices
     expert_group: int = 0
+    # compressed-tensors with several config_groups (llm-compressor's ``mixed-precision`` format: FP8 attention
+    # beside NVFP4 experts, ...): each group's ``targets`` and the spec its matrices are stored in, in the config's
+    # order (``analysis.quant.converted_spec`` picks a tensor's); the fields above are then the group's that holds
+    # the most parameters (``analysis.quant.with_primary``), which prices the GEMMs. () = one format for all
+    groups: tuple = ()
+    group_names: tuple = ()  # the config_groups' names, as ``groups``
 
 
 #: the prefix of LongCat-Flash-Lite's n-gram modules (tables in embedding_tensors, projections in input_tensors):
@@ -821,18 +827,19 @@ class ModelSpec:
     @cached_property
     def storage_layer_groups(self) -> tuple[tuple[int, ...], ...]:
         """``layer_groups`` split further where ``quantization_config``'s ``modules_to_not_convert``
-        names the modules of some layers but not of others (their weights are stored differently):
+        names the modules of some layers but not of others, or its groups' targets put them in different
+        formats (their weights are stored differently):
         the groups for figures that depend on how the checkpoint stores weights."""
         q = self.quant
-        if q is None or not q.modules_to_not_convert:
+        if q is None or not (q.modules_to_not_convert or q.groups):
             return self.layer_groups
-        from .quant import is_converted
+        from .quant import storage_key
 
         out: list[tuple[int, ...]] = []
         for group in self.layer_groups:
-            split: dict[tuple[bool, ...], list[int]] = {}
+            split: dict[tuple, list[int]] = {}
             for i in group:
-                key = tuple(is_converted(t, q) for t in self.layers[i].stored_tensors(f"model.layers.{i}"))
+                key = tuple(storage_key(t, q) for t in self.layers[i].stored_tensors(f"model.layers.{i}"))
                 split.setdefault(key, []).append(i)
             out.extend(tuple(v) for v in split.values())
         return tuple(sorted(out))

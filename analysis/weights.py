@@ -102,6 +102,8 @@ class WeightFormat:
     def describe(self) -> str:
         if self.override is not None:
             return f"{self.override.name} (--dtype)"
+        if self.quant is not None and self.quant.groups:
+            return f"{self.quant.raw_method}, rest {self.base.name}"
         if self.quant is not None:
             return f"{self.quant.raw_method or self.quant.method} ({self.quant.bits}-bit), rest {self.base.name}"
         return self.base.name

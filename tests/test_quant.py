@@ -190,23 +190,3 @@ def test_corrupt_safetensors_is_ignored(tmp_path):
     (tmp_path / "model.safetensors").write_bytes(b"\xff" * 20)
     r = run("analyze", str(tmp_path), "--json")
     assert r.code == 0 and "checkpoint" not in r.json
-
-
-def test_mixed_precision_groups_say_which_format_was_sized():
-    """llm-compressor's mixed-precision configs hold one group per format (FP8 attention beside NVFP4 MLPs); the
-    planner sizes the first group's format everywhere, and the caveat names every group's weights and targets, so
-    that the size's basis is visible (it said only "several groups" before)."""
-    fp8 = {"targets": ["re:.*self_attn.*"], "format": "float-quantized",
-           "weights": {"num_bits": 8, "type": "float", "strategy": "channel"},
-           "input_activations": {"num_bits": 8, "type": "float", "dynamic": True}}
-    nvfp4 = {"targets": ["re:.*mlp.*"], "format": "nvfp4-pack-quantized",
-             "weights": {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16}}
-    cfg = dict(TINY, quantization_config={"quant_method": "compressed-tensors", "format": "mixed-precision",
-                                          "config_groups": {"group_0": fp8, "group_1": nvfp4}})
-    a = weights(cfg)
-    cav = [c for c in a.spec.caveats if "2 groups" in c]
-    assert len(cav) == 1
-    assert "float8 channel" in cav[0] and "float4 tensor_group" in cav[0] and "re:.*mlp.*" in cav[0]
-    assert "only the first" in cav[0]
-    one = weights(dict(TINY, quantization_config={"quant_method": "compressed-tensors", "config_groups": {"group_0": fp8}}))
-    assert a.weights_bytes == one.weights_bytes  # the first group's format, as the caveat says
