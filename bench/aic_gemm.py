@@ -60,7 +60,14 @@ def main(argv=None) -> int:
     ap.add_argument("--framework", default="vllm", choices=("vllm", "sglang", "trtllm"))
     ap.add_argument("--min-dim", type=int, default=256, help="leave out rows with n or k below this")
     args = ap.parse_args(argv)
-    import pandas as pd
+    try:
+        import pandas as pd
+    except ImportError:
+        print("Error: bench/aic_gemm.py reads parquet tables: pip install pandas pyarrow", file=sys.stderr)
+        return 2
+    if not args.data.is_dir():
+        print(f"Error: --data {args.data}: not a folder (aiconfigurator_core/systems/data)", file=sys.stderr)
+        return 2
 
     from planner.hardware.engine import load_engine
     from planner.hardware.expected import factors_for
@@ -96,7 +103,7 @@ def main(argv=None) -> int:
                       f"{statistics.median(r):>7.2f} {q[0]:>6.2f} {q[-1]:>6.2f}  {kernels:40}"
                       f"  ({folder.name})")
     if not summary:
-        print("no table found under --data", file=sys.stderr)
+        print(f"Error: no gemm_perf.parquet for {args.framework} under {args.data}", file=sys.stderr)
         return 1
     logs = [abs(math.log(s[5])) for s in summary]
     print(f"median over the buckets of |log(predicted / measured)|: {statistics.median(logs):.3f} "
