@@ -48,8 +48,9 @@ as the checkpoint formats lay them out:
   ``input_scale`` fp32 scalars (``ModelOptFp8LinearMethod``); ``FP8_PER_CHANNEL_PER_TOKEN``: fp32
   ``weight_scale [out]`` (``ModelOptFp8PcPtLinearMethod``); ``FP8_PB_WO``: fp32 scales per 128x128
   block (``ModelOptFp8PbWoLinearMethod``). Each expert's gate / up / down is a matrix of its own with
-  its own scalars. ``exclude_modules`` (``ignore``) are fnmatch wildcards. Other ``quant_algo``
-  values (``MXFP8``, ``MIXED_PRECISION``, ``W4A8_AWQ``, ...) are a caveat, not sized.
+  its own scalars. ``exclude_modules`` (``ignore``) are fnmatch wildcards. ``MIXED_PRECISION`` with a
+  ``quantized_layers`` table sizes each listed module in its own algorithm (``_modelopt_mixed``). Other
+  ``quant_algo`` values (``MXFP8``, ``W4A8_AWQ``, ...) are a caveat, not sized.
 - ``quark`` (AMD Quark, ``global_quant_config``), vllm .../quantization/quark/schemes
   (``quark_w8a8_fp8.py``, ``quark_ocp_mx.py``): fp8-e4m3 ``per_tensor``: fp8 weight + fp32 ``weight_scale``
   scalar (+ fp32 ``input_scale`` scalar for static activations); ``per_channel``: fp32 ``weight_scale
@@ -320,6 +321,8 @@ def _modelopt(qc: dict, method: str, where: str, skip: tuple[str, ...]) -> tuple
     skip = tuple(excl) + skip
     a = algo.strip().upper()
     raw = f"modelopt {a}"
+    if a == "MIXED_PRECISION" and isinstance(inner.get("quantized_layers"), dict):
+        return _modelopt_mixed(inner["quantized_layers"], method, where, key, skip)
     if a in ("NVFP4", "W4A16_NVFP4"):
         gv = inner.get("group_size", 16)
         g = as_int(gv)
@@ -339,6 +342,43 @@ def _modelopt(qc: dict, method: str, where: str, skip: tuple[str, ...]) -> tuple
                          modules_to_not_convert=skip, raw_method=raw), []
     return None, [f"modelopt quant_algo '{algo}' is not sized by planner: weights are sized at torch_dtype, which is "
                   "likely wrong for this checkpoint (pass --dtype to choose)"]
+
+
+#: ModelOpt's per-layer algorithm that leaves a module as it is (vLLM ModelOptMixedPrecisionConfig)
+_MODELOPT_UNQUANTIZED = ("UNQUANTIZED", "NONE")
+
+
+def _modelopt_mixed(layers: dict, method: str, where: str, key: str,
+                    skip: tuple[str, ...]) -> tuple[QuantSpec | None, list[str]]:
+    """ModelOpt ``MIXED_PRECISION``: ``quantized_layers`` maps each module to its own algorithm
+    (``{"model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"}, "model.layers.0.mlp.experts": {"quant_algo":
+    "NVFP4", "group_size": 16}, ...}``; vllm/model_executor/layers/quantization/modelopt.py
+    ``ModelOptMixedPrecisionConfig``: a layer takes the entry of its own name). Each algorithm is one group of
+    ``QuantSpec.groups`` whose targets are the names that carry it, sized as that algorithm alone is; a module not
+    listed (or ``UNQUANTIZED``) stays in torch_dtype."""
+    if len(layers) > 1 << 20:
+        raise ConfigError(f"{where}: field '{key}.quantized_layers' lists {len(layers):,} modules (at most 1,048,576)")
+    by_algo: dict[tuple, list[str]] = {}
+    for name, entry in layers.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("quant_algo"), str):
+            raise ConfigError(f"{where}: field '{key}.quantized_layers.{short(name, 60)}' must be an object with a "
+                              f"'quant_algo' string, got {short(entry)}")
+        algo = entry["quant_algo"].strip().upper()
+        if algo in _MODELOPT_UNQUANTIZED:
+            continue
+        by_algo.setdefault((algo, entry.get("group_size", 16)), []).append(str(name))
+    if not by_algo:
+        return None, ["modelopt MIXED_PRECISION lists no quantized module: weights sized at torch_dtype"]
+    subs = []
+    for (algo, group), names in by_algo.items():
+        sub, cav = _modelopt({"quant_algo": algo, "group_size": group}, method, where, skip)
+        if sub is None:
+            return None, [f"modelopt MIXED_PRECISION layer algorithm {short(algo, 30)} ({len(names):,} modules): {c}"
+                          for c in cav]
+        subs.append((tuple(sorted(names)), sub, algo))
+    raw = "modelopt MIXED_PRECISION: " + " + ".join(f"{algo} ({len(t):,} modules)" for t, _, algo in subs)
+    return replace(subs[0][1], groups=tuple((t, sub) for t, sub, _ in subs), raw_method=raw,
+                   group_names=tuple(algo for _, _, algo in subs)), []
 
 
 _QUARK_FP8 = ("fp8_e4m3", "fp8_e4m3fn", "float8_e4m3fn")
@@ -490,7 +530,10 @@ def _checkpoint_modules(t: Tensor) -> tuple[str, ...]:
     names += [n.replace("model.", "model.language_model.", 1) for n in names if n.startswith("model.")]
     leaf = module.rpartition(".")[2]
     if t.kind == "expert" and len(t.shape) == 3 and leaf in _EXPERT_MATRICES:
-        names += [f"{n.rpartition('.')[0]}.0.{m}" for n in list(names) for m in _EXPERT_MATRICES[leaf]]
+        parents = [n.rpartition(".")[0] for n in names]
+        # expert 0's modules (a target names one expert's, or all by a pattern) and the experts module itself
+        # (ModelOpt's quantized_layers name it whole: "model.layers.0.mlp.experts")
+        names += [f"{n}.0.{m}" for n in parents for m in _EXPERT_MATRICES[leaf]] + parents
     return tuple(names)
 
 

@@ -197,3 +197,59 @@ def test_a_group_not_understood_leaves_the_weights_at_torch_dtype():
     assert a.spec.quant is None
     assert a.weights_bytes == weights(LLAMA).weights_bytes
     assert any("group_1 is not understood, so none of the config's groups is applied" in c for c in a.spec.caveats)
+
+
+# ---- NVIDIA ModelOpt MIXED_PRECISION: a quantized_layers table, one algorithm per module ----------------------
+
+def modelopt_bytes(algo: str, n_out: int, n_in: int) -> int:
+    """One stored matrix of a ModelOpt algorithm (vLLM modelopt.py ``create_weights``): FP8: e4m3 weight + fp32
+    weight_scale and input_scale scalars; NVFP4: two values a byte + an e4m3 scale per 16 inputs + fp32
+    weight_scale_2 and input_scale; W4A16_NVFP4: the same without input_scale."""
+    if algo == "FP8":
+        return n_out * n_in + 8
+    return n_out * n_in // 2 + n_out * n_in // 16 + (8 if algo == "NVFP4" else 4)
+
+
+def modelopt_oracle(cfg: dict) -> int:
+    """Stored bytes by the table: a module takes its own entry; an expert matrix its experts module's entry."""
+    layers = cfg["quantization_config"]["quantized_layers"]
+    modules, total = stored_modules(hf_model({k: v for k, v in cfg.items() if k != "quantization_config"}))
+    for name, n_out, n_in, _ in modules:
+        experts = name.rpartition(".")[0].rpartition(".")[0] if ".experts." in name else None
+        entry = layers.get(name) or (layers.get(experts) if experts else None)
+        algo = entry["quant_algo"] if entry else "UNQUANTIZED"
+        total += 2 * n_out * n_in if algo == "UNQUANTIZED" else modelopt_bytes(algo, n_out, n_in)
+    return total
+
+
+def modelopt_mixed(base: dict, table: dict) -> dict:
+    return dict(base, quantization_config={"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION",
+                                           "kv_cache_quant_algo": "FP8", "quantized_layers": table})
+
+
+def test_modelopt_mixed_precision_sizes_each_module_in_its_own_algorithm():
+    """NVIDIA's NVFP4 releases (nvidia/Qwen3.6-35B-A3B-NVFP4, Nemotron) are MIXED_PRECISION: FP8 attention, NVFP4
+    experts named as whole modules ("model.layers.0.mlp.experts"), some modules left out. Before, a caveat and
+    every weight in bf16."""
+    table = {}
+    for i in range(MOE["num_hidden_layers"]):
+        for m in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            table[f"model.layers.{i}.self_attn.{m}"] = {"quant_algo": "FP8"}
+        table[f"model.layers.{i}.mlp.experts"] = {"quant_algo": "NVFP4", "group_size": 16}
+    table["model.layers.1.self_attn.o_proj"] = {"quant_algo": "UNQUANTIZED"}
+    table["lm_head"] = {"quant_algo": "W4A16_NVFP4", "group_size": 16}
+    cfg = modelopt_mixed(MOE, table)
+    a = weights(cfg)
+    assert a.weights_bytes == modelopt_oracle(cfg)
+    assert a.weights_bytes < weights(MOE).weights_bytes / 2  # (the tiny model's bf16 embeddings weigh in)
+    assert a.fmt.compute.name == "fp4"  # the experts' algorithm holds the most parameters
+    assert not any("not sized" in c for c in a.spec.caveats)
+
+
+def test_modelopt_mixed_precision_bad_tables_are_one_error_line(tmp_path):
+    for table, fragment in (({"model.layers.0.mlp.experts": "NVFP4"}, "must be an object with a 'quant_algo'"),
+                            ({"model.layers.0.mlp.experts": {"quant_algo": 4}}, "must be an object with a 'quant_algo'")):
+        (tmp_path / "config.json").write_text(json.dumps(modelopt_mixed(MOE, table)))
+        run("analyze", str(tmp_path)).assert_error(fragment)
+    odd = weights(modelopt_mixed(MOE, {"model.layers.0.mlp.experts": {"quant_algo": "W4A8_AWQ"}}))
+    assert odd.spec.quant is None and any("W4A8_AWQ" in c for c in odd.spec.caveats)
