@@ -179,6 +179,25 @@ def check_prefill_steps(w: Workload, max_num_batched_tokens: int, engine: str) -
                           f"lower --requests to {PLAN_MAX_PREFILL_STEPS // chunks:,} or fewer, or --input-len")
 
 
+#: The most decode steps one candidate's simulation may need: ``--requests × (--output-len − 1)`` over the sequences
+#: it runs at once (its max_num_seqs, or fewer where its KV pool holds fewer). They are lock-step iterations as the
+#: prefill steps are (about 1 ms each over the candidates): 1,000 requests of 16,384 output tokens, 18,073
+#: iterations, took 15 s (Qwen3-0.6B on 4,096 H100s, 2026-12-04); 5,000 of 30,720 did not finish in five minutes.
+PLAN_MAX_DECODE_STEPS = PLAN_MAX_PREFILL_STEPS
+
+
+def decode_steps(w: Workload, max_num_seqs: int, mem) -> tuple[int, int]:
+    """(the fewest decode steps a replica running at most ``max_num_seqs`` sequences, as many as ``mem``'s pool
+    holds, takes over ``w``'s requests; that batch)."""
+    b = max(1, min(max_num_seqs, mem.max_batch(w.input_len + w.output_len)))
+    return -(-w.requests * max(w.output_len - 1, 0) // b), b
+
+
+def _too_many_steps(w: Workload, steps: int, b: int) -> str:
+    return (f"its simulation needs at least {steps:,} decode steps ({w.requests:,} requests of {w.output_len:,} "
+            f"output tokens, at most {b:,} at once); plan simulates at most {PLAN_MAX_DECODE_STEPS:,}")
+
+
 def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: str | None = None,
          max_gpus: int = 64, gpus: int | None = None, price_per_hour: float | None = None,
          disaggregated: bool = True) -> PlanResult:
@@ -234,6 +253,7 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
         alive.append((lo, p, mem, first))
 
     cands: list[Candidate] = []
+    too_long: dict[str, tuple[int, int]] = {}  # families left without a candidate that can be simulated
     for lo, p, mem, _ in alive:
         fam = lo.family
         cost = step_cost(a, hw, p, em, ref_batch=min(64, default_seqs), ref_context=w.input_len + w.output_len // 2,
@@ -260,7 +280,13 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
             for seqs in sorted({min(default_seqs, held), min(64, held)}):
                 if seqs > default_seqs:
                     continue
+                steps, b = decode_steps(w, seqs, mem)
+                if steps > PLAN_MAX_DECODE_STEPS:  # (a bound from below: it would run for minutes)
+                    too_long[fam] = min(too_long.get(fam, (steps, b)), (steps, b))
+                    continue
                 cands.append(Candidate(Layout(lo.tp, lo.pp, lo.ep, dp, lo.attn_dp), seqs, mnbt, mem, cost))
+        if fam in too_long and not any(c.family == fam for c in cands):
+            rejected[fam] = _too_many_steps(w, *too_long[fam])
     if cands:
         _simulate_into(cands, a, hw, em, w, tg, notes)
         # round 2: the replica counts between a family's largest miss and its smallest pass
@@ -278,6 +304,9 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
         if extra:
             _simulate_into(extra, a, hw, em, w, tg, notes)
             cands.extend(extra)
+    if alive and not cands and len(too_long) == len(alive):
+        raise OptionError("every layout's " + _too_many_steps(w, *min(too_long.values())).removeprefix("its "),
+                          "lower --output-len or --requests")
     if disaggregated and alive:
         dis = _disagg_candidates(a, hw, em, w, alive, max_gpus, gpus, default_seqs, mnbt, rejected)
         if dis:
@@ -474,7 +503,10 @@ def _disagg_candidates(a, hw, em, w: Workload, alive, max_gpus: int, gpus: int |
                 dg = Disagg(Layout(lp.tp, lp.pp, lp.ep, x, lp.attn_dp), mp, cost_p, default_seqs, kv_s, kv_b, link)
                 cost_d = step_cost(a, hw, pd, em, ref_batch=min(64, default_seqs), ref_context=ctx, ref_prompt=1)
                 for seqs in sorted({default_seqs, 64}):
-                    if seqs <= default_seqs:
+                    steps, b = decode_steps(w, seqs, md)
+                    if steps > PLAN_MAX_DECODE_STEPS:
+                        rejected.setdefault(fam, _too_many_steps(w, steps, b))
+                    elif seqs <= default_seqs:
                         out.append(Candidate(Layout(ld.tp, ld.pp, ld.ep, y, ld.attn_dp), seqs, mnbt, md, cost_d,
                                              disagg=dg))
     return out
