@@ -226,7 +226,6 @@ def _lora(top: dict, where: str) -> list[Tensor]:
     adapted projection, adapter names "vision" / "speech"), on the decoder projections whose name (``layers.N.…``,
     under the model PEFT wraps) fully matches the adapter's ``layer`` pattern. The text decode runs without them
     (the remote code unsets the adapters for text-only input): counted as "vision" / "audio"."""
-    import re
 
     from ..family_defaults import FAMILY_DEFAULTS
 
