@@ -8,10 +8,16 @@ which were defaulted and which were derived.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable, Iterable
 
 from .errors import ConfigError, short  # noqa: F401  (short: re-exported)
 from .spec import Provenance
+
+try:
+    from re import _parser as _sre_parse  # Python >= 3.11
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_parse as _sre_parse
 
 REQUIRED = object()
 
@@ -196,3 +202,65 @@ def as_int(v: Any) -> int | None:
     if isinstance(v, float) and math.isfinite(v) and v.is_integer():
         return int(v)
     return None
+
+
+#: the most repetitions of variable width (``*``, ``+``, ``?``, ``{m,n}``) one ``re:`` pattern may hold: each is a
+#: factor of the name's length in the backtracking a failed match may do (5 ``.*`` take 30 ms a module name)
+_MAX_VARIABLE_REPEATS = 4
+
+
+def slow_regex(pattern: str) -> str:
+    """Why matching ``pattern`` may backtrack without bound (Python's ``re`` has no timeout), or '': a repetition
+    of variable width or an alternation inside a repetition (``(a+)+``, ``(.*)*``, ``(a|ab)*``: exponential in the
+    name's length), or more than ``_MAX_VARIABLE_REPEATS`` repetitions of variable width (a polynomial of that
+    degree)."""
+    p = _sre_parse
+    repeats = (p.MAX_REPEAT, p.MIN_REPEAT, getattr(p, "POSSESSIVE_REPEAT", p.MAX_REPEAT))
+    count = 0
+
+    def walk(items, under: bool) -> str:
+        nonlocal count
+        for op, av in items:
+            subs, inner = [], under
+            if op in repeats:
+                lo, hi, body = av
+                if lo != hi:
+                    if under:
+                        return "a repetition inside a repetition"
+                    count += 1
+                subs, inner = [body], under or hi > 1
+            elif op == p.BRANCH:
+                if under:
+                    return "an alternation inside a repetition"
+                subs = list(av[1])
+            elif op == p.SUBPATTERN:
+                subs = [av[-1]]
+            elif op in (p.ASSERT, p.ASSERT_NOT):
+                subs = [av[1]]
+            elif op == p.GROUPREF_EXISTS:
+                subs = [b for b in av[1:] if b is not None]
+            elif op == getattr(p, "ATOMIC_GROUP", None):
+                subs = [av]
+            for sub in subs:
+                why = walk(sub, inner)
+                if why:
+                    return why
+        return ""
+
+    why = walk(_sre_parse.parse(pattern), False)
+    if not why and count > _MAX_VARIABLE_REPEATS:
+        why = f"{count} repetitions of variable width, at most {_MAX_VARIABLE_REPEATS}"
+    return why
+
+
+def config_regex(pattern: str, what: str) -> re.Pattern:
+    """``pattern`` (a regular expression a config holds) compiled; a ConfigError starting with ``what`` when it is
+    not one (too deep or too large for ``re`` as well) or when matching it may backtrack without bound."""
+    try:
+        rx = re.compile(pattern)
+        slow = slow_regex(pattern)
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise ConfigError(f"{what}: {exc}") from None
+    if slow:
+        raise ConfigError(f"{what}: matching it may take exponential time ({slow})")
+    return rx

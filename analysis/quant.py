@@ -74,7 +74,7 @@ from functools import lru_cache
 from typing import Any
 
 from .errors import ConfigError
-from .fields import as_int, short
+from .fields import as_int, config_regex, short
 from .spec import QuantSpec, Tensor
 
 
@@ -188,11 +188,8 @@ _V4_BF16_MODULES = ("self_attn.compressor.kv_proj", "self_attn.compressor.gate_p
 def _check_patterns(patterns: tuple[str, ...], where: str, key: str) -> None:
     for p in patterns:
         if p.startswith("re:"):
-            try:
-                re.compile(p[3:])
-            except re.error as exc:
-                raise ConfigError(f"{where}: field 'quantization_config.{key}' has an invalid regular expression "
-                                  f"{short(p)}: {exc}") from None
+            config_regex(p[3:], f"{where}: field 'quantization_config.{key}' has an invalid regular expression "
+                                f"{short(p)}")
 
 
 def _compressed_tensors(qc: dict, where: str, skip: tuple[str, ...]) -> tuple[QuantSpec | None, list[str]]:
@@ -475,9 +472,10 @@ def _skip_matcher(patterns: tuple[str, ...]):
     plain = frozenset(p for p in patterns if not any(ch in p for ch in "*?["))
     wild = [p for p in patterns if any(ch in p for ch in "*?[")]
     parts = [f"(?:{fnmatch.translate(p)})|(?:{fnmatch.translate(p + '.*')})" for p in wild]
-    for r in res:  # compressed-tensors "re:" entries: re.match against the module name
-        parts.append(f"(?:{r})")
     regex = re.compile("|".join(parts)) if parts else None
+    # compressed-tensors "re:" entries: re.match against the module name, each compiled alone (a pattern's inline
+    # global flags, "(?i)...", must stay at its start)
+    regexes = ((regex,) if regex else ()) + tuple(re.compile(r) for r in res)
 
     def skipped(module: str) -> bool:
         if plain:
@@ -486,7 +484,7 @@ def _skip_matcher(patterns: tuple[str, ...]):
                 for j in range(i + 1, len(parts) + 1):
                     if ".".join(parts[i:j]) in plain:
                         return True
-        return bool(regex and regex.match(module))
+        return any(r.match(module) for r in regexes)
 
     return skipped
 
@@ -500,7 +498,14 @@ _CHECKPOINT_SPELLINGS = ((".mlp.shared_expert.", ".mlp.shared_experts."), (".mix
 
 
 def _ignored(module: str, q: QuantSpec) -> bool:
-    skipped = _skip_matcher(q.modules_to_not_convert)
+    return _ignored_by(module, q.modules_to_not_convert)
+
+
+@lru_cache(maxsize=1 << 16)
+def _ignored_by(module: str, patterns: tuple[str, ...]) -> bool:
+    """Whether ``patterns`` skip ``module``; cached, as a plan asks it of the same modules for each candidate
+    layout (tens of thousands of times) and a ``re:`` pattern may take a millisecond a name."""
+    skipped = _skip_matcher(patterns)
     if skipped(module):
         return True
     return any(ours in module and skipped(module.replace(ours, theirs)) for ours, theirs in _CHECKPOINT_SPELLINGS)
@@ -519,17 +524,16 @@ def is_converted(t: Tensor, q: QuantSpec) -> bool:
 _EXPERT_MATRICES = {"gate_up_proj": ("gate_proj", "up_proj"), "down_proj": ("down_proj",)}
 
 
-def _checkpoint_modules(t: Tensor) -> tuple[str, ...]:
-    """The module names ``t`` may carry in the checkpoint a compressed-tensors target was written against: ours,
-    the spellings of ``_CHECKPOINT_SPELLINGS``, a multimodal wrapper's ``model.language_model.`` prefix, and a
-    stacked expert tensor's per-expert modules
+def _checkpoint_modules(module: str, stacked_expert: bool) -> tuple[str, ...]:
+    """The module names a tensor of ``module`` may carry in the checkpoint a compressed-tensors target was written
+    against: ours, the spellings of ``_CHECKPOINT_SPELLINGS``, a multimodal wrapper's ``model.language_model.``
+    prefix, and a stacked expert tensor's per-expert modules
     (``mlp.experts.gate_up_proj`` -> ``mlp.experts.0.gate_proj``, ``mlp.experts.0.up_proj``)."""
-    module = _module(t)
     names = [module] + [module.replace(ours, theirs) for ours, theirs in _CHECKPOINT_SPELLINGS if ours in module]
     # a multimodal checkpoint's text model (Qwen3.5 / Qwen3.6, Gemma 3/4, Llama 4, Mistral 3: model.language_model.)
     names += [n.replace("model.", "model.language_model.", 1) for n in names if n.startswith("model.")]
     leaf = module.rpartition(".")[2]
-    if t.kind == "expert" and len(t.shape) == 3 and leaf in _EXPERT_MATRICES:
+    if stacked_expert and leaf in _EXPERT_MATRICES:
         parents = [n.rpartition(".")[0] for n in names]
         # expert 0's modules (a target names one expert's, or all by a pattern) and the experts module itself
         # (ModelOpt's quantized_layers name it whole: "model.layers.0.mlp.experts")
@@ -549,16 +553,23 @@ def converted_spec(t: Tensor, q: QuantSpec) -> QuantSpec | None:
         return q if is_converted(t, q) else None
     if len(t.shape) < 2 or t.kind not in ("linear", "expert", "lm_head") or _ignored(_module(t), q):
         return None
-    names = _checkpoint_modules(t)
-    for targets, sub in q.groups:
+    i = _group_index(_module(t), t.kind, t.kind == "expert" and len(t.shape) == 3, tuple(g for g, _ in q.groups))
+    return None if i < 0 else q.groups[i][1]
+
+
+@lru_cache(maxsize=1 << 16)
+def _group_index(module: str, kind: str, stacked_expert: bool, groups: tuple[tuple[str, ...], ...]) -> int:
+    """converted_spec's choice of group (-1: none) for a tensor of ``module``; cached as ``_ignored_by`` is."""
+    names = _checkpoint_modules(module, stacked_expert)
+    for i, targets in enumerate(groups):
         plain, regexes = _target_matcher(targets)
         if any(n in plain for n in names) or any(r.match(n) for r in regexes for n in names):
-            return sub
-    if t.kind != "lm_head":
-        for targets, sub in q.groups:
+            return i
+    if kind != "lm_head":
+        for i, targets in enumerate(groups):
             if any(target.lower() == "linear" for target in targets):
-                return sub
-    return None
+                return i
+    return -1
 
 
 @lru_cache(maxsize=64)

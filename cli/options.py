@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import math
 import re
+from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -23,13 +23,15 @@ TOKEN_UNITS = {"": 1, "k": 1024, "m": 1024 * 1024}
 TOKENS_HELP = "k = 1024, so 2k = 2048"
 
 
-def token_value(text: str) -> float | None:
-    """``text`` as a number of tokens by the --sweep rule ('2k' -> 2048.0, '1.5k' -> 1536.0, '0.1k' -> 102.4,
-    '64' -> 64.0); None when it is not of that form. Whether the number is whole and in range is the caller's."""
+def token_value(text: str) -> Fraction | None:
+    """``text`` as a number of tokens by the --sweep rule, exactly ('2k' -> 2048, '1.5k' -> 1536, '0.1k' -> 512/5,
+    '64' -> 64); None when it is not of that form (or its number is over 100 characters long). Whether the number
+    is whole and in range is the caller's. Exact, not a float: '1.' followed by 400 zeros and a 1, times 1024, is
+    not a whole number of tokens, though the float of it is 1024.0."""
     m = TOKEN_COUNT.match(text)
-    if not m:
+    if not m or len(m.group(1)) > 100:
         return None
-    return float(m.group(1)) * TOKEN_UNITS[m.group(2).lower()]
+    return Fraction(m.group(1)) * TOKEN_UNITS[m.group(2).lower()]
 
 
 class TokenCount(_IntRange):
@@ -47,9 +49,9 @@ class TokenCount(_IntRange):
             m = TOKEN_COUNT.match(value)
             if m and (m.group(2) or "." in m.group(1)):  # '2k', '1.5k', '2.0': the --sweep rule
                 n = token_value(value)
-                if not math.isfinite(n):  # ('1' and 400 zeros 'k')
+                if n is None:  # (a number over 100 characters long)
                     self.fail(f"{value!r} is not in the range {self._describe_range()}.", param, ctx)
-                if n != int(n):
+                if n.denominator != 1:
                     self.fail(f"{value!r} is not a whole number of tokens (k = 1024).", param, ctx)
                 n = int(n)
                 if (self.min is not None and n < self.min) or (self.max is not None and n > self.max):

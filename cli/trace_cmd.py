@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Optional
 
 import typer
@@ -28,7 +27,7 @@ def parse_count(text: str, what: str) -> int:
     value = token_value(text)  # the rule every token-count option (--context, --input-len, ...) shares
     if value is None:
         raise OptionError(f"--sweep {what}: {short(text)} is not a count (use e.g. 64, 2k, 32k)")
-    if not math.isfinite(value) or value != int(value) or value < (1 if what == "batch" else 0) or value > (1 << 30):
+    if value.denominator != 1 or value < (1 if what == "batch" else 0) or value > (1 << 30):
         raise OptionError(f"--sweep {what}: {short(text)} is out of range (at most {1 << 30})")
     return int(value)
 

@@ -32,7 +32,7 @@ separate PEFT adapters, so this count (transformers' model) holds no LoRA weight
 from __future__ import annotations
 
 from ..errors import ConfigError, UnsupportedModelError, short
-from ..fields import MAX_LAYERS, Fields
+from ..fields import MAX_LAYERS, Fields, config_regex
 from ..spec import Tensor
 from ..vision import siglip_tensors, vision_config_dict
 
@@ -226,7 +226,6 @@ def _lora(top: dict, where: str) -> list[Tensor]:
     adapted projection, adapter names "vision" / "speech"), on the decoder projections whose name (``layers.N.…``,
     under the model PEFT wraps) fully matches the adapter's ``layer`` pattern. The text decode runs without them
     (the remote code unsets the adapters for text-only input): counted as "vision" / "audio"."""
-    import re
 
     from ..family_defaults import FAMILY_DEFAULTS
 
@@ -251,10 +250,7 @@ def _lora(top: dict, where: str) -> list[Tensor]:
         pattern = cfg.get("layer")
         if not isinstance(pattern, str):
             raise ConfigError(f"{where}: field '{key}.layer' must be a regular expression of the adapted modules")
-        try:
-            rx = re.compile(pattern)
-        except re.error as e:
-            raise ConfigError(f"{where}: field '{key}.layer' is not a valid regular expression ({e})") from None
+        rx = config_regex(pattern, f"{where}: field '{key}.layer' is not a valid regular expression")
         for i in range(layers):
             for mod in _LORA_MODULES:
                 if rx.fullmatch(f"layers.{i}.{mod}"):
