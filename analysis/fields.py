@@ -205,29 +205,48 @@ def as_int(v: Any) -> int | None:
 
 
 #: the most repetitions of variable width (``*``, ``+``, ``?``, ``{m,n}``) one ``re:`` pattern may hold: each is a
-#: factor of the name's length in the backtracking a failed match may do (5 ``.*`` take 30 ms a module name)
+#: factor of the name's length in the backtracking a failed match may do (5 ``.*`` take 30 ms a module name). One
+#: followed by a literal its body cannot match (``[0-9]+\.``) is not counted: it can end in one place only
 _MAX_VARIABLE_REPEATS = 4
+
+try:
+    from re import _compiler as _sre_compile  # Python >= 3.11
+except ImportError:  # pragma: no cover - Python 3.10
+    import sre_compile as _sre_compile
+
+
+def _pinned(body, following) -> bool:
+    """Whether a repetition of ``body`` followed by the parsed item ``following`` can end in one place only: the
+    item is a literal character the body cannot match."""
+    if following is None or following[0] != _sre_parse.LITERAL:
+        return False
+    try:
+        return _sre_compile.compile(body).fullmatch(chr(following[1])) is None
+    except Exception:  # (an odd body: counted)
+        return False
 
 
 def slow_regex(pattern: str) -> str:
     """Why matching ``pattern`` may backtrack without bound (Python's ``re`` has no timeout), or '': a repetition
     of variable width or an alternation inside a repetition (``(a+)+``, ``(.*)*``, ``(a|ab)*``: exponential in the
-    name's length), or more than ``_MAX_VARIABLE_REPEATS`` repetitions of variable width (a polynomial of that
-    degree)."""
+    name's length), or more than ``_MAX_VARIABLE_REPEATS`` repetitions of variable width that a literal after them
+    does not pin (``.*.*.*.*.*!``, ``.*e.*e.*e.*e.*e!``: a polynomial of that degree)."""
     p = _sre_parse
     repeats = (p.MAX_REPEAT, p.MIN_REPEAT, getattr(p, "POSSESSIVE_REPEAT", p.MAX_REPEAT))
     count = 0
 
     def walk(items, under: bool) -> str:
         nonlocal count
-        for op, av in items:
+        items = list(items)
+        for i, (op, av) in enumerate(items):
             subs, inner = [], under
             if op in repeats:
                 lo, hi, body = av
                 if lo != hi:
                     if under:
                         return "a repetition inside a repetition"
-                    count += 1
+                    if not _pinned(body, items[i + 1] if i + 1 < len(items) else None):
+                        count += 1
                 subs, inner = [body], under or hi > 1
             elif op == p.BRANCH:
                 if under:

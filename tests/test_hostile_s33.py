@@ -34,7 +34,8 @@ def _mixed(tmp_path, targets: list, ignore=None):
 # Python's re has no timeout: '(.*)*x$' against 'model.layers.0.self_attn.q_proj' backtracks 2^31 ways (analyze hung
 # for ever). The patterns below are of that class (or a polynomial of degree 5) but fast against these module
 # names, so that on the old code the tests fail rather than hang
-SLOW = ["re:(a+)+$", "re:(x*)*y", "re:(?:[xyz]+)*!", "re:(q|qq)*!", "re:(a|ab)*c", "re:.*.*.*.*.*!"]
+SLOW = ["re:(a+)+$", "re:(x*)*y", "re:(?:[xyz]+)*!", "re:(q|qq)*!", "re:(a|ab)*c", "re:.*.*.*.*.*!",
+        "re:.*e.*e.*e.*e.*e!"]  # (the last: a literal its '.' can match pins nothing; minutes on a long name)
 
 
 @pytest.mark.parametrize("pattern", SLOW)
@@ -70,6 +71,10 @@ def test_ignore_patterns_with_inline_flags_are_matched_each_on_its_own(tmp_path)
 def test_realistic_patterns_still_accepted(tmp_path):
     r = run("analyze", _mixed(tmp_path, ["re:.*self_attn\\.(q|k|v|o)_proj$", "re:model\\.layers\\.\\d+\\.mlp\\..*"],
                               ignore=["re:.*lm_head", "re:.*mlp\\.experts\\.\\d+\\.(gate|up|down)_proj$"]), "--json")
+    assert r.code == 0, r.err
+    # five repetitions of variable width, the two digit runs pinned by the '.' after them
+    r = run("analyze", _mixed(tmp_path, ["re:.*layers\\.[0-9]+\\..*mlp\\.[a-z]+_proj.*"],
+                              ignore=[r"re:.*layers\.[0-9]+\..*experts\.[0-9]+\..*"]), "--json")
     assert r.code == 0, r.err
 
 
