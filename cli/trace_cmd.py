@@ -11,7 +11,7 @@ from planner.analysis.errors import OptionError, short
 from .analyze_cmd import ModelArg, RevisionOpt
 from .options import DEFAULT_BATCH, DEFAULT_CONTEXT
 from .options import BatchOpt, ContextOpt, DtypeOpt, FormatOpt, HardwareOpt, JsonOpt, KvDtypeOpt, RefreshOpt
-from .options import DEFAULT_GPUS, GpusOpt, PlotOpt, token_value
+from .options import DEFAULT_GPUS, TOKEN_COUNT, GpusOpt, PlotOpt, token_value
 from .render import OutputFormat, fmt_bytes, fmt_int, fmt_si, fmt_time, print_csv, print_json, resolve_format
 from .sections import Section, emit
 from .serve_cmd import EngineOpt, TpOpt
@@ -25,9 +25,9 @@ GraphsOpt = Annotated[bool, typer.Option("--graphs/--eager", help="Time the step
 
 def parse_count(text: str, what: str) -> int:
     value = token_value(text)  # the rule every token-count option (--context, --input-len, ...) shares
-    if value is None:
+    if value is None and not TOKEN_COUNT.match(text):
         raise OptionError(f"--sweep {what}: {short(text)} is not a count (use e.g. 64, 2k, 32k)")
-    if value.denominator != 1 or value < (1 if what == "batch" else 0) or value > (1 << 30):
+    if value is None or value.denominator != 1 or value < (1 if what == "batch" else 0) or value > (1 << 30):
         raise OptionError(f"--sweep {what}: {short(text)} is out of range (at most {1 << 30})")
     return int(value)
 
