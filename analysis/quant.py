@@ -524,7 +524,7 @@ def is_converted(t: Tensor, q: QuantSpec) -> bool:
 _EXPERT_MATRICES = {"gate_up_proj": ("gate_proj", "up_proj"), "down_proj": ("down_proj",)}
 
 
-def _checkpoint_modules(module: str, stacked_expert: bool) -> tuple[str, ...]:
+def _checkpoint_modules(module: str, expert_matrices: tuple[str, ...]) -> tuple[str, ...]:
     """The module names a tensor of ``module`` may carry in the checkpoint a compressed-tensors target was written
     against: ours, the spellings of ``_CHECKPOINT_SPELLINGS``, a multimodal wrapper's ``model.language_model.``
     prefix, and a stacked expert tensor's per-expert modules
@@ -532,12 +532,11 @@ def _checkpoint_modules(module: str, stacked_expert: bool) -> tuple[str, ...]:
     names = [module] + [module.replace(ours, theirs) for ours, theirs in _CHECKPOINT_SPELLINGS if ours in module]
     # a multimodal checkpoint's text model (Qwen3.5 / Qwen3.6, Gemma 3/4, Llama 4, Mistral 3: model.language_model.)
     names += [n.replace("model.", "model.language_model.", 1) for n in names if n.startswith("model.")]
-    leaf = module.rpartition(".")[2]
-    if stacked_expert and leaf in _EXPERT_MATRICES:
+    if expert_matrices:
         parents = [n.rpartition(".")[0] for n in names]
         # expert 0's modules (a target names one expert's, or all by a pattern) and the experts module itself
         # (ModelOpt's quantized_layers name it whole: "model.layers.0.mlp.experts")
-        names += [f"{n}.0.{m}" for n in parents for m in _EXPERT_MATRICES[leaf]] + parents
+        names += [f"{n}.0.{m}" for n in parents for m in expert_matrices] + parents
     return tuple(names)
 
 
@@ -553,14 +552,25 @@ def converted_spec(t: Tensor, q: QuantSpec) -> QuantSpec | None:
         return q if is_converted(t, q) else None
     if len(t.shape) < 2 or t.kind not in ("linear", "expert", "lm_head") or _ignored(_module(t), q):
         return None
-    i = _group_index(_module(t), t.kind, t.kind == "expert" and len(t.shape) == 3, tuple(g for g, _ in q.groups))
+    i = _group_index(_module(t), t.kind, _stored_matrices(t), tuple(g for g, _ in q.groups))
     return None if i < 0 else q.groups[i][1]
 
 
+def _stored_matrices(t: Tensor) -> tuple[str, ...]:
+    """The per-expert matrices a stacked expert tensor stands for in a checkpoint (() for any other tensor): a gated
+    ``gate_up_proj`` is ``gate_proj`` and ``up_proj``, a non-gated one ``up_proj`` alone."""
+    if t.kind != "expert" or len(t.shape) != 3:
+        return ()
+    leaf = t.name.rpartition(".")[2]
+    if leaf == "gate_up_proj" and not t.gated:
+        return ("up_proj",)
+    return _EXPERT_MATRICES.get(leaf, ())
+
+
 @lru_cache(maxsize=1 << 16)
-def _group_index(module: str, kind: str, stacked_expert: bool, groups: tuple[tuple[str, ...], ...]) -> int:
+def _group_index(module: str, kind: str, expert_matrices: tuple[str, ...], groups: tuple[tuple[str, ...], ...]) -> int:
     """converted_spec's choice of group (-1: none) for a tensor of ``module``; cached as ``_ignored_by`` is."""
-    names = _checkpoint_modules(module, stacked_expert)
+    names = _checkpoint_modules(module, expert_matrices)
     for i, targets in enumerate(groups):
         plain, regexes = _target_matcher(targets)
         if any(n in plain for n in names) or any(r.match(n) for r in regexes for n in names):
@@ -637,7 +647,7 @@ def quantized_bytes(t: Tensor, q: QuantSpec) -> int:
         experts, (n_out, n_in) = 1, t.shape[-2:]
     if t.kind == "expert" and q.expert_group:  # fp4 e2m1 two a byte + one scale per expert_group inputs a row
         return experts * (_cdiv(n_out * n_in, 2) + n_out * _cdiv(n_in, q.expert_group) * q.scale_bits // 8)
-    if t.kind == "expert" and t.name.endswith("gate_up_proj") and n_out % 2 == 0:
+    if t.kind == "expert" and t.name.endswith("gate_up_proj") and t.gated and n_out % 2 == 0:
         return experts * 2 * _matrix_bytes(n_out // 2, n_in, q)
     return experts * _matrix_bytes(n_out, n_in, q)
 

@@ -410,7 +410,7 @@ class MoE:
             out.append(Tensor(f"{prefix}.pre_expert_norm.weight", (x,), "norm"))
         if self.latent_size:  # Nemotron 3 Super / Ultra: into the latent
             _linear(out, f"{prefix}.fc1_latent_proj", x, h, False)
-        out.append(Tensor(f"{prefix}.experts.gate_up_proj", (e, up_rows, x), "expert"))
+        out.append(Tensor(f"{prefix}.experts.gate_up_proj", (e, up_rows, x), "expert", gated=self.gated))
         if self.expert_bias:
             out.append(Tensor(f"{prefix}.experts.gate_up_proj_bias", (e, up_rows), "bias"))
         out.append(Tensor(f"{prefix}.experts.down_proj", (e, x, i), "expert"))

@@ -30,6 +30,10 @@ class Tensor:
     name: str
     shape: tuple[int, ...]
     kind: TensorKind  # a plain string is taken and checked: an unknown kind is a ValueError here
+    # a routed expert's stacked ``gate_up_proj``: True when it holds a gate and an up projection (checkpoints store
+    # them as two matrices, each with its own scales), False for a non-gated expert's single ``up_proj`` (relu²:
+    # Nemotron-H); meaningless for other tensors
+    gated: bool = True
 
     def __post_init__(self) -> None:
         if type(self.kind) is not TensorKind:

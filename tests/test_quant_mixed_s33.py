@@ -61,10 +61,13 @@ def stored_modules(model):
             for i in range(e):
                 out += [(f"{base.rpartition('.')[0]}.{i}.gate_proj", rows // 2, cols, True),
                         (f"{base.rpartition('.')[0]}.{i}.up_proj", rows // 2, cols, True)]
+        elif name.endswith("experts.up_proj"):  # a non-gated expert (relu²: Nemotron-H): one matrix each
+            e, rows, cols = shape
+            out += [(f"{base.rpartition('.')[0]}.{i}.up_proj", rows, cols, True) for i in range(e)]
         elif name.endswith("experts.down_proj"):
             e, rows, cols = shape
             out += [(f"{base.rpartition('.')[0]}.{i}.down_proj", rows, cols, True) for i in range(e)]
-        elif len(shape) == 2 and name.endswith(".weight") and "embed_tokens" not in name:
+        elif len(shape) == 2 and name.endswith(".weight") and "embed" not in name:  # (nn.Embedding: not Linear)
             out.append((base, shape[0], shape[1], True))  # every 2-D weight here is an nn.Linear's
         else:
             rest += 2 * p.numel()
@@ -253,3 +256,27 @@ def test_modelopt_mixed_precision_bad_tables_are_one_error_line(tmp_path):
         run("analyze", str(tmp_path)).assert_error(fragment)
     odd = weights(modelopt_mixed(MOE, {"model.layers.0.mlp.experts": {"quant_algo": "W4A8_AWQ"}}))
     assert odd.spec.quant is None and any("W4A8_AWQ" in c for c in odd.spec.caveats)
+
+
+NEMOTRON_H_MOE = {"model_type": "nemotron_h", "hidden_size": 256, "num_hidden_layers": 2, "vocab_size": 1000,
+                  "hybrid_override_pattern": "*E", "head_dim": 64, "intermediate_size": 512, "mamba_head_dim": 32,
+                  "mamba_num_heads": 8, "moe_intermediate_size": 128, "moe_shared_expert_intermediate_size": 256,
+                  "n_routed_experts": 8, "n_shared_experts": 1, "num_experts_per_tok": 2, "num_attention_heads": 4,
+                  "num_key_value_heads": 2, "ssm_state_size": 16, "n_groups": 2, "n_group": 1, "topk_group": 1,
+                  "mlp_hidden_act": "relu2", "torch_dtype": "bfloat16", "tie_word_embeddings": False}
+
+
+@pytest.mark.parametrize("groups", [
+    [(["Linear"], NVFP4_W4A16)],  # one format: the single-group path
+    [([r"re:.*experts\.\d+\.up_proj$"], NVFP4_W4A4), (["Linear"], FP8_CHANNEL)],  # the experts' up_proj by name
+    [([r"re:.*experts\.\d+\.gate_proj$"], NVFP4_W4A4), (["Linear"], FP8_CHANNEL)],  # no gate_proj to match
+])
+def test_a_non_gated_experts_up_proj_is_one_matrix(groups):
+    """Nemotron-H's relu² experts have no gate: the stacked tensor planner calls gate_up_proj is each expert's one
+    up_proj, stored with one set of scales (it was sized as a gate and an up half, a second fp32 global scale each),
+    and a target naming experts.N.up_proj must find it."""
+    cfg = mixed(NEMOTRON_H_MOE, *groups, ignore=("lm_head", "re:.*gate$"))
+    if len(groups) == 1:
+        cfg["quantization_config"].pop("format")
+    assert weights(cfg).weights_bytes == oracle(cfg)[0]
+
