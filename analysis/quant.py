@@ -227,7 +227,7 @@ def _ct_kind(sub: QuantSpec) -> str:
 
 def _ct_group(qc: dict, first: Any, where: str, skip: tuple[str, ...],
               caveats: list[str]) -> tuple[QuantSpec | None, list[str]]:
-    """One compressed-tensors config group's weight format."""
+    """One compressed-tensors config group's (``first``: the group object) weight format."""
     w = first.get("weights") if isinstance(first, dict) else None
     if not isinstance(w, dict):
         return None, ["compressed-tensors group without weights: weights sized at torch_dtype"]
@@ -363,7 +363,11 @@ def _modelopt_mixed(layers: dict, method: str, where: str, key: str,
         algo = entry["quant_algo"].strip().upper()
         if algo in _MODELOPT_UNQUANTIZED:
             continue
-        by_algo.setdefault((algo, entry.get("group_size", 16)), []).append(str(name))
+        group = entry.get("group_size", 16)
+        if as_int(group) is None:
+            raise ConfigError(f"{where}: field '{key}.quantized_layers.{short(name, 60)}.group_size' must be a "
+                              f"positive integer, got {short(group)}")
+        by_algo.setdefault((algo, as_int(group)), []).append(str(name))
     if not by_algo:
         return None, ["modelopt MIXED_PRECISION lists no quantized module: weights sized at torch_dtype"]
     subs = []
