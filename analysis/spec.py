@@ -643,9 +643,10 @@ class QuantSpec:
     # (DeepSeek-V4's ``expert_dtype: "fp4"`` beside block-fp8 linears); 0 = experts as the other matrices
     expert_group: int = 0
     # compressed-tensors with several config_groups (llm-compressor's ``mixed-precision`` format: FP8 attention
-    # beside NVFP4 experts, ...): each group's ``targets`` and the spec its matrices are stored in, in the config's
-    # order (``analysis.quant.converted_spec`` picks a tensor's); the fields above are then the group's that holds
-    # the most parameters (``analysis.quant.with_primary``), which prices the GEMMs. () = one format for all
+    # beside NVFP4 experts, ...) or ModelOpt ``MIXED_PRECISION`` (one group per algorithm of its quantized_layers
+    # table): each group's ``targets`` and the spec its matrices are stored in, in the config's order
+    # (``analysis.quant.converted_spec`` picks a tensor's); the fields above are then the group's that holds the
+    # most parameters (``analysis.quant.with_primary``), which prices the GEMMs. () = one format for all
     groups: tuple = ()
     group_names: tuple = ()  # the config_groups' names, as ``groups``
 
