@@ -315,7 +315,6 @@ def _quant_groups(spec) -> list[dict]:
     from .quant import group_params
 
     q = spec.quant
-    names = q.group_names or tuple(f"group {i}" for i in range(len(q.groups)))
     return [{"name": n, "method": sub.method, "quant_method": sub.raw_method, "bits": sub.bits,
              "group_size": sub.group_size or None, "targets": list(targets), "params": p}
-            for n, (targets, sub), p in zip(names, q.groups, group_params(spec, q))]
+            for n, (targets, sub), p in zip(q.group_names, q.groups, group_params(spec, q))]

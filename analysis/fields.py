@@ -15,8 +15,9 @@ from .errors import ConfigError, short  # noqa: F401  (short: re-exported)
 from .spec import Provenance
 
 try:
-    from re import _parser as _sre_parse  # Python >= 3.11
+    from re import _compiler as _sre_compile, _parser as _sre_parse  # Python >= 3.11
 except ImportError:  # pragma: no cover - Python 3.10
+    import sre_compile as _sre_compile
     import sre_parse as _sre_parse
 
 REQUIRED = object()
@@ -208,11 +209,6 @@ def as_int(v: Any) -> int | None:
 #: factor of the name's length in the backtracking a failed match may do (5 ``.*`` take 30 ms a module name). One
 #: followed by a literal its body cannot match (``[0-9]+\.``) is not counted: it can end in one place only
 _MAX_VARIABLE_REPEATS = 4
-
-try:
-    from re import _compiler as _sre_compile  # Python >= 3.11
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_compile as _sre_compile
 
 
 def _pinned(body, following) -> bool:

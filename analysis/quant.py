@@ -220,8 +220,9 @@ def _compressed_tensors(qc: dict, where: str, skip: tuple[str, ...]) -> tuple[Qu
 
 
 def _ct_kind(sub: QuantSpec) -> str:
-    """A group's format in a few words: its raw_method without the method's name ('float8, channel, W8A8')."""
-    k = sub.raw_method.removeprefix("compressed-tensors ")
+    """A group's format in a few words: its raw_method without the method's name ('float8, channel, W8A8';
+    ModelOpt's 'FP8')."""
+    k = sub.raw_method.removeprefix("compressed-tensors ").removeprefix("modelopt ")
     return k[1:-1] if k.startswith("(") and k.endswith(")") else k
 
 
@@ -554,10 +555,15 @@ def converted_spec(t: Tensor, q: QuantSpec) -> QuantSpec | None:
     ``find_matched_target``: name, then class). ``ignore`` (``modules_to_not_convert``) wins over both."""
     if not q.groups:
         return q if is_converted(t, q) else None
-    if len(t.shape) < 2 or t.kind not in ("linear", "expert", "lm_head") or _ignored(_module(t), q):
-        return None
-    i = _group_index(_module(t), t.kind, _stored_matrices(t), tuple(g for g, _ in q.groups))
+    i = _group_of(t, q)
     return None if i < 0 else q.groups[i][1]
+
+
+def _group_of(t: Tensor, q: QuantSpec) -> int:
+    """The index in ``q.groups`` of the group ``t`` is stored in (``converted_spec``'s rule), -1 for none."""
+    if len(t.shape) < 2 or t.kind not in ("linear", "expert", "lm_head") or _ignored(_module(t), q):
+        return -1
+    return _group_index(_module(t), t.kind, _stored_matrices(t), tuple(g for g, _ in q.groups))
 
 
 def _stored_matrices(t: Tensor) -> tuple[str, ...]:
@@ -599,17 +605,16 @@ def storage_key(t: Tensor, q: QuantSpec):
     which group's format it takes (layers alike in shape but unlike in this are stored apart)."""
     if not q.groups:
         return is_converted(t, q)
-    sub = converted_spec(t, q)
-    return None if sub is None else next(i for i, (_, s) in enumerate(q.groups) if s is sub)
+    return _group_of(t, q)
 
 
 def group_params(spec, q: QuantSpec) -> list[int]:
     """The parameters each of ``q.groups`` stores, over ``spec``'s tensors (identical layers counted once each)."""
     out = [0] * len(q.groups)
     for t in spec.tensors():
-        sub = converted_spec(t, q)
-        if sub is not None:
-            out[next(i for i, (_, s) in enumerate(q.groups) if s is sub)] += t.numel
+        i = _group_of(t, q)
+        if i >= 0:
+            out[i] += t.numel
     return out
 
 
@@ -621,14 +626,15 @@ def with_primary(q: QuantSpec | None, spec) -> tuple[QuantSpec | None, list[str]
         return q, []
     params = group_params(spec, q)
     best = max(range(len(params)), key=lambda i: params[i])
-    names = q.group_names or tuple(f"group {i}" for i in range(len(q.groups)))
-    names = tuple(n[:40] for n in names)
-    parts = "; ".join(f"{n} {_ct_kind(sub)}: {p:,} parameters" for n, (_, sub), p in zip(names, q.groups, params))
-    out = [f"compressed-tensors mixed precision, each group's matrices sized in its own format ({parts}); the "
-           f"GEMMs are priced in the compute format of {names[best]}, the group that holds the most parameters"]
+    names = tuple(n[:40] for n in q.group_names)
+    parts = "; ".join(f"{n if _ct_kind(sub) == n else f'{n} {_ct_kind(sub)}'}: {p:,} parameters"
+                      for n, (_, sub), p in zip(names, q.groups, params))
+    out = [f"{q.raw_method.partition(' ')[0]} mixed precision, each group's matrices sized in its own format "
+           f"({parts}); the GEMMs are priced in the compute format of {names[best]}, the group that holds the most "
+           "parameters"]
     empty = [n for n, p in zip(names, params) if not p]
     if empty:
-        out.append(f"compressed-tensors group(s) {', '.join(empty)}: no matrix of this model matches their targets")
+        out.append(f"mixed-precision group(s) {', '.join(empty)}: no matrix of this model matches their targets")
     primary = q.groups[best][1]
     return replace(primary, groups=q.groups, group_names=q.group_names, raw_method=q.raw_method,
                    modules_to_not_convert=q.modules_to_not_convert), out

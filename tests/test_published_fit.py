@@ -308,6 +308,12 @@ def test_a_bad_experts_efficiency_is_one_error_naming_the_field(tmp_path, monkey
         load_engine("vllm-v0")
 
 
+def fitted_lines(out: str) -> list[str]:
+    """The "factor: value" lines bench/published.py prints under "factors fitted on all points"."""
+    fitted = out.split("factors fitted on all points", 1)[1].split("factors per fold", 1)[0]
+    return [x.strip() for x in fitted.splitlines()[1:] if x.strip()]
+
+
 def test_factors_refits_only_those_on_their_engines_points(capsys):
     """--factors NAME@ENGINE refits those factors alone, every other as shipped, on the points of their engines:
     the table holds no point of another engine, and the fitted factors are the ones named, searched on
@@ -320,8 +326,7 @@ def test_factors_refits_only_those_on_their_engines_points(capsys):
                      "--grid-values", "request_overhead_s=0,0.002,0.064"]) == 0
     out = capsys.readouterr().out
     assert "trtllm-perf090" not in out
-    fitted = out.split("factors fitted on all points", 1)[1].split("factors per fold", 1)[0]
-    lines = [x.strip() for x in fitted.splitlines()[1:] if x.strip()]
+    lines = fitted_lines(out)
     assert len(lines) == 1 and lines[0].split(":")[0] == "request_overhead_s@vllm"
     assert float(lines[0].split(":")[1]) in (0.0, 0.002, 0.064)
 
@@ -334,8 +339,7 @@ def test_a_device_factor_is_refitted_on_the_points_it_moves(capsys):
                      "--grid-values", "allreduce_latency_s=0,0.00003"]) == 0
     out = capsys.readouterr().out
     assert "vllm-i16300-qwq32b-a100-tp4-bs16-e2e" in out and "vllm-pr23151-qwen3-30b-a3b-h100-tp1" not in out
-    fitted = out.split("factors fitted on all points", 1)[1].split("factors per fold", 1)[0]
-    lines = [x.strip() for x in fitted.splitlines()[1:] if x.strip()]
+    lines = fitted_lines(out)
     assert len(lines) == 1 and lines[0].split(":")[0] == "allreduce_latency_s"
 
 
@@ -348,8 +352,7 @@ def test_weight_only_int4_is_refitted_on_the_points_it_moves(capsys):
                      "--grid-values", "weight_only_int4=0.5,1.0"]) == 0
     out = capsys.readouterr().out
     assert "infx828-gptoss120b-h100-vllm-tp2-1k1k-c64-tpot" in out and "vllm-pr23151" not in out
-    fitted = out.split("factors fitted on all points", 1)[1].split("factors per fold", 1)[0]
-    lines = [x.strip() for x in fitted.splitlines()[1:] if x.strip()]
+    lines = fitted_lines(out)
     assert len(lines) == 1 and lines[0].split(":")[0] == "weight_only_int4@vllm"
     assert float(lines[0].split(":")[1]) in (0.5, 1.0)
 
