@@ -365,7 +365,7 @@ def _modelopt_mixed(layers: dict, method: str, where: str, key: str,
         if algo in _MODELOPT_UNQUANTIZED:
             continue
         group = entry.get("group_size", 16)
-        if as_int(group) is None:
+        if as_int(group) is None or as_int(group) < 1:
             raise ConfigError(f"{where}: field '{key}.quantized_layers.{short(name, 60)}.group_size' must be a "
                               f"positive integer, got {short(group)}")
         by_algo.setdefault((algo, as_int(group)), []).append(str(name))

@@ -253,7 +253,9 @@ def test_modelopt_mixed_precision_bad_tables_are_one_error_line(tmp_path):
     for table, fragment in (({"model.layers.0.mlp.experts": "NVFP4"}, "must be an object with a 'quant_algo'"),
                             ({"model.layers.0.mlp.experts": {"quant_algo": 4}}, "must be an object with a 'quant_algo'"),
                             ({"model.layers.0.mlp.experts": {"quant_algo": "NVFP4", "group_size": [16]}},
-                             "group_size' must be a positive integer")):
+                             "mlp.experts'.group_size' must be a positive integer"),
+                            ({"model.layers.0.mlp.experts": {"quant_algo": "NVFP4", "group_size": 0}},
+                             "mlp.experts'.group_size' must be a positive integer")):
         (tmp_path / "config.json").write_text(json.dumps(modelopt_mixed(MOE, table)))
         run("analyze", str(tmp_path)).assert_error(fragment)
     odd = weights(modelopt_mixed(MOE, {"model.layers.0.mlp.experts": {"quant_algo": "W4A8_AWQ"}}))
