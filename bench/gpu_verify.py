@@ -133,13 +133,16 @@ def main(argv=None) -> int:
         from planner.runtime.calibrate import model_matmul_shapes
 
         # as 'planner calibrate --model MODELS[0]' measures: the skinny-GEMM tables against that model's shapes
-        cal = calibrate(args.device, shapes=model_matmul_shapes(load_model(args.models[0]).spec), shapes_from=args.models[0])
+        first = load_model(args.models[0]).spec
+        cal = calibrate(args.device, shapes=model_matmul_shapes(first), shapes_from=args.models[0], spec=first)
         path = save_user_profile(calibration_profile(cal), "calibrated")
         print(f"calibrated {cal.device_type}: {cal.device_name}: copy {cal.copy_bytes_per_s / 1e9:.1f} GB/s, "
               f"profile bandwidth {cal.memory_bandwidth_bytes_per_s / 1e9:.1f} GB/s, "
               + ", ".join(f"{d} {v / 1e12:.1f} TFLOP/s" for d, v in cal.matmul_flops_per_s.items())
               + f", launch {cal.launch_s * 1e6:.2f} us"
               + (f", graph node {cal.graph_node_s * 1e6:.2f} us" if cal.graph_node_s else "")
+              + (", at the model's width " + ", ".join(f"batch {r} {v * 1e6:.2f} us" for r, v in cal.graph_node_by_rows_s.items())
+                 if cal.graph_node_by_rows_s else "")
               + (f", attention {cal.attention_head_bytes_per_s / 1e9:.1f} GB/s per KV-head program"
                  if cal.attention_head_bytes_per_s else "")
               + f" ({cal.seconds:.0f} s) -> {path}", flush=True)

@@ -81,7 +81,7 @@ def calibrate(
     shapes = model_matmul_shapes(shapes_model.spec)
     with progress_bar(out_fmt != OutputFormat.json) as cb:
         cal = run_calibrate(dev, dtypes=dtypes, progress=cb or (lambda *a: None), threads=threads if dev == "cpu" else None,
-                            shapes=shapes, shapes_from=shapes_model.id)
+                            shapes=shapes, shapes_from=shapes_model.id, spec=shapes_model.spec)
     busy = machine_busy(cal) if dev == "cpu" else None
     if busy:
         warn(busy + "; the figures may not repeat")

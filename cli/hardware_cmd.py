@@ -163,6 +163,14 @@ def _show_rows(p: Any) -> list[list[str]]:
     ]
     if p.graph_node_s is not None:  # calibrated on a GPU, for the torch decoder verify times
         rows.append(["graph node overhead (verify)", f"{fmt_time(p.graph_node_s)} per dispatched op of a CUDA-graph replay"])
+    if p.graph_node_by_rows_s:
+        rows.append(["graph node overhead at a model's width (verify)",
+                     ", ".join(f"batch {r} {fmt_time(v)}" for r, v in p.graph_node_by_rows_s.items())
+                     + " per dispatched op, small ops' work included"])
+    if p.experts_grouped_bytes_per_s is not None:
+        rows.append(["grouped routed experts (verify)",
+                     f"{fmt_si(p.experts_grouped_bytes_per_s, 'B/s', digits=4)} of touched expert weights"
+                     + (f" + {fmt_time(p.experts_grouped_overhead_s)} per MoE layer" if p.experts_grouped_overhead_s else "")])
     if p.attention_head_bytes_per_s is not None:
         rows.append(["decode attention per KV head (verify)",
                      f"{fmt_si(p.attention_head_bytes_per_s, 'B/s', digits=4)} per (sequence, KV head)"])

@@ -27,7 +27,10 @@ GEMM's whole time, so it replaces the fitted ridge curve for those ops instead o
 ``e_rows`` is log-linear in ``r`` between the measured rows, the first value below them, rising to 1
 at the square-GEMM size when the profile records it (``rows_efficiency``). An expert GEMM reads the
 rows table at the rows each touched expert multiplies (``expert_rows``: tokens × top-k over the
-expected distinct experts touched). Without a table, or without a row count, the ridge curve with
+expected distinct experts touched), except where the factors carry a calibrated grouped-experts rate
+(``experts_grouped_bytes_per_s``, the torch decoder ``verify`` times on a GPU): then a routed-expert op
+(one layer's) takes ``experts_grouped_overhead_s + weight bytes / that rate + its other bytes / bw``, its
+FLOPs at the compute rate where longer. Without a table, or without a row count, the ridge curve with
 exponent ``p`` applies. ``hardware.timing`` (the per-op roofline of ``trace``) takes its skinny-matmul factor from
 the same ``rows_efficiency``. Where the profile also has ``matmul_efficiency_by_shape`` (calibrated
 rows × inner dimension K), a matmul whose K its op's counts give (``inner_dim``) takes ``e(r, K)``
@@ -111,6 +114,13 @@ class Factors:
     # profile's ``experts_compute_efficiency`` for this device), ``experts_compute`` for the step's model
     experts_compute_by_format: Mapping[str, float] = field(default_factory=dict, hash=False)
     experts_compute: float = 1.0
+    # the torch decoder's grouped routed experts on a GPU (``verify``: ``runtime.model.Experts``, two
+    # ``torch._grouped_mm`` with the sort, gather and scatter around them), calibrated on the device
+    # (``experts_grouped_bandwidth`` and ``experts_grouped_overhead``): where the rate is set, a routed-expert
+    # op takes ``overhead + touched expert weight bytes / rate + its other bytes / bandwidth`` (its
+    # FLOPs at the compute rate where longer), in place of the rows table; 0: not applied
+    experts_grouped_bytes_per_s: float = 0.0
+    experts_grouped_overhead_s: float = 0.0
     # the device's measured MAMF over its dense peak per column (``HardwareProfile.mamf_fractions``) and the
     # fraction of it serving GEMMs reach: a column with a MAMF takes compute = compute_of_mamf × that fraction
     # (before ``compute_by_dtype`` and ``compute``); 0: not applied
@@ -167,6 +177,8 @@ class Factors:
             "compute_by_dtype": dict(self.compute_by_dtype),
             "experts_by_dtype": dict(self.experts_by_dtype),
             "experts_compute_by_format": dict(self.experts_compute_by_format),
+            "experts_grouped_bytes_per_s": self.experts_grouped_bytes_per_s,
+            "experts_grouped_overhead_s": self.experts_grouped_overhead_s,
             "mamf_fraction": dict(self.mamf_fraction), "compute_of_mamf": self.compute_of_mamf,
             "gemm_k_half": self.gemm_k_half,
             "gemm_ridge_exponent": None if math.isinf(self.gemm_ridge_exponent) else self.gemm_ridge_exponent,
@@ -345,7 +357,8 @@ def _stage(f: Factors, n: int) -> Factors:
                       matmul_efficiency_by_rows=f.matmul_efficiency_by_rows,
                       matmul_efficiency_by_shape=f.matmul_efficiency_by_shape,
                       matmul_efficiency_by_out=f.matmul_efficiency_by_out, experts=f.experts,
-                      experts_compute=f.experts_compute)
+                      experts_compute=f.experts_compute, experts_grouped_bytes_per_s=f.experts_grouped_bytes_per_s,
+                      experts_grouped_overhead_s=f.experts_grouped_overhead_s)
     if n >= 3:
         out = replace(out, attention_decode=f.attention_decode, attention_prefill=f.attention_prefill,
                       attention_decode_kv_reads=f.attention_decode_kv_reads)
@@ -387,6 +400,12 @@ def _log_interp(points: Mapping[int, float], x: int) -> float:
         if x <= x1:
             return e0 + (math.log(x) - math.log(x0)) / (math.log(x1) - math.log(x0)) * (e1 - e0)
     return pts[-1][1]
+
+
+def graph_node_at(table: Mapping[int, float], rows: int) -> float:
+    """A calibrated ``{rows: seconds per dispatched op}`` table (``graph_node_overhead_by_rows``) at one
+    step's rows: log-linear in the rows between measured counts, clamped to the ends."""
+    return _log_interp(table, rows)
 
 
 def shape_efficiency(by_shape: Mapping[int, Mapping[int, float]], rows_table: Mapping[int, float] | None,
@@ -515,6 +534,9 @@ def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: flo
     if kind in GEMM_KINDS:
         # routed experts: the engine's fraction of the compute rate for their weight format (``experts_compute``)
         c = o.flops / (flops_per_s * f.compute * (f.experts_compute if kind == "experts" else 1.0))
+        if kind == "experts" and f.experts_grouped_bytes_per_s:  # calibrated grouped experts (verify on a GPU)
+            return max(c, f.experts_grouped_overhead_s + o.weight_bytes / f.experts_grouped_bytes_per_s
+                       + (o.bytes - o.weight_bytes) / bw)
         m = o.weight_bytes / (bw * wq) + (o.bytes - o.weight_bytes) / bw
         inner = inner_dim(o, rows) if kind == "matmul" and (f.matmul_efficiency_by_shape or f.gemm_k_half) else None
         outer = outer_dim(o, rows) if inner and f.matmul_efficiency_by_out else None
@@ -632,7 +654,7 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     return StepCost(ideal, expected, parts, allreduce_calls if allreduce_bytes else 0)
 
 
-__all__ = ["EXPERTS_FORMATS", "FACTORS", "KERNEL_LAUNCHES", "Factors", "IDEAL", "graph_nodes_s", "launch_time_s", "op_floor_s", "step_kernels",
+__all__ = ["EXPERTS_FORMATS", "FACTORS", "KERNEL_LAUNCHES", "Factors", "IDEAL", "graph_node_at", "graph_nodes_s", "launch_time_s", "op_floor_s", "step_kernels",
            "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "experts_format", "factors_for", "for_column", "gemm_time_s", "graphed",
            "inner_dim", "k_scale", "outer_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "rows_efficiency", "step_cost"]

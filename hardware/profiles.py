@@ -71,6 +71,17 @@ node's launch latency and a small kernel's ramp), and what one (sequence, KV hea
 decoder's decode attention (``scaled_dot_product_attention``, no split over the keys) reads per
 second. A decode step of B sequences × K KV heads then reads its KV cache at no more than
 B·K × that rate: one sequence of an 8-KV-head model keeps 8 of an H200's 132 multiprocessors busy.
+``graph_node_overhead_by_rows`` (``{rows: time}``, written by ``planner calibrate`` on a GPU beside
+``graph_node_overhead``): the same per-op figure taken at a model's own width (``--model``): the
+decoder's norms, RoPE, activation and residual adds of every layer, at each batch, replayed as one graph,
+over their dispatched ops. A model's fp32 norms and RoPE run on tensors thousands of times wider than the
+tiny decoder's; ``verify`` takes the figure at its batch (log-linear between the measured rows, the
+nearest end outside them) in place of ``graph_node_overhead``.
+``experts_grouped_bandwidth`` and ``experts_grouped_overhead`` (written by ``planner calibrate`` on a GPU where
+``torch._grouped_mm`` runs): the decoder's routed experts (``runtime.model.Experts``: two grouped GEMMs with
+the sort, gather and scatter around them) of a reference MoE layer timed in a CUDA graph at 1-128 tokens
+fit ``time = overhead + touched expert weight bytes / bandwidth``; the overhead is what is left per MoE
+layer beyond its dispatched ops' graph-node cost. ``verify`` prices each MoE layer's experts so.
     notes: [...]
 
 Nothing is read at import time; every call reads the (few, small) files again, so a change of
@@ -167,6 +178,9 @@ _FIELDS = (
     "matmul_efficiency_by_out",
     "attention_decode_efficiency",
     "graph_node_overhead",
+    "graph_node_overhead_by_rows",
+    "experts_grouped_bandwidth",
+    "experts_grouped_overhead",
     "attention_decode_head_bandwidth",
     "source",
     "notes",
@@ -296,6 +310,11 @@ class HardwareProfile:
     # head) program of its decode attention kernel reads per second (``attention_decode_head_bandwidth``)
     graph_node_s: float | None = None
     attention_head_bytes_per_s: float | None = None
+    # calibrated on a GPU at a model's width, by batch rows: ``graph_node_overhead_by_rows``
+    graph_node_by_rows_s: Mapping[int, float] | None = field(default=None, hash=False)
+    # calibrated on a GPU: the torch decoder's grouped routed experts (``experts_grouped_bandwidth``, ``_overhead``)
+    experts_grouped_bytes_per_s: float | None = None
+    experts_grouped_overhead_s: float | None = None
 
     def __post_init__(self) -> None:
         where = f"hardware profile {short(self.name, 80)}" + (f" ({self.path})" if self.path else "")
@@ -344,6 +363,21 @@ class HardwareProfile:
             positive(self.graph_node_s, "graph_node_s", allow_zero=True)
         if self.attention_head_bytes_per_s is not None:
             positive(self.attention_head_bytes_per_s, "attention_head_bytes_per_s")
+        if self.experts_grouped_bytes_per_s is not None:
+            positive(self.experts_grouped_bytes_per_s, "experts_grouped_bytes_per_s")
+        if self.experts_grouped_overhead_s is not None:
+            positive(self.experts_grouped_overhead_s, "experts_grouped_overhead_s", allow_zero=True)
+        if self.graph_node_by_rows_s is not None:
+            nodes = {}
+            for r, v in dict(self.graph_node_by_rows_s).items():
+                if isinstance(r, bool) or not isinstance(r, int) or r < 1:
+                    raise bad(f"graph_node_overhead_by_rows has a row count {short(r, 80)} that is not a whole number >= 1",
+                              "use e.g. {1: '1.2 us', 16: '1.6 us'}")
+                positive(v, f"graph_node_overhead_by_rows[{r}]")
+                nodes[r] = float(v)
+            if not nodes:
+                raise bad("graph_node_overhead_by_rows is empty", "remove it or give e.g. {1: '1.2 us'}")
+            object.__setattr__(self, "graph_node_by_rows_s", MappingProxyType(dict(sorted(nodes.items()))))
         positive(self.runtime_reserve_bytes, "runtime_reserve_bytes", allow_zero=True, integer=True)
         if self.runtime_reserve_bytes >= self.memory_bytes:
             raise bad(
@@ -487,7 +521,11 @@ class HardwareProfile:
             "max_achievable_matmul_flops_per_s": None if self.max_achievable_matmul_flops_per_s is None
             else dict(self.max_achievable_matmul_flops_per_s),
             "graph_node_s": self.graph_node_s,
+            "graph_node_by_rows_s": None if self.graph_node_by_rows_s is None
+            else {str(r): v for r, v in self.graph_node_by_rows_s.items()},
             "attention_head_bytes_per_s": self.attention_head_bytes_per_s,
+            "experts_grouped_bytes_per_s": self.experts_grouped_bytes_per_s,
+            "experts_grouped_overhead_s": self.experts_grouped_overhead_s,
             **{attr: None if getattr(self, attr) is None else
                {str(k): {str(j): v for j, v in row.items()} for k, row in getattr(self, attr).items()}
                for attr in ("matmul_efficiency_by_shape", "matmul_efficiency_by_out", "attention_decode_efficiency")},
@@ -531,8 +569,14 @@ class HardwareProfile:
                 data[attr] = {k: dict(row) for k, row in getattr(self, attr).items()}
         if self.graph_node_s is not None:
             data["graph_node_overhead"] = units.format_time(self.graph_node_s)
+        if self.graph_node_by_rows_s is not None:
+            data["graph_node_overhead_by_rows"] = {r: units.format_time(v) for r, v in self.graph_node_by_rows_s.items()}
         if self.attention_head_bytes_per_s is not None:
             data["attention_decode_head_bandwidth"] = units.format_bandwidth(self.attention_head_bytes_per_s)
+        if self.experts_grouped_bytes_per_s is not None:
+            data["experts_grouped_bandwidth"] = units.format_bandwidth(self.experts_grouped_bytes_per_s)
+        if self.experts_grouped_overhead_s is not None:
+            data["experts_grouped_overhead"] = units.format_time(self.experts_grouped_overhead_s)
         return data
 
 
@@ -825,6 +869,11 @@ def profile_from_data(
     node_raw = data.get("graph_node_overhead")
     graph_node_s = None if node_raw is None else units.parse_time(node_raw, field="graph_node_overhead", where=where,
                                                                   allow_zero=True)
+    nodes_by_rows = _rows_times(data.get("graph_node_overhead_by_rows"), "graph_node_overhead_by_rows", where)
+    ex_bw_raw, ex_oh_raw = data.get("experts_grouped_bandwidth"), data.get("experts_grouped_overhead")
+    ex_bw = None if ex_bw_raw is None else units.parse_bandwidth(ex_bw_raw, field="experts_grouped_bandwidth", where=where)
+    ex_oh = None if ex_oh_raw is None else units.parse_time(ex_oh_raw, field="experts_grouped_overhead", where=where,
+                                                            allow_zero=True)
     head_raw = data.get("attention_decode_head_bandwidth")
     head_bps = None if head_raw is None else units.parse_bandwidth(head_raw, field="attention_decode_head_bandwidth",
                                                                    where=where)
@@ -859,9 +908,31 @@ def profile_from_data(
         matmul_efficiency_square_rows=square,
         max_achievable_matmul_flops_per_s=mamf,
         graph_node_s=graph_node_s,
+        graph_node_by_rows_s=nodes_by_rows,
+        experts_grouped_bytes_per_s=ex_bw,
+        experts_grouped_overhead_s=ex_oh,
         attention_head_bytes_per_s=head_bps,
         **tables,
     )
+
+
+def _rows_times(value: Any, fieldname: str, where: str) -> dict[int, float] | None:
+    """A mapping of row counts (whole numbers >= 1) to times (``{1: '1.2 us'}``), or None."""
+    if value is None:
+        return None
+    hint = f"e.g. {fieldname}: {{1: '1.2 us', 16: '1.6 us'}}"
+    if not isinstance(value, Mapping) or not value:
+        raise HardwareError(f"{where}: field '{fieldname}' must be a non-empty mapping of row counts to times", hint)
+    out: dict[int, float] = {}
+    for key, v in value.items():
+        try:
+            n = int(str(key))
+        except ValueError:
+            n = 0
+        if n < 1 or isinstance(key, bool):
+            raise HardwareError(f"{where}: field '{fieldname}' has a key {short(key, 80)} that is not a whole number >= 1", hint)
+        out[n] = units.parse_time(v, field=f"{fieldname}.{n}", where=where)
+    return out
 
 
 def _table2(value: Any, fieldname: str, where: str) -> dict[int, dict[int, float]] | None:

@@ -86,6 +86,9 @@ class Calibration:
     matmul_efficiency_by_out: dict[int, dict[int, float]] = field(default_factory=dict)  # measure_matmul_by_out
     graph_node_s: float | None = None  # CUDA: measure_graph_node
     attention_head_bytes_per_s: float | None = None  # CUDA: measure_attention_heads
+    graph_node_by_rows_s: dict[int, float] = field(default_factory=dict)  # CUDA with a model: measure_graph_node_by_rows
+    experts_grouped_bytes_per_s: float | None = None  # CUDA: measure_experts_grouped
+    experts_grouped_overhead_s: float | None = None
 
     @property
     def device_label(self) -> str:
@@ -111,6 +114,9 @@ class Calibration:
             "matmul_efficiency_by_out": {str(r): {str(n): v for n, v in row.items()}
                                          for r, row in self.matmul_efficiency_by_out.items()},
             "graph_node_s": self.graph_node_s, "attention_head_bytes_per_s": self.attention_head_bytes_per_s,
+            "graph_node_by_rows_s": {str(r): v for r, v in self.graph_node_by_rows_s.items()},
+            "experts_grouped_bytes_per_s": self.experts_grouped_bytes_per_s,
+            "experts_grouped_overhead_s": self.experts_grouped_overhead_s,
             "details": {k: v for k, v in self.details.items() if k != "figures"},
             "figures": {k: f.to_dict() for k, f in self.figures.items()},
         }
@@ -492,6 +498,173 @@ def measure_graph_node(device: torch.device, dtype_name: str, replays: int = 20)
     return fig, kernels
 
 
+def small_ops_step(spec, batch: int, device: torch.device, dtype, layers: int | None = None):
+    """(step, layers): a callable running the decoder's small ops of one decode step of ``batch`` sequences
+    at ``spec``'s width, built from ``runtime.model``'s own modules, for each layer (``layers`` of them,
+    default all): the layer's norms on the hidden state, the q/k norm (where the model has one) and RoPE
+    on one token's queries and keys, the activation (times the up projection where gated) at the FFN's
+    width (``batch × top-k`` rows of an MoE's expert width), the two residual adds; then the final norm.
+    No matmul and no attention: what a replayed step's small kernels cost at the model's own width."""
+    from planner.analysis.spec import MLP, Attention, MoE, Norm
+
+    from .model import Rotary, activation, apply_rope, make_norm
+
+    notes: list[str] = []
+    n_layers = min(layers or spec.num_layers, spec.num_layers)
+    lay = spec.layers[0]
+    a, ffn = lay.mixer, lay.ffn
+    if not isinstance(a, Attention) or not isinstance(ffn, (MLP, MoE)) or not lay.norms:
+        raise ValueError(f"{spec.name}: its first layer is not attention and an MLP or MoE with norms "
+                         f"({type(a).__name__}, {type(ffn).__name__}); the small-ops step is built for that form")
+    norms = [make_norm(p.norm, spec, dtype) for p in lay.norms]
+    qk = [make_norm(Norm(dim=a.head_dim, kind="rms"), spec, dtype)] if getattr(a, "q_norm_dim", 0) else []
+    final = make_norm(spec.final_norm, spec, dtype) if spec.final_norm is not None else None
+    for m in norms + qk + ([final] if final is not None else []):
+        m.to(device)
+        for name, value in (("weight", 1.0), ("bias", 0.0)):
+            if getattr(m, name, None) is not None:
+                torch.nn.init.constant_(getattr(m, name), value)
+    rotary = Rotary(a.rotary_dim or a.head_dim, a.rope_theta, dict(spec.rope_scaling or ()), "half",
+                    spec.max_position_embeddings, notes).to(device)
+    rotary.reset_buffers()
+    act = activation(getattr(ffn, "act", spec.hidden_act), notes)
+    rows, width = ((batch * ffn.num_experts_per_tok, ffn.moe_intermediate_size) if isinstance(ffn, MoE)
+                   else (batch, ffn.intermediate_size))
+    x = torch.randn(batch, 1, spec.hidden_size, dtype=dtype, device=device)
+    q = torch.randn(batch, 1, a.num_attention_heads, a.head_dim, dtype=dtype, device=device)
+    k = torch.randn(batch, 1, a.num_key_value_heads, a.head_dim, dtype=dtype, device=device)
+    g = torch.randn(rows, width, dtype=dtype, device=device)
+    u = torch.randn(rows, width, dtype=dtype, device=device)
+    pos = torch.tensor([32], device=device)
+    gated = ffn.gated
+
+    def step():
+        h = x
+        for _ in range(n_layers):
+            ys = [n(h) for n in norms]  # pre/post norms of the mixer and the FFN (2 or 4), each on the hidden state
+            qq, kk = (qk[0](q), qk[0](k)) if qk else (q, k)
+            cos, sin = rotary(pos, dtype)
+            apply_rope(qq, cos, sin, "half"), apply_rope(kk, cos, sin, "half")
+            act(g) * u if gated else act(u)  # feeds down_proj, a matmul (priced apart)
+            h = h + ys[0]
+            h = h + ys[-1]
+        return final(h) if final is not None else h
+
+    return step, n_layers
+
+
+def measure_graph_node_by_rows(device: torch.device, spec, rows: tuple[int, ...] = SKINNY_ROWS, replays: int = 10,
+                               layers: int | None = None) -> tuple[dict[int, Figure], dict[int, int]]:
+    """({rows: seconds per dispatched op}, {rows: dispatched ops}): ``small_ops_step`` of ``spec`` at each
+    batch of ``rows``, captured as a CUDA graph and replayed, over the aten ops it dispatches (the count
+    ``verify`` takes of the real step): what each op of a replayed step costs at the model's own width, its
+    small kernels' own device time included (``graph_node_overhead_by_rows``)."""
+    from .timing import capture_graph
+
+    dtype = torch.bfloat16
+    out, ops_by_rows = {}, {}
+    for r in rows:
+        step, _ = small_ops_step(spec, r, device, dtype, layers)
+        with torch.inference_mode():
+            ops, _ = count_kernels(step)
+            graph = capture_graph(step, device)
+
+            def run(graph=graph):
+                for _ in range(replays):
+                    graph.replay()
+
+            out[r] = repeat_until_stable(lambda: _median_time(run, device, 5, warmup=2) / (replays * ops))
+            ops_by_rows[r] = ops
+        del graph
+    return out, ops_by_rows
+
+
+#: the MoE layer whose routed experts the grouped-experts figures time when the calibrated model has none
+#: (a bundled model), and the tokens per step they are timed at
+EXPERTS_REFERENCE_MODEL = "Qwen/Qwen3-30B-A3B"
+EXPERTS_TOKENS = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+def fit_overhead_and_rate(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """(intercept seconds, bytes per second): the least-squares line ``seconds = a + bytes / rate`` through
+    ``points`` of (bytes, seconds). Refuses fewer than two distinct byte counts or a line that does not
+    rise with the bytes."""
+    n = len(points)
+    if n < 2 or len({b for b, _ in points}) < 2:
+        raise ValueError("a line needs two or more distinct byte counts")
+    mb = sum(b for b, _ in points) / n
+    mt = sum(t for _, t in points) / n
+    slope = sum((b - mb) * (t - mt) for b, t in points) / sum((b - mb) ** 2 for b, _ in points)
+    if not slope > 0:
+        raise ValueError(f"the time does not rise with the bytes (slope {slope:.3g} s/B)")
+    return mt - slope * mb, 1.0 / slope
+
+
+def measure_experts_grouped(device: torch.device, spec, node_s: Callable[[int], float], *,
+                            tokens: tuple[int, ...] = EXPERTS_TOKENS, copies: int = 4, reps: int = 5
+                            ) -> tuple[Figure, float, dict]:
+    """(rate figure, overhead seconds, record) of the decoder's routed experts on a GPU
+    (``runtime.model.Experts`` with ``torch._grouped_mm``: the sort, the gather, two grouped GEMMs, the
+    scatter) of ``spec``'s first MoE layer: ``copies`` distinct layers (random weights, so each step streams
+    them past the L2), at each token count of ``tokens`` with uniform random top-k routing (as random
+    weights route), replayed as one CUDA graph. The line ``seconds = a + touched expert weight bytes / rate``
+    is fitted through the points in each of three rounds (the rate's figure); the overhead is the median over
+    the points of what is left beyond the line's bytes term and the layer's dispatched ops at ``node_s(tokens)``
+    (each of them is priced as a graph node already), and not below 0."""
+    from .model import Experts, default_moe_impl
+    from .timing import capture_graph
+
+    moe = spec.first_moe
+    dtype = torch.bfloat16
+    if moe is None:
+        raise ValueError(f"{spec.name} has no routed experts")
+    if default_moe_impl(device, dtype) != "grouped":
+        raise RuntimeError("torch._grouped_mm does not run on this device in bf16")
+    elem = torch.tensor([], dtype=dtype).element_size()
+    up_rows = 2 * moe.moe_intermediate_size if moe.gated else moe.moe_intermediate_size
+    expert_bytes = (up_rows + moe.moe_intermediate_size) * moe.hidden_size * elem
+    copies = max(2, min(copies, free_memory_bytes(device) // (4 * moe.num_experts * expert_bytes)))
+    layers = []
+    for _ in range(copies):
+        m = Experts(moe, spec.numerics, [], dtype).to(device)
+        m.impl = "grouped"
+        with torch.no_grad():
+            m.gate_up_proj.normal_(0, 0.02)
+            m.down_proj.normal_(0, 0.02)
+        layers.append(m)
+    g = torch.Generator(device="cpu").manual_seed(0)
+    k = moe.num_experts_per_tok
+    cases, rounds_by_case = [], []
+    with torch.inference_mode():
+        for t in tokens:  # one graph at a time: captured, timed in three rounds, released
+            idx = torch.rand(t, moe.num_experts, generator=g).topk(k, dim=-1).indices.to(device)
+            w = torch.full((t, k), 1.0 / k, device=device)
+            x = torch.randn(t, moe.hidden_size, dtype=dtype, device=device)
+            ops, _ = count_kernels(lambda: layers[0](x, idx, w))
+            synchronize(device)
+
+            def step(x=x, idx=idx, w=w):
+                for m in layers:
+                    m(x, idx, w)
+
+            graph = capture_graph(step, device)  # replays read x, idx and w: timed while they are alive
+            rounds_by_case.append([_median_time(graph.replay, device, reps, warmup=2) / copies for _ in range(3)])
+            cases.append((t, int(torch.unique(idx).numel()), ops))
+            del graph
+    rounds = [[case_rounds[i] for case_rounds in rounds_by_case] for i in range(3)]
+    seconds = [statistics.median(r[i] for r in rounds) for i in range(len(cases))]
+    points = [(touched * expert_bytes, sec) for (_, touched, _), sec in zip(cases, seconds)]
+    per_round = [fit_overhead_and_rate([(b, r[i]) for i, (b, _) in enumerate(points)])[1] for r in rounds]
+    _, rate = fit_overhead_and_rate(points)
+    left = [sec - b / rate - ops * node_s(t) for (t, _, ops), (b, sec) in zip(cases, points)]
+    overhead = max(0.0, statistics.median(left))
+    record = {"model": spec.name, "copies": copies, "expert_bytes": expert_bytes,
+              "points": [{"tokens": t, "experts_touched": touched, "dispatched_ops": ops, "weight_bytes": b,
+                          "layer_s": sec, "left_s": lv}
+                         for (t, touched, ops), (b, sec), lv in zip(cases, points, left)]}
+    return Figure(rate, tuple(per_round)), overhead, record
+
+
 def _sdpa_decode_s(device: torch.device, dtype, programs: int, keys: int, group: int, d: int, reps: int = 10) -> float:
     """Seconds of one decode attention call as ``runtime.model`` makes it: ``programs`` KV heads of one
     sequence, their ``group`` query heads as query rows, ``keys`` cached keys and values, no mask."""
@@ -549,20 +722,22 @@ def choose_threads(device: torch.device, dtype, candidates: list[int], nbytes: i
 
 def calibrate(device: str | torch.device = "cpu", *, dtypes: tuple[str, ...] | None = None, quick: bool = False,
               progress=_no_progress, threads: int | None = None, shapes: list[tuple[int, int, int]] | None = None,
-              shapes_from: str = "") -> Calibration:
+              shapes_from: str = "", spec=None) -> Calibration:
     """Measure ``device``. ``dtypes``: GEMM dtypes (default: bf16 and fp32 on CUDA, fp32 on CPU);
     ``quick`` uses smaller buffers (tests); ``threads`` fixes the CPU thread count (default: chosen);
-    ``shapes``: (N, K, count) weight shapes for the skinny-matmul rates (None: no skinny figures)."""
+    ``shapes``: (N, K, count) weight shapes for the skinny-matmul rates (None: no skinny figures);
+    ``spec``: on CUDA, the model (``shapes_from``) whose width ``graph_node_overhead_by_rows`` is measured at
+    (None: not measured)."""
     device = torch.device(device)
     tf32 = torch.backends.cuda.matmul.allow_tf32
     try:
         torch.backends.cuda.matmul.allow_tf32 = False  # fp32 GEMMs at the fp32 rate
-        return _calibrate(device, dtypes, quick, progress, threads, shapes, shapes_from)
+        return _calibrate(device, dtypes, quick, progress, threads, shapes, shapes_from, spec)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = tf32
 
 
-def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, shapes, shapes_from) -> Calibration:
+def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, shapes, shapes_from, spec=None) -> Calibration:
     t_start = time.perf_counter()
     load_before = load_average()
     if device.type == "cuda":
@@ -629,7 +804,8 @@ def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, sha
     progress("calibrate", 3 + len(dtypes), steps)
     op_launch = measure_launch(device, calls)
     launch, kernels = measure_step_overhead(device, dtypes[0] if device.type == "cpu" else "bf16", 50 if not quick else 10)
-    graph_node = heads = None
+    graph_node = heads = experts_fig = experts_overhead = None
+    node_rows: dict[int, Figure] = {}
     if device.type == "cuda":  # what the decoder's CUDA-graph replays pay per kernel, and its decode attention
         def first_line(exc: Exception) -> str:
             return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
@@ -638,6 +814,32 @@ def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, sha
             graph_node, _ = measure_graph_node(device, "bf16", replays=20 if not quick else 2)
         except RuntimeError as exc:  # a device or build that cannot capture graphs: the profile goes without
             details["graph_node_error"] = first_line(exc)
+        if spec is not None and graph_node is not None:
+            try:
+                by_rows, by_rows_ops = measure_graph_node_by_rows(device, spec, replays=10 if not quick else 2,
+                                                                  layers=None if not quick else 2)
+                node_rows = by_rows
+                details.update(graph_node_by_rows_model=shapes_from or spec.name,
+                               graph_node_by_rows_ops={str(r): n for r, n in by_rows_ops.items()})
+            except Exception as exc:  # noqa: BLE001 (an optional figure: a model whose layer has another form, a build that fails it) -> the flat figure alone
+                details["graph_node_by_rows_error"] = first_line(exc)
+        if graph_node is not None:
+            try:
+                from planner.hardware.expected import graph_node_at
+
+                moe_spec = spec if spec is not None and spec.first_moe is not None else None
+                if moe_spec is None:
+                    from planner.cli.common import load_model
+
+                    moe_spec = load_model(EXPERTS_REFERENCE_MODEL).spec
+                table = {r: fig.value for r, fig in node_rows.items()}
+                flat = graph_node.value
+                experts_fig, experts_overhead, experts_record = measure_experts_grouped(
+                    device, moe_spec, lambda t: graph_node_at(table, t) if table else flat,
+                    tokens=EXPERTS_TOKENS if not quick else EXPERTS_TOKENS[:3], copies=4 if not quick else 2)
+                details.update(experts_grouped_record=experts_record)
+            except Exception as exc:  # noqa: BLE001 (an optional figure) -> verify keeps the rows table for experts
+                details["experts_grouped_error"] = first_line(exc)
         try:
             heads, heads_record = measure_attention_heads(device, torch.bfloat16)
             details.update(attention_head_record=heads_record)
@@ -655,6 +857,10 @@ def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, sha
         figures["graph_node_s"] = graph_node
     if heads is not None:
         figures["attention_head_bytes_per_s"] = heads
+    for r, fig in node_rows.items():
+        figures[f"graph_node_by_rows_s.{r}"] = fig
+    if experts_fig is not None:
+        figures["experts_grouped_bytes_per_s"] = experts_fig
     details["figures"] = {k: f.to_dict() for k, f in figures.items()}
     if thread_figs:
         details["thread_candidates"] = {str(n): f.to_dict() for n, f in thread_figs.items()}
@@ -662,7 +868,9 @@ def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, sha
     return Calibration(device.type, device_name(device), copy.value, None if read is None else read.value,
                        {d: f.value for d, f in flops.items()}, launch.value, total_memory_bytes(device),
                        threads_used, time.perf_counter() - t_start, details, skinny, figures, by_shape, attention, by_out,
-                       None if graph_node is None else graph_node.value, None if heads is None else heads.value)
+                       None if graph_node is None else graph_node.value, None if heads is None else heads.value,
+                       {r: fig.value for r, fig in node_rows.items()},
+                       None if experts_fig is None else experts_fig.value, experts_overhead)
 
 
 def calibration_problems(cal: Calibration) -> list[str]:
@@ -767,6 +975,22 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
             f"graph_node_overhead: a CUDA-graph replay of the tiny decoder's decode step divided by its "
             f"{cal.details.get('tiny_step_kernels', 0)} dispatched aten ops (what each replayed kernel costs beyond "
             "its work; verify prices the real step's count at it)")
+    if cal.graph_node_by_rows_s:
+        source.append(
+            f"graph_node_overhead_by_rows: at the width of {cal.details.get('graph_node_by_rows_model', 'the model')}, the "
+            "decoder's small ops of a decode step (every layer's norms, q/k norm, RoPE, activation, residual adds; no "
+            f"matmul, no attention) at batch {', '.join(map(str, cal.graph_node_by_rows_s))}, replayed as a CUDA graph, "
+            "over their dispatched aten ops (verify takes the figure at its batch in place of graph_node_overhead)")
+    if cal.experts_grouped_bytes_per_s is not None:
+        rec = cal.details.get("experts_grouped_record") or {}
+        pts = rec.get("points") or []
+        source.append(
+            f"experts_grouped_bandwidth, experts_grouped_overhead: the decoder's routed experts (two torch._grouped_mm "
+            f"with the sort, gather and scatter) of {rec.get('model', 'a reference MoE')}'s first MoE layer, "
+            f"{rec.get('copies', '?')} distinct copies streamed, at {', '.join(str(p['tokens']) for p in pts)} tokens "
+            "(uniform random top-k), replayed as a CUDA graph: the least-squares line time = overhead + touched expert "
+            "weight bytes / bandwidth; the overhead is the median left per layer beyond that and its dispatched ops' "
+            "graph-node cost")
     if cal.attention_head_bytes_per_s is not None:
         source.append(
             f"attention_decode_head_bandwidth: scaled_dot_product_attention of one decode step as the decoder calls "
@@ -826,6 +1050,11 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
                                                for d, row in sorted(cal.attention_decode_efficiency.items())}
     if cal.graph_node_s is not None:
         data["graph_node_overhead"] = units.format_time(_round(cal.graph_node_s, 3))
+    if cal.experts_grouped_bytes_per_s is not None:
+        data["experts_grouped_bandwidth"] = units.format_bandwidth(_round(cal.experts_grouped_bytes_per_s))
+        data["experts_grouped_overhead"] = units.format_time(_round(cal.experts_grouped_overhead_s or 0.0, 3))
+    if cal.graph_node_by_rows_s:
+        data["graph_node_overhead_by_rows"] = {r: units.format_time(_round(v, 3)) for r, v in cal.graph_node_by_rows_s.items()}
     if cal.attention_head_bytes_per_s is not None:
         data["attention_decode_head_bandwidth"] = units.format_bandwidth(_round(cal.attention_head_bytes_per_s, 3))
     return data

@@ -467,10 +467,12 @@ def hardware_factors(hw, engine, spec: ModelSpec, *, batch: int | None = None, t
     (``attention_decode_efficiency``) at this model's attention shape where the profile has one, and,
     where it has a calibrated per-program read rate (``attention_decode_head_bandwidth``) and ``batch``
     is given, no more than ``batch`` × the rank's KV heads × that rate: the decoder's SDPA decode runs
-    one program per (sequence, KV head), so a batch of one keeps a few multiprocessors busy."""
+    one program per (sequence, KV head), so a batch of one keeps a few multiprocessors busy. In a CUDA-graph
+    replay, each dispatched op at the profile's ``graph_node_overhead_by_rows`` at ``batch`` where it has one,
+    and an MoE model's routed experts at its calibrated grouped-experts rate and overhead."""
     from dataclasses import replace
 
-    from planner.hardware.expected import attention_efficiency_at, factors_for
+    from planner.hardware.expected import attention_efficiency_at, factors_for, graph_node_at
 
     f = factors_for(hw, engine)
     shape = attention_shape(spec)
@@ -489,6 +491,17 @@ def hardware_factors(hw, engine, spec: ModelSpec, *, batch: int | None = None, t
                         sources={**f.sources, "attention_decode": f"{hw.name} profile (attention_decode_head_bandwidth, "
                                                                   f"calibrated) x {programs} programs (batch {batch} x "
                                                                   f"{programs // batch} KV heads)"})
+    nodes = getattr(hw, "graph_node_by_rows_s", None)
+    if nodes and batch and f.kernel_launches == "graph":  # the per-op figure at a model's width, at this batch
+        f = replace(f, graph_node_s=graph_node_at(nodes, batch),
+                    sources={**f.sources, "graph_node_s": f"{hw.name} profile (graph_node_overhead_by_rows, calibrated) "
+                                                          f"at batch {batch}"})
+    ex_rate = getattr(hw, "experts_grouped_bytes_per_s", None)
+    if ex_rate and f.kernel_launches == "graph" and spec.first_moe is not None:  # the decoder's grouped experts
+        f = replace(f, experts_grouped_bytes_per_s=ex_rate,
+                    experts_grouped_overhead_s=getattr(hw, "experts_grouped_overhead_s", None) or 0.0,
+                    sources={**f.sources, "experts_grouped_bytes_per_s": f"{hw.name} profile (experts_grouped_bandwidth "
+                                                                         "and experts_grouped_overhead, calibrated)"})
     return f
 
 

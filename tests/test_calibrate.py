@@ -178,8 +178,8 @@ def fake(rc, monkeypatch):
     state = {"cal": _cal(rc)}
 
     def fake_calibrate(device="cpu", *, dtypes=None, quick=False, progress=None, threads=None, shapes=None,
-                       shapes_from=""):
-        state["shapes"] = shapes
+                       shapes_from="", spec=None):
+        state["shapes"], state["spec"] = shapes, spec
         return state["cal"]
 
     monkeypatch.setattr(rc, "calibrate", fake_calibrate)
@@ -195,6 +195,7 @@ def test_calibrate_names_the_saved_profile_and_verify_picks_it(fake):
     assert "--hardware cal1" in r.out and "--hardware calibrated" not in r.out
     assert last_calibration() == "cal1"
     assert (896, 896, 48) in fake["shapes"]  # Qwen2.5-0.5B's q and o projections, the default shapes
+    assert fake["spec"].hidden_size == 896  # the same model's width for graph_node_overhead_by_rows
     p, why = choose_profile(None, "cpu", "Test CPU")
     assert p.name == "cal1" and "last calibration" in why
     p, _ = choose_profile("calibrated", "cpu", "Test CPU")  # --hardware calibrated: the last one too
