@@ -167,6 +167,8 @@ def _show_rows(p: Any) -> list[list[str]]:
         rows.append(["graph node overhead at a model's width (verify)",
                      ", ".join(f"batch {r} {fmt_time(v)}" for r, v in p.graph_node_by_rows_s.items())
                      + " per dispatched op, small ops' work included"])
+    if p.attention_decode_overhead_s is not None:
+        rows.append(["decode attention call overhead (verify)", f"{fmt_time(p.attention_decode_overhead_s)} per layer"])
     if p.experts_grouped_bytes_per_s is not None:
         rows.append(["grouped routed experts (verify)",
                      f"{fmt_si(p.experts_grouped_bytes_per_s, 'B/s', digits=4)} of touched expert weights"

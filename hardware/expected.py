@@ -141,6 +141,10 @@ class Factors:
     # query heads per KV head where one thread block per query head reads its KV head's cache on its own
     # (TensorRT-LLM's masked MHA before v0.7, whose CHANGELOG lists "MMHA optimization for MQA and GQA")
     attention_decode_kv_reads: float = 1.0
+    # the torch decoder's decode attention call on a GPU (``verify``): what each call (one a layer) costs beyond
+    # its bytes at the attention rate and its dispatched ops' graph-node cost (the hardware profile's calibrated
+    # ``attention_decode_overhead``); 0: not applied
+    attention_decode_overhead_s: float = 0.0
     weight_only: Mapping[str, float] = field(default_factory=dict, hash=False)
     # calibrated skinny-matmul table (rows -> fraction of the peak), the square-GEMM point included
     matmul_efficiency_by_rows: Mapping[int, float] = field(default_factory=dict, hash=False)
@@ -186,6 +190,7 @@ class Factors:
             "step_overhead_s": self.step_overhead_s, "step_overhead_per_sequence_s": self.step_overhead_per_sequence_s,
             "attention_decode": self.attention_decode, "attention_prefill": self.attention_prefill,
             "attention_decode_kv_reads": self.attention_decode_kv_reads,
+            "attention_decode_overhead_s": self.attention_decode_overhead_s,
             "weight_only": dict(self.weight_only),
             "matmul_efficiency_by_rows": {str(r): v for r, v in self.matmul_efficiency_by_rows.items()} or None,
             "matmul_efficiency_by_shape": {str(r): {str(k): v for k, v in row.items()}
@@ -361,7 +366,8 @@ def _stage(f: Factors, n: int) -> Factors:
                       experts_grouped_overhead_s=f.experts_grouped_overhead_s)
     if n >= 3:
         out = replace(out, attention_decode=f.attention_decode, attention_prefill=f.attention_prefill,
-                      attention_decode_kv_reads=f.attention_decode_kv_reads)
+                      attention_decode_kv_reads=f.attention_decode_kv_reads,
+                      attention_decode_overhead_s=f.attention_decode_overhead_s)
     if n >= 4:
         out = replace(out, weight_only=f.weight_only)
     return out
@@ -547,7 +553,8 @@ def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: flo
             c = o.flops / (flops_per_s * f.compute)
             # the decode kernel's fraction is of the achieved bandwidth ``bw``; together never above the peak
             e_attn = min(f.attention_decode, 1.0 / f.memory_bandwidth)
-            m = (o.bytes + (f.attention_decode_kv_reads - 1) * o.kv_read_bytes) / (bw * e_attn)
+            m = (o.bytes + (f.attention_decode_kv_reads - 1) * o.kv_read_bytes) / (bw * e_attn) \
+                + f.attention_decode_overhead_s
         else:
             c = o.flops / (flops_per_s * f.compute * f.attention_prefill)
             m = o.bytes / bw

@@ -82,6 +82,9 @@ nearest end outside them) in place of ``graph_node_overhead``.
 the sort, gather and scatter around them) of a reference MoE layer timed in a CUDA graph at 1-128 tokens
 fit ``time = overhead + touched expert weight bytes / bandwidth``; the overhead is what is left per MoE
 layer beyond its dispatched ops' graph-node cost. ``verify`` prices each MoE layer's experts so.
+``attention_decode_overhead`` (written by ``planner calibrate`` on a GPU): the decoder's decode attention call
+timed in a CUDA graph at 1,024-32,768 keys fits ``time = overhead + K and V bytes / rate``; the overhead,
+beyond the call's dispatched ops' graph-node cost, is added to each layer's decode attention in ``verify``.
     notes: [...]
 
 Nothing is read at import time; every call reads the (few, small) files again, so a change of
@@ -181,6 +184,7 @@ _FIELDS = (
     "graph_node_overhead_by_rows",
     "experts_grouped_bandwidth",
     "experts_grouped_overhead",
+    "attention_decode_overhead",
     "attention_decode_head_bandwidth",
     "source",
     "notes",
@@ -315,6 +319,8 @@ class HardwareProfile:
     # calibrated on a GPU: the torch decoder's grouped routed experts (``experts_grouped_bandwidth``, ``_overhead``)
     experts_grouped_bytes_per_s: float | None = None
     experts_grouped_overhead_s: float | None = None
+    # calibrated on a GPU: each decode attention call's fixed cost (``attention_decode_overhead``)
+    attention_decode_overhead_s: float | None = None
 
     def __post_init__(self) -> None:
         where = f"hardware profile {short(self.name, 80)}" + (f" ({self.path})" if self.path else "")
@@ -367,6 +373,8 @@ class HardwareProfile:
             positive(self.experts_grouped_bytes_per_s, "experts_grouped_bytes_per_s")
         if self.experts_grouped_overhead_s is not None:
             positive(self.experts_grouped_overhead_s, "experts_grouped_overhead_s", allow_zero=True)
+        if self.attention_decode_overhead_s is not None:
+            positive(self.attention_decode_overhead_s, "attention_decode_overhead_s", allow_zero=True)
         if self.graph_node_by_rows_s is not None:
             nodes = {}
             for r, v in dict(self.graph_node_by_rows_s).items():
@@ -526,6 +534,7 @@ class HardwareProfile:
             "attention_head_bytes_per_s": self.attention_head_bytes_per_s,
             "experts_grouped_bytes_per_s": self.experts_grouped_bytes_per_s,
             "experts_grouped_overhead_s": self.experts_grouped_overhead_s,
+            "attention_decode_overhead_s": self.attention_decode_overhead_s,
             **{attr: None if getattr(self, attr) is None else
                {str(k): {str(j): v for j, v in row.items()} for k, row in getattr(self, attr).items()}
                for attr in ("matmul_efficiency_by_shape", "matmul_efficiency_by_out", "attention_decode_efficiency")},
@@ -577,6 +586,8 @@ class HardwareProfile:
             data["experts_grouped_bandwidth"] = units.format_bandwidth(self.experts_grouped_bytes_per_s)
         if self.experts_grouped_overhead_s is not None:
             data["experts_grouped_overhead"] = units.format_time(self.experts_grouped_overhead_s)
+        if self.attention_decode_overhead_s is not None:
+            data["attention_decode_overhead"] = units.format_time(self.attention_decode_overhead_s)
         return data
 
 
@@ -874,6 +885,9 @@ def profile_from_data(
     ex_bw = None if ex_bw_raw is None else units.parse_bandwidth(ex_bw_raw, field="experts_grouped_bandwidth", where=where)
     ex_oh = None if ex_oh_raw is None else units.parse_time(ex_oh_raw, field="experts_grouped_overhead", where=where,
                                                             allow_zero=True)
+    attn_oh_raw = data.get("attention_decode_overhead")
+    attn_oh = None if attn_oh_raw is None else units.parse_time(attn_oh_raw, field="attention_decode_overhead",
+                                                                where=where, allow_zero=True)
     head_raw = data.get("attention_decode_head_bandwidth")
     head_bps = None if head_raw is None else units.parse_bandwidth(head_raw, field="attention_decode_head_bandwidth",
                                                                    where=where)
@@ -911,6 +925,7 @@ def profile_from_data(
         graph_node_by_rows_s=nodes_by_rows,
         experts_grouped_bytes_per_s=ex_bw,
         experts_grouped_overhead_s=ex_oh,
+        attention_decode_overhead_s=attn_oh,
         attention_head_bytes_per_s=head_bps,
         **tables,
     )

@@ -89,6 +89,7 @@ class Calibration:
     graph_node_by_rows_s: dict[int, float] = field(default_factory=dict)  # CUDA with a model: measure_graph_node_by_rows
     experts_grouped_bytes_per_s: float | None = None  # CUDA: measure_experts_grouped
     experts_grouped_overhead_s: float | None = None
+    attention_decode_overhead_s: float | None = None  # CUDA: measure_attention_overhead
 
     @property
     def device_label(self) -> str:
@@ -117,6 +118,7 @@ class Calibration:
             "graph_node_by_rows_s": {str(r): v for r, v in self.graph_node_by_rows_s.items()},
             "experts_grouped_bytes_per_s": self.experts_grouped_bytes_per_s,
             "experts_grouped_overhead_s": self.experts_grouped_overhead_s,
+            "attention_decode_overhead_s": self.attention_decode_overhead_s,
             "details": {k: v for k, v in self.details.items() if k != "figures"},
             "figures": {k: f.to_dict() for k, f in self.figures.items()},
         }
@@ -505,7 +507,7 @@ def small_ops_step(spec, batch: int, device: torch.device, dtype, layers: int | 
     on one token's queries and keys, the activation (times the up projection where gated) at the FFN's
     width (``batch × top-k`` rows of an MoE's expert width), the two residual adds; then the final norm.
     No matmul and no attention: what a replayed step's small kernels cost at the model's own width."""
-    from planner.analysis.spec import MLP, Attention, MoE, Norm
+    from planner.analysis.spec import MLP, MixerKind, MoE, Norm
 
     from .model import Rotary, activation, apply_rope, make_norm
 
@@ -513,7 +515,7 @@ def small_ops_step(spec, batch: int, device: torch.device, dtype, layers: int | 
     n_layers = min(layers or spec.num_layers, spec.num_layers)
     lay = spec.layers[0]
     a, ffn = lay.mixer, lay.ffn
-    if not isinstance(a, Attention) or not isinstance(ffn, (MLP, MoE)) or not lay.norms:
+    if a.kind != MixerKind.ATTENTION or not isinstance(ffn, (MLP, MoE)) or not lay.norms:
         raise ValueError(f"{spec.name}: its first layer is not attention and an MLP or MoE with norms "
                          f"({type(a).__name__}, {type(ffn).__name__}); the small-ops step is built for that form")
     norms = [make_norm(p.norm, spec, dtype) for p in lay.norms]
@@ -665,6 +667,49 @@ def measure_experts_grouped(device: torch.device, spec, node_s: Callable[[int], 
     return Figure(rate, tuple(per_round)), overhead, record
 
 
+#: keys the decode attention call is timed at for ``attention_decode_overhead``
+OVERHEAD_KEYS = (1024, 2048, 4096, 8192, 32768)
+
+
+def measure_attention_overhead(device: torch.device, dtype, node_s: float, *, keys: tuple[int, ...] = OVERHEAD_KEYS,
+                               programs: int = 8, stream_bytes: int = 256 * 2**20, reps: int = 5
+                               ) -> tuple[float, dict]:
+    """(seconds, record): what one decode attention call of the decoder costs on a GPU beyond its K and V
+    bytes and its dispatched ops' graph-node cost (``node_s`` each). The call as ``runtime.model`` makes it
+    at decode (``programs`` KV heads of one sequence, ``HEAD_GROUP`` query rows each, head_dim
+    ``HEAD_DIM``, no mask) at each key count of ``keys``, over distinct K and V copies (past
+    ``stream_bytes``, as a step's layers read distinct caches), replayed as one CUDA graph; the intercept of
+    the least-squares line ``seconds = a + bytes / rate`` less the ops' node cost, not below 0."""
+    import torch.nn.functional as F
+
+    from .timing import capture_graph
+
+    elem = torch.tensor([], dtype=dtype).element_size()
+    points, record = [], {}
+    ops = 0
+    with torch.inference_mode():
+        for n in keys:
+            kv_bytes = 2 * programs * n * HEAD_DIM * elem
+            copies = max(2, min(64, -(-stream_bytes // kv_bytes)))
+            q = torch.randn(1, programs, HEAD_GROUP, HEAD_DIM, dtype=dtype, device=device)
+            ks = [torch.randn(1, programs, n, HEAD_DIM, dtype=dtype, device=device) for _ in range(copies)]
+            vs = [torch.randn(1, programs, n, HEAD_DIM, dtype=dtype, device=device) for _ in range(copies)]
+
+            def step(q=q, ks=ks, vs=vs):
+                for k, v in zip(ks, vs):
+                    F.scaled_dot_product_attention(q, k, v, scale=HEAD_DIM ** -0.5)
+
+            ops, _ = count_kernels(lambda: F.scaled_dot_product_attention(q, ks[0], vs[0], scale=HEAD_DIM ** -0.5))
+            graph = capture_graph(step, device)  # timed while q, ks and vs are alive
+            sec = statistics.median(_median_time(graph.replay, device, reps, warmup=2) for _ in range(3)) / copies
+            points.append((kv_bytes, sec))
+            record[str(n)] = {"bytes": kv_bytes, "call_s": sec, "copies": copies}
+            del graph
+    a, rate = fit_overhead_and_rate(points)
+    record.update(programs=programs, dispatched_ops=ops, intercept_s=a, bytes_per_s=rate)
+    return max(0.0, a - ops * node_s), record
+
+
 def _sdpa_decode_s(device: torch.device, dtype, programs: int, keys: int, group: int, d: int, reps: int = 10) -> float:
     """Seconds of one decode attention call as ``runtime.model`` makes it: ``programs`` KV heads of one
     sequence, their ``group`` query heads as query rows, ``keys`` cached keys and values, no mask."""
@@ -804,7 +849,7 @@ def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, sha
     progress("calibrate", 3 + len(dtypes), steps)
     op_launch = measure_launch(device, calls)
     launch, kernels = measure_step_overhead(device, dtypes[0] if device.type == "cpu" else "bf16", 50 if not quick else 10)
-    graph_node = heads = experts_fig = experts_overhead = None
+    graph_node = heads = experts_fig = experts_overhead = attn_overhead = None
     node_rows: dict[int, Figure] = {}
     if device.type == "cuda":  # what the decoder's CUDA-graph replays pay per kernel, and its decode attention
         def first_line(exc: Exception) -> str:
@@ -845,6 +890,14 @@ def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, sha
             details.update(attention_head_record=heads_record)
         except RuntimeError as exc:
             details["attention_head_error"] = first_line(exc)
+        if graph_node is not None:
+            try:
+                attn_overhead, attn_record = measure_attention_overhead(
+                    device, torch.bfloat16, graph_node.value, keys=OVERHEAD_KEYS if not quick else OVERHEAD_KEYS[:2],
+                    stream_bytes=(256 if not quick else 8) * 2**20)
+                details.update(attention_overhead_record=attn_record)
+            except Exception as exc:  # noqa: BLE001 (an optional figure) -> verify goes without it
+                details["attention_overhead_error"] = first_line(exc)
     progress("calibrate", steps, steps)
     details.update({"buffer_bytes": int(buf), "gemm_sizes": {d: sizes[d] for d in dtypes}, "launch_calls": calls,
                     "op_launch_s": op_launch.value, "tiny_step_kernels": kernels, "torch": torch.__version__,
@@ -870,7 +923,7 @@ def _calibrate(device: torch.device, dtypes, quick: bool, progress, threads, sha
                        threads_used, time.perf_counter() - t_start, details, skinny, figures, by_shape, attention, by_out,
                        None if graph_node is None else graph_node.value, None if heads is None else heads.value,
                        {r: fig.value for r, fig in node_rows.items()},
-                       None if experts_fig is None else experts_fig.value, experts_overhead)
+                       None if experts_fig is None else experts_fig.value, experts_overhead, attn_overhead)
 
 
 def calibration_problems(cal: Calibration) -> list[str]:
@@ -991,6 +1044,14 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
             "(uniform random top-k), replayed as a CUDA graph: the least-squares line time = overhead + touched expert "
             "weight bytes / bandwidth; the overhead is the median left per layer beyond that and its dispatched ops' "
             "graph-node cost")
+    if cal.attention_decode_overhead_s is not None:
+        rec = cal.details.get("attention_overhead_record") or {}
+        source.append(
+            "attention_decode_overhead: scaled_dot_product_attention of one decode step as the decoder calls it "
+            f"({rec.get('programs', '?')} KV heads, {HEAD_GROUP} query rows each, head_dim {HEAD_DIM}) at "
+            f"{', '.join(k for k in rec if k.isdigit())} keys, distinct K and V copies streamed, replayed as a CUDA "
+            "graph: the intercept of the least-squares line time = a + K and V bytes / rate, less the call's "
+            f"{rec.get('dispatched_ops', '?')} dispatched ops at graph_node_overhead")
     if cal.attention_head_bytes_per_s is not None:
         source.append(
             f"attention_decode_head_bandwidth: scaled_dot_product_attention of one decode step as the decoder calls "
@@ -1050,6 +1111,8 @@ def calibration_profile(cal: Calibration, name: str = "calibrated") -> dict:
                                                for d, row in sorted(cal.attention_decode_efficiency.items())}
     if cal.graph_node_s is not None:
         data["graph_node_overhead"] = units.format_time(_round(cal.graph_node_s, 3))
+    if cal.attention_decode_overhead_s is not None:
+        data["attention_decode_overhead"] = units.format_time(_round(cal.attention_decode_overhead_s, 3))
     if cal.experts_grouped_bytes_per_s is not None:
         data["experts_grouped_bandwidth"] = units.format_bandwidth(_round(cal.experts_grouped_bytes_per_s))
         data["experts_grouped_overhead"] = units.format_time(_round(cal.experts_grouped_overhead_s or 0.0, 3))

@@ -469,7 +469,8 @@ def hardware_factors(hw, engine, spec: ModelSpec, *, batch: int | None = None, t
     is given, no more than ``batch`` × the rank's KV heads × that rate: the decoder's SDPA decode runs
     one program per (sequence, KV head), so a batch of one keeps a few multiprocessors busy. In a CUDA-graph
     replay, each dispatched op at the profile's ``graph_node_overhead_by_rows`` at ``batch`` where it has one,
-    and an MoE model's routed experts at its calibrated grouped-experts rate and overhead."""
+    each layer's decode attention plus its calibrated ``attention_decode_overhead``, and an MoE model's routed
+    experts at its calibrated grouped-experts rate and overhead."""
     from dataclasses import replace
 
     from planner.hardware.expected import attention_efficiency_at, factors_for, graph_node_at
@@ -496,6 +497,11 @@ def hardware_factors(hw, engine, spec: ModelSpec, *, batch: int | None = None, t
         f = replace(f, graph_node_s=graph_node_at(nodes, batch),
                     sources={**f.sources, "graph_node_s": f"{hw.name} profile (graph_node_overhead_by_rows, calibrated) "
                                                           f"at batch {batch}"})
+    attn_oh = getattr(hw, "attention_decode_overhead_s", None)
+    if attn_oh and f.kernel_launches == "graph":  # each decode attention call's fixed cost, calibrated
+        f = replace(f, attention_decode_overhead_s=attn_oh,
+                    sources={**f.sources, "attention_decode_overhead_s": f"{hw.name} profile (attention_decode_overhead, "
+                                                                         "calibrated)"})
     ex_rate = getattr(hw, "experts_grouped_bytes_per_s", None)
     if ex_rate and f.kernel_launches == "graph" and spec.first_moe is not None:  # the decoder's grouped experts
         f = replace(f, experts_grouped_bytes_per_s=ex_rate,

@@ -402,7 +402,8 @@ def fake_measurement(torch, monkeypatch):
     """``planner calibrate`` with its measurement replaced by fixed numbers (it takes ~a minute)."""
     import planner.runtime.calibrate as rc
 
-    def fake(device="cpu", *, dtypes=None, quick=False, progress=None, threads=None, shapes=None, shapes_from=""):
+    def fake(device="cpu", *, dtypes=None, quick=False, progress=None, threads=None, shapes=None, shapes_from="",
+             spec=None):
         return rc.Calibration(device_type="cpu", device_name="Test CPU", copy_bytes_per_s=20e9, read_bytes_per_s=30e9,
                               matmul_flops_per_s={"fp32": 5e11}, launch_s=4e-6, memory_bytes=64 * 2**30, threads=2,
                               seconds=0.01, details={"buffer_bytes": 2**30, "gemm_sizes": {"fp32": 1024},

@@ -370,3 +370,53 @@ def test_calibration_profile_writes_the_grouped_experts_figures():
     assert p.experts_grouped_overhead_s == pytest.approx(35e-6, rel=1e-6)
     assert any("experts_grouped_bandwidth" in s and "Qwen3-30B-A3B" in s and "1, 16 tokens" in s for s in data["source"])
     assert "experts_grouped_bandwidth" not in calibration_profile(_calibration(), "cal")
+
+
+# ---- the decode attention call's fixed cost (attention_decode_overhead) -------------------------------------
+
+
+def test_attention_overhead_field_parses_and_is_refused_when_bad():
+    assert _hw(attention_decode_overhead="6.5 us").attention_decode_overhead_s == pytest.approx(6.5e-6, rel=1e-12)
+    assert _hw(attention_decode_overhead="0 s").attention_decode_overhead_s == 0.0
+    p = _hw(attention_decode_overhead="6.5 us")
+    assert hp.profile_from_data(p.to_yaml_data(), where="x.yaml").attention_decode_overhead_s == pytest.approx(6.5e-6)
+    for bad in ("-1 us", "6.5", "1 GB/s", [1]):
+        with pytest.raises(HardwareError) as e:
+            _hw(attention_decode_overhead=bad)
+        assert "attention_decode_overhead" in str(e.value)
+
+
+def test_decode_attention_adds_the_overhead_per_call_and_prefill_does_not():
+    from planner.analysis.trace import Op
+    from planner.hardware.expected import Factors, ops_time_s
+
+    att = Op("attention", "attention", "attention", 0, flops=10**6, kv_read_bytes=8_000_000, act_read_bytes=0)
+    base = Factors(attention_decode=0.5)
+    with_oh = Factors(attention_decode=0.5, attention_decode_overhead_s=7e-6)
+    # 8 MB at 4 TB/s x 0.5 = 4 us; + 7 us a call; 32 layers (an OpGroup-like count via a list of 32)
+    a = ops_time_s([att] * 32, 800e12, 4e12, base, decode=True)
+    b = ops_time_s([att] * 32, 800e12, 4e12, with_oh, decode=True)
+    assert a == pytest.approx(32 * 4e-6, rel=1e-9)
+    assert b - a == pytest.approx(32 * 7e-6, rel=1e-9)
+    assert ops_time_s([att], 800e12, 4e12, with_oh, decode=False) == ops_time_s([att], 800e12, 4e12, base, decode=False)
+
+
+def test_verify_factors_take_the_attention_overhead_for_graph_replays_only():
+    from planner.runtime.verify import verify_factors
+
+    hw = _hw(attention_decode_overhead="6.5 us")
+    spec = _spec("meta-llama/Llama-3.1-8B")
+    assert verify_factors(hw, spec, "cuda", True, batch=1).attention_decode_overhead_s == pytest.approx(6.5e-6)
+    assert verify_factors(hw, spec, "cuda", False, batch=1).attention_decode_overhead_s == 0.0
+    assert verify_factors(_hw(), spec, "cuda", True, batch=1).attention_decode_overhead_s == 0.0
+
+
+def test_calibration_profile_writes_the_attention_overhead():
+    from planner.runtime.calibrate import calibration_profile
+
+    cal = _calibration(attention_decode_overhead_s=6.4e-6)
+    cal.details["attention_overhead_record"] = {"1024": {}, "32768": {}, "programs": 8, "dispatched_ops": 1}
+    data = calibration_profile(cal, "cal")
+    assert hp.profile_from_data(data, where="c.yaml").attention_decode_overhead_s == pytest.approx(6.4e-6, rel=1e-6)
+    assert any("attention_decode_overhead" in s and "1024, 32768 keys" in s for s in data["source"])
+    assert "attention_decode_overhead" not in calibration_profile(_calibration(), "cal")
