@@ -78,14 +78,19 @@ from .fields import as_int, config_regex, short
 from .spec import QuantSpec, Tensor
 
 
-def _list(v: Any) -> tuple[str, ...]:
+def _list(qc: dict, key: str, where: str) -> tuple[str, ...]:
+    """``quantization_config[key]``, a module name or a list of them (absent or null: none); anything else is
+    refused naming the field, so that no entry of a skip list is dropped unseen."""
+    v = qc.get(key)
     if v is None:
         return ()
     if isinstance(v, str):
         return (v,)
-    if isinstance(v, list):
-        return tuple(str(x) for x in v if isinstance(x, str))
-    return ()
+    if isinstance(v, list) and all(isinstance(x, str) for x in v):
+        return tuple(v)
+    bad = next((x for x in v if not isinstance(x, str)), None) if isinstance(v, list) else v
+    raise ConfigError(f"{where}: field 'quantization_config.{key}' must be a module name or a list of them, "
+                      f"got {short(bad)}" + (" in the list" if isinstance(v, list) else ""))
 
 
 def parse_quantization(qc: Any, where: str, model_type: str = "",
@@ -104,8 +109,8 @@ def parse_quantization(qc: Any, where: str, model_type: str = "",
         else:
             return None, ["quantization_config has no quant_method: weights sized at torch_dtype; real storage unknown"]
     m = method.lower()
-    skip = _list(qc.get("modules_to_not_convert")) + _list(qc.get("llm_int8_skip_modules")) + \
-        _list(qc.get("ignore")) + _list(qc.get("ignored_layers"))
+    skip = sum((_list(qc, key, where) for key in ("modules_to_not_convert", "llm_int8_skip_modules", "ignore",
+                                                    "ignored_layers")), ())
 
     _check_patterns(skip, where, "ignore")
 
