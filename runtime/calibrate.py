@@ -625,7 +625,12 @@ def measure_experts_grouped(device: torch.device, spec, node_s: Callable[[int], 
     elem = torch.tensor([], dtype=dtype).element_size()
     up_rows = 2 * moe.moe_intermediate_size if moe.gated else moe.moe_intermediate_size
     expert_bytes = (up_rows + moe.moe_intermediate_size) * moe.hidden_size * elem
-    copies = max(2, min(copies, free_memory_bytes(device) // (4 * moe.num_experts * expert_bytes)))
+    layer_bytes = moe.num_experts * expert_bytes
+    free = free_memory_bytes(device)
+    if 2 * layer_bytes > free // 2:  # two copies at least, so that consecutive layers do not share the L2
+        raise RuntimeError(f"two copies of {spec.name}'s expert layer ({2 * layer_bytes / GiB:.1f} GiB) need more than "
+                           f"half the free device memory ({free / GiB:.1f} GiB)")
+    copies = max(2, min(copies, free // (4 * layer_bytes)))
     layers = []
     for _ in range(copies):
         m = Experts(moe, spec.numerics, [], dtype).to(device)

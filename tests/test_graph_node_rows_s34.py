@@ -420,3 +420,54 @@ def test_calibration_profile_writes_the_attention_overhead():
     assert hp.profile_from_data(data, where="c.yaml").attention_decode_overhead_s == pytest.approx(6.4e-6, rel=1e-6)
     assert any("attention_decode_overhead" in s and "1024, 32768 keys" in s for s in data["source"])
     assert "attention_decode_overhead" not in calibration_profile(_calibration(), "cal")
+
+
+def test_grouped_experts_probe_refuses_a_layer_that_does_not_fit_twice(monkeypatch):
+    """DeepSeek-V3's expert layer is 256 x 3 x 7168 x 2048 x 2 bytes = 21 GiB: two copies need more than half of
+    40 GiB free, so the probe is refused before allocating (calibrate then keeps the rows table for experts)."""
+    import planner.runtime.calibrate as rc
+    import planner.runtime.model as rm
+
+    monkeypatch.setattr(rm, "default_moe_impl", lambda device, dtype=None: "grouped")
+    monkeypatch.setattr(rc, "free_memory_bytes", lambda device: 40 * 2**30)
+    with pytest.raises(RuntimeError, match=r"two copies of deepseek-ai/DeepSeek-V3's expert layer \(42.0 GiB\)"):
+        rc.measure_experts_grouped(torch.device("cpu"), _spec("deepseek-ai/DeepSeek-V3"), lambda t: 1e-6)
+    with pytest.raises(ValueError, match="has no routed experts"):
+        rc.measure_experts_grouped(torch.device("cpu"), _spec("meta-llama/Llama-3.1-8B"), lambda t: 1e-6)
+
+
+def test_grouped_experts_probe_records_each_point_on_the_cpu(monkeypatch):
+    """The probe's bookkeeping, run eagerly (a CUDA graph replaced by calling the step; torch._grouped_mm runs
+    on the CPU in this torch): each point's experts touched is the routing's distinct experts, its weight bytes
+    are those experts' (3 x 512 x 256 x 2 = 786,432 bytes each), and the overhead is never negative."""
+    import planner.runtime.calibrate as rc
+    import planner.runtime.model as rm
+    import planner.runtime.timing as rt
+
+    if not rm.grouped_mm_works(torch.device("cpu"), torch.bfloat16):
+        pytest.skip("torch._grouped_mm does not run on this CPU build")
+
+    class Eager:
+        def __init__(self, step):
+            self.replay = step
+
+    monkeypatch.setattr(rt, "capture_graph", lambda step, device: Eager(step))
+    monkeypatch.setattr(rm, "default_moe_impl", lambda device, dtype=None: "grouped")
+    from planner.analysis.config import parse_config
+
+    # Qwen3-30B-A3B's layer form at a small size: 32 experts of 3 x 512 x 256 weights, top-8 (wide enough that
+    # the time grows with the experts touched well beyond the noise)
+    spec = parse_config({"model_type": "qwen3_moe", "hidden_size": 256, "intermediate_size": 128,
+                         "moe_intermediate_size": 512, "num_experts": 32, "num_experts_per_tok": 8,
+                         "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "num_hidden_layers": 2,
+                         "vocab_size": 256, "max_position_embeddings": 256, "torch_dtype": "bfloat16"})
+    fig, overhead, rec = rc.measure_experts_grouped(torch.device("cpu"), spec, lambda t: 1e-6, tokens=(1, 4, 16),
+                                                    copies=2, reps=1)
+    assert rec["expert_bytes"] == 3 * 512 * 256 * 2 and rec["copies"] == 2
+    assert [p["tokens"] for p in rec["points"]] == [1, 4, 16]
+    for p in rec["points"]:
+        assert min(p["tokens"] * 8, 32) >= p["experts_touched"] >= 8
+        assert p["weight_bytes"] == p["experts_touched"] * rec["expert_bytes"]
+        assert p["dispatched_ops"] > 10 and p["layer_s"] > 0
+    assert rec["points"][0]["experts_touched"] == 8  # one token: its top-8, all distinct
+    assert fig.value > 0 and len(fig.rounds) == 3 and overhead >= 0
