@@ -145,6 +145,9 @@ def main(argv=None) -> int:
                  if cal.graph_node_by_rows_s else "")
               + (f", attention {cal.attention_head_bytes_per_s / 1e9:.1f} GB/s per KV-head program"
                  if cal.attention_head_bytes_per_s else "")
+              + (f" + {cal.attention_decode_overhead_s * 1e6:.2f} us a call" if cal.attention_decode_overhead_s is not None else "")
+              + (f", grouped experts {cal.experts_grouped_bytes_per_s / 1e12:.3f} TB/s + "
+                 f"{(cal.experts_grouped_overhead_s or 0) * 1e6:.1f} us a layer" if cal.experts_grouped_bytes_per_s else "")
               + f" ({cal.seconds:.0f} s) -> {path}", flush=True)
         if args.json_out:
             Path(args.json_out).with_suffix(".calibration.json").write_text(json.dumps(cal.to_dict(), indent=1, default=str))
