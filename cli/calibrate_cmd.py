@@ -21,8 +21,8 @@ NameOpt = Annotated[str, typer.Option("--name", help="Profile name to write (a u
 NoSaveOpt = Annotated[bool, typer.Option("--no-save", help="Measure and print only; write no profile.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Save even when the figures disagree with each other or are unstable.")]
 ShapesModelOpt = Annotated[Optional[str], typer.Option(
-    "--model", help="Model whose weight shapes the skinny-matmul rates (1, 4, 16, 64 rows) are measured at; "
-                    "default: Qwen/Qwen2.5-0.5B (bundled).")]
+    "--model", help="Model whose weight shapes the skinny-matmul rates (1, 4, 16, 64 rows) are measured at, and on a "
+                    "GPU whose width the per-op graph cost is; default: Qwen/Qwen2.5-0.5B (bundled).")]
 
 
 def calibrate(
@@ -40,7 +40,7 @@ def calibrate(
 
     The profile is written atomically to the user profile folder and recorded as the last calibration: 'planner verify' uses it by default on this device (and for '--hardware calibrated').
 
-    Copy bandwidth counts read + write; matmul FLOP/s come from large square GEMMs; skinny matmuls (1, 4, 16, 64 rows against --model's weight shapes) give the profile's matmul_efficiency_by_rows; the launch overhead is an eager decode step of a tiny decoder divided by its kernels. On a CPU the profile's bandwidth is the streaming read rate of matrix-vector products (a copy pays an extra write-allocate read there); the copy rate is kept in its notes. Every figure is repeated until stable; on a CPU the thread count (1 or torch's default) with the stable, fastest read is chosen unless --threads. A profile whose figures disagree (per-kernel overhead vs bare dispatch, read vs copy) or are unstable is not saved without --force. Takes about a minute.
+    Copy bandwidth counts read + write; matmul FLOP/s come from large square GEMMs; skinny matmuls (1, 4, 16, 64 rows against --model's weight shapes) give the profile's matmul_efficiency_by_rows; the launch overhead is an eager decode step of a tiny decoder divided by its kernels. On a GPU it also measures what the decoder verify times pays in a CUDA-graph replay: per dispatched op (the tiny decoder's, and --model's small ops at its own width by batch), per decode attention call and per KV-head program, and per routed-expert layer (grouped GEMMs of --model's MoE layer, else Qwen3-30B-A3B's). On a CPU the profile's bandwidth is the streaming read rate of matrix-vector products (a copy pays an extra write-allocate read there); the copy rate is kept in its notes. Every figure is repeated until stable; on a CPU the thread count (1 or torch's default) with the stable, fastest read is chosen unless --threads. A profile whose figures disagree (per-kernel overhead vs bare dispatch, read vs copy) or are unstable is not saved without --force. Takes about a minute.
 
     Example: planner calibrate --device cpu
     """
