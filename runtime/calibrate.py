@@ -31,7 +31,13 @@ What is measured (all with torch, on the device itself):
   program per KV head and no split over the keys leave most multiprocessors idle at small batches).
   There the skinny-matmul tables are timed inside a CUDA graph too (eager, each product paid the host's
   launch), with weights streamed past the L2; the CPU-oriented ``attention_decode_efficiency`` table is
-  not measured (the per-program rate replaces it);
+  not measured (the per-program rate replaces it). Also on a GPU: the same per-op figure at ``--model``'s own
+  width by batch (``graph_node_overhead_by_rows``: ``small_ops_step``, every layer's norms, RoPE, activation
+  and residual adds replayed at 1-64 rows; 1.10-1.52 µs on an H200 at Llama-3.1-8B's width), the decode
+  attention call's fixed cost (``attention_decode_overhead``: the call at 1k-32k keys in a graph, the line's
+  intercept less its graph node; 4.8 µs), and the decoder's grouped routed experts
+  (``experts_grouped_bandwidth`` and ``experts_grouped_overhead``: ``runtime.model.Experts`` of ``--model``'s
+  MoE layer, else Qwen3-30B-A3B's, at 1-128 tokens in a graph; 2.82 TB/s of touched weights + 38.8 µs a layer);
 - **per-launch overhead**: what an eager decode step pays per kernel: the wall time of an eager decode
   step of a tiny decoder (device work negligible) divided by the aten ops it dispatches (the count
   ``verify`` takes of the real step), so Python and framework dispatch are included; a bare tiny op's dispatch (``add_``) is measured beside it.
