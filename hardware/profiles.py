@@ -375,17 +375,30 @@ class HardwareProfile:
             positive(self.experts_grouped_overhead_s, "experts_grouped_overhead_s", allow_zero=True)
         if self.attention_decode_overhead_s is not None:
             positive(self.attention_decode_overhead_s, "attention_decode_overhead_s", allow_zero=True)
-        if self.graph_node_by_rows_s is not None:
-            nodes = {}
-            for r, v in dict(self.graph_node_by_rows_s).items():
+        def rows_table(attr: str, label: str, checked, examples: tuple[str, str]) -> None:
+            """``attr``, a {row count: value} table, checked (``checked(rows, value)`` gives the float) and sorted."""
+            out = {}
+            for r, v in dict(getattr(self, attr)).items():
                 if isinstance(r, bool) or not isinstance(r, int) or r < 1:
-                    raise bad(f"graph_node_overhead_by_rows has a row count {short(r, 80)} that is not a whole number >= 1",
-                              "use e.g. {1: '1.2 us', 16: '1.6 us'}")
-                positive(v, f"graph_node_overhead_by_rows[{r}]")
-                nodes[r] = float(v)
-            if not nodes:
-                raise bad("graph_node_overhead_by_rows is empty", "remove it or give e.g. {1: '1.2 us'}")
-            object.__setattr__(self, "graph_node_by_rows_s", MappingProxyType(dict(sorted(nodes.items()))))
+                    raise bad(f"{label} has a row count {short(r, 80)} that is not a whole number >= 1",
+                              f"use e.g. {examples[0]}")
+                out[r] = checked(r, v)
+            if not out:
+                raise bad(f"{label} is empty", f"remove it or give e.g. {examples[1]}")
+            object.__setattr__(self, attr, MappingProxyType(dict(sorted(out.items()))))
+
+        def positive_time(r: int, v: Any) -> float:
+            positive(v, f"graph_node_overhead_by_rows[{r}]")
+            return float(v)
+
+        def fraction(r: int, v: Any) -> float:
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v <= 1):
+                raise bad(f"matmul_efficiency_by_rows[{r}] = {short(v, 80)} is not a fraction in (0, 1]", "use e.g. 0.07")
+            return float(v)
+
+        if self.graph_node_by_rows_s is not None:
+            rows_table("graph_node_by_rows_s", "graph_node_overhead_by_rows", positive_time,
+                       ("{1: '1.2 us', 16: '1.6 us'}", "{1: '1.2 us'}"))
         positive(self.runtime_reserve_bytes, "runtime_reserve_bytes", allow_zero=True, integer=True)
         if self.runtime_reserve_bytes >= self.memory_bytes:
             raise bad(
@@ -395,17 +408,7 @@ class HardwareProfile:
         if self.origin not in ORIGINS:
             raise bad(f"origin {short(self.origin, 80)} is not one of {', '.join(ORIGINS)}", "this is a bug")
         if self.matmul_efficiency_by_rows is not None:
-            rows_eff = {}
-            for r, v in dict(self.matmul_efficiency_by_rows).items():
-                if isinstance(r, bool) or not isinstance(r, int) or r < 1:
-                    raise bad(f"matmul_efficiency_by_rows has a row count {short(r, 80)} that is not a whole number >= 1",
-                              "use e.g. {1: 0.05, 4: 0.07}")
-                if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 < v <= 1):
-                    raise bad(f"matmul_efficiency_by_rows[{r}] = {short(v, 80)} is not a fraction in (0, 1]", "use e.g. 0.07")
-                rows_eff[r] = float(v)
-            if not rows_eff:
-                raise bad("matmul_efficiency_by_rows is empty", "remove it or give e.g. {1: 0.05}")
-            object.__setattr__(self, "matmul_efficiency_by_rows", MappingProxyType(dict(sorted(rows_eff.items()))))
+            rows_table("matmul_efficiency_by_rows", "matmul_efficiency_by_rows", fraction, ("{1: 0.05, 4: 0.07}", "{1: 0.05}"))
         if self.matmul_efficiency_square_rows is not None:
             positive(self.matmul_efficiency_square_rows, "matmul_efficiency_square_rows", integer=True)
         for attr in ("matmul_efficiency_by_shape", "matmul_efficiency_by_out", "attention_decode_efficiency"):
@@ -931,6 +934,17 @@ def profile_from_data(
     )
 
 
+def _whole_key(key: Any, fieldname: str, where: str, hint: str) -> int:
+    """A table's key as a whole number >= 1 (YAML may give it as a string), else refused naming the field."""
+    try:
+        n = int(str(key))
+    except ValueError:
+        n = 0
+    if n < 1 or isinstance(key, bool):
+        raise HardwareError(f"{where}: field '{fieldname}' has a key {short(key, 80)} that is not a whole number >= 1", hint)
+    return n
+
+
 def _rows_times(value: Any, fieldname: str, where: str) -> dict[int, float] | None:
     """A mapping of row counts (whole numbers >= 1) to times (``{1: '1.2 us'}``), or None."""
     if value is None:
@@ -940,12 +954,7 @@ def _rows_times(value: Any, fieldname: str, where: str) -> dict[int, float] | No
         raise HardwareError(f"{where}: field '{fieldname}' must be a non-empty mapping of row counts to times", hint)
     out: dict[int, float] = {}
     for key, v in value.items():
-        try:
-            n = int(str(key))
-        except ValueError:
-            n = 0
-        if n < 1 or isinstance(key, bool):
-            raise HardwareError(f"{where}: field '{fieldname}' has a key {short(key, 80)} that is not a whole number >= 1", hint)
+        n = _whole_key(key, fieldname, where, hint)
         out[n] = units.parse_time(v, field=f"{fieldname}.{n}", where=where)
     return out
 
@@ -959,13 +968,7 @@ def _table2(value: Any, fieldname: str, where: str) -> dict[int, dict[int, float
         raise HardwareError(f"{where}: field '{fieldname}' must be a non-empty mapping of mappings", hint)
 
     def whole(key: Any) -> int:
-        try:
-            n = int(str(key))
-        except ValueError:
-            n = 0
-        if n < 1 or isinstance(key, bool):
-            raise HardwareError(f"{where}: field '{fieldname}' has a key {short(key, 80)} that is not a whole number >= 1", hint)
-        return n
+        return _whole_key(key, fieldname, where, hint)
 
     out: dict[int, dict[int, float]] = {}
     for key, row in value.items():

@@ -18,25 +18,7 @@ import pytest
 from planner.analysis.errors import HardwareError
 from planner.hardware import profiles as hp
 from planner.hardware.expected import graph_node_at
-
-BASE = {
-    "name": "test-gpu",
-    "memory": "141 GB",
-    "memory_bandwidth": "4.2 TB/s",
-    "peak_flops": {"bf16": "800 TFLOP/s"},
-    "kernel_launch_overhead": "5 us",
-    "efficiency": {"memory_bandwidth": 1.0, "compute": 1.0},
-}
-
-
-def _hw(**extra):
-    return hp.profile_from_data({**BASE, **extra}, where="test.yaml")
-
-
-def _spec(model_id: str):
-    from planner.cli.common import load_model
-
-    return load_model(model_id).spec
+from tests.test_gpu_terms_s32 import _hw, _spec  # the H200-like calibrated test profile and a bundled spec
 
 
 # ---- the profile field -----------------------------------------------------------------------------------
