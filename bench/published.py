@@ -119,6 +119,25 @@ def engine_profile_of(entry: dict) -> str:
     return name
 
 
+# vLLM's async scheduling became the default in v0.14.0 (release notes, January 2026; PR #27614): the vllm
+# profile runs it (profiles/engines/vllm.yaml scheduler.async_scheduling); entries of 0.8-0.13 ran without it
+VLLM_ASYNC_FROM = (0, 14)
+VLLM_ASYNC_DATE = "2026-01-20"  # v0.14.0's release: an entry without a release number dated from then on has it
+
+
+def vllm_async_scheduling(entry: dict) -> bool:
+    """Whether a vLLM entry's engine scheduled asynchronously by default: its release number is 0.14 or later,
+    or, where the entry gives no release number ("main @ a89015c6df (July 2026)", "None"), its source's date
+    is on or after v0.14.0's release (an undated one: not)."""
+    import re
+
+    m = re.match(r"\s*(\d+)\.(\d+)", str(entry.get("engine_version") or ""))
+    if m:
+        return (int(m.group(1)), int(m.group(2))) >= VLLM_ASYNC_FROM
+    date = str((entry.get("source") or {}).get("date") or "")
+    return bool(re.match(r"\d{4}-\d{2}-\d{2}$", date)) and date >= VLLM_ASYNC_DATE
+
+
 TIMING = ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s")
 MEMORY = ("kv_capacity_tokens", "weights_gib", "max_concurrency")
 
@@ -279,6 +298,8 @@ class Point:
         self.regime = regime_of(self.server_client, c, self.gpus // self.tp)
         self.training_for = tuple(entry.get("training_for") or ())
         self.base = factors_for(self.hw, self.engine)
+        if self.base.async_scheduling and self.engine_name == "vllm" and not vllm_async_scheduling(entry):
+            self.base = replace(self.base, async_scheduling=False)  # vLLM 0.8-0.13: synchronous by default
         if s.get("cuda_graphs") is False:  # the benchmark ran every step op by op
             self.base = replace(self.base, cuda_graph_max_tokens=0)
         elif s.get("cuda_graph_max_tokens") is not None:  # the benchmark's own graph sizes

@@ -336,9 +336,13 @@ def stage_collective_s(c, hw, f, lk=None) -> float:
 def pipeline_step_s(stage_s, microbatches: int, f, sequences: int) -> tuple[float, float, float]:
     """(seconds, bubble, overhead) of one iteration: the pipeline of ``microbatches`` micro-batches
     through stages of ``stage_s`` each (``pipeline_iteration_s``) plus the engine's per-step overhead
-    under factors ``f``, paid once per iteration for the ``sequences`` one scheduler handles."""
+    under factors ``f``, paid once per iteration for the ``sequences`` one scheduler handles; where ``f``
+    schedules asynchronously (vLLM from v0.14.0, which turns it off under pipeline parallelism: its release
+    notes), without pipeline stages only what of that overhead outlasts the iteration."""
     it, bubble = pipeline_iteration_s(stage_s, microbatches)
     overhead = f.step_overhead_s + f.step_overhead_per_sequence_s * sequences
+    if f.async_scheduling and len(stage_s) == 1:  # vLLM's async scheduling (off with pipeline parallel)
+        overhead = max(0.0, overhead - it)
     return it + overhead, bubble, overhead
 
 

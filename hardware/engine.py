@@ -112,6 +112,13 @@ def _number(v: Any, f: str, where: str, *, minimum: float = 0.0) -> float:
     return float(v)
 
 
+def _flag(v: Any, f: str, where: str) -> bool:
+    """A YAML boolean (true / false), nothing else: a quoted "false" would read as true."""
+    if not isinstance(v, bool):
+        raise HardwareError(f"{where}: field '{f}' = {v!r} is not true or false", "fix the engine profile")
+    return v
+
+
 def _ratio(v: Any, f: str, where: str, *, maximum: float) -> float:
     """A number in (0, maximum]: ``_number``'s checks, then the bounds."""
     x = _number(v, f, where)
@@ -285,6 +292,10 @@ class EngineProfile:
     # multi-step scheduling: decode steps per scheduling round (vLLM V0's --num-scheduler-steps; None: the
     # engine has no such setting)
     num_scheduler_steps: int | None = None
+    # asynchronous scheduling: the scheduler builds step n + 1 while the device runs step n, so the
+    # step overhead costs only what of it outlasts the step's device time (``Factors.async_scheduling``);
+    # None: the engine has no such setting (its fitted step overhead is what a step pays)
+    async_scheduling: bool | None = None
     # whether the engine applies a model config's sliding window (``sliding_window.default``: applied or
     # ignored), and the model types whose window it applies where it ignores the others' (``applied_for``)
     sliding_window: str = "applied"
@@ -417,6 +428,8 @@ def load_engine(name: str | None) -> EngineProfile:
         expert_parallel=_ep_comm(d.get("expert_parallel"), w),
         num_scheduler_steps=(None if sched.get("num_scheduler_steps") is None else
                              int(_number(sched["num_scheduler_steps"], "num_scheduler_steps", w, minimum=1))),
+        async_scheduling=(None if sched.get("async_scheduling") is None else
+                          _flag(sched["async_scheduling"], "scheduler.async_scheduling", w)),
         sliding_window=str(swa.get("default", "applied")),
         sliding_window_applied_for=_names(swa.get("applied_for"), "sliding_window.applied_for", w,
                                           "config.json model_type values", "[gpt_oss]"),

@@ -39,7 +39,9 @@ scaled, where the profile has ``matmul_efficiency_by_out`` (rows × output width
 ratio at the matmul's N (``outer_dim``) to the by-shape grid's N.
 
 plus, per step, ``all-reduce = calls × latency + bytes / (interconnect · e_ic)`` (ideal: bytes /
-interconnect) and the engine's ``step overhead + per-sequence overhead × sequences``, plus the host's
+interconnect) and the engine's ``step overhead + per-sequence overhead × sequences`` (with asynchronous
+scheduling, ``async_scheduling``, only what of it outlasts the step's device time:
+``max(0, host − device)``, since the scheduler prepares the next step while the GPU runs this one), plus the host's
 kernel launches where the engine profile says how it launches them (``kernel_launches``; the per-kernel
 cost ``t_launch`` is the hardware profile's ``kernel_launch_overhead``, which ``planner calibrate``
 measures): ``serial`` (an eager step on a CPU: the thread that dispatches a kernel also runs it)
@@ -134,6 +136,9 @@ class Factors:
     allreduce_latency_s: float = 0.0
     step_overhead_s: float = 0.0
     step_overhead_per_sequence_s: float = 0.0
+    # the engine schedules step n + 1 while the device runs step n (vLLM's async scheduling, the default
+    # from v0.14.0): the step overhead above costs only what of it outlasts the step's device time
+    async_scheduling: bool = False
     attention_decode: float = 1.0
     attention_prefill: float = 1.0
     # times the decode attention kernel reads each byte of the KV cache from memory: 1 where the kernel
@@ -188,6 +193,7 @@ class Factors:
             "gemm_ridge_exponent": None if math.isinf(self.gemm_ridge_exponent) else self.gemm_ridge_exponent,
             "interconnect": self.interconnect, "allreduce_latency_s": self.allreduce_latency_s,
             "step_overhead_s": self.step_overhead_s, "step_overhead_per_sequence_s": self.step_overhead_per_sequence_s,
+            "async_scheduling": self.async_scheduling,
             "attention_decode": self.attention_decode, "attention_prefill": self.attention_prefill,
             "attention_decode_kv_reads": self.attention_decode_kv_reads,
             "attention_decode_overhead_s": self.attention_decode_overhead_s,
@@ -292,6 +298,7 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         allreduce_latency_s=dev("allreduce_latency_s", "allreduce_latency_s"),
         step_overhead_s=engine.step_overhead_s,
         step_overhead_per_sequence_s=engine.step_overhead_per_sequence_s,
+        async_scheduling=bool(engine.async_scheduling),
         attention_decode=engine.attention_decode_efficiency,
         attention_prefill=engine.attention_prefill_efficiency,
         weight_only=dict(engine.weight_only_efficiency),
@@ -645,8 +652,7 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
         ar_bw = allreduce_bytes / (hw.interconnect_bytes_per_s * f.interconnect)
     parts["all-reduce bandwidth"] = ar_bw - ar_ideal
     parts["all-reduce latency"] = allreduce_calls * f.allreduce_latency_s if allreduce_bytes else 0.0
-    parts["step overhead"] = (f.step_overhead_s + f.step_overhead_per_sequence_s * sequences
-                              + launch_time_s(f, ops, kernels, stage[4] + ar_bw + parts["all-reduce latency"]))
+    launches = launch_time_s(f, ops, kernels, stage[4] + ar_bw + parts["all-reduce latency"])
     parts["kernel launches"] = 0.0
     floor = op_floor_s(f, graph=graph)
     if floor > 0:
@@ -655,6 +661,11 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
         parts["kernel launches"] = floored - stage[4]
     if graph:  # a step launched op by op is not a replay: its nodes cost nothing as such
         parts["kernel launches"] += graph_nodes_s(f, ops, kernels)
+    host = f.step_overhead_s + f.step_overhead_per_sequence_s * sequences
+    if f.async_scheduling:  # the host's step work runs beside the device's: only its excess shows
+        device = stages[0] + ar_ideal + sum(v for k, v in parts.items() if k != "step overhead")
+        host = max(0.0, host - device)
+    parts["step overhead"] = host + launches
     parts["request overhead"] = 0.0
     ideal = stages[0] + ar_ideal
     expected = ideal + sum(parts.values())

@@ -1057,11 +1057,14 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
           max_num_batched_tokens: int | None = None, input_len: int = 1024, output_len: int = 128,
           concurrency: int = 1, arrival: str = "together", requests: int | None = None,
           mean_output_len: float | None = None, factors: Factors | None = None,
-          num_scheduler_steps: int | None = None, cuda_graph_max_tokens: int | None = None) -> Deployment:
+          num_scheduler_steps: int | None = None, cuda_graph_max_tokens: int | None = None,
+          async_scheduling: bool | None = None) -> Deployment:
     """Plan one deployment of ``spec`` on ``gpus`` × ``hw`` under ``engine`` (see the module docstring).
     ``num_scheduler_steps``: multi-step scheduling (``run_steps``); default: the engine's.
     ``cuda_graph_max_tokens``: the largest step the engine replays as a CUDA graph (tokens; a decode step's
-    are its sequences; 0: none); default: the engine profile's."""
+    are its sequences; 0: none); default: the engine profile's. ``async_scheduling``: the engine schedules
+    the next step while the device runs this one (vLLM's, the default from v0.14.0; ``Factors.async_scheduling``);
+    default: the engine profile's, off with multi-step scheduling (vLLM V0's, which had none)."""
     from planner.analysis.analyze import Options, analyze
     from planner.analysis.errors import OptionError
     from planner.analysis.parallel import tp_plan
@@ -1117,6 +1120,20 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
         if cuda_graph_max_tokens < 0:
             raise OptionError(f"--cuda-graph-max-tokens must be >= 0, got {cuda_graph_max_tokens}")
         f = replace(f, cuda_graph_max_tokens=int(cuda_graph_max_tokens))
+    if async_scheduling is not None:
+        if eng.async_scheduling is None:
+            raise OptionError(f"--{'' if async_scheduling else 'no-'}async-scheduling: {eng.display_name} has no such "
+                              "setting in planner (its step overhead is fitted as it runs)", "it is vLLM's (--engine vllm)")
+        if async_scheduling and steps > 1:
+            raise OptionError("--async-scheduling with --num-scheduler-steps above 1: multi-step scheduling is vLLM "
+                              "V0's, which had no async scheduling")
+        f = replace(f, async_scheduling=bool(async_scheduling))
+    elif steps > 1 and f.async_scheduling:
+        f = replace(f, async_scheduling=False)  # a V0 what-if: V0 scheduled synchronously
+    if f.async_scheduling and (f.step_overhead_s or f.step_overhead_per_sequence_s):
+        notes.append(f"async scheduling ({eng.display_name}'s default from v0.14.0; --no-async-scheduling before): the "
+                     f"step overhead ({f.step_overhead_s * 1e3:g} ms + {f.step_overhead_per_sequence_s * 1e6:g} µs per "
+                     "sequence) runs beside the GPU's step and adds only what outlasts it")
     result = None
     fewest = None
     if not mem.fits:
@@ -1158,6 +1175,7 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
             "max_num_batched_tokens": d.memory.max_num_batched_tokens, "max_num_seqs": d.memory.max_num_seqs,
             "num_scheduler_steps": d.num_scheduler_steps,
             "cuda_graph_max_tokens": d.factors.cuda_graph_max_tokens,
+            "async_scheduling": d.factors.async_scheduling,
             "input_len": r.scenario.input_len if r else None, "output_len": r.scenario.output_len if r else None,
             "concurrency": r.scenario.concurrency if r else None,
             "arrival": r.scenario.arrival if r else None,
