@@ -1123,7 +1123,8 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
     if async_scheduling is not None:
         if eng.async_scheduling is None:
             raise OptionError(f"--{'' if async_scheduling else 'no-'}async-scheduling: {eng.display_name} has no such "
-                              "setting in planner (its step overhead is fitted as it runs)", "it is vLLM's (--engine vllm)")
+                              "setting in planner", "it is vLLM's (--engine vllm); SGLang's and TensorRT-LLM's step "
+                              "overheads are fitted as their overlap schedulers leave them")
         if async_scheduling and steps > 1:
             raise OptionError("--async-scheduling with --num-scheduler-steps above 1: multi-step scheduling is vLLM "
                               "V0's, which had no async scheduling")
