@@ -72,9 +72,10 @@ an offline run; ``closed-loop``: C clients each sending the next request when th
 ``client`` (``server``: a streaming HTTP client, which sees the engine's per-request front-end cost;
 ``in-process``: it does not), ``cuda_graphs: false`` where the benchmark ran without CUDA graphs,
 ``cuda_graph_max_tokens: N`` where it captured graphs for larger steps than the engine's default (the
-largest captured batch, e.g. TensorRT-LLM's perf-overview ``cuda_graph_config.batch_sizes`` up to 8192), and
-``decode_kv_reads: per_query_head`` where the engine's decode attention kernel read each KV head's cache
-once per query head (TensorRT-LLM before v0.7: no GQA sharing in its masked MHA).
+largest captured batch, e.g. TensorRT-LLM's perf-overview ``cuda_graph_config.batch_sizes`` up to 8192),
+``async_scheduling: true|false`` where a vLLM run set it itself (otherwise its release's default:
+``vllm_async_scheduling``), and ``decode_kv_reads: per_query_head`` where the engine's decode attention
+kernel read each KV head's cache once per query head (TensorRT-LLM before v0.7: no GQA sharing in its masked MHA).
 A closed-loop entry may give ``num_prompts`` (the requests of the whole run, ``vllm bench serve
 --num-prompts``), and an entry whose requests stopped at end-of-sequence (no ``--ignore-eos``) its
 ``mean_output_len`` (generated tokens per request in that run: its output tokens over its requests).
@@ -298,7 +299,11 @@ class Point:
         self.regime = regime_of(self.server_client, c, self.gpus // self.tp)
         self.training_for = tuple(entry.get("training_for") or ())
         self.base = factors_for(self.hw, self.engine)
-        if self.base.async_scheduling and self.engine_name == "vllm" and not vllm_async_scheduling(entry):
+        if s.get("async_scheduling") is not None:  # the run's own setting (vllm serve --[no-]async-scheduling)
+            if self.engine.async_scheduling is None or not isinstance(s["async_scheduling"], bool):
+                raise ValueError(f"settings.async_scheduling {s['async_scheduling']!r}: a true/false of vLLM V1's")
+            self.base = replace(self.base, async_scheduling=s["async_scheduling"])
+        elif self.base.async_scheduling and self.engine_name == "vllm" and not vllm_async_scheduling(entry):
             self.base = replace(self.base, async_scheduling=False)  # vLLM 0.8-0.13: synchronous by default
         if s.get("cuda_graphs") is False:  # the benchmark ran every step op by op
             self.base = replace(self.base, cuda_graph_max_tokens=0)

@@ -160,3 +160,28 @@ def published():
 def test_benchmark_runs_vllm_entries_async_from_v0_14(published, version, date, expected):
     entry = {"engine": "vllm", "engine_version": version, "source": {"date": date}}
     assert published.vllm_async_scheduling(entry) is expected
+
+
+def _entry(**settings) -> dict:
+    """A vLLM 0.11 TPOT entry (synchronous by its release) of Llama-3.1-8B on one H100, one client."""
+    return {"id": "t", "quantity": "tpot_s", "value": 0.01, "engine": "vllm", "engine_version": "0.11.0",
+            "model": "meta-llama/Llama-3.1-8B", "model_config": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm",
+            "gpus": 1, "tp": 1, "source": {"date": "2026-01-06"},
+            "settings": {"arrival": "together", "client": "in-process", "input_len": 512, "output_len": 64,
+                         "concurrency": 1, **settings}}
+
+
+def test_an_entrys_own_setting_overrides_its_releases_default(published):
+    sync = published.Point(_entry())
+    assert sync.base.async_scheduling is False  # 0.11: synchronous by default
+    own = published.Point(_entry(async_scheduling=True))  # a 0.11 run that passed --async-scheduling
+    assert own.base.async_scheduling is True
+    f = sync.base
+    # one sequence of an 8B model on an H100: the device step (~6 ms) hides the host's 0.5 ms + 16 us whole
+    assert sync.predict() - own.predict() == pytest.approx(f.step_overhead_s + f.step_overhead_per_sequence_s, rel=0.05)
+    with pytest.raises(ValueError, match="settings.async_scheduling"):
+        published.Point(_entry(async_scheduling="yes"))
+    bad = _entry(async_scheduling=True)
+    bad["engine"] = "sglang"
+    with pytest.raises(ValueError, match="settings.async_scheduling"):
+        published.Point(bad)
