@@ -28,6 +28,7 @@ PriceOpt = Annotated[Optional[float], typer.Option("--price-per-hour", min=0.0, 
 # 64 H100s (2,000 took 6.6 s, 5,000 15 s; 100,000 ran past two minutes)
 RequestsOpt = Annotated[int, typer.Option("--requests", min=20, max=5_000, help="Requests simulated per replica (count).")]
 DisaggOpt = Annotated[bool, typer.Option("--disaggregated/--aggregated-only", help="Also search disaggregated prefill/decode pools (xPyD), with the KV transfer priced on its link.")]
+AsyncOpt = Annotated[Optional[bool], typer.Option("--async-scheduling/--no-async-scheduling", help="vLLM schedules the next step while the GPU runs this one, so its per-step host work costs only what outlasts the step (the default from vLLM 0.14.0, not under pipeline parallelism; --no-async-scheduling for 0.8-0.13). Default: the engine's (vLLM: on).")]
 SeedOpt = Annotated[int, typer.Option("--seed", min=0, max=2**31, help="Seed of the simulated arrivals.")]
 
 
@@ -48,6 +49,7 @@ def plan(
     requests: RequestsOpt = 300,
     seed: SeedOpt = 0,
     disaggregated: DisaggOpt = True,
+    async_scheduling: AsyncOpt = None,
     revision: RevisionOpt = None,
     plot: PlotOpt = None,
     fmt: FormatOpt = None,
@@ -89,7 +91,7 @@ def plan(
     warn_all(a.warnings)
     r = run_plan(a, hw, model_id=lm.id, workload=Workload(rate, input_len, output_len, requests, seed),
                  target=Target(ttft_p90, tpot_p90), engine=engine, max_gpus=max_gpus, gpus=gpus,
-                 price_per_hour=price_per_hour, disaggregated=disaggregated)
+                 price_per_hour=price_per_hour, disaggregated=disaggregated, async_scheduling=async_scheduling)
     d = plan_dict(r)
     if plot is not None:
         from .plots import plot_pareto

@@ -322,6 +322,35 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
     )
 
 
+def with_async_scheduling(f: Factors, engine, value: bool | None, *, scheduler_steps: int = 1) -> Factors:
+    """``f`` with asynchronous scheduling as asked (``--async-scheduling`` / ``--no-async-scheduling``): ``value``
+    None keeps the engine profile's default, off under multi-step scheduling (``scheduler_steps`` > 1, vLLM
+    V0's, which had none). ``OptionError`` where the engine profile has no such setting (SGLang, TensorRT-LLM,
+    the roofline: their fitted step overheads are what their own overlap schedulers leave) or for async with
+    multi-step scheduling."""
+    if value is None:
+        return replace(f, async_scheduling=False) if scheduler_steps > 1 and f.async_scheduling else f
+    from planner.analysis.errors import OptionError
+
+    if engine.async_scheduling is None:
+        raise OptionError(f"--{'' if value else 'no-'}async-scheduling: {engine.display_name} has no such setting in "
+                          "planner", "it is vLLM's (--engine vllm); SGLang's and TensorRT-LLM's step overheads are "
+                          "fitted as their overlap schedulers leave them")
+    if value and scheduler_steps > 1:
+        raise OptionError("--async-scheduling with --num-scheduler-steps above 1: multi-step scheduling is vLLM V0's, "
+                          "which had no async scheduling")
+    return replace(f, async_scheduling=bool(value))
+
+
+def async_note(f: Factors, engine) -> str | None:
+    """The line ``serve`` and ``plan`` print where the step overhead runs beside the device's step."""
+    if not (f.async_scheduling and (f.step_overhead_s or f.step_overhead_per_sequence_s)):
+        return None
+    return (f"async scheduling ({engine.display_name}'s default from v0.14.0; --no-async-scheduling before): the step "
+            f"overhead ({f.step_overhead_s * 1e3:g} ms + {f.step_overhead_per_sequence_s * 1e6:g} µs per sequence) runs "
+            "beside the GPU's step and adds only what outlasts it")
+
+
 def for_column(f: Factors, hw, compute_key: str, experts_format: str | None = None) -> Factors:
     """``f`` for a step whose matmuls run in ``compute_key`` on ``hw``: ``compute`` is the fraction of that peak
     column (fp4, fp8, ...) that GEMMs reach: ``compute_of_mamf`` × the device's MAMF fraction where the
@@ -672,7 +701,7 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     return StepCost(ideal, expected, parts, allreduce_calls if allreduce_bytes else 0)
 
 
-__all__ = ["EXPERTS_FORMATS", "FACTORS", "KERNEL_LAUNCHES", "Factors", "IDEAL", "graph_node_at", "graph_nodes_s", "launch_time_s", "op_floor_s", "step_kernels",
+__all__ = ["EXPERTS_FORMATS", "FACTORS", "async_note", "KERNEL_LAUNCHES", "Factors", "IDEAL", "graph_node_at", "graph_nodes_s", "launch_time_s", "op_floor_s", "step_kernels", "with_async_scheduling",
            "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "experts_format", "factors_for", "for_column", "gemm_time_s", "graphed",
            "inner_dim", "k_scale", "outer_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "rows_efficiency", "step_cost"]

@@ -31,13 +31,14 @@ The search, in order (every rejected family keeps its reason):
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from planner.analysis.errors import OptionError, PlannerError
 from planner.analysis.parallel import Layout
 
 from .comm import collective_s, links
 from .deploy import engine_model, layout_memory, plan_for, replica_step, step_cost
+from .expected import async_note, with_async_scheduling
 from .engine import engine_analysis
 
 GiB = 2**30
@@ -119,6 +120,7 @@ class PlanResult:
     rejected: dict[str, str]  # family -> reason
     needs_at_least_gpus: int | None
     notes: list[str]
+    async_scheduling: bool = False  # the engine's step overhead ran beside the device's step (vLLM from v0.14)
 
 
 def _pow2_upto(n: int) -> list[int]:
@@ -181,7 +183,7 @@ def check_prefill_steps(w: Workload, max_num_batched_tokens: int, engine: str) -
 
 def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: str | None = None,
          max_gpus: int = 64, gpus: int | None = None, price_per_hour: float | None = None,
-         disaggregated: bool = True) -> PlanResult:
+         disaggregated: bool = True, async_scheduling: bool | None = None) -> PlanResult:
     w, tg = workload, target
     if not (w.rate_per_s > 0 and math.isfinite(w.rate_per_s)):
         raise OptionError(f"--rate must be a positive number of requests/s, got {w.rate_per_s}")
@@ -192,12 +194,17 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
         max_gpus = gpus
     em = engine_model(hw, engine)
     eng = em.profile
+    if async_scheduling is not None:  # --[no-]async-scheduling: vLLM before 0.14 (or a run that set it)
+        em = replace(em, factors=with_async_scheduling(em.factors, eng, async_scheduling))
     mnbt = eng.max_num_batched_tokens(hw)
     check_prefill_steps(w, mnbt, eng.display_name)
     default_seqs = eng.max_num_seqs(hw)
     per_seq = w.input_len + w.output_len
     rejected: dict[str, str] = {}
     notes: list[str] = []
+    note = async_note(em.factors, eng)
+    if note:
+        notes.append(note + " (not under pipeline parallelism, where vLLM turns it off)")
     a, engine_notes = engine_analysis(a, eng)  # the model as the engine runs it
     notes.extend(engine_notes)
     alive: list[tuple[Layout, object, object, object]] = []
@@ -316,7 +323,7 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
     if price_per_hour is None:
         notes.append("no price per GPU-hour (give --price-per-hour): cost per million tokens left null")
     return PlanResult(model_id, hw.name, eng.name, w, tg, max_gpus, gpus, price_per_hour, cands, best, pareto,
-                      rejected, least, notes)
+                      rejected, least, notes, async_scheduling=em.factors.async_scheduling)
 
 
 def request_overhead_s(em) -> float:
@@ -619,7 +626,8 @@ def plan_dict(r: PlanResult) -> dict:
                      "output_len": r.workload.output_len, "requests_simulated_per_replica": r.workload.requests,
                      "seed": r.workload.seed},
         "target": {"ttft_p90_s": r.target.ttft_p90_s, "tpot_p90_s": r.target.tpot_p90_s},
-        "search": {"max_gpus": r.max_gpus, "gpus": r.fixed_gpus, "candidates_simulated": len(r.candidates)},
+        "search": {"max_gpus": r.max_gpus, "gpus": r.fixed_gpus, "candidates_simulated": len(r.candidates),
+                   "async_scheduling": r.async_scheduling},
         "price_per_hour": p,
         "cheapest": None if r.best is None else candidate_dict(r.best, p),
         "gpus_needed": None if r.best is None else r.best.gpus,

@@ -1070,7 +1070,7 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
     from planner.analysis.parallel import tp_plan
 
     from .engine import check_kv_dtype, engine_analysis, engine_memory, fewest_gpus, load_engine
-    from .expected import factors_for
+    from .expected import async_note, factors_for, with_async_scheduling
 
     eng = load_engine(engine)
     check_kv_dtype(eng, kv_dtype)
@@ -1120,21 +1120,10 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
         if cuda_graph_max_tokens < 0:
             raise OptionError(f"--cuda-graph-max-tokens must be >= 0, got {cuda_graph_max_tokens}")
         f = replace(f, cuda_graph_max_tokens=int(cuda_graph_max_tokens))
-    if async_scheduling is not None:
-        if eng.async_scheduling is None:
-            raise OptionError(f"--{'' if async_scheduling else 'no-'}async-scheduling: {eng.display_name} has no such "
-                              "setting in planner", "it is vLLM's (--engine vllm); SGLang's and TensorRT-LLM's step "
-                              "overheads are fitted as their overlap schedulers leave them")
-        if async_scheduling and steps > 1:
-            raise OptionError("--async-scheduling with --num-scheduler-steps above 1: multi-step scheduling is vLLM "
-                              "V0's, which had no async scheduling")
-        f = replace(f, async_scheduling=bool(async_scheduling))
-    elif steps > 1 and f.async_scheduling:
-        f = replace(f, async_scheduling=False)  # a V0 what-if: V0 scheduled synchronously
-    if f.async_scheduling and (f.step_overhead_s or f.step_overhead_per_sequence_s):
-        notes.append(f"async scheduling ({eng.display_name}'s default from v0.14.0; --no-async-scheduling before): the "
-                     f"step overhead ({f.step_overhead_s * 1e3:g} ms + {f.step_overhead_per_sequence_s * 1e6:g} µs per "
-                     "sequence) runs beside the GPU's step and adds only what outlasts it")
+    f = with_async_scheduling(f, eng, async_scheduling, scheduler_steps=steps)
+    note = async_note(f, eng)
+    if note:
+        notes.append(note)
     result = None
     fewest = None
     if not mem.fits:

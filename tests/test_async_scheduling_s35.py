@@ -185,3 +185,24 @@ def test_an_entrys_own_setting_overrides_its_releases_default(published):
     bad["engine"] = "sglang"
     with pytest.raises(ValueError, match="settings.async_scheduling"):
         published.Point(bad)
+
+
+README_PLAN = ("plan", "llama-3.1-70b", "--gpu", "h100-sxm", "--max-gpus", "64", "--rate", "20", "--input-len", "3000",
+               "--output-len", "500", "--ttft-p90", "1.0", "--tpot-p90", "0.04", "--json")
+
+
+def test_plan_takes_the_option_and_it_changes_the_cheapest_layout():
+    on = run(*README_PLAN).json
+    off = run(*README_PLAN, "--no-async-scheduling").json
+    assert on["search"]["async_scheduling"] is True and off["search"]["async_scheduling"] is False
+    assert any(n.startswith("async scheduling") for n in on["notes"])
+    assert not any(n.startswith("async scheduling") for n in off["notes"])
+    # the README's scenario: six TP8 replicas meet the target once a TP8 decode step no longer pays the host's
+    # step overhead; synchronous, the cheapest is the 56-GPU disaggregated pair of pools
+    assert on["cheapest"]["gpus"] < off["cheapest"]["gpus"]
+    assert on["cheapest"]["tpot_p90_s"] <= 0.04 and off["cheapest"]["tpot_p90_s"] <= 0.04
+
+
+def test_plan_refuses_the_option_where_the_engine_has_none():
+    run("plan", "llama-3.1-8b", "--rate", "1", "--max-gpus", "2", "--engine", "trtllm",
+        "--no-async-scheduling").assert_error("--no-async-scheduling: TensorRT-LLM has no such setting")
