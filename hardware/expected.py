@@ -111,7 +111,7 @@ class Factors:
     experts_by_dtype: Mapping[str, float] = field(default_factory=dict, hash=False)
     experts: float = 1.0
     # the fraction of the compute rate (``compute`` of the column) that the engine's routed-expert GEMMs reach
-    # on this device for one weight format (``experts_format``: ``fp8_block``), where that path is measured to
+    # on this device for one weight format (``experts_format``: ``fp8_block``, ``mxfp4``), where that path is measured to
     # fall short in its compute-bound regime only: per format (``experts_compute_by_format``, from the engine
     # profile's ``experts_compute_efficiency`` for this device), ``experts_compute`` for the step's model
     experts_compute_by_format: Mapping[str, float] = field(default_factory=dict, hash=False)
@@ -374,17 +374,21 @@ def for_column(f: Factors, hw, compute_key: str, experts_format: str | None = No
 
 
 #: routed-expert weight formats that an engine profile may price apart (``experts_compute_efficiency``)
-EXPERTS_FORMATS = ("fp8_block",)
+EXPERTS_FORMATS = ("fp8_block", "mxfp4")
 
 
 def experts_format(fmt) -> str | None:
     """The routed experts' weight format where it has a kernel path of its own (``EXPERTS_FORMATS``):
     ``fp8_block`` for FP8 expert weights with block scales (DeepSeek-V3's 128 × 128 tiles,
     ``quantization_config.weight_block_size``; the engines run them through block-scaled grouped GEMMs,
-    not the per-tensor FP8 ones), else None (a ``--dtype fp8`` what-if follows the per-tensor recipe)."""
+    not the per-tensor FP8 ones); ``mxfp4`` for MXFP4 expert weights (gpt-oss's checkpoints: MoE kernels of
+    their own, W4A16 with the dequantisation in the GEMM on Hopper); else None (a ``--dtype fp8`` what-if
+    follows the per-tensor recipe)."""
     q = getattr(fmt, "quant", None)
     if q is not None and q.method == "fp8" and any(q.block_size) and "expert" in q.targets:
         return "fp8_block"
+    if q is not None and q.method == "mxfp4":
+        return "mxfp4"
     return None
 
 

@@ -376,9 +376,10 @@ def test_experts_compute_fraction_of_a_weight_format_slows_only_their_compute_bo
     assert t(big, None).expected_s == pytest.approx(2.5e-3)
 
 
-def test_experts_format_names_block_scaled_fp8_checkpoints_only():
-    """DeepSeek-R1's and Qwen's FP8 checkpoints carry 128 x 128 weight scales (``fp8_block``); a per-channel
-    FP8 checkpoint (RedHatAI's FP8-dynamic), an ``--dtype fp8`` what-if, MXFP4 experts and a bf16 model do not."""
+def test_experts_format_names_block_scaled_fp8_and_mxfp4_checkpoints_only():
+    """DeepSeek-R1's and Qwen's FP8 checkpoints carry 128 x 128 weight scales (``fp8_block``), gpt-oss's experts
+    are MXFP4 (``mxfp4``); a per-channel FP8 checkpoint (RedHatAI's FP8-dynamic), an ``--dtype fp8`` or
+    ``--dtype int4`` what-if and a bf16 model have neither."""
     from planner.hardware.expected import experts_format
 
     def fmt(name, dtype=None):
@@ -387,7 +388,8 @@ def test_experts_format_names_block_scaled_fp8_checkpoints_only():
     assert fmt("deepseek-r1") == "fp8_block" and fmt("qwen3-30b-a3b-fp8") == "fp8_block"
     assert fmt("llama-4-scout-17b-16e-instruct-fp8-dynamic") is None
     assert fmt("qwen3-30b-a3b", "fp8") is None and fmt("qwen3-30b-a3b") is None
-    assert fmt("openai/gpt-oss-20b") is None
+    assert fmt("openai/gpt-oss-20b") == "mxfp4" and fmt("openai/gpt-oss-120b") == "mxfp4"
+    assert fmt("qwen3-30b-a3b", "int4") is None
 
 
 def test_trtllm_block_fp8_moe_fraction_is_per_device_and_deepseek_prefill_meets_the_kernel_table():
@@ -396,7 +398,6 @@ def test_trtllm_block_fp8_moe_fraction_is_per_device_and_deepseek_prefill_meets_
     experts on one H200 of TP8 take, per layer at 8,192 tokens, 4.3 ms against the 4.98 ms that aiconfigurator
     measured for TensorRT-LLM 1.3.0rc20 (1.77 ms without it; 0.37 is the median over 24 Hopper tables, this shape's
     own 0.32), while a one-sequence decode step is nearly unchanged."""
-    from planner.hardware.expected import ops_time_s
     from planner.hardware.serve import StepModel
 
     from planner.hardware.profiles import list_profiles
@@ -404,7 +405,7 @@ def test_trtllm_block_fp8_moe_fraction_is_per_device_and_deepseek_prefill_meets_
     trt = load_engine("trtllm")
     bundled = {p.name for p in list_profiles()}
     assert set(trt.experts_compute_efficiency["fp8_block"]) <= bundled  # a misspelt device would do nothing
-    assert factors_for(load_profile("h200-sxm"), trt).experts_compute_by_format == {"fp8_block": 0.37}
+    assert factors_for(load_profile("h200-sxm"), trt).experts_compute_by_format == {"fp8_block": 0.37, "mxfp4": 0.83}
     assert factors_for(load_profile("b200"), trt).experts_compute_by_format == {"fp8_block": 0.6}
     assert factors_for(load_profile("a100-80gb"), trt).experts_compute_by_format == {}
     assert factors_for(load_profile("h200-sxm"), load_engine("vllm")).experts_compute_by_format == {}
@@ -414,17 +415,41 @@ def test_trtllm_block_fp8_moe_fraction_is_per_device_and_deepseek_prefill_meets_
     f = factors_for(hw, trt)
     with_it, without = (StepModel(a, hw, tp_plan(spec, 8), g) for g in (f, replace(f, experts_compute_by_format={})))
 
-    def experts_ms(m, tokens):
-        (g,) = [g for g in m._ops(1, tokens, 0) if g.op.kind == "experts"]
-        fc = for_column(m.f, hw, m.compute_key, m.experts_format)
-        return 1e3 * ops_time_s([g], hw.peak_flops_for(m.compute_key), hw.memory_bandwidth_bytes_per_s, fc,
-                                decode=False, rows=tokens, expert_rows=m._expert_rows(tokens),
-                                expert_inner=m.expert_inner) / g.count
-
-    assert experts_ms(with_it, 8192) == pytest.approx(4.98, rel=0.15)
-    assert experts_ms(without, 8192) < 0.4 * 4.98
+    assert _experts_layer_ms(with_it, hw, 8192) == pytest.approx(4.98, rel=0.15)
+    assert _experts_layer_ms(without, hw, 8192) < 0.4 * 4.98
     assert with_it.decode(1, 2048).expected_s == pytest.approx(without.decode(1, 2048).expected_s, rel=0.01)
     assert with_it.prefill({(8192, 0): 1}).expected_s > 1.4 * without.prefill({(8192, 0): 1}).expected_s
+
+
+def _experts_layer_ms(m, hw, tokens: int) -> float:
+    """One layer's routed experts in a prompt step of ``tokens`` under StepModel ``m``'s factors, in ms."""
+    from planner.hardware.expected import ops_time_s
+
+    g = next(g for g in m._ops(1, tokens, 0) if g.op.kind == "experts")  # every MoE layer has the same shape
+    fc = for_column(m.f, hw, m.compute_key, m.experts_format)
+    return 1e3 * ops_time_s([g], hw.peak_flops_for(m.compute_key), hw.memory_bandwidth_bytes_per_s, fc,
+                            decode=False, weight_only_bits=m.weight_only_bits, rows=tokens,
+                            expert_rows=m._expert_rows(tokens), expert_inner=m.expert_inner) / g.count
+
+
+def test_trtllm_mxfp4_moe_on_hopper_meets_the_kernel_table():
+    """TensorRT-LLM's MXFP4 MoE on Hopper (W4A16): aiconfigurator 0.12's table (1.3.0rc20, h100_sxm, balanced)
+    measures gpt-oss-20b's expert layer at 4.346 ms for 8,192 tokens; with the profile's 0.83 the step model gives
+    it within 5 %, without it 17 % short. A one-sequence decode step (memory-bound) is unchanged, and on a B200
+    (MXFP4 natively) nothing is listed."""
+    from planner.hardware.serve import StepModel
+
+    trt = load_engine("trtllm")
+    spec, hw = _model("openai/gpt-oss-20b"), load_profile("h100-sxm")
+    a = analyze(spec, Options(context=8192))
+    f = factors_for(hw, trt)
+    assert f.experts_compute_by_format["mxfp4"] == 0.83
+    assert "mxfp4" not in factors_for(load_profile("b200"), trt).experts_compute_by_format
+    with_it, without = (StepModel(a, hw, tp_plan(spec, 1), g) for g in (f, replace(f, experts_compute_by_format={})))
+    assert with_it.experts_format == "mxfp4"
+    assert _experts_layer_ms(with_it, hw, 8192) == pytest.approx(4.346, rel=0.05)
+    assert _experts_layer_ms(without, hw, 8192) == pytest.approx(0.83 * 4.346, rel=0.05)
+    assert with_it.decode(1, 2048).expected_s == pytest.approx(without.decode(1, 2048).expected_s, rel=0.01)
 
 
 def test_device_defaults_carry_the_fp4_fraction_unless_the_profile_has_its_own():
