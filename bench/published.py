@@ -111,13 +111,20 @@ def engine_profile_of(entry: dict) -> str:
     engine (V1 became the default in 0.8), which profiles/engines/vllm-v0.yaml describes. The version is the
     entry's ``engine_version`` ("0.7.3", "0.2.6 (main, Dec 2023)"); one that does not start with a release
     number (a commit, "None") keeps the V1 profile."""
-    import re
-
     name = ENGINE_MAP[entry["engine"]]
-    m = re.match(r"\s*(\d+)\.(\d+)", str(entry.get("engine_version") or ""))
-    if name == "vllm" and m and (int(m.group(1)), int(m.group(2))) < (0, 8):
+    release = release_of(entry)
+    if name == "vllm" and release is not None and release < (0, 8):
         return "vllm-v0"
     return name
+
+
+def release_of(entry: dict) -> tuple[int, int] | None:
+    """(major, minor) of the entry's ``engine_version`` where it starts with a release number ("0.7.3", "0.2.6
+    (main, Dec 2023)"), else None (a commit, "None", "v0.11 (V1 engine), December 2025")."""
+    import re
+
+    m = re.match(r"\s*(\d+)\.(\d+)", str(entry.get("engine_version") or ""))
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 # vLLM's async scheduling became the default in v0.14.0 (release notes, January 2026; PR #27614): the vllm
@@ -132,9 +139,9 @@ def vllm_async_scheduling(entry: dict) -> bool:
     is on or after v0.14.0's release (an undated one: not)."""
     import re
 
-    m = re.match(r"\s*(\d+)\.(\d+)", str(entry.get("engine_version") or ""))
-    if m:
-        return (int(m.group(1)), int(m.group(2))) >= VLLM_ASYNC_FROM
+    release = release_of(entry)
+    if release is not None:
+        return release >= VLLM_ASYNC_FROM
     date = str((entry.get("source") or {}).get("date") or "")
     return bool(re.match(r"\d{4}-\d{2}-\d{2}$", date)) and date >= VLLM_ASYNC_DATE
 

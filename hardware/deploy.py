@@ -339,10 +339,10 @@ def pipeline_step_s(stage_s, microbatches: int, f, sequences: int) -> tuple[floa
     under factors ``f``, paid once per iteration for the ``sequences`` one scheduler handles; where ``f``
     schedules asynchronously (vLLM from v0.14.0, which turns it off under pipeline parallelism: its release
     notes), without pipeline stages only what of that overhead outlasts the iteration."""
+    from .expected import host_step_overhead_s
+
     it, bubble = pipeline_iteration_s(stage_s, microbatches)
-    overhead = f.step_overhead_s + f.step_overhead_per_sequence_s * sequences
-    if f.async_scheduling and len(stage_s) == 1:  # vLLM's async scheduling (off with pipeline parallel)
-        overhead = max(0.0, overhead - it)
+    overhead = host_step_overhead_s(f, sequences, it, overlap=len(stage_s) == 1)
     return it + overhead, bubble, overhead
 
 

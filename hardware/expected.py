@@ -322,6 +322,14 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
     )
 
 
+def host_step_overhead_s(f: Factors, sequences: int, device_s: float, *, overlap: bool = True) -> float:
+    """Seconds the engine's per-step host work (``step_overhead`` + ``step_overhead_per_sequence`` × ``sequences``)
+    adds to a step whose device time is ``device_s``: all of it, or, where ``f`` schedules asynchronously and
+    ``overlap`` allows it (not under pipeline parallelism), only what outlasts the device's step."""
+    host = f.step_overhead_s + f.step_overhead_per_sequence_s * sequences
+    return max(0.0, host - device_s) if f.async_scheduling and overlap else host
+
+
 def with_async_scheduling(f: Factors, engine, value: bool | None, *, scheduler_steps: int = 1) -> Factors:
     """``f`` with asynchronous scheduling as asked (``--async-scheduling`` / ``--no-async-scheduling``): ``value``
     None keeps the engine profile's default, off under multi-step scheduling (``scheduler_steps`` > 1, vLLM
@@ -694,18 +702,15 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
         parts["kernel launches"] = floored - stage[4]
     if graph:  # a step launched op by op is not a replay: its nodes cost nothing as such
         parts["kernel launches"] += graph_nodes_s(f, ops, kernels)
-    host = f.step_overhead_s + f.step_overhead_per_sequence_s * sequences
-    if f.async_scheduling:  # the host's step work runs beside the device's: only its excess shows
-        device = stages[0] + ar_ideal + sum(v for k, v in parts.items() if k != "step overhead")
-        host = max(0.0, host - device)
-    parts["step overhead"] = host + launches
+    # every part so far is device time (the step overhead and request overhead are not in ``parts`` yet)
+    parts["step overhead"] = host_step_overhead_s(f, sequences, stages[0] + ar_ideal + sum(parts.values())) + launches
     parts["request overhead"] = 0.0
     ideal = stages[0] + ar_ideal
     expected = ideal + sum(parts.values())
     return StepCost(ideal, expected, parts, allreduce_calls if allreduce_bytes else 0)
 
 
-__all__ = ["EXPERTS_FORMATS", "FACTORS", "async_note", "KERNEL_LAUNCHES", "Factors", "IDEAL", "graph_node_at", "graph_nodes_s", "launch_time_s", "op_floor_s", "step_kernels", "with_async_scheduling",
+__all__ = ["EXPERTS_FORMATS", "FACTORS", "async_note", "KERNEL_LAUNCHES", "Factors", "IDEAL", "graph_node_at", "graph_nodes_s", "host_step_overhead_s", "launch_time_s", "op_floor_s", "step_kernels", "with_async_scheduling",
            "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "experts_format", "factors_for", "for_column", "gemm_time_s", "graphed",
            "inner_dim", "k_scale", "outer_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "rows_efficiency", "step_cost"]
