@@ -215,7 +215,7 @@ PER_DTYPE = ("compute@fp4",)
 PER_ENGINE = ("step_overhead_s", "launch_overhead_per_op_s", "min_op_time_s", "request_overhead_s",
               "server_overhead_s", "attention_decode", "step_overhead_per_sequence_s")
 # per-engine factors refitted only when named (``--factors NAME@ENGINE``), not in the whole k-fold
-NAMED_ONLY = ("weight_only_int4",)
+NAMED_ONLY = ("weight_only_int4", "allreduce_latency_s")
 
 # requests per client beyond which a closed loop is simulated for this many only: a fit predicts each point
 # hundreds of times, and AccelMark's 28-minute loops ran 150-10,902 requests (up to 1,363 per client), half of
@@ -306,6 +306,9 @@ class Point:
         self.regime = regime_of(self.server_client, c, self.gpus // self.tp)
         self.training_for = tuple(entry.get("training_for") or ())
         self.base = factors_for(self.hw, self.engine)
+        # the engine profile prices its own all-reduce call (timing.allreduce_latency), so the device
+        # factor's fit does not move this point (a hardware profile's own figure would win over both)
+        self.engine_allreduce = self.hw.allreduce_latency_s is None and self.engine.allreduce_latency_s is not None
         if s.get("async_scheduling") is not None:  # the run's own setting (vllm serve --[no-]async-scheduling)
             if self.engine.async_scheduling is None or not isinstance(s["async_scheduling"], bool):
                 raise ValueError(f"settings.async_scheduling {s['async_scheduling']!r}: a true/false of vLLM V1's")
@@ -342,7 +345,9 @@ class Point:
             return None
         f = self.base
         if overrides:
-            f = replace(f, **{k: v for k, v in overrides.items() if "@" not in k})
+            # a device factor's trial value; an engine whose profile prices its own all-reduce keeps that
+            f = replace(f, **{k: v for k, v in overrides.items()
+                              if "@" not in k and not (k == "allreduce_latency_s" and self.engine_allreduce)})
             for name in PER_ENGINE:
                 key = f"{name}@{self.engine_name}"
                 if key in overrides:
@@ -353,6 +358,9 @@ class Point:
             key = f"weight_only_int4@{self.engine_name}"
             if key in overrides:
                 f = replace(f, weight_only={**f.weight_only, "int4": overrides[key]})
+            key = f"allreduce_latency_s@{self.engine_name}"
+            if key in overrides and self.hw.allreduce_latency_s is None:  # (a profile's measured figure wins)
+                f = replace(f, allreduce_latency_s=overrides[key])
         key = (self.sim_key, f)
         r = _SIMS.get(key)
         if r is None:
@@ -513,16 +521,24 @@ def split_folds(order: list, k: int, by: str = "source") -> list[int]:
     return [fold_of[g] for g in keys]
 
 
-def start_params(points: list[Point]) -> dict:
+def start_params(points: list[Point], named: tuple = ()) -> dict:
+    """The starting value of every factor a fit moves: the points' own (as shipped). An engine's all-reduce
+    latency (``allreduce_latency_s@ENGINE``) is among them where its profile prices its own (the whole k-fold
+    then fits it beside the device's) or where ``named`` (``--factors``) asks for it."""
     p0 = points[0].base if points else None
     out = {"memory_bandwidth": p0.memory_bandwidth if p0 else 0.8, "compute": p0.compute if p0 else 0.8,
            "compute_of_mamf": max((p.base.compute_of_mamf for p in points), default=0.0),
            "gemm_k_half": p0.gemm_k_half if p0 else 0.0,
-           "allreduce_latency_s": p0.allreduce_latency_s if p0 else 20e-6}
+           # the device default: from a point whose engine does not price its own all-reduce
+           "allreduce_latency_s": next((p.base.allreduce_latency_s for p in points if not p.engine_allreduce),
+                                       p0.allreduce_latency_s if p0 else 20e-6)}
     for p in points:
         for name in PER_ENGINE:
             out.setdefault(f"{name}@{p.engine_name}", getattr(p.base, name))
         out.setdefault(f"weight_only_int4@{p.engine_name}", p.base.weight_only.get("int4", 1.0))
+        key = f"allreduce_latency_s@{p.engine_name}"
+        if p.engine_allreduce or key in named:
+            out.setdefault(key, p.base.allreduce_latency_s)
         key = f"compute@{p.compute_column}"
         if key in PER_DTYPE:
             out.setdefault(key, p.base.compute_by_dtype.get(p.compute_column, p.base.compute))
@@ -669,7 +685,7 @@ def main(argv=None) -> int:
         ends = [({k: min(grid[k.split("@")[0]])}, {k: max(grid[k.split("@")[0]])}) for k in moving]
         points = [p for p in points if p.quantity in TIMING and any(p.predict(lo) != p.predict(hi) for lo, hi in ends)]
     if keys:
-        start = lambda train: {k: v for k, v in start_params(train).items() if k in keys}  # noqa: E731
+        start = lambda train: {k: v for k, v in start_params(train, tuple(keys)).items() if k in keys}  # noqa: E731
     print(f"{len(points)} published points predicted, {len(skipped)} skipped")
     for sid, why in skipped:
         print(f"  skipped {sid}: {why}")

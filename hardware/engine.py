@@ -284,6 +284,10 @@ class EngineProfile:
     cuda_graph_prefill: bool = True
     request_overhead_s: float = 0.0
     server_overhead_s: float = 0.0
+    # the fixed cost of one tensor-parallel all-reduce call on this engine (its kernels and what a TP layer
+    # adds around them), where it differs from the device default (``_device.yaml`` allreduce_latency);
+    # None: the device's. A hardware profile's own figure (measured) still wins (``factors_for``).
+    allreduce_latency_s: float | None = None
     # non-torch memory at tp > 1 on the platforms where NCCL uses NVLink SHARP (NVLS) buffers (None: the
     # same as non_torch_multi_gpu_bytes everywhere)
     non_torch_multi_gpu_nvls_bytes: int | None = None
@@ -422,6 +426,8 @@ def load_engine(name: str | None) -> EngineProfile:
         cuda_graph_prefill=bool(graphs.get("prefill", True)),
         request_overhead_s=_time(tim.get("request_overhead", "0 s"), "request_overhead", w),
         server_overhead_s=_time(tim.get("server_overhead", "0 s"), "server_overhead", w),
+        allreduce_latency_s=(None if tim.get("allreduce_latency") is None
+                             else _time(tim["allreduce_latency"], "allreduce_latency", w)),
         non_torch_multi_gpu_nvls_bytes=(None if nt.get("multi_gpu_nvls") is None
                                         else _bytes(nt["multi_gpu_nvls"], "non_torch.multi_gpu_nvls", w)),
         nvls_platforms=_names(nt.get("nvls_platforms"), "non_torch.nvls_platforms", w),

@@ -67,8 +67,10 @@ tokenisation, detokenisation, streaming) is added to a request's TTFT by ``hardw
 Device factors (``e_mem``, ``e_gemm``, ``p``, ``K_half``, ``e_ic``, latency) come from the hardware profile's
 ``efficiency`` and ``allreduce_latency`` fields, or the fitted defaults in
 ``profiles/engines/_device.yaml`` where the profile leaves them null (``K_half`` and the per-dtype compute
-fractions only from there, and not where the profile has its own compute fraction). Engine factors (``e_attn_*``,
-``e_wq`` by weight bits, overheads) come from ``profiles/engines/<engine>.yaml``.
+fractions only from there, and not where the profile has its own compute fraction). The all-reduce latency is
+the one device factor an engine profile may give too (``timing.allreduce_latency``: its all-reduce kernels and what
+a TP layer adds around them); a hardware profile's own figure still wins (``allreduce_latency_for``). Engine factors
+(``e_attn_*``, ``e_wq`` by weight bits, overheads) come from ``profiles/engines/<engine>.yaml``.
 
 ``explain`` splits ``expected − ideal`` into the factors by adding them one at a time in a fixed
 order (``FACTORS``); the parts sum exactly to the difference. Standard library only.
@@ -295,7 +297,7 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         gemm_k_half=0.0 if hw.compute_efficiency is not None else float(dd.get("gemm_k_half") or 0.0),
         gemm_ridge_exponent=dev("gemm_ridge_exponent", "gemm_ridge_exponent"),
         interconnect=dev("interconnect_efficiency", "interconnect"),
-        allreduce_latency_s=dev("allreduce_latency_s", "allreduce_latency_s"),
+        allreduce_latency_s=allreduce_latency_for(hw, engine, dd, src),
         step_overhead_s=engine.step_overhead_s,
         step_overhead_per_sequence_s=engine.step_overhead_per_sequence_s,
         async_scheduling=bool(engine.async_scheduling),
@@ -320,6 +322,20 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
                  **({"graph_node_s": f"{hw.name} profile (graph_node_overhead, calibrated)"}
                     if engine.kernel_launches == "graph" and getattr(hw, "graph_node_s", None) else {})},
     )
+
+
+def allreduce_latency_for(hw, engine, dd: Mapping, src: dict) -> float:
+    """Seconds one tensor-parallel all-reduce call costs beyond its bytes: the hardware profile's own figure
+    (measured there), else the engine's (``timing.allreduce_latency``: what its all-reduce kernels and a TP
+    layer's work around them cost), else the device default (``_device.yaml``). Records which in ``src``."""
+    if hw.allreduce_latency_s is not None:
+        src["allreduce_latency_s"] = f"{hw.name} profile"
+        return hw.allreduce_latency_s
+    if getattr(engine, "allreduce_latency_s", None) is not None:
+        src["allreduce_latency_s"] = f"profiles/engines/{engine.name}.yaml (timing.allreduce_latency)"
+        return engine.allreduce_latency_s
+    src["allreduce_latency_s"] = "_device.yaml default"
+    return dd["allreduce_latency_s"]
 
 
 def host_step_overhead_s(f: Factors, sequences: int, device_s: float, *, overlap: bool = True) -> float:
@@ -710,7 +726,7 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     return StepCost(ideal, expected, parts, allreduce_calls if allreduce_bytes else 0)
 
 
-__all__ = ["EXPERTS_FORMATS", "FACTORS", "async_note", "KERNEL_LAUNCHES", "Factors", "IDEAL", "graph_node_at", "graph_nodes_s", "host_step_overhead_s", "launch_time_s", "op_floor_s", "step_kernels", "with_async_scheduling",
+__all__ = ["EXPERTS_FORMATS", "FACTORS", "allreduce_latency_for", "async_note", "KERNEL_LAUNCHES", "Factors", "IDEAL", "graph_node_at", "graph_nodes_s", "host_step_overhead_s", "launch_time_s", "op_floor_s", "step_kernels", "with_async_scheduling",
            "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "experts_format", "factors_for", "for_column", "gemm_time_s", "graphed",
            "inner_dim", "k_scale", "outer_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "rows_efficiency", "step_cost"]

@@ -1054,9 +1054,10 @@ def test_serve_cli_json_and_words():
     t = run("serve", "llama-3.1-8b", "--gpus", "2", "--concurrency", "8", "--input-len", "512", "--output-len", "32",
             "--max-model-len", "8192")
     assert t.code == 0
-    from planner.hardware.expected import device_defaults
+    from planner.hardware.engine import load_engine
 
-    lat_us = round(device_defaults()["allreduce_latency_s"] * 1e6)  # _device.yaml's (the h100-sxm profile has none)
+    # vLLM's own figure (vllm.yaml timing.allreduce_latency; the h100-sxm profile has none)
+    lat_us = round(load_engine("vllm").allreduce_latency_s * 1e6)
     words = " ".join(t.out.split())  # the sentence wraps at the terminal's width
     assert "per token on vLLM (ideal" in words and f"all-reduce latency 66 × {lat_us} µs" in words
 
