@@ -678,10 +678,11 @@ def main(argv=None) -> int:
     if keys and all("@" in k for k in keys):  # only these move; a point of another engine predicts the same
         engines = {k.split("@")[1] for k in keys}
         points = [p for p in points if p.engine_name in engines]
-    # device factors, and an engine's factors of a few kernels: the points whose prediction moves between the
-    # ends of the factor's grid
+    # device factors, and an engine's factors of a few kernels (NAMED_ONLY): the points whose prediction moves
+    # between the ends of the factor's grid -- where every factor named is of that kind (beside an engine's
+    # overheads, which move all its points, the engine's points stay)
     moving = [k for k in keys if "@" not in k or k.split("@")[0] in NAMED_ONLY]
-    if moving:
+    if moving and len(moving) == len(keys):
         ends = [({k: min(grid[k.split("@")[0]])}, {k: max(grid[k.split("@")[0]])}) for k in moving]
         points = [p for p in points if p.quantity in TIMING and any(p.predict(lo) != p.predict(hi) for lo, hi in ends)]
     if keys:

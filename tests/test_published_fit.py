@@ -364,3 +364,24 @@ def test_factors_and_grid_values_refuse_what_they_cannot_fit(bad):
     with pytest.raises(SystemExit) as e:
         pub.main(["--only", "vllm-pr23151-qwen3-30b-a3b-h100-tp1-c10-ttft", *bad])
     assert e.value.code == 2
+
+
+def test_an_engines_own_all_reduce_latency_is_refitted_on_its_tp_points_and_beside_its_overheads_on_all(capsys):
+    """--factors allreduce_latency_s@vllm alone keeps the vLLM points it moves (a TP8 run, not a one-GPU one);
+    named beside an engine overhead, which moves every point of the engine, all of the engine's points stay.
+    The device factor allreduce_latency_s no longer moves vLLM V1's TP8 point: its profile prices its own call."""
+    ids = ["infx828-gptoss120b-h100-vllm-tp8-1k1k-c16-tpot", "vllm-pr23151-qwen3-30b-a3b-h100-tp1-c10-ttft"]
+    assert pub.main(["--only", *ids, "--folds", "2", "--factors", "allreduce_latency_s@vllm",
+                     "--grid-values", "allreduce_latency_s=0.00002,0.00003"]) == 0
+    out = capsys.readouterr().out
+    assert "infx828-gptoss120b-h100-vllm-tp8-1k1k-c16-tpot" in out and "vllm-pr23151" not in out
+    lines = fitted_lines(out)
+    assert len(lines) == 1 and lines[0].split(":")[0] == "allreduce_latency_s@vllm"
+    assert pub.main(["--only", *ids, "--folds", "2", "--factors", "allreduce_latency_s@vllm,request_overhead_s@vllm",
+                     "--grid-values", "allreduce_latency_s=0.00002,0.00003", "request_overhead_s=0,0.002"]) == 0
+    out = capsys.readouterr().out
+    assert "infx828-gptoss120b-h100-vllm-tp8-1k1k-c16-tpot" in out and "vllm-pr23151" in out
+    assert pub.main(["--only", *ids, "--folds", "2", "--factors", "allreduce_latency_s",
+                     "--grid-values", "allreduce_latency_s=0,0.00005"]) == 0
+    out = capsys.readouterr().out
+    assert "infx828-gptoss120b-h100-vllm-tp8-1k1k-c16-tpot" not in out
