@@ -77,18 +77,13 @@ def test_engine_profiles_carry_the_flag_where_the_engine_has_the_setting():
 
 
 def test_a_quoted_flag_in_an_engine_profile_is_refused(tmp_path, monkeypatch):
-    import planner.hardware.engine as engine_mod
+    from tests.test_published_fit import _engines_copy
 
     src = (ROOT / "profiles" / "engines" / "vllm.yaml").read_text()
     assert "  async_scheduling: true\n" in src
-    folder = tmp_path / "engines"
-    folder.mkdir()
-    for p in (ROOT / "profiles" / "engines").glob("*.yaml"):
-        (folder / p.name).write_text(p.read_text())
-    (folder / "vllm.yaml").write_text(src.replace("  async_scheduling: true\n", '  async_scheduling: "false"\n'))
-    monkeypatch.setattr(engine_mod, "_engines_folder", lambda: folder)
+    _engines_copy(tmp_path, monkeypatch, vllm=src.replace("  async_scheduling: true\n", '  async_scheduling: "false"\n'))
     with pytest.raises(HardwareError, match="scheduler.async_scheduling.*not true or false"):
-        engine_mod.load_engine("vllm")
+        load_engine("vllm")
 
 
 def _tpot(**kw) -> float:

@@ -5,9 +5,7 @@ step, and how bench/published.py fits it apart from the device factor."""
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
@@ -16,8 +14,6 @@ from planner.hardware.expected import device_defaults, factors_for
 from planner.hardware.profiles import HardwareError, load_profile
 from planner.hardware.serve import serve
 from tests.test_serve import _model
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_vllm_prices_its_own_call_and_the_others_take_the_device_default():
@@ -41,22 +37,13 @@ def test_a_hardware_profiles_own_figure_wins_over_the_engines():
     assert f.sources["allreduce_latency_s"] == "h100-sxm profile"
 
 
-def test_a_malformed_engine_figure_is_refused(tmp_path, monkeypatch):
-    import planner.hardware.engine as engine_mod
+@pytest.mark.parametrize("bad", ["fast", "-5 us", "[25 us]"])
+def test_a_malformed_engine_figure_is_refused(tmp_path, monkeypatch, bad):
+    from tests.test_published_fit import _engines_copy
 
-    src = (ROOT / "profiles" / "engines" / "vllm.yaml").read_text()
-    assert "  allreduce_latency: 25 us\n" in src
-    folder = tmp_path / "engines"
-    folder.mkdir()
-    for p in (ROOT / "profiles" / "engines").glob("*.yaml"):
-        (folder / p.name).write_text(p.read_text())
-    (folder / "vllm.yaml").write_text(src.replace("  allreduce_latency: 25 us\n", "  allreduce_latency: fast\n"))
-    monkeypatch.setattr(engine_mod, "_engines_folder", lambda: folder)
+    _engines_copy(tmp_path, monkeypatch, **{"vllm-v0": f"inherits: vllm\ntiming: {{allreduce_latency: {bad}}}\n"})
     with pytest.raises(HardwareError, match="allreduce_latency"):
-        engine_mod.load_engine("vllm")
-    (folder / "vllm.yaml").write_text(src.replace("  allreduce_latency: 25 us\n", "  allreduce_latency: -5 us\n"))
-    with pytest.raises(HardwareError, match="allreduce_latency"):
-        engine_mod.load_engine("vllm")
+        load_engine("vllm-v0")
 
 
 def test_a_tp_decode_step_is_cheaper_by_the_calls_times_the_difference():
@@ -75,16 +62,6 @@ def test_a_tp_decode_step_is_cheaper_by_the_calls_times_the_difference():
     assert diff == pytest.approx(calls * 5e-6, rel=0.02)
 
 
-@pytest.fixture(scope="module")
-def published():
-    sys.path.insert(0, str(ROOT / "bench"))
-    try:
-        import published as mod
-    finally:
-        sys.path.remove(str(ROOT / "bench"))
-    return mod
-
-
 def _entry(engine: str, version: str) -> dict:
     """A TPOT entry of Llama-3.1-70B at TP8 on H100s, one client."""
     return {"id": f"t-{engine}", "quantity": "tpot_s", "value": 0.02, "engine": engine, "engine_version": version,
@@ -94,7 +71,9 @@ def _entry(engine: str, version: str) -> dict:
                          "concurrency": 1}}
 
 
-def test_benchmark_fits_an_engines_own_figure_apart_from_the_device_factor(published):
+def test_benchmark_fits_an_engines_own_figure_apart_from_the_device_factor():
+    from tests.test_published_fit import pub as published
+
     vllm = published.Point(_entry("vllm", "0.15.1"))
     sgl = published.Point(_entry("sglang", "0.5.6"))
     assert vllm.engine_allreduce and not sgl.engine_allreduce
