@@ -214,7 +214,9 @@ GLOBAL = ("memory_bandwidth", "compute", "compute_of_mamf", "gemm_k_half", "allr
 PER_DTYPE = ("compute@fp4",)
 PER_ENGINE = ("step_overhead_s", "launch_overhead_per_op_s", "min_op_time_s", "request_overhead_s",
               "server_overhead_s", "attention_decode", "step_overhead_per_sequence_s")
-# per-engine factors refitted only when named (``--factors NAME@ENGINE``), not in the whole k-fold
+# per-engine factors of a few kernels: named alone (``--factors NAME@ENGINE``) they are refitted on the points they
+# move. In the whole k-fold weight_only_int4 is fitted per engine beside the others, and an engine's all-reduce
+# latency only where its profile prices its own (``start_params``; elsewhere the device factor stands for it)
 NAMED_ONLY = ("weight_only_int4", "allreduce_latency_s")
 
 # requests per client beyond which a closed loop is simulated for this many only: a fit predicts each point
