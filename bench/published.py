@@ -246,7 +246,7 @@ class Point:
         from planner.analysis.parallel import tp_plan
         from planner.cli.common import load_model
         from planner.hardware.engine import engine_analysis, engine_memory, load_engine
-        from planner.hardware.expected import factors_for
+        from planner.hardware.expected import allreduce_latency_source, factors_for
         from planner.hardware.profiles import load_profile
         from planner.hardware.accuracy import regime_of
         from planner.hardware.serve import Scenario
@@ -308,9 +308,11 @@ class Point:
         self.regime = regime_of(self.server_client, c, self.gpus // self.tp)
         self.training_for = tuple(entry.get("training_for") or ())
         self.base = factors_for(self.hw, self.engine)
-        # the engine profile prices its own all-reduce call (timing.allreduce_latency), so the device
-        # factor's fit does not move this point (a hardware profile's own figure would win over both)
-        self.engine_allreduce = self.hw.allreduce_latency_s is None and self.engine.allreduce_latency_s is not None
+        # which figure prices its all-reduce calls (hardware.expected.allreduce_latency_source): where the engine
+        # profile prices its own, the device factor's fit does not move this point; where the hardware profile
+        # does, neither fit does
+        self.allreduce_source = allreduce_latency_source(self.hw, self.engine)
+        self.engine_allreduce = self.allreduce_source == "engine"
         if s.get("async_scheduling") is not None:  # the run's own setting (vllm serve --[no-]async-scheduling)
             if self.engine.async_scheduling is None or not isinstance(s["async_scheduling"], bool):
                 raise ValueError(f"settings.async_scheduling {s['async_scheduling']!r}: a true/false of vLLM V1's")
@@ -361,7 +363,7 @@ class Point:
             if key in overrides:
                 f = replace(f, weight_only={**f.weight_only, "int4": overrides[key]})
             key = f"allreduce_latency_s@{self.engine_name}"
-            if key in overrides and self.hw.allreduce_latency_s is None:  # (a profile's measured figure wins)
+            if key in overrides and self.allreduce_source != "hardware":  # (a profile's measured figure wins)
                 f = replace(f, allreduce_latency_s=overrides[key])
         key = (self.sim_key, f)
         r = _SIMS.get(key)

@@ -324,14 +324,23 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
     )
 
 
-def allreduce_latency_for(hw, engine, dd: Mapping, src: dict) -> float:
-    """Seconds one tensor-parallel all-reduce call costs beyond its bytes: the hardware profile's own figure
-    (measured there), else the engine's (``timing.allreduce_latency``: what its all-reduce kernels and a TP
-    layer's work around them cost), else the device default (``_device.yaml``). Records which in ``src``."""
+def allreduce_latency_source(hw, engine) -> str:
+    """Which figure prices one tensor-parallel all-reduce call beyond its bytes: ``hardware`` (the hardware
+    profile's own, measured there), else ``engine`` (the engine profile's ``timing.allreduce_latency``: what its
+    all-reduce kernels and a TP layer's work around them cost), else ``device`` (``_device.yaml``'s default)."""
     if hw.allreduce_latency_s is not None:
+        return "hardware"
+    return "engine" if engine.allreduce_latency_s is not None else "device"
+
+
+def allreduce_latency_for(hw, engine, dd: Mapping, src: dict) -> float:
+    """Seconds one tensor-parallel all-reduce call costs beyond its bytes, from the figure
+    ``allreduce_latency_source`` names; records which in ``src``."""
+    where = allreduce_latency_source(hw, engine)
+    if where == "hardware":
         src["allreduce_latency_s"] = f"{hw.name} profile"
         return hw.allreduce_latency_s
-    if getattr(engine, "allreduce_latency_s", None) is not None:
+    if where == "engine":
         src["allreduce_latency_s"] = f"profiles/engines/{engine.name}.yaml (timing.allreduce_latency)"
         return engine.allreduce_latency_s
     src["allreduce_latency_s"] = "_device.yaml default"
@@ -726,7 +735,7 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     return StepCost(ideal, expected, parts, allreduce_calls if allreduce_bytes else 0)
 
 
-__all__ = ["EXPERTS_FORMATS", "FACTORS", "allreduce_latency_for", "async_note", "KERNEL_LAUNCHES", "Factors", "IDEAL", "graph_node_at", "graph_nodes_s", "host_step_overhead_s", "launch_time_s", "op_floor_s", "step_kernels", "with_async_scheduling",
+__all__ = ["EXPERTS_FORMATS", "FACTORS", "allreduce_latency_for", "allreduce_latency_source", "async_note", "KERNEL_LAUNCHES", "Factors", "IDEAL", "graph_node_at", "graph_nodes_s", "host_step_overhead_s", "launch_time_s", "op_floor_s", "step_kernels", "with_async_scheduling",
            "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "experts_format", "factors_for", "for_column", "gemm_time_s", "graphed",
            "inner_dim", "k_scale", "outer_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "rows_efficiency", "step_cost"]
