@@ -79,6 +79,10 @@ kernel read each KV head's cache once per query head (TensorRT-LLM before v0.7: 
 A closed-loop entry may give ``num_prompts`` (the requests of the whole run, ``vllm bench serve
 --num-prompts``), and an entry whose requests stopped at end-of-sequence (no ``--ignore-eos``) its
 ``mean_output_len`` (generated tokens per request in that run: its output tokens over its requests).
+An entry whose benchmark drew each request's lengths (a random dataset with a range ratio) gives
+``input_len_dist`` / ``output_len_dist`` (``uniform:A:B``, ...: ``planner serve --input-len-dist``), its
+``input_len`` / ``output_len`` then being their means: closed-loop clients of different lengths drift
+apart after the first round, where clients of one length would stay in step and send their prompts in bursts.
 An entry with ``excluded: reason`` is listed with its reason and not predicted. An entry with a
 ``layout`` block (expert parallel, attention data parallel, one pool of a disaggregated deployment) is
 beyond the serve model: it is listed as skipped, nothing is fitted on it, and ``bench/plan_published.py``
@@ -288,21 +292,32 @@ class Point:
         # the model as the engine runs it (full attention where it does not apply the config's window)
         self.a, _ = engine_analysis(analyze(spec, Options(context=i + o, dtype=dtype, kv_dtype=kv)), self.engine)
         self.plan = tp_plan(spec, self.tp)
+        arrival = str(s.get("arrival") or "together")
+        # where the benchmark drew each request's lengths (a random dataset with a range ratio): those
+        # distributions (planner serve --input-len-dist / --output-len-dist); input_len / output_len are their means
+        dists = ((s.get("input_len_dist"), s.get("output_len_dist")) if arrival in ("together", "closed-loop")
+                 else (None, None))
+        longest = i + o
+        if any(dists):
+            from planner.hardware.simulate import length_quantiles
+
+            longest = (max(length_quantiles(dists[0], 4096, "input")) if dists[0] else i) + \
+                (max(length_quantiles(dists[1], 4096, "output")) if dists[1] else o)
         mml = s.get("max_model_len")
         if mml is None and self.quantity in TIMING:
-            mml = min(i + o, spec.max_position_embeddings or i + o)
+            mml = min(longest, spec.max_position_embeddings or longest)
         self.mem = engine_memory(self.a, self.hw, self.engine, self.plan,
                                  gpu_memory_utilization=s.get("gpu_memory_utilization"), max_model_len=mml,
                                  max_num_batched_tokens=s.get("max_num_batched_tokens"),
                                  max_num_seqs=s.get("max_num_seqs"))
-        arrival = str(s.get("arrival") or "together")
         # a closed loop's run length (vllm bench serve --num-prompts) and, where the benchmark let requests
         # stop at end-of-sequence, their mean output tokens
         n = s.get("num_prompts") if arrival == "closed-loop" else None
         if n is not None:  # a long run is simulated for its first CLOSED_LOOP_ROUNDS_MAX requests per client
             n = min(int(n), CLOSED_LOOP_ROUNDS_MAX * c)
         self.scenario = Scenario(i, o, c, arrival, requests=n,
-                                 mean_output_len=None if mean_o is None else float(mean_o))
+                                 mean_output_len=None if mean_o is None else float(mean_o),
+                                 input_len_dist=dists[0], output_len_dist=dists[1])
         self.server_client = s.get("client", "server") == "server"
         # steady or server_burst (planner.hardware.accuracy.regime_of): the regime serve reports its error by
         self.regime = regime_of(self.server_client, c, self.gpus // self.tp)

@@ -24,6 +24,8 @@ ConcOpt = Annotated[int, typer.Option("--concurrency", "-C", min=1, max=1 << 20,
 StepsOpt = Annotated[Optional[int], typer.Option("--num-scheduler-steps", min=1, max=1024, help="Decode steps per scheduling round (vLLM V0's multi-step scheduling, 0.6.x; V1 has none): a request waits for the round in flight and tokens stream once per round; default: the engine's (1).")]
 RequestsOpt = Annotated[Optional[int], typer.Option("--requests", min=1, max=1 << 40, help="Closed loop: requests the clients send in all (vllm bench serve --num-prompts); the means are over all of them, the start-up burst included. Default: 8 per client.")]
 MeanOutOpt = Annotated[Optional[float], typer.Option("--mean-output-len", help="Requests stop at end-of-sequence with this mean output length (a benchmark without --ignore-eos): each request stops with the same chance after every token, cut at --output-len (geometric lengths with this mean), so closed-loop clients drift apart. Default: every request generates --output-len tokens.")]
+InDistOpt = Annotated[Optional[str], typer.Option("--input-len-dist", help="Each request's prompt length drawn from this distribution, in place of --input-len (then their mean): uniform:A:B (whole tokens A to B), normal:MEAN:SD, lognormal:MEAN:SD or const:N. A random-dataset benchmark's spread: vllm bench serve --random-range-ratio R (vLLM 0.10 and later) is uniform:L(1-R):L(1+R); sglang.bench_serving's (its default ratio 0) and vLLM's older benchmark_serving.py draw uniform:max(1,R*L):L. Requests take evenly spread quantiles (the same lengths every run), so closed-loop clients drift apart as they do in the benchmark.")]
+OutDistOpt = Annotated[Optional[str], typer.Option("--output-len-dist", help="Each request's output length drawn from this distribution, in place of --output-len (then their mean); the syntax of --input-len-dist. Not with --mean-output-len.")]
 GraphOpt = Annotated[Optional[int], typer.Option("--cuda-graph-max-tokens", click_type=tokens(0, 1 << 24), help="The largest engine step replayed as a CUDA graph, in tokens (a decode step's are its sequences; k = 1024); larger steps are launched op by op. vLLM max_cudagraph_capture_size, SGLang --cuda-graph-max-bs, TensorRT-LLM cuda_graph_config.max_batch_size; 0: no graphs (vLLM --enforce-eager). Default: the engine's.")]
 AsyncOpt = Annotated[Optional[bool], typer.Option("--async-scheduling/--no-async-scheduling", help="vLLM schedules the next step while the GPU runs this one, so its per-step host work costs only what outlasts the step (the default from vLLM 0.14.0; --no-async-scheduling for 0.8-0.13 or a run that turned it off). Default: the engine's (vLLM: on).")]
 ArrivalOpt = Annotated[str, typer.Option("--arrival", help="How the --concurrency requests arrive: 'together' (all at once, a static batch or an offline run) or 'closed-loop' (C clients that start together, each sending its next request when the last ends, simulated step by step with the engine's scheduler; what benchmark_serving --max-concurrency and genai-perf --concurrency measure).")]
@@ -47,6 +49,8 @@ def serve(
     num_scheduler_steps: StepsOpt = None,
     requests: RequestsOpt = None,
     mean_output_len: MeanOutOpt = None,
+    input_len_dist: InDistOpt = None,
+    output_len_dist: OutDistOpt = None,
     cuda_graph_max_tokens: GraphOpt = None,
     async_scheduling: AsyncOpt = None,
     revision: RevisionOpt = None,
@@ -75,7 +79,7 @@ def serve(
                   max_num_batched_tokens=max_num_batched_tokens, input_len=input_len, output_len=output_len,
                   concurrency=concurrency, arrival=arrival.strip().lower(), num_scheduler_steps=num_scheduler_steps,
                   requests=requests, mean_output_len=mean_output_len, cuda_graph_max_tokens=cuda_graph_max_tokens,
-                  async_scheduling=async_scheduling)
+                  async_scheduling=async_scheduling, input_len_dist=input_len_dist, output_len_dist=output_len_dist)
     data = deployment_dict(d, model_id=lm.id)
     if out_fmt == OutputFormat.json:
         print_json(data)

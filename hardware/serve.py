@@ -46,8 +46,12 @@ end-of-sequence token (``mean_output_len``: ``vllm bench serve`` without ``--ign
 ``max_tokens = output_len``) end at different steps, so their clients drift apart after the first
 request: then each request stops with the same chance after every token, cut at ``output_len``
 (``output_lengths``: geometric lengths with the run's mean, the requests that reach ``max_tokens`` all
-ending there), and the run is simulated request by request (``_clocked``). Front-end jitter that pulls
-real clients apart is not modelled (``bench/published.md``).
+ending there), and the run is simulated request by request (``_clocked``). So are requests whose
+benchmark draws each one's lengths (``input_len_dist`` / ``output_len_dist``: a random dataset with a range
+ratio, e.g. ``uniform:819:1024`` for 1,024 tokens at ratio 0.8 in ``benchmark_serving.py``'s older draw
+``randint(L × ratio, L)``): request k takes evenly spread quantiles of each (``scenario_lengths``), and
+clients whose requests end at different steps drift apart as the benchmark's do. Front-end jitter that
+pulls real clients apart is not modelled (``bench/published.md``).
 
 Both modes add the engine's per-request ``request overhead`` to TTFT and e2e once per request. Where the
 client streams through the HTTP server (``server=True``, what a deployment's users see; ``False`` for
@@ -210,6 +214,16 @@ class Scenario:
     requests: int | None = None
     # requests stop at end-of-sequence: their mean output tokens (None: every one runs to output_len)
     mean_output_len: float | None = None
+    # each request's prompt / output length drawn from a distribution (``hardware.simulate.length_dist``:
+    # "uniform:A:B", ...; ``scenario_lengths``) where the benchmark spreads them (a random dataset with a
+    # range ratio); input_len / output_len are then their means. None: every request has input_len / output_len
+    input_len_dist: str | None = None
+    output_len_dist: str | None = None
+
+    @property
+    def spread(self) -> bool:
+        """Whether requests differ in length (end-of-sequence stops or drawn lengths)."""
+        return self.mean_output_len is not None or self.input_len_dist is not None or self.output_len_dist is not None
 
     def check(self) -> None:
         from planner.analysis.errors import OptionError, short
@@ -228,6 +242,15 @@ class Scenario:
         if m is not None and not (isinstance(m, (int, float)) and 1 <= m <= self.output_len):
             raise OptionError(f"--mean-output-len must lie between 1 and --output-len = {self.output_len}, got {m}",
                               "it is the mean of output lengths cut at --output-len")
+        from .simulate import length_dist
+
+        if self.input_len_dist is not None:
+            length_dist(self.input_len_dist, "--input-len-dist")
+        if self.output_len_dist is not None:
+            length_dist(self.output_len_dist, "--output-len-dist")
+            if m is not None:
+                raise OptionError("--mean-output-len and --output-len-dist both set the output lengths",
+                                  "give one of them")
 
 
 #: the golden ratio's fractional part: k × GOLDEN mod 1 spreads any run of consecutive k evenly over [0, 1)
@@ -268,6 +291,20 @@ def output_lengths(output_len: int, mean_output_len: float | None, n: int) -> li
         return [output_len] * n
     log_r = math.log(r)
     return [min(output_len, 1 + math.floor(math.log1p(-(k * GOLDEN % 1.0)) / log_r)) for k in range(n)]
+
+
+def scenario_lengths(scenario: Scenario, n: int) -> tuple[list[int], list[int]]:
+    """Prompt and output tokens of the scenario's requests 0 .. n − 1 (in send order): drawn from its
+    ``input_len_dist`` / ``output_len_dist`` (``hardware.simulate.length_quantiles``: evenly spread
+    quantiles, two independent sequences), else ``input_len`` each and ``output_lengths`` (end-of-sequence
+    stops)."""
+    from .simulate import length_quantiles
+
+    ins = (length_quantiles(scenario.input_len_dist, n, "input", "--input-len-dist")
+           if scenario.input_len_dist is not None else [scenario.input_len] * n)
+    outs = (length_quantiles(scenario.output_len_dist, n, "output", "--output-len-dist")
+            if scenario.output_len_dist is not None else output_lengths(scenario.output_len, scenario.mean_output_len, n))
+    return ins, outs
 
 
 @frozen
@@ -332,7 +369,7 @@ def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, se
     simulated step by step on the clock."""
     scenario.check()
     intake = model.f.server_overhead_s if server else 0.0
-    if intake > 0 or scheduler_steps > 1 or scenario.mean_output_len is not None:
+    if intake > 0 or scheduler_steps > 1 or scenario.spread:
         return _clocked(model, mem, scenario, replicas=replicas, intake_s=intake, scheduler_steps=scheduler_steps)
     if scenario.arrival == "closed-loop":
         return _closed_loop(model, mem, scenario, replicas=replicas, server=server)
@@ -799,6 +836,18 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, 
     if I + O > mem.max_model_len:
         raise OptionError(f"--input-len + --output-len ({I + O:,}) exceed --max-model-len ({mem.max_model_len:,})",
                           "raise --max-model-len or shorten the request")
+    if scenario.input_len_dist is not None or scenario.output_len_dist is not None:
+        n = closed_loop_requests(scenario, per_replica, replicas) if closed else per_replica
+        ins, outs = scenario_lengths(scenario, n)
+        k = max(range(n), key=lambda j: ins[j] + outs[j])
+        if ins[k] + outs[k] > mem.max_model_len:
+            raise OptionError(f"request {k + 1:,} of the drawn lengths has {ins[k]:,} + {outs[k]:,} tokens, more than "
+                              f"--max-model-len ({mem.max_model_len:,})",
+                              "raise --max-model-len or narrow --input-len-dist / --output-len-dist")
+        notes.append("lengths drawn per request (evenly spread quantiles): input "
+                     + (f"{scenario.input_len_dist} (mean {sum(ins) / n:,.0f})" if scenario.input_len_dist else f"{I:,}")
+                     + ", output " + (f"{scenario.output_len_dist} (mean {sum(outs) / n:,.0f})"
+                                      if scenario.output_len_dist else f"{O:,}"))
     # requests that stop at end-of-sequence hold their own length, not the cap: the KV pool is shared as the
     # engines admit, by the blocks a request holds (vLLM V1's scheduler allocates a request's blocks as its
     # tokens come, kv_cache_manager.allocate_slots, and preempts when none is left), so it holds the mean
@@ -897,13 +946,13 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
     requests = closed_loop_requests(scenario, per_replica, replicas) if closed else per_replica
     check_simulated_steps(scenario, requests, slots, mem.max_num_batched_tokens)
     sent = min(per_replica, requests)
-    spread = scenario.mean_output_len is not None
-    out_len = output_lengths(O, scenario.mean_output_len, requests)
+    spread = scenario.spread
+    in_len, out_len = scenario_lengths(scenario, requests)
     price = StepPricer(model)
 
     def batch(first: int, n: int) -> list:
         """Requests first .. first + n − 1 as sends: one group, or one each where their lengths differ."""
-        return [(1, I, out_len[k]) for k in range(first, first + n)] if spread else [(n, I, O)]
+        return [(1, in_len[k], out_len[k]) for k in range(first, first + n)] if spread else [(n, I, O)]
 
     def resend(_t: float, finished: int) -> list:  # closed loop: each client sends its next request
         nonlocal sent
@@ -1058,13 +1107,17 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
           concurrency: int = 1, arrival: str = "together", requests: int | None = None,
           mean_output_len: float | None = None, factors: Factors | None = None,
           num_scheduler_steps: int | None = None, cuda_graph_max_tokens: int | None = None,
-          async_scheduling: bool | None = None) -> Deployment:
+          async_scheduling: bool | None = None, input_len_dist: str | None = None,
+          output_len_dist: str | None = None) -> Deployment:
     """Plan one deployment of ``spec`` on ``gpus`` × ``hw`` under ``engine`` (see the module docstring).
     ``num_scheduler_steps``: multi-step scheduling (``run_steps``); default: the engine's.
     ``cuda_graph_max_tokens``: the largest step the engine replays as a CUDA graph (tokens; a decode step's
     are its sequences; 0: none); default: the engine profile's. ``async_scheduling``: the engine schedules
     the next step while the device runs this one (vLLM's, the default from v0.14.0; ``Factors.async_scheduling``);
-    default: the engine profile's, off with multi-step scheduling (vLLM V0's, which had none)."""
+    default: the engine profile's, off with multi-step scheduling (vLLM V0's, which had none).
+    ``input_len_dist`` / ``output_len_dist``: each request's length drawn from this distribution
+    (``hardware.simulate.length_dist``; ``scenario_lengths``) in place of ``input_len`` / ``output_len``, which
+    become the distribution's mean."""
     from planner.analysis.analyze import Options, analyze
     from planner.analysis.errors import OptionError
     from planner.analysis.parallel import tp_plan
@@ -1075,6 +1128,16 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
     eng = load_engine(engine)
     check_kv_dtype(eng, kv_dtype)
     notes: list[str] = []
+    context = input_len + output_len
+    if output_len_dist is not None and mean_output_len is not None:
+        raise OptionError("--mean-output-len and --output-len-dist both set the output lengths", "give one of them")
+    if input_len_dist is not None or output_len_dist is not None:  # the lengths' means stand for the requests
+        from .simulate import length_quantiles
+
+        ins = length_quantiles(input_len_dist, 4096, "input", "--input-len-dist") if input_len_dist else [input_len]
+        outs = length_quantiles(output_len_dist, 4096, "output", "--output-len-dist") if output_len_dist else [output_len]
+        input_len, output_len = max(1, round(sum(ins) / len(ins))), max(1, round(sum(outs) / len(outs)))
+        context = max(ins) + max(outs)
     steps = num_scheduler_steps
     if steps is None:
         steps = eng.num_scheduler_steps or 1
@@ -1101,7 +1164,7 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
             "float32", "fp32", "float"):
         dtype = eng.fp32_served_as
         notes.append(f"{eng.display_name} serves this fp32 checkpoint in {dtype} (dtype auto)")
-    a = analyze(spec, Options(context=input_len + output_len, batch=1, dtype=dtype, kv_dtype=kv_dtype))
+    a = analyze(spec, Options(context=context, batch=1, dtype=dtype, kv_dtype=kv_dtype))
     a, swa_notes = engine_analysis(a, eng)
     notes.extend(swa_notes)
     notes.extend(n for n in a.notes if not n.startswith("--context"))
@@ -1139,7 +1202,8 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
             notes.append(f"no tensor-parallel degree up to 64 holds it on {hw.name}")
     else:
         scenario = Scenario(input_len, output_len, concurrency, arrival, requests=requests,
-                            mean_output_len=mean_output_len)
+                            mean_output_len=mean_output_len, input_len_dist=input_len_dist,
+                            output_len_dist=output_len_dist)
         result = simulate(StepModel(a, hw, plan, f), mem, scenario, replicas=replicas, scheduler_steps=steps)
         notes.extend(result.notes)
     notes.extend(mem.notes)
@@ -1171,6 +1235,8 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
             "arrival": r.scenario.arrival if r else None,
             "requests": r.scenario.requests if r else None,
             "mean_output_len": r.scenario.mean_output_len if r else None,
+            "input_len_dist": r.scenario.input_len_dist if r else None,
+            "output_len_dist": r.scenario.output_len_dist if r else None,
         },
         "fits": d.memory.fits,
         "fewest_gpus": d.fewest_gpus,

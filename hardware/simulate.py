@@ -144,6 +144,32 @@ def poisson_arrivals(rate_per_s: float, n: int, seed: int = 0, configs: int = 1)
     return arrivals
 
 
+LENGTH_DISTS = "N, const:N, uniform:A:B, normal:MEAN:SD or lognormal:MEAN:SD"
+
+
+def length_dist(spec: str | int, what: str = "length") -> tuple[str, list[float]]:
+    """``spec`` parsed: ``(kind, args)`` of ``"const:L"``, ``"uniform:A:B"`` (whole tokens A..B, both
+    included), ``"normal:MEAN:SD"`` or ``"lognormal:MEAN:SD"`` (of the length itself); an int or ``"N"``
+    is ``const``. Refused (``OptionError``) where it is none of these or a length below 1 token is
+    certain."""
+    import math
+
+    parts = str(spec).strip().split(":")
+    try:
+        kind, args = (("const", [float(parts[0])]) if len(parts) == 1
+                      else (parts[0].strip().lower(), [float(x) for x in parts[1:]]))
+    except ValueError:
+        raise OptionError(f"{what} '{spec}' is not a distribution", f"use {LENGTH_DISTS}") from None
+    ok = all(math.isfinite(a) for a in args) and (
+        (kind == "const" and len(args) == 1 and args[0] >= 1)
+        or (kind == "uniform" and len(args) == 2 and 1 <= args[0] <= args[1])
+        or (kind == "normal" and len(args) == 2 and args[1] >= 0)
+        or (kind == "lognormal" and len(args) == 2 and args[0] > 0 and args[1] >= 0))
+    if not ok:
+        raise OptionError(f"{what} '{spec}' is not a distribution", f"use {LENGTH_DISTS}")
+    return kind, args
+
+
 def draw_lengths(spec: str | int, n: int, seed: int = 0, what: str = "length"):
     """``n`` lengths from ``spec``: an int (fixed), ``"const:L"``, ``"uniform:A:B"``, ``"normal:MEAN:SD"``
     (rounded, at least 1) or ``"lognormal:MEAN:SD"`` (of the length itself)."""
@@ -158,8 +184,7 @@ def draw_lengths(spec: str | int, n: int, seed: int = 0, what: str = "length"):
     try:
         kind, args = parts[0], [float(x) for x in parts[1:]]
     except ValueError:
-        raise OptionError(f"{what} '{spec}' is not a distribution",
-                          "use N, const:N, uniform:A:B, normal:MEAN:SD or lognormal:MEAN:SD") from None
+        raise OptionError(f"{what} '{spec}' is not a distribution", f"use {LENGTH_DISTS}") from None
     if kind == "const" and len(args) == 1:
         out = np.full(n, args[0])
     elif kind == "uniform" and len(args) == 2 and args[0] <= args[1]:
@@ -170,11 +195,57 @@ def draw_lengths(spec: str | int, n: int, seed: int = 0, what: str = "length"):
         sigma2 = np.log(1 + (args[1] / args[0]) ** 2)
         out = rng.lognormal(np.log(args[0]) - sigma2 / 2, np.sqrt(sigma2), size=n)
     else:
-        raise OptionError(f"{what} '{spec}' is not a distribution",
-                          "use N, const:N, uniform:A:B, normal:MEAN:SD or lognormal:MEAN:SD")
+        raise OptionError(f"{what} '{spec}' is not a distribution", f"use {LENGTH_DISTS}")
     if not np.all(np.isfinite(out)):
         raise OptionError(f"{what} '{spec}' gives non-finite lengths")
     return np.maximum(1, np.rint(out)).astype(np.int64)
+
+
+#: the additive steps of the two quantile sequences of ``length_quantiles`` (input lengths: √2 − 1; output
+#: lengths: the golden ratio's fractional part, as ``hardware.serve.output_lengths``): irrational and
+#: independent over the rationals, so request k's pair (input quantile, output quantile) fills the unit
+#: square evenly for any run of consecutive k (a Kronecker sequence) and the two lengths are uncorrelated
+QUANTILE_STEPS = {"input": 2 ** 0.5 - 1, "output": (5 ** 0.5 - 1) / 2}
+#: the most lengths one distribution gives in one call (the step-by-step simulations take at most
+#: 16,384 clients × 8 rounds per replica; a longer list is refused before it is built)
+MAX_QUANTILE_LENGTHS = 1 << 22
+
+
+def length_quantiles(spec: str, n: int, stream: str = "input", what: str = "length") -> list[int]:
+    """Lengths of requests 0 .. n − 1 from the distribution ``spec`` (``length_dist``), without a random
+    draw: request k takes the quantile ``u_k = (1/2 + k × QUANTILE_STEPS[stream]) mod 1``, so any run of
+    consecutive requests follows the distribution (its mean within a token or so from a few tens of
+    requests on, where a seeded draw of ten wanders by ~10 %), and the same scenario gives the same
+    lengths every time. Rounded to whole tokens, at least 1 (the normal's left tail is cut there)."""
+    import math
+    from statistics import NormalDist
+
+    kind, args = length_dist(spec, what)
+    if not 0 <= n <= MAX_QUANTILE_LENGTHS:
+        raise OptionError(f"{what}: {n:,} lengths asked of '{spec}'; at most {MAX_QUANTILE_LENGTHS:,}")
+    step = QUANTILE_STEPS[stream]
+    us = [(0.5 + k * step) % 1.0 for k in range(n)]
+    if kind == "const":
+        return [max(1, round(args[0]))] * n
+    if kind == "uniform":
+        a, b = math.ceil(args[0]), math.floor(args[1])
+        if a > b:
+            raise OptionError(f"{what} '{spec}' holds no whole token count", f"use {LENGTH_DISTS}")
+        return [min(b, a + int(u * (b - a + 1))) for u in us]
+    z = NormalDist()
+    eps = 1e-12
+    qs = [z.inv_cdf(min(max(u, eps), 1 - eps)) for u in us]
+    if kind == "normal":
+        return [max(1, round(args[0] + args[1] * q)) for q in qs]
+    sigma2 = math.log(1 + (args[1] / args[0]) ** 2)
+    mu, sd = math.log(args[0]) - sigma2 / 2, math.sqrt(sigma2)
+    out = []
+    for q in qs:
+        x = math.exp(min(mu + sd * q, 700.0))
+        if not math.isfinite(x) or x > 1 << 40:
+            raise OptionError(f"{what} '{spec}' gives lengths past 2^40 tokens")
+        out.append(max(1, round(x)))
+    return out
 
 
 # ---- the simulation ------------------------------------------------------------------------------
