@@ -206,6 +206,8 @@ def draw_lengths(spec: str | int, n: int, seed: int = 0, what: str = "length"):
 #: independent over the rationals, so request k's pair (input quantile, output quantile) fills the unit
 #: square evenly for any run of consecutive k (a Kronecker sequence) and the two lengths are uncorrelated
 QUANTILE_STEPS = {"input": 2 ** 0.5 - 1, "output": (5 ** 0.5 - 1) / 2}
+#: the longest request length a distribution may give (``planner serve --input-len``'s own limit, 2^24 tokens)
+MAX_DRAWN_LENGTH = 1 << 24
 #: the most lengths one distribution gives in one call (the step-by-step simulations take at most
 #: 16,384 clients × 8 rounds per replica; a longer list is refused before it is built)
 MAX_QUANTILE_LENGTHS = 1 << 22
@@ -225,9 +227,15 @@ def length_quantiles(spec: str, n: int, stream: str = "input", what: str = "leng
         raise OptionError(f"{what}: {n:,} lengths asked of '{spec}'; at most {MAX_QUANTILE_LENGTHS:,}")
     step = QUANTILE_STEPS[stream]
     us = [(0.5 + k * step) % 1.0 for k in range(n)]
+    too_long = OptionError(f"{what} '{spec}' gives lengths past {MAX_DRAWN_LENGTH:,} tokens",
+                           "narrow the distribution")
     if kind == "const":
+        if args[0] > MAX_DRAWN_LENGTH:
+            raise too_long
         return [max(1, round(args[0]))] * n
     if kind == "uniform":
+        if args[1] > MAX_DRAWN_LENGTH:
+            raise too_long
         a, b = math.ceil(args[0]), math.floor(args[1])
         if a > b:
             raise OptionError(f"{what} '{spec}' holds no whole token count", f"use {LENGTH_DISTS}")
@@ -236,16 +244,14 @@ def length_quantiles(spec: str, n: int, stream: str = "input", what: str = "leng
     eps = 1e-12
     qs = [z.inv_cdf(min(max(u, eps), 1 - eps)) for u in us]
     if kind == "normal":
-        return [max(1, round(args[0] + args[1] * q)) for q in qs]
-    sigma2 = math.log(1 + (args[1] / args[0]) ** 2)
-    mu, sd = math.log(args[0]) - sigma2 / 2, math.sqrt(sigma2)
-    out = []
-    for q in qs:
-        x = math.exp(min(mu + sd * q, 700.0))
-        if not math.isfinite(x) or x > 1 << 40:
-            raise OptionError(f"{what} '{spec}' gives lengths past 2^40 tokens")
-        out.append(max(1, round(x)))
-    return out
+        xs = [args[0] + args[1] * q for q in qs]
+    else:
+        sigma2 = math.log1p((args[1] / args[0]) ** 2)
+        mu, sd = math.log(args[0]) - sigma2 / 2, math.sqrt(sigma2)
+        xs = [math.exp(min(mu + sd * q, 700.0)) for q in qs]
+    if any(not x <= MAX_DRAWN_LENGTH for x in xs):  # (NaN too)
+        raise too_long
+    return [max(1, round(x)) for x in xs]
 
 
 # ---- the simulation ------------------------------------------------------------------------------

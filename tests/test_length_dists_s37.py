@@ -44,8 +44,9 @@ def test_input_and_output_quantiles_are_uncorrelated():
 
 
 @pytest.mark.parametrize("spec", ["uniform:5", "uniform:9:3", "uniform:0:5", "uniform:1.5:1.7", "lognormal:-1:2",
-                                  "weird:1:2", "normal:1:-1", "nan", "const:0", "uniform:1:inf", ""])
-def test_distributions_that_are_not_refused_with_the_syntax(spec):
+                                  "weird:1:2", "normal:1:-1", "nan", "const:0", "uniform:1:inf", "",
+                                  "normal:1e300:1", "const:1e9", "uniform:1:1e30", "lognormal:1e12:1"])
+def test_distributions_that_are_none_or_too_long_are_refused(spec):
     from planner.hardware.simulate import length_quantiles
 
     with pytest.raises(OptionError) as e:
