@@ -171,31 +171,26 @@ def length_dist(spec: str | int, what: str = "length") -> tuple[str, list[float]
 
 
 def draw_lengths(spec: str | int, n: int, seed: int = 0, what: str = "length"):
-    """``n`` lengths from ``spec``: an int (fixed), ``"const:L"``, ``"uniform:A:B"``, ``"normal:MEAN:SD"``
-    (rounded, at least 1) or ``"lognormal:MEAN:SD"`` (of the length itself)."""
+    """``n`` lengths drawn at random from ``spec`` (``length_dist``: an int or ``"const:L"`` fixed,
+    ``"uniform:A:B"``, ``"normal:MEAN:SD"`` rounded and at least 1, ``"lognormal:MEAN:SD"`` of the length
+    itself), seeded: the request-rate simulation's draw (``length_quantiles`` is the serve scenario's)."""
     import numpy as np
 
-    rng = np.random.default_rng(seed)
     if isinstance(spec, (int, np.integer)):
         if spec < 1:
             raise OptionError(f"{what} must be >= 1 token, got {spec}")
         return np.full(n, int(spec), dtype=np.int64)
-    parts = str(spec).split(":")
-    try:
-        kind, args = parts[0], [float(x) for x in parts[1:]]
-    except ValueError:
-        raise OptionError(f"{what} '{spec}' is not a distribution", f"use {LENGTH_DISTS}") from None
-    if kind == "const" and len(args) == 1:
+    kind, args = length_dist(spec, what)
+    rng = np.random.default_rng(seed)
+    if kind == "const":
         out = np.full(n, args[0])
-    elif kind == "uniform" and len(args) == 2 and args[0] <= args[1]:
+    elif kind == "uniform":
         out = rng.integers(int(args[0]), int(args[1]) + 1, size=n)
-    elif kind == "normal" and len(args) == 2 and args[1] >= 0:
+    elif kind == "normal":
         out = rng.normal(args[0], args[1], size=n)
-    elif kind == "lognormal" and len(args) == 2 and args[0] > 0 and args[1] >= 0:
+    else:
         sigma2 = np.log(1 + (args[1] / args[0]) ** 2)
         out = rng.lognormal(np.log(args[0]) - sigma2 / 2, np.sqrt(sigma2), size=n)
-    else:
-        raise OptionError(f"{what} '{spec}' is not a distribution", f"use {LENGTH_DISTS}")
     if not np.all(np.isfinite(out)):
         raise OptionError(f"{what} '{spec}' gives non-finite lengths")
     return np.maximum(1, np.rint(out)).astype(np.int64)
