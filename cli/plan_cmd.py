@@ -20,6 +20,8 @@ FixedGpusOpt = Annotated[Optional[int], typer.Option("--gpus", min=1, max=4096, 
 RateOpt = Annotated[float, typer.Option("--rate", help="Request rate in requests per second (Poisson arrivals).")]
 InOpt = Annotated[int, typer.Option("--input-len", "-i", click_type=tokens(1, 1 << 20), help=f"Prompt tokens per request ({TOKENS_HELP}).")]
 OutOpt = Annotated[int, typer.Option("--output-len", "-o", click_type=tokens(1, 1 << 20), help=f"Generated tokens per request ({TOKENS_HELP}).")]
+InDistOpt = Annotated[Optional[str], typer.Option("--input-len-dist", help="Draw each request's prompt length from this distribution, in place of --input-len (then their mean): uniform:A:B, normal:MEAN:SD, lognormal:MEAN:SD or const:N (seeded with --seed, as the arrivals).")]
+OutDistOpt = Annotated[Optional[str], typer.Option("--output-len-dist", help="Draw each request's output length from this distribution, in place of --output-len (then their mean); the syntax of --input-len-dist.")]
 TtftOpt = Annotated[float, typer.Option("--ttft-p90", help="Target: 90th-percentile time to first token, seconds.")]
 TpotOpt = Annotated[float, typer.Option("--tpot-p90", help="Target: 90th-percentile time per output token, seconds.")]
 EngineOpt = Annotated[str, typer.Option("--engine", "-e", help="Serving engine: vllm, sglang, trtllm or ideal (the roofline).")]
@@ -40,6 +42,8 @@ def plan(
     rate: RateOpt = 20.0,
     input_len: InOpt = 3000,
     output_len: OutOpt = 500,
+    input_len_dist: InDistOpt = None,
+    output_len_dist: OutDistOpt = None,
     ttft_p90: TtftOpt = 1.0,
     tpot_p90: TpotOpt = 0.04,
     engine: EngineOpt = "vllm",
@@ -87,9 +91,18 @@ def plan(
     check_kv_dtype(load_engine(engine), kv_dtype)  # only a KV cache the engine offers (as serve and trace)
     hw = load_hardware(gpu)
     lm = load_model(model, revision)
-    a = analyze(lm.spec, Options(context=input_len + output_len, batch=1, dtype=dtype, kv_dtype=kv_dtype))
+    context = input_len + output_len
+    if input_len_dist is not None or output_len_dist is not None:  # the means stand for the requests' lengths
+        from planner.hardware.simulate import length_quantiles
+
+        ins = length_quantiles(input_len_dist, 4096, "input", "--input-len-dist") if input_len_dist else [input_len]
+        outs = length_quantiles(output_len_dist, 4096, "output", "--output-len-dist") if output_len_dist else [output_len]
+        input_len, output_len = max(1, round(sum(ins) / len(ins))), max(1, round(sum(outs) / len(outs)))
+        context = max(ins) + max(outs)
+    a = analyze(lm.spec, Options(context=context, batch=1, dtype=dtype, kv_dtype=kv_dtype))
     warn_all(a.warnings)
-    r = run_plan(a, hw, model_id=lm.id, workload=Workload(rate, input_len, output_len, requests, seed),
+    workload = Workload(rate, input_len, output_len, requests, seed, input_len_dist, output_len_dist)
+    r = run_plan(a, hw, model_id=lm.id, workload=workload,
                  target=Target(ttft_p90, tpot_p90), engine=engine, max_gpus=max_gpus, gpus=gpus,
                  price_per_hour=price_per_hour, disaggregated=disaggregated, async_scheduling=async_scheduling)
     d = plan_dict(r)
@@ -126,7 +139,9 @@ def _s(x) -> str:
 
 def headline(d: dict, hw) -> str:
     w, t = d["workload"], d["target"]
-    ask = (f"{w['rate_per_s']:g} req/s of {w['input_len']:,} in / {w['output_len']:,} out with TTFT p90 <= "
+    lens = (f"{w['input_len']:,}" + (f" ({w['input_len_dist']})" if w.get("input_len_dist") else "") + " in / "
+            + f"{w['output_len']:,}" + (f" ({w['output_len_dist']})" if w.get("output_len_dist") else "") + " out")
+    ask = (f"{w['rate_per_s']:g} req/s of {lens} with TTFT p90 <= "
            f"{t['ttft_p90_s']:g} s and TPOT p90 <= {t['tpot_p90_s'] * 1e3:g} ms on {hw.display_name} ({d['engine']})")
     c = d["cheapest"]
     if c is None:

@@ -59,13 +59,14 @@ def _width() -> int | None:
 def stdout_console():
     from rich.console import Console
 
-    return Console(soft_wrap=False, width=_width())
+    # emoji=False: a name or spec such as "uniform:100:900" holds ":100:", which Rich would print as an emoji
+    return Console(soft_wrap=False, width=_width(), emoji=False)
 
 
 def stderr_console():
     from rich.console import Console
 
-    return Console(stderr=True, soft_wrap=False)
+    return Console(stderr=True, soft_wrap=False, emoji=False)
 
 
 def warn(message: str) -> None:

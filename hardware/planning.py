@@ -47,10 +47,23 @@ GiB = 2**30
 @dataclass(frozen=True)
 class Workload:
     rate_per_s: float
-    input_len: int
+    input_len: int  # (the mean where the lengths are drawn from a distribution)
     output_len: int
     requests: int = 300  # simulated per replica
     seed: int = 0
+    # each request's lengths drawn from these distributions (``hardware.simulate.length_dist``: "uniform:A:B",
+    # ...; seeded random draws, as the arrivals) in place of input_len / output_len; None: every request has those
+    input_len_dist: str | None = None
+    output_len_dist: str | None = None
+
+    @property
+    def input_lengths(self):
+        """What the simulation draws each request's prompt length from (``draw_lengths``)."""
+        return self.input_len_dist or self.input_len
+
+    @property
+    def output_lengths(self):
+        return self.output_len_dist or self.output_len
 
 
 @dataclass(frozen=True)
@@ -376,8 +389,8 @@ def _simulate_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, n
     from .simulate import Scheduler, draw_lengths, poisson_arrivals, row_percentiles, simulate
 
     R = w.requests
-    inp = draw_lengths(w.input_len, R, seed=w.seed + 1)
-    out = draw_lengths(w.output_len, R, seed=w.seed + 2)
+    inp = draw_lengths(w.input_lengths, R, seed=w.seed + 1)
+    out = draw_lengths(w.output_lengths, R, seed=w.seed + 2)
     arr = np.concatenate([poisson_arrivals(w.rate_per_s / c.layout.dp, R, seed=w.seed) for c in cands])
     scheds = [Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens) for c in cands]
     eng_arr, before = _through_front_end(arr, em)
@@ -498,8 +511,8 @@ def _disagg_streams(cands: list[Candidate], w: Workload, record_kv: bool = False
     from .simulate import Scheduler, draw_lengths, front_end_arrivals, poisson_arrivals, simulate
 
     R = w.requests
-    inp = draw_lengths(w.input_len, R, seed=w.seed + 1)
-    out = draw_lengths(w.output_len, R, seed=w.seed + 2)
+    inp = draw_lengths(w.input_lengths, R, seed=w.seed + 1)
+    out = draw_lengths(w.output_lengths, R, seed=w.seed + 2)
     arr = np.concatenate([poisson_arrivals(w.rate_per_s / c.disagg.prefill.dp, R, seed=w.seed) for c in cands])
     p = simulate([c.disagg.prefill_cost for c in cands],
                  [Scheduler(c.disagg.prefill_max_num_seqs, c.max_num_batched_tokens,
@@ -555,7 +568,7 @@ def _kv_series(c: Candidate, w: Workload, points: int = 100, intake_s: float = 0
     else:
         r = simulate([c.cost], [Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens)],
                      front_end_arrivals(poisson_arrivals(w.rate_per_s / c.layout.dp, R, seed=w.seed), intake_s),
-                     draw_lengths(w.input_len, R, seed=w.seed + 1), draw_lengths(w.output_len, R, seed=w.seed + 2),
+                     draw_lengths(w.input_lengths, R, seed=w.seed + 1), draw_lengths(w.output_lengths, R, seed=w.seed + 2),
                      record_kv=True)
     t = np.array([x[0][0] for x in r.kv_series])
     occ = np.array([x[1][0] for x in r.kv_series])
@@ -623,7 +636,8 @@ def plan_dict(r: PlanResult) -> dict:
         "schema_version": 1,
         "model": r.model, "hardware": r.hardware, "engine": r.engine,
         "workload": {"rate_per_s": r.workload.rate_per_s, "input_len": r.workload.input_len,
-                     "output_len": r.workload.output_len, "requests_simulated_per_replica": r.workload.requests,
+                     "output_len": r.workload.output_len, "input_len_dist": r.workload.input_len_dist,
+                     "output_len_dist": r.workload.output_len_dist, "requests_simulated_per_replica": r.workload.requests,
                      "seed": r.workload.seed},
         "target": {"ttft_p90_s": r.target.ttft_p90_s, "tpot_p90_s": r.target.tpot_p90_s},
         "search": {"max_gpus": r.max_gpus, "gpus": r.fixed_gpus, "candidates_simulated": len(r.candidates),

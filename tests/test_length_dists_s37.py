@@ -141,3 +141,27 @@ def test_bench_entries_with_a_range_ratio_carry_their_distributions():
     assert (s.input_len, s.input_len_dist, s.output_len_dist) == (7373, "uniform:6553:8192", "uniform:819:1024")
     assert by["infx870-dsr1-h200-sgl-tp8-8k1k-c4-ttft"].mem.max_model_len >= 8192 + 1024
     assert by["sglcb-gemma4-31b-mi300x-tp1-rand1000-c16-ttft"].scenario.output_len_dist == "uniform:1:1000"
+
+
+def test_plan_cli_drawn_lengths():
+    r = run("plan", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-gpus", "2", "--rate", "2", "--requests", "60",
+            "--input-len-dist", "uniform:500:1500", "--output-len-dist", "lognormal:200:100", "--aggregated-only", "--json")
+    w = r.json["workload"]
+    assert (w["input_len_dist"], w["output_len_dist"]) == ("uniform:500:1500", "lognormal:200:100")
+    assert w["input_len"] == 1000 and abs(w["output_len"] - 200) <= 2  # the means stand for the requests
+    fixed = run("plan", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-gpus", "2", "--rate", "2", "--requests", "60",
+                "--input-len", "1000", "--output-len", "200", "--aggregated-only", "--json")
+    assert fixed.json["workload"]["input_len_dist"] is None
+    # the same means, spread: the simulated requests differ, so do the percentiles
+    assert r.json["cheapest"]["ttft_p90_s"] != fixed.json["cheapest"]["ttft_p90_s"]
+    bad = run("plan", "llama-3.1-8b", "--gpu", "h100-sxm", "--output-len-dist", "poisson:3")
+    assert bad.code != 0 and bad.err.count("Error:") == 1 and "--output-len-dist" in bad.err and bad.out == ""
+
+
+def test_a_spec_with_colons_prints_as_written_not_as_an_emoji():
+    """Rich turns ":100:" into an emoji unless told not to; "uniform:100:900" must print as given."""
+    r = run("plan", "llama-3.1-8b", "--gpu", "h100-sxm", "--max-gpus", "1", "--rate", "1", "--requests", "40",
+            "--output-len-dist", "uniform:100:900", "--aggregated-only")
+    assert "uniform:100:900" in r.out and "\U0001f4af" not in r.out
+    s = run("serve", "llama-3.2-1b", "--concurrency", "2", "--arrival", "closed-loop", "--output-len-dist", "uniform:100:900")
+    assert "uniform:100:900" in s.out and "\U0001f4af" not in s.out
