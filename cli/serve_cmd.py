@@ -104,8 +104,8 @@ def explain_words(d, key: str = "tpot_s", top: int = 4) -> str:
         label = k
         if k == "all-reduce latency":
             calls = r.decode_step.allreduce_calls if r.decode_step is not None else 0
-            if key == "tpot_s" and calls:
-                label = f"all-reduce latency {calls} × {fmt_time(d.factors.allreduce_latency_s)}"
+            if key == "tpot_s" and calls:  # (a group across nodes pays the network's ring, not the fitted call)
+                label = f"all-reduce latency {calls} × {fmt_time(r.decode_step.parts['all-reduce latency'] / calls)}"
         words.append(f"{label} {'+' if v >= 0 else '−'}{_ms(abs(v))}")
     return ", ".join(words)
 

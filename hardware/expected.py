@@ -688,13 +688,16 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
               allreduce_bytes: int = 0, allreduce_calls: int = 0, weight_only_bits: int | None = None,
               detail: bool = True, rows: int | None = None, kernels: int | None = None, graph: bool = True,
               expert_rows: float | None = None, expert_inner: tuple | None = None,
-              experts_format: str | None = None) -> StepCost:
+              experts_format: str | None = None, allreduce_link: tuple[float, float] | None = None) -> StepCost:
     """Ideal and expected seconds of one rank's step (``ops`` already sharded), and each factor's share.
     ``graph=False``: the step is launched op by op (not a CUDA-graph replay) and pays the launches.
     ``detail=False`` skips the intermediate stages (the op-level parts are then lumped into the first
     factor; the totals are the same). ``kernels``: the kernels the step launches, for the engine's
     ``kernel_launches`` (None: Σ of the ops' ``kernels``). ``experts_format``: the routed experts' weight
-    format (``experts_format``), for the engine's ``experts_compute_by_format``."""
+    format (``experts_format``), for the engine's ``experts_compute_by_format``. ``allreduce_link``: ``(bytes/s,
+    seconds per call)`` of a tensor-parallel group that spans nodes (``hardware.serve.StepModel``: the network
+    between nodes and its ring's 2(n − 1) steps of latency, as ``hardware.comm.collective_s`` prices a planned
+    layout's); None: the device's interconnect and the engine's fitted per-call latency."""
     flops_per_s = hw.peak_flops_for(compute_key)
     bytes_per_s = hw.memory_bandwidth_bytes_per_s
     f = for_column(f, hw, compute_key, experts_format)
@@ -708,16 +711,17 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
         parts = {FACTORS[0]: stage[4] - stage[0], FACTORS[1]: 0.0, FACTORS[2]: 0.0, FACTORS[3]: 0.0}
     stages = [stage[0]]
     ar_ideal = ar_bw = 0.0
+    link_bw, call_s = allreduce_link if allreduce_link else (hw.interconnect_bytes_per_s, f.allreduce_latency_s)
     if allreduce_bytes:
-        if not hw.interconnect_bytes_per_s:
+        if not link_bw:
             from planner.analysis.errors import OptionError
 
             raise OptionError(f"hardware profile '{hw.name}' has no interconnect bandwidth for tensor parallelism",
                               "add 'interconnect: 450 GB/s' to the profile or use --tp 1")
-        ar_ideal = allreduce_bytes / hw.interconnect_bytes_per_s
-        ar_bw = allreduce_bytes / (hw.interconnect_bytes_per_s * f.interconnect)
+        ar_ideal = allreduce_bytes / link_bw
+        ar_bw = allreduce_bytes / (link_bw * f.interconnect)
     parts["all-reduce bandwidth"] = ar_bw - ar_ideal
-    parts["all-reduce latency"] = allreduce_calls * f.allreduce_latency_s if allreduce_bytes else 0.0
+    parts["all-reduce latency"] = allreduce_calls * call_s if allreduce_bytes else 0.0
     launches = launch_time_s(f, ops, kernels, stage[4] + ar_bw + parts["all-reduce latency"])
     parts["kernel launches"] = 0.0
     floor = op_floor_s(f, graph=graph)

@@ -83,6 +83,28 @@ DECODE_SEGMENTS = 16
 ARRIVALS = ("together", "closed-loop")
 
 
+def allreduce_link_of(hw, tp: int) -> tuple[float, float] | None:
+    """``(bytes/s, seconds per call)`` of a tensor-parallel all-reduce over ``tp`` GPUs that do not fit one
+    node (the profile's ``node.gpus_per_node``, or 8 GPUs of its ``interconnect`` without a node block): the
+    network between nodes, whose bandwidth and per-step latency then bound the whole ring (``2(tp − 1)``
+    steps), as ``hardware.comm.collective_s`` prices a planned layout's. None inside one node (the engine's
+    fitted per-call latency on the device's interconnect). Refused where the profile describes no network."""
+    from planner.analysis.errors import OptionError
+
+    from .comm import links
+
+    lk = links(hw)
+    if tp <= lk.gpus_per_node:
+        return None
+    nodes = -(-tp // lk.gpus_per_node)
+    if not lk.inter_bytes_per_s:
+        raise OptionError(f"tensor parallel {tp} spans {nodes} nodes of {lk.gpus_per_node} GPUs, and hardware profile "
+                          f"'{hw.name}' describes no network between nodes",
+                          f"use --tp {lk.gpus_per_node} or less (the other GPUs as replicas), or add "
+                          "node.inter_node_bandwidth and node.inter_node_latency to the profile")
+    return lk.inter_bytes_per_s, 2 * (tp - 1) * lk.inter_latency_s
+
+
 class StepModel:
     """Prices engine steps of one model on one rank of a ``plan.tp``-GPU replica."""
 
@@ -98,6 +120,7 @@ class StepModel:
         self.moe_shape = (moe.num_experts, moe.num_experts_per_tok) if moe is not None else None
         self.expert_inner = expert_inner(a.spec, plan.tp)
         self.experts_format = experts_format(a.fmt)
+        self.allreduce_link = allreduce_link_of(hw, plan.tp)
         self._cache: dict = {}
         self._ops_cache = ops_cache if ops_cache is not None else {}  # shareable between factor sets
         self.detail = detail
@@ -163,7 +186,7 @@ class StepModel:
                                          weight_only_bits=self.weight_only_bits, detail=self.detail, rows=batch,
                                          kernels=kernels, graph=graphed(self.f, tokens=batch, prefill=False),
                                          expert_rows=self._expert_rows(batch), expert_inner=self.expert_inner,
-                                         experts_format=self.experts_format)
+                                         experts_format=self.experts_format, allreduce_link=self.allreduce_link)
         return self._cache[key]
 
     def prefill(self, pieces: Mapping[tuple[int, int], int]) -> StepCost:
@@ -183,7 +206,7 @@ class StepModel:
                          weight_only_bits=self.weight_only_bits, detail=self.detail, rows=tokens,
                          graph=graphed(self.f, tokens=tokens, prefill=prompt),
                          expert_rows=self._expert_rows(tokens), expert_inner=self.expert_inner,
-                         experts_format=self.experts_format)
+                         experts_format=self.experts_format, allreduce_link=self.allreduce_link)
         self._cache[key] = cost
         return cost
 
@@ -1170,6 +1193,14 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
     notes.extend(n for n in a.notes if not n.startswith("--context"))
     plan = tp_plan(spec, tp)
     notes.extend(plan.notes)
+    link = allreduce_link_of(hw, tp)
+    if link is not None:
+        from .comm import links
+
+        g = links(hw).gpus_per_node
+        notes.append(f"tensor parallel {tp} spans {-(-tp // g)} nodes of {g} GPUs: each all-reduce crosses the network "
+                     f"between them ({link[0] / 1e9:g} GB/s per GPU, {2 * (tp - 1)} ring steps of "
+                     f"{link[1] / (2 * (tp - 1)) * 1e6:g} µs = {link[1] * 1e6:g} µs a call), as plan prices it")
     low = a.fmt.compute.name
     if low in ("fp8", "fp4") and StepModel.weight_only_bits_of(a, hw):
         notes.append(f"{hw.name} has no {low.upper()} tensor cores: the {low} weights run through weight-only "
