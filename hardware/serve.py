@@ -856,10 +856,11 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, 
                      f"{scenario.mean_output_len:g}); {r ** (O - 1):.0%} run to the {O}-token cap")
     if replicas > 1:
         notes.append(f"{C} {who} over {replicas} replicas: {per_replica} per replica")
-    if I + O > mem.max_model_len:
+    drawn = scenario.input_len_dist is not None or scenario.output_len_dist is not None
+    if not drawn and I + O > mem.max_model_len:
         raise OptionError(f"--input-len + --output-len ({I + O:,}) exceed --max-model-len ({mem.max_model_len:,})",
                           "raise --max-model-len or shorten the request")
-    if scenario.input_len_dist is not None or scenario.output_len_dist is not None:
+    if drawn:  # the longest request drawn, not the means, must fit
         n = closed_loop_requests(scenario, per_replica, replicas) if closed else per_replica
         ins, outs = scenario_lengths(scenario, n)
         k = max(range(n), key=lambda j: ins[j] + outs[j])
