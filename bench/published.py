@@ -297,12 +297,11 @@ class Point:
         # distributions (planner serve --input-len-dist / --output-len-dist); input_len / output_len are their means
         dists = ((s.get("input_len_dist"), s.get("output_len_dist")) if arrival in ("together", "closed-loop")
                  else (None, None))
-        longest = i + o
+        longest = i + o  # (the entry's input_len / output_len are the means already)
         if any(dists):
-            from planner.hardware.simulate import length_quantiles
+            from planner.hardware.simulate import drawn_length_summary
 
-            longest = (max(length_quantiles(dists[0], 4096, "input")) if dists[0] else i) + \
-                (max(length_quantiles(dists[1], 4096, "output")) if dists[1] else o)
+            longest = drawn_length_summary(i, o, *dists)[2]
         mml = s.get("max_model_len")
         if mml is None and self.quantity in TIMING:
             mml = min(longest, spec.max_position_embeddings or longest)

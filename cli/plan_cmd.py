@@ -93,12 +93,9 @@ def plan(
     lm = load_model(model, revision)
     context = input_len + output_len
     if input_len_dist is not None or output_len_dist is not None:  # the means stand for the requests' lengths
-        from planner.hardware.simulate import length_quantiles
+        from planner.hardware.simulate import drawn_length_summary
 
-        ins = length_quantiles(input_len_dist, 4096, "input", "--input-len-dist") if input_len_dist else [input_len]
-        outs = length_quantiles(output_len_dist, 4096, "output", "--output-len-dist") if output_len_dist else [output_len]
-        input_len, output_len = max(1, round(sum(ins) / len(ins))), max(1, round(sum(outs) / len(outs)))
-        context = max(ins) + max(outs)
+        input_len, output_len, context = drawn_length_summary(input_len, output_len, input_len_dist, output_len_dist)
     a = analyze(lm.spec, Options(context=context, batch=1, dtype=dtype, kv_dtype=kv_dtype))
     warn_all(a.warnings)
     workload = Workload(rate, input_len, output_len, requests, seed, input_len_dist, output_len_dist)

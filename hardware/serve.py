@@ -316,18 +316,19 @@ def output_lengths(output_len: int, mean_output_len: float | None, n: int) -> li
     return [min(output_len, 1 + math.floor(math.log1p(-(k * GOLDEN % 1.0)) / log_r)) for k in range(n)]
 
 
-def scenario_lengths(scenario: Scenario, n: int) -> tuple[list[int], list[int]]:
+@lru_cache(maxsize=16)
+def scenario_lengths(scenario: Scenario, n: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Prompt and output tokens of the scenario's requests 0 .. n − 1 (in send order): drawn from its
     ``input_len_dist`` / ``output_len_dist`` (``hardware.simulate.length_quantiles``: evenly spread
     quantiles, two independent sequences), else ``input_len`` each and ``output_lengths`` (end-of-sequence
-    stops)."""
+    stops). Cached: the admission check and the simulation of one run ask for the same lengths."""
     from .simulate import length_quantiles
 
     ins = (length_quantiles(scenario.input_len_dist, n, "input", "--input-len-dist")
            if scenario.input_len_dist is not None else [scenario.input_len] * n)
     outs = (length_quantiles(scenario.output_len_dist, n, "output", "--output-len-dist")
             if scenario.output_len_dist is not None else output_lengths(scenario.output_len, scenario.mean_output_len, n))
-    return ins, outs
+    return tuple(ins), tuple(outs)
 
 
 @frozen
@@ -1156,12 +1157,9 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
     if output_len_dist is not None and mean_output_len is not None:
         raise OptionError("--mean-output-len and --output-len-dist both set the output lengths", "give one of them")
     if input_len_dist is not None or output_len_dist is not None:  # the lengths' means stand for the requests
-        from .simulate import length_quantiles
+        from .simulate import drawn_length_summary
 
-        ins = length_quantiles(input_len_dist, 4096, "input", "--input-len-dist") if input_len_dist else [input_len]
-        outs = length_quantiles(output_len_dist, 4096, "output", "--output-len-dist") if output_len_dist else [output_len]
-        input_len, output_len = max(1, round(sum(ins) / len(ins))), max(1, round(sum(outs) / len(outs)))
-        context = max(ins) + max(outs)
+        input_len, output_len, context = drawn_length_summary(input_len, output_len, input_len_dist, output_len_dist)
     steps = num_scheduler_steps
     if steps is None:
         steps = eng.num_scheduler_steps or 1
@@ -1198,10 +1196,10 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
     if link is not None:
         from .comm import links
 
-        g = links(hw).gpus_per_node
-        notes.append(f"tensor parallel {tp} spans {-(-tp // g)} nodes of {g} GPUs: each all-reduce crosses the network "
-                     f"between them ({link[0] / 1e9:g} GB/s per GPU, {2 * (tp - 1)} ring steps of "
-                     f"{link[1] / (2 * (tp - 1)) * 1e6:g} µs = {link[1] * 1e6:g} µs a call), as plan prices it")
+        lk = links(hw)
+        notes.append(f"tensor parallel {tp} spans {-(-tp // lk.gpus_per_node)} nodes of {lk.gpus_per_node} GPUs: each "
+                     f"all-reduce crosses the network between them ({link[0] / 1e9:g} GB/s per GPU, {2 * (tp - 1)} ring "
+                     f"steps of {lk.inter_latency_s * 1e6:g} µs = {link[1] * 1e6:g} µs a call), as plan prices it")
     low = a.fmt.compute.name
     if low in ("fp8", "fp4") and StepModel.weight_only_bits_of(a, hw):
         notes.append(f"{hw.name} has no {low.upper()} tensor cores: the {low} weights run through weight-only "

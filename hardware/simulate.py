@@ -249,6 +249,17 @@ def length_quantiles(spec: str, n: int, stream: str = "input", what: str = "leng
     return [max(1, round(x)) for x in xs]
 
 
+def drawn_length_summary(input_len: int, output_len: int, input_len_dist: str | None,
+                         output_len_dist: str | None) -> tuple[int, int, int]:
+    """``(mean prompt, mean output, longest prompt + longest output)`` of requests whose lengths are drawn
+    from ``input_len_dist`` / ``output_len_dist`` (``length_quantiles`` over 4,096 requests; a side without a
+    distribution keeps ``input_len`` / ``output_len``): what ``serve`` and ``plan`` report as the lengths and
+    size a sequence by."""
+    ins = length_quantiles(input_len_dist, 4096, "input", "--input-len-dist") if input_len_dist else [input_len]
+    outs = length_quantiles(output_len_dist, 4096, "output", "--output-len-dist") if output_len_dist else [output_len]
+    return (max(1, round(sum(ins) / len(ins))), max(1, round(sum(outs) / len(outs))), max(ins) + max(outs))
+
+
 # ---- the simulation ------------------------------------------------------------------------------
 
 
