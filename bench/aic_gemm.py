@@ -41,6 +41,20 @@ def latest_version(folder: Path) -> Path | None:
     return max(versions, key=key) if versions else None
 
 
+def tables_reader(data: Path, script: str):
+    """pandas, to read the parquet tables under ``data`` (aiconfigurator_core/systems/data); None after one
+    ``Error:`` line on stderr where pandas is missing or ``data`` is not a folder (the script exits 2)."""
+    try:
+        import pandas as pd
+    except ImportError:
+        print(f"Error: {script} reads parquet tables: pip install pandas pyarrow", file=sys.stderr)
+        return None
+    if not data.is_dir():
+        print(f"Error: --data {data}: not a folder (aiconfigurator_core/systems/data)", file=sys.stderr)
+        return None
+    return pd
+
+
 def predict(m: int, n: int, k: int, dtype: str, hw, f) -> float:
     from planner.analysis.trace import Op
     from planner.hardware.expected import for_column, op_floor_s, ops_time_s
@@ -60,13 +74,8 @@ def main(argv=None) -> int:
     ap.add_argument("--framework", default="vllm", choices=("vllm", "sglang", "trtllm"))
     ap.add_argument("--min-dim", type=int, default=256, help="leave out rows with n or k below this")
     args = ap.parse_args(argv)
-    try:
-        import pandas as pd
-    except ImportError:
-        print("Error: bench/aic_gemm.py reads parquet tables: pip install pandas pyarrow", file=sys.stderr)
-        return 2
-    if not args.data.is_dir():
-        print(f"Error: --data {args.data}: not a folder (aiconfigurator_core/systems/data)", file=sys.stderr)
+    pd = tables_reader(args.data, "bench/aic_gemm.py")
+    if pd is None:
         return 2
 
     from planner.hardware.engine import load_engine

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from aic_gemm import SYSTEMS  # noqa: E402  (bench/ is this script's folder)
+from aic_gemm import SYSTEMS, tables_reader  # noqa: E402  (bench/ is this script's folder)
 
 #: planner model (bundled config) -> (tensor-parallel degree, the checkpoint's expert format in aiconfigurator)
 MODELS = {"deepseek-ai/DeepSeek-R1": (8, "fp8_block"), "Qwen/Qwen3-235B-A22B": (8, "bfloat16"),
@@ -72,13 +72,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", type=Path, required=True, help="aiconfigurator_core/systems/data")
     args = ap.parse_args(argv)
-    try:
-        import pandas as pd
-    except ImportError:
-        print("Error: bench/aic_moe.py reads parquet tables: pip install pandas pyarrow", file=sys.stderr)
-        return 2
-    if not args.data.is_dir():
-        print(f"Error: --data {args.data}: not a folder (aiconfigurator_core/systems/data)", file=sys.stderr)
+    pd = tables_reader(args.data, "bench/aic_moe.py")
+    if pd is None:
         return 2
     from planner.cli.common import load_model
 
