@@ -314,6 +314,13 @@ def fitted_lines(out: str) -> list[str]:
     return [x.strip() for x in fitted.splitlines()[1:] if x.strip()]
 
 
+def refit(capsys, ids: list[str], factors: str, *grid: str) -> str:
+    """bench/published.py's printout of a two-fold refit of ``factors`` alone on the points ``ids``, searched on
+    ``grid`` (``--grid-values``); the run must succeed."""
+    assert pub.main(["--only", *ids, "--folds", "2", "--factors", factors, "--grid-values", *grid]) == 0
+    return capsys.readouterr().out
+
+
 def test_factors_refits_only_those_on_their_engines_points(capsys):
     """--factors NAME@ENGINE refits those factors alone, every other as shipped, on the points of their engines:
     the table holds no point of another engine, and the fitted factors are the ones named, searched on
@@ -322,9 +329,7 @@ def test_factors_refits_only_those_on_their_engines_points(capsys):
            "accelmark-vllm0201-llama31-8b-b200-longctx-interactive-c1-ttft-p50",
            "vllm-pr23151-qwen3-30b-a3b-h100-tp1-c10-ttft",
            "trtllm-perf090-llama2-7b-h100-sxm-fp8-tp1-ttft-128"]
-    assert pub.main(["--only", *ids, "--folds", "2", "--factors", "request_overhead_s@vllm",
-                     "--grid-values", "request_overhead_s=0,0.002,0.064"]) == 0
-    out = capsys.readouterr().out
+    out = refit(capsys, ids, "request_overhead_s@vllm", "request_overhead_s=0,0.002,0.064")
     assert "trtllm-perf090" not in out
     lines = fitted_lines(out)
     assert len(lines) == 1 and lines[0].split(":")[0] == "request_overhead_s@vllm"
@@ -335,9 +340,7 @@ def test_a_device_factor_is_refitted_on_the_points_it_moves(capsys):
     """--factors allreduce_latency_s (a device factor) keeps only the points whose prediction it moves: a
     TP4 run, not a one-GPU one."""
     ids = ["vllm-i16300-qwq32b-a100-tp4-bs16-e2e", "vllm-pr23151-qwen3-30b-a3b-h100-tp1-c10-ttft"]
-    assert pub.main(["--only", *ids, "--folds", "2", "--factors", "allreduce_latency_s",
-                     "--grid-values", "allreduce_latency_s=0,0.00003"]) == 0
-    out = capsys.readouterr().out
+    out = refit(capsys, ids, "allreduce_latency_s", "allreduce_latency_s=0,0.00003")
     assert "vllm-i16300-qwq32b-a100-tp4-bs16-e2e" in out and "vllm-pr23151-qwen3-30b-a3b-h100-tp1" not in out
     lines = fitted_lines(out)
     assert len(lines) == 1 and lines[0].split(":")[0] == "allreduce_latency_s"
@@ -348,9 +351,7 @@ def test_weight_only_int4_is_refitted_on_the_points_it_moves(capsys):
     prediction it moves: gpt-oss-120b's MXFP4 experts through Marlin on an H100, not a bf16 Qwen3 run."""
     ids = ["infx828-gptoss120b-h100-vllm-tp8-1k1k-c16-tpot", "infx828-gptoss120b-h100-vllm-tp2-1k1k-c64-tpot",
            "vllm-pr23151-qwen3-30b-a3b-h100-tp1-c10-ttft"]
-    assert pub.main(["--only", *ids, "--folds", "2", "--factors", "weight_only_int4@vllm",
-                     "--grid-values", "weight_only_int4=0.5,1.0"]) == 0
-    out = capsys.readouterr().out
+    out = refit(capsys, ids, "weight_only_int4@vllm", "weight_only_int4=0.5,1.0")
     assert "infx828-gptoss120b-h100-vllm-tp2-1k1k-c64-tpot" in out and "vllm-pr23151" not in out
     lines = fitted_lines(out)
     assert len(lines) == 1 and lines[0].split(":")[0] == "weight_only_int4@vllm"
@@ -371,17 +372,12 @@ def test_an_engines_own_all_reduce_latency_is_refitted_on_its_tp_points_and_besi
     named beside an engine overhead, which moves every point of the engine, all of the engine's points stay.
     The device factor allreduce_latency_s no longer moves vLLM V1's TP8 point: its profile prices its own call."""
     ids = ["infx828-gptoss120b-h100-vllm-tp8-1k1k-c16-tpot", "vllm-pr23151-qwen3-30b-a3b-h100-tp1-c10-ttft"]
-    assert pub.main(["--only", *ids, "--folds", "2", "--factors", "allreduce_latency_s@vllm",
-                     "--grid-values", "allreduce_latency_s=0.00002,0.00003"]) == 0
-    out = capsys.readouterr().out
+    out = refit(capsys, ids, "allreduce_latency_s@vllm", "allreduce_latency_s=0.00002,0.00003")
     assert "infx828-gptoss120b-h100-vllm-tp8-1k1k-c16-tpot" in out and "vllm-pr23151" not in out
     lines = fitted_lines(out)
     assert len(lines) == 1 and lines[0].split(":")[0] == "allreduce_latency_s@vllm"
-    assert pub.main(["--only", *ids, "--folds", "2", "--factors", "allreduce_latency_s@vllm,request_overhead_s@vllm",
-                     "--grid-values", "allreduce_latency_s=0.00002,0.00003", "request_overhead_s=0,0.002"]) == 0
-    out = capsys.readouterr().out
+    out = refit(capsys, ids, "allreduce_latency_s@vllm,request_overhead_s@vllm", "allreduce_latency_s=0.00002,0.00003",
+                "request_overhead_s=0,0.002")
     assert "infx828-gptoss120b-h100-vllm-tp8-1k1k-c16-tpot" in out and "vllm-pr23151" in out
-    assert pub.main(["--only", *ids, "--folds", "2", "--factors", "allreduce_latency_s",
-                     "--grid-values", "allreduce_latency_s=0,0.00005"]) == 0
-    out = capsys.readouterr().out
+    out = refit(capsys, ids, "allreduce_latency_s", "allreduce_latency_s=0,0.00005")
     assert "infx828-gptoss120b-h100-vllm-tp8-1k1k-c16-tpot" not in out
