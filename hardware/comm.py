@@ -15,8 +15,15 @@ send (p2p)          1            message
 Inside a node an all-reduce costs the engine model's fixed per-call latency instead of its steps
 (``hardware.expected``: fitted, 20 µs by default), so the one step model prices it the same way
 whether a step is planned or served. The link is the scale-up fabric (NVLink, xGMI) when every GPU of the group is in one node, else the
-network between nodes, whose bandwidth and latency then bound the whole collective (a conservative
-reading: hierarchical algorithms do part of the work on NVLink). Figures come from the profile's
+network between nodes, whose per-step latency then bounds each of the ring's steps. A ring collective
+(all-reduce, all-gather, reduce-scatter) that spans nodes runs as NCCL runs it: one ring per channel,
+the channels spread over every NIC of the node, so its bytes cross the network at the node's NICs
+together -- the profile's per-GPU ``inter_node_bandwidth`` × the group's GPUs in a node, at most the
+scale-up fabric's rate (``ring_bytes_per_s``). NCCL's maintainers on the figure to expect: "On an Nvidia
+DGX-A100 system we have 8x200Gbit/s IB cards and we measure 192GB/s AllReduce BusBW" (NVIDIA/nccl#812,
+ring, 8 × 24 GB/s), "For NDR @ 400Gbps you should see 46-48GB/s per NIC" (NVIDIA/nccl-tests#290), "the 80
+GB/s is probably reflecting the total NIC bandwidth, hence 20GB/s per NIC" (NVIDIA/nccl-tests#160). A
+send between two GPUs and the flat all-to-all use one GPU's NIC. Figures come from the profile's
 ``node`` block (``hardware/profiles.py``); a profile without one is a single node of its
 ``interconnect`` with no latency figure, and cannot span nodes.
 
@@ -53,6 +60,20 @@ def links(hw) -> Links:
     return Links(n, hw.interconnect_bytes_per_s, 0.0, None, 0.0, "interconnect")
 
 
+def ring_bytes_per_s(lk: Links, group: int) -> float | None:
+    """Bytes per second, per GPU per direction, of a ring collective over ``group`` GPUs that span nodes:
+    NCCL splits the buffer over its channels, one ring each, and spreads the channels over the node's NICs
+    (one per GPU in the profile's ``node`` block, whose ``inter_node_bandwidth`` is per GPU), so the ring's
+    crossing between nodes moves at the group's NICs in one node together; the hops inside a node at the
+    scale-up fabric's rate, whichever is slower. None where the profile describes no network."""
+    if not lk.inter_bytes_per_s:
+        return None
+    nodes = -(-group // lk.gpus_per_node)
+    per_node = -(-group // nodes)
+    bw = lk.inter_bytes_per_s * per_node
+    return min(bw, lk.intra_bytes_per_s) if lk.intra_bytes_per_s else bw
+
+
 def collective_s(c: Collective, lk: Links, hw_name: str = "", *, efficiency: float = 1.0,
                  allreduce_call_s: float | None = None) -> float:
     """Seconds of ``c.count`` collectives ``c`` on its link. ``efficiency``: the achieved fraction of the
@@ -75,6 +96,8 @@ def collective_s(c: Collective, lk: Links, hw_name: str = "", *, efficiency: flo
             raise OptionError(f"hardware profile '{hw_name}' has no interconnect bandwidth for a {n}-GPU group",
                               "add 'interconnect: 450 GB/s' (or a node block) to the profile, or use one GPU")
     m = c.bytes_per_gpu
+    if c.inter_node and c.kind in ("all_reduce", "all_gather", "reduce_scatter"):
+        bw = ring_bytes_per_s(lk, n)
     bw = bw * efficiency
     if c.kind == "all_reduce":
         steps, wire = 2 * (n - 1), 2 * (n - 1) / n * m

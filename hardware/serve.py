@@ -86,12 +86,13 @@ ARRIVALS = ("together", "closed-loop")
 def allreduce_link_of(hw, tp: int) -> tuple[float, float] | None:
     """``(bytes/s, seconds per call)`` of a tensor-parallel all-reduce over ``tp`` GPUs that do not fit one
     node (the profile's ``node.gpus_per_node``, or 8 GPUs of its ``interconnect`` without a node block): the
-    network between nodes, whose bandwidth and per-step latency then bound the whole ring (``2(tp − 1)``
-    steps), as ``hardware.comm.collective_s`` prices a planned layout's. None inside one node (the engine's
+    network between nodes, whose per-step latency bounds each of the ring's ``2(tp − 1)`` steps and whose NICs,
+    all of a node's together (``hardware.comm.ring_bytes_per_s``: NCCL's channels spread over them), carry its
+    bytes, as ``hardware.comm.collective_s`` prices a planned layout's. None inside one node (the engine's
     fitted per-call latency on the device's interconnect). Refused where the profile describes no network."""
     from planner.analysis.errors import OptionError
 
-    from .comm import links
+    from .comm import links, ring_bytes_per_s
 
     lk = links(hw)
     if tp <= lk.gpus_per_node:
@@ -102,7 +103,7 @@ def allreduce_link_of(hw, tp: int) -> tuple[float, float] | None:
                           f"'{hw.name}' describes no network between nodes",
                           f"use --tp {lk.gpus_per_node} or less (the other GPUs as replicas), or add "
                           "node.inter_node_bandwidth and node.inter_node_latency to the profile")
-    return lk.inter_bytes_per_s, 2 * (tp - 1) * lk.inter_latency_s
+    return ring_bytes_per_s(lk, tp), 2 * (tp - 1) * lk.inter_latency_s
 
 
 class StepModel:
@@ -1198,8 +1199,10 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
 
         lk = links(hw)
         notes.append(f"tensor parallel {tp} spans {-(-tp // lk.gpus_per_node)} nodes of {lk.gpus_per_node} GPUs: each "
-                     f"all-reduce crosses the network between them ({link[0] / 1e9:g} GB/s per GPU, {2 * (tp - 1)} ring "
-                     f"steps of {lk.inter_latency_s * 1e6:g} µs = {link[1] * 1e6:g} µs a call), as plan prices it")
+                     f"all-reduce crosses the network between them ({2 * (tp - 1)} ring steps of "
+                     f"{lk.inter_latency_s * 1e6:g} µs = {link[1] * 1e6:g} µs a call; its bytes at {link[0] / 1e9:g} GB/s "
+                     f"per GPU, NCCL's rings spread over the node's NICs of {lk.inter_bytes_per_s / 1e9:g} GB/s), as plan "
+                     f"prices it")
     low = a.fmt.compute.name
     if low in ("fp8", "fp4") and StepModel.weight_only_bits_of(a, hw):
         notes.append(f"{hw.name} has no {low.upper()} tensor cores: the {low} weights run through weight-only "
