@@ -355,7 +355,11 @@ def test_weight_only_int4_is_refitted_on_the_points_it_moves(capsys):
     assert "infx828-gptoss120b-h100-vllm-tp2-1k1k-c64-tpot" in out and "vllm-pr23151" not in out
     lines = fitted_lines(out)
     assert len(lines) == 1 and lines[0].split(":")[0] == "weight_only_int4@vllm"
-    assert float(lines[0].split(":")[1]) in (0.5, 1.0)
+    # a grid value, or the profile's own where neither scores better (the sweep starts from the shipped value)
+    from planner.hardware.engine import load_engine
+
+    shipped = load_engine("vllm").weight_only_efficiency["int4"]
+    assert float(lines[0].split(":")[1]) in (0.5, 1.0, shipped)
 
 
 @pytest.mark.parametrize("bad", [["--factors", "compute@vllm"], ["--factors", "nonsense@vllm"], ["--factors", "nonsense"],
