@@ -13,7 +13,7 @@ send (p2p)          1            message
 =================  ===========  ===============================
 
 Inside a node an all-reduce costs the engine model's fixed per-call latency instead of its steps
-(``hardware.expected``: fitted, 20 µs by default), so the one step model prices it the same way
+(``hardware.expected``: fitted; ``_device.yaml``'s 30 µs, or the engine profile's own), so the one step model prices it the same way
 whether a step is planned or served. The link is the scale-up fabric (NVLink, xGMI) when every GPU of the group is in one node, else the
 network between nodes, whose per-step latency then bounds each of the ring's steps. A ring collective
 (all-reduce, all-gather, reduce-scatter) that spans nodes runs as NCCL runs it: one ring per channel,
