@@ -73,6 +73,8 @@ an offline run; ``closed-loop``: C clients each sending the next request when th
 ``in-process``: it does not), ``cuda_graphs: false`` where the benchmark ran without CUDA graphs,
 ``cuda_graph_max_tokens: N`` where it captured graphs for larger steps than the engine's default (the
 largest captured batch, e.g. TensorRT-LLM's perf-overview ``cuda_graph_config.batch_sizes`` up to 8192),
+``batch_wait_timeout_iters`` / ``batch_wait_max_tokens_ratio`` where a TensorRT-LLM run turned on its delayed
+batching of new prompts (``planner serve --batch-wait-iters / --batch-wait-tokens-ratio``),
 ``async_scheduling: true|false`` where a vLLM run set it itself (otherwise its release's default:
 ``vllm_async_scheduling``), and ``decode_kv_reads: per_query_head`` where the engine's decode attention
 kernel read each KV head's cache once per query head (TensorRT-LLM before v0.7: no GQA sharing in its masked MHA).
@@ -253,7 +255,7 @@ class Point:
         from planner.hardware.expected import allreduce_latency_source, factors_for
         from planner.hardware.profiles import load_profile
         from planner.hardware.accuracy import regime_of
-        from planner.hardware.serve import Scenario
+        from planner.hardware.serve import Scenario, batch_wait_of
 
         self.entry = entry
         self.id = entry["id"]
@@ -341,6 +343,9 @@ class Point:
             # the engine's decode attention reads a KV head's cache once for each of its query heads
             # (TensorRT-LLM's masked MHA before v0.7: bench/published.md)
             self.base = replace(self.base, attention_decode_kv_reads=kv_reads_per_query_head(spec))
+        # TensorRT-LLM's delayed batching, where the run set it (batch_wait_timeout_iters, batch_wait_max_tokens_ratio)
+        self.batch_wait = batch_wait_of(self.engine, s.get("batch_wait_timeout_iters"),
+                                        s.get("batch_wait_max_tokens_ratio"), self.mem.max_num_batched_tokens)
         self.per_gpu = s.get("throughput_unit") == "per_gpu"
         self.compute_column = self.hw.peak_flops_key_for(self.a.fmt.compute.compute)
         self.ops_cache: dict = {}
@@ -384,7 +389,7 @@ class Point:
         if r is None:
             model = StepModel(self.a, self.hw, self.plan, f, ops_cache=self.ops_cache, detail=False)
             r = _SIMS[key] = simulate(model, self.mem, self.scenario, replicas=self.gpus // self.tp,
-                                      server=self.server_client)
+                                      server=self.server_client, batch_wait=self.batch_wait)
         e = r.expected
         if q == "output_tokens_per_s":
             return e.output_tokens_per_s / self.gpus if self.per_gpu else e.output_tokens_per_s

@@ -119,6 +119,21 @@ def _flag(v: Any, f: str, where: str) -> bool:
     return v
 
 
+def _batch_wait(v: Any, where: str) -> tuple[int, float] | None:
+    """``scheduler.batch_wait``: ``{timeout_iters: N, max_tokens_ratio: R}`` (the engine's defaults), or absent."""
+    if v is None:
+        return None
+    if not isinstance(v, dict) or set(v) != {"timeout_iters", "max_tokens_ratio"}:
+        raise HardwareError(f"{where}: scheduler.batch_wait must map timeout_iters and max_tokens_ratio",
+                            "fix the engine profile")
+    iters = _number(v["timeout_iters"], "scheduler.batch_wait.timeout_iters", where)
+    ratio = _number(v["max_tokens_ratio"], "scheduler.batch_wait.max_tokens_ratio", where)
+    if iters != int(iters) or ratio > 1:
+        raise HardwareError(f"{where}: scheduler.batch_wait needs a whole timeout_iters and a max_tokens_ratio "
+                            "in [0, 1]", "fix the engine profile")
+    return int(iters), ratio
+
+
 def _ratio(v: Any, f: str, where: str, *, maximum: float) -> float:
     """A number in (0, maximum]: ``_number``'s checks, then the bounds."""
     x = _number(v, f, where)
@@ -300,6 +315,10 @@ class EngineProfile:
     # step overhead costs only what of it outlasts the step's device time (``Factors.async_scheduling``);
     # None: the engine has no such setting (its fitted step overhead is what a step pays)
     async_scheduling: bool | None = None
+    # delayed batching of new prompts (TensorRT-LLM's PyTorch backend: ``batch_wait_timeout_iters``,
+    # ``batch_wait_max_tokens_ratio``): the engine's defaults ``(iterations, ratio)``, both 0 (off); None:
+    # the engine has no such setting (``hardware.serve.batch_wait_of``)
+    batch_wait: tuple[int, float] | None = None
     # whether the engine applies a model config's sliding window (``sliding_window.default``: applied or
     # ignored), and the model types whose window it applies where it ignores the others' (``applied_for``)
     sliding_window: str = "applied"
@@ -436,6 +455,7 @@ def load_engine(name: str | None) -> EngineProfile:
                              int(_number(sched["num_scheduler_steps"], "num_scheduler_steps", w, minimum=1))),
         async_scheduling=(None if sched.get("async_scheduling") is None else
                           _flag(sched["async_scheduling"], "scheduler.async_scheduling", w)),
+        batch_wait=_batch_wait(sched.get("batch_wait"), w),
         sliding_window=str(swa.get("default", "applied")),
         sliding_window_applied_for=_names(swa.get("applied_for"), "sliding_window.applied_for", w,
                                           "config.json model_type values", "[gpt_oss]"),

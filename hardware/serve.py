@@ -388,16 +388,20 @@ def _explain(ttft: StepCost, e2e: StepCost, O: float, tpot: StepCost | None = No
 
 
 def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, server: bool = True,
-             scheduler_steps: int = 1) -> ServeResult:
+             scheduler_steps: int = 1, batch_wait: tuple[int, float] | None = None) -> ServeResult:
     """The scenario of the module docstring on ``model`` with the engine memory ``mem`` (``EngineMemory``).
     ``scheduler_steps``: vLLM V0's ``--num-scheduler-steps`` (``run_steps``); above 1 every arrival mode is
-    simulated step by step on the clock."""
+    simulated step by step on the clock. ``batch_wait``: TensorRT-LLM's delayed batching of new prompts
+    (``run_steps``; ``batch_wait_of``), for the step-by-step paths."""
     scenario.check()
     intake = model.f.server_overhead_s if server else 0.0
     if intake > 0 or scheduler_steps > 1 or scenario.spread:
-        return _clocked(model, mem, scenario, replicas=replicas, intake_s=intake, scheduler_steps=scheduler_steps)
+        return _clocked(model, mem, scenario, replicas=replicas, intake_s=intake, scheduler_steps=scheduler_steps,
+                        batch_wait=batch_wait)
     if scenario.arrival == "closed-loop":
-        return _closed_loop(model, mem, scenario, replicas=replicas, server=server)
+        return _closed_loop(model, mem, scenario, replicas=replicas, server=server, batch_wait=batch_wait)
+    if batch_wait is not None:  # a static batch larger than a step: its later prompts wait behind decodes
+        return _clocked(model, mem, scenario, replicas=replicas, intake_s=0.0, batch_wait=batch_wait)
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
     per_replica, wave, notes = _replica_admission(mem, scenario, replicas, closed=False, wait_note=False)
     waves = -(-per_replica // wave)
@@ -489,7 +493,7 @@ class Finished(NamedTuple):
 
 def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, ctx_step: int = 1,
               resend=None, scheduler_steps: int = 1, kv_tokens: int | None = None,
-              step_ends: list | None = None) -> tuple[list, list]:
+              step_ends: list | None = None, batch_wait: tuple[int, float] | None = None) -> tuple[list, list]:
     """The steps one engine replica runs, as vLLM's scheduler builds them, on the clock: the one scheduler
     loop of ``planner serve``.
 
@@ -516,6 +520,12 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     round keeps its place until the round ends, and its tokens are handed out when the round ends
     (``llm_engine.step`` processes outputs only when no step of the round remains). So a request that
     arrives during a round waits for its end, and tokens stream in chunks of up to N.
+
+    ``batch_wait`` ``(N, T)``: TensorRT-LLM's delayed batching (``batch_wait_timeout_iters`` N,
+    ``batch_wait_max_tokens_ratio`` × ``max_num_tokens`` = T; PyExecutor._schedule and _waiting_requests).
+    Where requests are decoding and prompts have arrived, a step takes no new prompt while the tokens it would
+    run (the prompts it would take, whole, and one per decoding request) stay below T and fewer than N steps
+    have waited so; the step that takes them resets the count. Without decoding requests nothing waits.
 
     ``price(pieces)`` gives the step's seconds (``pieces``: ``{(new tokens, cached tokens): sequences}``
     in the order above); the clock moves by it. A request's first token comes at the end of the step that
@@ -562,6 +572,9 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     running = 0
     kv_held = 0  # tokens of the running requests' whole sequences (with kv_tokens)
     round_left = 0  # multi-step: decode steps left in the round in flight
+    waited = 0  # batch_wait: steps that have held back new prompts since the last that took them
+    if batch_wait is not None and multi:
+        raise ValueError("batch_wait is TensorRT-LLM's and multi-step scheduling vLLM V0's: not both")
     steps: list = []
     marks: list = []
     t = 0.0
@@ -596,7 +609,19 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
             partial = None if done + take == I else (tag, done + take)
             if partial is None:
                 completed.append((tag, 1))
-        while (alone or not multi) and b > 0 and waiting and running < slots and partial is None:
+        hold = False
+        if batch_wait is not None and waiting and n_dec and partial is None and running < slots:
+            # the tokens of the prompts this step would take (whole), and one per decoding request
+            take_tokens, free = 0, slots - running
+            for tag, n in waiting:
+                k = min(n, free)
+                take_tokens += k * groups[tag][1]
+                free -= k
+                if take_tokens >= b or free <= 0:
+                    break
+            hold = waited < batch_wait[0] and min(take_tokens, b) + n_dec < batch_wait[1]
+            waited = waited + 1 if hold else 0
+        while not hold and (alone or not multi) and b > 0 and waiting and running < slots and partial is None:
             tag, n = waiting[0]
             I, O = groups[tag][1:3]
             # (multi-step: the first prompt of the step is taken even where it is longer than the budget)
@@ -736,7 +761,8 @@ def tpot_weights(marks, steps: int) -> tuple[list[float], int, float]:
 
 @lru_cache(maxsize=256)
 def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: int, slots: int,
-                         ctx_step: int) -> tuple[tuple[tuple, int, int, int], ...]:
+                         ctx_step: int, batch_wait: tuple[int, float] | None = None
+                         ) -> tuple[tuple[tuple, int, int, int], ...]:
     """The steps of ``clients`` closed-loop clients on one engine replica (``run_steps``): every client
     sends its first request at step 0 and its next one when the last has produced its ``O``-th token (it
     is scheduled from the next step on), until ``requests`` requests have run.
@@ -746,7 +772,8 @@ def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: in
     steps, ttft_weight, e2e_weight)`` per distinct step shape, where ``shape`` is the step's pieces
     ``((new tokens, cached tokens), sequences)`` (decodes at their mean context, rounded to ``ctx_step``),
     ``steps`` how many steps have it, and the weights how many (request, step) pairs fall inside a
-    request's TTFT and e2e windows: the mean TTFT is Σ ttft_weight × step time / requests."""
+    request's TTFT and e2e windows: the mean TTFT is Σ ttft_weight × step time / requests. ``batch_wait``:
+    TensorRT-LLM's delayed batching (``run_steps``; it counts steps, so the schedule is still the clock's)."""
     sent = min(clients, requests)
 
     def resend(_t: float, finished: int) -> list:  # each finished request's client sends its next one
@@ -756,7 +783,7 @@ def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: in
         return [(more, I, O)] if more else []
 
     steps, marks = run_steps([(0.0, sent, I, O)], budget, slots, price=lambda _: 1.0, ctx_step=ctx_step,
-                             resend=resend)
+                             resend=resend, batch_wait=batch_wait)
     shapes: dict = {}
     for s, pieces in enumerate(steps):
         shapes.setdefault(tuple(sorted(pieces.items())), []).append(s)
@@ -889,14 +916,15 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, 
     return per_replica, slots, notes
 
 
-def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, server: bool) -> ServeResult:
+def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, server: bool,
+                 batch_wait: tuple[int, float] | None = None) -> ServeResult:
     """``concurrency`` closed-loop clients that start together, step by step (``closed_loop_schedule``)."""
     I, O = scenario.input_len, scenario.output_len
     per_replica, n, notes = _replica_admission(mem, scenario, replicas, closed=True, step_by_step=True)
     requests = closed_loop_requests(scenario, per_replica, replicas)
     budget = mem.max_num_batched_tokens
     check_simulated_steps(scenario, requests, n, budget)
-    sched = closed_loop_schedule(I, O, per_replica, requests, budget, n, max(1, (I + O) // 64))
+    sched = closed_loop_schedule(I, O, per_replica, requests, budget, n, max(1, (I + O) // 64), batch_wait)
     ttft = e2e = span = ZERO
     prefill_steps = 0
     decode_step = None
@@ -946,7 +974,7 @@ def intake_arrivals(sends_s, intake_s: float, free_s: float = 0.0) -> tuple[list
 
 
 def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake_s: float,
-             scheduler_steps: int = 1) -> ServeResult:
+             scheduler_steps: int = 1, batch_wait: tuple[int, float] | None = None) -> ServeResult:
     """Requests that reach the engine through its HTTP front end (``intake_arrivals``, ``intake_s`` per
     request; 0: in-process), then run step by step under the engine's scheduler rules (``run_steps``, as
     ``closed_loop_schedule``; ``scheduler_steps`` > 1: multi-step rounds), each step priced by the step
@@ -987,7 +1015,8 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
         return batch(sent - more, more) if more else []
 
     _, marks = run_steps([(0.0, *g) for g in batch(0, sent)], mem.max_num_batched_tokens, slots, price=price,
-                         intake_s=c, ctx_step=max(1, (I + O) // 64), resend=resend, scheduler_steps=scheduler_steps)
+                         intake_s=c, ctx_step=max(1, (I + O) // 64), resend=resend, scheduler_steps=scheduler_steps,
+                         batch_wait=batch_wait)
     costs = price.costs
     ct, ce = window_counts(marks, len(costs))
     # requests of different lengths: TPOT is the mean of each one's (``tpot_weights``)
@@ -1125,6 +1154,7 @@ class Deployment:
     fewest_gpus: int | None
     notes: tuple[str, ...]
     num_scheduler_steps: int = 1
+    batch_wait: tuple[int, float] | None = None  # (iterations, tokens) of TensorRT-LLM's delayed batching
 
 
 def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None = None, dtype: str | None = None,
@@ -1134,7 +1164,8 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
           mean_output_len: float | None = None, factors: Factors | None = None,
           num_scheduler_steps: int | None = None, cuda_graph_max_tokens: int | None = None,
           async_scheduling: bool | None = None, input_len_dist: str | None = None,
-          output_len_dist: str | None = None) -> Deployment:
+          output_len_dist: str | None = None, batch_wait_iters: int | None = None,
+          batch_wait_tokens_ratio: float | None = None) -> Deployment:
     """Plan one deployment of ``spec`` on ``gpus`` × ``hw`` under ``engine`` (see the module docstring).
     ``num_scheduler_steps``: multi-step scheduling (``run_steps``); default: the engine's.
     ``cuda_graph_max_tokens``: the largest step the engine replays as a CUDA graph (tokens; a decode step's
@@ -1143,7 +1174,8 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
     default: the engine profile's, off with multi-step scheduling (vLLM V0's, which had none).
     ``input_len_dist`` / ``output_len_dist``: each request's length drawn from this distribution
     (``hardware.simulate.length_dist``; ``scenario_lengths``) in place of ``input_len`` / ``output_len``, which
-    become the distribution's mean."""
+    become the distribution's mean. ``batch_wait_iters`` / ``batch_wait_tokens_ratio``: TensorRT-LLM's delayed
+    batching (``batch_wait_of``); default: the engine's (off)."""
     from planner.analysis.analyze import Options, analyze
     from planner.analysis.errors import OptionError
     from planner.analysis.parallel import tp_plan
@@ -1222,6 +1254,7 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
         notes.append(note)
     result = None
     fewest = None
+    wait = batch_wait_of(eng, batch_wait_iters, batch_wait_tokens_ratio, mem.max_num_batched_tokens)
     if not mem.fits:
         fewest = fewest_gpus(a, hw, eng, **kw)
         if mem.kv_pool_bytes <= 0:
@@ -1237,10 +1270,37 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
         scenario = Scenario(input_len, output_len, concurrency, arrival, requests=requests,
                             mean_output_len=mean_output_len, input_len_dist=input_len_dist,
                             output_len_dist=output_len_dist)
-        result = simulate(StepModel(a, hw, plan, f), mem, scenario, replicas=replicas, scheduler_steps=steps)
+        if wait is not None:
+            notes.append(f"delayed batching ({eng.display_name} batch_wait_timeout_iters {wait[0]}, "
+                         f"batch_wait_max_tokens_ratio {wait[1] / mem.max_num_batched_tokens:g}): "
+                         f"while requests decode, new prompts wait up to {wait[0]} steps for a step of "
+                         f"{math.ceil(wait[1]):,} tokens")
+        result = simulate(StepModel(a, hw, plan, f), mem, scenario, replicas=replicas, scheduler_steps=steps,
+                          batch_wait=wait)
         notes.extend(result.notes)
     notes.extend(mem.notes)
-    return Deployment(a, eng, hw, tp, replicas, mem, f, result, fewest, tuple(dict.fromkeys(notes)), steps)
+    return Deployment(a, eng, hw, tp, replicas, mem, f, result, fewest, tuple(dict.fromkeys(notes)), steps, wait)
+
+
+def batch_wait_of(eng, iters: int | None, ratio: float | None, max_num_tokens: int) -> tuple[int, float] | None:
+    """TensorRT-LLM's delayed batching as ``run_steps`` takes it, ``(timeout iterations, ratio ×
+    max_num_tokens)``, from the options (None: the engine profile's ``scheduler.batch_wait``). None where it
+    is off: ``_waiting_requests`` stops waiting once ``iters_count >= batch_wait_timeout_iters`` or the tokens
+    reach the threshold, so either at 0 turns it off. Refused on an engine without the setting."""
+    from planner.analysis.errors import OptionError
+
+    if eng.batch_wait is None:
+        if iters is not None or ratio is not None:
+            raise OptionError(f"--batch-wait-iters / --batch-wait-tokens-ratio: {eng.display_name} has no delayed "
+                              "batching", "it is TensorRT-LLM's (--engine trtllm)")
+        return None
+    if iters is not None and (isinstance(iters, bool) or iters != int(iters) or iters < 0):
+        raise OptionError(f"--batch-wait-iters must be a whole number >= 0, got {iters}")
+    if ratio is not None and not (math.isfinite(ratio) and 0 <= ratio <= 1):
+        raise OptionError(f"--batch-wait-tokens-ratio must be a fraction in [0, 1], got {ratio}")
+    n = eng.batch_wait[0] if iters is None else int(iters)
+    r = eng.batch_wait[1] if ratio is None else float(ratio)
+    return (n, r * max_num_tokens) if n > 0 and r > 0 else None
 
 
 def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
@@ -1263,6 +1323,8 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
             "num_scheduler_steps": d.num_scheduler_steps,
             "cuda_graph_max_tokens": d.factors.cuda_graph_max_tokens,
             "async_scheduling": d.factors.async_scheduling,
+            "batch_wait": (None if d.batch_wait is None else
+                           {"timeout_iters": d.batch_wait[0], "min_step_tokens": math.ceil(d.batch_wait[1])}),
             "input_len": r.scenario.input_len if r else None, "output_len": r.scenario.output_len if r else None,
             "concurrency": r.scenario.concurrency if r else None,
             "arrival": r.scenario.arrival if r else None,

@@ -1,0 +1,126 @@
+"""TensorRT-LLM's delayed batching of new prompts (``batch_wait_timeout_iters``, ``batch_wait_max_tokens_ratio``;
+PyExecutor._schedule / _waiting_requests): while requests decode, a step takes no new prompt until the count
+of steps that waited reaches the timeout or the step's tokens reach the threshold. Hand-computed step
+schedules of the scheduler loop, the option's rules and refusals, and the engine profile's default (off)."""
+
+from __future__ import annotations
+
+import pytest
+
+from planner.analysis.errors import OptionError
+from planner.hardware.engine import load_engine
+from planner.hardware.profiles import load_profile
+from planner.hardware.serve import batch_wait_of, run_steps, serve
+from tests.clirun import run
+from tests.test_serve import _model
+
+
+def _flat_price(pieces) -> float:  # every step 10 ms
+    return 10e-3
+
+
+# A: a 4-token prompt, 6 tokens out, sent at 0. B: a 4-token prompt, 3 out, sent at 15 ms (during step 1).
+SENDS = [(0.0, 1, 4, 6), (15e-3, 1, 4, 3)]
+
+
+def test_without_waiting_the_prompt_joins_the_next_step():
+    steps, done = run_steps(SENDS, 16, 4, price=_flat_price)
+    assert steps[2] == {(1, 5): 1, (4, 0): 1}
+    b = max(done, key=lambda m: m.send_s)
+    assert b.first_s - b.send_s == pytest.approx(15e-3)  # step 2 runs 20-30 ms
+
+
+def test_prompt_waits_out_the_timeout_while_a_request_decodes():
+    """Timeout 2 steps, threshold 8 tokens. B has arrived by step 2; a step would run its 4 prompt tokens
+    and A's one decode token, 5 < 8: steps 2 and 3 hold it back (the count goes 1, 2), step 4 takes it (the
+    count is at the timeout) and resets the count. B's first token comes at the end of step 4, 50 ms:
+    35 ms after it was sent, where it was 15 ms without waiting."""
+    steps, done = run_steps(SENDS, 16, 4, price=_flat_price, batch_wait=(2, 8))
+    assert steps[:5] == [{(4, 0): 1}, {(1, 4): 1}, {(1, 5): 1}, {(1, 6): 1}, {(1, 7): 1, (4, 0): 1}]
+    a, b = sorted(done, key=lambda m: m.send_s)
+    assert b.first_step == 4 and b.first_s - b.send_s == pytest.approx(35e-3)
+    assert a.end_step == 5  # A's own tokens are not delayed: its 6th comes with decode step 5
+
+
+def test_threshold_reached_takes_the_prompt_at_once():
+    """Threshold 5: 4 prompt tokens + 1 decode token reach it, so nothing waits (TensorRT-LLM stops waiting
+    at num_scheduled_tokens >= ratio x max_num_tokens)."""
+    assert run_steps(SENDS, 16, 4, price=_flat_price, batch_wait=(40, 5))[0] == run_steps(
+        SENDS, 16, 4, price=_flat_price)[0]
+
+
+def test_nothing_waits_without_a_decoding_request():
+    """Two prompts sent together, one per step (a 4-token budget): the first step has nothing decoding
+    and takes A; the second has A decoding and holds B back for the whole timeout of 3 steps."""
+    steps, done = run_steps([(0.0, 2, 4, 8)], 4, 4, price=_flat_price, batch_wait=(3, 100))
+    assert steps[0] == {(4, 0): 1}
+    assert [set(s) for s in steps[1:5]] == [{(1, 4)}, {(1, 5)}, {(1, 6)}, {(1, 7), (3, 0)}]
+    # (the 4-token budget less A's decode leaves 3: B's prompt is cut and completes in step 5)
+    assert max(m.first_step for m in done) == 5
+
+
+def test_batch_wait_of_follows_tensorrt_llms_stop_rule():
+    trt = load_engine("trtllm")
+    assert trt.batch_wait == (0, 0.0)  # llm_args' defaults: off
+    assert batch_wait_of(trt, None, None, 8192) is None
+    assert batch_wait_of(trt, 40, 0.8, 8192) == (40, pytest.approx(6553.6))
+    # either at 0 turns it off: iters_count >= 0, or tokens >= 0, always stops the wait
+    assert batch_wait_of(trt, 0, 0.8, 8192) is None
+    assert batch_wait_of(trt, 40, 0.0, 8192) is None
+    with pytest.raises(OptionError, match="fraction"):
+        batch_wait_of(trt, 40, 1.5, 8192)
+    with pytest.raises(OptionError, match="no delayed batching"):
+        batch_wait_of(load_engine("vllm"), 40, 0.8, 8192)
+    assert load_engine("vllm").batch_wait is None and load_engine("sglang").batch_wait is None
+
+
+def test_clients_in_step_never_wait():
+    """Closed-loop clients of one length that start together stay in step: all four finish together and
+    send their next prompts when nothing decodes, so delayed batching changes nothing."""
+    def loop():
+        sent = 4
+
+        def resend(_t, finished):
+            nonlocal sent
+            more = min(finished, 12 - sent)
+            sent += more
+            return [(more, 4, 3)] if more else []
+        return resend
+
+    held = run_steps([(0.0, 4, 4, 3)], 16, 4, price=_flat_price, resend=loop(), batch_wait=(40, 1000))
+    assert held[0] == run_steps([(0.0, 4, 4, 3)], 16, 4, price=_flat_price, resend=loop())[0]
+    assert held[0][:4] == [{(4, 0): 4}, {(1, 4): 4}, {(1, 5): 4}, {(4, 0): 4}]
+
+
+def test_serve_waits_lengthen_ttft_not_the_decode_steps():
+    """Closed-loop clients through the HTTP front end reach the engine one after another, and with drawn
+    lengths they drift apart: prompts arrive while others decode and wait, so TTFT grows; TPOT stays
+    within a few percent (the decode steps are the same, a few of them lighter by a prompt)."""
+    spec = _model("llama-3.2-1b")
+    hw = load_profile("h100-sxm")
+    kw = dict(engine="trtllm", input_len=512, output_len=64, concurrency=8, arrival="closed-loop", requests=32,
+              input_len_dist="uniform:400:600", output_len_dist="uniform:32:96")
+    base = serve(spec, hw, **kw)
+    held = serve(spec, hw, **kw, batch_wait_iters=20, batch_wait_tokens_ratio=0.9)
+    assert base.batch_wait is None
+    assert held.batch_wait == (20, pytest.approx(0.9 * held.memory.max_num_batched_tokens))
+    assert any("delayed batching" in n for n in held.notes)
+    assert held.result.expected.ttft_s > 2 * base.result.expected.ttft_s
+    assert held.result.expected.tpot_s == pytest.approx(base.result.expected.tpot_s, rel=0.1)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--engine", "vllm", "--batch-wait-iters", "40"], "no delayed batching"),
+    (["--engine", "trtllm", "--batch-wait-tokens-ratio", "1.5"], "fraction"),
+    (["--engine", "trtllm", "--batch-wait-tokens-ratio", "nan"], "fraction"),
+])
+def test_cli_refusals(args, fragment):
+    r = run("serve", "llama-3.2-1b", "-H", "h100-sxm", *args)
+    r.assert_error(fragment)
+
+
+def test_cli_json_names_the_setting():
+    r = run("serve", "llama-3.2-1b", "-H", "h100-sxm", "--engine", "trtllm", "--batch-wait-iters", "40",
+            "--batch-wait-tokens-ratio", "0.8", "--arrival", "closed-loop", "-C", "4", "--json")
+    assert r.code == 0, r.err
+    assert r.json["settings"]["batch_wait"] == {"timeout_iters": 40, "min_step_tokens": 6554}
