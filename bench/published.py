@@ -389,7 +389,8 @@ class Point:
         if r is None:
             model = StepModel(self.a, self.hw, self.plan, f, ops_cache=self.ops_cache, detail=False)
             r = _SIMS[key] = simulate(model, self.mem, self.scenario, replicas=self.gpus // self.tp,
-                                      server=self.server_client, batch_wait=self.batch_wait)
+                                      server=self.server_client, batch_wait=self.batch_wait,
+                                      prefill_first=self.engine.prefill_first)
         e = r.expected
         if q == "output_tokens_per_s":
             return e.output_tokens_per_s / self.gpus if self.per_gpu else e.output_tokens_per_s

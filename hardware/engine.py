@@ -319,6 +319,9 @@ class EngineProfile:
     # ``batch_wait_max_tokens_ratio``): the engine's defaults ``(iterations, ratio)``, both 0 (off); None:
     # the engine has no such setting (``hardware.serve.batch_wait_of``)
     batch_wait: tuple[int, float] | None = None
+    # a step that can take a prompt runs prompts alone, the decoding requests waiting for it (SGLang's "Run
+    # prefill first if possible"); False: prompts and decodes share a step (chunked prefill, in-flight batching)
+    prefill_first: bool = False
     # whether the engine applies a model config's sliding window (``sliding_window.default``: applied or
     # ignored), and the model types whose window it applies where it ignores the others' (``applied_for``)
     sliding_window: str = "applied"
@@ -456,6 +459,7 @@ def load_engine(name: str | None) -> EngineProfile:
         async_scheduling=(None if sched.get("async_scheduling") is None else
                           _flag(sched["async_scheduling"], "scheduler.async_scheduling", w)),
         batch_wait=_batch_wait(sched.get("batch_wait"), w),
+        prefill_first=_flag(sched.get("prefill_first", False), "scheduler.prefill_first", w),
         sliding_window=str(swa.get("default", "applied")),
         sliding_window_applied_for=_names(swa.get("applied_for"), "sliding_window.applied_for", w,
                                           "config.json model_type values", "[gpt_oss]"),

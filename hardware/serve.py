@@ -34,7 +34,9 @@ runs them (``run_steps``, the one scheduler loop; ``closed_loop_schedule``):
 - each step takes one token of every decoding request first, then the rest of the oldest partly
   prefilled prompt, then waiting prompts in arrival order while ``max_num_batched_tokens`` tokens and
   ``n = min(clients per replica, max_num_seqs, what the KV pool holds)`` running requests allow (a
-  prompt larger than the budget left is cut: chunked prefill); clients beyond ``n`` wait in the queue;
+  prompt larger than the budget left is cut: chunked prefill); clients beyond ``n`` wait in the queue
+  (SGLang, whose profile sets ``scheduler.prefill_first``: a step that can take a prompt runs prompts alone,
+  the decodes waiting for it; TensorRT-LLM with ``--batch-wait-iters``: new prompts wait while requests decode);
 - each distinct step shape (decodes at their mean context, the prompt pieces) is priced once by the
   step model; TTFT and e2e are means over the requests of the steps inside each one's window;
   throughput is every output token over the time the run takes.
@@ -388,20 +390,24 @@ def _explain(ttft: StepCost, e2e: StepCost, O: float, tpot: StepCost | None = No
 
 
 def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, server: bool = True,
-             scheduler_steps: int = 1, batch_wait: tuple[int, float] | None = None) -> ServeResult:
+             scheduler_steps: int = 1, batch_wait: tuple[int, float] | None = None,
+             prefill_first: bool = False) -> ServeResult:
     """The scenario of the module docstring on ``model`` with the engine memory ``mem`` (``EngineMemory``).
     ``scheduler_steps``: vLLM V0's ``--num-scheduler-steps`` (``run_steps``); above 1 every arrival mode is
     simulated step by step on the clock. ``batch_wait``: TensorRT-LLM's delayed batching of new prompts
-    (``run_steps``; ``batch_wait_of``), for the step-by-step paths."""
+    (``run_steps``; ``batch_wait_of``), for the step-by-step paths; ``prefill_first``: the engine runs prompts in
+    steps of their own (``run_steps``; SGLang's)."""
     scenario.check()
     intake = model.f.server_overhead_s if server else 0.0
     if intake > 0 or scheduler_steps > 1 or scenario.spread:
         return _clocked(model, mem, scenario, replicas=replicas, intake_s=intake, scheduler_steps=scheduler_steps,
-                        batch_wait=batch_wait)
+                        batch_wait=batch_wait, prefill_first=prefill_first)
     if scenario.arrival == "closed-loop":
-        return _closed_loop(model, mem, scenario, replicas=replicas, server=server, batch_wait=batch_wait)
+        return _closed_loop(model, mem, scenario, replicas=replicas, server=server, batch_wait=batch_wait,
+                            prefill_first=prefill_first)
     if batch_wait is not None:  # a static batch larger than a step: its later prompts wait behind decodes
-        return _clocked(model, mem, scenario, replicas=replicas, intake_s=0.0, batch_wait=batch_wait)
+        return _clocked(model, mem, scenario, replicas=replicas, intake_s=0.0, batch_wait=batch_wait,
+                        prefill_first=prefill_first)
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
     per_replica, wave, notes = _replica_admission(mem, scenario, replicas, closed=False, wait_note=False)
     waves = -(-per_replica // wave)
@@ -493,7 +499,8 @@ class Finished(NamedTuple):
 
 def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, ctx_step: int = 1,
               resend=None, scheduler_steps: int = 1, kv_tokens: int | None = None,
-              step_ends: list | None = None, batch_wait: tuple[int, float] | None = None) -> tuple[list, list]:
+              step_ends: list | None = None, batch_wait: tuple[int, float] | None = None,
+              prefill_first: bool = False) -> tuple[list, list]:
     """The steps one engine replica runs, as vLLM's scheduler builds them, on the clock: the one scheduler
     loop of ``planner serve``.
 
@@ -520,6 +527,11 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     round keeps its place until the round ends, and its tokens are handed out when the round ends
     (``llm_engine.step`` processes outputs only when no step of the round remains). So a request that
     arrives during a round waits for its end, and tokens stream in chunks of up to N.
+
+    ``prefill_first``: SGLang's scheduling (``Scheduler.get_next_batch_to_run``: "Run prefill first if possible";
+    a prefill batch takes no decode unless ``--enable-mixed-chunk``, off by default): a step that can take a
+    prompt (or goes on with a cut one) runs prompts alone, within the whole budget, and the decoding requests
+    wait for it; a step with none to take is a decode step.
 
     ``batch_wait`` ``(N, T)``: TensorRT-LLM's delayed batching (``batch_wait_timeout_iters`` N,
     ``batch_wait_max_tokens_ratio`` × ``max_num_tokens`` = T; PyExecutor._schedule and _waiting_requests).
@@ -592,7 +604,10 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
         completed: list = []  # (tag, count) whose prompt completes this step
         head_fits = bool(waiting) and running < slots and (
             kv_tokens is None or kv_tokens - kv_held >= sum(groups[waiting[0][0]][1:3]))
-        alone = multi and not round_left and head_fits  # multi-step: a round of prompts alone
+        if multi:  # multi-step: a round of prompts alone
+            alone = not round_left and head_fits
+        else:  # prefill first: prompts alone whenever one can start or a cut one goes on
+            alone = prefill_first and (head_fits or partial is not None)
         decoded = not alone and bool(decoding)
         if decoded:
             if multi and not round_left:
@@ -625,7 +640,7 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
             tag, n = waiting[0]
             I, O = groups[tag][1:3]
             # (multi-step: the first prompt of the step is taken even where it is longer than the budget)
-            full = min(n, max(b // I, 1) if alone and not pieces else b // I, slots - running)
+            full = min(n, max(b // I, 1) if multi and alone and not pieces else b // I, slots - running)
             fits = n if kv_tokens is None else (kv_tokens - kv_held) // (I + O)
             full = min(full, fits)
             if full:
@@ -761,8 +776,8 @@ def tpot_weights(marks, steps: int) -> tuple[list[float], int, float]:
 
 @lru_cache(maxsize=256)
 def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: int, slots: int,
-                         ctx_step: int, batch_wait: tuple[int, float] | None = None
-                         ) -> tuple[tuple[tuple, int, int, int], ...]:
+                         ctx_step: int, batch_wait: tuple[int, float] | None = None,
+                         prefill_first: bool = False) -> tuple[tuple[tuple, int, int, int], ...]:
     """The steps of ``clients`` closed-loop clients on one engine replica (``run_steps``): every client
     sends its first request at step 0 and its next one when the last has produced its ``O``-th token (it
     is scheduled from the next step on), until ``requests`` requests have run.
@@ -773,7 +788,8 @@ def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: in
     ``((new tokens, cached tokens), sequences)`` (decodes at their mean context, rounded to ``ctx_step``),
     ``steps`` how many steps have it, and the weights how many (request, step) pairs fall inside a
     request's TTFT and e2e windows: the mean TTFT is Σ ttft_weight × step time / requests. ``batch_wait``:
-    TensorRT-LLM's delayed batching (``run_steps``; it counts steps, so the schedule is still the clock's)."""
+    TensorRT-LLM's delayed batching (``run_steps``; it counts steps, so the schedule is still the clock's);
+    ``prefill_first``: SGLang's prompts-alone steps (``run_steps``)."""
     sent = min(clients, requests)
 
     def resend(_t: float, finished: int) -> list:  # each finished request's client sends its next one
@@ -783,7 +799,7 @@ def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: in
         return [(more, I, O)] if more else []
 
     steps, marks = run_steps([(0.0, sent, I, O)], budget, slots, price=lambda _: 1.0, ctx_step=ctx_step,
-                             resend=resend, batch_wait=batch_wait)
+                             resend=resend, batch_wait=batch_wait, prefill_first=prefill_first)
     shapes: dict = {}
     for s, pieces in enumerate(steps):
         shapes.setdefault(tuple(sorted(pieces.items())), []).append(s)
@@ -917,14 +933,15 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, 
 
 
 def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, server: bool,
-                 batch_wait: tuple[int, float] | None = None) -> ServeResult:
+                 batch_wait: tuple[int, float] | None = None, prefill_first: bool = False) -> ServeResult:
     """``concurrency`` closed-loop clients that start together, step by step (``closed_loop_schedule``)."""
     I, O = scenario.input_len, scenario.output_len
     per_replica, n, notes = _replica_admission(mem, scenario, replicas, closed=True, step_by_step=True)
     requests = closed_loop_requests(scenario, per_replica, replicas)
     budget = mem.max_num_batched_tokens
     check_simulated_steps(scenario, requests, n, budget)
-    sched = closed_loop_schedule(I, O, per_replica, requests, budget, n, max(1, (I + O) // 64), batch_wait)
+    sched = closed_loop_schedule(I, O, per_replica, requests, budget, n, max(1, (I + O) // 64), batch_wait,
+                                 prefill_first)
     ttft = e2e = span = ZERO
     prefill_steps = 0
     decode_step = None
@@ -974,7 +991,8 @@ def intake_arrivals(sends_s, intake_s: float, free_s: float = 0.0) -> tuple[list
 
 
 def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake_s: float,
-             scheduler_steps: int = 1, batch_wait: tuple[int, float] | None = None) -> ServeResult:
+             scheduler_steps: int = 1, batch_wait: tuple[int, float] | None = None,
+             prefill_first: bool = False) -> ServeResult:
     """Requests that reach the engine through its HTTP front end (``intake_arrivals``, ``intake_s`` per
     request; 0: in-process), then run step by step under the engine's scheduler rules (``run_steps``, as
     ``closed_loop_schedule``; ``scheduler_steps`` > 1: multi-step rounds), each step priced by the step
@@ -1016,7 +1034,7 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
 
     _, marks = run_steps([(0.0, *g) for g in batch(0, sent)], mem.max_num_batched_tokens, slots, price=price,
                          intake_s=c, ctx_step=max(1, (I + O) // 64), resend=resend, scheduler_steps=scheduler_steps,
-                         batch_wait=batch_wait)
+                         batch_wait=batch_wait, prefill_first=prefill_first)
     costs = price.costs
     ct, ce = window_counts(marks, len(costs))
     # requests of different lengths: TPOT is the mean of each one's (``tpot_weights``)
@@ -1276,7 +1294,7 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
                          f"while requests decode, new prompts wait up to {wait[0]} steps for a step of "
                          f"{math.ceil(wait[1]):,} tokens")
         result = simulate(StepModel(a, hw, plan, f), mem, scenario, replicas=replicas, scheduler_steps=steps,
-                          batch_wait=wait)
+                          batch_wait=wait, prefill_first=eng.prefill_first)
         notes.extend(result.notes)
     notes.extend(mem.notes)
     return Deployment(a, eng, hw, tp, replicas, mem, f, result, fewest, tuple(dict.fromkeys(notes)), steps, wait)

@@ -1,7 +1,8 @@
 """TensorRT-LLM's delayed batching of new prompts (``batch_wait_timeout_iters``, ``batch_wait_max_tokens_ratio``;
 PyExecutor._schedule / _waiting_requests): while requests decode, a step takes no new prompt until the count
-of steps that waited reaches the timeout or the step's tokens reach the threshold. Hand-computed step
-schedules of the scheduler loop, the option's rules and refusals, and the engine profile's default (off)."""
+of steps that waited reaches the timeout or the step's tokens reach the threshold; and SGLang's prefill-first
+scheduling (a step that can take a prompt runs prompts alone). Hand-computed step schedules of the scheduler
+loop, the option's rules and refusals, and the engine profiles' settings."""
 
 from __future__ import annotations
 
@@ -124,3 +125,39 @@ def test_cli_json_names_the_setting():
             "--batch-wait-tokens-ratio", "0.8", "--arrival", "closed-loop", "-C", "4", "--json")
     assert r.code == 0, r.err
     assert r.json["settings"]["batch_wait"] == {"timeout_iters": 40, "min_step_tokens": 6554}
+
+
+# ---- SGLang's prefill-first scheduling (Scheduler.get_next_batch_to_run: "Run prefill first if possible") ----
+
+
+def test_prefill_first_runs_the_prompt_alone_and_the_decode_waits():
+    """A (4 in, 4 out) at 0, B (4 in, 2 out) at 15 ms, 10 ms steps. Mixed (vLLM, TensorRT-LLM): B's prompt rides
+    in step 2 with A's decode, and A's 4th token comes with step 3. Prefill first (SGLang): step 2 is B's prompt
+    alone, A makes no token in it, and A's 4th token comes a step later (step 4); B's first token still comes
+    with step 2."""
+    sends = [(0.0, 1, 4, 4), (15e-3, 1, 4, 2)]
+    mixed, done_m = run_steps(sends, 16, 4, price=_flat_price)
+    alone, done_a = run_steps(sends, 16, 4, price=_flat_price, prefill_first=True)
+    assert mixed[2] == {(1, 5): 1, (4, 0): 1}
+    assert alone[2] == {(4, 0): 1}
+    assert alone[3] == {(1, 4): 2}  # A at context 5 and B at 4 decode together, at their mean context (4.5 -> 4)
+    a_m, b_m = sorted(done_m, key=lambda m: m.send_s)
+    a, b = sorted(done_a, key=lambda m: m.send_s)
+    assert (a_m.end_step, a.end_step) == (3, 4)
+    assert b.first_step == b_m.first_step == 2
+
+
+def test_prefill_first_goes_on_with_a_cut_prompt_before_any_decode():
+    """A 4-token budget: B's 6-token prompt is cut 4 + 2 and both pieces run alone (steps 1 and 2), so A
+    (2 in, 6 out, decoding since step 0) makes no token until step 3 and ends at step 7 (mixed: step 5)."""
+    sends = [(0.0, 1, 2, 6), (5e-3, 1, 6, 2)]
+    alone, done = run_steps(sends, 4, 4, price=_flat_price, prefill_first=True)
+    assert alone[1:3] == [{(4, 0): 1}, {(2, 4): 1}]
+    assert max(done, key=lambda m: m.end_step).end_step == 7
+    mixed, done_m = run_steps(sends, 4, 4, price=_flat_price)
+    assert mixed[1] == {(1, 2): 1, (3, 0): 1} and max(m.end_step for m in done_m) == 5
+
+
+def test_only_sglang_runs_prefill_first():
+    assert load_engine("sglang").prefill_first
+    assert not load_engine("vllm").prefill_first and not load_engine("trtllm").prefill_first
