@@ -1100,13 +1100,13 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
 
 def simulate_requests(model: StepModel, mem, sends_s, input_lens, output_lens, *, intake_s: float = 0.0,
                       scheduler_steps: int = 1, max_num_batched_tokens: int | None = None,
-                      step_ends: list | None = None) -> list:
+                      step_ends: list | None = None, prefill_first: bool = False) -> list:
     """Requests of their own lengths sent at ``sends_s`` (sorted; a request-rate benchmark's arrivals) to one
     replica, step by step (``run_steps``, each step priced by ``model``): one ``Finished`` per request, in
     finish order (requests sent at the same time may share one). At most ``mem.max_num_seqs`` run at
     once, and the KV pool holds each running request's whole sequence (no preemption);
-    ``max_num_batched_tokens``: the step's token budget where it is not the engine memory's; ``step_ends``:
-    as ``run_steps``'."""
+    ``max_num_batched_tokens``: the step's token budget where it is not the engine memory's; ``step_ends``
+    and ``prefill_first``: as ``run_steps``'."""
     from planner.analysis.errors import OptionError
 
     reqs = list(zip(sends_s, input_lens, output_lens))
@@ -1120,7 +1120,8 @@ def simulate_requests(model: StepModel, mem, sends_s, input_lens, output_lens, *
     mean_len = sum(i + o for _, _, i, o in sends) / len(sends)
     _, marks = run_steps(sends, max_num_batched_tokens or mem.max_num_batched_tokens, mem.max_num_seqs,
                          price=StepPricer(model), intake_s=intake_s, ctx_step=max(1, int(mean_len) // 64),
-                         scheduler_steps=scheduler_steps, kv_tokens=mem.kv_capacity_tokens, step_ends=step_ends)
+                         scheduler_steps=scheduler_steps, kv_tokens=mem.kv_capacity_tokens, step_ends=step_ends,
+                         prefill_first=prefill_first)
     return marks
 
 

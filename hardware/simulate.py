@@ -8,7 +8,9 @@ What it models (one engine replica per configuration; vLLM V1's scheduler rules)
   KV grows by one token), then sequences whose prompt is partly prefilled (chunked prefill, oldest
   first), then new requests from the queue, first come first served, while the step's token budget
   (``max_num_batched_tokens``), the sequence limit (``max_num_seqs``) and the KV pool
-  (``kv_capacity_tokens``) allow; a prompt larger than the budget left is prefilled in chunks;
+  (``kv_capacity_tokens``) allow; a prompt larger than the budget left is prefilled in chunks (with
+  ``Scheduler.prefill_first``, SGLang's rule: the prompts get the whole budget, and a step that runs any
+  prompt tokens runs no decode; the pool check before it still counts the decodes' tokens);
 - when the KV pool cannot take the decode tokens of a step (or is full of half-prefilled prompts), the
   most recently admitted sequence is preempted: its KV is freed and it is recomputed later (prompt and
   generated tokens prefilled again; no new request is admitted while a recompute waits, nor in a step
@@ -67,6 +69,9 @@ class Scheduler:
     max_num_seqs: int
     max_num_batched_tokens: int
     kv_capacity_tokens: int
+    # a step that runs prompt tokens runs them alone, within the whole budget, and the decoding sequences
+    # wait for it (SGLang's "Run prefill first if possible"; hardware.serve.run_steps prefill_first)
+    prefill_first: bool = False
 
     def check(self) -> None:
         for k in ("max_num_seqs", "max_num_batched_tokens", "kv_capacity_tokens"):
@@ -355,6 +360,7 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         "pi": np.array([c.pi_s for c in costs], dtype=np.float64),
         "seqs": np.array(seqs, dtype=np.int64),
         "budget0": np.array([s.max_num_batched_tokens for s in scheds], dtype=np.int64),
+        "pff": np.array([s.prefill_first for s in scheds], dtype=bool),
         "cap": cap_all.copy(),
         "t": arr[:, 0].copy(),
         "narr": np.zeros(C, dtype=np.int64),
@@ -496,7 +502,8 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             st["fmin"][rows] = fkey[rows, :W].min(1)
         d = d_.copy()
         K = st["sk"] + d * tau
-        budget = np.where(active, st["budget0"] - d, 0)
+        pff = st["pff"]
+        budget = np.where(active, st["budget0"] - np.where(pff, 0, d), 0)
         free_kv = cap - committed - d
         pairs = np.zeros(n, dtype=np.float64)
         ptok = np.zeros(n, dtype=np.int64)
@@ -586,6 +593,10 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             free_kv[rows] -= li
             kv[rows] += np.where(pf, li, 0)
             admitted.append((rows[pf], ss[pf]))
+        if pff.any():  # prefill first: a step with prompt tokens runs no decode
+            idle = pff & (ptok > 0)
+            d = np.where(idle, 0, d)
+            K = np.where(idle, 0, K)
         N = d + ptok
         work = active & (N > 0)
         # decode-only runs: jump to the next event

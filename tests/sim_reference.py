@@ -47,6 +47,7 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
     pi = np.array([c.pi_s for c in costs])
     seqs = np.array([s.max_num_seqs for s in scheds], dtype=np.int64)
     budget0 = np.array([s.max_num_batched_tokens for s in scheds], dtype=np.int64)
+    pff = np.array([s.prefill_first for s in scheds], dtype=bool)
     cap = np.array([s.kv_capacity_tokens for s in scheds], dtype=np.int64)
     S = int(seqs.max())
     ci = np.arange(C)
@@ -149,7 +150,7 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
             preempt[rows] += 1
         d = dec.sum(1)
         K = np.where(dec, ctx + 1, 0).sum(1)
-        budget = np.where(active, budget0 - d, 0)
+        budget = np.where(active, budget0 - np.where(pff, 0, d), 0)
         free_kv = cap - committed - d
         chunk = np.zeros((C, S), dtype=np.int64)
         pairs = np.zeros(C, dtype=np.float64)
@@ -219,6 +220,11 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
             kv_used[rows] += np.where(pf, li, 0)
             running = sid >= 0
         ptok = chunk.sum(1)
+        # prefill first: a step with prompt tokens runs no decode
+        idle = pff & (ptok > 0)
+        d = np.where(idle, 0, d)
+        K = np.where(idle, 0, K)
+        dec = dec & ~idle[:, None]
         N = d + ptok
         work = active & (N > 0)
         # decode-only runs: jump to the next event

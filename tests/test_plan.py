@@ -262,3 +262,33 @@ def test_plan_queues_requests_at_the_front_end(monkeypatch):
 
     base, queued = best_ttft(0.0), best_ttft(0.010)  # 90 req/s x 10 ms: the front end is 90 % busy
     assert queued - base > 0.010 * 1.5
+
+
+def test_plan_runs_sglang_prompts_in_steps_of_their_own(monkeypatch):
+    """SGLang's profile sets scheduler.prefill_first, and plan's request simulation follows it: the same
+    candidate, with the flag turned off in the profile, decodes through the prompt steps (mixed, as vLLM
+    does), so its TPOT is lower; with the flag, every prompt step pauses the decodes."""
+    import dataclasses
+
+    from planner.analysis.analyze import Options, analyze
+    from planner.cli.common import load_model
+    from planner.hardware import deploy, planning
+    from planner.hardware.planning import Target, Workload
+    from planner.hardware.profiles import load_profile
+
+    a = analyze(load_model("llama-3.1-8b", None).spec, Options(context=1100, batch=1, dtype="bf16"))
+    hw = load_profile("h100-sxm")
+    w, tg = Workload(20.0, 1000, 100, 400, 0), Target(10.0, 1.0)
+
+    def best(prefill_first):
+        def em(hw_, name=None):
+            m = deploy.engine_model(hw_, name)
+            return dataclasses.replace(m, profile=dataclasses.replace(m.profile, prefill_first=prefill_first))
+
+        monkeypatch.setattr(planning, "engine_model", em)
+        r = planning.plan(a, hw, model_id="m", workload=w, target=tg, engine="sglang", max_gpus=1, disaggregated=False)
+        return r.best.metrics
+
+    assert deploy.engine_model(hw, "sglang").profile.prefill_first
+    alone, mixed = best(True), best(False)
+    assert alone["tpot_p50_s"] > mixed["tpot_p50_s"] * 1.05

@@ -50,6 +50,20 @@ def test_decode_first_then_prefill_shares_the_budget():
     assert r.finish_s[0, 1] == pytest.approx(0.74 + 0.11)
 
 
+def test_prefill_first_idles_the_decodes_for_a_prompt_step():
+    # A (10 in, 3 out) at 0, B (10 in, 2 out) at 0.15. Mixed (vLLM): 0-0.2 A's prompt; 0.2-0.41 A's decode +
+    # B's prompt (11 tokens); 0.41-0.53 both decode: both done at 0.53, B's first token at 0.41. Prefill first
+    # (SGLang): 0.2-0.4 B's prompt alone (A waits); 0.4-0.52 both decode (B done); 0.52-0.63 A alone.
+    arr, inp, out = [0.0, 0.15], [10, 10], [3, 2]
+    mixed = one(LINEAR, Scheduler(8, 100, 10_000), arr, inp, out)
+    np.testing.assert_allclose(mixed.finish_s[0], [0.53, 0.53], rtol=1e-12)
+    np.testing.assert_allclose(mixed.ttft_s[0], [0.2, 0.26], rtol=1e-12)
+    alone = one(LINEAR, Scheduler(8, 100, 10_000, prefill_first=True), arr, inp, out)
+    np.testing.assert_allclose(alone.finish_s[0], [0.63, 0.52], rtol=1e-12)
+    np.testing.assert_allclose(alone.ttft_s[0], [0.2, 0.25], rtol=1e-12)
+    assert alone.steps == mixed.steps + 1
+
+
 def test_preemption_recomputes_the_newest_sequence():
     # pool of 12 tokens, two requests of 5 prompt + 4 output tokens (8 tokens each at the end):
     # prefill both (10 tokens, 0.2 s), one decode of both (0.12 s, pool 12/12); the next decode needs
@@ -143,7 +157,7 @@ def test_bad_rate_and_scheduler():
         simulate([LINEAR], [Scheduler(1, 10, 10)], [1.0, 0.0], [1, 1], [1, 1])
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_fast_simulation_equals_the_plain_lock_step_exactly(seed):
     # hardware.simulate keeps per-configuration sums, a decode clock and drops finished configurations;
     # tests/sim_reference.py advances every slot of every configuration each step. Random small
@@ -160,6 +174,9 @@ def test_fast_simulation_equals_the_plain_lock_step_exactly(seed):
                               float(rng.choice([0.0, 1e-7, 1e-6])), float(rng.choice([0.0, 1e-10]))))
         scheds.append(Scheduler(int(rng.integers(1, 40)), int(rng.integers(16, 600)), int(rng.integers(200, 5000))))
     scheds[0] = Scheduler(16, 256, 300)  # a pool smaller than some requests: rejections
+    if seed >= 2:  # SGLang's prefill-first steps in half the configurations (and none of seeds 0-1)
+        scheds = [Scheduler(x.max_num_seqs, x.max_num_batched_tokens, x.kv_capacity_tokens, prefill_first=bool(i % 2))
+                  for i, x in enumerate(scheds)]
     arr = poisson_arrivals(float(rng.uniform(1, 50)), R, seed=seed, configs=C)
     inp = draw_lengths("uniform:1:400", R, seed=seed + 1)
     out = draw_lengths("uniform:1:80", R, seed=seed + 2)
