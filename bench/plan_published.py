@@ -86,7 +86,7 @@ def plan_predict(p) -> float | None:
     cost = step_cost(p.a, p.hw, plan, em, ref_batch=min(per_replica, 64), ref_context=sc.input_len + sc.output_len // 2,
                      ref_prompt=min(sc.input_len, p.mem.max_num_batched_tokens))
     r = simulate([cost], [Scheduler(seqs, p.mem.max_num_batched_tokens, max(mem.kv_capacity_tokens, sc.input_len + sc.output_len),
-                                    prefill_first=p.engine.prefill_first)],
+                                    prefill_first=p.rules.prefill_first)],
                  np.zeros(per_replica), sc.input_len, sc.output_len)
     q = p.quantity
     # once per request, as planner plan and serve add it: the engine's admission and first sampling, and
@@ -146,7 +146,7 @@ def rate_predict(e: dict, pub, overrides: dict | None = None) -> dict:
     cost = step_cost(p.a, p.hw, plan, em, ref_batch=min(seqs, 64),
                      ref_context=int(ilens.mean() + olens.mean() / 2), ref_prompt=min(int(ilens.mean()), mnbt))
     r = simulate([cost], [Scheduler(seqs, mnbt, max(mem.kv_capacity_tokens, int((ilens + olens).max())),
-                                    prefill_first=p.engine.prefill_first)],
+                                    prefill_first=p.rules.prefill_first)],
                  arrivals, ilens, olens)
     req = p.base.request_overhead_s + (p.base.server_overhead_s if p.server_client else 0.0)
     stat = {"median": np.nanmedian, "mean": np.nanmean}[e.get("statistic", "mean")]
@@ -187,10 +187,6 @@ def rate_prediction(e: dict, pub, cache: dict, overrides: dict | None = None) ->
     return cache[key], how
 
 
-#: vLLM V0's max_num_batched_tokens without chunked prefill (vllm/config.py SchedulerConfig, 0.6.0):
-#: max(max_model_len, _DEFAULT_MAX_NUM_BATCHED_TOKENS = 2048)
-V0_MIN_BATCHED_TOKENS = 2048
-
 
 def rate_predict_steps(e: dict, pub, scheduler_steps: int, overrides: dict | None = None) -> dict:
     """{quantity: predicted statistic} for the request-rate entry ``e`` by serve's scheduler loop
@@ -207,11 +203,11 @@ def rate_predict_steps(e: dict, pub, scheduler_steps: int, overrides: dict | Non
     if not p.mem.fits or p.gpus != p.tp:
         return {}
     model = StepModel(p.a, p.hw, p.plan, p.base, ops_cache=p.ops_cache, detail=False)
-    budget = max(p.mem.max_model_len, V0_MIN_BATCHED_TOKENS) if scheduler_steps > 1 else None
+    budget = max(p.mem.max_model_len, pub.V0_MIN_BATCHED_TOKENS) if scheduler_steps > 1 else None
     ends: list = []
     done = simulate_requests(model, p.mem, arrivals, ilens, olens, scheduler_steps=scheduler_steps,
                              intake_s=p.base.server_overhead_s if p.server_client else 0.0,
-                             max_num_batched_tokens=budget, step_ends=ends, prefill_first=p.engine.prefill_first)
+                             max_num_batched_tokens=budget, step_ends=ends, prefill_first=p.rules.prefill_first)
     hand_t = np.array([t for t, handed in ends if handed])  # (steps are in time order)
     hand_step = np.array([j for j, (_, handed) in enumerate(ends) if handed])
     gaps = []

@@ -255,7 +255,7 @@ class Point:
         from planner.hardware.expected import allreduce_latency_source, factors_for
         from planner.hardware.profiles import load_profile
         from planner.hardware.accuracy import regime_of
-        from planner.hardware.serve import Scenario, batch_wait_of
+        from planner.hardware.serve import Scenario, StepRules, batch_wait_of
 
         self.entry = entry
         self.id = entry["id"]
@@ -307,9 +307,15 @@ class Point:
         mml = s.get("max_model_len")
         if mml is None and self.quantity in TIMING:
             mml = min(longest, spec.max_position_embeddings or longest)
+        # vLLM V0 without chunked prefill (v0_chunked_prefill) runs whole prompts in steps of their own, within a
+        # budget of max(max_model_len, 2048) (SchedulerConfig's default then)
+        v0_whole = self.engine_name == "vllm-v0" and not v0_chunked_prefill(s, spec, self.hw)
+        mnbt = s.get("max_num_batched_tokens")
+        if v0_whole and mnbt is None:
+            mnbt = max(int(s.get("max_model_len") or spec.max_position_embeddings or 0), V0_MIN_BATCHED_TOKENS)
         self.mem = engine_memory(self.a, self.hw, self.engine, self.plan,
                                  gpu_memory_utilization=s.get("gpu_memory_utilization"), max_model_len=mml,
-                                 max_num_batched_tokens=s.get("max_num_batched_tokens"),
+                                 max_num_batched_tokens=mnbt,
                                  max_num_seqs=s.get("max_num_seqs"))
         # a closed loop's run length (vllm bench serve --num-prompts) and, where the benchmark let requests
         # stop at end-of-sequence, their mean output tokens
@@ -346,6 +352,9 @@ class Point:
         # TensorRT-LLM's delayed batching, where the run set it (batch_wait_timeout_iters, batch_wait_max_tokens_ratio)
         self.batch_wait = batch_wait_of(self.engine, s.get("batch_wait_timeout_iters"),
                                         s.get("batch_wait_max_tokens_ratio"), self.mem.max_num_batched_tokens)
+        # how the engine builds a step beyond vLLM V1's rules (planner.hardware.serve.StepRules)
+        self.rules = StepRules(prefill_first=self.engine.prefill_first or v0_whole, whole_prompts=v0_whole,
+                               batch_wait=self.batch_wait)
         self.per_gpu = s.get("throughput_unit") == "per_gpu"
         self.compute_column = self.hw.peak_flops_key_for(self.a.fmt.compute.compute)
         self.ops_cache: dict = {}
@@ -389,12 +398,31 @@ class Point:
         if r is None:
             model = StepModel(self.a, self.hw, self.plan, f, ops_cache=self.ops_cache, detail=False)
             r = _SIMS[key] = simulate(model, self.mem, self.scenario, replicas=self.gpus // self.tp,
-                                      server=self.server_client, batch_wait=self.batch_wait,
-                                      prefill_first=self.engine.prefill_first)
+                                      server=self.server_client, rules=self.rules)
         e = r.expected
         if q == "output_tokens_per_s":
             return e.output_tokens_per_s / self.gpus if self.per_gpu else e.output_tokens_per_s
         return getattr(e, q)
+
+
+#: vLLM V0's least max_num_batched_tokens without chunked prefill (vllm/config.py SchedulerConfig, 0.5-0.7:
+#: max(max_model_len, 2048))
+V0_MIN_BATCHED_TOKENS = 2048
+
+
+def v0_chunked_prefill(s: dict, spec, hw) -> bool:
+    """Whether a vLLM V0 server ran chunked prefill: the entry's ``enable_chunked_prefill`` where it says, else
+    V0's default (vllm/engine/arg_utils.py ``_set_default_args_v0``, 0.6-0.8: off for MLA and multimodal models,
+    on where max_model_len (the server's: the entry's, else the model's) passes 32,768 on a CUDA GPU without a
+    sliding window; otherwise off). Without it, ``Scheduler._schedule_default`` runs a step of waiting prompts,
+    whole, and decodes only in a step with none."""
+    if s.get("enable_chunked_prefill") is not None:
+        return bool(s["enable_chunked_prefill"])
+    kinds = {layer.kind for layer in spec.layers}
+    if spec.vision or any(k.startswith("mla") for k in kinds):
+        return False
+    mml = int(s.get("max_model_len") or spec.max_position_embeddings or 0)
+    return mml > 32768 and hw.vendor == "NVIDIA" and not any(k.startswith("sliding") for k in kinds)
 
 
 def kv_reads_per_query_head(spec) -> float:

@@ -389,25 +389,32 @@ def _explain(ttft: StepCost, e2e: StepCost, O: float, tpot: StepCost | None = No
     }
 
 
+class StepRules(NamedTuple):
+    """How an engine's scheduler builds a step beyond vLLM V1's rules (``run_steps``): ``prefill_first``, a step
+    that can take a prompt runs prompts alone (SGLang; vLLM V0 without chunked prefill); ``whole_prompts``, a
+    prompt is never cut at the budget (vLLM V0 without chunked prefill, whose budget holds the longest);
+    ``batch_wait``, TensorRT-LLM's delayed batching ``(iterations, tokens)`` (``batch_wait_of``)."""
+
+    prefill_first: bool = False
+    whole_prompts: bool = False
+    batch_wait: tuple[int, float] | None = None
+
+
 def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, server: bool = True,
-             scheduler_steps: int = 1, batch_wait: tuple[int, float] | None = None,
-             prefill_first: bool = False) -> ServeResult:
+             scheduler_steps: int = 1, rules: StepRules = StepRules()) -> ServeResult:
     """The scenario of the module docstring on ``model`` with the engine memory ``mem`` (``EngineMemory``).
     ``scheduler_steps``: vLLM V0's ``--num-scheduler-steps`` (``run_steps``); above 1 every arrival mode is
-    simulated step by step on the clock. ``batch_wait``: TensorRT-LLM's delayed batching of new prompts
-    (``run_steps``; ``batch_wait_of``), for the step-by-step paths; ``prefill_first``: the engine runs prompts in
-    steps of their own (``run_steps``; SGLang's)."""
+    simulated step by step on the clock. ``rules``: the engine's own step rules (``StepRules``), for the
+    step-by-step paths."""
     scenario.check()
     intake = model.f.server_overhead_s if server else 0.0
     if intake > 0 or scheduler_steps > 1 or scenario.spread:
         return _clocked(model, mem, scenario, replicas=replicas, intake_s=intake, scheduler_steps=scheduler_steps,
-                        batch_wait=batch_wait, prefill_first=prefill_first)
+                        rules=rules)
     if scenario.arrival == "closed-loop":
-        return _closed_loop(model, mem, scenario, replicas=replicas, server=server, batch_wait=batch_wait,
-                            prefill_first=prefill_first)
-    if batch_wait is not None:  # a static batch larger than a step: its later prompts wait behind decodes
-        return _clocked(model, mem, scenario, replicas=replicas, intake_s=0.0, batch_wait=batch_wait,
-                        prefill_first=prefill_first)
+        return _closed_loop(model, mem, scenario, replicas=replicas, server=server, rules=rules)
+    if rules.batch_wait is not None:  # a static batch larger than a step: its later prompts wait behind decodes
+        return _clocked(model, mem, scenario, replicas=replicas, intake_s=0.0, rules=rules)
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
     per_replica, wave, notes = _replica_admission(mem, scenario, replicas, closed=False, wait_note=False)
     waves = -(-per_replica // wave)
@@ -500,7 +507,7 @@ class Finished(NamedTuple):
 def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, ctx_step: int = 1,
               resend=None, scheduler_steps: int = 1, kv_tokens: int | None = None,
               step_ends: list | None = None, batch_wait: tuple[int, float] | None = None,
-              prefill_first: bool = False) -> tuple[list, list]:
+              prefill_first: bool = False, whole_prompts: bool = False) -> tuple[list, list]:
     """The steps one engine replica runs, as vLLM's scheduler builds them, on the clock: the one scheduler
     loop of ``planner serve``.
 
@@ -531,7 +538,9 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     ``prefill_first``: SGLang's scheduling (``Scheduler.get_next_batch_to_run``: "Run prefill first if possible";
     a prefill batch takes no decode unless ``--enable-mixed-chunk``, off by default): a step that can take a
     prompt (or goes on with a cut one) runs prompts alone, within the whole budget, and the decoding requests
-    wait for it; a step with none to take is a decode step.
+    wait for it; a step with none to take is a decode step. ``whole_prompts``: no prompt is cut at the budget
+    (vLLM V0 without chunked prefill, ``_schedule_prefills(enable_chunking=False)``); one longer than the whole
+    budget runs alone.
 
     ``batch_wait`` ``(N, T)``: TensorRT-LLM's delayed batching (``batch_wait_timeout_iters`` N,
     ``batch_wait_max_tokens_ratio`` × ``max_num_tokens`` = T; PyExecutor._schedule and _waiting_requests).
@@ -640,7 +649,8 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
             tag, n = waiting[0]
             I, O = groups[tag][1:3]
             # (multi-step: the first prompt of the step is taken even where it is longer than the budget)
-            full = min(n, max(b // I, 1) if multi and alone and not pieces else b // I, slots - running)
+            full = min(n, max(b // I, 1) if (multi or whole_prompts) and alone and not pieces else b // I,
+                       slots - running)
             fits = n if kv_tokens is None else (kv_tokens - kv_held) // (I + O)
             full = min(full, fits)
             if full:
@@ -650,7 +660,7 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
                 kv_held += full * (I + O) if kv_tokens is not None else 0
                 completed.append((tag, full))
                 n -= full
-            if not multi and n and b > 0 and running < slots and fits > full:  # the next prompt starts, cut
+            if not multi and not whole_prompts and n and b > 0 and running < slots and fits > full:  # cut
                 pieces[(b, 0)] = pieces.get((b, 0), 0) + 1
                 partial = (tag, b)
                 running += 1
@@ -776,8 +786,7 @@ def tpot_weights(marks, steps: int) -> tuple[list[float], int, float]:
 
 @lru_cache(maxsize=256)
 def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: int, slots: int,
-                         ctx_step: int, batch_wait: tuple[int, float] | None = None,
-                         prefill_first: bool = False) -> tuple[tuple[tuple, int, int, int], ...]:
+                         ctx_step: int, rules: StepRules = StepRules()) -> tuple[tuple[tuple, int, int, int], ...]:
     """The steps of ``clients`` closed-loop clients on one engine replica (``run_steps``): every client
     sends its first request at step 0 and its next one when the last has produced its ``O``-th token (it
     is scheduled from the next step on), until ``requests`` requests have run.
@@ -787,9 +796,8 @@ def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: in
     steps, ttft_weight, e2e_weight)`` per distinct step shape, where ``shape`` is the step's pieces
     ``((new tokens, cached tokens), sequences)`` (decodes at their mean context, rounded to ``ctx_step``),
     ``steps`` how many steps have it, and the weights how many (request, step) pairs fall inside a
-    request's TTFT and e2e windows: the mean TTFT is Σ ttft_weight × step time / requests. ``batch_wait``:
-    TensorRT-LLM's delayed batching (``run_steps``; it counts steps, so the schedule is still the clock's);
-    ``prefill_first``: SGLang's prompts-alone steps (``run_steps``)."""
+    request's TTFT and e2e windows: the mean TTFT is Σ ttft_weight × step time / requests. ``rules``: the
+    engine's step rules (``StepRules``; delayed batching counts steps, so the schedule is still the clock's)."""
     sent = min(clients, requests)
 
     def resend(_t: float, finished: int) -> list:  # each finished request's client sends its next one
@@ -799,7 +807,8 @@ def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: in
         return [(more, I, O)] if more else []
 
     steps, marks = run_steps([(0.0, sent, I, O)], budget, slots, price=lambda _: 1.0, ctx_step=ctx_step,
-                             resend=resend, batch_wait=batch_wait, prefill_first=prefill_first)
+                             resend=resend, batch_wait=rules.batch_wait, prefill_first=rules.prefill_first,
+                             whole_prompts=rules.whole_prompts)
     shapes: dict = {}
     for s, pieces in enumerate(steps):
         shapes.setdefault(tuple(sorted(pieces.items())), []).append(s)
@@ -933,15 +942,14 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, 
 
 
 def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, server: bool,
-                 batch_wait: tuple[int, float] | None = None, prefill_first: bool = False) -> ServeResult:
+                 rules: StepRules = StepRules()) -> ServeResult:
     """``concurrency`` closed-loop clients that start together, step by step (``closed_loop_schedule``)."""
     I, O = scenario.input_len, scenario.output_len
     per_replica, n, notes = _replica_admission(mem, scenario, replicas, closed=True, step_by_step=True)
     requests = closed_loop_requests(scenario, per_replica, replicas)
     budget = mem.max_num_batched_tokens
     check_simulated_steps(scenario, requests, n, budget)
-    sched = closed_loop_schedule(I, O, per_replica, requests, budget, n, max(1, (I + O) // 64), batch_wait,
-                                 prefill_first)
+    sched = closed_loop_schedule(I, O, per_replica, requests, budget, n, max(1, (I + O) // 64), rules)
     ttft = e2e = span = ZERO
     prefill_steps = 0
     decode_step = None
@@ -991,8 +999,7 @@ def intake_arrivals(sends_s, intake_s: float, free_s: float = 0.0) -> tuple[list
 
 
 def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake_s: float,
-             scheduler_steps: int = 1, batch_wait: tuple[int, float] | None = None,
-             prefill_first: bool = False) -> ServeResult:
+             scheduler_steps: int = 1, rules: StepRules = StepRules()) -> ServeResult:
     """Requests that reach the engine through its HTTP front end (``intake_arrivals``, ``intake_s`` per
     request; 0: in-process), then run step by step under the engine's scheduler rules (``run_steps``, as
     ``closed_loop_schedule``; ``scheduler_steps`` > 1: multi-step rounds), each step priced by the step
@@ -1034,7 +1041,8 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
 
     _, marks = run_steps([(0.0, *g) for g in batch(0, sent)], mem.max_num_batched_tokens, slots, price=price,
                          intake_s=c, ctx_step=max(1, (I + O) // 64), resend=resend, scheduler_steps=scheduler_steps,
-                         batch_wait=batch_wait, prefill_first=prefill_first)
+                         batch_wait=rules.batch_wait, prefill_first=rules.prefill_first,
+                         whole_prompts=rules.whole_prompts)
     costs = price.costs
     ct, ce = window_counts(marks, len(costs))
     # requests of different lengths: TPOT is the mean of each one's (``tpot_weights``)
@@ -1151,7 +1159,7 @@ class StepPricer:
 
 
 __all__ = ["ARRIVALS", "StepModel", "Scenario", "Latency", "ServeResult", "simulate", "intake_arrivals", "run_steps",
-           "Finished", "simulate_requests", "StepPricer"]
+           "Finished", "simulate_requests", "StepPricer", "StepRules"]
 
 
 # ---- one call for the CLI, the benchmark and other commands ---------------------------------------
@@ -1295,7 +1303,7 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
                          f"while requests decode, new prompts wait up to {wait[0]} steps for a step of "
                          f"{math.ceil(wait[1]):,} tokens")
         result = simulate(StepModel(a, hw, plan, f), mem, scenario, replicas=replicas, scheduler_steps=steps,
-                          batch_wait=wait, prefill_first=eng.prefill_first)
+                          rules=StepRules(prefill_first=eng.prefill_first, batch_wait=wait))
         notes.extend(result.notes)
     notes.extend(mem.notes)
     return Deployment(a, eng, hw, tp, replicas, mem, f, result, fewest, tuple(dict.fromkeys(notes)), steps, wait)

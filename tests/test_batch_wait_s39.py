@@ -161,3 +161,60 @@ def test_prefill_first_goes_on_with_a_cut_prompt_before_any_decode():
 def test_only_sglang_runs_prefill_first():
     assert load_engine("sglang").prefill_first
     assert not load_engine("vllm").prefill_first and not load_engine("trtllm").prefill_first
+
+
+# ---- vLLM V0 without chunked prefill (bench/published.py: the benchmark's V0 profile) ----
+
+
+def test_whole_prompts_are_not_cut_at_the_budget():
+    """An 8-token budget and two 6-token prompts sent together. Chunked (vLLM V1): the first prompt and 2
+    tokens of the second, then its last 4. Whole (V0 without chunked prefill): the second waits for the next
+    step whole; with prefill first, the first prompt's decode waits for it too."""
+    sends = [(0.0, 2, 6, 3)]
+    cut, _ = run_steps(sends, 8, 4, price=_flat_price)
+    assert cut[:2] == [{(6, 0): 1, (2, 0): 1}, {(1, 6): 1, (4, 2): 1}]
+    whole, done = run_steps(sends, 8, 4, price=_flat_price, prefill_first=True, whole_prompts=True)
+    assert whole[:3] == [{(6, 0): 1}, {(6, 0): 1}, {(1, 6): 2}]
+    assert sorted(m.first_step for m in done) == [0, 1]
+
+
+def _published():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "published.py"
+    spec = importlib.util.spec_from_file_location("bench_published", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("model, gpu, settings, chunked", [
+    ("meta-llama/Llama-3.1-8B", "h100-sxm", {}, True),  # 131,072 tokens of context on a CUDA GPU
+    ("meta-llama/Llama-3.1-8B", "mi300x", {}, False),  # ROCm: current_platform.is_cuda() is false
+    ("meta-llama/Llama-3.1-8B", "h100-sxm", {"max_model_len": 8192}, False),  # the server's max_model_len
+    ("meta-llama/Meta-Llama-3-8B", "h100-sxm", {}, False),  # 8,192
+    ("deepseek-ai/DeepSeek-R1", "h200-sxm", {}, False),  # MLA: never in V0
+    ("mistralai/Mistral-7B-v0.1", "h100-sxm", {"max_model_len": 65536}, False),  # a sliding window
+    ("meta-llama/Meta-Llama-3-8B", "h100-sxm", {"enable_chunked_prefill": True}, True),  # the run's own
+])
+def test_v0_chunked_prefill_default(model, gpu, settings, chunked):
+    from planner.cli.common import load_model
+
+    assert _published().v0_chunked_prefill(settings, load_model(model, None).spec, load_profile(gpu)) is chunked
+
+
+def test_a_v0_entry_runs_whole_prompts_alone_within_max_model_len():
+    """A vLLM 0.7.3 run of Llama-3-8B (8,192 tokens of context: no chunked prefill) is priced with prompts alone
+    and whole, within a budget of max(8,192, 2,048); a 0.9 run (V1) is not."""
+    pub = _published()
+    entry = {"id": "t", "quantity": "tpot_s", "value": 0.01, "engine": "vllm", "engine_version": "0.7.3",
+             "model_config": "meta-llama/Meta-Llama-3-8B", "gpu": "h100-sxm", "gpus": 1, "tp": 1,
+             "settings": {"arrival": "closed-loop", "client": "server", "input_len": 256, "output_len": 64,
+                          "concurrency": 8}}
+    v0 = pub.Point(entry)
+    assert v0.engine_name == "vllm-v0"
+    assert v0.rules.prefill_first and v0.rules.whole_prompts
+    assert v0.mem.max_num_batched_tokens == 8192
+    v1 = pub.Point({**entry, "engine_version": "0.9.0"})
+    assert not v1.rules.prefill_first and not v1.rules.whole_prompts
