@@ -75,6 +75,8 @@ an offline run; ``closed-loop``: C clients each sending the next request when th
 largest captured batch, e.g. TensorRT-LLM's perf-overview ``cuda_graph_config.batch_sizes`` up to 8192),
 ``batch_wait_timeout_iters`` / ``batch_wait_max_tokens_ratio`` where a TensorRT-LLM run turned on its delayed
 batching of new prompts (``planner serve --batch-wait-iters / --batch-wait-tokens-ratio``),
+``enable_chunked_prefill`` where a vLLM V0 run set it (otherwise V0's default: ``v0_chunked_prefill``; without it
+V0 runs prompts alone and whole),
 ``async_scheduling: true|false`` where a vLLM run set it itself (otherwise its release's default:
 ``vllm_async_scheduling``), and ``decode_kv_reads: per_query_head`` where the engine's decode attention
 kernel read each KV head's cache once per query head (TensorRT-LLM before v0.7: no GQA sharing in its masked MHA).
