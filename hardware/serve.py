@@ -1297,6 +1297,9 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
         scenario = Scenario(input_len, output_len, concurrency, arrival, requests=requests,
                             mean_output_len=mean_output_len, input_len_dist=input_len_dist,
                             output_len_dist=output_len_dist)
+        if eng.prefill_first:
+            notes.append(f"{eng.display_name} runs prompts in steps of their own (a prefill batch first whenever one "
+                         f"can start; the decoding requests wait for it)")
         if wait is not None:
             notes.append(f"delayed batching ({eng.display_name} batch_wait_timeout_iters {wait[0]}, "
                          f"batch_wait_max_tokens_ratio {wait[1] / mem.max_num_batched_tokens:g}): "

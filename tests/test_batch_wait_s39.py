@@ -161,6 +161,10 @@ def test_prefill_first_goes_on_with_a_cut_prompt_before_any_decode():
 def test_only_sglang_runs_prefill_first():
     assert load_engine("sglang").prefill_first
     assert not load_engine("vllm").prefill_first and not load_engine("trtllm").prefill_first
+    spec, hw = _model("llama-3.2-1b"), load_profile("h100-sxm")
+    kw = dict(input_len=256, output_len=16, concurrency=4, arrival="closed-loop")
+    assert any("steps of their own" in n for n in serve(spec, hw, engine="sglang", **kw).notes)
+    assert not any("steps of their own" in n for n in serve(spec, hw, engine="vllm", **kw).notes)
 
 
 # ---- vLLM V0 without chunked prefill (bench/published.py: the benchmark's V0 profile) ----
