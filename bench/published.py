@@ -314,7 +314,7 @@ class Point:
         v0_whole = self.engine_name == "vllm-v0" and not v0_chunked_prefill(s, spec, self.hw)
         mnbt = s.get("max_num_batched_tokens")
         if v0_whole and mnbt is None:
-            mnbt = max(int(s.get("max_model_len") or spec.max_position_embeddings or 0), V0_MIN_BATCHED_TOKENS)
+            mnbt = max(server_max_model_len(s, spec), V0_MIN_BATCHED_TOKENS)
         self.mem = engine_memory(self.a, self.hw, self.engine, self.plan,
                                  gpu_memory_utilization=s.get("gpu_memory_utilization"), max_model_len=mml,
                                  max_num_batched_tokens=mnbt,
@@ -412,6 +412,11 @@ class Point:
 V0_MIN_BATCHED_TOKENS = 2048
 
 
+def server_max_model_len(s: dict, spec) -> int:
+    """The server's max_model_len: the entry's, else the engine's default, the model's max_position_embeddings."""
+    return int(s.get("max_model_len") or spec.max_position_embeddings or 0)
+
+
 def v0_chunked_prefill(s: dict, spec, hw) -> bool:
     """Whether a vLLM V0 server ran chunked prefill: the entry's ``enable_chunked_prefill`` where it says, else
     V0's default (vllm/engine/arg_utils.py ``_set_default_args_v0``, 0.6-0.8: off for MLA and multimodal models,
@@ -423,8 +428,7 @@ def v0_chunked_prefill(s: dict, spec, hw) -> bool:
     kinds = {layer.kind for layer in spec.layers}
     if spec.vision or any(k.startswith("mla") for k in kinds):
         return False
-    mml = int(s.get("max_model_len") or spec.max_position_embeddings or 0)
-    return mml > 32768 and hw.vendor == "NVIDIA" and not any(k.startswith("sliding") for k in kinds)
+    return server_max_model_len(s, spec) > 32768 and hw.vendor == "NVIDIA" and not any(k.startswith("sliding") for k in kinds)
 
 
 def kv_reads_per_query_head(spec) -> float:

@@ -387,15 +387,13 @@ def _simulate_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, n
     """Simulate ``cands`` in one vectorised run and fill their metrics."""
     import numpy as np
 
-    from .simulate import Scheduler, draw_lengths, poisson_arrivals, row_percentiles, simulate
+    from .simulate import draw_lengths, poisson_arrivals, row_percentiles, simulate
 
     R = w.requests
     inp = draw_lengths(w.input_lengths, R, seed=w.seed + 1)
     out = draw_lengths(w.output_lengths, R, seed=w.seed + 2)
     arr = np.concatenate([poisson_arrivals(w.rate_per_s / c.layout.dp, R, seed=w.seed) for c in cands])
-    # (SGLang runs its prompts in steps of their own: the engine profile's scheduler.prefill_first)
-    scheds = [Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens,
-                        prefill_first=em.profile.prefill_first) for c in cands]
+    scheds = [_scheduler(c, em.profile.prefill_first) for c in cands]
     eng_arr, before = _through_front_end(arr, em)
     r = simulate([c.cost for c in cands], scheds, eng_arr, inp, out)
     notes.append(f"simulation: {len(cands)} candidates × {R} requests, {r.steps} lock-step iterations")
@@ -529,7 +527,7 @@ def _disagg_streams(cands: list[Candidate], w: Workload, record_kv: bool = False
     order = np.argsort(darr, axis=1, kind="stable")
     darr_sorted = np.take_along_axis(darr, order, axis=1)
     d = simulate([c.cost for c in cands],
-                 [Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens) for c in cands],
+                 [_scheduler(c) for c in cands],
                  darr_sorted, inp[order], out[order], prefilled=np.ones_like(order, dtype=bool), record_kv=record_kv)
     return p, d, arr, ready, darr_sorted, order, out
 
@@ -557,6 +555,15 @@ def _simulate_disagg_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Ta
                 int(d.rejected[i] + p.rejected[i]), a, hw, em, w, tg)
 
 
+def _scheduler(c: Candidate, prefill_first: bool = False):
+    """The request simulation's scheduler of one replica of ``c`` (its decode pool where disaggregated: no
+    prompt runs there, so ``prefill_first``, SGLang's steps of prompts alone, changes nothing).
+    ``prefill_first``: the engine profile's ``scheduler.prefill_first``."""
+    from .simulate import Scheduler
+
+    return Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens, prefill_first=prefill_first)
+
+
 def _kv_series(c: Candidate, w: Workload, points: int = 100, intake_s: float = 0.0,
                prefill_first: bool = False) -> list[list[float]]:
     """The KV pool's occupancy over time of one replica of ``c`` (its simulation again, recorded, its
@@ -564,14 +571,13 @@ def _kv_series(c: Candidate, w: Workload, points: int = 100, intake_s: float = 0
     ``points`` samples evenly spaced in time."""
     import numpy as np
 
-    from .simulate import Scheduler, draw_lengths, front_end_arrivals, poisson_arrivals, simulate
+    from .simulate import draw_lengths, front_end_arrivals, poisson_arrivals, simulate
 
     R = w.requests
     if c.disagg is not None:  # the decode pool's
         r = _disagg_streams([c], w, record_kv=True, intake_s=intake_s)[1]
     else:
-        r = simulate([c.cost], [Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens,
-                                          prefill_first=prefill_first)],
+        r = simulate([c.cost], [_scheduler(c, prefill_first)],
                      front_end_arrivals(poisson_arrivals(w.rate_per_s / c.layout.dp, R, seed=w.seed), intake_s),
                      draw_lengths(w.input_lengths, R, seed=w.seed + 1), draw_lengths(w.output_lengths, R, seed=w.seed + 2),
                      record_kv=True)

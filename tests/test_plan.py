@@ -236,29 +236,34 @@ def test_front_end_arrivals_queue_one_after_another():
         assert got == pytest.approx(intake_arrivals(list(row), 0.0025)[0])
 
 
+def _plan_best(monkeypatch, patch, *, context: int, workload, engine: str | None = None) -> dict:
+    """``plan``'s best candidate's metrics for Llama-3.1-8B on one H100 (bf16, no disaggregation), with the
+    engine model replaced by ``patch(engine_model)``."""
+    from planner.analysis.analyze import Options, analyze
+    from planner.cli.common import load_model
+    from planner.hardware import deploy, planning
+    from planner.hardware.planning import Target
+    from planner.hardware.profiles import load_profile
+
+    a = analyze(load_model("llama-3.1-8b", None).spec, Options(context=context, batch=1, dtype="bf16"))
+    monkeypatch.setattr(planning, "engine_model", lambda hw_, name=None: patch(deploy.engine_model(hw_, name)))
+    r = planning.plan(a, load_profile("h100-sxm"), model_id="m", workload=workload, target=Target(10.0, 1.0),
+                      engine=engine, max_gpus=1, disaggregated=False)
+    return r.best.metrics
+
+
 def test_plan_queues_requests_at_the_front_end(monkeypatch):
     """With a per-request front-end cost the simulated TTFT includes the queue there: at a rate near the
     front end's own limit the p90 TTFT grows by more than the cost paid once."""
     import dataclasses
 
-    from planner.analysis.analyze import Options, analyze
-    from planner.cli.common import load_model
-    from planner.hardware import deploy, planning
-    from planner.hardware.planning import Target, Workload
-    from planner.hardware.profiles import load_profile
-
-    a = analyze(load_model("llama-3.1-8b", None).spec, Options(context=600, batch=1, dtype="bf16"))
-    hw = load_profile("h100-sxm")
-    w, tg = Workload(90.0, 100, 50, 400, 0), Target(10.0, 1.0)
+    from planner.hardware.planning import Workload
 
     def best_ttft(intake_s):
-        def em(hw_, name=None):
-            m = deploy.engine_model(hw_, name)
+        def patch(m):
             return dataclasses.replace(m, factors=dataclasses.replace(m.factors, server_overhead_s=intake_s))
 
-        monkeypatch.setattr(planning, "engine_model", em)
-        r = planning.plan(a, hw, model_id="m", workload=w, target=tg, max_gpus=1, disaggregated=False)
-        return r.best.metrics["ttft_p90_s"]
+        return _plan_best(monkeypatch, patch, context=600, workload=Workload(90.0, 100, 50, 400, 0))["ttft_p90_s"]
 
     base, queued = best_ttft(0.0), best_ttft(0.010)  # 90 req/s x 10 ms: the front end is 90 % busy
     assert queued - base > 0.010 * 1.5
@@ -270,25 +275,17 @@ def test_plan_runs_sglang_prompts_in_steps_of_their_own(monkeypatch):
     does), so its TPOT is lower; with the flag, every prompt step pauses the decodes."""
     import dataclasses
 
-    from planner.analysis.analyze import Options, analyze
-    from planner.cli.common import load_model
-    from planner.hardware import deploy, planning
-    from planner.hardware.planning import Target, Workload
+    from planner.hardware import deploy
+    from planner.hardware.planning import Workload
     from planner.hardware.profiles import load_profile
 
-    a = analyze(load_model("llama-3.1-8b", None).spec, Options(context=1100, batch=1, dtype="bf16"))
-    hw = load_profile("h100-sxm")
-    w, tg = Workload(20.0, 1000, 100, 400, 0), Target(10.0, 1.0)
-
     def best(prefill_first):
-        def em(hw_, name=None):
-            m = deploy.engine_model(hw_, name)
+        def patch(m):
             return dataclasses.replace(m, profile=dataclasses.replace(m.profile, prefill_first=prefill_first))
 
-        monkeypatch.setattr(planning, "engine_model", em)
-        r = planning.plan(a, hw, model_id="m", workload=w, target=tg, engine="sglang", max_gpus=1, disaggregated=False)
-        return r.best.metrics
+        return _plan_best(monkeypatch, patch, context=1100, workload=Workload(20.0, 1000, 100, 400, 0),
+                          engine="sglang")
 
-    assert deploy.engine_model(hw, "sglang").profile.prefill_first
+    assert deploy.engine_model(load_profile("h100-sxm"), "sglang").profile.prefill_first
     alone, mixed = best(True), best(False)
     assert alone["tpot_p50_s"] > mixed["tpot_p50_s"] * 1.05
