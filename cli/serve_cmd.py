@@ -92,7 +92,7 @@ def serve(
     if out_fmt == OutputFormat.csv:
         print_csv([data])
         return
-    emit(sections(d, lm.id), out_fmt, lines=summary_lines(d, data["accuracy"]))
+    emit(sections(d, lm.id), out_fmt, lines=summary_lines(d, data["accuracy"], data["accuracy_blind"]))
 
 
 def _ms(s: float) -> str:
@@ -115,8 +115,9 @@ def explain_words(d, key: str = "tpot_s", top: int = 4) -> str:
     return ", ".join(words)
 
 
-def summary_lines(d, accuracy: dict | None = None) -> list[str]:
-    """The lines under the tables; ``accuracy``: ``deployment_dict``'s record of the held-out error."""
+def summary_lines(d, accuracy: dict | None = None, blind: dict | None = None) -> list[str]:
+    """The lines under the tables; ``accuracy`` and ``blind``: ``deployment_dict``'s records of the held-out
+    (k-fold) and blind error."""
     from planner.hardware.accuracy import accuracy_line
 
     m, r = d.memory, d.result
@@ -137,9 +138,10 @@ def summary_lines(d, accuracy: dict | None = None) -> list[str]:
         lines.append(f"KV pool: {m.kv_capacity_tokens:,} tokens per replica; {m.max_concurrency:.2f} sequences of "
                      f"{m.max_model_len:,} tokens (--max-model-len)"
                      + (" with their recurrent state" if m.state_bytes_per_sequence else ""))
-    acc = accuracy_line(accuracy, eng)
-    if acc:
-        lines.append(acc)
+    for rec in (accuracy, blind):
+        acc = accuracy_line(rec, eng)
+        if acc:
+            lines.append(acc)
     lines.extend(f"note: {n}" for n in d.notes)
     return lines
 

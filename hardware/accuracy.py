@@ -28,6 +28,7 @@ QUANTITIES = ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s")
 LABELS = {"ttft_s": "TTFT", "tpot_s": "TPOT", "e2e_s": "e2e", "output_tokens_per_s": "output tokens/s"}
 MIN_POINTS = 5  # fewer points of a quantity on the engine: the all-engine figure is shown instead
 WHERE = "profiles/engines/_accuracy.yaml"
+BLIND_WHERE = "profiles/engines/_blind.yaml"
 BURST_PER_REPLICA = 64  # more requests per replica than this through the HTTP server: the server_burst regime
 REGIMES = {
     "steady": "published runs other than bursts through the HTTP server",
@@ -75,59 +76,58 @@ class Accuracy:
         return out
 
 
-def _error(d, where: str) -> Error:
+def _error(d, where: str, file: str = WHERE) -> Error:
     if not isinstance(d, Mapping):
-        raise HardwareError(f"{WHERE}: {where} is not a mapping of n, median, p90", "rerun bench/published.py "
-                            "--write-accuracy")
+        raise HardwareError(f"{file}: {where} is not a mapping of n, median, p90", "rerun the script that writes it")
     try:
         n, med, p90 = d["n"], d["median"], d["p90"]
     except KeyError as e:
-        raise HardwareError(f"{WHERE}: {where} lacks {e.args[0]!r}", "rerun bench/published.py --write-accuracy") from None
+        raise HardwareError(f"{file}: {where} lacks {e.args[0]!r}", "rerun the script that writes it") from None
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise HardwareError(f"{WHERE}: {where}.n must be a positive integer, got {n!r}", "fix the file")
+        raise HardwareError(f"{file}: {where}.n must be a positive integer, got {n!r}", "fix the file")
     for name, v in (("median", med), ("p90", p90)):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise HardwareError(f"{WHERE}: {where}.{name} must be a finite number >= 0, got {v!r}", "fix the file")
+            raise HardwareError(f"{file}: {where}.{name} must be a finite number >= 0, got {v!r}", "fix the file")
     if p90 < med:
-        raise HardwareError(f"{WHERE}: {where}.p90 {p90} is below its median {med}", "fix the file")
+        raise HardwareError(f"{file}: {where}.p90 {p90} is below its median {med}", "fix the file")
     return Error(n, float(med), float(p90))
 
 
-def _table(d, where: str) -> dict[str, Error]:
+def _table(d, where: str, file: str = WHERE) -> dict[str, Error]:
     if not isinstance(d, Mapping):
-        raise HardwareError(f"{WHERE}: {where} is not a mapping of quantities", "fix the file")
+        raise HardwareError(f"{file}: {where} is not a mapping of quantities", "fix the file")
     bad = [k for k in d if k not in QUANTITIES]
     if bad:
-        raise HardwareError(f"{WHERE}: {where} has unknown quantity {bad[0]!r}", f"use {', '.join(QUANTITIES)}")
-    return {q: _error(v, f"{where}.{q}") for q, v in d.items()}
+        raise HardwareError(f"{file}: {where} has unknown quantity {bad[0]!r}", f"use {', '.join(QUANTITIES)}")
+    return {q: _error(v, f"{where}.{q}", file) for q, v in d.items()}
 
 
-def _regime(d, where: str) -> tuple[dict, dict]:
+def _regime(d, where: str, file: str = WHERE) -> tuple[dict, dict]:
     if not isinstance(d, Mapping):
-        raise HardwareError(f"{WHERE}: {where.rstrip('.') or 'the record'} is not a mapping of all and engines",
+        raise HardwareError(f"{file}: {where.rstrip('.') or 'the record'} is not a mapping of all and engines",
                             "fix the file")
     engines = d.get("engines") or {}
     if not isinstance(engines, Mapping):
-        raise HardwareError(f"{WHERE}: {where}engines is not a mapping", "fix the file")
-    return (_table(d.get("all") or {}, f"{where}all"),
-            {str(e): _table(t, f"{where}engines.{e}") for e, t in engines.items()})
+        raise HardwareError(f"{file}: {where}engines is not a mapping", "fix the file")
+    return (_table(d.get("all") or {}, f"{where}all", file),
+            {str(e): _table(t, f"{where}engines.{e}", file) for e, t in engines.items()})
 
 
-def parse(d) -> Accuracy:
+def parse(d, file: str = WHERE) -> Accuracy:
     """The accuracy record from the YAML's data; ``HardwareError`` (one line) on anything malformed.
     Layout: ``steady`` and ``server_burst``, each ``{all: {quantity: {n, median, p90}}, engines: {engine:
     {quantity: ...}}}``; a record with ``all`` and ``engines`` at the top (written before the regimes were
     split) is read as one steady regime with no burst figures."""
     if not isinstance(d, Mapping):
-        raise HardwareError(f"{WHERE} is not a mapping", "rerun bench/published.py --write-accuracy")
+        raise HardwareError(f"{file} is not a mapping", "rerun the script that writes it")
     points = d.get("points")
     if isinstance(points, bool) or not isinstance(points, int) or points < 0:
-        raise HardwareError(f"{WHERE}: points must be a count, got {points!r}", "fix the file")
+        raise HardwareError(f"{file}: points must be a count, got {points!r}", "fix the file")
     if "steady" in d or "server_burst" in d:
-        overall, engines = _regime(d.get("steady") or {}, "steady.")
-        b_overall, b_engines = _regime(d.get("server_burst") or {}, "server_burst.")
+        overall, engines = _regime(d.get("steady") or {}, "steady.", file)
+        b_overall, b_engines = _regime(d.get("server_burst") or {}, "server_burst.", file)
     else:
-        overall, engines = _regime(d, "")
+        overall, engines = _regime(d, "", file)
         b_overall, b_engines = {}, {}
     return Accuracy(str(d.get("date", "")), str(d.get("command", "")), points, overall, engines, b_overall, b_engines)
 
@@ -141,12 +141,28 @@ def load() -> Accuracy | None:
     return parse(_read_yaml("_accuracy"))
 
 
-def accuracy_dict(acc: Accuracy | None, engine: str, regime: str = "steady") -> dict | None:
-    """``serve --json``'s ``accuracy``: per quantity the held-out error that applies to ``engine`` in the
-    scenario's ``regime`` (``regime_of``)."""
+def load_blind() -> Accuracy | None:
+    """The shipped blind record (``BLIND_WHERE``, written by ``bench/blind.py``: the figures that each session
+    scored with the profiles of its day before anything was fitted on them); None where the package has none."""
+    from .engine import _engines_folder, _read_yaml
+
+    if not _engines_folder().joinpath("_blind.yaml").is_file():
+        return None
+    return parse(_read_yaml("_blind"), BLIND_WHERE)
+
+
+SOURCES = {"k-fold": "bench/published.py --write-accuracy (profiles/engines/_accuracy.yaml)",
+           "blind": "bench/blind.py --write profiles/engines/_blind.yaml"}
+
+
+def accuracy_dict(acc: Accuracy | None, engine: str, regime: str = "steady", kind: str = "k-fold") -> dict | None:
+    """``serve --json``'s ``accuracy`` (``kind`` "k-fold": each point predicted by factors fitted without it)
+    and ``accuracy_blind`` ("blind": each point predicted by the profiles of the day it was found, before
+    anything was fitted on it): per quantity the error that applies to ``engine`` in the scenario's ``regime``
+    (``regime_of``)."""
     if acc is None or engine == "ideal":
         return None
-    return {"source": "bench/published.py --write-accuracy (profiles/engines/_accuracy.yaml)", "date": acc.date,
+    return {"source": SOURCES[kind], "kind": kind, "date": acc.date,
             "points": acc.points, "regime": regime, "regime_means": REGIMES[regime],
             "by_quantity": {q: {"scope": scope, "points": e.n, "median_abs_error": e.median, "p90_abs_error": e.p90}
                             for q, (e, scope) in acc.for_engine(engine, regime).items()}}
@@ -156,7 +172,8 @@ def accuracy_line(acc: dict | None, display: str) -> str | None:
     """The table's line from ``accuracy_dict``'s record: 'held-out error against published runs on vLLM,
     median / 90th percentile of |predicted / published - 1| (...): TTFT 31% / 59% (21 points); ...'; in the
     ``server_burst`` regime it says so ('... on vLLM through the HTTP server with more than 64 requests per
-    replica, ...')."""
+    replica, ...'); a blind record (``kind`` "blind") says 'blind error against published runs ... that the
+    profiles had not seen'."""
     if not acc or not acc["by_quantity"]:
         return None
     parts = []
@@ -165,9 +182,13 @@ def accuracy_line(acc: dict | None, display: str) -> str | None:
         parts.append(f"{LABELS[q]} {e['median_abs_error']:.0%} / {e['p90_abs_error']:.0%} ({e['points']} points{where})")
     regime = (f" through the HTTP server with more than {BURST_PER_REPLICA} requests per replica"
               if acc.get("regime") == "server_burst" else "")
+    if acc.get("kind") == "blind":
+        return (f"blind error against published runs on {display}{regime} that the profiles had not seen, median / 90th "
+                f"percentile of |predicted / published - 1| (bench/blind.py of {acc['date']}: each figure predicted by "
+                "the profiles of the day it was found): " + "; ".join(parts))
     return (f"held-out error against published runs on {display}{regime}, median / 90th percentile of |predicted / "
             f"published - 1| (bench/published.py k-fold of {acc['date']}): " + "; ".join(parts))
 
 
-__all__ = ["Accuracy", "Error", "load", "parse", "accuracy_dict", "accuracy_line", "regime_of", "QUANTITIES", "MIN_POINTS",
+__all__ = ["Accuracy", "Error", "load", "load_blind", "parse", "BLIND_WHERE", "SOURCES", "accuracy_dict", "accuracy_line", "regime_of", "QUANTITIES", "MIN_POINTS",
            "BURST_PER_REPLICA", "REGIMES"]

@@ -1334,7 +1334,7 @@ def batch_wait_of(eng, iters: int | None, ratio: float | None, max_num_tokens: i
 
 
 def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
-    from .accuracy import accuracy_dict, regime_of
+    from .accuracy import accuracy_dict, load_blind, regime_of
     from .accuracy import load as load_accuracy
     from .engine import memory_dict
 
@@ -1377,6 +1377,9 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
         # serve's clients always stream through the engine's HTTP server
         "accuracy": accuracy_dict(load_accuracy(), d.engine.name,
                                   regime_of(True, r.scenario.concurrency, d.replicas)) if r else None,
+        # the same error over the published runs each session scored before anything was fitted on them
+        "accuracy_blind": accuracy_dict(load_blind(), d.engine.name, regime_of(True, r.scenario.concurrency, d.replicas),
+                                        kind="blind") if r else None,
         "notes": list(d.notes),
     }
 

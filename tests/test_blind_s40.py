@@ -1,0 +1,112 @@
+"""The blind error record (``bench/blind.py`` writes ``profiles/engines/_blind.yaml``; ``serve`` prints it beside
+the k-fold's held-out error): the script's block split and row arithmetic on hand-made text, its blocks against
+the shipped data file, and the record as ``serve`` reads and prints it. Predicting the blocks needs git worktrees of
+old commits; that run is the script's, not a test's."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import yaml
+
+from planner.analysis.errors import HardwareError
+from planner.hardware import accuracy as A
+from tests.clirun import run
+from tests.test_accuracy import _record
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _blind_module():
+    spec = importlib.util.spec_from_file_location("blind_s40", ROOT / "bench" / "blind.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+B = _blind_module()
+
+
+def test_split_blocks_runs_from_each_header_to_the_next():
+    heads = [h for h, _, _ in B.BLOCKS]
+    text = "- id: before\n"
+    for k, h in enumerate(heads):
+        text += f"{h} more words\n# a second comment line\n- id: e{k}a\n- id: e{k}b\n"
+    text += "# ---- an unrelated header\n- id: after\n"
+    got = B.split_blocks(text)
+    assert [h for h, _ in got] == heads
+    for k, (_, block) in enumerate(got):
+        assert [e["id"] for e in yaml.safe_load(block)] == [f"e{k}a", f"e{k}b"]
+    assert "after" not in got[-1][1] and "before" not in got[0][1]
+
+
+def test_split_blocks_refuses_a_missing_or_doubled_header():
+    heads = [h for h, _, _ in B.BLOCKS]
+    with pytest.raises(ValueError, match="0 headers"):
+        B.split_blocks("".join(f"{h}\n- id: x\n" for h in heads[1:]))
+    with pytest.raises(ValueError, match="2 headers"):
+        B.split_blocks("".join(f"{h}\n- id: x\n" for h in heads) + f"{heads[0]}\n")
+
+
+def test_record_rows_are_absolute_errors_of_the_points_predicted():
+    rows = [{"engine": "vllm", "quantity": "ttft_s", "regime": "steady", "published": 0.2, "predicted": 0.15},
+            {"engine": "sglang", "quantity": "tpot_s", "regime": "server_burst", "published": 0.01, "predicted": 0.03},
+            {"engine": "vllm", "quantity": "ttft_s", "regime": "steady", "published": 0.2, "predicted": None}]
+    got = B.record_rows(rows)
+    assert [r[:3] for r in got] == [("vllm", "ttft_s", "steady"), ("sglang", "tpot_s", "server_burst")]
+    assert got[0][3] == pytest.approx(0.25) and got[1][3] == pytest.approx(2.0)
+
+
+def test_the_shipped_data_file_holds_every_block_once():
+    blocks = B.split_blocks((ROOT / "bench" / "published.yaml").read_text())
+    assert len(blocks) == len(B.BLOCKS)
+    ids = [e["id"] for _, text in blocks for e in yaml.safe_load(text)]
+    assert len(ids) == len(set(ids)) and len(ids) > 500
+    # session 40's block starts with the figures scored at 4569665
+    assert dict((h, c) for h, c, _ in B.BLOCKS)["# ---- Blind test, session 40 "] == "4569665"
+    assert yaml.safe_load(blocks[-1][1])[0]["id"].startswith("s40")
+
+
+def test_shipped_blind_record_reads_and_lists_its_blocks():
+    acc = A.load_blind()
+    assert acc is not None and acc.points > 0
+    assert set(acc.overall) == set(A.QUANTITIES)
+    d = yaml.safe_load((ROOT / "profiles" / "engines" / "_blind.yaml").read_text())
+    assert [b["commit"] for b in d["blocks"]] == [c for _, c, _ in B.BLOCKS]
+
+
+def test_blind_line_and_json_say_blind():
+    d = A.accuracy_dict(A.parse(_record(date="2026-12-05")), "vllm", kind="blind")
+    assert d["kind"] == "blind" and d["source"] == A.SOURCES["blind"]
+    line = A.accuracy_line(d, "vLLM")
+    assert line.startswith("blind error against published runs on vLLM that the profiles had not seen")
+    assert "bench/blind.py of 2026-12-05" in line and "TTFT 35% / 150% (12 points)" in line
+    # the k-fold line is as before
+    assert A.accuracy_line(A.accuracy_dict(A.parse(_record()), "vllm"), "vLLM").startswith("held-out error")
+
+
+def test_serve_prints_both_records(monkeypatch):
+    monkeypatch.setattr(A, "load_blind", lambda: A.parse(_record(date="2026-12-05"), A.BLIND_WHERE))
+    r = run("serve", "llama-3.1-8b", "--json")
+    assert r.code == 0, r.err
+    assert r.json["accuracy"]["kind"] == "k-fold" and r.json["accuracy_blind"]["kind"] == "blind"
+    assert r.json["accuracy_blind"]["by_quantity"]["ttft_s"]["median_abs_error"] == 0.35
+    r = run("serve", "llama-3.1-8b")
+    text = " ".join(r.out.split())
+    assert "held-out error against published runs on vLLM" in text
+    assert "blind error against published runs on vLLM that the profiles had not seen" in text
+    # no prediction: no figure from either record
+    r = run("serve", "llama-3.1-70b", "-H", "l4", "--json")
+    assert r.json["accuracy"] is None and r.json["accuracy_blind"] is None
+
+
+def test_broken_blind_file_is_one_error_line_naming_it(tmp_path, monkeypatch):
+    from tests.test_published_fit import _engines_copy
+
+    _engines_copy(tmp_path, monkeypatch, _blind="points: 3\nsteady: {all: {tpot_s: {n: 2, median: 0.5, p90: 0.1}}}\n")
+    r = run("serve", "llama-3.1-8b")
+    r.assert_error("_blind.yaml", "below its median")
+    with pytest.raises(HardwareError, match="_blind.yaml: steady.all.tpot_s"):
+        A.parse({"points": 1, "steady": {"all": {"tpot_s": {"n": 0, "median": 0.1, "p90": 0.2}}}}, A.BLIND_WHERE)
