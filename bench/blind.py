@@ -43,7 +43,9 @@ BLOCKS = (
     ("# ---- Blind test, session 38 ", "752c1fc", "parent of ea9e7b5, which added the block (after the ring change, "
      "as bench/published.md says)"),
     ("# ---- Blind test, session 39 ", "3ee6300", "the block's header: 'scored with the profiles as shipped at 3ee6300'"),
-    ("# ---- Blind test, session 40 ", "4569665", "the block's header: 'scored with the profiles as shipped at 4569665'"),
+    ("# ---- Blind test, session 40 (Dec 5)", "4569665", "the block's header: 'scored with the profiles as shipped at 4569665'"),
+    ("# ---- Blind test, session 40, second block", "a4a8e8c", "the block's header: 'scored with the profiles as shipped at "
+     "a4a8e8c'"),
 )
 
 # run in the worktree: that commit's bench/published.py predicts the block's entries, one JSON row per point

@@ -64,9 +64,12 @@ def test_the_shipped_data_file_holds_every_block_once():
     assert len(blocks) == len(B.BLOCKS)
     ids = [e["id"] for _, text in blocks for e in yaml.safe_load(text)]
     assert len(ids) == len(set(ids)) and len(ids) > 500
-    # session 40's block starts with the figures scored at 4569665
-    assert dict((h, c) for h, c, _ in B.BLOCKS)["# ---- Blind test, session 40 "] == "4569665"
-    assert yaml.safe_load(blocks[-1][1])[0]["id"].startswith("s40")
+    # session 40's first block starts with the figures scored at 4569665, its second with those scored at a4a8e8c
+    commits = dict((h, c) for h, c, _ in B.BLOCKS)
+    assert commits["# ---- Blind test, session 40 (Dec 5)"] == "4569665"
+    assert commits["# ---- Blind test, session 40, second block"] == "a4a8e8c"
+    assert yaml.safe_load(blocks[-2][1])[0]["id"].startswith("s40")
+    assert yaml.safe_load(blocks[-1][1])[0]["id"].startswith("s41")
 
 
 def test_shipped_blind_record_reads_and_lists_its_blocks():
