@@ -14,7 +14,12 @@ detokenisation, streaming every token of hundreds of requests) sets the pace and
 prices it as a per-request intake only, has been off by 30-80 %; and ``steady``, everything else (1-64
 clients through the server, in-process and offline runs of any size). The published runs hold no
 server run between 65 and 99 requests per replica, so where in that range the front end starts to bind
-is not known; 64 is the largest client count of a run that fits like the rest (bench/published.md)."""
+is not known; 64 is the largest client count of a run that fits like the rest (bench/published.md).
+
+A second record in the same layout, ``profiles/engines/_blind.yaml`` (``bench/blind.py``, ``load_blind``), holds the
+blind error: the published figures each session scored with the profiles of its day before anything was fitted on
+them, predicted again by the code of the commit that scored them. ``serve`` prints it as a second line and returns
+it as ``accuracy_blind``: the error to expect on a source the benchmark has not seen."""
 
 from __future__ import annotations
 
