@@ -356,7 +356,7 @@ class Point:
                                         s.get("batch_wait_max_tokens_ratio"), self.mem.max_num_batched_tokens)
         # how the engine builds a step beyond vLLM V1's rules (planner.hardware.serve.StepRules)
         self.rules = StepRules(prefill_first=self.engine.prefill_first or v0_whole, whole_prompts=v0_whole,
-                               batch_wait=self.batch_wait)
+                               batch_wait=self.batch_wait, lookahead=self.base.async_scheduling)
         self.per_gpu = s.get("throughput_unit") == "per_gpu"
         self.compute_column = self.hw.peak_flops_key_for(self.a.fmt.compute.compute)
         self.ops_cache: dict = {}

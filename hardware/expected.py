@@ -381,7 +381,8 @@ def async_note(f: Factors, engine) -> str | None:
         return None
     return (f"async scheduling ({engine.display_name}'s default from v0.14.0; --no-async-scheduling before): the step "
             f"overhead ({f.step_overhead_s * 1e3:g} ms + {f.step_overhead_per_sequence_s * 1e6:g} µs per sequence) runs "
-            "beside the GPU's step and adds only what outlasts it")
+            "beside the GPU's step and adds only what outlasts it; the next step is scheduled as this one starts, so a "
+            "request that arrives while others run waits for the step after next")
 
 
 def for_column(f: Factors, hw, compute_key: str, experts_format: str | None = None) -> Factors:

@@ -393,11 +393,14 @@ class StepRules(NamedTuple):
     """How an engine's scheduler builds a step beyond vLLM V1's rules (``run_steps``): ``prefill_first``, a step
     that can take a prompt runs prompts alone (SGLang; vLLM V0 without chunked prefill); ``whole_prompts``, a
     prompt is never cut at the budget (vLLM V0 without chunked prefill, whose budget holds the longest);
-    ``batch_wait``, TensorRT-LLM's delayed batching ``(iterations, tokens)`` (``batch_wait_of``)."""
+    ``batch_wait``, TensorRT-LLM's delayed batching ``(iterations, tokens)`` (``batch_wait_of``); ``lookahead``,
+    vLLM's asynchronous scheduling, whose engine schedules the next step while the device runs this one (a request
+    that arrives while requests run joins the step after next: ``run_steps``)."""
 
     prefill_first: bool = False
     whole_prompts: bool = False
     batch_wait: tuple[int, float] | None = None
+    lookahead: bool = False
 
 
 def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, server: bool = True,
@@ -507,7 +510,8 @@ class Finished(NamedTuple):
 def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, ctx_step: int = 1,
               resend=None, scheduler_steps: int = 1, kv_tokens: int | None = None,
               step_ends: list | None = None, batch_wait: tuple[int, float] | None = None,
-              prefill_first: bool = False, whole_prompts: bool = False) -> tuple[list, list]:
+              prefill_first: bool = False, whole_prompts: bool = False,
+              lookahead: bool = False) -> tuple[list, list]:
     """The steps one engine replica runs, as vLLM's scheduler builds them, on the clock: the one scheduler
     loop of ``planner serve``.
 
@@ -600,10 +604,14 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     marks: list = []
     t = 0.0
     s = 0
+    prev_start = None  # lookahead: when the step before this one started (None: the engine was idle)
     while pending or waiting or running:
         if not (waiting or running) and pending[0][0] > t:
             t = pending[0][0]  # the engine idles until the next request arrives
-        while pending and pending[0][0] <= t:
+        # lookahead (asynchronous scheduling): while requests run, this step was scheduled when the one before it
+        # started, so it takes only the requests that had arrived by then
+        limit = prev_start if lookahead and running and prev_start is not None else t
+        while pending and pending[0][0] <= limit:
             _, n, I, O, t_send = pending.popleft()
             tag = len(groups)
             groups[tag] = (s, I, O, t_send)
@@ -676,8 +684,10 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
                 raise OptionError("the step-by-step simulation cannot make progress: a request does not fit "
                                   "the KV pool", "use more GPUs or shorter requests")
             t = max(t, pending[0][0])
+            prev_start = None
             continue
         steps.append(pieces)
+        prev_start = t
         t += price(pieces)
         if round_left:
             round_left -= 1
@@ -808,7 +818,7 @@ def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: in
 
     steps, marks = run_steps([(0.0, sent, I, O)], budget, slots, price=lambda _: 1.0, ctx_step=ctx_step,
                              resend=resend, batch_wait=rules.batch_wait, prefill_first=rules.prefill_first,
-                             whole_prompts=rules.whole_prompts)
+                             whole_prompts=rules.whole_prompts, lookahead=rules.lookahead)
     shapes: dict = {}
     for s, pieces in enumerate(steps):
         shapes.setdefault(tuple(sorted(pieces.items())), []).append(s)
@@ -1042,7 +1052,7 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
     _, marks = run_steps([(0.0, *g) for g in batch(0, sent)], mem.max_num_batched_tokens, slots, price=price,
                          intake_s=c, ctx_step=max(1, (I + O) // 64), resend=resend, scheduler_steps=scheduler_steps,
                          batch_wait=rules.batch_wait, prefill_first=rules.prefill_first,
-                         whole_prompts=rules.whole_prompts)
+                         whole_prompts=rules.whole_prompts, lookahead=rules.lookahead)
     costs = price.costs
     ct, ce = window_counts(marks, len(costs))
     # requests of different lengths: TPOT is the mean of each one's (``tpot_weights``)
@@ -1129,7 +1139,7 @@ def simulate_requests(model: StepModel, mem, sends_s, input_lens, output_lens, *
     _, marks = run_steps(sends, max_num_batched_tokens or mem.max_num_batched_tokens, mem.max_num_seqs,
                          price=StepPricer(model), intake_s=intake_s, ctx_step=max(1, int(mean_len) // 64),
                          scheduler_steps=scheduler_steps, kv_tokens=mem.kv_capacity_tokens, step_ends=step_ends,
-                         prefill_first=prefill_first)
+                         prefill_first=prefill_first, lookahead=model.f.async_scheduling)
     return marks
 
 
@@ -1306,7 +1316,8 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
                          f"while requests decode, new prompts wait up to {wait[0]} steps for a step of "
                          f"{math.ceil(wait[1]):,} tokens")
         result = simulate(StepModel(a, hw, plan, f), mem, scenario, replicas=replicas, scheduler_steps=steps,
-                          rules=StepRules(prefill_first=eng.prefill_first, batch_wait=wait))
+                          rules=StepRules(prefill_first=eng.prefill_first, batch_wait=wait,
+                                          lookahead=f.async_scheduling))
         notes.extend(result.notes)
     notes.extend(mem.notes)
     return Deployment(a, eng, hw, tp, replicas, mem, f, result, fewest, tuple(dict.fromkeys(notes)), steps, wait)

@@ -72,6 +72,10 @@ class Scheduler:
     # a step that runs prompt tokens runs them alone, within the whole budget, and the decoding sequences
     # wait for it (SGLang's "Run prefill first if possible"; hardware.serve.run_steps prefill_first)
     prefill_first: bool = False
+    # vLLM's asynchronous scheduling: the engine schedules the next step when this one starts, so while
+    # sequences run a step admits only the requests that had arrived when the step before it started
+    # (hardware.serve.run_steps lookahead)
+    lookahead: bool = False
 
     def check(self) -> None:
         for k in ("max_num_seqs", "max_num_batched_tokens", "kv_capacity_tokens"):
@@ -361,6 +365,8 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         "seqs": np.array(seqs, dtype=np.int64),
         "budget0": np.array([s.max_num_batched_tokens for s in scheds], dtype=np.int64),
         "pff": np.array([s.prefill_first for s in scheds], dtype=bool),
+        "la": np.array([s.lookahead for s in scheds], dtype=bool),
+        "tprev": np.full(C, np.nan),  # lookahead: when the step before this one started (nan: idle before it)
         "cap": cap_all.copy(),
         "t": arr[:, 0].copy(),
         "narr": np.zeros(C, dtype=np.int64),
@@ -459,6 +465,15 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             t[ii] = arr[g[ii], nxt[ii]]
             arrived[ii] = np.minimum(np.maximum(
                 np.searchsorted(flat, t[ii] - amin + span * g[ii], side="right") - g[ii] * R, 0), R)
+        # lookahead: while sequences run, the step admits the requests that had arrived when the step before
+        # it started
+        adm = arrived
+        la_now = st["la"] & (nrun > 0) & ~np.isnan(st["tprev"])
+        if la_now.any():
+            adm = arrived.copy()
+            ii = np.nonzero(la_now)[0]
+            adm[ii] = np.minimum(np.maximum(np.searchsorted(flat, st["tprev"][ii] - amin + span * g[ii], side="right")
+                                            - g[ii] * R, 0), arrived[ii])
         # the pool: tokens in KV plus the prompt tokens reserved by sequences being prefilled
         committed = kv + st["pres"]
         preempted_now = np.zeros(n, dtype=bool)
@@ -552,7 +567,7 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         admitted = []  # (rows, slots) admitted with their prompt's KV
         nxt_before = nxt.copy()
         while True:
-            rows = np.nonzero((nxt < arrived) & (st["nfree"] > 0) & ~hold)[0]
+            rows = np.nonzero((nxt < adm) & (st["nfree"] > 0) & ~hold)[0]
             if len(rows) == 0:
                 break
             r = nxt[rows]
@@ -623,6 +638,11 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
                 root = np.where(a2 > 0, (-b + disc) / (2 * a2), gap / b)
             m_arr = np.where(np.isfinite(ta), np.maximum(np.ceil(root - 1e-9), 1), BIG)
             m_arr = np.minimum(m_arr, BIG // 4).astype(np.int64)
+            # lookahead: the second step that starts after the arrival takes it; a request that has arrived
+            # but after the step before this one started is taken by the next step
+            la = st["la"]
+            m_arr = np.where(la & np.isfinite(ta), m_arr + 1, m_arr)
+            m_arr = np.where(la & (nxt < arrived) & (st["nfree"] > 0), 1, m_arr)
             mm = np.minimum(mm, m_arr)
             m = np.where(jump, np.maximum(mm, 1), 1)
         dt = np.where(work, m * _t_tokens(st["tt"], grid, np.maximum(N, 1))
@@ -640,6 +660,9 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         st["occ_int"] += dt * (kv + d * (m + 1) / 2.0 + ptok) / cap
         np.maximum(st["occ_peak"], occ_now, out=st["occ_peak"])
         st["sys_int"] += dt * in_sys
+        # lookahead: when the last step of this run started (a run of m decode steps: its last is the longest)
+        last = np.where(m > 1, _t_tokens(st["tt"], grid, np.maximum(N, 1)) + st["kappa"] * (K + d * (m - 1)), dt)
+        st["tprev"] = np.where(work, t + dt - last, np.nan)
         t += dt
         # apply the step(s): decoders advance with the clock
         tau += np.where(d > 0, m, 0)

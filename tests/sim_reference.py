@@ -48,6 +48,8 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
     seqs = np.array([s.max_num_seqs for s in scheds], dtype=np.int64)
     budget0 = np.array([s.max_num_batched_tokens for s in scheds], dtype=np.int64)
     pff = np.array([s.prefill_first for s in scheds], dtype=bool)
+    la = np.array([s.lookahead for s in scheds], dtype=bool)
+    tprev = np.full(C, np.nan)  # lookahead: when the step before this one started (nan: idle before it)
     cap = np.array([s.kv_capacity_tokens for s in scheds], dtype=np.int64)
     S = int(seqs.max())
     ci = np.arange(C)
@@ -117,6 +119,11 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
             t[idle] = arr[ci[idle], nxt[idle]]
             arrived[idle] = np.clip(np.searchsorted(flat, t[idle] - arr.min() + span * ci[idle], side="right")
                                     - ci[idle] * R, 0, R)
+        # lookahead: while sequences run, the step admits the requests that had arrived when the step before
+        # it started
+        busy = la & (nrun > 0) & ~np.isnan(tprev)
+        adm = np.where(busy, np.minimum(np.clip(np.searchsorted(flat, np.where(busy, tprev, t) - arr.min() + span * ci,
+                                                                side="right") - ci * R, 0, R), arrived), arrived)
         # the pool: tokens in KV plus the prompt tokens reserved by sequences being prefilled
         kv_used = ctx.sum(1)
         committed = kv_used + np.where(running & ~rec, pre, 0).sum(1)
@@ -189,7 +196,7 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
         hold = (running & rec).any(1) | did_preempt
         while True:
             free_slot = slot_ok & (sid < 0)
-            can = (nxt < arrived) & free_slot.any(1) & ~hold
+            can = (nxt < adm) & free_slot.any(1) & ~hold
             if not can.any():
                 break
             rows = ci[can]
@@ -250,6 +257,10 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
                 root = np.where(a2 > 0, (-b + disc) / (2 * a2), gap / b)
             m_arr = np.where(np.isfinite(ta), np.maximum(np.ceil(root - 1e-9), 1), np.iinfo(np.int64).max)
             m_arr = np.minimum(m_arr, np.iinfo(np.int64).max // 4).astype(np.int64)
+            # lookahead: the second step that starts after the arrival takes it; one that has arrived but after
+            # the step before this one started is taken by the next step
+            m_arr = np.where(la & np.isfinite(ta), m_arr + 1, m_arr)
+            m_arr = np.where(la & (nxt < arrived) & ((slot_ok & (sid < 0)).any(1)), 1, m_arr)
             mm = np.minimum(mm, m_arr)
             m = np.where(jump, np.maximum(mm, 1), 1)
         dt = np.where(work, m * t_tokens(np.maximum(N, 1)) + kappa * (m * K + d * m * (m - 1) / 2.0) + pi * pairs, 0.0)
@@ -265,6 +276,8 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
         occ_int += dt * (kv_used + d * (m + 1) / 2.0 + ptok) / cap
         occ_peak = np.maximum(occ_peak, occ_now)
         sys_int += dt * in_sys
+        last = np.where(m > 1, t_tokens(np.maximum(N, 1)) + kappa * (K + d * (m - 1)), dt)
+        tprev = np.where(work, t + dt - last, np.nan)
         t = t + dt
         # apply the step(s)
         ctx += np.where(dec, m[:, None], 0) + chunk

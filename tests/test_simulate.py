@@ -157,7 +157,7 @@ def test_bad_rate_and_scheduler():
         simulate([LINEAR], [Scheduler(1, 10, 10)], [1.0, 0.0], [1, 1], [1, 1])
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4, 5])
 def test_fast_simulation_equals_the_plain_lock_step_exactly(seed):
     # hardware.simulate keeps per-configuration sums, a decode clock and drops finished configurations;
     # tests/sim_reference.py advances every slot of every configuration each step. Random small
@@ -174,8 +174,11 @@ def test_fast_simulation_equals_the_plain_lock_step_exactly(seed):
                               float(rng.choice([0.0, 1e-7, 1e-6])), float(rng.choice([0.0, 1e-10]))))
         scheds.append(Scheduler(int(rng.integers(1, 40)), int(rng.integers(16, 600)), int(rng.integers(200, 5000))))
     scheds[0] = Scheduler(16, 256, 300)  # a pool smaller than some requests: rejections
-    if seed >= 2:  # SGLang's prefill-first steps in half the configurations (and none of seeds 0-1)
+    if seed in (2, 3):  # SGLang's prefill-first steps in half the configurations (and none of seeds 0-1)
         scheds = [Scheduler(x.max_num_seqs, x.max_num_batched_tokens, x.kv_capacity_tokens, prefill_first=bool(i % 2))
+                  for i, x in enumerate(scheds)]
+    if seed >= 4:  # vLLM's asynchronous scheduling (lookahead) in half the configurations
+        scheds = [Scheduler(x.max_num_seqs, x.max_num_batched_tokens, x.kv_capacity_tokens, lookahead=bool(i % 2))
                   for i, x in enumerate(scheds)]
     arr = poisson_arrivals(float(rng.uniform(1, 50)), R, seed=seed, configs=C)
     inp = draw_lengths("uniform:1:400", R, seed=seed + 1)
