@@ -552,6 +552,11 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     run (the prompts it would take, whole, and one per decoding request) stay below T and fewer than N steps
     have waited so; the step that takes them resets the count. Without decoding requests nothing waits.
 
+    ``lookahead``: vLLM's asynchronous scheduling, which keeps two batches in flight (``max_concurrent_batches``
+    2; ``EngineCore.step_with_batch_queue`` schedules step n + 1 as step n starts). While requests run, a step
+    takes only the requests that had arrived when the step before it started: one that arrives during step n
+    joins step n + 2. An idle engine takes a request at once.
+
     ``price(pieces)`` gives the step's seconds (``pieces``: ``{(new tokens, cached tokens): sequences}``
     in the order above); the clock moves by it. A request's first token comes at the end of the step that
     completes its prompt; it finishes at the end of the step that makes its ``output_len``-th token (the
