@@ -326,9 +326,7 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
             text = f"bubble costs {near.bubble:.0%} at this rate; " + text
         rejected[fam] = text
     if best is not None:
-        best.metrics["kv_occupancy_series"] = _kv_series(best, w, intake_s=em.factors.server_overhead_s,
-                                                         prefill_first=eng.prefill_first,
-                                                         lookahead=em.factors.async_scheduling)
+        best.metrics["kv_occupancy_series"] = _kv_series(best, w, em)
     pareto = _pareto([c for c in cands if c.metrics.get("output_tokens_per_s_per_user")])
     least = None
     if not alive and not cands:
@@ -394,7 +392,7 @@ def _simulate_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, n
     inp = draw_lengths(w.input_lengths, R, seed=w.seed + 1)
     out = draw_lengths(w.output_lengths, R, seed=w.seed + 2)
     arr = np.concatenate([poisson_arrivals(w.rate_per_s / c.layout.dp, R, seed=w.seed) for c in cands])
-    scheds = [_scheduler(c, em.profile.prefill_first, em.factors.async_scheduling) for c in cands]
+    scheds = [_scheduler(c, em) for c in cands]
     eng_arr, before = _through_front_end(arr, em)
     r = simulate([c.cost for c in cands], scheds, eng_arr, inp, out)
     notes.append(f"simulation: {len(cands)} candidates × {R} requests, {r.steps} lock-step iterations")
@@ -556,31 +554,32 @@ def _simulate_disagg_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Ta
                 int(d.rejected[i] + p.rejected[i]), a, hw, em, w, tg)
 
 
-def _scheduler(c: Candidate, prefill_first: bool = False, lookahead: bool = False):
-    """The request simulation's scheduler of one replica of ``c`` (its decode pool where disaggregated: no
-    prompt runs there, so ``prefill_first``, SGLang's steps of prompts alone, changes nothing).
-    ``prefill_first``: the engine profile's ``scheduler.prefill_first``; ``lookahead``: vLLM's asynchronous
-    scheduling (``Factors.async_scheduling``: the next step is scheduled as this one starts)."""
+def _scheduler(c: Candidate, em=None):
+    """The request simulation's scheduler of one replica of ``c``, with the step rules of the engine model ``em``
+    (``EngineModel``): its profile's ``scheduler.prefill_first`` (SGLang's steps of prompts alone) and, from its
+    factors' ``async_scheduling``, ``lookahead`` (vLLM schedules the next step as this one starts). ``em`` None:
+    neither (a disaggregated deployment's decode pool, where no prompt runs)."""
     from .simulate import Scheduler
 
-    return Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens, prefill_first=prefill_first,
-                     lookahead=lookahead)
+    return Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens,
+                     prefill_first=bool(em and em.profile.prefill_first),
+                     lookahead=bool(em and em.factors.async_scheduling))
 
 
-def _kv_series(c: Candidate, w: Workload, points: int = 100, intake_s: float = 0.0,
-               prefill_first: bool = False, lookahead: bool = False) -> list[list[float]]:
+def _kv_series(c: Candidate, w: Workload, em, points: int = 100) -> list[list[float]]:
     """The KV pool's occupancy over time of one replica of ``c`` (its simulation again, recorded, its
-    requests through the front end as ``_simulate_into`` sends them): ``[[t_s, fraction], ...]``, at most
-    ``points`` samples evenly spaced in time."""
+    requests through the front end as ``_simulate_into`` sends them, with ``em``'s front end and step rules):
+    ``[[t_s, fraction], ...]``, at most ``points`` samples evenly spaced in time."""
     import numpy as np
 
     from .simulate import draw_lengths, front_end_arrivals, poisson_arrivals, simulate
 
     R = w.requests
+    intake_s = em.factors.server_overhead_s
     if c.disagg is not None:  # the decode pool's
         r = _disagg_streams([c], w, record_kv=True, intake_s=intake_s)[1]
     else:
-        r = simulate([c.cost], [_scheduler(c, prefill_first, lookahead)],
+        r = simulate([c.cost], [_scheduler(c, em)],
                      front_end_arrivals(poisson_arrivals(w.rate_per_s / c.layout.dp, R, seed=w.seed), intake_s),
                      draw_lengths(w.input_lengths, R, seed=w.seed + 1), draw_lengths(w.output_lengths, R, seed=w.seed + 2),
                      record_kv=True)

@@ -183,14 +183,9 @@ def test_whole_prompts_are_not_cut_at_the_budget():
 
 
 def _published():
-    import importlib.util
-    from pathlib import Path
+    from tests.test_published_fit import pub
 
-    path = Path(__file__).resolve().parents[1] / "bench" / "published.py"
-    spec = importlib.util.spec_from_file_location("bench_published", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return pub
 
 
 @pytest.mark.parametrize("model, gpu, settings, chunked", [

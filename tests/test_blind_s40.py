@@ -5,7 +5,6 @@ old commits; that run is the script's, not a test's."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -15,18 +14,12 @@ from planner.analysis.errors import HardwareError
 from planner.hardware import accuracy as A
 from tests.clirun import run
 from tests.test_accuracy import _record
+from tests.test_published_fit import load_bench
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _blind_module():
-    spec = importlib.util.spec_from_file_location("blind_s40", ROOT / "bench" / "blind.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-B = _blind_module()
+B = load_bench("blind")
 
 
 def test_split_blocks_runs_from_each_header_to_the_next():

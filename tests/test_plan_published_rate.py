@@ -5,21 +5,14 @@ predicted-against-published table is bench/plan_published.py --rate's output (be
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import numpy as np
 import yaml
 
+from tests.test_published_fit import load_bench
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
 
 SETTINGS = {"arrival": "poisson", "request_rate": 4, "num_requests": 20_000, "input_len": 224, "output_len": 189,
             "input_len_dist": "lognormal:224:224", "output_len_dist": "lognormal:189:189",
@@ -27,7 +20,7 @@ SETTINGS = {"arrival": "poisson", "request_rate": 4, "num_requests": 20_000, "in
 
 
 def test_rate_workload_is_a_poisson_process_at_the_rate():
-    pp = _load("plan_published")
+    pp = load_bench("plan_published")
     arr, i, o = pp.rate_workload(SETTINGS)
     assert arr.shape == i.shape == o.shape == (20_000,)
     assert arr[0] == 0.0 and np.all(np.diff(arr) >= 0)
@@ -41,7 +34,7 @@ def test_rate_workload_is_a_poisson_process_at_the_rate():
 
 
 def test_rate_workload_is_fixed_by_its_seed():
-    pp = _load("plan_published")
+    pp = load_bench("plan_published")
     a1, i1, o1 = pp.rate_workload(SETTINGS)
     a2, i2, o2 = pp.rate_workload(SETTINGS)
     assert np.array_equal(a1, a2) and np.array_equal(i1, i2) and np.array_equal(o1, o2)
@@ -50,7 +43,7 @@ def test_rate_workload_is_fixed_by_its_seed():
 
 
 def test_rate_workload_cuts_lengths_as_the_dataset_filter():
-    pp = _load("plan_published")
+    pp = load_bench("plan_published")
     _, i, o = pp.rate_workload(SETTINGS)
     assert i.min() >= 1 and o.min() >= 1
     assert i.max() == 1024  # the lognormal's tail reaches past 1024 at 20,000 draws, and is cut there
@@ -63,7 +56,7 @@ def test_rate_workload_cuts_lengths_as_the_dataset_filter():
 
 
 def test_published_fits_nothing_on_a_rate_entry(tmp_path):
-    pub = _load("published")
+    pub = load_bench("published")
     entries = yaml.safe_load((ROOT / "bench" / "published.yaml").read_text())
     rate = [e for e in entries if (e.get("settings") or {}).get("arrival") == "poisson"]
     assert rate, "bench/published.yaml holds request-rate entries"

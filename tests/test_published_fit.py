@@ -12,14 +12,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load():
-    spec = importlib.util.spec_from_file_location("bench_published", ROOT / "bench" / "published.py")
+def load_bench(name: str):
+    """The script ``bench/<name>.py`` as a module (bench/ is no package)."""
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", ROOT / "bench" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
 
 
-pub = _load()
+pub = load_bench("published")
 
 
 def test_objective_l1_and_median_by_hand():

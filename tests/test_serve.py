@@ -703,16 +703,10 @@ def test_engine_profile_bounds_the_decode_attention_fraction(monkeypatch):
 
 
 def test_kv_reads_per_query_head_is_the_query_heads_per_kv_head():
-    import importlib.util
-    from pathlib import Path
-
     from planner.cli.common import load_model
+    from tests.test_published_fit import pub
 
-    path = Path(__file__).resolve().parents[1] / "bench" / "published.py"
-    spec = importlib.util.spec_from_file_location("bench_published", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    kv_reads_per_query_head = mod.kv_reads_per_query_head
+    kv_reads_per_query_head = pub.kv_reads_per_query_head
 
     assert kv_reads_per_query_head(load_model("meta-llama/Llama-2-70b-hf").spec) == 64 / 8
     assert kv_reads_per_query_head(load_model("meta-llama/Llama-2-7b-hf").spec) == 1.0
