@@ -2,7 +2,7 @@
 
 Since session 31 each new block of ``bench/published.yaml`` was scored with the profiles as shipped before
 anything was fitted on it or changed because of it (``bench/published.md``: "Fresh held-out sources",
-"Blind test, session 32", sessions 36-40). ``BLOCKS`` names each block by its header comment and the commit
+"Blind test, session 32", sessions 36-41). ``BLOCKS`` names each block by its header comment and the commit
 whose code and profiles scored it: the commit the session's notes name, else the parent of the commit that
 added the block (the code as it stood when the figures came in).
 
@@ -46,6 +46,7 @@ BLOCKS = (
     ("# ---- Blind test, session 40 (Dec 5)", "4569665", "the block's header: 'scored with the profiles as shipped at 4569665'"),
     ("# ---- Blind test, session 40, second block", "a4a8e8c", "the block's header: 'scored with the profiles as shipped at "
      "a4a8e8c'"),
+    ("# ---- Blind test, session 41 (Dec 5)", "f96739a", "the block's header: 'scored with the profiles as shipped at f96739a'"),
 )
 
 # run in the worktree: that commit's bench/published.py predicts the block's entries, one JSON row per point

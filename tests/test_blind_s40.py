@@ -61,8 +61,10 @@ def test_the_shipped_data_file_holds_every_block_once():
     commits = dict((h, c) for h, c, _ in B.BLOCKS)
     assert commits["# ---- Blind test, session 40 (Dec 5)"] == "4569665"
     assert commits["# ---- Blind test, session 40, second block"] == "a4a8e8c"
-    assert yaml.safe_load(blocks[-2][1])[0]["id"].startswith("s40")
-    assert yaml.safe_load(blocks[-1][1])[0]["id"].startswith("s41")
+    assert commits["# ---- Blind test, session 41 (Dec 5)"] == "f96739a"
+    assert yaml.safe_load(blocks[-3][1])[0]["id"].startswith("s40")
+    assert yaml.safe_load(blocks[-2][1])[0]["id"].startswith("s41")
+    assert yaml.safe_load(blocks[-1][1])[0]["id"].startswith("s42")
 
 
 def test_shipped_blind_record_reads_and_lists_its_blocks():
