@@ -550,6 +550,52 @@ def source_key(entry: dict) -> str:
     return str(src.get("title") or entry["id"])
 
 
+def publisher_key(entry: dict) -> str:
+    """Who published an entry, coarser than ``source_key``: a GitHub repository (every issue, pull request and file of
+    it), else the web host. ``--write-bias`` counts these, so that one harness's many files count once."""
+    from urllib.parse import urlparse
+
+    src = entry.get("source") or {}
+    if src.get("repo"):
+        return str(src["repo"]).lower()
+    if src.get("url"):
+        u = urlparse(str(src["url"]))
+        parts = [x for x in u.path.split("/") if x]
+        if u.netloc.lower().endswith("github.com") and len(parts) >= 2:
+            return "/".join(parts[:2]).lower()
+        return u.netloc.lower() or str(src["url"])
+    return str(src.get("title") or entry["id"])
+
+
+#: ``--write-bias``: a group (a model family or a device vendor, one quantity) is recorded from this many steady
+#: points and this many publishers, and ``planner serve`` says so where its median signed error reaches the threshold
+BIAS_MIN_POINTS, BIAS_MIN_PUBLISHERS, BIAS_THRESHOLD = 8, 3, 0.25
+
+
+def bias_summary(rows, *, command: str, date: str) -> dict:
+    """What ``--write-bias`` writes (``profiles/engines/_bias.yaml``, which ``planner serve`` reads:
+    ``planner.hardware.accuracy.parse_bias``). ``rows`` are ``(family, vendor, quantity, publisher, predicted /
+    published − 1)`` of the steady timing points as shipped; per family and per vendor and quantity, the groups of
+    at least ``BIAS_MIN_POINTS`` points from ``BIAS_MIN_PUBLISHERS`` publishers, with the median signed and absolute
+    error (rounded to 0.1 %), largest |median| first."""
+    groups: dict = {}
+    for family, vendor, q, publisher, e in rows:
+        for dim, key in (("family", family), ("vendor", vendor)):
+            groups.setdefault((dim, key, q), []).append((e, publisher))
+    out = []
+    for (dim, key, q), v in groups.items():
+        errs = [e for e, _ in v]
+        pubs = len({p for _, p in v})
+        if len(v) < BIAS_MIN_POINTS or pubs < BIAS_MIN_PUBLISHERS:
+            continue
+        out.append({"dimension": dim, "key": key, "quantity": q, "n": len(v), "publishers": pubs,
+                    "median_error": round(statistics.median(errs), 3),
+                    "median_abs_error": round(statistics.median(abs(e) for e in errs), 3)})
+    out.sort(key=lambda g: (-abs(g["median_error"]), g["dimension"], g["key"], g["quantity"]))
+    return {"command": command, "date": date, "points": len(rows), "min_points": BIAS_MIN_POINTS,
+            "min_publishers": BIAS_MIN_PUBLISHERS, "threshold": BIAS_THRESHOLD, "groups": out}
+
+
 def assign_groups(sizes: dict[str, tuple[int, ...]], k: int) -> dict[str, int]:
     """Groups into k folds, each whole: the largest group first (sizes compare as tuples; ties by name)
     into the fold whose summed size is smallest so far (ties: the lower fold). Deterministic; no group is
@@ -711,7 +757,12 @@ def main(argv=None) -> int:
     ap.add_argument("--write-accuracy", type=Path, metavar="PATH",
                     help="write the held-out |error| per quantity and engine as YAML (profiles/engines/"
                          "_accuracy.yaml: what planner serve prints); needs the k-fold (not --shipped)")
+    ap.add_argument("--write-bias", type=Path, metavar="PATH",
+                    help="with --shipped: write the signed error of the steady points by model family and device "
+                         "vendor as YAML (profiles/engines/_bias.yaml: what planner serve flags)")
     args = ap.parse_args(argv)
+    if args.write_bias and (not args.shipped or args.only or args.factors or args.data != ROOT / "bench" / "published.yaml"):
+        ap.error("--write-bias needs --shipped on the whole data file (no --only, --factors, --data)")
     if args.write_accuracy and (args.shipped or args.only or args.factors):
         ap.error("--write-accuracy needs the k-fold of every factor on every point (no --shipped, --only, --factors)")
     t0 = time.perf_counter()
@@ -817,6 +868,26 @@ def main(argv=None) -> int:
             print(f"{regime:13} {q:22} {len(ps):>3} {pc(a, statistics.median):>20} {over(a):>15} "
                   f"{pc(b, statistics.median):>22} {over(b):>16}")
     if args.shipped:
+        if args.write_bias:
+            import datetime
+
+            import yaml
+
+            rows = [(p.a.spec.model_type, p.hw.vendor, p.quantity, publisher_key(p.entry), err(shipped[p.id], p.value))
+                    for p in order if p.quantity in TIMING and p.regime == "steady" and shipped[p.id] is not None]
+            cmd = "python bench/published.py " + " ".join(argv if argv is not None else sys.argv[1:])
+            rec = bias_summary(rows, command=cmd, date=datetime.date.today().isoformat())
+            head = ("# Signed error of planner serve as shipped against the steady published measurements, by model\n"
+                    "# family (model_type) and device vendor: written by bench/published.py --shipped --write-bias; not\n"
+                    "# edited by hand. median_error: of predicted / published - 1. planner serve flags a matching group\n"
+                    "# whose |median_error| reaches the threshold.\n")
+            args.write_bias.write_text(head + yaml.safe_dump(rec, sort_keys=False, width=1000))
+            flagged = [g for g in rec["groups"] if abs(g["median_error"]) >= rec["threshold"]]
+            print(f"bias by family and vendor: {len(rec['groups'])} groups recorded, {len(flagged)} flagged:")
+            for g in flagged:
+                print(f"  {g['dimension']} {g['key']} {g['quantity']}: median {g['median_error']:+.1%} "
+                      f"({g['n']} points, {g['publishers']} publishers)")
+            print(f"wrote {args.write_bias}")
         print(f"as shipped only (--shipped): no fit; wall time: {time.perf_counter() - t0:.0f} s")
         return 0
     print()

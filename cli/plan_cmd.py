@@ -68,6 +68,7 @@ def plan(
     from planner.analysis.analyze import Options, analyze
     from planner.analysis.errors import OptionError
     from planner.hardware.planning import Target, Workload, plan as run_plan, plan_dict
+    from planner.hardware.accuracy import bias_dict, bias_lines, load_bias
 
     from .common import load_hardware, load_model, warn_all
 
@@ -103,6 +104,8 @@ def plan(
                  target=Target(ttft_p90, tpot_p90), engine=engine, max_gpus=max_gpus, gpus=gpus,
                  price_per_hour=price_per_hour, disaggregated=disaggregated, async_scheduling=async_scheduling)
     d = plan_dict(r)
+    # the signed error of the steady published runs of this model family and of this vendor's GPUs (as serve)
+    d["accuracy_bias"] = bias_dict(load_bias(), a.spec.model_type, hw.vendor, r.engine)
     if plot is not None:
         from .plots import plot_pareto
 
@@ -113,7 +116,7 @@ def plan(
     if out_fmt == OutputFormat.csv:  # one row per layout of the Pareto front (and the cheapest, first)
         print_csv(plan_records(d))
         return
-    emit(sections(d), out_fmt, lines=[headline(d, hw)] + [f"note: {n}" for n in d["notes"]])
+    emit(sections(d), out_fmt, lines=[headline(d, hw)] + bias_lines(d["accuracy_bias"]) + [f"note: {n}" for n in d["notes"]])
 
 
 def plan_records(d: dict) -> list[dict]:

@@ -92,7 +92,8 @@ def serve(
     if out_fmt == OutputFormat.csv:
         print_csv([data])
         return
-    emit(sections(d, lm.id), out_fmt, lines=summary_lines(d, data["accuracy"], data["accuracy_blind"]))
+    emit(sections(d, lm.id), out_fmt, lines=summary_lines(d, data["accuracy"], data["accuracy_blind"],
+                                                        data["accuracy_bias"]))
 
 
 def _ms(s: float) -> str:
@@ -115,10 +116,10 @@ def explain_words(d, key: str = "tpot_s", top: int = 4) -> str:
     return ", ".join(words)
 
 
-def summary_lines(d, accuracy: dict | None = None, blind: dict | None = None) -> list[str]:
-    """The lines under the tables; ``accuracy`` and ``blind``: ``deployment_dict``'s records of the held-out
-    (k-fold) and blind error."""
-    from planner.hardware.accuracy import accuracy_line
+def summary_lines(d, accuracy: dict | None = None, blind: dict | None = None, bias: dict | None = None) -> list[str]:
+    """The lines under the tables; ``accuracy``, ``blind`` and ``bias``: ``deployment_dict``'s records of the held-out
+    (k-fold) and blind error, and of the signed error of this model family's and this vendor's published runs."""
+    from planner.hardware.accuracy import accuracy_line, bias_lines
 
     m, r = d.memory, d.result
     eng = d.engine.display_name
@@ -142,6 +143,7 @@ def summary_lines(d, accuracy: dict | None = None, blind: dict | None = None) ->
         acc = accuracy_line(rec, eng)
         if acc:
             lines.append(acc)
+    lines.extend(bias_lines(bias))
     lines.extend(f"note: {n}" for n in d.notes)
     return lines
 

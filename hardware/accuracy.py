@@ -19,7 +19,15 @@ is not known; 64 is the largest client count of a run that fits like the rest (b
 A second record in the same layout, ``profiles/engines/_blind.yaml`` (``bench/blind.py``, ``load_blind``), holds the
 blind error: the published figures each session scored with the profiles of its day before anything was fitted on
 them, predicted again by the code of the commit that scored them. ``serve`` prints it as a second line and returns
-it as ``accuracy_blind``: the error to expect on a source the benchmark has not seen."""
+it as ``accuracy_blind``: the error to expect on a source the benchmark has not seen.
+
+A third record, ``profiles/engines/_bias.yaml`` (``bench/published.py --shipped --write-bias``, ``load_bias``), holds the
+signed error of the profiles as shipped by model family (the config's ``model_type``) and by device vendor, over the
+steady published runs: where a family's or a vendor's runs have come out on one side by more than the record's
+threshold, over enough points from enough publishers, ``serve`` says so beside its prediction (``bias_lines``) and
+returns every group that matches the deployment as ``accuracy_bias``. It is a disclosure, not a correction: a gap
+that no fitted factor removes (DeepSeek-V3's prompt steps, third-party stacks on AMD's GPUs; bench/published.md)
+is shown, never folded into the number."""
 
 from __future__ import annotations
 
@@ -156,6 +164,143 @@ def load_blind() -> Accuracy | None:
     return parse(_read_yaml("_blind"), BLIND_WHERE)
 
 
+BIAS_WHERE = "profiles/engines/_bias.yaml"
+BIAS_DIMENSIONS = {"family": "models of model_type", "vendor": "GPUs of vendor"}
+
+
+@frozen
+class Bias:
+    dimension: str  # "family" (the config's model_type) or "vendor" (the hardware profile's)
+    key: str  # e.g. "deepseek_v3", "AMD"
+    quantity: str
+    n: int  # steady published points
+    publishers: int  # distinct publishers among them (a repository, else a web host)
+    median_error: float  # median of predicted / published - 1 (signed)
+    median_abs_error: float
+
+    @property
+    def published_over_predicted(self) -> float:
+        """The median of published / predicted (the signed median's inverse: the ratio is monotone in it)."""
+        return 1.0 / (1.0 + self.median_error)
+
+
+@frozen
+class BiasRecord:
+    date: str
+    command: str
+    points: int  # steady timing points predicted
+    min_points: int  # a group with fewer points is not recorded
+    min_publishers: int  # nor one with fewer publishers
+    threshold: float  # |median_error| at or beyond which serve says so
+    groups: tuple  # of Bias
+
+    def matching(self, family: str, vendor: str) -> list:
+        """The groups of this model family or this vendor, in the record's order."""
+        return [g for g in self.groups if (g.dimension, g.key) in (("family", family), ("vendor", vendor))]
+
+
+def _count(d: Mapping, name: str, file: str, where: str, least: int = 0) -> int:
+    v = d.get(name)
+    if isinstance(v, bool) or not isinstance(v, int) or v < least:
+        raise HardwareError(f"{file}: {where}{name} must be an integer >= {least}, got {v!r}", "rerun the script that writes it")
+    return v
+
+
+def _fraction(d: Mapping, name: str, file: str, where: str, *, signed: bool) -> float:
+    v = d.get(name)
+    if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+            or (v <= -1 if signed else v < 0)):
+        want = "a finite number above -1" if signed else "a finite number >= 0"
+        raise HardwareError(f"{file}: {where}{name} must be {want}, got {v!r}", "rerun the script that writes it")
+    return float(v)
+
+
+def parse_bias(d, file: str = BIAS_WHERE) -> BiasRecord:
+    """The bias record from the YAML's data; ``HardwareError`` (one line) on anything malformed. Layout: ``date``,
+    ``command``, ``points``, ``min_points``, ``min_publishers``, ``threshold`` and ``groups``, a list of ``{dimension,
+    key, quantity, n, publishers, median_error, median_abs_error}``."""
+    if not isinstance(d, Mapping):
+        raise HardwareError(f"{file} is not a mapping", "rerun the script that writes it")
+    points = _count(d, "points", file, "")
+    min_points = _count(d, "min_points", file, "", 1)
+    min_pub = _count(d, "min_publishers", file, "", 1)
+    threshold = _fraction(d, "threshold", file, "", signed=False)
+    raw = d.get("groups") or []
+    if not isinstance(raw, list):
+        raise HardwareError(f"{file}: groups is not a list", "rerun the script that writes it")
+    groups = []
+    for i, g in enumerate(raw):
+        where = f"groups[{i}]."
+        if not isinstance(g, Mapping):
+            raise HardwareError(f"{file}: groups[{i}] is not a mapping", "rerun the script that writes it")
+        dim, q = g.get("dimension"), g.get("quantity")
+        if dim not in BIAS_DIMENSIONS:
+            raise HardwareError(f"{file}: {where}dimension must be one of {', '.join(BIAS_DIMENSIONS)}, got {dim!r}",
+                                "rerun the script that writes it")
+        if q not in QUANTITIES:
+            raise HardwareError(f"{file}: {where}quantity must be one of {', '.join(QUANTITIES)}, got {q!r}",
+                                "rerun the script that writes it")
+        if not isinstance(g.get("key"), str) or not g["key"]:
+            raise HardwareError(f"{file}: {where}key must be a name, got {g.get('key')!r}", "rerun the script that writes it")
+        groups.append(Bias(dim, g["key"], q, _count(g, "n", file, where, 1), _count(g, "publishers", file, where, 1),
+                           _fraction(g, "median_error", file, where, signed=True),
+                           _fraction(g, "median_abs_error", file, where, signed=False)))
+    return BiasRecord(str(d.get("date", "")), str(d.get("command", "")), points, min_points, min_pub, threshold,
+                      tuple(groups))
+
+
+def load_bias() -> BiasRecord | None:
+    """The shipped bias record (``BIAS_WHERE``, written by ``bench/published.py --shipped --write-bias``); None where
+    the package has none."""
+    from .engine import _engines_folder, _read_yaml
+
+    if not _engines_folder().joinpath("_bias.yaml").is_file():
+        return None
+    return parse_bias(_read_yaml("_bias"), BIAS_WHERE)
+
+
+def bias_dict(rec: BiasRecord | None, family: str, vendor: str, engine: str) -> dict | None:
+    """``serve --json``'s ``accuracy_bias``: every group of the record that matches the deployment's model family
+    or device vendor (``flagged`` where |median_error| reaches the record's threshold); None without a record or
+    for ``--engine ideal``."""
+    if rec is None or engine == "ideal":
+        return None
+    return {"source": "bench/published.py --shipped --write-bias (profiles/engines/_bias.yaml)", "date": rec.date,
+            "points": rec.points, "regime": "steady", "threshold": rec.threshold,
+            "groups": [{"dimension": g.dimension, "key": g.key, "quantity": g.quantity, "points": g.n,
+                        "publishers": g.publishers, "median_error": g.median_error,
+                        "median_abs_error": g.median_abs_error,
+                        "published_over_predicted": round(g.published_over_predicted, 3),
+                        "flagged": abs(g.median_error) >= rec.threshold}
+                       for g in rec.matching(family, vendor)]}
+
+
+def bias_lines(bias: dict | None) -> list[str]:
+    """One line per family or vendor with a flagged group: 'published runs of deepseek_v3 models measured a median
+    2.22× the TTFT and 0.65× the output tokens/s predicted here (35 and 37 steady points from 6 and 4 publishers;
+    bench/published.py --shipped of 2026-12-05), a gap no fitted factor removes: expect it here too'."""
+    if not bias:
+        return []
+    out = []
+    seen: dict = {}
+    for g in bias["groups"]:
+        if g["flagged"]:
+            seen.setdefault((g["dimension"], g["key"]), []).append(g)
+    def join(xs: list[str]) -> str:
+        return xs[0] if len(xs) == 1 else ", ".join(xs[:-1]) + " and " + xs[-1]
+
+    for (dim, key), gs in seen.items():
+        gs.sort(key=lambda g: QUANTITIES.index(g["quantity"]))
+        who = f"of {key} models" if dim == "family" else f"on {key} GPUs"
+        what = join([f"{g['published_over_predicted']:.2f}× the {LABELS[g['quantity']]}" for g in gs])
+        n = join([str(g["points"]) for g in gs])
+        pubs = join([str(g["publishers"]) for g in gs])
+        out.append(f"bias on record: published runs {who} measured a median {what} predicted here ({n} steady points "
+                   f"from {pubs} publishers; bench/published.py --shipped of {bias['date']}), a gap no fitted factor "
+                   f"removes: expect it here too")
+    return out
+
+
 SOURCES = {"k-fold": "bench/published.py --write-accuracy (profiles/engines/_accuracy.yaml)",
            "blind": "bench/blind.py --write profiles/engines/_blind.yaml"}
 
@@ -195,5 +340,6 @@ def accuracy_line(acc: dict | None, display: str) -> str | None:
             f"published - 1| (bench/published.py k-fold of {acc['date']}): " + "; ".join(parts))
 
 
-__all__ = ["Accuracy", "Error", "load", "load_blind", "parse", "BLIND_WHERE", "SOURCES", "accuracy_dict", "accuracy_line", "regime_of", "QUANTITIES", "MIN_POINTS",
+__all__ = ["Accuracy", "Error", "load", "load_blind", "parse", "BLIND_WHERE", "BIAS_WHERE", "BIAS_DIMENSIONS", "Bias",
+           "BiasRecord", "bias_dict", "bias_lines", "load_bias", "parse_bias", "SOURCES", "accuracy_dict", "accuracy_line", "regime_of", "QUANTITIES", "MIN_POINTS",
            "BURST_PER_REPLICA", "REGIMES"]

@@ -1350,7 +1350,7 @@ def batch_wait_of(eng, iters: int | None, ratio: float | None, max_num_tokens: i
 
 
 def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
-    from .accuracy import accuracy_dict, load_blind, regime_of
+    from .accuracy import accuracy_dict, bias_dict, load_bias, load_blind, regime_of
     from .accuracy import load as load_accuracy
     from .engine import memory_dict
 
@@ -1396,6 +1396,8 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
         # the same error over the published runs each session scored before anything was fitted on them
         "accuracy_blind": accuracy_dict(load_blind(), d.engine.name, regime_of(True, r.scenario.concurrency, d.replicas),
                                         kind="blind") if r else None,
+        # the signed error of the steady published runs of this model family and of this vendor's GPUs
+        "accuracy_bias": bias_dict(load_bias(), d.analysis.spec.model_type, d.hardware.vendor, d.engine.name) if r else None,
         "notes": list(d.notes),
     }
 
