@@ -53,6 +53,7 @@ def compare(
     from dataclasses import replace
 
     from planner.hardware.serving import estimate_dict
+    from planner.hardware.accuracy import bias_dict, bias_lines, load_bias
 
     from planner.hardware.replicas import RULE_FASTEST, candidates, deployment, fallback, fewest_gpus_note, served
 
@@ -120,6 +121,8 @@ def compare(
             "needs_at_least": need,
             "serving": ed,
             "step_breakdown": s_.step.to_dict() if s_.step is not None else None,
+            # the signed error of the steady published runs of this family and of this vendor's GPUs (as serve)
+            "accuracy_bias": bias_dict(load_bias(), a.spec.model_type, hw.vendor, "vllm"),
         })
         rows.append((lm, a, s_, d))
     dtypes = {lm.id: a.fmt.describe() for lm, a, _, _ in rows}
@@ -163,11 +166,14 @@ def compare(
         return
     if out_fmt == OutputFormat.csv:  # one row per model, ranked cheapest first
         rank_of = {lm.id: i + 1 for i, (lm, *_) in enumerate(ranked)}
-        print_csv([{"rank": rank_of[lm.id], **d} for lm, *_, d in sorted(rows, key=lambda r: rank_of[r[0].id])])
+        # (the bias record's groups are a list: JSON and the table's notes carry them)
+        print_csv([{"rank": rank_of[lm.id], **{k: v for k, v in d.items() if k != "accuracy_bias"}}
+                   for lm, *_, d in sorted(rows, key=lambda r: rank_of[r[0].id])])
         return
     emit(table_sections(rows, ranked, reasons, hw, settings, criterion), out_fmt,
          lines=[headline] + [f"note: {n}" for n in assumptions(hw, layout)]
-         + [f"note: {lm.id}: {d['needs_at_least']}" for lm, *_, d in rows if d["needs_at_least"]])
+         + [f"note: {lm.id}: {d['needs_at_least']}" for lm, *_, d in rows if d["needs_at_least"]]
+         + [f"note: {lm.id}: {line}" for lm, *_, d in rows for line in bias_lines(d["accuracy_bias"])])
 
 
 def assumptions(hw, layout=None) -> list[str]:

@@ -138,3 +138,18 @@ def test_broken_bias_file_is_one_error_line_naming_it(tmp_path, monkeypatch):
     _engines_copy(tmp_path, monkeypatch, _bias="points: 3\nmin_points: 8\nmin_publishers: 3\nthreshold: nan\n")
     r = run("serve", "llama-3.1-8b")
     r.assert_error("_bias.yaml", "threshold must be a finite number")
+
+
+def test_compare_flags_each_model_of_a_flagged_family(monkeypatch):
+    monkeypatch.setattr(A, "load_bias", lambda: A.parse_bias(_bias()))
+    r = run("compare", "deepseek-v3", "llama-3.1-8b", "-H", "h200-sxm", "--gpus", "8")
+    assert r.code == 0, r.err
+    text = " ".join(r.out.split())
+    assert "bias on record: published runs of deepseek_v3 models measured a median 2.00× the TTFT" in text
+    assert text.count("bias on record") == 1  # llama has no group in this record
+    r = run("compare", "deepseek-v3", "llama-3.1-8b", "-H", "h200-sxm", "--gpus", "8", "--json")
+    flagged = {m["model"]["id"]: [g["quantity"] for g in m["accuracy_bias"]["groups"] if g["flagged"]]
+               for m in r.json["models"]}
+    assert flagged == {"deepseek-ai/DeepSeek-V3": ["output_tokens_per_s", "ttft_s"], "meta-llama/Llama-3.1-8B": []}
+    r = run("compare", "deepseek-v3", "llama-3.1-8b", "-H", "h200-sxm", "--gpus", "8", "--format", "csv")
+    assert "accuracy_bias" not in r.out.splitlines()[0]
