@@ -47,6 +47,8 @@ BLOCKS = (
     ("# ---- Blind test, session 40, second block", "a4a8e8c", "the block's header: 'scored with the profiles as shipped at "
      "a4a8e8c'"),
     ("# ---- Blind test, session 41 (Dec 5)", "f96739a", "the block's header: 'scored with the profiles as shipped at f96739a'"),
+    ("# ---- Blind test, session 41, second block", "74d5770", "the block's header: 'scored with the profiles as shipped at "
+     "74d5770'"),
 )
 
 # run in the worktree: that commit's bench/published.py predicts the block's entries, one JSON row per point

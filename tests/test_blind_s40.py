@@ -62,9 +62,11 @@ def test_the_shipped_data_file_holds_every_block_once():
     assert commits["# ---- Blind test, session 40 (Dec 5)"] == "4569665"
     assert commits["# ---- Blind test, session 40, second block"] == "a4a8e8c"
     assert commits["# ---- Blind test, session 41 (Dec 5)"] == "f96739a"
-    assert yaml.safe_load(blocks[-3][1])[0]["id"].startswith("s40")
-    assert yaml.safe_load(blocks[-2][1])[0]["id"].startswith("s41")
-    assert yaml.safe_load(blocks[-1][1])[0]["id"].startswith("s42")
+    assert commits["# ---- Blind test, session 41, second block"] == "74d5770"
+    assert yaml.safe_load(blocks[-4][1])[0]["id"].startswith("s40")
+    assert yaml.safe_load(blocks[-3][1])[0]["id"].startswith("s41")
+    assert yaml.safe_load(blocks[-2][1])[0]["id"].startswith("s42a")
+    assert yaml.safe_load(blocks[-1][1])[0]["id"].startswith("s42c")
 
 
 def test_shipped_blind_record_reads_and_lists_its_blocks():
