@@ -384,6 +384,8 @@ class Point:
                               if "@" not in k and not (k == "allreduce_latency_s" and self.engine_allreduce)})
             for name in PER_ENGINE:
                 key = f"{name}@{self.engine_name}"
+                if name == "attention_decode" and self.hw.name in self.engine.attention_decode_by_device:
+                    continue  # the engine's own figure for this device (attention_decode_efficiency_by_device) stands
                 if key in overrides:
                     f = replace(f, **{name: overrides[key]})
             key = f"compute@{self.compute_column}"

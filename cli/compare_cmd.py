@@ -166,9 +166,7 @@ def compare(
         return
     if out_fmt == OutputFormat.csv:  # one row per model, ranked cheapest first
         rank_of = {lm.id: i + 1 for i, (lm, *_) in enumerate(ranked)}
-        # (the bias record's groups are a list: JSON and the table's notes carry them)
-        print_csv([{"rank": rank_of[lm.id], **{k: v for k, v in d.items() if k != "accuracy_bias"}}
-                   for lm, *_, d in sorted(rows, key=lambda r: rank_of[r[0].id])])
+        print_csv([{"rank": rank_of[lm.id], **d} for lm, *_, d in sorted(rows, key=lambda r: rank_of[r[0].id])])
         return
     emit(table_sections(rows, ranked, reasons, hw, settings, criterion), out_fmt,
          lines=[headline] + [f"note: {n}" for n in assumptions(hw, layout)]

@@ -290,6 +290,9 @@ class EngineProfile:
     # per routed-expert weight format (``hardware.expected.EXPERTS_FORMATS``) and hardware profile: the fraction
     # of the compute rate the engine's MoE GEMMs reach for that format on that device (none listed: all)
     experts_compute_efficiency: Mapping[str, Mapping[str, float]] = field(hash=False, default_factory=dict)
+    # per hardware profile: the decode attention kernel's fraction of the achieved bandwidth on that device, in
+    # place of ``attention_decode_efficiency`` there (``timing.attention_decode_efficiency_by_device``)
+    attention_decode_by_device: Mapping[str, float] = field(hash=False, default_factory=dict)
     kernel_launches: str = "none"  # hardware.expected.KERNEL_LAUNCHES: how the host launches kernels
     # optional timing terms (0 / always graphed when a profile leaves them out)
     launch_overhead_per_op_s: float = 0.0
@@ -401,6 +404,10 @@ def load_engine(name: str | None) -> EngineProfile:
     if bad:
         raise HardwareError(f"{w}: timing.experts_compute_efficiency: unknown weight format {bad[0]!r}",
                             f"use one of {', '.join(EXPERTS_FORMATS)}")
+    adb = tim.get("attention_decode_efficiency_by_device", {})
+    if not isinstance(adb, Mapping):
+        raise HardwareError(f"{w}: timing.attention_decode_efficiency_by_device must map a hardware profile to a "
+                            "fraction", "e.g. {mi300x: 0.125}")
     launches = tim.get("kernel_launches", "none")
     if launches not in KERNEL_LAUNCHES:
         raise HardwareError(f"{w}: timing.kernel_launches {launches!r} is not one of {', '.join(KERNEL_LAUNCHES)}",
@@ -441,6 +448,8 @@ def load_engine(name: str | None) -> EngineProfile:
         experts_efficiency={str(k): _frac(v, "experts_efficiency", w) for k, v in xe.items()},
         experts_compute_efficiency={str(k): {str(p): _frac(x, f"experts_compute_efficiency.{k}", w) for p, x in v.items()}
                                     for k, v in xc.items()},
+        attention_decode_by_device={str(k): _ratio(v, f"attention_decode_efficiency_by_device.{k}", w,
+                                                   maximum=ATTENTION_DECODE_MAX) for k, v in adb.items()},
         kernel_launches=launches,
         launch_overhead_per_op_s=_time(tim.get("launch_overhead_per_op", "0 s"), "launch_overhead_per_op", w),
         min_op_time_s=_time(tim.get("min_op_time", "0 s"), "min_op_time", w),

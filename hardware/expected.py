@@ -301,7 +301,7 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         step_overhead_s=engine.step_overhead_s,
         step_overhead_per_sequence_s=engine.step_overhead_per_sequence_s,
         async_scheduling=bool(engine.async_scheduling),
-        attention_decode=engine.attention_decode_efficiency,
+        attention_decode=engine.attention_decode_by_device.get(hw.name, engine.attention_decode_efficiency),
         attention_prefill=engine.attention_prefill_efficiency,
         weight_only=dict(engine.weight_only_efficiency),
         experts_by_dtype=dict(engine.experts_efficiency),
@@ -317,6 +317,8 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         request_overhead_s=engine.request_overhead_s,
         server_overhead_s=engine.server_overhead_s,
         sources={**src, "engine": f"profiles/engines/{engine.name}.yaml",
+                 **({"attention_decode": f"profiles/engines/{engine.name}.yaml attention_decode_efficiency_by_device "
+                                         f"({hw.name})"} if hw.name in engine.attention_decode_by_device else {}),
                  **({"kernel_launch_s": f"{hw.name} profile (kernel_launch_overhead)"}
                     if engine.kernel_launches != "none" else {}),
                  **({"graph_node_s": f"{hw.name} profile (graph_node_overhead, calibrated)"}
