@@ -1,6 +1,7 @@
-"""The engines' decode attention per device (``timing.attention_decode_efficiency_by_device``: fitted by
-``bench/device_attention_fit.py`` on the published runs on MI300X and MI325X): which factor each device gets, the
-op time it gives by hand, the profile's refusals, and the benchmark's per-engine refit leaving it alone."""
+"""Session 41's two AMD terms. The engines' decode attention per device (``timing.attention_decode_efficiency_by_device``:
+fitted by ``bench/device_attention_fit.py`` on the published runs on MI300X and MI325X): which factor each device gets,
+the op time it gives by hand, the profile's refusals, and the benchmark's per-engine refit leaving it alone. AMD's
+published FP8 matmul rate in the MI300X and MI325X profiles: the fraction their FP8 GEMMs take."""
 
 from __future__ import annotations
 
@@ -105,3 +106,20 @@ def test_the_benchmarks_per_engine_refit_leaves_a_listed_device_alone():
     trial = {"attention_decode@vllm": 0.5}
     assert amd.predict(trial) == amd.predict()
     assert nv.predict(trial) != nv.predict()
+
+
+def test_amds_published_fp8_matmul_rate_prices_fp8_gemms_on_mi300x_and_mi325x():
+    """AMD's ROCm blog (Max-Achievable FLOPs, Part 2, Table 1) gives 1,273 and 1,519 TFLOP/s of FP8 GEMM on MI300X
+    and MI325X: with compute_of_mamf 1.0 their FP8 GEMMs reach 1273 / 2614.9 and 1519 / 2614.9 of the peak, where
+    they took _device.yaml's compute (0.9) before; an H100's FP8 still takes that compute (its FP8 MAMF is not
+    listed), and MI355X has none."""
+    from planner.hardware.expected import for_column
+
+    for dev, maf in (("mi300x", 1273e12), ("mi325x", 1519e12)):
+        hw = load_profile(dev)
+        f = for_column(factors_for(hw, load_engine("vllm")), hw, "fp8")
+        assert f.compute == pytest.approx(maf / hw.peak_flops_per_s["fp8"])
+        assert 0.48 < f.compute < 0.59
+    for dev in ("h100-sxm", "mi355x"):
+        hw = load_profile(dev)
+        assert for_column(factors_for(hw, load_engine("vllm")), hw, "fp8").compute == 0.9
