@@ -79,6 +79,7 @@ def compare(
             loaded.append(load_model(m, revision, refresh))
         except PlannerError as exc:
             raise type(exc)(f"model '{m}': {exc}") from None
+    bias = load_bias()  # the bias record, read once for all the models
     rows = []
     for lm in loaded:
         opts = dict(context=context, dtype=dtype, kv_dtype=kv_dtype, sliding_window=sliding_window)
@@ -122,7 +123,7 @@ def compare(
             "serving": ed,
             "step_breakdown": s_.step.to_dict() if s_.step is not None else None,
             # the signed error of the steady published runs of this family and of this vendor's GPUs (as serve)
-            "accuracy_bias": bias_dict(load_bias(), a.spec.model_type, hw.vendor, "vllm"),
+            "accuracy_bias": bias_dict(bias, a.spec.model_type, hw.vendor, "vllm"),
         })
         rows.append((lm, a, s_, d))
     dtypes = {lm.id: a.fmt.describe() for lm, a, _, _ in rows}

@@ -145,23 +145,24 @@ def parse(d, file: str = WHERE) -> Accuracy:
     return Accuracy(str(d.get("date", "")), str(d.get("command", "")), points, overall, engines, b_overall, b_engines)
 
 
-def load() -> Accuracy | None:
-    """The shipped record (None where the package has none)."""
+def _load_shipped(stem: str, read):
+    """``read`` of the shipped record ``profiles/engines/<stem>.yaml``'s data; None where the package has none."""
     from .engine import _engines_folder, _read_yaml
 
-    if not _engines_folder().joinpath("_accuracy.yaml").is_file():
+    if not _engines_folder().joinpath(f"{stem}.yaml").is_file():
         return None
-    return parse(_read_yaml("_accuracy"))
+    return read(_read_yaml(stem))
+
+
+def load() -> Accuracy | None:
+    """The shipped record (None where the package has none)."""
+    return _load_shipped("_accuracy", parse)
 
 
 def load_blind() -> Accuracy | None:
     """The shipped blind record (``BLIND_WHERE``, written by ``bench/blind.py``: the figures that each session
     scored with the profiles of its day before anything was fitted on them); None where the package has none."""
-    from .engine import _engines_folder, _read_yaml
-
-    if not _engines_folder().joinpath("_blind.yaml").is_file():
-        return None
-    return parse(_read_yaml("_blind"), BLIND_WHERE)
+    return _load_shipped("_blind", lambda d: parse(d, BLIND_WHERE))
 
 
 BIAS_WHERE = "profiles/engines/_bias.yaml"
@@ -252,11 +253,7 @@ def parse_bias(d, file: str = BIAS_WHERE) -> BiasRecord:
 def load_bias() -> BiasRecord | None:
     """The shipped bias record (``BIAS_WHERE``, written by ``bench/published.py --shipped --write-bias``); None where
     the package has none."""
-    from .engine import _engines_folder, _read_yaml
-
-    if not _engines_folder().joinpath("_bias.yaml").is_file():
-        return None
-    return parse_bias(_read_yaml("_bias"), BIAS_WHERE)
+    return _load_shipped("_bias", parse_bias)
 
 
 def bias_dict(rec: BiasRecord | None, family: str, vendor: str, engine: str) -> dict | None:

@@ -1356,6 +1356,8 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
 
     r = d.result
     null_lat = {"ttft_s": None, "tpot_s": None, "e2e_s": None}
+    # the regime of the accuracy records: serve's clients always stream through the engine's HTTP server
+    regime = regime_of(True, r.scenario.concurrency, d.replicas) if r else None
     return {
         "schema_version": 1,
         "model": model_id or d.analysis.spec.name,
@@ -1390,12 +1392,9 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
         "wave_sequences": r.wave if r else None,
         "prefill_steps": r.prefill_steps if r else None,
         "factors": d.factors.to_dict(),
-        # serve's clients always stream through the engine's HTTP server
-        "accuracy": accuracy_dict(load_accuracy(), d.engine.name,
-                                  regime_of(True, r.scenario.concurrency, d.replicas)) if r else None,
+        "accuracy": accuracy_dict(load_accuracy(), d.engine.name, regime) if r else None,
         # the same error over the published runs each session scored before anything was fitted on them
-        "accuracy_blind": accuracy_dict(load_blind(), d.engine.name, regime_of(True, r.scenario.concurrency, d.replicas),
-                                        kind="blind") if r else None,
+        "accuracy_blind": accuracy_dict(load_blind(), d.engine.name, regime, kind="blind") if r else None,
         # the signed error of the steady published runs of this model family and of this vendor's GPUs
         "accuracy_bias": bias_dict(load_bias(), d.analysis.spec.model_type, d.hardware.vendor, d.engine.name) if r else None,
         "notes": list(d.notes),
