@@ -1272,11 +1272,12 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
         from .comm import links
 
         lk = links(hw)
-        notes.append(f"tensor parallel {tp} spans {-(-tp // lk.gpus_per_node)} nodes of {lk.gpus_per_node} GPUs: each "
-                     f"all-reduce crosses the network between them ({2 * (tp - 1)} ring steps of "
-                     f"{lk.inter_latency_s * 1e6:g} µs = {link[1] * 1e6:g} µs a call; its bytes at {link[0] / 1e9:g} GB/s "
-                     f"per GPU, NCCL's rings spread over the node's NICs of {lk.inter_bytes_per_s / 1e9:g} GB/s), as plan "
-                     f"prices it")
+        node = getattr(getattr(hw, "node", None), "name", "") or ""
+        notes.append(f"tensor parallel {tp} spans {-(-tp // lk.gpus_per_node)} nodes of {lk.gpus_per_node} GPUs"
+                     f"{f' ({node})' if node else ''}: each all-reduce crosses the link between them "
+                     f"({2 * (tp - 1)} ring steps of {lk.inter_latency_s * 1e6:g} µs = {link[1] * 1e6:g} µs a call; its bytes "
+                     f"at {link[0] / 1e9:g} GB/s per GPU, NCCL's rings spread over each GPU's link out of the node, "
+                     f"{lk.inter_bytes_per_s / 1e9:g} GB/s), as plan prices it")
     low = a.fmt.compute.name
     if low in ("fp8", "fp4") and StepModel.weight_only_bits_of(a, hw):
         notes.append(f"{hw.name} has no {low.upper()} tensor cores: the {low} weights run through weight-only "
