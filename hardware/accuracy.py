@@ -334,7 +334,8 @@ def accuracy_line(acc: dict | None, display: str) -> str | None:
                 f"percentile of |predicted / published - 1| (bench/blind.py of {acc['date']}: each figure predicted by "
                 "the profiles of the day it was found): " + "; ".join(parts))
     return (f"held-out error against published runs on {display}{regime}, median / 90th percentile of |predicted / "
-            f"published - 1| (bench/published.py k-fold of {acc['date']}): " + "; ".join(parts))
+            f"published - 1| (bench/published.py k-fold of {acc['date']}, over the {acc['points']:,} published points "
+            "of that day): " + "; ".join(parts))
 
 
 __all__ = ["Accuracy", "Error", "load", "load_blind", "parse", "BLIND_WHERE", "BIAS_WHERE", "BIAS_DIMENSIONS", "Bias",

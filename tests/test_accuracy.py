@@ -46,6 +46,9 @@ def test_line_and_json_name_scope_points_and_percentages():
     acc = A.parse(_record())
     line = A.accuracy_line(A.accuracy_dict(acc, "vllm"), "vLLM")
     assert "on vLLM" in line and "k-fold of 2026-12-01" in line
+    # the record's size, so that a record older than the benchmark's file reads as such
+    assert "k-fold of 2026-12-01, over the 40 published points of that day" in line
+    assert "over the 1,234 published points" in A.accuracy_line(A.accuracy_dict(A.parse(_record(points=1234)), "vllm"), "vLLM")
     assert "TTFT 35% / 150% (12 points)" in line
     assert "TPOT 8% / 30% (20 points, all engines)" in line
     d = A.accuracy_dict(acc, "vllm")
