@@ -20,11 +20,13 @@ from tests.test_published_fit import _engines_copy, load_bench
 def test_a_device_listed_takes_its_figure_and_the_others_the_engines():
     for name in ("vllm", "vllm-v0", "sglang"):
         eng = load_engine(name)
-        assert eng.attention_decode_by_device == {"mi300x": 0.125, "mi325x": 0.125}
+        # MI355X's figure came in session 42 (bench/device_attention_fit.py --devices mi355x)
+        assert eng.attention_decode_by_device == {"mi300x": 0.125, "mi325x": 0.125, "mi355x": 0.4}
         mi = factors_for(load_profile("mi300x"), eng)
         assert mi.attention_decode == 0.125
         assert "attention_decode_efficiency_by_device (mi300x)" in mi.sources["attention_decode"]
-        for other in ("h100-sxm", "mi355x"):
+        assert factors_for(load_profile("mi355x"), eng).attention_decode == 0.4
+        for other in ("h100-sxm", "h200-sxm"):
             f = factors_for(load_profile(other), eng)
             assert f.attention_decode == eng.attention_decode_efficiency and "attention_decode" not in f.sources
     assert load_engine("trtllm").attention_decode_by_device == {}
