@@ -1,7 +1,7 @@
-"""Device memory as the device reports it (issue 13: "Device memory is as the device reports it"), for the four profiles
-that held a vendor label read as decimal GB until session 42: the H20 (nvidia-smi's 97871 MiB), the MI300X (rocm-smi's
-and torch's 196592 MiB) and the MI325X and MI355X (ROCm's specification table in GiB). The H20's case is one a user
-meets: SGLang's DeepSeek-V3 FP8 at TP8 on eight H20s, run in sglang PRs #6885 and #7631, did not fit under the label."""
+"""Device memory as the device reports it (issue 13: "Device memory is as the device reports it"), for the five
+profiles that held a vendor label read as decimal GB until session 42: the H20 (nvidia-smi's 97871 MiB), the MI300X
+(rocm-smi's and torch's 196592 MiB), the MI325X and MI355X (ROCm's specification table in GiB) and Gaudi 3 (hl-smi's
+131072 MiB). The H20's case is one a user meets: SGLang's DeepSeek-V3 FP8 at TP8 on eight H20s, run in sglang PRs #6885 and #7631, did not fit under the label."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ MIB, GIB = 2**20, 2**30
 
 
 @pytest.mark.parametrize("name, total", [("h20", 97871 * MIB), ("mi300x", 196592 * MIB), ("mi325x", 256 * GIB),
-                                         ("mi355x", 288 * GIB)])
+                                         ("mi355x", 288 * GIB), ("gaudi3", 131072 * MIB)])
 def test_memory_is_the_reported_or_physical_total_not_the_decimal_label(name, total):
     hw = load_profile(name)
     assert hw.memory_bytes == total
-    label_gb = {"h20": 96, "mi300x": 192, "mi325x": 256, "mi355x": 288}[name]
+    label_gb = {"h20": 96, "mi300x": 192, "mi325x": 256, "mi355x": 288, "gaudi3": 128}[name]
     assert hw.memory_bytes > label_gb * 10**9  # each part holds more than its label read in decimal GB
 
 
