@@ -70,7 +70,8 @@ def compare(
         plot = check_plot_path(plot)  # before any work
     from planner.hardware.engine import check_kv_dtype, load_engine
 
-    check_kv_dtype(load_engine(None), kv_dtype)  # compare sizes memory as vLLM does: a KV cache vLLM offers
+    engine = load_engine(None)  # compare sizes memory and prices steps as vLLM (the default engine) does
+    check_kv_dtype(engine, kv_dtype)  # a KV cache vLLM offers
     layout = resolve_layout(gpus, tp, pp, ep, dp)
     hw = load_hardware(hardware)
     loaded = []
@@ -123,7 +124,7 @@ def compare(
             "serving": ed,
             "step_breakdown": s_.step.to_dict() if s_.step is not None else None,
             # the signed error of the steady published runs of this family and of this vendor's GPUs (as serve)
-            "accuracy_bias": bias_dict(bias, a.spec.model_type, hw.vendor, "vllm"),
+            "accuracy_bias": bias_dict(bias, a.spec.model_type, hw.vendor, engine.name),
         })
         rows.append((lm, a, s_, d))
     dtypes = {lm.id: a.fmt.describe() for lm, a, _, _ in rows}
