@@ -398,12 +398,11 @@ class Point:
             if key in overrides and self.allreduce_source != "hardware":  # (a profile's measured figure wins)
                 f = replace(f, allreduce_latency_s=overrides[key])
         key = (self.sim_key, f)
-        r = _SIMS.get(key)
-        if r is None:
+        e = _SIMS.get(key)
+        if e is None:  # (the expected latencies alone are kept: a k-fold holds hundreds of thousands)
             model = StepModel(self.a, self.hw, self.plan, f, ops_cache=self.ops_cache, detail=False)
-            r = _SIMS[key] = simulate(model, self.mem, self.scenario, replicas=self.gpus // self.tp,
-                                      server=self.server_client, rules=self.rules)
-        e = r.expected
+            e = _SIMS[key] = simulate(model, self.mem, self.scenario, replicas=self.gpus // self.tp,
+                                      server=self.server_client, rules=self.rules).expected
         if q == "output_tokens_per_s":
             return e.output_tokens_per_s / self.gpus if self.per_gpu else e.output_tokens_per_s
         return getattr(e, q)
@@ -493,15 +492,18 @@ def objective_value(errors_by_quantity: list[list[float]], objective: str = "l1"
 
 
 def fit(points: list[Point], start: dict, *, objective: str = "l1", max_sweeps: int = 20,
-        grid: dict | None = None, progress: bool = False) -> dict:
+        grid: dict | None = None, progress: bool = False, predict=None) -> dict:
     """Coordinate search of the timing factors on ``grid`` (GRID unless given), minimising
     ``objective_value``: sweeps over the factors (globals first, then per engine), each trying every grid
     value of one factor with the others held, until a sweep changes nothing or ``max_sweeps`` have run. A
     factor that moves no training point of its engine keeps its starting value, and so does one in
     ``NOT_FITTED``. A trial replaces the current value only if it lowers the objective by more than 1e-9, so
     ties keep the earlier value. The defaults are the script's (``--objective l1 --sweeps 20``). ``progress``:
-    a line on stderr after each sweep (``--progress``)."""
+    a line on stderr after each sweep (``--progress``). ``predict(params, points)``: the points' predictions
+    under ``params`` (``Predictor``; None: each point's own ``predict``, here)."""
     grid = GRID if grid is None else grid
+    if predict is None:
+        predict = lambda params, ps: [p.predict(params) for p in ps]  # noqa: E731
     timing = [p for p in points if p.quantity in TIMING]
     if not timing:
         return dict(start)
@@ -510,7 +512,8 @@ def fit(points: list[Point], start: dict, *, objective: str = "l1", max_sweeps: 
     by_q = [ps for ps in by_q if ps]
 
     def score(params):
-        return objective_value([[log_err(p.predict(params), p.value) for p in ps] for ps in by_q], objective)
+        preds = dict(zip(map(id, timing), predict(params, timing)))
+        return objective_value([[log_err(preds[id(p)], p.value) for p in ps] for ps in by_q], objective)
 
     cur = score(best)
     keys = [k for k in GLOBAL if k in best] + sorted(k for k in best if "@" in k
@@ -524,7 +527,7 @@ def fit(points: list[Point], start: dict, *, objective: str = "l1", max_sweeps: 
                 tag = k.split("@")[1]
                 mine = [p for p in timing if (p.compute_column if k in PER_DTYPE else p.engine_name) == tag]
                 lo, hi = {**best, k: values[0]}, {**best, k: values[-1]}
-                if all(p.predict(lo) == p.predict(hi) for p in mine):
+                if predict(lo, mine) == predict(hi, mine):
                     continue
             for v in values:
                 trial = {**best, k: v}
@@ -651,48 +654,100 @@ def start_params(points: list[Point], named: tuple = ()) -> dict:
     return out
 
 
-_JOB: dict = {}
+class Predictor:
+    """Predictions of ``points`` under a set of factors, in ``jobs`` forked worker processes (one: here). Each
+    worker holds a fixed share of the points, whole simulation groups (the entries of one benchmark row share a
+    simulation: ``Point.sim_key``) balanced on a rough cost (simulated steps), and keeps its simulations
+    (``_SIMS``) from one call to the next: a trial that a later fit repeats costs nothing on the points it
+    repeats it on. A prediction does not depend on where it is made."""
 
+    def __init__(self, points: list, jobs: int = 1):
+        self.owner = {}
+        self.conns: list = []
+        self.procs: list = []
+        if jobs <= 1 or len(points) <= 1:
+            return
+        import multiprocessing
 
-def _fit_one(train_idx: list[int]) -> dict:
-    train = [_JOB["points"][i] for i in train_idx]
-    return fit(train, _JOB["start"](train), **_JOB["how"])
+        groups: dict = {}
+        for p in points:
+            groups.setdefault(getattr(p, "sim_key", p.id), []).append(p)
+
+        def cost(ps):
+            sc = getattr(ps[0], "scenario", None)
+            if sc is None:
+                return len(ps)
+            rounds = (sc.requests or sc.concurrency) / max(1, sc.concurrency)
+            return 1 + sc.output_len * rounds
+
+        load = [0.0] * jobs
+        shares: list[list] = [[] for _ in range(jobs)]
+        for key in sorted(groups, key=lambda g: (-cost(groups[g]), str(g))):
+            w = min(range(jobs), key=lambda j: (load[j], j))
+            load[w] += cost(groups[key])
+            for p in groups[key]:
+                self.owner[id(p)] = w
+            shares[w].extend(groups[key])
+        ctx = multiprocessing.get_context("fork")  # the children inherit the points built here: nothing is pickled
+        for w in range(jobs):                       # but the factors and the predictions
+            parent, child = ctx.Pipe()
+            mine = {id(p): p for p in shares[w]}
+
+            def serve(conn, mine=mine) -> None:
+                while True:
+                    msg = conn.recv()
+                    if msg is None:
+                        break
+                    params, ids = msg
+                    conn.send([mine[i].predict(params) for i in ids])
+                conn.close()
+
+            proc = ctx.Process(target=serve, args=(child,), daemon=True)
+            proc.start()
+            child.close()
+            self.conns.append(parent)
+            self.procs.append(proc)
+
+    def __call__(self, params: dict, points: list) -> list:
+        if not self.conns:
+            return [p.predict(params) for p in points]
+        asked: list[list] = [[] for _ in self.conns]
+        for p in points:
+            asked[self.owner[id(p)]].append(id(p))
+        for conn, ids in zip(self.conns, asked):
+            if ids:
+                conn.send((params, ids))
+        got = {}
+        for conn, ids in zip(self.conns, asked):
+            if ids:
+                got.update(zip(ids, conn.recv()))
+        return [got[id(p)] for p in points]
+
+    def close(self) -> None:
+        for conn in self.conns:
+            conn.send(None)
+            conn.close()
+        for proc in self.procs:
+            proc.join()
+        self.conns, self.procs = [], []
 
 
 def run_fits(points: list[Point], trains: list[list[int]], how: dict, jobs: int = 1, start=None) -> list[dict]:
-    """``fit`` on each training set (indices into ``points``) from ``start(training points)``
-    (``start_params`` unless given), in ``jobs`` forked processes where ``jobs`` > 1 (each child inherits
-    the points built here; a fit's result does not depend on where it runs). In order of ``trains``."""
-    _JOB.update(points=points, how=how, start=start or start_params)
+    """``fit`` on each training set (indices into ``points``) from ``start(training points)`` (``start_params``
+    unless given), one after another, the largest training set first (the fit on every point, where it is one):
+    each fit's trials are predicted by one ``Predictor`` of ``jobs`` processes, which keeps the simulations of
+    the fits before, so that a fold's trials that the fits before it made cost only its points those did not
+    hold. A fit's result depends neither on ``jobs`` nor on the order. In order of ``trains``."""
+    start = start or start_params
+    pool = Predictor(points, jobs)
     try:
-        if jobs <= 1 or len(trains) <= 1:
-            return [_fit_one(t) for t in trains]
-        import multiprocessing
-
-        ctx = multiprocessing.get_context("fork")  # the children run closures: nothing is pickled but results
-        n = min(jobs, len(trains))
-        shares = [list(range(w, len(trains), n)) for w in range(n)]  # round robin
-
-        def work(idx: list[int], conn) -> None:
-            conn.send([(i, _fit_one(trains[i])) for i in idx])
-            conn.close()
-
-        pipes, procs = [], []
-        for idx in shares:
-            recv, send = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=work, args=(idx, send))
-            proc.start()
-            send.close()
-            pipes.append(recv)
-            procs.append(proc)
         out: dict[int, dict] = {}
-        for recv in pipes:
-            out.update(recv.recv())
-        for proc in procs:
-            proc.join()
-        return [out[i] for i in range(len(trains))]
+        for t in sorted(range(len(trains)), key=lambda t: (-len(trains[t]), t)):
+            train = [points[i] for i in trains[t]]
+            out[t] = fit(train, start(train), predict=pool, **how)
+        return [out[t] for t in range(len(trains))]
     finally:
-        _JOB.clear()
+        pool.close()
 
 
 def err(pred, pub) -> float | None:
@@ -744,7 +799,8 @@ def main(argv=None) -> int:
     ap.add_argument("--shipped", action="store_true",
                     help="predict with the profiles as shipped only: no fit, no held-out column (seconds)")
     ap.add_argument("--jobs", type=int, default=1,
-                    help="processes for the k + 1 fits (forked; each fit is the same as in one process)")
+                    help="processes that predict each trial's points, each a fixed share (forked; a fit is the same "
+                         "in one process)")
     ap.add_argument("--progress", action="store_true",
                     help="a line on stderr after each sweep of each fit (the k-fold takes tens of minutes)")
     ap.add_argument("--fit-bursts", action="store_true",

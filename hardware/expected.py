@@ -600,14 +600,25 @@ def ops_time_s(ops: Iterable, flops_per_s: float, bytes_per_s: float, f: Factors
     least each op takes (the host's launch time of a step launched op by op). ``expert_rows``: the rows
     each touched expert multiplies (``expert_rows``), for the rows table on expert GEMMs; ``expert_inner``:
     their GEMMs' inner dimensions (``expert_inner``), for ``k_scale``."""
+    return ops_times_s(ops, flops_per_s, bytes_per_s, f, decode=decode, weight_only_bits=weight_only_bits, rows=rows,
+                       floor_s=floor_s, expert_rows=expert_rows, expert_inner=expert_inner)[1]
+
+
+def ops_times_s(ops: Iterable, flops_per_s: float, bytes_per_s: float, f: Factors, *, decode: bool,
+                weight_only_bits: int | None = None, rows: int | None = None, floor_s: float = 0.0,
+                expert_rows: float | None = None, expert_inner: tuple | None = None) -> tuple[float, float]:
+    """``ops_time_s`` without and with the floor ``floor_s``, in one pass over the ops: ``(Σ n × t, Σ n ×
+    max(t, floor_s))``."""
     bw = bytes_per_s * f.memory_bandwidth
     wq = f.weight_only.get(f"int{weight_only_bits}", 1.0) if weight_only_bits else 1.0
-    total = 0.0
+    total = floored = 0.0
     for item in ops:
         o, n = (item.op, item.count) if hasattr(item, "op") else (item, 1)
         r = expert_rows if o.kind == "experts" else rows
-        total += n * max(_op_time(o, flops_per_s, bw, f, decode, wq, r, expert_inner), floor_s)
-    return total
+        t = _op_time(o, flops_per_s, bw, f, decode, wq, r, expert_inner)
+        total += n * t
+        floored += n * max(t, floor_s)
+    return total, floored
 
 
 def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: float, rows: float | None,
@@ -691,7 +702,8 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
               allreduce_bytes: int = 0, allreduce_calls: int = 0, weight_only_bits: int | None = None,
               detail: bool = True, rows: int | None = None, kernels: int | None = None, graph: bool = True,
               expert_rows: float | None = None, expert_inner: tuple | None = None,
-              experts_format: str | None = None, allreduce_link: tuple[float, float] | None = None) -> StepCost:
+              experts_format: str | None = None, allreduce_link: tuple[float, float] | None = None,
+              ideal_ops_s: float | None = None) -> StepCost:
     """Ideal and expected seconds of one rank's step (``ops`` already sharded), and each factor's share.
     ``graph=False``: the step is launched op by op (not a CUDA-graph replay) and pays the launches.
     ``detail=False`` skips the intermediate stages (the op-level parts are then lumped into the first
@@ -700,14 +712,20 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     format (``experts_format``), for the engine's ``experts_compute_by_format``. ``allreduce_link``: ``(bytes/s,
     seconds per call)`` of a tensor-parallel group that spans nodes (``hardware.serve.StepModel``: the network
     between nodes and its ring's 2(n − 1) steps of latency, as ``hardware.comm.collective_s`` prices a planned
-    layout's); None: the device's interconnect and the engine's fitted per-call latency."""
+    layout's); None: the device's interconnect and the engine's fitted per-call latency. ``ideal_ops_s``: the ops'
+    roofline time (``ops_time_s`` under ``IDEAL``) where the caller kept it from an earlier call on the same ops,
+    device and compute column (it does not depend on ``f``)."""
     flops_per_s = hw.peak_flops_for(compute_key)
     bytes_per_s = hw.memory_bandwidth_bytes_per_s
     f = for_column(f, hw, compute_key, experts_format)
-    wanted = range(5) if detail else (0, 4)
-    stage = {n: ops_time_s(ops, flops_per_s, bytes_per_s, _stage(f, n), decode=decode,
-                           weight_only_bits=weight_only_bits if n >= 4 else None, rows=rows,
-                           expert_rows=expert_rows, expert_inner=expert_inner) for n in wanted}
+    floor = op_floor_s(f, graph=graph)
+    # the last stage applies every op-level factor: its op times are f's, so one pass gives it and the floored sum
+    stage4, floored = ops_times_s(ops, flops_per_s, bytes_per_s, f, decode=decode, weight_only_bits=weight_only_bits,
+                                  rows=rows, floor_s=floor, expert_rows=expert_rows, expert_inner=expert_inner)
+    stage = {n: ops_time_s(ops, flops_per_s, bytes_per_s, _stage(f, n), decode=decode, rows=rows,
+                           expert_rows=expert_rows, expert_inner=expert_inner) if n or ideal_ops_s is None
+             else ideal_ops_s for n in (range(4) if detail else (0,))}
+    stage[4] = stage4
     if detail:
         parts = {FACTORS[i]: stage[i + 1] - stage[i] for i in range(4)}
     else:
@@ -727,10 +745,7 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     parts["all-reduce latency"] = allreduce_calls * call_s if allreduce_bytes else 0.0
     launches = launch_time_s(f, ops, kernels, stage[4] + ar_bw + parts["all-reduce latency"])
     parts["kernel launches"] = 0.0
-    floor = op_floor_s(f, graph=graph)
     if floor > 0:
-        floored = ops_time_s(ops, flops_per_s, bytes_per_s, f, decode=decode, weight_only_bits=weight_only_bits,
-                             rows=rows, floor_s=floor, expert_rows=expert_rows, expert_inner=expert_inner)
         parts["kernel launches"] = floored - stage[4]
     if graph:  # a step launched op by op is not a replay: its nodes cost nothing as such
         parts["kernel launches"] += graph_nodes_s(f, ops, kernels)
@@ -745,4 +760,4 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
 __all__ = ["EXPERTS_FORMATS", "FACTORS", "allreduce_latency_for", "allreduce_latency_source", "async_note", "KERNEL_LAUNCHES", "Factors", "IDEAL", "graph_node_at", "graph_nodes_s", "host_step_overhead_s", "launch_time_s", "op_floor_s", "step_kernels", "with_async_scheduling",
            "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "experts_format", "factors_for", "for_column", "gemm_time_s", "graphed",
            "inner_dim", "k_scale", "outer_dim", "attention_efficiency_at", "shape_efficiency",
-           "ops_time_s", "rows_efficiency", "step_cost"]
+           "ops_time_s", "ops_times_s", "rows_efficiency", "step_cost"]
