@@ -50,6 +50,7 @@ BLOCKS = (
     ("# ---- Blind test, session 41, second block", "74d5770", "the block's header: 'scored with the profiles as shipped at "
      "74d5770'"),
     ("# ---- Blind test, session 42 (Dec 5)", "f07a86e", "the block's header: 'scored with the profiles as shipped at f07a86e'"),
+    ("# ---- Blind test, session 43 (Dec 5)", "c77b0a6", "the block's header: 'scored with the profiles as shipped at c77b0a6'"),
 )
 
 # run in the worktree: that commit's bench/published.py predicts the block's entries, one JSON row per point

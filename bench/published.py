@@ -360,6 +360,7 @@ class Point:
         self.per_gpu = s.get("throughput_unit") == "per_gpu"
         self.compute_column = self.hw.peak_flops_key_for(self.a.fmt.compute.compute)
         self.ops_cache: dict = {}
+        self.sim_s = 0.0
         import json
 
         self.sim_key = json.dumps([entry["model_config"], entry["gpu"], self.engine_name, self.gpus, self.tp, s],
@@ -400,9 +401,11 @@ class Point:
         key = (self.sim_key, f)
         e = _SIMS.get(key)
         if e is None:  # (the expected latencies alone are kept: a k-fold holds hundreds of thousands)
+            t0 = time.perf_counter()
             model = StepModel(self.a, self.hw, self.plan, f, ops_cache=self.ops_cache, detail=False)
             e = _SIMS[key] = simulate(model, self.mem, self.scenario, replicas=self.gpus // self.tp,
                                       server=self.server_client, rules=self.rules).expected
+            self.sim_s = time.perf_counter() - t0  # what the last simulation took (``Predictor`` balances on it)
         if q == "output_tokens_per_s":
             return e.output_tokens_per_s / self.gpus if self.per_gpu else e.output_tokens_per_s
         return getattr(e, q)
@@ -657,7 +660,7 @@ def start_params(points: list[Point], named: tuple = ()) -> dict:
 class Predictor:
     """Predictions of ``points`` under a set of factors, in ``jobs`` forked worker processes (one: here). Each
     worker holds a fixed share of the points, whole simulation groups (the entries of one benchmark row share a
-    simulation: ``Point.sim_key``) balanced on a rough cost (simulated steps), and keeps its simulations
+    simulation: ``Point.sim_key``) balanced on what each group's last simulation took, and keeps its simulations
     (``_SIMS``) from one call to the next: a trial that a later fit repeats costs nothing on the points it
     repeats it on. A prediction does not depend on where it is made."""
 
@@ -673,12 +676,8 @@ class Predictor:
         for p in points:
             groups.setdefault(getattr(p, "sim_key", p.id), []).append(p)
 
-        def cost(ps):
-            sc = getattr(ps[0], "scenario", None)
-            if sc is None:
-                return len(ps)
-            rounds = (sc.requests or sc.concurrency) / max(1, sc.concurrency)
-            return 1 + sc.output_len * rounds
+        def cost(ps):  # the seconds the group's last simulation took here (the shipped prediction, on loading)
+            return sum(getattr(p, "sim_s", 0.0) for p in ps) or 1e-3 * len(ps)
 
         load = [0.0] * jobs
         shares: list[list] = [[] for _ in range(jobs)]

@@ -64,13 +64,18 @@ def test_the_shipped_data_file_holds_every_block_once():
     assert commits["# ---- Blind test, session 41 (Dec 5)"] == "f96739a"
     assert commits["# ---- Blind test, session 41, second block"] == "74d5770"
     assert commits["# ---- Blind test, session 42 (Dec 5)"] == "f07a86e"
-    assert yaml.safe_load(blocks[-5][1])[0]["id"].startswith("s40")
-    assert yaml.safe_load(blocks[-4][1])[0]["id"].startswith("s41")
-    assert yaml.safe_load(blocks[-3][1])[0]["id"].startswith("s42a")
-    assert yaml.safe_load(blocks[-2][1])[0]["id"].startswith("s42c")
+    assert commits["# ---- Blind test, session 43 (Dec 5)"] == "c77b0a6"
+    assert yaml.safe_load(blocks[-6][1])[0]["id"].startswith("s40")
+    assert yaml.safe_load(blocks[-5][1])[0]["id"].startswith("s41")
+    assert yaml.safe_load(blocks[-4][1])[0]["id"].startswith("s42a")
+    assert yaml.safe_load(blocks[-3][1])[0]["id"].startswith("s42c")
     # session 42's block: the ids its helpers were given (s43<letter>), every one new to the file
+    assert len(yaml.safe_load(blocks[-2][1])) == 79
+    assert all(e["id"].startswith("s43") for e in yaml.safe_load(blocks[-2][1]))
+    # session 43's: s44<letter> ids, the 14 TTFTs of runs that followed another on one warm server excluded
     last = yaml.safe_load(blocks[-1][1])
-    assert len(last) == 79 and all(e["id"].startswith("s43") for e in last)
+    assert len(last) == 102 and all(e["id"].startswith("s44") for e in last)
+    assert sum("warm prefix cache" in str(e.get("excluded", "")) for e in last) == 14
 
 
 def test_shipped_blind_record_reads_and_lists_its_blocks():
