@@ -698,7 +698,10 @@ class Predictor:
                     if msg is None:
                         break
                     params, ids = msg
-                    conn.send([mine[i].predict(params) for i in ids])
+                    try:
+                        conn.send(("ok", [mine[i].predict(params) for i in ids]))
+                    except Exception as exc:  # (the parent raises it; the worker goes on serving)
+                        conn.send(("error", f"{type(exc).__name__}: {exc}"))
                 conn.close()
 
             proc = ctx.Process(target=serve, args=(child,), daemon=True)
@@ -716,15 +719,24 @@ class Predictor:
         for conn, ids in zip(self.conns, asked):
             if ids:
                 conn.send((params, ids))
-        got = {}
+        got, errors = {}, []
         for conn, ids in zip(self.conns, asked):
             if ids:
-                got.update(zip(ids, conn.recv()))
+                status, out = conn.recv()
+                if status == "ok":
+                    got.update(zip(ids, out))
+                else:
+                    errors.append(out)
+        if errors:
+            raise RuntimeError(f"a worker's prediction failed: {errors[0]}")
         return [got[id(p)] for p in points]
 
     def close(self) -> None:
         for conn in self.conns:
-            conn.send(None)
+            try:
+                conn.send(None)
+            except OSError:  # a worker that is gone already
+                pass
             conn.close()
         for proc in self.procs:
             proc.join()

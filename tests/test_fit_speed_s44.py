@@ -75,3 +75,21 @@ def test_predictor_in_two_processes_keeps_each_group_on_one_worker():
     finally:
         pool.close()
     assert pub.Predictor(pts, 1)({"memory_bandwidth": 0.6}, asked) == [0.6 / 1.0, 0.6 / 0.5, 0.6 / 0.8]
+
+
+def test_predictor_raises_a_workers_error_and_goes_on():
+    good = Toy("g", "tpot_s", 0.5, 1.0)
+    good.predict = lambda params: params["memory_bandwidth"] / 0.5
+    bad = Toy("b", "tpot_s", 0.5, 1.0)
+
+    def fails(params):
+        raise ValueError("no such factor")
+
+    bad.predict = fails
+    pool = pub.Predictor([good, bad], 2)
+    try:
+        with pytest.raises(RuntimeError, match="ValueError: no such factor"):
+            pool({"memory_bandwidth": 0.6}, [good, bad])
+        assert pool({"memory_bandwidth": 0.6}, [good]) == [1.2]  # the workers still serve
+    finally:
+        pool.close()
