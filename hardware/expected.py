@@ -723,8 +723,10 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     stage4, floored = ops_times_s(ops, flops_per_s, bytes_per_s, f, decode=decode, weight_only_bits=weight_only_bits,
                                   rows=rows, floor_s=floor, expert_rows=expert_rows, expert_inner=expert_inner)
     stage = {n: ops_time_s(ops, flops_per_s, bytes_per_s, _stage(f, n), decode=decode, rows=rows,
-                           expert_rows=expert_rows, expert_inner=expert_inner) if n or ideal_ops_s is None
-             else ideal_ops_s for n in (range(4) if detail else (0,))}
+                           expert_rows=expert_rows, expert_inner=expert_inner)
+             for n in (range(4) if detail else (0,)) if n or ideal_ops_s is None}
+    if ideal_ops_s is not None:  # (stage 0 is the roofline: _stage(f, 0) is IDEAL whatever f)
+        stage[0] = ideal_ops_s
     stage[4] = stage4
     if detail:
         parts = {FACTORS[i]: stage[i + 1] - stage[i] for i in range(4)}

@@ -168,7 +168,7 @@ class StepModel:
                                                 self.plan)
         return self._ops_cache[key]
 
-    def _ideal(self, key: tuple, ops: list, decode: bool, rows: int, tokens: int) -> float:
+    def _ideal(self, key: tuple, ops: list, decode: bool, rows: int) -> float:
         """The roofline time of a step's ops (``ops_time_s`` under ``IDEAL``), which no factor moves: kept beside
         the ops (``ops_cache``, shared between factor sets), keyed by the device and the step."""
         from .expected import IDEAL, ops_time_s
@@ -177,7 +177,7 @@ class StepModel:
         if k not in self._ops_cache:
             self._ops_cache[k] = ops_time_s(ops, self.hw.peak_flops_for(self.compute_key),
                                             self.hw.memory_bandwidth_bytes_per_s, IDEAL, decode=decode, rows=rows,
-                                            expert_rows=self._expert_rows(tokens), expert_inner=self.expert_inner)
+                                            expert_rows=self._expert_rows(rows), expert_inner=self.expert_inner)
         return self._ops_cache[k]
 
     def _expert_rows(self, tokens: int) -> float | None:
@@ -197,7 +197,7 @@ class StepModel:
         if key not in self._cache:
             ops = self._ops(batch, 1, context)
             self._cache[key] = step_cost(ops, self.hw, self.compute_key, self.f, decode=True, sequences=batch,
-                                         ideal_ops_s=self._ideal(key[:3], ops, True, batch, batch),
+                                         ideal_ops_s=self._ideal(key[:3], ops, True, batch),
                                          allreduce_bytes=self._ar_bytes(batch), allreduce_calls=self.allreduce_calls,
                                          weight_only_bits=self.weight_only_bits, detail=self.detail, rows=batch,
                                          kernels=kernels, graph=graphed(self.f, tokens=batch, prefill=False),
@@ -218,7 +218,7 @@ class StepModel:
         for (n, c), k in pieces.items():
             ops.extend(g for g in self._ops(k, n, c) if g.op.kind == "attention")
         cost = step_cost(ops, self.hw, self.compute_key, self.f, decode=False, sequences=seqs,
-                         ideal_ops_s=self._ideal(key, ops, False, tokens, tokens),
+                         ideal_ops_s=self._ideal(key, ops, False, tokens),
                          allreduce_bytes=self._ar_bytes(tokens), allreduce_calls=self.allreduce_calls,
                          weight_only_bits=self.weight_only_bits, detail=self.detail, rows=tokens,
                          graph=graphed(self.f, tokens=tokens, prefill=prompt),
