@@ -65,17 +65,24 @@ def test_the_shipped_data_file_holds_every_block_once():
     assert commits["# ---- Blind test, session 41, second block"] == "74d5770"
     assert commits["# ---- Blind test, session 42 (Dec 5)"] == "f07a86e"
     assert commits["# ---- Blind test, session 43 (Dec 5)"] == "c77b0a6"
-    assert yaml.safe_load(blocks[-6][1])[0]["id"].startswith("s40")
-    assert yaml.safe_load(blocks[-5][1])[0]["id"].startswith("s41")
-    assert yaml.safe_load(blocks[-4][1])[0]["id"].startswith("s42a")
-    assert yaml.safe_load(blocks[-3][1])[0]["id"].startswith("s42c")
+    assert commits["# ---- Blind test, session 44 (Dec 5)"] == "018985e"
+    assert yaml.safe_load(blocks[-7][1])[0]["id"].startswith("s40")
+    assert yaml.safe_load(blocks[-6][1])[0]["id"].startswith("s41")
+    assert yaml.safe_load(blocks[-5][1])[0]["id"].startswith("s42a")
+    assert yaml.safe_load(blocks[-4][1])[0]["id"].startswith("s42c")
     # session 42's block: the ids its helpers were given (s43<letter>), every one new to the file
-    assert len(yaml.safe_load(blocks[-2][1])) == 79
-    assert all(e["id"].startswith("s43") for e in yaml.safe_load(blocks[-2][1]))
+    assert len(yaml.safe_load(blocks[-3][1])) == 79
+    assert all(e["id"].startswith("s43") for e in yaml.safe_load(blocks[-3][1]))
     # session 43's: s44<letter> ids, the 14 TTFTs of runs that followed another on one warm server excluded
+    s43 = yaml.safe_load(blocks[-2][1])
+    assert len(s43) == 102 and all(e["id"].startswith("s44") for e in s43)
+    assert sum("warm prefix cache" in str(e.get("excluded", "")) for e in s43) == 14
+    # session 44's: s45<letter> ids; the ROCm blog's MI300X latency rows (AMD's vLLM 0.6.6 table, already in the
+    # file as s37-rocmvllm066-*) left out, its H100 rows and throughput rows in
     last = yaml.safe_load(blocks[-1][1])
-    assert len(last) == 102 and all(e["id"].startswith("s44") for e in last)
-    assert sum("warm prefix cache" in str(e.get("excluded", "")) for e in last) == 14
+    assert len(last) == 184 and all(e["id"].startswith("s45") for e in last)
+    assert not any(e["id"].startswith("s45b-rocmblog") and e["gpu"] == "mi300x" and e["quantity"] == "e2e_s"
+                   for e in last)
 
 
 def test_shipped_blind_record_reads_and_lists_its_blocks():
