@@ -77,6 +77,8 @@ largest captured batch, e.g. TensorRT-LLM's perf-overview ``cuda_graph_config.ba
 batching of new prompts (``planner serve --batch-wait-iters / --batch-wait-tokens-ratio``),
 ``enable_chunked_prefill`` where a vLLM V0 run set it (otherwise V0's default: ``v0_chunked_prefill``; without it
 V0 runs prompts alone and whole),
+``num_scheduler_steps: N`` where a vLLM V0 run set multi-step scheduling (``--num-scheduler-steps``: its
+scheduler runs once per round of N decode steps),
 ``async_scheduling: true|false`` where a vLLM run set it itself (otherwise its release's default:
 ``vllm_async_scheduling``), and ``decode_kv_reads: per_query_head`` where the engine's decode attention
 kernel read each KV head's cache once per query head (TensorRT-LLM before v0.7: no GQA sharing in its masked MHA).
@@ -363,6 +365,13 @@ class Point:
         self.sim_s = 0.0
         import json
 
+        # vLLM V0's multi-step scheduling (--num-scheduler-steps N, v0.6.0-0.7): the scheduler runs once per round
+        # of N decode steps (planner.hardware.serve.simulate's scheduler_steps), as bench/plan_published.py's
+        # request-rate entries run it
+        self.scheduler_steps = int(s.get("num_scheduler_steps") or 1)
+        if self.scheduler_steps > 1 and self.engine_name != "vllm-v0":
+            raise ValueError(f"settings.num_scheduler_steps {self.scheduler_steps}: multi-step scheduling is vLLM V0's "
+                             f"(this entry runs on {self.engine_name})")
         self.sim_key = json.dumps([entry["model_config"], entry["gpu"], self.engine_name, self.gpus, self.tp, s],
                                   sort_keys=True, default=str)
 
@@ -404,7 +413,8 @@ class Point:
             t0 = time.perf_counter()
             model = StepModel(self.a, self.hw, self.plan, f, ops_cache=self.ops_cache, detail=False)
             e = _SIMS[key] = simulate(model, self.mem, self.scenario, replicas=self.gpus // self.tp,
-                                      server=self.server_client, rules=self.rules).expected
+                                      server=self.server_client, scheduler_steps=self.scheduler_steps,
+                                      rules=self.rules).expected
             self.sim_s = time.perf_counter() - t0  # what the last simulation took (``Predictor`` balances on it)
         if q == "output_tokens_per_s":
             return e.output_tokens_per_s / self.gpus if self.per_gpu else e.output_tokens_per_s

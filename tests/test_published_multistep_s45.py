@@ -1,0 +1,54 @@
+"""bench/published.py honours a vLLM V0 entry's multi-step scheduling (``settings.num_scheduler_steps``), as
+``planner serve --num-scheduler-steps`` and bench/plan_published.py's request-rate entries do, and refuses it
+on an engine that has none. No published figure is asserted here."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bench(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}_s45", ROOT / "bench" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+pub = _bench("published")
+
+
+def _entry(pid: str, version: str, steps: int | None) -> dict:
+    settings = {"arrival": "closed-loop", "client": "in-process", "dtype": "bf16", "input_len": 512,
+                "output_len": 64, "concurrency": 8, "num_prompts": 16}
+    if steps is not None:
+        settings["num_scheduler_steps"] = steps
+    return {"id": pid, "quantity": "ttft_s", "value": 0.1, "engine": "vllm", "engine_version": version,
+            "model": "meta-llama/Llama-3.1-8B", "model_config": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm",
+            "gpus": 1, "tp": 1, "settings": settings,
+            "source": {"title": "hand-made", "url": "https://example.invalid/", "quote": "-"}}
+
+
+def test_multi_step_rounds_reach_the_simulation(tmp_path):
+    path = tmp_path / "e.yaml"
+    path.write_text(yaml.safe_dump([_entry("one-step", "0.6.3", None), _entry("ten-step", "0.6.3", 10)]))
+    points, skipped = pub.load_points(path, None)
+    assert skipped == [] and [p.engine_name for p in points] == ["vllm-v0", "vllm-v0"]
+    one, ten = points
+    assert (one.scheduler_steps, ten.scheduler_steps) == (1, 10)
+    # with rounds of ten decode steps a closed-loop client's next prompt waits for the round in flight to end
+    # (hardware/serve.py run_steps), so the mean time to first token grows
+    assert ten.predict() > one.predict()
+
+
+def test_multi_step_on_an_engine_without_it_is_skipped_with_the_reason(tmp_path):
+    path = tmp_path / "e.yaml"
+    path.write_text(yaml.safe_dump([_entry("v1-ten-step", "0.9.0", 10)]))
+    points, skipped = pub.load_points(path, None)
+    assert points == []
+    (sid, why), = skipped
+    assert sid == "v1-ten-step" and "num_scheduler_steps" in why and "vLLM V0" in why
