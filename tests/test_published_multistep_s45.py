@@ -4,22 +4,9 @@ on an engine that has none. No published figure is asserted here."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _bench(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}_s45", ROOT / "bench" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-pub = _bench("published")
+from tests.test_published_fit import pub
 
 
 def _entry(pid: str, version: str, steps: int | None) -> dict:
