@@ -21,6 +21,10 @@ FLOAT_COMPUTE = {"fp32", "bf16", "fp16"}
 #:   hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4 (5.73 GB of safetensors);
 #: - int8: llm-compressor W8A8 INT8 (compressed-tensors, channel scales), e.g. RedHatAI/*-quantized.w8a8;
 #: - fp8: llm-compressor FP8-dynamic (compressed-tensors, channel scales), e.g. RedHatAI/*-FP8-dynamic.
+#: - fp4: NVFP4 as NVIDIA ModelOpt and llm-compressor write it (W4A4: fp4 e2m1 weights two a byte, one fp8 e4m3
+#:   scale per 16 inputs of a row, and per tensor an fp32 weight and an fp32 input global scale), e.g.
+#:   nvidia/DeepSeek-R1-0528-NVFP4-v2, RedHatAI/*-NVFP4 (``analysis.quant._ct_fp4`` sizes the real checkpoints the
+#:   same way). AMD's MXFP4 (amd/*-MXFP4, group 32 with E8M0 scales) is 4.25 bits a weight to NVFP4's 4.5.
 RECIPES: dict[str, tuple[QuantSpec, str]] = {
     "int4": (QuantSpec("awq", 4, group_size=128, zero_point=True, raw_method="AWQ int4 g128 recipe"),
              "AutoAWQ 4-bit, group 128, fp16 scales + 4-bit zeros; embeddings and lm_head in 16 bit"),
@@ -28,6 +32,10 @@ RECIPES: dict[str, tuple[QuantSpec, str]] = {
              "llm-compressor W8A8 int8, one 16-bit scale per output channel; embeddings and lm_head in 16 bit"),
     "fp8": (QuantSpec("compressed", 8, group_size=0, zero_point=False, raw_method="FP8-dynamic recipe"),
             "llm-compressor FP8-dynamic, one 16-bit scale per output channel; embeddings and lm_head in 16 bit"),
+    "fp4": (QuantSpec("fp_group", 4, group_size=16, scale_bits=8, tensor_bytes=8, zero_point=False, compute="fp4",
+                      raw_method="NVFP4 recipe"),
+            "NVFP4 (ModelOpt / llm-compressor): fp4 e2m1 weights, an fp8 scale per 16 and two fp32 global scales "
+            "per tensor; embeddings and lm_head in 16 bit"),
 }
 
 #: Weight-only formats that compute in bf16 (pytorch-labs/gpt-fast quantize.py): every nn.Linear,

@@ -45,6 +45,7 @@ Prints predicted, published and error per point, and the median |error| per quan
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import statistics
 import sys
@@ -59,6 +60,7 @@ RATE_QUANTITIES = ("ttft_s", "tpot_s", "e2e_s", "itl_s")
 RATE_SEED = 0
 
 
+@functools.cache
 def _published_module():
     spec = importlib.util.spec_from_file_location("bench_published", ROOT / "bench" / "published.py")
     mod = importlib.util.module_from_spec(spec)
@@ -259,7 +261,10 @@ def layout_predict(e: dict, engine_map: dict, ep_terms: dict | None = None) -> t
     i = int(s.get("input_len") or 1)
     o = int(s.get("output_len") or 1)
     ctx = int(s.get("context") or i)
-    dtype = None if spec.quant is not None else s.get("dtype")
+    dtype = s.get("dtype")
+    dtype = None if dtype in ("auto", None) else str(dtype).split()[0]
+    if dtype is not None and spec.quant is not None and not _published_module().other_format(dtype, spec.quant):
+        dtype = None  # a quantized checkpoint in its own format (bench/published.py other_format)
     a, _ = engine_analysis(analyze(spec, Options(context=max(i + o, ctx + 1), dtype=dtype, kv_dtype=s.get("kv_dtype"))),
                            eng)
     plan = plan_for(a, hw, lo)

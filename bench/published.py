@@ -287,7 +287,7 @@ class Point:
         dtype = s.get("dtype")
         if dtype is not None:
             dtype = str(dtype).split()[0]  # "fp8 (vLLM online dynamic FP8 ...)" -> "fp8"
-        if dtype in ("auto", None) or spec.quant is not None:
+        if dtype in ("auto", None) or (spec.quant is not None and not other_format(dtype, spec.quant)):
             dtype = None  # a quantized checkpoint is loaded in its own format
         kv = s.get("kv_dtype")
         kv = None if kv in ("auto", None) else str(kv).split()[0]
@@ -429,6 +429,25 @@ V0_MIN_BATCHED_TOKENS = 2048
 def server_max_model_len(s: dict, spec) -> int:
     """The server's max_model_len: the entry's, else the engine's default, the model's max_position_embeddings."""
     return int(s.get("max_model_len") or spec.max_position_embeddings or 0)
+
+
+def other_format(dtype: str, quant) -> bool:
+    """Whether an entry's ``settings.dtype`` names weights of another width than its ``model_config``'s own
+    quantization (``quant``, the base checkpoint's ``QuantSpec``): a checkpoint quantized anew from that base
+    (nvidia/DeepSeek-R1-0528-NVFP4-v2 or amd/DeepSeek-R1-0528-MXFP4-Preview from DeepSeek-R1's block FP8;
+    Kimi-K2.5's INT4 experts from Kimi-K2's FP8; lmsys/gpt-oss-120b-bf16 from gpt-oss's MXFP4). The entry then
+    runs on ``planner serve --dtype``'s what-if recipe (``analysis.weights.RECIPES``) instead of the base's
+    format. The same width (fp8 on a block-FP8 base, mxfp4 on gpt-oss) keeps the base's own format."""
+    from planner.analysis.dtypes import try_dtype
+
+    name = str(dtype).strip().lower()
+    bits = {"int8-weight-only": 8, "int4-weight-only-g32": 4}.get(name)
+    if bits is None:
+        d = try_dtype(name)
+        if d is None:
+            return False  # not a width planner knows: the base's format, as before
+        bits = d.bits
+    return bits != quant.bits
 
 
 def v0_chunked_prefill(s: dict, spec, hw) -> bool:
