@@ -21,10 +21,13 @@ FLOAT_COMPUTE = {"fp32", "bf16", "fp16"}
 #:   hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4 (5.73 GB of safetensors);
 #: - int8: llm-compressor W8A8 INT8 (compressed-tensors, channel scales), e.g. RedHatAI/*-quantized.w8a8;
 #: - fp8: llm-compressor FP8-dynamic (compressed-tensors, channel scales), e.g. RedHatAI/*-FP8-dynamic.
-#: - fp4: NVFP4 as NVIDIA ModelOpt and llm-compressor write it (W4A4: fp4 e2m1 weights two a byte, one fp8 e4m3
-#:   scale per 16 inputs of a row, and per tensor an fp32 weight and an fp32 input global scale), e.g.
+#: - fp4 (or nvfp4): NVFP4 as NVIDIA ModelOpt and llm-compressor write it (W4A4: fp4 e2m1 weights two a byte, one
+#:   fp8 e4m3 scale per 16 inputs of a row, and per tensor an fp32 weight and an fp32 input global scale), e.g.
 #:   nvidia/DeepSeek-R1-0528-NVFP4-v2, RedHatAI/*-NVFP4 (``analysis.quant._ct_fp4`` sizes the real checkpoints the
-#:   same way). AMD's MXFP4 (amd/*-MXFP4, group 32 with E8M0 scales) is 4.25 bits a weight to NVFP4's 4.5.
+#:   same way): 4.5 bits a weight;
+#: - mxfp4: OCP MXFP4 as AMD Quark writes it (amd/*-MXFP4-Preview; ``analysis.quant``'s quark MXFP4): fp4 e2m1
+#:   weights two a byte and one E8M0 (uint8) scale per 32 inputs of a row: 4.25 bits a weight.
+#: The name the user gave picks the recipe (``recipe_for``): mxfp4 and nvfp4 are both the fp4 dtype.
 RECIPES: dict[str, tuple[QuantSpec, str]] = {
     "int4": (QuantSpec("awq", 4, group_size=128, zero_point=True, raw_method="AWQ int4 g128 recipe"),
              "AutoAWQ 4-bit, group 128, fp16 scales + 4-bit zeros; embeddings and lm_head in 16 bit"),
@@ -36,7 +39,16 @@ RECIPES: dict[str, tuple[QuantSpec, str]] = {
                       raw_method="NVFP4 recipe"),
             "NVFP4 (ModelOpt / llm-compressor): fp4 e2m1 weights, an fp8 scale per 16 and two fp32 global scales "
             "per tensor; embeddings and lm_head in 16 bit"),
+    "mxfp4": (QuantSpec("fp_group", 4, group_size=32, scale_bits=8, zero_point=False, compute="fp4",
+                        raw_method="MXFP4 recipe"),
+              "OCP MXFP4 (AMD Quark): fp4 e2m1 weights, an E8M0 scale per 32; embeddings and lm_head in 16 bit"),
 }
+RECIPES["nvfp4"] = RECIPES["fp4"]
+
+
+def recipe_for(name: str, d: DType) -> tuple[QuantSpec, str] | None:
+    """The ``--dtype`` what-if recipe for the name the user gave (``mxfp4``, ``nvfp4``), else for its dtype."""
+    return RECIPES.get(str(name).strip().lower()) or RECIPES.get(d.name)
 
 #: Weight-only formats that compute in bf16 (pytorch-labs/gpt-fast quantize.py): every nn.Linear,
 #: lm_head included, is replaced; embeddings stay bf16.
@@ -138,15 +150,17 @@ def _weight_format(spec: ModelSpec, dtype: str | None) -> tuple[WeightFormat, li
         return WeightFormat(base=base, quant=q, compute=base, act=base, source="--dtype"), notes
     if dtype is not None:
         d = get_dtype(dtype, what="--dtype")
+        shown = str(dtype).strip().lower() if d.name == "fp4" else d.name  # mxfp4 / nvfp4 name their recipe
         if spec.quant is not None:
-            notes.append(f"--dtype {d.name} overrides the checkpoint's quantization_config "
+            notes.append(f"--dtype {shown} overrides the checkpoint's quantization_config "
                          f"({spec.quant.raw_method or spec.quant.method})")
         # norms and biases stay in a float dtype: the activation dtype
         act = d if d.name in FLOAT_COMPUTE else BF16
-        if d.name in RECIPES:
-            q, words = RECIPES[d.name]
+        recipe = recipe_for(dtype, d)
+        if recipe is not None:
+            q, words = recipe
             base = cfg_dtype if cfg_dtype is not None and cfg_dtype.name in ("bf16", "fp16") else BF16
-            notes.append(f"--dtype {d.name}: {words}")
+            notes.append(f"--dtype {shown}: {words}")
             return WeightFormat(base=base, quant=q, compute=_compute(d), act=base, source="--dtype"), notes
         return WeightFormat(base=act, quant=None, compute=_compute(d), act=act, source="--dtype", override=d), notes
     base = cfg_dtype or BF16

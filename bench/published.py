@@ -67,6 +67,11 @@ bursts ran 3x (H100) and 17x (A100) slower than vLLM's on the same GPU and promp
 99 requests per replica. Fitted on the bursts as well, the factors bend to stand in for the missing term
 (bench/published.md, "Dec 1, eighth round").
 
+An entry's ``settings.dtype`` is the weights as run: on a ``model_config`` without a quantization_config it is
+``planner serve --dtype``'s what-if; on a quantized base it is ignored where it names the base's own width (fp8 on
+DeepSeek-R1's block FP8) and taken as that what-if where it names another (an NVFP4 checkpoint made from it:
+``other_format``).
+
 Each timing entry says how its benchmark ran (``settings``): ``arrival`` (``together``: a static batch or
 an offline run; ``closed-loop``: C clients each sending the next request when the last ends),
 ``client`` (``server``: a streaming HTTP client, which sees the engine's per-request front-end cost;
@@ -436,8 +441,9 @@ def other_format(dtype: str, quant) -> bool:
     quantization (``quant``, the base checkpoint's ``QuantSpec``): a checkpoint quantized anew from that base
     (nvidia/DeepSeek-R1-0528-NVFP4-v2 or amd/DeepSeek-R1-0528-MXFP4-Preview from DeepSeek-R1's block FP8;
     Kimi-K2.5's INT4 experts from Kimi-K2's FP8; lmsys/gpt-oss-120b-bf16 from gpt-oss's MXFP4). The entry then
-    runs on ``planner serve --dtype``'s what-if recipe (``analysis.weights.RECIPES``) instead of the base's
-    format. The same width (fp8 on a block-FP8 base, mxfp4 on gpt-oss) keeps the base's own format."""
+    runs on ``planner serve --dtype``'s what-if (a recipe of ``analysis.weights.RECIPES`` for fp8, int8, int4 and
+    fp4; the plain dtype for bf16) instead of the base's format. The same width (fp8 on a block-FP8 base, mxfp4 on
+    gpt-oss) keeps the base's own format."""
     from planner.analysis.dtypes import try_dtype
 
     name = str(dtype).strip().lower()

@@ -12,24 +12,37 @@ from planner.cli.common import load_model
 from tests.test_published_fit import pub
 
 
+H, KV, F, LAYERS, VOCAB = 4096, 1024, 14336, 32, 128256  # Llama-3.1-8B
+MATS = [H * H, H * KV, H * KV, H * H, H * F, H * F, F * H]  # q k v o gate up down
+REST = 2 * VOCAB * H * 2 + (2 * H * LAYERS + H) * 2  # embeddings, lm_head and norms in bf16
+
+
 def test_fp4_recipe_bytes_by_hand():
     """Llama-3.1-8B: every linear of every layer in fp4 e2m1 (two a byte), one fp8 scale per 16 inputs of a row
-    and two fp32 global scales per tensor; embeddings, lm_head and norms in bf16."""
-    h, kv, f, layers, vocab = 4096, 1024, 14336, 32, 128256
-    mats = [h * h, h * kv, h * kv, h * h, h * f, h * f, f * h]  # q k v o gate up down
-    per_layer = sum(n // 2 + n // 16 + 8 for n in mats)
-    expect = layers * per_layer + 2 * vocab * h * 2 + (2 * h * layers + h) * 2
-    a = analyze(load_model("llama-3.1-8b").spec, Options(dtype="fp4"))
-    assert a.weights_bytes == expect == 6_027_749_120
-    assert "NVFP4" in a.fmt.describe()
-    assert any("embeddings and lm_head in 16 bit" in n for n in a.notes)
+    and two fp32 global scales per tensor (NVFP4); embeddings, lm_head and norms in bf16."""
+    expect = LAYERS * sum(n // 2 + n // 16 + 8 for n in MATS) + REST
+    spec = load_model("llama-3.1-8b").spec
+    for name in ("fp4", "nvfp4", "NVFP4"):
+        a = analyze(spec, Options(dtype=name))
+        assert a.weights_bytes == expect == 6_027_749_120
+        assert "NVFP4" in a.fmt.describe()
+        assert any("embeddings and lm_head in 16 bit" in n for n in a.notes)
+
+
+def test_mxfp4_recipe_bytes_by_hand():
+    """The same with OCP MXFP4 (AMD Quark): one E8M0 byte per 32 inputs of a row, no global scale."""
+    a = analyze(load_model("llama-3.1-8b").spec, Options(dtype="mxfp4"))
+    assert a.weights_bytes == LAYERS * sum(n // 2 + n // 32 for n in MATS) + REST == 5_809_643_520
+    assert "MXFP4" in a.fmt.describe()
+    assert any(n.startswith("--dtype mxfp4:") for n in a.notes)
 
 
 def test_other_format_compares_widths():
     r1 = load_model("deepseek-r1").spec.quant  # block FP8
     oss = load_model("gpt-oss-120b").spec.quant  # MXFP4 experts
     assert (r1.bits, oss.bits) == (8, 4)
-    assert pub.other_format("fp4", r1) and pub.other_format("int4", r1) and pub.other_format("bf16", oss)
+    assert pub.other_format("fp4", r1) and pub.other_format("mxfp4", r1) and pub.other_format("int4", r1)
+    assert pub.other_format("bf16", oss)
     assert not pub.other_format("fp8", r1) and not pub.other_format("mxfp4", oss)
     assert not pub.other_format("something-else", r1)  # not a width planner knows: the base's own format
 
