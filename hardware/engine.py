@@ -653,6 +653,9 @@ class EngineMemory:
     max_num_batched_tokens: int
     max_num_seqs: int
     notes: tuple[str, ...]
+    # where the weights come from: "checkpoint", or the --dtype what-if's format (e.g. "NVFP4 recipe (4-bit), rest
+    # bf16"), which the breakdown names instead of the checkpoint
+    weights_source: str = "checkpoint"
 
     @property
     def token_bound(self) -> bool:
@@ -713,7 +716,10 @@ class EngineMemory:
         if self.device_bytes != self.visible_bytes:
             rows.append(("driver reservation", self.device_bytes - self.visible_bytes, "not visible to CUDA"))
         rows.append((f"engine cap ({self.fraction:g})", self.budget_bytes, _BUDGET_WORDS.get(self.engine, "")))
-        rows.append(("weights (checkpoint)", self.counted_weights_bytes, "checkpoint bytes / tp"))
+        if self.weights_source == "checkpoint":
+            rows.append(("weights (checkpoint)", self.counted_weights_bytes, "checkpoint bytes / tp"))
+        else:
+            rows.append(("weights (--dtype)", self.counted_weights_bytes, f"{self.weights_source}, bytes / tp"))
         if self.padding_bytes:
             rows.append(("  + padding", self.padding_bytes, "MXFP4 kernel alignment, loaded beside the weights"))
         if self.rope_cache_bytes:
@@ -832,7 +838,7 @@ def engine_memory(a, hw, engine: EngineProfile, plan, *, gpu_memory_utilization:
     return EngineMemory(engine.name, engine.display_name, tp, hw.memory_bytes, visible, frac, budget, w.bytes_per_gpu,
                         w.counted_bytes_per_gpu, w.padding_bytes_per_gpu, w.rope_cache_bytes, act, non_torch,
                         graph, pool, per_token, state, engine.block_size, tokens, max_model_len, mnbt, seqs,
-                        tuple(notes))
+                        tuple(notes), a.fmt.describe() if a.fmt.source == "--dtype" else "checkpoint")
 
 
 def fewest_gpus(a, hw, engine: EngineProfile, **kw) -> int | None:

@@ -68,3 +68,20 @@ def test_published_entry_of_another_width_runs_the_recipe(tmp_path):
     assert fp4.a.weights_bytes < 0.65 * fp8.a.weights_bytes
     # fewer weight bytes a decode step reads: the predicted step is shorter
     assert fp4.predict() < fp8.predict()
+
+
+def test_memory_breakdown_names_the_what_if():
+    """The serve memory table says where the weights come from: the checkpoint, or the --dtype recipe."""
+    from planner.analysis.parallel import tp_plan
+    from planner.hardware.engine import engine_memory, load_engine
+    from planner.hardware.profiles import load_profile
+
+    spec = load_model("deepseek-r1").spec
+    rows = {}
+    for dtype in (None, "fp4"):
+        a = analyze(spec, Options(dtype=dtype))
+        m = engine_memory(a, load_profile("b200"), load_engine("vllm"), tp_plan(spec, 8))
+        rows[dtype] = [r for r in m.breakdown() if r[0].startswith("weights")]
+    assert rows[None] == [("weights (checkpoint)", rows[None][0][1], "checkpoint bytes / tp")]
+    (label, nbytes, note), = rows["fp4"]
+    assert label == "weights (--dtype)" and note.startswith("NVFP4 recipe") and nbytes < 0.65 * rows[None][0][1]
