@@ -261,10 +261,7 @@ def layout_predict(e: dict, engine_map: dict, ep_terms: dict | None = None) -> t
     i = int(s.get("input_len") or 1)
     o = int(s.get("output_len") or 1)
     ctx = int(s.get("context") or i)
-    dtype = s.get("dtype")
-    dtype = None if dtype in ("auto", None) else str(dtype).split()[0]
-    if dtype is not None and spec.quant is not None and not _published_module().other_format(dtype, spec.quant):
-        dtype = None  # a quantized checkpoint in its own format (bench/published.py other_format)
+    dtype = _published_module().run_dtype(s, spec)  # as bench/published.py's Point reads it
     a, _ = engine_analysis(analyze(spec, Options(context=max(i + o, ctx + 1), dtype=dtype, kv_dtype=s.get("kv_dtype"))),
                            eng)
     plan = plan_for(a, hw, lo)

@@ -289,11 +289,7 @@ class Point:
             # that mean (a coefficient of variation near 1, as the lognormal with SD = mean of the request-rate
             # entries), cut where the benchmark's dataset filter drops pairs (SHAREGPT_MAX_TOTAL_LEN)
             mean_o, o = float(o), max(o, SHAREGPT_MAX_TOTAL_LEN - i)
-        dtype = s.get("dtype")
-        if dtype is not None:
-            dtype = str(dtype).split()[0]  # "fp8 (vLLM online dynamic FP8 ...)" -> "fp8"
-        if dtype in ("auto", None) or (spec.quant is not None and not other_format(dtype, spec.quant)):
-            dtype = None  # a quantized checkpoint is loaded in its own format
+        dtype = run_dtype(s, spec)
         kv = s.get("kv_dtype")
         kv = None if kv in ("auto", None) else str(kv).split()[0]
         if kv is None and self.engine_name == "trtllm" and str(s.get("dtype", "")).startswith("fp8"):
@@ -436,6 +432,18 @@ def server_max_model_len(s: dict, spec) -> int:
     return int(s.get("max_model_len") or spec.max_position_embeddings or 0)
 
 
+def run_dtype(s: dict, spec) -> str | None:
+    """The ``--dtype`` an entry's weights ran at (``settings.dtype``, its first word: "fp8 (vLLM online dynamic FP8
+    ...)" -> "fp8"), or None for the checkpoint's own format: no dtype, ``auto``, or a quantized base's own width
+    (``other_format``)."""
+    dtype = s.get("dtype")
+    if dtype is not None:
+        dtype = str(dtype).split()[0]
+    if dtype in ("auto", None) or (spec.quant is not None and not other_format(dtype, spec.quant)):
+        return None  # a quantized checkpoint is loaded in its own format
+    return dtype
+
+
 def other_format(dtype: str, quant) -> bool:
     """Whether an entry's ``settings.dtype`` names weights of another width than its ``model_config``'s own
     quantization (``quant``, the base checkpoint's ``QuantSpec``): a checkpoint quantized anew from that base
@@ -445,15 +453,13 @@ def other_format(dtype: str, quant) -> bool:
     fp4; the plain dtype for bf16) instead of the base's format. The same width (fp8 on a block-FP8 base, mxfp4 on
     gpt-oss) keeps the base's own format."""
     from planner.analysis.dtypes import try_dtype
+    from planner.analysis.weights import WEIGHT_ONLY
 
     name = str(dtype).strip().lower()
-    bits = {"int8-weight-only": 8, "int4-weight-only-g32": 4}.get(name)
-    if bits is None:
-        d = try_dtype(name)
-        if d is None:
-            return False  # not a width planner knows: the base's format, as before
-        bits = d.bits
-    return bits != quant.bits
+    if name in WEIGHT_ONLY:
+        return WEIGHT_ONLY[name][0].bits != quant.bits
+    d = try_dtype(name)
+    return d is not None and d.bits != quant.bits  # a width planner does not know: the base's format, as before
 
 
 def v0_chunked_prefill(s: dict, spec, hw) -> bool:
