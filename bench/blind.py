@@ -53,6 +53,7 @@ BLOCKS = (
     ("# ---- Blind test, session 43 (Dec 5)", "c77b0a6", "the block's header: 'scored with the profiles as shipped at c77b0a6'"),
     ("# ---- Blind test, session 44 (Dec 5)", "018985e", "the block's header: 'scored with the profiles as shipped at 018985e'"),
     ("# ---- Blind test, session 46 (Dec 5)", "51e5130", "the block's header: 'scored with the profiles as shipped at 51e5130'"),
+    ("# ---- Blind test, session 47 (Dec 5)", "04c89f4", "the block's header: 'scored with the profiles as shipped at 04c89f4'"),
 )
 
 # run in the worktree: that commit's bench/published.py predicts the block's entries, one JSON row per point

@@ -125,8 +125,14 @@ def engine_profile_of(entry: dict) -> str:
     """The engine profile an entry is predicted with: ENGINE_MAP's, except that vLLM before 0.8 ran its V0
     engine (V1 became the default in 0.8), which profiles/engines/vllm-v0.yaml describes. The version is the
     entry's ``engine_version`` ("0.7.3", "0.2.6 (main, Dec 2023)"); one that does not start with a release
-    number (a commit, "None") keeps the V1 profile."""
+    number (a commit, "None") keeps the V1 profile. ``settings.vllm_engine`` (``v0`` / ``v1``) names the engine
+    where the run chose it itself: vLLM 0.8-0.10 still shipped V0 behind ``VLLM_USE_V1=0`` (ROCm images set it)."""
     name = ENGINE_MAP[entry["engine"]]
+    chosen = (entry.get("settings") or {}).get("vllm_engine")
+    if chosen is not None:
+        if name != "vllm" or chosen not in ("v0", "v1"):
+            raise ValueError(f"settings.vllm_engine {chosen!r}: v0 or v1, on a vLLM entry")
+        return "vllm-v0" if chosen == "v0" else "vllm"
     release = release_of(entry)
     if name == "vllm" and release is not None and release < (0, 8):
         return "vllm-v0"
@@ -264,7 +270,7 @@ class Point:
         from planner.hardware.expected import allreduce_latency_source, factors_for
         from planner.hardware.profiles import load_profile
         from planner.hardware.accuracy import regime_of
-        from planner.hardware.serve import Scenario, StepRules, batch_wait_of
+        from planner.hardware.serve import Scenario, StepRules, batch_wait_of, held_output_of
 
         self.entry = entry
         self.id = entry["id"]
@@ -359,7 +365,8 @@ class Point:
                                         s.get("batch_wait_max_tokens_ratio"), self.mem.max_num_batched_tokens)
         # how the engine builds a step beyond vLLM V1's rules (planner.hardware.serve.StepRules)
         self.rules = StepRules(prefill_first=self.engine.prefill_first or v0_whole, whole_prompts=v0_whole,
-                               batch_wait=self.batch_wait, lookahead=self.base.async_scheduling)
+                               batch_wait=self.batch_wait, lookahead=self.base.async_scheduling,
+                               held_output=held_output_of(self.engine))
         self.per_gpu = s.get("throughput_unit") == "per_gpu"
         self.compute_column = self.hw.peak_flops_key_for(self.a.fmt.compute.compute)
         self.ops_cache: dict = {}

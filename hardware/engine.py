@@ -119,6 +119,17 @@ def _flag(v: Any, f: str, where: str) -> bool:
     return v
 
 
+#: how an engine's scheduler admits a request against the KV pool (``EngineProfile.kv_admission``)
+KV_ADMISSION = ("whole", "on_demand")
+
+
+def _choice(v: Any, f: str, where: str, allowed: tuple[str, ...]) -> str:
+    """One of ``allowed``, nothing else."""
+    if not isinstance(v, str) or v not in allowed:
+        raise HardwareError(f"{where}: field '{f}' = {v!r} is not one of {', '.join(allowed)}", "fix the engine profile")
+    return v
+
+
 def _batch_wait(v: Any, where: str) -> tuple[int, float] | None:
     """``scheduler.batch_wait``: ``{timeout_iters: N, max_tokens_ratio: R}`` (the engine's defaults), or absent."""
     if v is None:
@@ -325,6 +336,11 @@ class EngineProfile:
     # a step that can take a prompt runs prompts alone, the decoding requests waiting for it (SGLang's "Run
     # prefill first if possible"); False: prompts and decodes share a step (chunked prefill, in-flight batching)
     prefill_first: bool = False
+    # how the scheduler admits a request against the KV pool (KV_ADMISSION): ``whole``, it reserves the request's
+    # whole sequence (prompt and every output token) when it admits it (TensorRT-LLM's default capacity policy,
+    # GUARANTEED_NO_EVICT); ``on_demand``, it allocates blocks as the tokens come and preempts a running request
+    # when none is left (vLLM), so that a running request holds on average its prompt and half its output
+    kv_admission: str = "whole"
     # whether the engine applies a model config's sliding window (``sliding_window.default``: applied or
     # ignored), and the model types whose window it applies where it ignores the others' (``applied_for``)
     sliding_window: str = "applied"
@@ -469,6 +485,7 @@ def load_engine(name: str | None) -> EngineProfile:
                           _flag(sched["async_scheduling"], "scheduler.async_scheduling", w)),
         batch_wait=_batch_wait(sched.get("batch_wait"), w),
         prefill_first=_flag(sched.get("prefill_first", False), "scheduler.prefill_first", w),
+        kv_admission=_choice(sched.get("kv_admission", "whole"), "scheduler.kv_admission", w, KV_ADMISSION),
         sliding_window=str(swa.get("default", "applied")),
         sliding_window_applied_for=_names(swa.get("applied_for"), "sliding_window.applied_for", w,
                                           "config.json model_type values", "[gpt_oss]"),

@@ -409,12 +409,25 @@ class StepRules(NamedTuple):
     prompt is never cut at the budget (vLLM V0 without chunked prefill, whose budget holds the longest);
     ``batch_wait``, TensorRT-LLM's delayed batching ``(iterations, tokens)`` (``batch_wait_of``); ``lookahead``,
     vLLM's asynchronous scheduling, whose engine schedules the next step while the device runs this one (a request
-    that arrives while requests run joins the step after next: ``run_steps``)."""
+    that arrives while requests run joins the step after next: ``run_steps``); ``held_output``, the share of a
+    running request's output tokens that the KV pool counts when it sizes the batch (``held_output_of``: 1 where
+    the engine reserves the whole sequence at admission, 0.5 where it allocates blocks as tokens come)."""
 
     prefill_first: bool = False
     whole_prompts: bool = False
     batch_wait: tuple[int, float] | None = None
     lookahead: bool = False
+    held_output: float = 1.0
+
+
+def held_output_of(engine) -> float:
+    """``StepRules.held_output`` for an engine profile's ``scheduler.kv_admission``: ``whole`` (the request's whole
+    sequence is reserved when it is admitted: TensorRT-LLM's GUARANTEED_NO_EVICT) 1; ``on_demand`` (vLLM's
+    ``kv_cache_manager.allocate_slots`` gives a request blocks as its tokens come and the scheduler preempts the
+    newest request when none is left) 0.5: over its life a running request holds its prompt and, on average, half
+    its output, and the batch is sized by that mean (the preemptions themselves are not simulated here;
+    ``hardware.simulate``, which ``plan`` runs, does simulate them)."""
+    return 0.5 if getattr(engine, "kv_admission", "whole") == "on_demand" else 1.0
 
 
 def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, server: bool = True,
@@ -433,7 +446,8 @@ def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, se
     if rules.batch_wait is not None:  # a static batch larger than a step: its later prompts wait behind decodes
         return _clocked(model, mem, scenario, replicas=replicas, intake_s=0.0, rules=rules)
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
-    per_replica, wave, notes = _replica_admission(mem, scenario, replicas, closed=False, wait_note=False)
+    per_replica, wave, notes = _replica_admission(mem, scenario, replicas, closed=False, wait_note=False,
+                                                  held_output=rules.held_output)
     waves = -(-per_replica // wave)
     if waves > 1:
         why = "max_num_seqs" if wave == mem.max_num_seqs else "the KV pool"
@@ -912,11 +926,12 @@ def check_simulated_steps(scenario: Scenario, requests: int, slots: int, budget:
 
 
 def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, wait_note: bool = True,
-                       step_by_step: bool = False) -> tuple[int, int, list[str]]:
+                       step_by_step: bool = False, held_output: float = 1.0) -> tuple[int, int, list[str]]:
     """(requests or clients per replica, how many of them run at once, notes) for ``scenario`` on
     ``replicas`` replicas: refused when a request exceeds ``max_model_len`` or none fits in the KV pool,
     and, for a ``step_by_step`` simulation, when a replica has more than ``STEP_SIM_MAX_PER_REPLICA``.
-    ``wait_note``: say when the limit makes the rest wait."""
+    ``wait_note``: say when the limit makes the rest wait. ``held_output``: the share of its output tokens a
+    running request holds in the KV pool on average (``StepRules.held_output``)."""
     from planner.analysis.errors import OptionError
 
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
@@ -955,15 +970,17 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, 
                      + (f"{scenario.input_len_dist} (mean {sum(ins) / n:,.0f})" if scenario.input_len_dist else f"{I:,}")
                      + ", output " + (f"{scenario.output_len_dist} (mean {sum(outs) / n:,.0f})"
                                       if scenario.output_len_dist else f"{O:,}"))
-    # requests that stop at end-of-sequence hold their own length, not the cap: the KV pool is shared as the
-    # engines admit, by the blocks a request holds (vLLM V1's scheduler allocates a request's blocks as its
-    # tokens come, kv_cache_manager.allocate_slots, and preempts when none is left), so it holds the mean
-    # sequence (I + mean output) times the running requests; preemption itself is not simulated
+    # requests that stop at end-of-sequence hold their own length, not the cap; an engine that allocates blocks as
+    # tokens come (vLLM V1's kv_cache_manager.allocate_slots, preempting when none is left) has each running
+    # request hold its prompt and on average ``held_output`` of its output, one that reserves the whole sequence
+    # at admission all of it (held_output_of); preemption itself is not simulated. At least one whole request
+    # must fit (a request that cannot finish alone is refused)
     m = scenario.mean_output_len
-    held = I + (math.ceil(m) if m is not None and m < O else O)
-    slots = min(per_replica, mem.max_num_seqs, mem.max_batch(held))
-    if slots < 1:
+    out = math.ceil(m) if m is not None and m < O else O
+    if mem.max_batch(I + out) < 1:
         raise OptionError("not even one request fits in the KV pool", "use more GPUs or a shorter request")
+    held = I + math.ceil(held_output * out)
+    slots = min(per_replica, mem.max_num_seqs, mem.max_batch(held))
     if wait_note and slots < per_replica:
         why = "max_num_seqs" if slots == mem.max_num_seqs else "the KV pool"
         notes.append(f"{per_replica} {who} per replica but {slots} run at once ({why} limits them): the rest wait")
@@ -974,7 +991,8 @@ def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, se
                  rules: StepRules = StepRules()) -> ServeResult:
     """``concurrency`` closed-loop clients that start together, step by step (``closed_loop_schedule``)."""
     I, O = scenario.input_len, scenario.output_len
-    per_replica, n, notes = _replica_admission(mem, scenario, replicas, closed=True, step_by_step=True)
+    per_replica, n, notes = _replica_admission(mem, scenario, replicas, closed=True, step_by_step=True,
+                                               held_output=rules.held_output)
     requests = closed_loop_requests(scenario, per_replica, replicas)
     budget = mem.max_num_batched_tokens
     check_simulated_steps(scenario, requests, n, budget)
@@ -1042,7 +1060,8 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
     requests reach the scheduler when they are sent."""
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
     closed = scenario.arrival == "closed-loop"
-    per_replica, slots, notes = _replica_admission(mem, scenario, replicas, closed=closed, step_by_step=True)
+    per_replica, slots, notes = _replica_admission(mem, scenario, replicas, closed=closed, step_by_step=True,
+                                                   held_output=rules.held_output)
     c = intake_s
     if c > 0:
         notes.append(f"through the HTTP front end: {c * 1e3:.3g} ms per request, one after another "
@@ -1188,7 +1207,7 @@ class StepPricer:
 
 
 __all__ = ["ARRIVALS", "StepModel", "Scenario", "Latency", "ServeResult", "simulate", "intake_arrivals", "run_steps",
-           "Finished", "simulate_requests", "StepPricer", "StepRules"]
+           "Finished", "simulate_requests", "StepPricer", "StepRules", "held_output_of"]
 
 
 # ---- one call for the CLI, the benchmark and other commands ---------------------------------------
@@ -1337,7 +1356,7 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
                          f"{math.ceil(wait[1]):,} tokens")
         result = simulate(StepModel(a, hw, plan, f), mem, scenario, replicas=replicas, scheduler_steps=steps,
                           rules=StepRules(prefill_first=eng.prefill_first, batch_wait=wait,
-                                          lookahead=f.async_scheduling))
+                                          lookahead=f.async_scheduling, held_output=held_output_of(eng)))
         notes.extend(result.notes)
     notes.extend(mem.notes)
     return Deployment(a, eng, hw, tp, replicas, mem, f, result, fewest, tuple(dict.fromkeys(notes)), steps, wait)

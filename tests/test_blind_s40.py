@@ -67,41 +67,50 @@ def test_the_shipped_data_file_holds_every_block_once():
     assert commits["# ---- Blind test, session 43 (Dec 5)"] == "c77b0a6"
     assert commits["# ---- Blind test, session 44 (Dec 5)"] == "018985e"
     assert commits["# ---- Blind test, session 46 (Dec 5)"] == "51e5130"
-    assert yaml.safe_load(blocks[-8][1])[0]["id"].startswith("s40")
-    assert yaml.safe_load(blocks[-7][1])[0]["id"].startswith("s41")
-    assert yaml.safe_load(blocks[-6][1])[0]["id"].startswith("s42a")
-    assert yaml.safe_load(blocks[-5][1])[0]["id"].startswith("s42c")
+    assert commits["# ---- Blind test, session 47 (Dec 5)"] == "04c89f4"
+    assert yaml.safe_load(blocks[-9][1])[0]["id"].startswith("s40")
+    assert yaml.safe_load(blocks[-8][1])[0]["id"].startswith("s41")
+    assert yaml.safe_load(blocks[-7][1])[0]["id"].startswith("s42a")
+    assert yaml.safe_load(blocks[-6][1])[0]["id"].startswith("s42c")
     # session 42's block: the ids its helpers were given (s43<letter>), every one new to the file
-    assert len(yaml.safe_load(blocks[-4][1])) == 79
-    assert all(e["id"].startswith("s43") for e in yaml.safe_load(blocks[-4][1]))
+    assert len(yaml.safe_load(blocks[-5][1])) == 79
+    assert all(e["id"].startswith("s43") for e in yaml.safe_load(blocks[-5][1]))
     # session 43's: s44<letter> ids, the 14 TTFTs of runs that followed another on one warm server excluded
-    s43 = yaml.safe_load(blocks[-3][1])
+    s43 = yaml.safe_load(blocks[-4][1])
     assert len(s43) == 102 and all(e["id"].startswith("s44") for e in s43)
     assert sum("warm prefix cache" in str(e.get("excluded", "")) for e in s43) == 14
     # session 44's: s45<letter> ids; of the ROCm blog's MI300X latency table (AMD's vLLM 0.6.6 table) the 8 cells
     # already in the file as s37-rocmvllm066-* left out, its other 24 in
-    s44 = yaml.safe_load(blocks[-2][1])
+    s44 = yaml.safe_load(blocks[-3][1])
     assert len(s44) == 208 and all(e["id"].startswith("s45") for e in s44)
     held = {(e["model_config"], e["settings"]["input_len"], e["settings"]["concurrency"])
-            for _, text in blocks[:-2] for e in yaml.safe_load(text) if e["id"].startswith("s37-rocmvllm066")}
+            for _, text in blocks[:-3] for e in yaml.safe_load(text) if e["id"].startswith("s37-rocmvllm066")}
     blog = [(e["model_config"], e["settings"]["input_len"], e["settings"]["concurrency"]) for e in s44
             if e["id"].startswith("s45b-rocmblog") and e["gpu"] == "mi300x" and e["quantity"] == "e2e_s"]
     assert len(blog) == 24 and not held & set(blog)
     # session 46's: s46<letter> ids, every one new to the file (none of its (engine, model, GPU, TP, quantity,
     # lengths, concurrency) cells holds a figure within 2 % of one already there)
-    last = yaml.safe_load(blocks[-1][1])
-    assert len(last) == 187 and all(e["id"].startswith("s46") for e in last)
+    s46 = yaml.safe_load(blocks[-2][1])
+    assert len(s46) == 187 and all(e["id"].startswith("s46") for e in s46)
+    # session 47's: s47<letter> ids, new to the file in the same sense; its eight runs of vLLM's V0 engine on a 0.9
+    # release say so (settings.vllm_engine, added after the block was scored)
+    s47 = yaml.safe_load(blocks[-1][1])
+    assert len(s47) == 149 and all(e["id"].startswith("s47") for e in s47)
+    assert sum((e.get("settings") or {}).get("vllm_engine") == "v0" for e in s47) == 8
 
     def cell(e):
         s = e.get("settings") or {}
         return (e["engine"], e.get("model_config"), e.get("gpu"), e.get("tp"), e["quantity"], s.get("input_len"),
                 s.get("output_len"), s.get("concurrency"))
 
-    earlier, new = {}, {e["id"] for e in last}
-    for e in yaml.safe_load((ROOT / "bench" / "published.yaml").read_text()):
-        if e["id"] not in new:
-            earlier.setdefault(cell(e), []).append(float(e["value"]))
-    assert not [e["id"] for e in last if any(abs(v / float(e["value"]) - 1) < 0.02 for v in earlier.get(cell(e), []))]
+    everything = yaml.safe_load((ROOT / "bench" / "published.yaml").read_text())
+    for block, later in ((s46, s47), (s47, [])):  # each against what the file held before it came in
+        earlier, new = {}, {e["id"] for e in block + later}
+        for e in everything:
+            if e["id"] not in new:
+                earlier.setdefault(cell(e), []).append(float(e["value"]))
+        assert not [e["id"] for e in block
+                    if any(abs(v / float(e["value"]) - 1) < 0.02 for v in earlier.get(cell(e), []))]
 
 
 def test_shipped_blind_record_reads_and_lists_its_blocks():

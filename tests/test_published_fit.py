@@ -174,6 +174,22 @@ def test_engine_profile_of_maps_vllm_before_0_8_to_the_v0_profile(engine, versio
     assert pub.engine_profile_of({"engine": engine, "engine_version": version}) == profile
 
 
+@pytest.mark.parametrize("version, chosen, profile", [
+    ("0.9.2.dev364+gb432b7a28", "v0", "vllm-v0"),  # VLLM_USE_V1=0 on a release whose default is V1 (ROCm images)
+    ("0.7.3", "v1", "vllm"),  # VLLM_USE_V1=1 before V1 was the default
+    ("0.9.2", None, "vllm"),
+])
+def test_engine_profile_of_follows_the_engine_a_vllm_run_chose(version, chosen, profile):
+    entry = {"engine": "vllm", "engine_version": version, "settings": {} if chosen is None else {"vllm_engine": chosen}}
+    assert pub.engine_profile_of(entry) == profile
+
+
+@pytest.mark.parametrize("engine, chosen", [("vllm", "v2"), ("vllm", "V0"), ("sglang", "v0")])
+def test_engine_profile_of_refuses_an_unknown_or_misplaced_vllm_engine(engine, chosen):
+    with pytest.raises(ValueError, match="vllm_engine"):
+        pub.engine_profile_of({"engine": engine, "engine_version": "0.9.2", "settings": {"vllm_engine": chosen}})
+
+
 def test_the_v0_profile_loads_and_differs_from_v1_where_its_header_says():
     from planner.hardware.engine import load_engine
 
