@@ -983,6 +983,9 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, 
     slots = min(per_replica, mem.max_num_seqs, mem.max_batch(held))
     if wait_note and slots < per_replica:
         why = "max_num_seqs" if slots == mem.max_num_seqs else "the KV pool"
+        if why == "the KV pool" and held_output < 1:
+            why += (f", each running request counted at its prompt and {held_output:.0%} of its output: the engine "
+                    f"allocates blocks as tokens come and preempts when none is left")
         notes.append(f"{per_replica} {who} per replica but {slots} run at once ({why} limits them): the rest wait")
     return per_replica, slots, notes
 

@@ -79,3 +79,12 @@ def test_on_demand_admission_runs_a_pool_limited_closed_loop_with_more_at_once()
     mean = simulate(_FlatModel(Factors()), _Pool(), s, server=False, rules=StepRules(held_output=0.5))
     assert mean.expected.ttft_s < whole.expected.ttft_s
     assert mean.expected.output_tokens_per_s > whole.expected.output_tokens_per_s
+
+
+def test_the_wait_note_says_how_the_pool_counts_a_running_request():
+    s = Scenario(4000, 4000, 20, "closed-loop")
+    whole = _replica_admission(_Pool(), s, 1, closed=True)[2]
+    mean = _replica_admission(_Pool(), s, 1, closed=True, held_output=0.5)[2]
+    assert any("12 run at once (the KV pool limits them)" in n for n in whole)
+    assert any("16 run at once (the KV pool, each running request counted at its prompt and 50% of its output" in n
+               for n in mean)
