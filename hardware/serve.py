@@ -536,7 +536,7 @@ class Finished(NamedTuple):
 
 
 def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, ctx_step: int = 1,
-              resend=None, scheduler_steps: int = 1, kv_tokens: int | None = None,
+              resend=None, scheduler_steps: int = 1, kv_tokens: int | None = None, kv_held_output: float = 1.0,
               step_ends: list | None = None, batch_wait: tuple[int, float] | None = None,
               prefill_first: bool = False, whole_prompts: bool = False,
               lookahead: bool = False) -> tuple[list, list]:
@@ -551,7 +551,8 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     1. one token of every decoding request (their context: the mean over them, rounded to ``ctx_step``);
     2. the rest of the one prompt cut at the end of the last step (chunked prefill), as far as the budget goes;
     3. prompts that have arrived, first come first served, while fewer than ``slots`` requests run (and,
-       with ``kv_tokens``, while the pool can hold every running request's whole sequence); the last
+       with ``kv_tokens``, while the pool can hold every running request's prompt and ``kv_held_output`` of its
+       output: 1, its whole sequence; ``StepRules.held_output``); the last
        one taken is cut where the budget ends.
 
     ``scheduler_steps`` N > 1 is vLLM V0's multi-step scheduling (``--num-scheduler-steps``, v0.6.0; PR
@@ -628,7 +629,10 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     inserted = 0
     first_t: dict = {}  # (tag, first-token step) -> time of the first token
     running = 0
-    kv_held = 0  # tokens of the running requests' whole sequences (with kv_tokens)
+    kv_held = 0  # tokens the running requests hold in the pool (with kv_tokens): prompt + held share of the output
+
+    def held(I: int, O: int) -> int:
+        return I + (O if kv_held_output >= 1 else math.ceil(kv_held_output * O))
     round_left = 0  # multi-step: decode steps left in the round in flight
     waited = 0  # batch_wait: steps that have held back new prompts since the last that took them
     if batch_wait is not None and multi:
@@ -653,7 +657,7 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
         pieces: dict = {}
         completed: list = []  # (tag, count) whose prompt completes this step
         head_fits = bool(waiting) and running < slots and (
-            kv_tokens is None or kv_tokens - kv_held >= sum(groups[waiting[0][0]][1:3]))
+            kv_tokens is None or kv_tokens - kv_held >= held(*groups[waiting[0][0]][1:3]))
         if multi:  # multi-step: a round of prompts alone
             alone = not round_left and head_fits
         else:  # prefill first: prompts alone whenever one can start or a cut one goes on
@@ -692,20 +696,20 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
             # (multi-step: the first prompt of the step is taken even where it is longer than the budget)
             full = min(n, max(b // I, 1) if (multi or whole_prompts) and alone and not pieces else b // I,
                        slots - running)
-            fits = n if kv_tokens is None else (kv_tokens - kv_held) // (I + O)
+            fits = n if kv_tokens is None else (kv_tokens - kv_held) // held(I, O)
             full = min(full, fits)
             if full:
                 pieces[(I, 0)] = pieces.get((I, 0), 0) + full
                 b -= full * I
                 running += full
-                kv_held += full * (I + O) if kv_tokens is not None else 0
+                kv_held += full * held(I, O) if kv_tokens is not None else 0
                 completed.append((tag, full))
                 n -= full
             if not multi and not whole_prompts and n and b > 0 and running < slots and fits > full:  # cut
                 pieces[(b, 0)] = pieces.get((b, 0), 0) + 1
                 partial = (tag, b)
                 running += 1
-                kv_held += I + O if kv_tokens is not None else 0
+                kv_held += held(I, O) if kv_tokens is not None else 0
                 n -= 1
                 b = 0
             if n:
@@ -751,7 +755,7 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
                 n_dec -= n
                 ctx_sum -= n * (I + decode_steps - d0)  # I + tokens made − 1
                 running -= n
-                kv_held -= n * (I + O) if kv_tokens is not None else 0
+                kv_held -= n * held(I, O) if kv_tokens is not None else 0
                 finished += n
         if finished and resend is not None:
             for n, I, O in resend(t, finished):
@@ -1159,11 +1163,12 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
 
 def simulate_requests(model: StepModel, mem, sends_s, input_lens, output_lens, *, intake_s: float = 0.0,
                       scheduler_steps: int = 1, max_num_batched_tokens: int | None = None,
-                      step_ends: list | None = None, prefill_first: bool = False) -> list:
+                      step_ends: list | None = None, prefill_first: bool = False, held_output: float = 1.0) -> list:
     """Requests of their own lengths sent at ``sends_s`` (sorted; a request-rate benchmark's arrivals) to one
     replica, step by step (``run_steps``, each step priced by ``model``): one ``Finished`` per request, in
     finish order (requests sent at the same time may share one). At most ``mem.max_num_seqs`` run at
-    once, and the KV pool holds each running request's whole sequence (no preemption);
+    once, and the KV pool holds each running request's prompt and ``held_output`` of its output (1: its whole
+    sequence; ``StepRules.held_output``; no preemption);
     ``max_num_batched_tokens``: the step's token budget where it is not the engine memory's; ``step_ends``
     and ``prefill_first``: as ``run_steps``'."""
     from planner.analysis.errors import OptionError
@@ -1180,7 +1185,7 @@ def simulate_requests(model: StepModel, mem, sends_s, input_lens, output_lens, *
     _, marks = run_steps(sends, max_num_batched_tokens or mem.max_num_batched_tokens, mem.max_num_seqs,
                          price=StepPricer(model), intake_s=intake_s, ctx_step=max(1, int(mean_len) // 64),
                          scheduler_steps=scheduler_steps, kv_tokens=mem.kv_capacity_tokens, step_ends=step_ends,
-                         prefill_first=prefill_first, lookahead=model.f.async_scheduling)
+                         prefill_first=prefill_first, lookahead=model.f.async_scheduling, kv_held_output=held_output)
     return marks
 
 

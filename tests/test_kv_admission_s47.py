@@ -88,3 +88,19 @@ def test_the_wait_note_says_how_the_pool_counts_a_running_request():
     assert any("12 run at once (the KV pool limits them)" in n for n in whole)
     assert any("16 run at once (the KV pool, each running request counted at its prompt and 50% of its output" in n
                for n in mean)
+
+
+def test_the_request_rate_loop_counts_the_pool_the_same_way():
+    """run_steps (the request-rate and front-end loop): four 10-token prompts of 40 tokens out sent at once into a
+    pool of 100 tokens. Whole sequences (50 each): two start in the first step. Prompt and half the output (30
+    each): three."""
+    from planner.hardware.serve import run_steps
+
+    def flat(pieces):
+        return 10e-3
+
+    sends = [(0.0, 4, 10, 40)]
+    whole, _ = run_steps(sends, 64, 8, price=flat, kv_tokens=100)
+    mean, _ = run_steps(sends, 64, 8, price=flat, kv_tokens=100, kv_held_output=0.5)
+    assert whole[0] == {(10, 0): 2}
+    assert mean[0] == {(10, 0): 3}
