@@ -1413,6 +1413,9 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
             "num_scheduler_steps": d.num_scheduler_steps,
             "cuda_graph_max_tokens": d.factors.cuda_graph_max_tokens,
             "async_scheduling": d.factors.async_scheduling,
+            # how the engine admits a request against the KV pool (EngineProfile.kv_admission: "whole" reserves the
+            # whole sequence; "on_demand" allocates blocks as tokens come, so a batch is sized by prompt + half the output)
+            "kv_admission": d.engine.kv_admission,
             "batch_wait": (None if d.batch_wait is None else
                            {"timeout_iters": d.batch_wait[0], "min_step_tokens": math.ceil(d.batch_wait[1])}),
             "input_len": r.scenario.input_len if r else None, "output_len": r.scenario.output_len if r else None,

@@ -104,3 +104,14 @@ def test_the_request_rate_loop_counts_the_pool_the_same_way():
     mean, _ = run_steps(sends, 64, 8, price=flat, kv_tokens=100, kv_held_output=0.5)
     assert whole[0] == {(10, 0): 2}
     assert mean[0] == {(10, 0): 3}
+
+
+@pytest.mark.parametrize("engine, admission", [("vllm", "on_demand"), ("trtllm", "whole"), ("sglang", "whole")])
+def test_serve_json_names_the_engines_admission(engine, admission):
+    from planner.hardware.profiles import load_profile
+    from planner.hardware.serve import deployment_dict, serve
+    from tests.test_serve import _model
+
+    d = serve(_model("llama-3.1-8b"), load_profile("h100-sxm"), engine=engine, input_len=512, output_len=64,
+              concurrency=4)
+    assert deployment_dict(d)["settings"]["kv_admission"] == admission
