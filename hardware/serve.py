@@ -411,7 +411,8 @@ class StepRules(NamedTuple):
     vLLM's asynchronous scheduling, whose engine schedules the next step while the device runs this one (a request
     that arrives while requests run joins the step after next: ``run_steps``); ``held_output``, the share of a
     running request's output tokens that the KV pool counts when it sizes the batch (``held_output_of``: 1 where
-    the engine reserves the whole sequence at admission, 0.5 where it allocates blocks as tokens come)."""
+    the engine reserves the whole sequence at admission, 0.5 where it allocates blocks as tokens come, as vLLM does;
+    the default, 1, is not vLLM's: the callers that price an engine pass its own)."""
 
     prefill_first: bool = False
     whole_prompts: bool = False
@@ -427,7 +428,13 @@ def held_output_of(engine) -> float:
     newest request when none is left) 0.5: over its life a running request holds its prompt and, on average, half
     its output, and the batch is sized by that mean (the preemptions themselves are not simulated here;
     ``hardware.simulate``, which ``plan`` runs, does simulate them)."""
-    return 0.5 if getattr(engine, "kv_admission", "whole") == "on_demand" else 1.0
+    return 0.5 if engine.kv_admission == "on_demand" else 1.0
+
+
+def held_tokens(prompt: int, output: int, held_output: float) -> int:
+    """The KV tokens a running request of ``prompt`` + ``output`` tokens is counted at when a batch is sized: its
+    prompt and ``held_output`` of its output (``StepRules.held_output``; 1: the whole sequence)."""
+    return prompt + math.ceil(held_output * output)
 
 
 def simulate(model: StepModel, mem, scenario: Scenario, *, replicas: int = 1, server: bool = True,
@@ -632,7 +639,7 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     kv_held = 0  # tokens the running requests hold in the pool (with kv_tokens): prompt + held share of the output
 
     def held(I: int, O: int) -> int:
-        return I + (O if kv_held_output >= 1 else math.ceil(kv_held_output * O))
+        return held_tokens(I, O, kv_held_output)
     round_left = 0  # multi-step: decode steps left in the round in flight
     waited = 0  # batch_wait: steps that have held back new prompts since the last that took them
     if batch_wait is not None and multi:
@@ -983,7 +990,7 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, 
     out = math.ceil(m) if m is not None and m < O else O
     if mem.max_batch(I + out) < 1:
         raise OptionError("not even one request fits in the KV pool", "use more GPUs or a shorter request")
-    held = I + math.ceil(held_output * out)
+    held = held_tokens(I, out, held_output)
     slots = min(per_replica, mem.max_num_seqs, mem.max_batch(held))
     if wait_note and slots < per_replica:
         why = "max_num_seqs" if slots == mem.max_num_seqs else "the KV pool"
