@@ -339,7 +339,9 @@ class EngineProfile:
     # how the scheduler admits a request against the KV pool (KV_ADMISSION): ``whole``, it reserves the request's
     # whole sequence (prompt and every output token) when it admits it (TensorRT-LLM's default capacity policy,
     # GUARANTEED_NO_EVICT); ``on_demand``, it allocates blocks as the tokens come and preempts a running request
-    # when none is left (vLLM), so that a running request holds on average its prompt and half its output
+    # when none is left (vLLM), so that a running request holds on average its prompt and half its output.
+    # serve sizes its batches by it (hardware.serve.held_output_of); plan's request simulation admits by it
+    # (hardware.simulate.Scheduler.reserve_whole, or vLLM's preemption)
     kv_admission: str = "whole"
     # whether the engine applies a model config's sliding window (``sliding_window.default``: applied or
     # ignored), and the model types whose window it applies where it ignores the others' (``applied_for``)

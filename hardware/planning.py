@@ -13,8 +13,10 @@ The search, in order (every rejected family keeps its reason):
    one up, and a few ``max_num_seqs`` limits (the engine's default and smaller ones, which trade
    throughput for TPOT);
 3. every candidate is simulated under load (``hardware.simulate``: Poisson arrivals at ``rate / replicas``
-   per replica, continuous batching with chunked prefill, KV admission and preemption) in one
-   vectorised run; a candidate meets the target when its p90 TTFT and p90 TPOT do;
+   per replica, continuous batching with chunked prefill, KV admission as the engine profile's
+   ``scheduler.kv_admission`` says -- vLLM's blocks on demand with recompute preemption, or a reservation of
+   each request's whole sequence (TensorRT-LLM's GUARANTEED_NO_EVICT; SGLang as serve counts it) -- and the
+   engine's step rules) in one vectorised run; a candidate meets the target when its p90 TTFT and p90 TPOT do;
 4. disaggregated prefill/decode (``xPyD``): a prefill pool of ``x`` replicas of one surviving family
    and a decode pool of ``y`` replicas of another (the two with the most prefill and decode throughput
    per GPU, and the two fastest alone), ``x`` and ``y`` sized from each pool's capacity at the rate.
@@ -500,12 +502,14 @@ def _disagg_candidates(a, hw, em, w: Workload, alive, max_gpus: int, gpus: int |
     return out
 
 
-def _disagg_streams(cands: list[Candidate], w: Workload, record_kv: bool = False, intake_s: float = 0.0):
+def _disagg_streams(cands: list[Candidate], w: Workload, record_kv: bool = False, intake_s: float = 0.0,
+                    reserve_whole: bool = False):
     """The two runs of disaggregated candidates: one prefill replica each at ``rate / x`` (its requests
     through its HTTP front end first, ``intake_s`` each, one after another), then one
     decode replica each fed that replica's ready times (prefill done + KV transfer) stretched by
-    ``y / x`` to its ``rate / y``. Returns (prefill result, decode result, arrivals, ready, decode
-    arrivals, the order of the decode run's requests)."""
+    ``y / x`` to its ``rate / y``; ``reserve_whole``: the decode pool admits a request only while it holds its whole
+    sequence (the engine profile's ``scheduler.kv_admission: whole``). Returns (prefill result, decode result,
+    arrivals, ready, decode arrivals, the order of the decode run's requests)."""
     import numpy as np
 
     from .simulate import Scheduler, draw_lengths, front_end_arrivals, poisson_arrivals, simulate
@@ -526,7 +530,7 @@ def _disagg_streams(cands: list[Candidate], w: Workload, record_kv: bool = False
     order = np.argsort(darr, axis=1, kind="stable")
     darr_sorted = np.take_along_axis(darr, order, axis=1)
     d = simulate([c.cost for c in cands],
-                 [_scheduler(c) for c in cands],
+                 [_scheduler(c, reserve_whole=reserve_whole) for c in cands],
                  darr_sorted, inp[order], out[order], prefilled=np.ones_like(order, dtype=bool), record_kv=record_kv)
     return p, d, arr, ready, darr_sorted, order, out
 
@@ -536,7 +540,8 @@ def _simulate_disagg_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Ta
 
     from .simulate import row_percentiles
 
-    p, d, arr, ready, darr, order, out = _disagg_streams(cands, w, intake_s=em.factors.server_overhead_s)
+    p, d, arr, ready, darr, order, out = _disagg_streams(cands, w, intake_s=em.factors.server_overhead_s,
+                                                         reserve_whole=em.profile.kv_admission == "whole")
     out_o = out[order]
     ttft = ready - arr + em.factors.request_overhead_s  # (C, R) in send order; ready includes the front end
     with np.errstate(all="ignore"):
@@ -554,16 +559,20 @@ def _simulate_disagg_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Ta
                 int(d.rejected[i] + p.rejected[i]), a, hw, em, w, tg)
 
 
-def _scheduler(c: Candidate, em=None):
+def _scheduler(c: Candidate, em=None, *, reserve_whole: bool | None = None):
     """The request simulation's scheduler of one replica of ``c``, with the step rules of the engine model ``em``
     (``EngineModel``): its profile's ``scheduler.prefill_first`` (SGLang's steps of prompts alone) and, from its
     factors' ``async_scheduling``, ``lookahead`` (vLLM schedules the next step as this one starts). ``em`` None:
-    neither (a disaggregated deployment's decode pool, where no prompt runs)."""
+    neither (a disaggregated deployment's decode pool, where no prompt runs). ``reserve_whole``: whether a request
+    is admitted only while the pool holds its whole sequence (None: where ``em``'s profile sets
+    ``scheduler.kv_admission: whole``, as TensorRT-LLM's GUARANTEED_NO_EVICT does; else vLLM's blocks on demand)."""
     from .simulate import Scheduler
 
+    if reserve_whole is None:
+        reserve_whole = bool(em and em.profile.kv_admission == "whole")
     return Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens,
                      prefill_first=bool(em and em.profile.prefill_first),
-                     lookahead=bool(em and em.factors.async_scheduling))
+                     lookahead=bool(em and em.factors.async_scheduling), reserve_whole=reserve_whole)
 
 
 def _kv_series(c: Candidate, w: Workload, em, points: int = 100) -> list[list[float]]:
@@ -577,7 +586,8 @@ def _kv_series(c: Candidate, w: Workload, em, points: int = 100) -> list[list[fl
     R = w.requests
     intake_s = em.factors.server_overhead_s
     if c.disagg is not None:  # the decode pool's
-        r = _disagg_streams([c], w, record_kv=True, intake_s=intake_s)[1]
+        r = _disagg_streams([c], w, record_kv=True, intake_s=intake_s,
+                            reserve_whole=em.profile.kv_admission == "whole")[1]
     else:
         r = simulate([c.cost], [_scheduler(c, em)],
                      front_end_arrivals(poisson_arrivals(w.rate_per_s / c.layout.dp, R, seed=w.seed), intake_s),

@@ -16,6 +16,9 @@ What it models (one engine replica per configuration; vLLM V1's scheduler rules)
   generated tokens prefilled again; no new request is admitted while a recompute waits, nor in a step
   that preempted), as vLLM's default ``recompute`` preemption does. Sequences keep their admission
   order, so the oldest always makes progress;
+- with ``Scheduler.reserve_whole`` (an engine whose profile sets ``scheduler.kv_admission: whole``:
+  TensorRT-LLM's GUARANTEED_NO_EVICT) a request is admitted only while the pool can hold its whole
+  sequence, prompt and output, beside the whole sequences of those running; nothing is then preempted;
 - a request whose prompt plus output cannot fit in the pool at all is rejected (counted, never run);
 - a step of ``N`` new tokens, ``K`` cached tokens read by its decodes and ``P`` (query, key) pairs of
   its prefill chunks takes ``t_tokens(N) + kappa_s·K + pi_s·P`` seconds (``StepCost``), a form whose
@@ -76,6 +79,11 @@ class Scheduler:
     # sequences run a step admits only the requests that had arrived when the step before it started
     # (hardware.serve.run_steps lookahead)
     lookahead: bool = False
+    # a request is admitted only while the pool can hold its whole sequence (prompt + output) beside every running
+    # request's whole sequence, so no decode ever finds the pool full and nothing is preempted: TensorRT-LLM's
+    # GUARANTEED_NO_EVICT and the engines whose profile sets ``scheduler.kv_admission: whole``
+    # (hardware.serve.held_output_of); False: vLLM's blocks on demand, with recompute preemption
+    reserve_whole: bool = False
 
     def check(self) -> None:
         for k in ("max_num_seqs", "max_num_batched_tokens", "kv_capacity_tokens"):
@@ -366,6 +374,8 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         "budget0": np.array([s.max_num_batched_tokens for s in scheds], dtype=np.int64),
         "pff": np.array([s.prefill_first for s in scheds], dtype=bool),
         "la": np.array([s.lookahead for s in scheds], dtype=bool),
+        "whole": np.array([s.reserve_whole for s in scheds], dtype=bool),
+        "resv": np.zeros(C, dtype=np.int64),  # reserve_whole: Σ of the running sequences' whole sequences
         "tprev": np.full(C, np.nan),  # lookahead: when the step before this one started (nan: idle before it)
         "cap": cap_all.copy(),
         "t": arr[:, 0].copy(),
@@ -395,6 +405,7 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         "fkey": np.full((C, S), BIG, dtype=np.int64),
         "rec": np.zeros((C, S), dtype=bool),  # preempted, waiting for its recompute
         "olen": np.zeros((C, S), dtype=np.int64),
+        "rsv": np.zeros((C, S), dtype=np.int64),  # reserve_whole: the slot's whole sequence (prompt + output − 1)
         "pfkey": np.full((C, S), BIG, dtype=np.int64),  # order of a sequence mid-prefill, else BIG
         "pfs": np.full(C, -1, dtype=np.int64),  # the slot mid-prefill when npf == 1 and known, else -1
         # free slots as a stack per row (slot 0 on top): which free slot a request takes changes nothing
@@ -574,13 +585,20 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             gr = g[rows]
             pf = pref[gr, r]
             li = inp[gr, r]
-            ok = (free_kv[rows] >= li) & (pf | (budget[rows] > 0))
-            rows, r, gr, pf, li = rows[ok], r[ok], gr[ok], pf[ok], li[ok]
+            # reserve_whole: the pool must hold the whole sequence beside the running ones' (their KV and the
+            # prompt tokens reserved are inside their reservations, so free_kv never binds there)
+            wh = st["whole"][rows]
+            whole_need = np.where(wh, li + out[gr, r] - 1, 0)
+            ok = (free_kv[rows] >= li) & (~wh | (st["cap"][rows] - st["resv"][rows] >= whole_need)) \
+                & (pf | (budget[rows] > 0))
+            rows, r, gr, pf, li, whole_need = rows[ok], r[ok], gr[ok], pf[ok], li[ok], whole_need[ok]
             if len(rows) == 0:
                 break
+            st["resv"][rows] += whole_need
             nfree = st["nfree"]
             nfree[rows] -= 1
             ss = st["fstack"][rows, nfree[rows]]
+            st["rsv"][rows, ss] = whole_need
             W = max(W, int(ss.max()) + 1)
             st["hw"][rows] = np.maximum(st["hw"][rows], ss + 1)
             sid[rows, ss] = r
@@ -726,6 +744,8 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             ctx = np.concatenate([f[2] for f in fin_rows])
             finish[g[rows], sid[rows, ss]] = t[rows]
             kv -= np.bincount(rows, ctx, minlength=n).astype(np.int64)
+            st["resv"] -= np.bincount(rows, st["rsv"][rows, ss], minlength=n).astype(np.int64)
+            st["rsv"][rows, ss] = 0
             cnt = np.bincount(rows, minlength=n)
             st["nfin"] += cnt
             nrun -= cnt

@@ -49,6 +49,7 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
     budget0 = np.array([s.max_num_batched_tokens for s in scheds], dtype=np.int64)
     pff = np.array([s.prefill_first for s in scheds], dtype=bool)
     la = np.array([s.lookahead for s in scheds], dtype=bool)
+    whole = np.array([s.reserve_whole for s in scheds], dtype=bool)
     tprev = np.full(C, np.nan)  # lookahead: when the step before this one started (nan: idle before it)
     cap = np.array([s.kv_capacity_tokens for s in scheds], dtype=np.int64)
     S = int(seqs.max())
@@ -79,6 +80,7 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
     order = np.zeros((C, S), dtype=np.int64)  # admission order: preemption takes the newest, prefill serves the oldest
     rec = np.zeros((C, S), dtype=bool)  # preempted, waiting for its recompute
     olen = np.zeros((C, S), dtype=np.int64)
+    rsv = np.zeros((C, S), dtype=np.int64)  # reserve_whole: the slot's whole sequence (prompt + output − 1)
     slot_ok = np.arange(S)[None, :] < seqs[:, None]
     nxt = np.zeros(C, dtype=np.int64)
     counter = 0
@@ -203,11 +205,15 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
             r = nxt[rows]
             pf = pref[rows, r]
             li = inp[rows, r]
-            ok = (free_kv[rows] >= li) & (pf | (budget[rows] > 0))
+            # reserve_whole: the whole sequence beside the running sequences' whole sequences
+            need_whole = li + out[rows, r] - 1
+            room_whole = cap[rows] - np.where(sid[rows] >= 0, rsv[rows], 0).sum(1)
+            ok = (free_kv[rows] >= li) & (~whole[rows] | (room_whole >= need_whole)) & (pf | (budget[rows] > 0))
             rows, r, pf, li = rows[ok], r[ok], pf[ok], li[ok]
             if len(rows) == 0:
                 break
             ss = free_slot[rows].argmax(1)
+            rsv[rows, ss] = np.where(whole[rows], li + out[rows, r] - 1, 0)
             sid[rows, ss] = r
             rec[rows, ss] = False
             olen[rows, ss] = out[rows, r]
@@ -295,6 +301,7 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
             finish[rr, sid[rr, ss]] = t[rr]
             n_finished += fin.sum(1)
             sid[fin] = -1
+            rsv[fin] = 0
             ctx[fin] = 0
             gen[fin] = 0
         if series is not None:

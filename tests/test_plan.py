@@ -289,3 +289,28 @@ def test_plan_runs_sglang_prompts_in_steps_of_their_own(monkeypatch):
     assert deploy.engine_model(load_profile("h100-sxm"), "sglang").profile.prefill_first
     alone, mixed = best(True), best(False)
     assert alone["tpot_p50_s"] > mixed["tpot_p50_s"] * 1.05
+
+
+@pytest.mark.parametrize("engine, whole", [("vllm", False), ("trtllm", True), ("sglang", True)])
+def test_plan_admits_against_the_pool_as_the_engine_does(engine, whole):
+    """plan's request simulation reads the engine profile's scheduler.kv_admission: TensorRT-LLM (and SGLang,
+    as serve counts it) admit a request only while the pool holds its whole sequence, so two requests of
+    5 + 4 tokens queue in a 12-token pool instead of running together until vLLM's scheduler preempts one."""
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from planner.hardware import deploy
+    from planner.hardware.planning import _scheduler
+    from planner.hardware.profiles import load_profile
+    from planner.hardware.simulate import StepCost, simulate
+
+    em = deploy.engine_model(load_profile("h100-sxm"), engine)
+    c = SimpleNamespace(max_num_seqs=8, max_num_batched_tokens=100, memory=SimpleNamespace(kv_capacity_tokens=12))
+    sched = _scheduler(c, em)
+    assert sched.reserve_whole is whole
+    linear = StepCost((1, 1000), (0.11, 0.1 + 0.01 * 1000), 0.0, 0.0)
+    r = simulate([linear], [sched], np.zeros(2), [5, 5], [4, 4])
+    assert bool(r.preemptions[0] == 0) is whole
+    # queued behind the first request (whole) or admitted with it (on demand, then preempted)
+    assert bool(r.ttft_s[0, 1] > r.finish_s[0, 0] - 1e-12) is whole

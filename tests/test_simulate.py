@@ -77,6 +77,23 @@ def test_preemption_recomputes_the_newest_sequence():
     assert r.kv_peak_occupancy[0] == pytest.approx(1.0)
 
 
+def test_whole_sequence_reservation_queues_instead_of_preempting():
+    # The workload above with reserve_whole (TensorRT-LLM's GUARANTEED_NO_EVICT): request 0 reserves 5 + 4 - 1 = 8
+    # of the 12 tokens, so request 1 (8 more) waits for it: prefill 5 (0.15 s), three decodes alone (0.33 s) ->
+    # done at 0.48; request 1 then prefills (first token at 0.63) and decodes three steps -> 0.96. Nothing is
+    # preempted, and the pool never holds more than one sequence (8 of 12 tokens at the end of request 0).
+    r = one(LINEAR, Scheduler(8, 100, 12, reserve_whole=True), [0.0, 0.0], [5, 5], [4, 4])
+    assert r.preemptions[0] == 0
+    np.testing.assert_allclose(r.finish_s[0], [0.48, 0.96], rtol=1e-12)
+    np.testing.assert_allclose(r.ttft_s[0], [0.15, 0.63], rtol=1e-12)
+    assert r.kv_peak_occupancy[0] == pytest.approx(8 / 12)
+    # a pool of 16 holds both whole sequences: they run together as on demand (no preemption either way)
+    both = one(LINEAR, Scheduler(8, 100, 16, reserve_whole=True), [0.0, 0.0], [5, 5], [4, 4])
+    free = one(LINEAR, Scheduler(8, 100, 16), [0.0, 0.0], [5, 5], [4, 4])
+    np.testing.assert_array_equal(both.finish_s, free.finish_s)
+    assert both.preemptions[0] == free.preemptions[0] == 0
+
+
 def test_request_larger_than_the_pool_is_rejected():
     r = one(LINEAR, Scheduler(8, 100, 10), [0.0, 0.0], [5, 20], [2, 2])
     assert r.rejected[0] == 1
@@ -157,7 +174,7 @@ def test_bad_rate_and_scheduler():
         simulate([LINEAR], [Scheduler(1, 10, 10)], [1.0, 0.0], [1, 1], [1, 1])
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4, 5])
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 4, 5, 6, 7])
 def test_fast_simulation_equals_the_plain_lock_step_exactly(seed):
     # hardware.simulate keeps per-configuration sums, a decode clock and drops finished configurations;
     # tests/sim_reference.py advances every slot of every configuration each step. Random small
@@ -177,15 +194,20 @@ def test_fast_simulation_equals_the_plain_lock_step_exactly(seed):
     if seed in (2, 3):  # SGLang's prefill-first steps in half the configurations (and none of seeds 0-1)
         scheds = [Scheduler(x.max_num_seqs, x.max_num_batched_tokens, x.kv_capacity_tokens, prefill_first=bool(i % 2))
                   for i, x in enumerate(scheds)]
-    if seed >= 4:  # vLLM's asynchronous scheduling (lookahead) in half the configurations
+    if seed in (4, 5):  # vLLM's asynchronous scheduling (lookahead) in half the configurations
         scheds = [Scheduler(x.max_num_seqs, x.max_num_batched_tokens, x.kv_capacity_tokens, lookahead=bool(i % 2))
                   for i, x in enumerate(scheds)]
+    if seed >= 6:  # whole-sequence reservation (TensorRT-LLM's) in half the configurations, SGLang's steps in one
+        scheds = [Scheduler(x.max_num_seqs, x.max_num_batched_tokens, x.kv_capacity_tokens, reserve_whole=bool(i % 2),
+                            prefill_first=i == 3) for i, x in enumerate(scheds)]
     arr = poisson_arrivals(float(rng.uniform(1, 50)), R, seed=seed, configs=C)
     inp = draw_lengths("uniform:1:400", R, seed=seed + 1)
     out = draw_lengths("uniform:1:80", R, seed=seed + 2)
-    kw = dict(prefilled=rng.random(R) < (0.5 if seed == 0 else 0.0), record_kv=True)
+    kw = dict(prefilled=rng.random(R) < (0.5 if seed in (0, 7) else 0.0), record_kv=True)
     ref = simulate_reference(costs, scheds, arr, inp, out, **kw)
     assert ref.preemptions.sum() > 0 and ref.rejected.sum() > 0  # the hard paths are exercised
+    whole = np.array([x.reserve_whole for x in scheds])
+    assert not ref.preemptions[whole].any()  # a whole reservation never runs out of pool
     for compact in (True, False):
         r = simulate(costs, scheds, arr, inp, out, compact=compact, **kw)
         for f in ("ttft_s", "tpot_s", "e2e_s", "finish_s", "output_tokens_per_s", "kv_mean_occupancy",
