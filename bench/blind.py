@@ -54,6 +54,7 @@ BLOCKS = (
     ("# ---- Blind test, session 44 (Dec 5)", "018985e", "the block's header: 'scored with the profiles as shipped at 018985e'"),
     ("# ---- Blind test, session 46 (Dec 5)", "51e5130", "the block's header: 'scored with the profiles as shipped at 51e5130'"),
     ("# ---- Blind test, session 47 (Dec 5)", "04c89f4", "the block's header: 'scored with the profiles as shipped at 04c89f4'"),
+    ("# ---- Blind test, session 48 (Dec 5)", "4950093", "the block's header: 'scored with the profiles as shipped at 4950093'"),
 )
 
 # run in the worktree: that commit's bench/published.py predicts the block's entries, one JSON row per point
