@@ -257,6 +257,8 @@ SHAREGPT_MAX_TOTAL_LEN = 2048
 # one simulation per deployment, scenario and factor set: the TTFT, TPOT, e2e and throughput entries of one
 # benchmark row share it
 _SIMS: dict = {}
+#: sim_key -> the scenario's pure-roofline latencies (``serve``'s ``ideal``), priced with the shipped factors
+_IDEALS: dict = {}
 
 
 class Point:
@@ -420,13 +422,50 @@ class Point:
         if e is None:  # (the expected latencies alone are kept: a k-fold holds hundreds of thousands)
             t0 = time.perf_counter()
             model = StepModel(self.a, self.hw, self.plan, f, ops_cache=self.ops_cache, detail=False)
-            e = _SIMS[key] = simulate(model, self.mem, self.scenario, replicas=self.gpus // self.tp,
-                                      server=self.server_client, scheduler_steps=self.scheduler_steps,
-                                      rules=self.rules).expected
+            sim = simulate(model, self.mem, self.scenario, replicas=self.gpus // self.tp, server=self.server_client,
+                           scheduler_steps=self.scheduler_steps, rules=self.rules)
+            e = _SIMS[key] = sim.expected
+            if f is self.base:
+                _IDEALS.setdefault(self.sim_key, sim.ideal)
             self.sim_s = time.perf_counter() - t0  # what the last simulation took (``Predictor`` balances on it)
         if q == "output_tokens_per_s":
             return e.output_tokens_per_s / self.gpus if self.per_gpu else e.output_tokens_per_s
         return getattr(e, q)
+
+    def ideal(self) -> float | None:
+        """The entry's own scenario on the pure roofline (``serve``'s ``ideal``: every op at the device's peak
+        compute and bandwidth, no overhead, the simulated schedule), priced with the shipped factors: a published
+        time below it, or tokens/s above it, is one no engine reaches in the run as the entry describes it and as
+        ``serve`` schedules it (its lengths, precision, units or caching are not what the entry says, or the run's
+        schedule differs, e.g. a benchmark that leaves its start-up burst out). None for a memory figure or a
+        layout that does not fit."""
+        from planner.hardware.serve import StepModel, simulate
+
+        q = self.quantity
+        if q not in TIMING or not self.mem.fits:
+            return None
+        lat = _IDEALS.get(self.sim_key)
+        if lat is None:
+            model = StepModel(self.a, self.hw, self.plan, self.base, ops_cache=self.ops_cache, detail=False)
+            lat = _IDEALS[self.sim_key] = simulate(model, self.mem, self.scenario, replicas=self.gpus // self.tp,
+                                                   server=self.server_client, scheduler_steps=self.scheduler_steps,
+                                                   rules=self.rules).ideal
+        if q == "output_tokens_per_s":
+            return lat.output_tokens_per_s / self.gpus if self.per_gpu else lat.output_tokens_per_s
+        return getattr(lat, q)
+
+
+def beyond_roofline(points) -> list:
+    """``(point, ideal)`` of each timing point whose published figure beats its own scenario's pure roofline
+    (``Point.ideal``): a time below it, tokens/s above it."""
+    out = []
+    for p in points:
+        r = p.ideal()
+        if r is None:
+            continue
+        if (p.value > r) if p.quantity == "output_tokens_per_s" else (p.value < r):
+            out.append((p, r))
+    return out
 
 
 #: vLLM V0's least max_num_batched_tokens without chunked prefill (vllm/config.py SchedulerConfig, 0.5-0.7:
@@ -984,6 +1023,13 @@ def main(argv=None) -> int:
                 continue
             print(f"{regime:13} {q:22} {len(ps):>3} {pc(a, statistics.median):>20} {over(a):>15} "
                   f"{pc(b, statistics.median):>22} {over(b):>16}")
+    beyond = beyond_roofline(p for p in order if p.quantity in TIMING)
+    print()
+    print(f"published figures beyond the pure roofline of their scenario as simulated ({len(beyond)}: either the run was "
+          "not what the entry says -- its lengths, precision, units or caching -- or it was not scheduled as simulated, "
+          "e.g. its start-up burst left out of the figure):")
+    for p, r in beyond:
+        print(f"  {p.id:58} {p.quantity:20} published {p.value:<10.4g} roofline {r:<10.4g} ({p.value / r:.2f}x)")
     if args.shipped:
         if args.write_bias:
             import datetime

@@ -402,3 +402,19 @@ def test_an_engines_own_all_reduce_latency_is_refitted_on_its_tp_points_and_besi
     assert "infx828-gptoss120b-h100-vllm-tp8-1k1k-c16-tpot" in out and "vllm-pr23151" in out
     out = refit(capsys, ids, "allreduce_latency_s", "allreduce_latency_s=0,0.00005")
     assert "infx828-gptoss120b-h100-vllm-tp8-1k1k-c16-tpot" not in out
+
+
+def test_a_figure_beyond_its_own_roofline_is_listed_and_a_reachable_one_is_not():
+    """``beyond_roofline``: 64 prompts of 8,192 tokens on one H100 take Llama-3.1-8B some 8.5 PFLOP of prefill, over
+    8 s at the bf16 peak, so a mean TTFT of 10 ms (or 10 million output tokens/s) is no run as described; 100 s, or
+    100 tokens/s, is reachable, and a memory figure has no roofline."""
+    base = {"engine": "vllm", "model_config": "meta-llama/Llama-3.1-8B", "gpu": "h100-sxm", "gpus": 1, "tp": 1,
+            "settings": {"arrival": "together", "client": "in-process", "input_len": 8192, "output_len": 16,
+                         "concurrency": 64}}
+    pts = [pub.Point({**base, "id": i, "quantity": q, "value": v})
+           for i, q, v in (("fast", "ttft_s", 0.01), ("slow", "ttft_s", 100.0), ("many", "output_tokens_per_s", 1e7),
+                           ("few", "output_tokens_per_s", 100.0), ("kv", "kv_capacity_tokens", 1.0))]
+    listed = {p.id: r for p, r in pub.beyond_roofline(pts)}
+    assert set(listed) == {"fast", "many"}
+    assert 4.0 < listed["fast"] < 100.0  # the roofline's own TTFT: seconds, not the published 10 ms
+    assert pts[4].ideal() is None
