@@ -89,7 +89,7 @@ def plan_predict(p) -> float | None:
                      ref_prompt=min(sc.input_len, p.mem.max_num_batched_tokens))
     r = simulate([cost], [Scheduler(seqs, p.mem.max_num_batched_tokens, max(mem.kv_capacity_tokens, sc.input_len + sc.output_len),
                                     prefill_first=p.rules.prefill_first, lookahead=p.rules.lookahead,
-                                    reserve_whole=p.engine.kv_admission == "whole")],
+                                    reserve_whole=p.engine.reserves_whole)],
                  np.zeros(per_replica), sc.input_len, sc.output_len)
     q = p.quantity
     # once per request, as planner plan and serve add it: the engine's admission and first sampling, and
@@ -150,7 +150,7 @@ def rate_predict(e: dict, pub, overrides: dict | None = None) -> dict:
                      ref_context=int(ilens.mean() + olens.mean() / 2), ref_prompt=min(int(ilens.mean()), mnbt))
     r = simulate([cost], [Scheduler(seqs, mnbt, max(mem.kv_capacity_tokens, int((ilens + olens).max())),
                                     prefill_first=p.rules.prefill_first, lookahead=p.rules.lookahead,
-                                    reserve_whole=p.engine.kv_admission == "whole")],
+                                    reserve_whole=p.engine.reserves_whole)],
                  arrivals, ilens, olens)
     req = p.base.request_overhead_s + (p.base.server_overhead_s if p.server_client else 0.0)
     stat = {"median": np.nanmedian, "mean": np.nanmean}[e.get("statistic", "mean")]
@@ -302,7 +302,7 @@ def layout_predict(e: dict, engine_map: dict, ep_terms: dict | None = None) -> t
         cost = step_cost(a, hw, plan, em, ref_batch=min(seqs, 64), ref_context=i + o // 2,
                          ref_prompt=min(i, mnbt))
         r = simulate([cost], [Scheduler(seqs, mnbt, mem.kv_capacity_tokens, prefill_first=eng.prefill_first,
-                                        lookahead=em.factors.async_scheduling, reserve_whole=eng.kv_admission == "whole")],
+                                        lookahead=em.factors.async_scheduling, reserve_whole=eng.reserves_whole)],
                      np.zeros(n), i, o)
         per_gpu = float(r.output_tokens_per_s[0]) / lo.gpus_per_replica
         note += f"; {r.steps} lock-step iterations, mean TPOT {float(np.nanmean(r.tpot_s)) * 1e3:.1f} ms"

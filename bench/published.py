@@ -386,8 +386,6 @@ class Point:
                                   sort_keys=True, default=str)
 
     def predict(self, overrides: dict | None = None) -> float | None:
-        from planner.hardware.serve import StepModel, simulate
-
         q = self.quantity
         if q == "kv_capacity_tokens":
             return float(self.mem.kv_capacity_tokens)
@@ -421,16 +419,27 @@ class Point:
         e = _SIMS.get(key)
         if e is None:  # (the expected latencies alone are kept: a k-fold holds hundreds of thousands)
             t0 = time.perf_counter()
-            model = StepModel(self.a, self.hw, self.plan, f, ops_cache=self.ops_cache, detail=False)
-            sim = simulate(model, self.mem, self.scenario, replicas=self.gpus // self.tp, server=self.server_client,
-                           scheduler_steps=self.scheduler_steps, rules=self.rules)
+            sim = self._serve(f)
             e = _SIMS[key] = sim.expected
             if f is self.base:
                 _IDEALS.setdefault(self.sim_key, sim.ideal)
             self.sim_s = time.perf_counter() - t0  # what the last simulation took (``Predictor`` balances on it)
-        if q == "output_tokens_per_s":
-            return e.output_tokens_per_s / self.gpus if self.per_gpu else e.output_tokens_per_s
-        return getattr(e, q)
+        return self._figure(e)
+
+    def _figure(self, lat) -> float:
+        """The entry's quantity out of a scenario's latencies (``serve``'s ``Latency``): tokens/s per GPU where the
+        entry gives them so."""
+        if self.quantity == "output_tokens_per_s":
+            return lat.output_tokens_per_s / self.gpus if self.per_gpu else lat.output_tokens_per_s
+        return getattr(lat, self.quantity)
+
+    def _serve(self, f):
+        """``serve``'s simulation of the entry's scenario under factors ``f`` (its expected and ideal latencies)."""
+        from planner.hardware.serve import StepModel, simulate
+
+        model = StepModel(self.a, self.hw, self.plan, f, ops_cache=self.ops_cache, detail=False)
+        return simulate(model, self.mem, self.scenario, replicas=self.gpus // self.tp, server=self.server_client,
+                        scheduler_steps=self.scheduler_steps, rules=self.rules)
 
     def ideal(self) -> float | None:
         """The entry's own scenario on the pure roofline (``serve``'s ``ideal``: every op at the device's peak
@@ -439,20 +448,13 @@ class Point:
         ``serve`` schedules it (its lengths, precision, units or caching are not what the entry says, or the run's
         schedule differs, e.g. a benchmark that leaves its start-up burst out). None for a memory figure or a
         layout that does not fit."""
-        from planner.hardware.serve import StepModel, simulate
-
         q = self.quantity
         if q not in TIMING or not self.mem.fits:
             return None
         lat = _IDEALS.get(self.sim_key)
         if lat is None:
-            model = StepModel(self.a, self.hw, self.plan, self.base, ops_cache=self.ops_cache, detail=False)
-            lat = _IDEALS[self.sim_key] = simulate(model, self.mem, self.scenario, replicas=self.gpus // self.tp,
-                                                   server=self.server_client, scheduler_steps=self.scheduler_steps,
-                                                   rules=self.rules).ideal
-        if q == "output_tokens_per_s":
-            return lat.output_tokens_per_s / self.gpus if self.per_gpu else lat.output_tokens_per_s
-        return getattr(lat, q)
+            lat = _IDEALS[self.sim_key] = self._serve(self.base).ideal
+        return self._figure(lat)
 
 
 def beyond_roofline(points) -> list:

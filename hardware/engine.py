@@ -349,6 +349,13 @@ class EngineProfile:
     sliding_window_applied_for: tuple[str, ...] = ()
     sliding_window_setting: str = ""  # the engine setting that would apply the window where it is ignored
 
+    @property
+    def reserves_whole(self) -> bool:
+        """Whether the scheduler admits a request only where the pool holds its whole sequence (``kv_admission:
+        whole``): serve sizes its batches by the whole sequence (hardware.serve.held_output_of) and plan's request
+        simulation queues instead of preempting (hardware.simulate.Scheduler.reserve_whole)."""
+        return self.kv_admission == "whole"
+
     def applies_sliding_window(self, model_type: str) -> bool:
         """Whether this engine caches and attends to only a sliding-window layer's window for ``model_type``."""
         return self.sliding_window == "applied" or model_type in self.sliding_window_applied_for

@@ -541,7 +541,7 @@ def _simulate_disagg_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Ta
     from .simulate import row_percentiles
 
     p, d, arr, ready, darr, order, out = _disagg_streams(cands, w, intake_s=em.factors.server_overhead_s,
-                                                         reserve_whole=em.profile.kv_admission == "whole")
+                                                         reserve_whole=em.profile.reserves_whole)
     out_o = out[order]
     ttft = ready - arr + em.factors.request_overhead_s  # (C, R) in send order; ready includes the front end
     with np.errstate(all="ignore"):
@@ -569,7 +569,7 @@ def _scheduler(c: Candidate, em=None, *, reserve_whole: bool | None = None):
     from .simulate import Scheduler
 
     if reserve_whole is None:
-        reserve_whole = bool(em and em.profile.kv_admission == "whole")
+        reserve_whole = bool(em and em.profile.reserves_whole)
     return Scheduler(c.max_num_seqs, c.max_num_batched_tokens, c.memory.kv_capacity_tokens,
                      prefill_first=bool(em and em.profile.prefill_first),
                      lookahead=bool(em and em.factors.async_scheduling), reserve_whole=reserve_whole)
@@ -587,7 +587,7 @@ def _kv_series(c: Candidate, w: Workload, em, points: int = 100) -> list[list[fl
     intake_s = em.factors.server_overhead_s
     if c.disagg is not None:  # the decode pool's
         r = _disagg_streams([c], w, record_kv=True, intake_s=intake_s,
-                            reserve_whole=em.profile.kv_admission == "whole")[1]
+                            reserve_whole=em.profile.reserves_whole)[1]
     else:
         r = simulate([c.cost], [_scheduler(c, em)],
                      front_end_arrivals(poisson_arrivals(w.rate_per_s / c.layout.dp, R, seed=w.seed), intake_s),

@@ -428,7 +428,7 @@ def held_output_of(engine) -> float:
     newest request when none is left) 0.5: over its life a running request holds its prompt and, on average, half
     its output, and the batch is sized by that mean (the preemptions themselves are not simulated here;
     ``hardware.simulate``, which ``plan`` runs, does simulate them)."""
-    return 0.5 if engine.kv_admission == "on_demand" else 1.0
+    return 1.0 if engine.reserves_whole else 0.5
 
 
 def held_tokens(prompt: int, output: int, held_output: float) -> int:
