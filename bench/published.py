@@ -470,6 +470,51 @@ def beyond_roofline(points) -> list:
     return out
 
 
+def run_key(entry: dict) -> str:
+    """The run an entry's figure comes from: the entries of one run (its TTFT, e2e and tokens/s) share the source,
+    engine, model, GPUs, layout, settings and statistic, and differ only in quantity and value."""
+    import json
+
+    s = entry.get("settings") or {}
+    return json.dumps([(entry.get("source") or {}).get("url"), entry.get("engine"), str(entry.get("engine_version")),
+                       entry.get("model"), entry.get("gpu"), entry.get("gpus"), entry.get("tp"), s,
+                       entry.get("statistic", "mean")], sort_keys=True, default=str)
+
+
+#: a run whose own figures put fewer than this share of its stated concurrency in flight is listed
+IN_FLIGHT_LEAST = 0.75
+
+
+def implied_concurrency(entries, least: float = IN_FLIGHT_LEAST) -> list:
+    """``(e2e entry, stated concurrency, requests in flight)`` of each run whose own mean e2e latency and output
+    tokens/s put fewer than ``least`` x its stated concurrency in flight. Little's law: requests in flight =
+    requests finished per second x mean latency = (output tokens/s / output tokens per request) x mean e2e. C
+    clients in a closed loop, or C requests sent together, keep C in flight while they run: with every request
+    of the same output length, close to C (a run of several waves ends on a tail of fewer, e.g. 0.78-0.9 x C for
+    two or three waves in this file). Runs of drawn output lengths (``output_len_dist``, ShareGPT) are not
+    checked: there the mean latency sits well below the longest, and one wave can show far fewer in flight. A
+    run listed here did not run at its stated concurrency (a client-side cap, a server limit), so its latencies
+    are not those of that concurrency."""
+    runs: dict[str, dict] = {}
+    for e in entries:
+        runs.setdefault(run_key(e), {})[e["quantity"]] = e
+    out = []
+    for q in runs.values():
+        e2e, tps = q.get("e2e_s"), q.get("output_tokens_per_s")
+        if e2e is None or tps is None:
+            continue
+        s = e2e.get("settings") or {}
+        c, o = s.get("concurrency"), s.get("output_len")
+        if (s.get("arrival") not in ("closed-loop", "together") or not c or not o or "output_len_dist" in s
+                or s.get("dataset") == "sharegpt"):
+            continue
+        total = float(tps["value"]) * (int(tps.get("gpus") or 1) if s.get("throughput_unit") == "per_gpu" else 1)
+        flight = total / float(o) * float(e2e["value"])
+        if flight < least * float(c):
+            out.append((e2e, c, flight))
+    return out
+
+
 #: vLLM V0's least max_num_batched_tokens without chunked prefill (vllm/config.py SchedulerConfig, 0.5-0.7:
 #: max(max_model_len, 2048))
 V0_MIN_BATCHED_TOKENS = 2048
@@ -1032,6 +1077,12 @@ def main(argv=None) -> int:
           "e.g. its start-up burst left out of the figure):")
     for p, r in beyond:
         print(f"  {p.id:58} {p.quantity:20} published {p.value:<10.4g} roofline {r:<10.4g} ({p.value / r:.2f}x)")
+    short = implied_concurrency(p.entry for p in order)
+    print()
+    print(f"runs whose own mean e2e and output tokens/s put fewer than {IN_FLIGHT_LEAST:.0%} of their stated concurrency "
+          f"in flight (Little's law; fixed output lengths; {len(short)}: not run at that concurrency):")
+    for e, c, flight in short:
+        print(f"  {e['id']:58} concurrency {c:<6} in flight {flight:.1f}")
     if args.shipped:
         if args.write_bias:
             import datetime

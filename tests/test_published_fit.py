@@ -418,3 +418,28 @@ def test_a_figure_beyond_its_own_roofline_is_listed_and_a_reachable_one_is_not()
     assert set(listed) == {"fast", "many"}
     assert 4.0 < listed["fast"] < 100.0  # the roofline's own TTFT: seconds, not the published 10 ms
     assert pts[4].ideal() is None
+
+
+def test_a_run_whose_own_figures_put_fewer_requests_in_flight_than_its_concurrency_is_listed():
+    """``implied_concurrency`` (Little's law): 100 clients asking 2,000 tokens each that finish in 26 s at 2,744
+    output tokens/s had 2,744 / 2,000 x 26 = 35.7 requests in flight, not 100 (listed); at 7,600 tokens/s, 98.8
+    (not listed). A per-GPU throughput counts every GPU; runs of drawn output lengths and runs without both
+    figures are not checked."""
+    def run(rid, c, e2e, tps, **extra):
+        s = {"arrival": "together", "input_len": 1750, "output_len": 2000, "concurrency": c, **extra.pop("s", {})}
+        base = {"engine": "vllm", "model": "m", "gpu": "h100-sxm", "gpus": extra.pop("gpus", 1), "settings": s,
+                "source": {"url": f"https://example.org/{rid}"}}
+        return [{**base, "id": f"{rid}-e2e", "quantity": "e2e_s", "value": e2e},
+                {**base, "id": f"{rid}-tput", "quantity": "output_tokens_per_s", "value": tps},
+                {**base, "id": f"{rid}-ttft", "quantity": "ttft_s", "value": 0.4}]
+
+    entries = (run("capped", 100, 26.0, 2744.0) + run("full", 100, 26.0, 7600.0)
+               + run("pergpu", 100, 26.0, 1900.0, gpus=4, s={"throughput_unit": "per_gpu"})
+               + run("drawn", 100, 26.0, 2744.0, s={"output_len_dist": "uniform:1000:3000"})
+               + [e for e in run("noe2e", 100, 26.0, 2744.0) if e["quantity"] != "e2e_s"])
+    listed = {e["id"]: (c, flight) for e, c, flight in pub.implied_concurrency(entries)}
+    assert set(listed) == {"capped-e2e"}
+    c, flight = listed["capped-e2e"]
+    assert c == 100 and flight == pytest.approx(2744.0 / 2000 * 26.0)
+    # the entries of one run share a key; a different setting is a different run
+    assert pub.run_key(entries[0]) == pub.run_key(entries[1]) != pub.run_key(entries[3])
