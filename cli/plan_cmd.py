@@ -116,7 +116,9 @@ def plan(
     if out_fmt == OutputFormat.csv:  # one row per layout of the Pareto front (and the cheapest, first)
         print_csv(plan_records(d))
         return
-    emit(sections(d), out_fmt, lines=[headline(d, hw)] + bias_lines(d["accuracy_bias"]) + [f"note: {n}" for n in d["notes"]])
+    room = headroom_line(d)
+    emit(sections(d), out_fmt, lines=[headline(d, hw)] + ([room] if room else []) + bias_lines(d["accuracy_bias"])
+         + [f"note: {n}" for n in d["notes"]])
 
 
 def plan_records(d: dict) -> list[dict]:
@@ -164,6 +166,27 @@ def headline(d: dict, hw) -> str:
         shape = f"{c['replicas']} replica(s) of {c['layout']['gpus_per_replica']}"
     return (f"Cheapest for {ask}: {c['label']} = {c['gpus']} GPUs ({shape}), max_num_seqs {c['max_num_seqs']}: "
             f"TTFT p90 {_s(c['ttft_p90_s'])}, TPOT p90 {_ms(c['tpot_p90_s'])}{cost}.")
+
+
+def headroom_line(d: dict) -> str | None:
+    """The table's line on the cheapest deployment's headroom: 'headroom: it meets the target up to about 14.1 req/s
+    (1.41x the asked rate), where TTFT p90 breaks first; ...'; with a warning where the margin is within the
+    serve model's held-out error of throughput on the engine."""
+    h = d.get("headroom")
+    if not h:
+        return None
+    if not h["limited_by"]:
+        text = (f"headroom: it meets the target at {h['searched_up_to_per_s']:g} req/s too ({h['ratio']:.1f}x the "
+                "asked rate, the most searched)")
+    else:
+        text = (f"headroom: it meets the target up to about {h['max_rate_per_s']:.3g} req/s ({h['ratio']:.2f}x the asked "
+                f"rate); above that {' and '.join(h['limited_by'])} {'breaks' if len(h['limited_by']) == 1 else 'break'} first")
+    err = h["tokens_per_s_held_out_median_error"]
+    if err is not None and h["within_model_error"]:
+        text += (f". Warning: that margin is within the serve model's held-out median error of throughput on this engine "
+                 f"({err:.0%}): if the engine runs that much slower than priced, the target is missed at the asked rate "
+                 f"(to cover it, plan for --rate {d['workload']['rate_per_s'] * (1 + err):.3g})")
+    return text + "."
 
 
 def _row(c: dict) -> list:

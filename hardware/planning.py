@@ -27,7 +27,9 @@ The search, in order (every rejected family keeps its reason):
    replica's ready times stretched to ``rate / y`` (TPOT counts the wait for a decode slot);
 5. the answer is the candidate meeting the target with the fewest GPUs (then the most output tokens/s
    per GPU of capacity); the Pareto front is over all simulated candidates, output tokens/s per GPU
-   (the served rate's tokens over the GPUs) against tokens/s per user (1 / median TPOT).
+   (the served rate's tokens over the GPUs) against tokens/s per user (1 / median TPOT);
+6. the answer's headroom (``headroom``): the highest rate, up to ``HEADROOM_MAX`` times the asked one, at which the
+   same deployment still meets the target, beside the serve model's held-out error of throughput on the engine.
 """
 
 from __future__ import annotations
@@ -136,6 +138,7 @@ class PlanResult:
     needs_at_least_gpus: int | None
     notes: list[str]
     async_scheduling: bool = False  # the engine's step overhead ran beside the device's step (vLLM from v0.14)
+    headroom: "Headroom | None" = None  # how far the cheapest deployment's rate can rise before it misses the target
 
 
 def _pow2_upto(n: int) -> list[int]:
@@ -306,7 +309,14 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
             _simulate_disagg_into(dis, a, hw, em, w, tg, notes)
             cands.extend(dis)
     ok = [c for c in cands if c.meets]
-    best = min(ok, key=lambda c: (c.gpus, c.metrics["tpot_p90_s"])) if ok else None
+    best, room = None, None
+    if ok:
+        # of the deployments with the fewest GPUs that meet the target, the one that keeps meeting it to the
+        # highest rate (the most margin for what the model does not see), then the lowest TPOT p90
+        fewest = min(c.gpus for c in ok)
+        tied = sorted((c for c in ok if c.gpus == fewest), key=lambda c: c.metrics["tpot_p90_s"])
+        rooms = headrooms(tied, a, hw, em, w, tg, _tokens_per_s_error(eng.name))
+        best, room = max(zip(tied, rooms), key=lambda x: x[1].ratio)  # the first of equal headroom: lowest TPOT
     # families with candidates that all miss: the closest miss explains why
     for fam, cs in _by_family(cands).items():
         if any(c.meets for c in cs):
@@ -338,7 +348,104 @@ def plan(a, hw, *, model_id: str, workload: Workload, target: Target, engine: st
     if price_per_hour is None:
         notes.append("no price per GPU-hour (give --price-per-hour): cost per million tokens left null")
     return PlanResult(model_id, hw.name, eng.name, w, tg, max_gpus, gpus, price_per_hour, cands, best, pareto,
-                      rejected, least, notes, async_scheduling=em.factors.async_scheduling)
+                      rejected, least, notes, async_scheduling=em.factors.async_scheduling, headroom=room)
+
+
+def _tokens_per_s_error(engine: str) -> float | None:
+    """The engine's held-out median |error| of steady output tokens/s (``profiles/engines/_accuracy.yaml``; the
+    all-engine figure where the engine has few points), None where there is no record or the engine is ``ideal``."""
+    from .accuracy import load
+
+    acc = load()
+    if acc is None or engine == "ideal":
+        return None
+    e = acc.for_engine(engine).get("output_tokens_per_s")
+    return None if e is None else e[0].median
+
+
+#: the headroom search (``headroom``): rates from the asked one up to this multiple of it, bisected (geometrically)
+#: this many times, which finds the limit to within 4^(1/64), about 2 %, of it
+HEADROOM_MAX = 4.0
+HEADROOM_STEPS = 6
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """How far the request rate can rise before the cheapest deployment (its layouts, replicas and batch limits as
+    chosen) misses the target, simulated as the plan simulates it (the same seed, so the same arrivals at a
+    proportionally shorter spacing and the same lengths)."""
+
+    max_rate_per_s: float  # the highest rate found that still meets the target (at least the asked rate)
+    ratio: float  # max_rate_per_s / the asked rate
+    searched_up_to_per_s: float  # HEADROOM_MAX x the asked rate: "at least" where the deployment meets even that
+    misses: tuple[str, ...]  # what the least failing rate found misses ("TTFT p90", "TPOT p90", "KV pool"); () if none
+    tokens_per_s_error: float | None = None  # the engine's held-out median |error| of steady tokens/s (k-fold record)
+
+    @property
+    def within_error(self) -> bool:
+        """Whether the margin is within the serve model's held-out error of throughput: a deployment whose real steps
+        run that much slower than priced reaches its limit at the asked rate."""
+        return self.tokens_per_s_error is not None and self.ratio - 1.0 < self.tokens_per_s_error
+
+    def to_dict(self) -> dict:
+        return {"max_rate_per_s": self.max_rate_per_s, "ratio": self.ratio,
+                "searched_up_to_per_s": self.searched_up_to_per_s, "limited_by": list(self.misses),
+                "tokens_per_s_held_out_median_error": self.tokens_per_s_error, "within_model_error": self.within_error}
+
+
+def _misses(c: Candidate, tg: Target) -> tuple[str, ...]:
+    m = c.metrics
+    return tuple(name for name, bad in (("TTFT p90", m["ttft_p90_s"] > tg.ttft_p90_s),
+                                        ("TPOT p90", m["tpot_p90_s"] > tg.tpot_p90_s),
+                                        ("KV pool", m["rejected_requests"] > 0)) if bad)
+
+
+def headrooms(cands: list[Candidate], a, hw, em, w: Workload, tg: Target,
+              tokens_per_s_error: float | None = None) -> list[Headroom]:
+    """Each deployment's headroom: the highest request rate, between the asked one and ``HEADROOM_MAX`` times it, at
+    which ``c`` (which meets the target at the asked rate) still meets it. ``HEADROOM_STEPS`` geometric bisections
+    after a first run at the top; each round simulates every candidate still searched at its own rate, the
+    aggregated ones in one vectorised run and the disaggregated ones in another, as the plan simulated them. A
+    deployment whose margin is thin sits near a knee where queueing grows fast: there a few per cent of step
+    time the model does not see decide whether the target holds."""
+    rate = w.rate_per_s
+    n = len(cands)
+
+    def run(idx: list[int], mults: list[float]) -> dict[int, Candidate]:
+        out = {}
+        for disagg, sim in ((False, _simulate_into), (True, _simulate_disagg_into)):
+            mine = [(i, m) for i, m in zip(idx, mults) if (cands[i].disagg is not None) == disagg]
+            if not mine:
+                continue
+            xs = [replace(cands[i], metrics={}, meets=False, bubble=0.0) for i, _ in mine]
+            sim(xs, a, hw, em, w, tg, [], rates=[rate * m for _, m in mine])
+            out.update({i: x for (i, _), x in zip(mine, xs)})
+        return out
+
+    lo, hi = [1.0] * n, [HEADROOM_MAX] * n
+    fail: list[Candidate | None] = [None] * n
+    top = run(list(range(n)), hi)
+    live = [i for i in range(n) if not top[i].meets]
+    for i in live:
+        fail[i] = top[i]
+    for _ in range(HEADROOM_STEPS):
+        if not live:
+            break
+        mids = [math.sqrt(lo[i] * hi[i]) for i in live]
+        got = run(live, mids)
+        for i, m in zip(live, mids):
+            if got[i].meets:
+                lo[i] = m
+            else:
+                hi[i], fail[i] = m, got[i]
+    return [Headroom(rate * (HEADROOM_MAX if fail[i] is None else lo[i]), HEADROOM_MAX if fail[i] is None else lo[i],
+                     rate * HEADROOM_MAX, () if fail[i] is None else _misses(fail[i], tg), tokens_per_s_error)
+            for i in range(n)]
+
+
+def headroom(c: Candidate, a, hw, em, w: Workload, tg: Target, tokens_per_s_error: float | None = None) -> Headroom:
+    """``headrooms`` of one deployment."""
+    return headrooms([c], a, hw, em, w, tg, tokens_per_s_error)[0]
 
 
 def request_overhead_s(em) -> float:
@@ -384,8 +491,10 @@ def keeps_up(arrivals, finish) -> bool:
     return n_fin >= 0.9 * n_arr
 
 
-def _simulate_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, notes: list[str]) -> None:
-    """Simulate ``cands`` in one vectorised run and fill their metrics."""
+def _simulate_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, notes: list[str],
+                   rates: list[float] | None = None) -> None:
+    """Simulate ``cands`` in one vectorised run and fill their metrics; each at ``w``'s rate, or at its own of
+    ``rates``."""
     import numpy as np
 
     from .simulate import draw_lengths, poisson_arrivals, row_percentiles, simulate
@@ -393,14 +502,15 @@ def _simulate_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, n
     R = w.requests
     inp = draw_lengths(w.input_lengths, R, seed=w.seed + 1)
     out = draw_lengths(w.output_lengths, R, seed=w.seed + 2)
-    arr = np.concatenate([poisson_arrivals(w.rate_per_s / c.layout.dp, R, seed=w.seed) for c in cands])
+    rates = rates or [w.rate_per_s] * len(cands)
+    arr = np.concatenate([poisson_arrivals(rt / c.layout.dp, R, seed=w.seed) for c, rt in zip(cands, rates)])
     scheds = [_scheduler(c, em) for c in cands]
     eng_arr, before = _through_front_end(arr, em)
     r = simulate([c.cost for c in cands], scheds, eng_arr, inp, out)
     notes.append(f"simulation: {len(cands)} candidates × {R} requests, {r.steps} lock-step iterations")
     pct = (row_percentiles(r.ttft_s + before), r.percentiles("tpot_s"), row_percentiles(r.e2e_s + before))
-    offered = w.rate_per_s * float(np.mean(out))
     for i, c in enumerate(cands):
+        offered = rates[i] * float(np.mean(out))
         _record(c, i, pct, r, offered, keeps_up(arr[i], r.finish_s[i]), int(r.preemptions[i]), int(r.rejected[i]),
                 a, hw, em, w, tg)
 
@@ -503,7 +613,7 @@ def _disagg_candidates(a, hw, em, w: Workload, alive, max_gpus: int, gpus: int |
 
 
 def _disagg_streams(cands: list[Candidate], w: Workload, record_kv: bool = False, intake_s: float = 0.0,
-                    reserve_whole: bool = False):
+                    reserve_whole: bool = False, rates: list[float] | None = None):
     """The two runs of disaggregated candidates: one prefill replica each at ``rate / x`` (its requests
     through its HTTP front end first, ``intake_s`` each, one after another), then one
     decode replica each fed that replica's ready times (prefill done + KV transfer) stretched by
@@ -517,7 +627,8 @@ def _disagg_streams(cands: list[Candidate], w: Workload, record_kv: bool = False
     R = w.requests
     inp = draw_lengths(w.input_lengths, R, seed=w.seed + 1)
     out = draw_lengths(w.output_lengths, R, seed=w.seed + 2)
-    arr = np.concatenate([poisson_arrivals(w.rate_per_s / c.disagg.prefill.dp, R, seed=w.seed) for c in cands])
+    rates = rates or [w.rate_per_s] * len(cands)
+    arr = np.concatenate([poisson_arrivals(rt / c.disagg.prefill.dp, R, seed=w.seed) for c, rt in zip(cands, rates)])
     p = simulate([c.disagg.prefill_cost for c in cands],
                  [Scheduler(c.disagg.prefill_max_num_seqs, c.max_num_batched_tokens,
                             c.disagg.prefill_memory.kv_capacity_tokens) for c in cands],
@@ -535,13 +646,15 @@ def _disagg_streams(cands: list[Candidate], w: Workload, record_kv: bool = False
     return p, d, arr, ready, darr_sorted, order, out
 
 
-def _simulate_disagg_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, notes: list[str]) -> None:
+def _simulate_disagg_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Target, notes: list[str],
+                          rates: list[float] | None = None) -> None:
     import numpy as np
 
     from .simulate import row_percentiles
 
+    rates = rates or [w.rate_per_s] * len(cands)
     p, d, arr, ready, darr, order, out = _disagg_streams(cands, w, intake_s=em.factors.server_overhead_s,
-                                                         reserve_whole=em.profile.reserves_whole)
+                                                         reserve_whole=em.profile.reserves_whole, rates=rates)
     out_o = out[order]
     ttft = ready - arr + em.factors.request_overhead_s  # (C, R) in send order; ready includes the front end
     with np.errstate(all="ignore"):
@@ -553,8 +666,8 @@ def _simulate_disagg_into(cands: list[Candidate], a, hw, em, w: Workload, tg: Ta
 
     # a candidate none of whose requests finished gets 0 s percentiles (its rejected requests fail it)
     pct = tuple(row_percentiles(x, empty=0.0) for x in (ttft, tpot, e2e))
-    offered = w.rate_per_s * float(np.mean(out))
     for i, c in enumerate(cands):
+        offered = rates[i] * float(np.mean(out))
         _record(c, i, pct, d, offered, keeps_up(darr[i], d.finish_s[i]), int(d.preemptions[i] + p.preemptions[i]),
                 int(d.rejected[i] + p.rejected[i]), a, hw, em, w, tg)
 
@@ -668,6 +781,7 @@ def plan_dict(r: PlanResult) -> dict:
         "price_per_hour": p,
         "cheapest": None if r.best is None else candidate_dict(r.best, p),
         "gpus_needed": None if r.best is None else r.best.gpus,
+        "headroom": None if r.headroom is None else r.headroom.to_dict(),
         "needs_at_least_gpus": r.needs_at_least_gpus,
         "pareto": [candidate_dict(c, p) for c in r.pareto],
         "rejected": [{"family": k, "reason": v} for k, v in r.rejected.items()],
@@ -675,5 +789,5 @@ def plan_dict(r: PlanResult) -> dict:
     }
 
 
-__all__ = ["Candidate", "Disagg", "PlanResult", "Target", "Workload", "candidate_dict", "families", "fewest_gpus", "plan",
+__all__ = ["Candidate", "Disagg", "Headroom", "PlanResult", "Target", "Workload", "candidate_dict", "families", "fewest_gpus", "headroom", "headrooms", "plan",
            "plan_dict"]

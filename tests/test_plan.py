@@ -26,7 +26,7 @@ def test_plan_json_keys_and_consistency(small):
     d = small
     assert d["schema_version"] == 1
     for k in ("model", "hardware", "engine", "workload", "target", "search", "cheapest", "gpus_needed", "pareto",
-              "rejected", "needs_at_least_gpus", "notes", "price_per_hour"):
+              "rejected", "needs_at_least_gpus", "notes", "price_per_hour", "headroom"):
         assert k in d, k
     c = d["cheapest"]
     assert c is not None and c["meets_target"]
@@ -314,3 +314,63 @@ def test_plan_admits_against_the_pool_as_the_engine_does(engine, whole):
     assert bool(r.preemptions[0] == 0) is whole
     # queued behind the first request (whole) or admitted with it (on demand, then preempted)
     assert bool(r.ttft_s[0, 1] > r.finish_s[0, 0] - 1e-12) is whole
+
+
+def _plan_8b(rate: float, requests: int = 120):
+    from planner.analysis.analyze import Options, analyze
+    from planner.cli.common import load_model
+    from planner.hardware import planning
+    from planner.hardware.planning import Target, Workload
+    from planner.hardware.profiles import load_profile
+
+    a = analyze(load_model("llama-3.1-8b", None).spec, Options(context=2300, batch=1, dtype="bf16"))
+    hw = load_profile("h100-sxm")
+    w, tg = Workload(rate, 2000, 300, requests, 0), Target(1.0, 0.04)
+    return a, hw, w, tg, planning.plan(a, hw, model_id="m", workload=w, target=tg, max_gpus=1, disaggregated=False)
+
+
+def test_headroom_is_the_highest_rate_the_chosen_deployment_still_meets():
+    """plan's headroom: the cheapest deployment (Llama-3.1-8B on one H100 at 10 req/s of 2,000 / 300 tokens) simulated
+    again at the rate found meets the target, and at the next rate of the bisection (4^(1/64) higher) misses what
+    the headroom says; the warning compares the margin with the engine's held-out error of tokens/s."""
+    import dataclasses
+
+    from planner.hardware import deploy, planning
+
+    a, hw, w, tg, r = _plan_8b(10.0)
+    h = r.headroom
+    assert r.best is not None and h is not None and 1.0 <= h.ratio < planning.HEADROOM_MAX
+    assert h.max_rate_per_s == pytest.approx(10.0 * h.ratio) and h.misses
+
+    def at(rate):
+        x = dataclasses.replace(r.best, metrics={}, meets=False)
+        planning._simulate_into([x], a, hw, deploy.engine_model(hw, "vllm"), w, tg, [], rates=[rate])
+        return x
+
+    assert at(h.max_rate_per_s).meets
+    above = at(h.max_rate_per_s * planning.HEADROOM_MAX ** (1 / 2 ** planning.HEADROOM_STEPS) * 1.0001)
+    assert not above.meets and planning._misses(above, tg) == h.misses
+    err = planning._tokens_per_s_error("vllm")
+    assert err is not None and h.tokens_per_s_error == err and h.within_error == (h.ratio - 1 < err)
+    d = planning.plan_dict(r)["headroom"]
+    assert d["ratio"] == h.ratio and d["limited_by"] == list(h.misses) and d["within_model_error"] == h.within_error
+
+
+def test_headroom_at_a_light_load_reaches_the_top_of_the_search_and_the_line_says_so():
+    """At 0.5 req/s one H100 meets the target at 4x the rate too: the headroom is the search's top, nothing breaks,
+    and the table's line says 'the most searched' (no warning: 4x is beyond any model error on record)."""
+    from planner.cli.plan_cmd import headroom_line
+    from planner.hardware import planning
+
+    r = _plan_8b(0.5)[-1]
+    h = r.headroom
+    assert h.ratio == planning.HEADROOM_MAX and h.misses == () and not h.within_error
+    line = headroom_line(planning.plan_dict(r))
+    assert "2 req/s too (4.0x the asked rate, the most searched)" in line and "Warning" not in line
+    thin = {"workload": {"rate_per_s": 10.0}, "headroom": {"max_rate_per_s": 10.2, "ratio": 1.02, "searched_up_to_per_s": 40.0,
+                         "limited_by": ["TTFT p90", "TPOT p90"], "tokens_per_s_held_out_median_error": 0.16,
+                         "within_model_error": True}}
+    line = headroom_line(thin)
+    assert "up to about 10.2 req/s (1.02x" in line and "TTFT p90 and TPOT p90 break first" in line
+    assert "held-out median error of throughput on this engine (16%)" in line and "plan for --rate 11.6)" in line
+    assert headroom_line({"headroom": None}) is None
