@@ -55,6 +55,7 @@ BLOCKS = (
     ("# ---- Blind test, session 46 (Dec 5)", "51e5130", "the block's header: 'scored with the profiles as shipped at 51e5130'"),
     ("# ---- Blind test, session 47 (Dec 5)", "04c89f4", "the block's header: 'scored with the profiles as shipped at 04c89f4'"),
     ("# ---- Blind test, session 48 (Dec 5)", "4950093", "the block's header: 'scored with the profiles as shipped at 4950093'"),
+    ("# ---- Blind test, session 49 (Dec 6)", "ad7252b", "the block's header: 'scored with the profiles as shipped at ad7252b'"),
 )
 
 # run in the worktree: that commit's bench/published.py predicts the block's entries, one JSON row per point
