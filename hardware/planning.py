@@ -25,11 +25,11 @@ The search, in order (every rejected family keeps its reason):
    between nodes, ``hardware.comm``). Each candidate is simulated in two vectorised runs: one prefill
    replica at ``rate / x`` (TTFT = its prefill plus the transfer), then one decode replica fed that
    replica's ready times stretched to ``rate / y`` (TPOT counts the wait for a decode slot);
-5. the answer is the candidate meeting the target with the fewest GPUs (then the most output tokens/s
-   per GPU of capacity); the Pareto front is over all simulated candidates, output tokens/s per GPU
-   (the served rate's tokens over the GPUs) against tokens/s per user (1 / median TPOT);
-6. the answer's headroom (``headroom``): the highest rate, up to ``HEADROOM_MAX`` times the asked one, at which the
-   same deployment still meets the target, beside the serve model's held-out error of throughput on the engine.
+5. the answer is the candidate meeting the target with the fewest GPUs; of those, the one of the most headroom
+   (``headrooms``: the highest rate, up to ``HEADROOM_MAX`` times the asked one, at which the same deployment still
+   meets the target), then the lowest TPOT p90. Its headroom is reported beside the serve model's held-out error of
+   throughput on the engine. The Pareto front is over all simulated candidates, output tokens/s per GPU (the
+   served rate's tokens over the GPUs) against tokens/s per user (1 / median TPOT).
 """
 
 from __future__ import annotations
