@@ -374,3 +374,19 @@ def test_headroom_at_a_light_load_reaches_the_top_of_the_search_and_the_line_say
     assert "up to about 10.2 req/s (1.02x" in line and "TTFT p90 and TPOT p90 break first" in line
     assert "held-out median error of throughput on this engine (16%)" in line and "plan for --rate 11.6)" in line
     assert headroom_line({"headroom": None}) is None
+
+
+def test_of_the_deployments_tied_for_the_fewest_gpus_plan_answers_with_the_most_headroom():
+    """Llama-3.1-8B on one H100 at 10 req/s: max_num_seqs 64 and vLLM's default 1,024 both meet the target on one GPU,
+    64 with the lower TPOT p90; plan answers with the one that keeps meeting the target to the higher rate."""
+    from planner.hardware import deploy, planning
+
+    a, hw, w, tg, r = _plan_8b(10.0)
+    ok = [c for c in r.candidates if c.meets]
+    tied = [c for c in ok if c.gpus == min(x.gpus for x in ok)]
+    rooms = planning.headrooms(tied, a, hw, deploy.engine_model(hw, "vllm"), w, tg)
+    by_room = max(zip(tied, rooms), key=lambda x: x[1].ratio)
+    by_tpot = min(tied, key=lambda c: c.metrics["tpot_p90_s"])
+    assert len(tied) >= 2 and by_tpot is not by_room[0]  # the rule decides something here
+    assert r.best is by_room[0] and r.headroom.ratio == by_room[1].ratio
+    assert all(h.ratio <= r.headroom.ratio for h in rooms)
