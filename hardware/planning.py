@@ -363,7 +363,7 @@ def _tokens_per_s_error(engine: str) -> float | None:
     return None if e is None else e[0].median
 
 
-#: the headroom search (``headroom``): rates from the asked one up to this multiple of it, bisected (geometrically)
+#: the headroom search (``headrooms``): rates from the asked one up to this multiple of it, bisected (geometrically)
 #: this many times, which finds the limit to within 4^(1/64), about 2 %, of it
 HEADROOM_MAX = 4.0
 HEADROOM_STEPS = 6
@@ -394,10 +394,12 @@ class Headroom:
 
 
 def _misses(c: Candidate, tg: Target) -> tuple[str, ...]:
+    """What of the target a simulated candidate misses (none: it meets it): its p90 TTFT or TPOT not within the
+    target (a percentile of no finished request, NaN, is not within it), or requests its KV pool rejected."""
     m = c.metrics
-    return tuple(name for name, bad in (("TTFT p90", m["ttft_p90_s"] > tg.ttft_p90_s),
-                                        ("TPOT p90", m["tpot_p90_s"] > tg.tpot_p90_s),
-                                        ("KV pool", m["rejected_requests"] > 0)) if bad)
+    return tuple(name for name, bad in (("TTFT p90", not m["ttft_p90_s"] <= tg.ttft_p90_s),
+                                        ("TPOT p90", not m["tpot_p90_s"] <= tg.tpot_p90_s),
+                                        ("KV pool", m["rejected_requests"] != 0)) if bad)
 
 
 def headrooms(cands: list[Candidate], a, hw, em, w: Workload, tg: Target,
@@ -441,11 +443,6 @@ def headrooms(cands: list[Candidate], a, hw, em, w: Workload, tg: Target,
     return [Headroom(rate * (HEADROOM_MAX if fail[i] is None else lo[i]), HEADROOM_MAX if fail[i] is None else lo[i],
                      rate * HEADROOM_MAX, () if fail[i] is None else _misses(fail[i], tg), tokens_per_s_error)
             for i in range(n)]
-
-
-def headroom(c: Candidate, a, hw, em, w: Workload, tg: Target, tokens_per_s_error: float | None = None) -> Headroom:
-    """``headrooms`` of one deployment."""
-    return headrooms([c], a, hw, em, w, tg, tokens_per_s_error)[0]
 
 
 def request_overhead_s(em) -> float:
@@ -536,8 +533,7 @@ def _record(c: Candidate, i: int, pct, r, offered_tps: float, kept_up: bool, pre
         "mean_requests_in_system": float(r.mean_in_system[i]), "preemptions": preemptions,
         "rejected_requests": rejected,
     }
-    c.meets = (c.metrics["ttft_p90_s"] <= tg.ttft_p90_s and c.metrics["tpot_p90_s"] <= tg.tpot_p90_s
-               and c.metrics["rejected_requests"] == 0)
+    c.meets = not _misses(c, tg)
     if c.layout.pp > 1:
         busy = max(1, min(c.max_num_seqs, round(c.metrics["mean_requests_in_system"])))
         c.bubble = replica_step(a, hw, plan_for(a, hw, c.layout), em, batch=busy, new_tokens=1,
@@ -789,5 +785,5 @@ def plan_dict(r: PlanResult) -> dict:
     }
 
 
-__all__ = ["Candidate", "Disagg", "Headroom", "PlanResult", "Target", "Workload", "candidate_dict", "families", "fewest_gpus", "headroom", "headrooms", "plan",
+__all__ = ["Candidate", "Disagg", "Headroom", "PlanResult", "Target", "Workload", "candidate_dict", "families", "fewest_gpus", "headrooms", "plan",
            "plan_dict"]
