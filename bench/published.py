@@ -584,7 +584,12 @@ def load_points(path: Path, only: list[str] | None) -> tuple[list[Point], list[t
 
     from planner.analysis.errors import PlannerError
 
-    entries = yaml.safe_load(path.read_text())
+    try:
+        entries = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ValueError(f"not YAML ({str(exc).splitlines()[0]})") from None
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and "id" in e for e in entries):
+        raise ValueError("a YAML list of entries, each with an id, expected")
     points, skipped = [], []
     for e in entries:
         if only and e["id"] not in only:
@@ -985,7 +990,10 @@ def main(argv=None) -> int:
                  f"or a device factor ({', '.join(GLOBAL)}) expected")
     if any("@" in k for k in keys) and any("@" not in k for k in keys):
         ap.error("--factors: per-engine factors or device factors, not both in one refit")
-    points, skipped = load_points(args.data, args.only)
+    try:
+        points, skipped = load_points(args.data, args.only)
+    except (OSError, ValueError) as exc:  # a missing, unreadable or malformed --data file: one line, no traceback
+        ap.error(f"--data {args.data}: {exc}")
     start = None
     if keys and all("@" in k for k in keys):  # only these move; a point of another engine predicts the same
         engines = {k.split("@")[1] for k in keys}

@@ -443,3 +443,19 @@ def test_a_run_whose_own_figures_put_fewer_requests_in_flight_than_its_concurren
     assert c == 100 and flight == pytest.approx(2744.0 / 2000 * 26.0)
     # the entries of one run share a key; a different setting is a different run
     assert pub.run_key(entries[0]) == pub.run_key(entries[1]) != pub.run_key(entries[3])
+
+
+@pytest.mark.parametrize("text, says", [
+    (None, "No such file"),                      # missing
+    ("a: [1\n", "not YAML"),                     # broken YAML
+    ("- 1\n- 2\n", "each with an id"),           # a list, but not of entries
+    ("id: x\n", "each with an id"),              # one mapping, not a list
+])
+def test_a_bad_data_file_is_one_usage_error(tmp_path, capsys, text, says):
+    path = tmp_path / "data.yaml"
+    if text is not None:
+        path.write_text(text)
+    with pytest.raises(SystemExit) as e:
+        pub.main(["--shipped", "--data", str(path)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and f"--data {path}" in err and says in err and "Traceback" not in err
