@@ -998,6 +998,11 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, 
             why += (f", each running request counted at its prompt and {held_output:.0%} of its output: the engine "
                     f"allocates blocks as tokens come and preempts when none is left")
         notes.append(f"{per_replica} {who} per replica but {slots} run at once ({why} limits them): the rest wait")
+        if why.startswith("the KV pool") and held_output < 1:
+            # the engine admits by the prompt and preempts later; the batch here is sized by the mean held instead
+            notes.append("the engine itself admits a request once its prompt fits and preempts a running one when "
+                         "the pool fills: more requests may start at once than this, their first tokens sooner and "
+                         "their later tokens slower than simulated here (bench/published.md, session 50)")
     return per_replica, slots, notes
 
 

@@ -88,6 +88,16 @@ def test_the_wait_note_says_how_the_pool_counts_a_running_request():
     assert any("12 run at once (the KV pool limits them)" in n for n in whole)
     assert any("16 run at once (the KV pool, each running request counted at its prompt and 50% of its output" in n
                for n in mean)
+    # on demand, the engine admits by the prompt and preempts later: the note says which way that moves the latencies
+    said = [n for n in mean if n.startswith("the engine itself admits a request once its prompt fits")]
+    assert len(said) == 1 and "first tokens sooner" in said[0] and "later tokens slower" in said[0]
+    assert not any(n.startswith("the engine itself admits") for n in whole)
+    # where max_num_seqs, not the pool, is the limit, there is nothing to say
+    class Seqs(_Pool):
+        max_num_seqs = 8
+    capped = _replica_admission(Seqs(), s, 1, closed=True, held_output=0.5)[2]
+    assert any("8 run at once (max_num_seqs limits them)" in n for n in capped)
+    assert not any(n.startswith("the engine itself admits") for n in capped)
 
 
 def test_the_request_rate_loop_counts_the_pool_the_same_way():
