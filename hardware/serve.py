@@ -994,11 +994,13 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, 
     slots = min(per_replica, mem.max_num_seqs, mem.max_batch(held))
     if wait_note and slots < per_replica:
         why = "max_num_seqs" if slots == mem.max_num_seqs else "the KV pool"
-        if why == "the KV pool" and held_output < 1:
+        # the pool limits a batch counted at each running request's mean held tokens (an on-demand engine's)
+        on_demand_pool = why == "the KV pool" and held_output < 1
+        if on_demand_pool:
             why += (f", each running request counted at its prompt and {held_output:.0%} of its output: the engine "
                     f"allocates blocks as tokens come and preempts when none is left")
         notes.append(f"{per_replica} {who} per replica but {slots} run at once ({why} limits them): the rest wait")
-        if why.startswith("the KV pool") and held_output < 1:
+        if on_demand_pool:
             # the engine admits by the prompt and preempts later; the batch here is sized by the mean held instead
             notes.append("the engine itself admits a request once its prompt fits and preempts a running one when "
                          "the pool fills: more requests may start at once than this, their first tokens sooner and "
