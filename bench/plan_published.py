@@ -212,7 +212,8 @@ def rate_predict_steps(e: dict, pub, scheduler_steps: int, overrides: dict | Non
     done = simulate_requests(model, p.mem, arrivals, ilens, olens, scheduler_steps=scheduler_steps,
                              intake_s=p.base.server_overhead_s if p.server_client else 0.0,
                              max_num_batched_tokens=budget, step_ends=ends, prefill_first=p.rules.prefill_first,
-                             held_output=p.rules.held_output)
+                             held_output=p.rules.held_output, preempt=p.rules.preempt,
+                             prefix_cache=p.rules.prefix_cache)
     hand_t = np.array([t for t, handed in ends if handed])  # (steps are in time order)
     hand_step = np.array([j for j, (_, handed) in enumerate(ends) if handed])
     gaps = []

@@ -368,7 +368,8 @@ class Point:
         # how the engine builds a step beyond vLLM V1's rules (planner.hardware.serve.StepRules)
         self.rules = StepRules(prefill_first=self.engine.prefill_first or v0_whole, whole_prompts=v0_whole,
                                batch_wait=self.batch_wait, lookahead=self.base.async_scheduling,
-                               held_output=held_output_of(self.engine))
+                               held_output=held_output_of(self.engine), preempt=not self.engine.reserves_whole,
+                               prefix_cache=self.engine.prefix_caching)
         self.per_gpu = s.get("throughput_unit") == "per_gpu"
         self.compute_column = self.hw.peak_flops_key_for(self.a.fmt.compute.compute)
         self.ops_cache: dict = {}

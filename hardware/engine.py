@@ -340,9 +340,14 @@ class EngineProfile:
     # whole sequence (prompt and every output token) when it admits it (TensorRT-LLM's default capacity policy,
     # GUARANTEED_NO_EVICT); ``on_demand``, it allocates blocks as the tokens come and preempts a running request
     # when none is left (vLLM), so that a running request holds on average its prompt and half its output.
-    # serve sizes its batches by it (hardware.serve.held_output_of); plan's request simulation admits by it
-    # (hardware.simulate.Scheduler.reserve_whole, or vLLM's preemption)
+    # serve's step-by-step paths admit by it (hardware.serve.run_steps: whole sequences, or the prompt with
+    # vLLM's preemption simulated) and its static batches are sized by it (hardware.serve.held_output_of); plan's
+    # request simulation admits by it (hardware.simulate.Scheduler.reserve_whole, or vLLM's preemption)
     kv_admission: str = "whole"
+    # whether the engine caches prefixes by default (vLLM V1's automatic prefix caching): with ``on_demand``, a
+    # preempted request's recompute reads back the blocks of its prefix that are still cached
+    # (hardware.serve.run_steps' prefix_cache)
+    prefix_caching: bool = False
     # whether the engine applies a model config's sliding window (``sliding_window.default``: applied or
     # ignored), and the model types whose window it applies where it ignores the others' (``applied_for``)
     sliding_window: str = "applied"
@@ -495,6 +500,7 @@ def load_engine(name: str | None) -> EngineProfile:
         batch_wait=_batch_wait(sched.get("batch_wait"), w),
         prefill_first=_flag(sched.get("prefill_first", False), "scheduler.prefill_first", w),
         kv_admission=_choice(sched.get("kv_admission", "whole"), "scheduler.kv_admission", w, KV_ADMISSION),
+        prefix_caching=_flag(sched.get("prefix_caching", False), "scheduler.prefix_caching", w),
         sliding_window=str(swa.get("default", "applied")),
         sliding_window_applied_for=_names(swa.get("applied_for"), "sliding_window.applied_for", w,
                                           "config.json model_type values", "[gpt_oss]"),

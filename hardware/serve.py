@@ -412,13 +412,42 @@ class StepRules(NamedTuple):
     that arrives while requests run joins the step after next: ``run_steps``); ``held_output``, the share of a
     running request's output tokens that the KV pool counts when it sizes the batch (``held_output_of``: 1 where
     the engine reserves the whole sequence at admission, 0.5 where it allocates blocks as tokens come, as vLLM does;
-    the default, 1, is not vLLM's: the callers that price an engine pass its own)."""
+    the default, 1, is not vLLM's: the callers that price an engine pass its own); ``preempt``, the engine allocates
+    blocks as tokens come and preempts the newest request when none is left (``kv_admission: on_demand``): the
+    step-by-step paths then admit a prompt where the pool holds it and simulate the preemptions (``run_steps``),
+    and ``held_output`` sizes only the static batches; ``prefix_cache``, a preempted request's recompute reads back
+    the prefix blocks still cached (vLLM V1's automatic prefix caching, ``run_steps``)."""
 
     prefill_first: bool = False
     whole_prompts: bool = False
     batch_wait: tuple[int, float] | None = None
     lookahead: bool = False
     held_output: float = 1.0
+    preempt: bool = False
+    prefix_cache: bool = False
+
+
+def pool_tokens(mem) -> tuple[int, int] | None:
+    """The KV pool as ``run_steps``' ``preempt`` counts it: ``(tokens it holds, tokens each running request adds
+    beside its own)``, the second its part-filled last block on average (``(block_size − 1) / 2``) and a hybrid
+    model's recurrent state in tokens. None where the pool is not counted in tokens (a recurrent-only model:
+    the batch is then its count of states)."""
+    if not mem.kv_bytes_per_token:
+        return None
+    return (max(mem.kv_pool_bytes, 0) // mem.kv_bytes_per_token,
+            -(-mem.state_bytes_per_sequence // mem.kv_bytes_per_token) + (mem.block_size - 1) // 2)
+
+
+def preemption_note(stats: dict, per_replica: int, who: str) -> list[str]:
+    """What the simulated preemptions did (``run_steps``' ``stats``), where the pool held back or preempted."""
+    if not stats.get("preempted") and stats.get("peak", per_replica) >= per_replica:
+        return []
+    out = (f"the KV pool held at most {stats['peak']:,} of {per_replica:,} {who} per replica at once: the engine "
+           f"admits a request once its prompt fits and allocates blocks as tokens come")
+    if stats.get("preempted"):
+        out += (f"; {stats['preempted']:,} preemption(s) when the pool filled, each request recomputed from its "
+                f"prompt and the tokens it had made")
+    return [out]
 
 
 def held_output_of(engine) -> float:
@@ -426,8 +455,9 @@ def held_output_of(engine) -> float:
     sequence is reserved when it is admitted: TensorRT-LLM's GUARANTEED_NO_EVICT) 1; ``on_demand`` (vLLM's
     ``kv_cache_manager.allocate_slots`` gives a request blocks as its tokens come and the scheduler preempts the
     newest request when none is left) 0.5: over its life a running request holds its prompt and, on average, half
-    its output, and the batch is sized by that mean (the preemptions themselves are not simulated here;
-    ``hardware.simulate``, which ``plan`` runs, does simulate them)."""
+    its output, and a static batch (``simulate``'s waves) is sized by that mean. The step-by-step paths (closed
+    loop, the front end, request rates) simulate the preemptions instead where ``pool_tokens`` counts the pool
+    (``StepRules.preempt``, ``run_steps``); ``hardware.simulate``, which ``plan`` runs, does too."""
     return 1.0 if engine.reserves_whole else 0.5
 
 
@@ -546,7 +576,8 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
               resend=None, scheduler_steps: int = 1, kv_tokens: int | None = None, kv_held_output: float = 1.0,
               step_ends: list | None = None, batch_wait: tuple[int, float] | None = None,
               prefill_first: bool = False, whole_prompts: bool = False,
-              lookahead: bool = False) -> tuple[list, list]:
+              lookahead: bool = False, preempt: bool = False, kv_seq_tokens: int = 0,
+              prefix_cache: bool = False, stats: dict | None = None) -> tuple[list, list]:
     """The steps one engine replica runs, as vLLM's scheduler builds them, on the clock: the one scheduler
     loop of ``planner serve``.
 
@@ -587,6 +618,26 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     Where requests are decoding and prompts have arrived, a step takes no new prompt while the tokens it would
     run (the prompts it would take, whole, and one per decoding request) stay below T and fewer than N steps
     have waited so; the step that takes them resets the count. Without decoding requests nothing waits.
+
+    ``preempt`` (with ``kv_tokens``): vLLM's blocks on demand with recompute preemption (``kv_held_output`` is
+    then unused). A prompt is admitted where the pool holds it (V1 ``Scheduler.schedule``:
+    ``kv_cache_manager.allocate_slots`` for the tokens it computes, nothing reserved for its output; running
+    requests are served first, so the step's decode tokens come off the pool before new prompts), and a running
+    request holds its prompt and the tokens it has made so far, plus ``kv_seq_tokens`` (its part-filled last
+    block, a hybrid model's state, in tokens). Where a decode step's tokens do not fit, the newest running
+    requests are preempted (``self.running.pop()`` while ``allocate_slots`` fails: the cut prompt first, then the
+    requests whose first token came last) until they do: their KV is freed, they go back to the front of the
+    waiting queue, and that step admits no new request (``if not preempted_reqs``). A preempted request is
+    recomputed as a prompt of its prompt and the tokens it had made (``PreemptionMode.RECOMPUTE``); that prefill
+    makes its next token, and its first token and lengths stay those it was sent with. Multi-step: the check is
+    made for a whole round. ``prefix_cache`` (vLLM V1's automatic prefix caching, on by default): a preempted
+    request's freed blocks keep their hashes until they are handed out again, and the recompute reads back those
+    still there. The free blocks are a queue: freed blocks join its tail, a request's in reverse order
+    (``BlockPool.free_blocks``: its last block first), and new ones come off its head; so the prefix of a
+    preempted request is what survives longest, and the tokens the pool has handed out since it was freed say how
+    much of it is left (``cached`` tokens: the recompute's piece is ``(prompt − cached, cached)``, rounded down to
+    ``ctx_step``). ``stats``: a dict that receives ``peak``, the most requests running at once, and ``preempted``,
+    how many preemptions.
 
     ``lookahead``: vLLM's asynchronous scheduling, which keeps two batches in flight (``max_concurrent_batches``
     2; ``EngineCore.step_with_batch_queue`` schedules step n + 1 as step n starts). While requests run, a step
@@ -640,6 +691,69 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
 
     def held(I: int, O: int) -> int:
         return held_tokens(I, O, kv_held_output)
+
+    # preempt: the tokens the running requests hold now (prompt, tokens made, kv_seq_tokens each); the groups
+    # preempted and recomputed, tag -> (first-token step, its time, prompt and output as sent)
+    on_demand = preempt and kv_tokens is not None
+    held_now = 0
+    resumed: dict = {}
+    preempted = peak = 0
+    # prefix_cache: positions in the free-block queue, in tokens (handed out from its head, freed onto its tail;
+    # at the start the whole pool is free), and where each recomputed group's prefix ends in it (their mean)
+    alloc_pos, free_pos = 0, kv_tokens or 0
+    prefix_end: dict = {}
+
+    def cached_of(tag: int) -> int:
+        """The tokens of group ``tag``'s prompt still in the prefix cache (0 unless it is a recompute)."""
+        end = prefix_end.get(tag)
+        if end is None:
+            return 0
+        c = min(max(int(end - alloc_pos), 0), groups[tag][1] - 1)  # (the last token is always computed)
+        return c - c % ctx_step
+
+    def preempt_for(need: int, per_decode: int) -> None:
+        """Preempt the newest running requests until ``need`` pool tokens are free (each decoding one preempted
+        also frees its ``per_decode`` tokens of this step): the cut prompt, then the decoding groups whose first
+        token came last; each goes back to the front of the waiting queue."""
+        nonlocal running, held_now, n_dec, ctx_sum, partial, preempted, free_pos
+        if partial is not None:
+            tag = partial[0]
+            size = groups[tag][1] + kv_seq_tokens
+            held_now -= size
+            free_pos += size
+            need -= size
+            running -= 1
+            preempted += 1
+            partial = None
+            waiting.appendleft([tag, 1])  # its prompt starts again
+        while need > 0 and decoding:
+            key = next(reversed(decoding))
+            tag, f = key
+            entry = decoding[key]
+            start, I, O, t_send = groups[tag]
+            made = 1 + decode_steps - entry[1]  # tokens made: the first and one per decode step since
+            ctx = I + made - 1  # in the pool: the prompt and every token made but the last
+            # the oldest running request always keeps its place, so the run goes on (a request alone fits the pool)
+            k = min(entry[0] - (len(decoding) == 1), -(-need // (ctx + kv_seq_tokens + per_decode)))
+            if k <= 0:
+                break
+            need -= k * (ctx + kv_seq_tokens + per_decode)
+            entry[0] -= k
+            n_dec -= k
+            ctx_sum -= k * ctx
+            running -= k
+            held_now -= k * (ctx + kv_seq_tokens)
+            preempted += k
+            new = len(groups)
+            if prefix_cache:  # the k freed one after another onto the tail, each with its prefix last
+                prefix_end[new] = free_pos + (k + 1) / 2 * (ctx + kv_seq_tokens)
+            free_pos += k * (ctx + kv_seq_tokens)
+            groups[new] = (start, I + made, O - made, t_send)  # recomputed: the prompt and what it had made
+            resumed[new] = resumed.get(tag) or (f, first_t[key], I, O)
+            if not entry[0]:
+                del decoding[key]  # (its entry in ``due`` is skipped when it comes up)
+                first_t.pop(key)
+            waiting.appendleft([new, k])
     round_left = 0  # multi-step: decode steps left in the round in flight
     waited = 0  # batch_wait: steps that have held back new prompts since the last that took them
     if batch_wait is not None and multi:
@@ -663,13 +777,29 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
         b = budget
         pieces: dict = {}
         completed: list = []  # (tag, count) whose prompt completes this step
-        head_fits = bool(waiting) and running < slots and (
-            kv_tokens is None or kv_tokens - kv_held >= held(*groups[waiting[0][0]][1:3]))
+        # preempt: the decode tokens of this step come off the pool before new prompts (where it may decode)
+        dec_room = n_dec if decoding and not multi and not prefill_first else 0
+
+        def fits_now(I: int, O: int) -> int:
+            """How many requests of I + O the KV pool admits now."""
+            if kv_tokens is None:
+                return 1 << 62
+            if on_demand:
+                return max(kv_tokens - held_now - dec_room, 0) // (I + kv_seq_tokens)
+            return (kv_tokens - kv_held) // held(I, O)
+        head_fits = bool(waiting) and running < slots and fits_now(*groups[waiting[0][0]][1:3]) > 0
         if multi:  # multi-step: a round of prompts alone
             alone = not round_left and head_fits
         else:  # prefill first: prompts alone whenever one can start or a cut one goes on
             alone = prefill_first and (head_fits or partial is not None)
         decoded = not alone and bool(decoding)
+        cut_back = False  # preempt: this step preempted, so it admits no new request
+        if on_demand and decoded and not round_left:
+            per = scheduler_steps if multi else 1  # the tokens each decoding request adds (multi-step: a round's)
+            if held_now + n_dec * per > kv_tokens:
+                preempt_for(held_now + n_dec * per - kv_tokens, per)
+                cut_back = True
+                decoded = bool(decoding)
         if decoded:
             if multi and not round_left:
                 round_left = scheduler_steps
@@ -697,32 +827,42 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
                     break
             hold = waited < batch_wait[0] and min(take_tokens, b) + n_dec < batch_wait[1]
             waited = waited + 1 if hold else 0
-        while not hold and (alone or not multi) and b > 0 and waiting and running < slots and partial is None:
+        while (not hold and not cut_back and (alone or not multi) and b > 0 and waiting and running < slots
+               and partial is None):
             tag, n = waiting[0]
             I, O = groups[tag][1:3]
+            c = cached_of(tag) if prefix_end else 0  # a recompute's prefix still cached: not computed again
+            new = I - c
             # (multi-step: the first prompt of the step is taken even where it is longer than the budget)
-            full = min(n, max(b // I, 1) if (multi or whole_prompts) and alone and not pieces else b // I,
+            full = min(n, max(b // new, 1) if (multi or whole_prompts) and alone and not pieces else b // new,
                        slots - running)
-            fits = n if kv_tokens is None else (kv_tokens - kv_held) // held(I, O)
+            fits = min(n, fits_now(I, O))
             full = min(full, fits)
             if full:
-                pieces[(I, 0)] = pieces.get((I, 0), 0) + full
-                b -= full * I
+                pieces[(new, c)] = pieces.get((new, c), 0) + full
+                b -= full * new
                 running += full
                 kv_held += full * held(I, O) if kv_tokens is not None else 0
+                held_now += full * (I + kv_seq_tokens)
+                alloc_pos += full * (new + kv_seq_tokens)
                 completed.append((tag, full))
                 n -= full
             if not multi and not whole_prompts and n and b > 0 and running < slots and fits > full:  # cut
-                pieces[(b, 0)] = pieces.get((b, 0), 0) + 1
-                partial = (tag, b)
+                pieces[(b, c)] = pieces.get((b, c), 0) + 1
+                partial = (tag, c + b)
                 running += 1
                 kv_held += held(I, O) if kv_tokens is not None else 0
+                held_now += I + kv_seq_tokens
+                alloc_pos += new + kv_seq_tokens
                 n -= 1
                 b = 0
             if n:
                 waiting[0][1] = n
                 break
             waiting.popleft()
+        peak = max(peak, running)
+        if not pieces and cut_back:  # every running request was preempted: the next step takes them back
+            continue
         if not pieces:  # nothing to run: wait for the next arrival
             if not pending:
                 raise OptionError("the step-by-step simulation cannot make progress: a request does not fit "
@@ -740,6 +880,8 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
         if decoded:  # every decoding request made a token
             decode_steps += 1
             ctx_sum += n_dec
+            held_now += n_dec
+            alloc_pos += n_dec
         for tag, n in completed:  # (the cut prompt and whole ones of one group may complete together)
             entry = decoding.get((tag, s))
             if entry is None:
@@ -756,18 +898,28 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
             while due and due[0][0] <= decode_steps:
                 done.append(heapq.heappop(due))
             for _, _, (tag, f) in sorted(done, key=lambda d: d[1]):
+                if (tag, f) not in decoding:  # preempted, every one of them
+                    continue
                 n, d0 = decoding.pop((tag, f))
                 start, I, O, t_send = groups[tag]
-                marks.append(Finished(start, f, s, n, t_send, first_t.pop((tag, f)), t, I, O))
+                first_s = first_t.pop((tag, f))
                 n_dec -= n
                 ctx_sum -= n * (I + decode_steps - d0)  # I + tokens made − 1
+                if on_demand:
+                    held_now -= n * (I + decode_steps - d0 + kv_seq_tokens)
+                    free_pos += n * (I + decode_steps - d0 + kv_seq_tokens)
                 running -= n
                 kv_held -= n * held(I, O) if kv_tokens is not None else 0
                 finished += n
+                if tag in resumed:  # recomputed after a preemption: its first token and lengths as sent
+                    f, first_s, I, O = resumed[tag]
+                marks.append(Finished(start, f, s, n, t_send, first_s, t, I, O))
         if finished and resend is not None:
             for n, I, O in resend(t, finished):
                 send(t, n, I, O)
         s += 1
+    if stats is not None:
+        stats.update(peak=peak, preempted=preempted)
     return steps, marks
 
 
@@ -840,7 +992,8 @@ def tpot_weights(marks, steps: int) -> tuple[list[float], int, float]:
 
 @lru_cache(maxsize=256)
 def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: int, slots: int,
-                         ctx_step: int, rules: StepRules = StepRules()) -> tuple[tuple[tuple, int, int, int], ...]:
+                         ctx_step: int, rules: StepRules = StepRules(),
+                         kv: tuple[int, int] | None = None) -> tuple[tuple[tuple, int, int, int], ...]:
     """The steps of ``clients`` closed-loop clients on one engine replica (``run_steps``): every client
     sends its first request at step 0 and its next one when the last has produced its ``O``-th token (it
     is scheduled from the next step on), until ``requests`` requests have run.
@@ -851,7 +1004,9 @@ def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: in
     ``((new tokens, cached tokens), sequences)`` (decodes at their mean context, rounded to ``ctx_step``),
     ``steps`` how many steps have it, and the weights how many (request, step) pairs fall inside a
     request's TTFT and e2e windows: the mean TTFT is Σ ttft_weight × step time / requests. ``rules``: the
-    engine's step rules (``StepRules``; delayed batching counts steps, so the schedule is still the clock's)."""
+    engine's step rules (``StepRules``; delayed batching counts steps, so the schedule is still the clock's).
+    ``kv``: ``pool_tokens`` where ``rules.preempt`` (the pool admits by the prompt and preempts; the last item is
+    then ``("stats", peak, preemptions)``, as ``run_steps``' ``stats``)."""
     sent = min(clients, requests)
 
     def resend(_t: float, finished: int) -> list:  # each finished request's client sends its next one
@@ -860,15 +1015,19 @@ def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: in
         sent += more
         return [(more, I, O)] if more else []
 
+    stats: dict = {}
     steps, marks = run_steps([(0.0, sent, I, O)], budget, slots, price=lambda _: 1.0, ctx_step=ctx_step,
                              resend=resend, batch_wait=rules.batch_wait, prefill_first=rules.prefill_first,
-                             whole_prompts=rules.whole_prompts, lookahead=rules.lookahead)
+                             whole_prompts=rules.whole_prompts, lookahead=rules.lookahead,
+                             kv_tokens=kv[0] if kv else None, kv_seq_tokens=kv[1] if kv else 0,
+                             preempt=kv is not None, prefix_cache=rules.prefix_cache, stats=stats)
     shapes: dict = {}
     for s, pieces in enumerate(steps):
         shapes.setdefault(tuple(sorted(pieces.items())), []).append(s)
     ct, ce = window_counts(marks, len(steps))
-    return tuple((key, len(steps), sum(ct[j] for j in steps), sum(ce[j] for j in steps))
-                 for key, steps in shapes.items())
+    out = tuple((key, len(steps), sum(ct[j] for j in steps), sum(ce[j] for j in steps))
+                for key, steps in shapes.items())
+    return out + ((("stats", stats["peak"], stats["preempted"]),) if kv is not None else ())
 
 
 #: The most requests (or closed-loop clients) per replica the step-by-step paths (closed loop, the HTTP
@@ -937,12 +1096,15 @@ def check_simulated_steps(scenario: Scenario, requests: int, slots: int, budget:
 
 
 def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, wait_note: bool = True,
-                       step_by_step: bool = False, held_output: float = 1.0) -> tuple[int, int, list[str]]:
+                       step_by_step: bool = False, held_output: float = 1.0,
+                       preempt: bool = False) -> tuple[int, int, list[str]]:
     """(requests or clients per replica, how many of them run at once, notes) for ``scenario`` on
     ``replicas`` replicas: refused when a request exceeds ``max_model_len`` or none fits in the KV pool,
     and, for a ``step_by_step`` simulation, when a replica has more than ``STEP_SIM_MAX_PER_REPLICA``.
     ``wait_note``: say when the limit makes the rest wait. ``held_output``: the share of its output tokens a
-    running request holds in the KV pool on average (``StepRules.held_output``)."""
+    running request holds in the KV pool on average (``StepRules.held_output``). ``preempt``: a step-by-step
+    simulation that admits by the prompt and preempts (``StepRules.preempt``, where ``pool_tokens`` counts the
+    pool): the pool does not limit the count here, ``run_steps`` applies it."""
     from planner.analysis.errors import OptionError
 
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
@@ -984,14 +1146,18 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, 
     # requests that stop at end-of-sequence hold their own length, not the cap; an engine that allocates blocks as
     # tokens come (vLLM V1's kv_cache_manager.allocate_slots, preempting when none is left) has each running
     # request hold its prompt and on average ``held_output`` of its output, one that reserves the whole sequence
-    # at admission all of it (held_output_of); preemption itself is not simulated. At least one whole request
+    # at admission all of it (held_output_of); a step-by-step simulation with ``preempt`` admits by the prompt and
+    # preempts in ``run_steps`` instead, so the pool does not limit the count here. At least one whole request
     # must fit (a request that cannot finish alone is refused)
     m = scenario.mean_output_len
     out = math.ceil(m) if m is not None and m < O else O
     if mem.max_batch(I + out) < 1:
         raise OptionError("not even one request fits in the KV pool", "use more GPUs or a shorter request")
     held = held_tokens(I, out, held_output)
-    slots = min(per_replica, mem.max_num_seqs, mem.max_batch(held))
+    if preempt and step_by_step and pool_tokens(mem) is not None:
+        slots = min(per_replica, mem.max_num_seqs)
+    else:
+        slots = min(per_replica, mem.max_num_seqs, mem.max_batch(held))
     if wait_note and slots < per_replica:
         why = "max_num_seqs" if slots == mem.max_num_seqs else "the KV pool"
         # the pool limits a batch counted at each running request's mean held tokens (an on-demand engine's)
@@ -1013,11 +1179,18 @@ def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, se
     """``concurrency`` closed-loop clients that start together, step by step (``closed_loop_schedule``)."""
     I, O = scenario.input_len, scenario.output_len
     per_replica, n, notes = _replica_admission(mem, scenario, replicas, closed=True, step_by_step=True,
-                                               held_output=rules.held_output)
+                                               held_output=rules.held_output, preempt=rules.preempt)
     requests = closed_loop_requests(scenario, per_replica, replicas)
     budget = mem.max_num_batched_tokens
-    check_simulated_steps(scenario, requests, n, budget)
-    sched = closed_loop_schedule(I, O, per_replica, requests, budget, n, max(1, (I + O) // 64), rules)
+    kv = pool_tokens(mem) if rules.preempt else None
+    # (the step bound counts at most the batch of the mean held tokens: the preemptions add steps to it)
+    check_simulated_steps(scenario, requests, min(n, mem.max_batch(held_tokens(I, O, rules.held_output)))
+                          if kv else n, budget)
+    sched = closed_loop_schedule(I, O, per_replica, requests, budget, n, max(1, (I + O) // 64), rules, kv)
+    if kv:
+        *sched, (_, peak, preempted) = sched
+        notes.extend(preemption_note({"peak": peak, "preempted": preempted}, per_replica, "clients"))
+        n = peak
     ttft = e2e = span = ZERO
     prefill_steps = 0
     decode_step = None
@@ -1082,7 +1255,8 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
     closed = scenario.arrival == "closed-loop"
     per_replica, slots, notes = _replica_admission(mem, scenario, replicas, closed=closed, step_by_step=True,
-                                                   held_output=rules.held_output)
+                                                   held_output=rules.held_output, preempt=rules.preempt)
+    kv = pool_tokens(mem) if rules.preempt else None
     c = intake_s
     if c > 0:
         notes.append(f"through the HTTP front end: {c * 1e3:.3g} ms per request, one after another "
@@ -1092,11 +1266,14 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
                      f"once per round, a round is one step of prompts alone or {scheduler_steps} decode steps; a "
                      f"request waits for the round in flight, and tokens stream once per round")
     requests = closed_loop_requests(scenario, per_replica, replicas) if closed else per_replica
-    check_simulated_steps(scenario, requests, slots, mem.max_num_batched_tokens)
+    check_simulated_steps(scenario, requests, min(slots, mem.max_batch(held_tokens(I, O, rules.held_output)))
+                          if kv else slots, mem.max_num_batched_tokens)
     sent = min(per_replica, requests)
     spread = scenario.spread
     in_len, out_len = scenario_lengths(scenario, requests)
     price = StepPricer(model)
+
+    stats: dict = {}
 
     def batch(first: int, n: int) -> list:
         """Requests first .. first + n − 1 as sends: one group, or one each where their lengths differ."""
@@ -1111,7 +1288,12 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
     _, marks = run_steps([(0.0, *g) for g in batch(0, sent)], mem.max_num_batched_tokens, slots, price=price,
                          intake_s=c, ctx_step=max(1, (I + O) // 64), resend=resend, scheduler_steps=scheduler_steps,
                          batch_wait=rules.batch_wait, prefill_first=rules.prefill_first,
-                         whole_prompts=rules.whole_prompts, lookahead=rules.lookahead)
+                         whole_prompts=rules.whole_prompts, lookahead=rules.lookahead,
+                         kv_tokens=kv[0] if kv else None, kv_seq_tokens=kv[1] if kv else 0, preempt=kv is not None,
+                         prefix_cache=rules.prefix_cache, stats=stats)
+    if kv:
+        notes.extend(preemption_note(stats, per_replica, "clients" if closed else "requests"))
+        slots = stats["peak"]
     costs = price.costs
     ct, ce = window_counts(marks, len(costs))
     # requests of different lengths: TPOT is the mean of each one's (``tpot_weights``)
@@ -1177,12 +1359,15 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
 
 def simulate_requests(model: StepModel, mem, sends_s, input_lens, output_lens, *, intake_s: float = 0.0,
                       scheduler_steps: int = 1, max_num_batched_tokens: int | None = None,
-                      step_ends: list | None = None, prefill_first: bool = False, held_output: float = 1.0) -> list:
+                      step_ends: list | None = None, prefill_first: bool = False, held_output: float = 1.0,
+                      preempt: bool = False, prefix_cache: bool = False) -> list:
     """Requests of their own lengths sent at ``sends_s`` (sorted; a request-rate benchmark's arrivals) to one
     replica, step by step (``run_steps``, each step priced by ``model``): one ``Finished`` per request, in
     finish order (requests sent at the same time may share one). At most ``mem.max_num_seqs`` run at
     once, and the KV pool holds each running request's prompt and ``held_output`` of its output (1: its whole
-    sequence; ``StepRules.held_output``; no preemption);
+    sequence; ``StepRules.held_output``; no preemption), or, with ``preempt``, admits a prompt where it holds it
+    and preempts the newest when a decode step's tokens do not fit (``run_steps``; ``prefix_cache``: its
+    recompute reads back the prefix still cached);
     ``max_num_batched_tokens``: the step's token budget where it is not the engine memory's; ``step_ends``
     and ``prefill_first``: as ``run_steps``'."""
     from planner.analysis.errors import OptionError
@@ -1196,10 +1381,13 @@ def simulate_requests(model: StepModel, mem, sends_s, input_lens, output_lens, *
                           "use more GPUs or shorter requests")
     sends = [(float(t), 1, int(i), int(o)) for t, i, o in reqs]
     mean_len = sum(i + o for _, _, i, o in sends) / len(sends)
+    kv = pool_tokens(mem) if preempt else None
     _, marks = run_steps(sends, max_num_batched_tokens or mem.max_num_batched_tokens, mem.max_num_seqs,
                          price=StepPricer(model), intake_s=intake_s, ctx_step=max(1, int(mean_len) // 64),
-                         scheduler_steps=scheduler_steps, kv_tokens=mem.kv_capacity_tokens, step_ends=step_ends,
-                         prefill_first=prefill_first, lookahead=model.f.async_scheduling, kv_held_output=held_output)
+                         scheduler_steps=scheduler_steps, kv_tokens=kv[0] if kv else mem.kv_capacity_tokens,
+                         step_ends=step_ends, prefill_first=prefill_first, lookahead=model.f.async_scheduling,
+                         kv_held_output=held_output, preempt=kv is not None, kv_seq_tokens=kv[1] if kv else 0,
+                         prefix_cache=prefix_cache)
     return marks
 
 
@@ -1229,7 +1417,7 @@ class StepPricer:
 
 
 __all__ = ["ARRIVALS", "StepModel", "Scenario", "Latency", "ServeResult", "simulate", "intake_arrivals", "run_steps",
-           "Finished", "simulate_requests", "StepPricer", "StepRules", "held_output_of"]
+           "Finished", "simulate_requests", "StepPricer", "StepRules", "held_output_of", "pool_tokens"]
 
 
 # ---- one call for the CLI, the benchmark and other commands ---------------------------------------
@@ -1378,7 +1566,8 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
                          f"{math.ceil(wait[1]):,} tokens")
         result = simulate(StepModel(a, hw, plan, f), mem, scenario, replicas=replicas, scheduler_steps=steps,
                           rules=StepRules(prefill_first=eng.prefill_first, batch_wait=wait,
-                                          lookahead=f.async_scheduling, held_output=held_output_of(eng)))
+                                          lookahead=f.async_scheduling, held_output=held_output_of(eng),
+                                          preempt=not eng.reserves_whole, prefix_cache=eng.prefix_caching))
         notes.extend(result.notes)
     notes.extend(mem.notes)
     return Deployment(a, eng, hw, tp, replicas, mem, f, result, fewest, tuple(dict.fromkeys(notes)), steps, wait)
