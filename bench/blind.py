@@ -89,7 +89,7 @@ def split_blocks(text: str) -> list[tuple[str, str]]:
     for head, _, _ in BLOCKS:
         hits = [i for i in starts if lines[i].startswith(head)]
         if len(hits) != 1:
-            raise ValueError(f"bench/published.yaml has {len(hits)} headers starting {head!r}")
+            raise ValueError(f"the data file has {len(hits)} headers starting {head!r}")
         i = hits[0]
         end = next((j for j in starts if j > i), len(lines))
         out.append((head, "".join(lines[i:end])))
@@ -141,7 +141,10 @@ def main(argv=None) -> int:
     ap.add_argument("--rows", type=Path, help="also write every point's prediction here (JSON: block, commit, id, "
                     "engine, quantity, regime, published, predicted)")
     args = ap.parse_args(argv)
-    blocks = split_blocks(args.data.read_text())
+    try:
+        blocks = split_blocks(args.data.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:  # missing, unreadable, or without the blocks' headers
+        ap.error(f"--data {args.data}: {exc}")
     all_rows: list[dict] = []
     meta = []
     with tempfile.TemporaryDirectory(prefix="planner-blind-") as tmp:

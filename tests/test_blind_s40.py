@@ -170,3 +170,22 @@ def test_broken_blind_file_is_one_error_line_naming_it(tmp_path, monkeypatch):
     r.assert_error("_blind.yaml", "below its median")
     with pytest.raises(HardwareError, match="_blind.yaml: steady.all.tpot_s"):
         A.parse({"points": 1, "steady": {"all": {"tpot_s": {"n": 0, "median": 0.1, "p90": 0.2}}}}, A.BLIND_WHERE)
+
+
+@pytest.mark.parametrize("text, says", [
+    (None, "No such file"),                         # missing
+    ("- id: x\n", "0 headers starting"),            # entries, but none of the blocks' headers
+    (b"\xfe\xff\x00", "can't decode"),              # not text
+])
+def test_a_bad_data_file_is_one_usage_error(tmp_path, capsys, text, says):
+    """bench/blind.py --data: a file it cannot read or split into the blocks is one usage line (exit 2), before
+    any worktree is made."""
+    path = tmp_path / "data.yaml"
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    elif text is not None:
+        path.write_text(text)
+    with pytest.raises(SystemExit) as e:
+        B.main(["--data", str(path)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and f"--data {path}" in err and says in err and "Traceback" not in err
