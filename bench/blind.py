@@ -57,6 +57,7 @@ BLOCKS = (
     ("# ---- Blind test, session 48 (Dec 5)", "4950093", "the block's header: 'scored with the profiles as shipped at 4950093'"),
     ("# ---- Blind test, session 49 (Dec 6)", "ad7252b", "the block's header: 'scored with the profiles as shipped at ad7252b'"),
     ("# ---- Blind test, session 50 (Dec 6)", "07d0fb0", "the block's header: 'scored with the profiles as shipped at 07d0fb0'"),
+    ("# ---- Blind test, session 51 (Dec 6)", "9f4d466", "the block's header: 'scored with the profiles as shipped at 9f4d466'"),
 )
 
 # run in the worktree: that commit's bench/published.py predicts the block's entries, one JSON row per point
