@@ -1,8 +1,9 @@
 """How an engine admits a request against the KV pool (``scheduler.kv_admission``): vLLM (V1 and V0) gives a request
-blocks as its tokens come and preempts when none is left, so serve sizes a KV-limited batch by what a running request
-holds on average (its prompt and half its output); TensorRT-LLM's GUARANTEED_NO_EVICT reserves the whole sequence at
-admission; SGLang keeps the whole sequence (its decaying reservation is not modelled). The profiles, the strict parse,
-the batch it sizes by hand, and a closed loop that the pool limits."""
+blocks as its tokens come and preempts when none is left, so serve's static batches are sized by what a running request
+holds on average (its prompt and half its output; the step-by-step paths simulate the preemptions instead, since
+session 51: tests/test_preemption_s51.py); TensorRT-LLM's GUARANTEED_NO_EVICT reserves the whole sequence at admission;
+SGLang keeps the whole sequence (its decaying reservation is not modelled). The profiles, the strict parse, the batch it
+sizes by hand, and a closed loop that the pool limits."""
 
 from __future__ import annotations
 
