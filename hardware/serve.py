@@ -373,6 +373,8 @@ class ServeResult:
     explain: Mapping[str, Mapping[str, float]] = field(hash=False)  # latency key -> factor -> seconds
     decode_step: StepCost | None = None  # the first decode step of a full wave
     notes: tuple[str, ...] = ()
+    # the preemptions the step-by-step simulation made (run_steps' preempt); None where it did not simulate them
+    preemptions: int | None = None
 
 
 def _mean_cost(costs: list[StepCost]) -> StepCost:
@@ -1187,6 +1189,7 @@ def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, se
     check_simulated_steps(scenario, requests, min(n, mem.max_batch(held_tokens(I, O, rules.held_output)))
                           if kv else n, budget)
     sched = closed_loop_schedule(I, O, per_replica, requests, budget, n, max(1, (I + O) // 64), rules, kv)
+    preempted = None
     if kv:
         *sched, (_, peak, preempted) = sched
         notes.extend(preemption_note({"peak": peak, "preempted": preempted}, per_replica, "clients"))
@@ -1219,7 +1222,8 @@ def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, se
     expected = lat(lambda c: c.expected_s)
     ideal = lat(lambda c: c.ideal_s)
     return ServeResult(scenario, replicas, per_replica, n, 1, prefill_steps, expected, ideal,
-                       _explain(ttft, e2e, O), decode_step[1] if decode_step else None, tuple(notes))
+                       _explain(ttft, e2e, O), decode_step[1] if decode_step else None, tuple(notes),
+                       preempted if kv else None)
 
 
 # ---- the HTTP front end as a serial intake -------------------------------------------------------
@@ -1354,7 +1358,8 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
 
     return ServeResult(scenario, replicas, per_replica, slots, 1, price.prefill_steps, lat(lambda x: x.expected_s),
                        lat(lambda x: x.ideal_s), _explain(ttft, e2e, mean_o, tpot),
-                       price.decode_step[1] if price.decode_step else None, tuple(notes))
+                       price.decode_step[1] if price.decode_step else None, tuple(notes),
+                       stats["preempted"] if kv else None)
 
 
 def simulate_requests(model: StepModel, mem, sends_s, input_lens, output_lens, *, intake_s: float = 0.0,
@@ -1617,8 +1622,11 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
             "cuda_graph_max_tokens": d.factors.cuda_graph_max_tokens,
             "async_scheduling": d.factors.async_scheduling,
             # how the engine admits a request against the KV pool (EngineProfile.kv_admission: "whole" reserves the
-            # whole sequence; "on_demand" allocates blocks as tokens come, so a batch is sized by prompt + half the output)
+            # whole sequence; "on_demand" allocates blocks as tokens come and preempts: the step-by-step paths simulate
+            # that, a static batch is sized by prompt + half the output), and whether a recompute reads back the prefix
+            # still cached (EngineProfile.prefix_caching)
             "kv_admission": d.engine.kv_admission,
+            "prefix_caching": d.engine.prefix_caching,
             "batch_wait": (None if d.batch_wait is None else
                            {"timeout_iters": d.batch_wait[0], "min_step_tokens": math.ceil(d.batch_wait[1])}),
             "input_len": r.scenario.input_len if r else None, "output_len": r.scenario.output_len if r else None,
@@ -1638,6 +1646,8 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
         "explain": dict(r.explain) if r else None,
         "waves": r.waves if r else None,
         "wave_sequences": r.wave if r else None,
+        # the preemptions the step-by-step simulation made (an on-demand engine's; null where none was simulated)
+        "preemptions": r.preemptions if r else None,
         "prefill_steps": r.prefill_steps if r else None,
         "factors": d.factors.to_dict(),
         "accuracy": accuracy_dict(load_accuracy(), d.engine.name, regime) if r else None,

@@ -140,6 +140,16 @@ def test_serve_preempts_only_where_the_engine_allocates_on_demand(engine, preemp
     assert bool(held) == preempt
     if preempt:
         assert "preemption(s)" in held[0]
+    # --json: the count the note gives (null where the engine reserves whole sequences), and the profile's flags
+    from planner.hardware.serve import deployment_dict
+
+    js = deployment_dict(d)
+    if preempt:
+        assert js["preemptions"] > 0 and f"{js['preemptions']:,} preemption(s)" in held[0]
+        assert js["wave_sequences"] == d.result.wave and f"held at most {d.result.wave:,} of 256" in held[0]
+    else:
+        assert js["preemptions"] is None
+    assert js["settings"]["prefix_caching"] is (engine == "vllm")
 
 
 def test_the_recompute_reads_back_the_prefix_still_cached_by_hand():
