@@ -272,7 +272,7 @@ class Point:
         from planner.hardware.expected import allreduce_latency_source, factors_for
         from planner.hardware.profiles import load_profile
         from planner.hardware.accuracy import regime_of
-        from planner.hardware.serve import Scenario, StepRules, batch_wait_of, held_output_of
+        from planner.hardware.serve import Scenario, StepRules, batch_wait_of
 
         self.entry = entry
         self.id = entry["id"]
@@ -366,10 +366,9 @@ class Point:
         self.batch_wait = batch_wait_of(self.engine, s.get("batch_wait_timeout_iters"),
                                         s.get("batch_wait_max_tokens_ratio"), self.mem.max_num_batched_tokens)
         # how the engine builds a step beyond vLLM V1's rules (planner.hardware.serve.StepRules)
-        self.rules = StepRules(prefill_first=self.engine.prefill_first or v0_whole, whole_prompts=v0_whole,
-                               batch_wait=self.batch_wait, lookahead=self.base.async_scheduling,
-                               held_output=held_output_of(self.engine), preempt=not self.engine.reserves_whole,
-                               prefix_cache=self.engine.prefix_caching)
+        self.rules = StepRules.of(self.engine, prefill_first=self.engine.prefill_first or v0_whole,
+                                  whole_prompts=v0_whole, batch_wait=self.batch_wait,
+                                  lookahead=self.base.async_scheduling)
         self.per_gpu = s.get("throughput_unit") == "per_gpu"
         self.compute_column = self.hw.peak_flops_key_for(self.a.fmt.compute.compute)
         self.ops_cache: dict = {}

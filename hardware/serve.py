@@ -428,6 +428,13 @@ class StepRules(NamedTuple):
     preempt: bool = False
     prefix_cache: bool = False
 
+    @classmethod
+    def of(cls, engine, **rules) -> "StepRules":
+        """The rules with the engine profile's KV admission (``held_output``, ``preempt``, ``prefix_cache``) beside
+        ``rules``: what ``serve`` and ``bench/published.py`` both price an engine with."""
+        return cls(held_output=held_output_of(engine), preempt=not engine.reserves_whole,
+                   prefix_cache=engine.prefix_caching, **rules)
+
 
 def pool_tokens(mem) -> tuple[int, int] | None:
     """The KV pool as ``run_steps``' ``preempt`` counts it: ``(tokens it holds, tokens each running request adds
@@ -756,6 +763,15 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
                 del decoding[key]  # (its entry in ``due`` is skipped when it comes up)
                 first_t.pop(key)
             waiting.appendleft([new, k])
+    dec_room = 0  # preempt: the pool this step's decode tokens take before new prompts (set each step)
+
+    def fits_now(I: int, O: int) -> int:
+        """How many requests of I + O the KV pool admits now."""
+        if kv_tokens is None:
+            return 1 << 62
+        if on_demand:
+            return max(kv_tokens - held_now - dec_room, 0) // (I + kv_seq_tokens)
+        return (kv_tokens - kv_held) // held(I, O)
     round_left = 0  # multi-step: decode steps left in the round in flight
     waited = 0  # batch_wait: steps that have held back new prompts since the last that took them
     if batch_wait is not None and multi:
@@ -781,14 +797,6 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
         completed: list = []  # (tag, count) whose prompt completes this step
         # preempt: the decode tokens of this step come off the pool before new prompts (where it may decode)
         dec_room = n_dec if decoding and not multi and not prefill_first else 0
-
-        def fits_now(I: int, O: int) -> int:
-            """How many requests of I + O the KV pool admits now."""
-            if kv_tokens is None:
-                return 1 << 62
-            if on_demand:
-                return max(kv_tokens - held_now - dec_room, 0) // (I + kv_seq_tokens)
-            return (kv_tokens - kv_held) // held(I, O)
         head_fits = bool(waiting) and running < slots and fits_now(*groups[waiting[0][0]][1:3]) > 0
         if multi:  # multi-step: a round of prompts alone
             alone = not round_left and head_fits
@@ -1105,8 +1113,8 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, 
     and, for a ``step_by_step`` simulation, when a replica has more than ``STEP_SIM_MAX_PER_REPLICA``.
     ``wait_note``: say when the limit makes the rest wait. ``held_output``: the share of its output tokens a
     running request holds in the KV pool on average (``StepRules.held_output``). ``preempt``: a step-by-step
-    simulation that admits by the prompt and preempts (``StepRules.preempt``, where ``pool_tokens`` counts the
-    pool): the pool does not limit the count here, ``run_steps`` applies it."""
+    simulation that admits by the prompt and preempts (``StepRules.preempt`` where ``pool_tokens`` counts the pool:
+    the caller's ``kv``): the pool does not limit the count here, ``run_steps`` applies it."""
     from planner.analysis.errors import OptionError
 
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
@@ -1156,7 +1164,7 @@ def _replica_admission(mem, scenario: Scenario, replicas: int, *, closed: bool, 
     if mem.max_batch(I + out) < 1:
         raise OptionError("not even one request fits in the KV pool", "use more GPUs or a shorter request")
     held = held_tokens(I, out, held_output)
-    if preempt and step_by_step and pool_tokens(mem) is not None:
+    if preempt and step_by_step:
         slots = min(per_replica, mem.max_num_seqs)
     else:
         slots = min(per_replica, mem.max_num_seqs, mem.max_batch(held))
@@ -1180,11 +1188,11 @@ def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, se
                  rules: StepRules = StepRules()) -> ServeResult:
     """``concurrency`` closed-loop clients that start together, step by step (``closed_loop_schedule``)."""
     I, O = scenario.input_len, scenario.output_len
+    kv = pool_tokens(mem) if rules.preempt else None
     per_replica, n, notes = _replica_admission(mem, scenario, replicas, closed=True, step_by_step=True,
-                                               held_output=rules.held_output, preempt=rules.preempt)
+                                               held_output=rules.held_output, preempt=kv is not None)
     requests = closed_loop_requests(scenario, per_replica, replicas)
     budget = mem.max_num_batched_tokens
-    kv = pool_tokens(mem) if rules.preempt else None
     # (the step bound counts at most the batch of the mean held tokens: the preemptions add steps to it)
     check_simulated_steps(scenario, requests, min(n, mem.max_batch(held_tokens(I, O, rules.held_output)))
                           if kv else n, budget)
@@ -1258,9 +1266,9 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
     requests reach the scheduler when they are sent."""
     I, O, C = scenario.input_len, scenario.output_len, scenario.concurrency
     closed = scenario.arrival == "closed-loop"
-    per_replica, slots, notes = _replica_admission(mem, scenario, replicas, closed=closed, step_by_step=True,
-                                                   held_output=rules.held_output, preempt=rules.preempt)
     kv = pool_tokens(mem) if rules.preempt else None
+    per_replica, slots, notes = _replica_admission(mem, scenario, replicas, closed=closed, step_by_step=True,
+                                                   held_output=rules.held_output, preempt=kv is not None)
     c = intake_s
     if c > 0:
         notes.append(f"through the HTTP front end: {c * 1e3:.3g} ms per request, one after another "
@@ -1570,9 +1578,8 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
                          f"while requests decode, new prompts wait up to {wait[0]} steps for a step of "
                          f"{math.ceil(wait[1]):,} tokens")
         result = simulate(StepModel(a, hw, plan, f), mem, scenario, replicas=replicas, scheduler_steps=steps,
-                          rules=StepRules(prefill_first=eng.prefill_first, batch_wait=wait,
-                                          lookahead=f.async_scheduling, held_output=held_output_of(eng),
-                                          preempt=not eng.reserves_whole, prefix_cache=eng.prefix_caching))
+                          rules=StepRules.of(eng, prefill_first=eng.prefill_first, batch_wait=wait,
+                                             lookahead=f.async_scheduling))
         notes.extend(result.notes)
     notes.extend(mem.notes)
     return Deployment(a, eng, hw, tp, replicas, mem, f, result, fewest, tuple(dict.fromkeys(notes)), steps, wait)
