@@ -58,6 +58,7 @@ BLOCKS = (
     ("# ---- Blind test, session 49 (Dec 6)", "ad7252b", "the block's header: 'scored with the profiles as shipped at ad7252b'"),
     ("# ---- Blind test, session 50 (Dec 6)", "07d0fb0", "the block's header: 'scored with the profiles as shipped at 07d0fb0'"),
     ("# ---- Blind test, session 51 (Dec 6)", "9f4d466", "the block's header: 'scored with the profiles as shipped at 9f4d466'"),
+    ("# ---- Blind test, session 52 (Dec 6)", "27caa44", "the block's header: 'scored with the profiles as shipped at 27caa44'"),
 )
 
 # run in the worktree: that commit's bench/published.py predicts the block's entries, one JSON row per point
