@@ -24,6 +24,19 @@ Conventions
   expanded form (``kv_b_proj`` applied to every key's latent), as vLLM and SGLang do.
 - ``kernels`` is the number of kernels an unfused eager PyTorch step launches for the op
   (approximate; a CUDA-graph replay launches one graph instead).
+- ``launches`` is the number of kernels a serving engine's fused implementation launches for the op
+  in a step it runs op by op (no CUDA graph), counted from SGLang 0.4.8's prompt path at TP8 on Hopper
+  (``bench/published.md``, "Kernel launches of an eager prompt step"): a 16-bit GEMM 1, an FP8 / FP4
+  GEMM 2 (the activations' quantization kernel, then the GEMM), a projection fused into its partner's
+  GEMM 0 (k/v into q's qkv_proj, up into gate's gate_up_proj, kv_a into q_a's fused_qkv_a), a residual
+  add 0 (fused into the next norm's fused_add_rmsnorm), the KV write 2 (k and v, or MLA's latent copy
+  and its write), attention 3 (FlashAttention-3's scheduler and kernel, and the contiguous q), MLA's
+  expanded prefill attention 5 (the kernels, the two copies that build K, the LSE transpose), the
+  routed experts 7 (fused_moe: buffer init, the two align kernels, two GEMMs, the activation, the top-k
+  sum) and 2 more with FP8 / FP4 activations, the router 2 with a fused grouped top-k (DeepSeek's
+  ``moe_fused_gate``) and 4 with softmax top-k (the float cast, ``topk_softmax``, the renormalisation).
+  The engine's host time per launch (``launch_overhead_per_op``) times these is the least an op takes
+  in such a step (``hardware.expected.ops_times_s``).
 
 Each mixer builds its own ops (``MixerSpec.trace`` in ``analysis.mixers``: attention and its key
 geometry in ``mixers/attention.py``, MLA in ``mixers/mla.py`` ...) through the builder below, which
@@ -58,6 +71,7 @@ class Op:
     state_write_bytes: int = 0
     kernels: int = 1
     parallel: Parallel = Parallel.REPLICATED
+    launches: int = 1  # kernels a serving engine's fused implementation launches for it (module docstring)
 
     def __post_init__(self) -> None:
         # plain strings are taken and checked (an unknown kind, category or role is a ValueError here)
@@ -116,28 +130,37 @@ class _Builder:
         kw.setdefault("parallel", DEFAULT_PARALLEL.get(kind, Parallel.REPLICATED))
         self.ops.append(Op(**kw))
 
+    def quantized_gemm(self, tensors: list[Tensor]) -> bool:
+        """Whether a GEMM of these weights quantizes its activations first (FP8 / FP4 compute on weights stored
+        in fewer than 16 bits: a per-token or per-group quantization kernel before the GEMM)."""
+        w = [t for t in tensors if t.kind != "bias" and len(t.shape) >= 2]
+        return (self.fmt.compute.bits <= 8 and bool(w)
+                and all(self.fmt.tensor_bytes(t) < 2 * t.numel for t in w))
+
     def matmul(self, name: str, tensors: list[Tensor], layer: int | None, cat: str, n_tokens: int | None = None,
-               parallel: Parallel = Parallel.COLUMN) -> None:
+               parallel: Parallel = Parallel.COLUMN, fused: bool = False) -> None:
+        """``fused``: the engine runs this projection inside its partner's GEMM (``launches`` 0)."""
         n = self.shape.tokens if n_tokens is None else n_tokens
         w = [t for t in tensors if t.kind != "bias" and len(t.shape) >= 2]
         n_in = w[0].shape[-1]
         macs = sum(t.numel for t in w)
         self.add(name=name, kind="matmul", category=cat, layer=layer, flops=2 * n * macs,
                  weight_bytes=self.fmt.bytes_of(tensors), act_read_bytes=n * n_in * self.a,
-                 act_write_bytes=n * sum(t.shape[-2] for t in w) * self.a, kernels=1, parallel=parallel)
+                 act_write_bytes=n * sum(t.shape[-2] for t in w) * self.a, kernels=1, parallel=parallel,
+                 launches=0 if fused else 1 + self.quantized_gemm(tensors))
 
     def norm(self, name: str, norm: Norm | None, dim: int, layer: int | None, cat: str = "norm",
-             n_tokens: int | None = None, tensors: list[Tensor] | None = None) -> None:
+             n_tokens: int | None = None, tensors: list[Tensor] | None = None, launches: int = 1) -> None:
         n = self.shape.tokens if n_tokens is None else n_tokens
         tl = tensors if tensors is not None else (norm.tensors(name) if norm is not None else [])
         kernels = 1 if norm is not None and norm.kind == "layer" else 6
         self.add(name=name, kind="norm", category=cat, layer=layer, weight_bytes=self.fmt.bytes_of(tl),
-                 act_read_bytes=n * dim * self.a, act_write_bytes=n * dim * self.a, kernels=kernels)
+                 act_read_bytes=n * dim * self.a, act_write_bytes=n * dim * self.a, kernels=kernels, launches=launches)
 
     def elementwise(self, name: str, reads: int, writes: int, layer: int | None, cat: str, kernels: int = 1,
-                    kind: str = "elementwise") -> None:
+                    kind: str = "elementwise", launches: int = 1) -> None:
         self.add(name=name, kind=kind, category=cat, layer=layer, act_read_bytes=reads * self.a,
-                 act_write_bytes=writes * self.a, kernels=kernels)
+                 act_write_bytes=writes * self.a, kernels=kernels, launches=launches)
 
     # ---- blocks ----------------------------------------------------------------------------------
 
@@ -216,7 +239,7 @@ class _Builder:
         else:
             if m.gated:
                 self.matmul(prefix + "gate_proj", gate, i, "ffn", n)
-            self.matmul(prefix + "up_proj", tensors[prefix + "up_proj"], i, "ffn", n)
+            self.matmul(prefix + "up_proj", tensors[prefix + "up_proj"], i, "ffn", n, fused=m.gated)
         ii = m.intermediate_size
         if m.gated:
             self.elementwise(prefix + "act", 2 * n * ii, n * ii, i, "ffn", kernels=2)
@@ -243,7 +266,8 @@ class _Builder:
             macs = 3 * h * e + 2 * e * e
         self.add(name="router", kind="router", category="ffn", layer=i, flops=2 * n * macs,
                  weight_bytes=self.fmt.bytes_of(router), act_read_bytes=n * h * a,
-                 act_write_bytes=n * m.router_experts * 4, kernels=3, parallel=Parallel.REPLICATED)
+                 act_write_bytes=n * m.router_experts * 4, kernels=3, parallel=Parallel.REPLICATED,
+                 launches=2 if self.spec.numerics.n_group > 1 else 4)
         expert_tensors = [t for t in tensors["experts"] if t.kind != "norm"]  # (Muse Spark's post_expert_norm apart)
         all_bytes = self.fmt.bytes_of(expert_tensors)
         touched = expected_experts(m.num_experts, m.num_experts_per_tok, n)
@@ -261,7 +285,8 @@ class _Builder:
                  layer=i, flops=2 * routed * macs, weight_bytes=round(all_bytes * touched / m.num_experts),
                  act_read_bytes=routed * (h + (3 if m.gated else 1) * ii) * a,
                  act_write_bytes=routed * ((2 if m.gated else 1) * ii + ii + h) * a,
-                 kernels=max(1, round(touched)) * (5 if m.gated else 4) + 2)
+                 kernels=max(1, round(touched)) * (5 if m.gated else 4) + 2,
+                 launches=7 + 2 * self.quantized_gemm(expert_tensors))
         if m.expert_norms or m.expert_hidden_size:  # each routed output normed (Ergo: by its expert's own scale)
             self.norm("post_expert_norm", None, h, i, n_tokens=routed,
                       tensors=[t for t in tensors["experts"] if t.kind == "norm"])
@@ -310,7 +335,7 @@ class _Builder:
             m.trace(self, i, tensors)  # the mixer's own ops (analysis.mixers)
             self.placed_norm(layer, "post_mixer", i, tensors)
             if not layer.parallel:
-                self.elementwise("residual", 2 * n * h, n * h, i, "other")
+                self.elementwise("residual", 2 * n * h, n * h, i, "other", launches=0)
                 self.placed_norm(layer, "post_mixer_residual", i, tensors)  # post-LN (OPT-350m)
         if layer.ffn is not None:
             self.placed_norm(layer, "pre_ffn", i, tensors)
@@ -323,7 +348,7 @@ class _Builder:
                 self.mlp(i, layer.ffn, tensors)
             self.placed_norm(layer, "post_ffn", i, tensors)
             # parallel blocks add the mixer and the FFN outputs to the residual in one pass
-            self.elementwise("residual", (3 if layer.parallel else 2) * n * h, n * h, i, "other")
+            self.elementwise("residual", (3 if layer.parallel else 2) * n * h, n * h, i, "other", launches=0)
             self.placed_norm(layer, "post_ffn_residual", i, tensors)
         if layer.residual_gates:  # Muse Spark: the two residual adds read their learned gates
             gates = tensors.get("post_attention_residual_gate", []) + tensors.get("post_feedforward_residual_gate", [])

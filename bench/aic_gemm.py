@@ -65,7 +65,7 @@ def predict(m: int, n: int, k: int, dtype: str, hw, f) -> float:
             act_read_bytes=m * k * ab, act_write_bytes=m * n * 2)
     fc = for_column(f, hw, column)
     return ops_time_s([op], hw.peak_flops_for(column), hw.memory_bandwidth_bytes_per_s, fc, decode=False, rows=m,
-                      floor_s=op_floor_s(fc, graph=True))
+                      floor_s=op_floor_s(fc, graph=True)[0])
 
 
 def main(argv=None) -> int:

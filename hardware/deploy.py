@@ -75,9 +75,9 @@ def _device_s(groups, hw, a, em: EngineModel, *, decode: bool, rows: int | None 
         return 0.0
     f = for_column(em.factors, hw, a.fmt.compute.compute, experts_format(a.fmt))
     peak, bw, wob = hw.peak_flops_for(a.fmt.compute.compute), hw.memory_bandwidth_bytes_per_s, _weight_only_bits(a, hw)
-    floor = op_floor_s(f, graph=graph)
+    floor, launch = op_floor_s(f, graph=graph)
     dev = ops_time_s(groups, peak, bw, f, decode=decode, weight_only_bits=wob, rows=rows, floor_s=floor,
-                     expert_rows=expert_rows, expert_inner=expert_inner)
+                     expert_rows=expert_rows, expert_inner=expert_inner, launch_s=launch)
     return dev + launch_time_s(f, groups, None, dev)
 
 

@@ -307,6 +307,10 @@ class EngineProfile:
     kernel_launches: str = "none"  # hardware.expected.KERNEL_LAUNCHES: how the host launches kernels
     # optional timing terms (0 / always graphed when a profile leaves them out)
     launch_overhead_per_op_s: float = 0.0
+    # how many launches of that cost an op takes in a step launched op by op (``OP_LAUNCHES``): ``serving`` its
+    # ``Op.launches`` (the kernels a Python serving engine's fused implementation launches for it, counted from
+    # SGLang's prompt path), ``one`` one per op (TensorRT-LLM's engines fuse the quantization into the GEMM)
+    op_launches: str = "one"
     min_op_time_s: float = 0.0
     # the largest step (tokens) the engine replays as a CUDA graph: one value, or rules by device memory
     cuda_graph_max_tokens_rules: tuple[Rule, ...] = (Rule(1 << 30),)
@@ -424,7 +428,7 @@ def load_engine(name: str | None) -> EngineProfile:
     if not isinstance(xe, Mapping):
         raise HardwareError(f"{w}: timing.experts_efficiency must be a mapping of dtype to fraction",
                             "e.g. {fp4: 0.38}")
-    from .expected import EXPERTS_FORMATS, KERNEL_LAUNCHES
+    from .expected import EXPERTS_FORMATS, KERNEL_LAUNCHES, OP_LAUNCHES
 
     xc = tim.get("experts_compute_efficiency", {})
     if not isinstance(xc, Mapping) or not all(isinstance(v, Mapping) for v in xc.values()):
@@ -441,6 +445,10 @@ def load_engine(name: str | None) -> EngineProfile:
     launches = tim.get("kernel_launches", "none")
     if launches not in KERNEL_LAUNCHES:
         raise HardwareError(f"{w}: timing.kernel_launches {launches!r} is not one of {', '.join(KERNEL_LAUNCHES)}",
+                            "fix the profile")
+    op_launches = tim.get("op_launches", "one")
+    if op_launches not in OP_LAUNCHES:
+        raise HardwareError(f"{w}: timing.op_launches {op_launches!r} is not one of {', '.join(OP_LAUNCHES)}",
                             "fix the profile")
     graphs = tim.get("cuda_graphs") or {}
     if not isinstance(graphs, Mapping):
@@ -482,6 +490,7 @@ def load_engine(name: str | None) -> EngineProfile:
                                                    maximum=ATTENTION_DECODE_MAX) for k, v in adb.items()},
         kernel_launches=launches,
         launch_overhead_per_op_s=_time(tim.get("launch_overhead_per_op", "0 s"), "launch_overhead_per_op", w),
+        op_launches=op_launches,
         min_op_time_s=_time(tim.get("min_op_time", "0 s"), "min_op_time", w),
         cuda_graph_max_tokens_rules=_graph_rules(graphs.get("max_tokens", 1 << 30), w),
         cuda_graph_prefill=bool(graphs.get("prefill", True)),

@@ -98,6 +98,7 @@ FACTORS = (
 
 GEMM_KINDS = ("matmul", "experts")
 KERNEL_LAUNCHES = ("none", "serial", "overlapped", "graph")
+OP_LAUNCHES = ("serving", "one")  # an engine profile's timing.op_launches (hardware.engine.EngineProfile.op_launches)
 
 
 @frozen
@@ -165,6 +166,9 @@ class Factors:
     # host time to launch one kernel: the least an op (of each layer) takes in a step that is not a
     # CUDA-graph replay
     launch_overhead_per_op_s: float = 0.0
+    # each op takes that many launches (its ``Op.launches``: a Python serving engine's kernels for it) where True;
+    # one launch per op where False (the engine profile's ``op_launches``)
+    op_launches: bool = False
     # the least one op (of each layer) takes on the device in any step, CUDA-graph replays included: a
     # graph node's launch latency and a short kernel's ramp and tail (``op_floor_s``)
     min_op_time_s: float = 0.0
@@ -206,7 +210,8 @@ class Factors:
             "matmul_efficiency_by_out": {str(r): {str(n): v for n, v in row.items()}
                                          for r, row in self.matmul_efficiency_by_out.items()} or None,
             "kernel_launches": self.kernel_launches, "kernel_launch_s": self.kernel_launch_s,
-            "launch_overhead_per_op_s": self.launch_overhead_per_op_s, "min_op_time_s": self.min_op_time_s,
+            "launch_overhead_per_op_s": self.launch_overhead_per_op_s, "op_launches": self.op_launches,
+            "min_op_time_s": self.min_op_time_s,
             "graph_node_s": self.graph_node_s,
             "cuda_graph_max_tokens": self.cuda_graph_max_tokens, "cuda_graph_prefill": self.cuda_graph_prefill,
             "request_overhead_s": self.request_overhead_s, "server_overhead_s": self.server_overhead_s,
@@ -217,11 +222,12 @@ class Factors:
 IDEAL = Factors()
 
 
-def op_floor_s(f: Factors, *, graph: bool) -> float:
-    """The least each op (of each layer) of a step takes under ``f``: the device's least op time
-    (``min_op_time``, every step) and, in a step launched op by op (``graph=False``), the host's launch
-    time per op (``launch_overhead_per_op``), whichever is longer."""
-    return max(f.min_op_time_s, 0.0 if graph else f.launch_overhead_per_op_s)
+def op_floor_s(f: Factors, *, graph: bool) -> tuple[float, float]:
+    """What the least each op (of each layer) of a step takes under ``f`` is made of: ``(the device's least op
+    time, the host's time per kernel launch)``. The first (``min_op_time``) holds in every step; the second
+    (``launch_overhead_per_op``) only in a step launched op by op (``graph=False``; 0 in a graph replay), where
+    an op takes at least that times the kernels a serving engine launches for it (``Op.launches``)."""
+    return f.min_op_time_s, 0.0 if graph else f.launch_overhead_per_op_s
 
 
 def graphed(f: Factors, *, tokens: int, prefill: bool) -> bool:
@@ -310,6 +316,7 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         kernel_launches=engine.kernel_launches,
         kernel_launch_s=hw.kernel_launch_s if engine.kernel_launches != "none" else 0.0,
         launch_overhead_per_op_s=engine.launch_overhead_per_op_s,
+        op_launches=engine.op_launches == "serving",
         min_op_time_s=engine.min_op_time_s,
         graph_node_s=(getattr(hw, "graph_node_s", None) or 0.0) if engine.kernel_launches == "graph" else 0.0,
         cuda_graph_max_tokens=engine.cuda_graph_max_tokens(hw),
@@ -593,7 +600,7 @@ def expert_rows(tokens: int, num_experts: int, top_k: int) -> float:
 
 def ops_time_s(ops: Iterable, flops_per_s: float, bytes_per_s: float, f: Factors, *, decode: bool,
                weight_only_bits: int | None = None, rows: int | None = None, floor_s: float = 0.0,
-               expert_rows: float | None = None, expert_inner: tuple | None = None) -> float:
+               expert_rows: float | None = None, expert_inner: tuple | None = None, launch_s: float = 0.0) -> float:
     """Σ over ops of the time under factors ``f`` (see the module docstring). ``ops`` are ``Op``s or
     collapsed ``OpGroup``s (an op and how many identical layers run it). ``rows``: the tokens each
     matmul of the step multiplies (batch × new tokens), for a calibrated rows table. ``floor_s``: the
@@ -601,14 +608,17 @@ def ops_time_s(ops: Iterable, flops_per_s: float, bytes_per_s: float, f: Factors
     each touched expert multiplies (``expert_rows``), for the rows table on expert GEMMs; ``expert_inner``:
     their GEMMs' inner dimensions (``expert_inner``), for ``k_scale``."""
     return ops_times_s(ops, flops_per_s, bytes_per_s, f, decode=decode, weight_only_bits=weight_only_bits, rows=rows,
-                       floor_s=floor_s, expert_rows=expert_rows, expert_inner=expert_inner)[1]
+                       floor_s=floor_s, expert_rows=expert_rows, expert_inner=expert_inner, launch_s=launch_s)[1]
 
 
 def ops_times_s(ops: Iterable, flops_per_s: float, bytes_per_s: float, f: Factors, *, decode: bool,
                 weight_only_bits: int | None = None, rows: int | None = None, floor_s: float = 0.0,
-                expert_rows: float | None = None, expert_inner: tuple | None = None) -> tuple[float, float]:
-    """``ops_time_s`` without and with the floor ``floor_s``, in one pass over the ops: ``(Σ n × t, Σ n ×
-    max(t, floor_s))``."""
+                expert_rows: float | None = None, expert_inner: tuple | None = None,
+                launch_s: float = 0.0) -> tuple[float, float]:
+    """``ops_time_s`` without and with the floor, in one pass over the ops: ``(Σ n × t, Σ n × max(t, floor_s,
+    launch_s × launches))``, an op's ``launches`` being the kernels a serving engine launches for it
+    (``analysis.trace``; 1 unless ``f.op_launches``): ``launch_s`` is the host's time per launch in a step launched
+    op by op."""
     bw = bytes_per_s * f.memory_bandwidth
     wq = f.weight_only.get(f"int{weight_only_bits}", 1.0) if weight_only_bits else 1.0
     total = floored = 0.0
@@ -617,7 +627,7 @@ def ops_times_s(ops: Iterable, flops_per_s: float, bytes_per_s: float, f: Factor
         r = expert_rows if o.kind == "experts" else rows
         t = _op_time(o, flops_per_s, bw, f, decode, wq, r, expert_inner)
         total += n * t
-        floored += n * max(t, floor_s)
+        floored += n * max(t, floor_s, launch_s * (o.launches if f.op_launches else 1))
     return total, floored
 
 
@@ -718,10 +728,11 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     flops_per_s = hw.peak_flops_for(compute_key)
     bytes_per_s = hw.memory_bandwidth_bytes_per_s
     f = for_column(f, hw, compute_key, experts_format)
-    floor = op_floor_s(f, graph=graph)
+    floor, launch = op_floor_s(f, graph=graph)
     # the last stage applies every op-level factor: its op times are f's, so one pass gives it and the floored sum
     stage4, floored = ops_times_s(ops, flops_per_s, bytes_per_s, f, decode=decode, weight_only_bits=weight_only_bits,
-                                  rows=rows, floor_s=floor, expert_rows=expert_rows, expert_inner=expert_inner)
+                                  rows=rows, floor_s=floor, expert_rows=expert_rows, expert_inner=expert_inner,
+                                  launch_s=launch)
     stage = {n: ops_time_s(ops, flops_per_s, bytes_per_s, _stage(f, n), decode=decode, rows=rows,
                            expert_rows=expert_rows, expert_inner=expert_inner)
              for n in (range(4) if detail else (0,)) if n or ideal_ops_s is None}
@@ -747,7 +758,7 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     parts["all-reduce latency"] = allreduce_calls * call_s if allreduce_bytes else 0.0
     launches = launch_time_s(f, ops, kernels, stage[4] + ar_bw + parts["all-reduce latency"])
     parts["kernel launches"] = 0.0
-    if floor > 0:
+    if floor > 0 or launch > 0:
         parts["kernel launches"] = floored - stage[4]
     if graph:  # a step launched op by op is not a replay: its nodes cost nothing as such
         parts["kernel launches"] += graph_nodes_s(f, ops, kernels)
@@ -759,7 +770,7 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     return StepCost(ideal, expected, parts, allreduce_calls if allreduce_bytes else 0)
 
 
-__all__ = ["EXPERTS_FORMATS", "FACTORS", "allreduce_latency_for", "allreduce_latency_source", "async_note", "KERNEL_LAUNCHES", "Factors", "IDEAL", "graph_node_at", "graph_nodes_s", "host_step_overhead_s", "launch_time_s", "op_floor_s", "step_kernels", "with_async_scheduling",
+__all__ = ["EXPERTS_FORMATS", "FACTORS", "allreduce_latency_for", "allreduce_latency_source", "async_note", "KERNEL_LAUNCHES", "OP_LAUNCHES", "Factors", "IDEAL", "graph_node_at", "graph_nodes_s", "host_step_overhead_s", "launch_time_s", "op_floor_s", "step_kernels", "with_async_scheduling",
            "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "experts_format", "factors_for", "for_column", "gemm_time_s", "graphed",
            "inner_dim", "k_scale", "outer_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "ops_times_s", "rows_efficiency", "step_cost"]

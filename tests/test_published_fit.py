@@ -350,7 +350,10 @@ def test_factors_refits_only_those_on_their_engines_points(capsys):
     assert "trtllm-perf090" not in out
     lines = fitted_lines(out)
     assert len(lines) == 1 and lines[0].split(":")[0] == "request_overhead_s@vllm"
-    assert float(lines[0].split(":")[1]) in (0.0, 0.002, 0.064)
+    # a value the search visited: one on the grid, or the shipped one it starts from where none beats it
+    from planner.hardware.engine import load_engine
+
+    assert float(lines[0].split(":")[1]) in (0.0, 0.002, 0.064, load_engine("vllm").request_overhead_s)
 
 
 def test_a_device_factor_is_refitted_on_the_points_it_moves(capsys):

@@ -741,8 +741,10 @@ def test_least_op_time_floors_every_step_and_the_longer_floor_wins():
     short = Op("input_layernorm", "norm", "norm", 0, act_read_bytes=10**6)  # 1 us at 1 TB/s
     long = Op("gate_proj", "matmul", "ffn", 0, flops=2 * 10**9, weight_bytes=10**8)  # 100 us
     f = Factors(min_op_time_s=3e-6, launch_overhead_per_op_s=8e-6)
-    assert op_floor_s(f, graph=True) == 3e-6 and op_floor_s(f, graph=False) == 8e-6
-    assert op_floor_s(replace(f, launch_overhead_per_op_s=2e-6), graph=False) == 3e-6
+    assert op_floor_s(f, graph=True) == (3e-6, 0.0) and op_floor_s(f, graph=False) == (3e-6, 8e-6)
+    slow_device = step_cost([short, long], HW(), "bf16", replace(f, launch_overhead_per_op_s=2e-6), decode=True,
+                            sequences=1, graph=False)
+    assert slow_device.parts["kernel launches"] == pytest.approx(2e-6)  # the device's 3 us outlasts the host's 2
     graph = step_cost([short, long], HW(), "bf16", f, decode=True, sequences=1)
     assert graph.parts["kernel launches"] == pytest.approx(2e-6)  # the norm takes 3 us, not 1; the GEMM hides it
     assert graph.expected_s == pytest.approx(103e-6)

@@ -169,9 +169,10 @@ class Attention(MixerSpec):
             b.matmul("qkv_proj", tensors["qkv_proj"], i, "attention")
         else:
             # Gemma 4: no v_proj where K = V, no k/v projections in a layer that reads another layer's K/V
-            for p in ("q_proj", "k_proj", "v_proj"):
-                if p in tensors:
-                    b.matmul(p, tensors[p], i, "attention")
+            # (engines run them as one qkv_proj GEMM: the first present launches it)
+            present = [p for p in ("q_proj", "k_proj", "v_proj") if p in tensors]
+            for p in present:
+                b.matmul(p, tensors[p], i, "attention", fused=p != present[0])
         if b.spec.numerics.clip_qkv is not None:  # DBRX: q, k and v clamped in place
             qkv = n * (self.q_dim + self.k_dim + self.v_dim)
             b.elementwise("clip_qkv", qkv, qkv, i, "attention")
@@ -194,7 +195,7 @@ class Attention(MixerSpec):
         kv_elems = self.kv_elements_per_token()
         if kv_elems:
             b.add(name="kv_append", kind=OpKind.KV_APPEND, category="attention", layer=i,
-                  act_read_bytes=n * kv_elems * a, kv_write_bytes=n * b.kv.nbytes(kv_elems), kernels=2)
+                  act_read_bytes=n * kv_elems * a, kv_write_bytes=n * b.kv.nbytes(kv_elems), kernels=2, launches=2)
         keys = attended_keys(s.cached_tokens, s.new_tokens, self.window, self.chunk)
         seen = distinct_keys(s.cached_tokens, s.new_tokens, self.window, self.chunk)
         flops = s.batch * self.num_attention_heads * 2 * (self.head_dim + self.v_head_dim) * keys
@@ -202,7 +203,7 @@ class Attention(MixerSpec):
         read = self.kv_elements_read_per_token()  # a shared-KV layer reads its source layer's cache
         b.add(name="attention", kind=OpKind.ATTENTION, category="attention", layer=i, flops=flops, weight_bytes=sinks,
               act_read_bytes=n * self.q_dim * a, act_write_bytes=n * self.o_in * a,
-              kv_read_bytes=s.batch * seen * b.kv.nbytes(read), kernels=1)
+              kv_read_bytes=s.batch * seen * b.kv.nbytes(read), kernels=1, launches=3)
         if self.o_norm:  # BitNet: the attention output normed before o_proj
             b.norm("attn_sub_norm", None, self.o_in, i, tensors=tensors.get("attn_sub_norm", []))
         b.matmul("o_proj", tensors["o_proj"], i, "attention", parallel=Parallel.ROW)

@@ -107,8 +107,12 @@ class MLA(MixerSpec):
             b.matmul("q_a_proj", tensors["q_a_proj"], i, "attention", parallel=Parallel.REPLICATED)
             b.norm("q_a_layernorm", None, self.q_lora_rank, i, tensors=tensors["q_a_layernorm"])
             b.matmul("q_b_proj", tensors["q_b_proj"], i, "attention")
-        b.matmul("kv_a_proj_with_mqa", tensors["kv_a_proj_with_mqa"], i, "attention", parallel=Parallel.REPLICATED)
-        b.norm("kv_a_layernorm", None, self.kv_lora_rank, i, tensors=tensors["kv_a_layernorm"])
+        # (with a q_a_proj, engines run q_a and kv_a as one fused_qkv_a GEMM)
+        b.matmul("kv_a_proj_with_mqa", tensors["kv_a_proj_with_mqa"], i, "attention", parallel=Parallel.REPLICATED,
+                 fused=self.q_lora_rank is not None)
+        # (kv_a is a strided slice of that GEMM's output: SGLang copies it contiguous before the norm)
+        b.norm("kv_a_layernorm", None, self.kv_lora_rank, i, tensors=tensors["kv_a_layernorm"],
+               launches=1 + (self.q_lora_rank is not None))
         if self.k_rope_norm:
             b.norm("k_rope_only_layernorm", None, self.qk_rope_head_dim, i, tensors=tensors["k_rope_only_layernorm"])
         if self.rope:
@@ -120,7 +124,7 @@ class MLA(MixerSpec):
         kv_elems = self.kv_elements_per_token()
         kv_tok = b.kv.nbytes(kv_elems)
         b.add(name="kv_append", kind=OpKind.KV_APPEND, category="attention", layer=i, act_read_bytes=n * kv_elems * a,
-              kv_write_bytes=n * kv_tok, kernels=2)
+              kv_write_bytes=n * kv_tok, kernels=2, launches=2)
         keys = attended_keys(s.cached_tokens, s.new_tokens, self.window)
         seen = distinct_keys(s.cached_tokens, s.new_tokens, self.window)
         kv_b = tensors["kv_b_proj"]
@@ -135,7 +139,8 @@ class MLA(MixerSpec):
             flops = s.batch * nh * (2 * (self.kv_lora_rank + self.qk_rope_head_dim) + 2 * self.kv_lora_rank) * keys
             b.add(name="attention", kind=OpKind.ATTENTION, category="attention", layer=i, flops=flops,
                   act_read_bytes=n * nh * (self.kv_lora_rank + self.qk_rope_head_dim) * a,
-                  act_write_bytes=n * nh * self.kv_lora_rank * a, kv_read_bytes=s.batch * seen * kv_tok, kernels=1)
+                  act_write_bytes=n * nh * self.kv_lora_rank * a, kv_read_bytes=s.batch * seen * kv_tok, kernels=1,
+                  launches=2)
             b.add(name="v_up", kind=OpKind.MATMUL, category="attention", layer=i,
                   flops=2 * n * (total - k_part), weight_bytes=kv_b_bytes - k_bytes,
                   act_read_bytes=n * nh * self.kv_lora_rank * a, act_write_bytes=n * nh * self.v_head_dim * a,
@@ -144,11 +149,13 @@ class MLA(MixerSpec):
             rows = s.batch * seen
             b.add(name="kv_b_proj", kind=OpKind.MATMUL, category="attention", layer=i, flops=2 * rows * total,
                   weight_bytes=kv_b_bytes, act_read_bytes=rows * kv_tok,
-                  act_write_bytes=rows * nh * (self.qk_nope_head_dim + self.v_head_dim) * a, kernels=1)
+                  act_write_bytes=rows * nh * (self.qk_nope_head_dim + self.v_head_dim) * a, kernels=1,
+                  launches=1 + b.quantized_gemm(kv_b))
             flops = s.batch * nh * (2 * self.qk_head_dim + 2 * self.v_head_dim) * keys
             b.add(name="attention", kind=OpKind.ATTENTION, category="attention", layer=i, flops=flops,
                   act_read_bytes=n * nh * self.qk_head_dim * a + rows * nh * (self.qk_head_dim + self.v_head_dim) * a,
-                  act_write_bytes=n * nh * self.v_head_dim * a, kv_read_bytes=s.batch * seen * kv_tok, kernels=1)
+                  act_write_bytes=n * nh * self.v_head_dim * a, kv_read_bytes=s.batch * seen * kv_tok, kernels=1,
+                  launches=5)
         if self.head_gate:  # sigmoid(g_proj(x)), one scalar per head, scales that head's output
             b.matmul("g_proj", tensors["g_proj"], i, "attention")
             b.elementwise("head_gate", n * nh * (1 + self.v_head_dim), n * nh * self.v_head_dim, i, "attention",
