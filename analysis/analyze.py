@@ -200,7 +200,7 @@ def op_dict(o: Op) -> dict:
         "weight_bytes": o.weight_bytes, "act_read_bytes": o.act_read_bytes, "act_write_bytes": o.act_write_bytes,
         "kv_read_bytes": o.kv_read_bytes, "kv_write_bytes": o.kv_write_bytes,
         "state_read_bytes": o.state_read_bytes, "state_write_bytes": o.state_write_bytes,
-        "bytes": o.bytes, "kernels": o.kernels,
+        "bytes": o.bytes, "kernels": o.kernels, "launches": o.launches,
     }
 
 

@@ -233,7 +233,7 @@ def _op_row(o, ot, count: int) -> dict:
         "act_write_bytes": o.act_write_bytes, "kv_read_bytes": o.kv_read_bytes, "kv_write_bytes": o.kv_write_bytes,
         "state_read_bytes": o.state_read_bytes, "state_write_bytes": o.state_write_bytes, "bytes": o.bytes,
         "intensity": o.intensity, "compute_s": ot.compute_s, "memory_s": ot.memory_s, "time_s": ot.time_s,
-        "bound": ot.bound, "kernels": o.kernels,
+        "bound": ot.bound, "kernels": o.kernels, "launches": o.launches,
     }
 
 

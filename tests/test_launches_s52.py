@@ -98,3 +98,15 @@ def test_engine_profiles_say_how_their_ops_launch(tmp_path, monkeypatch):
     monkeypatch.setattr(E, "_engines_folder", lambda: folder)
     with pytest.raises(HardwareError, match="op_launches 'fused' is not one of serving, one"):
         load_engine("sglang")
+
+
+def test_trace_json_gives_each_ops_launches():
+    """``trace --json`` (a decode step) carries each op's launches: a Llama-3.1-8B layer's sum to 13, the same ops as
+    its prompt step's."""
+    from tests.clirun import run
+
+    r = run("trace", "llama-3.1-8b", "--json")
+    assert r.code == 0, r.err
+    layer_ops = [o for o in r.json["ops"] if o.get("layers")]
+    assert sum(o["launches"] for o in layer_ops) == 13
+    assert {o["name"]: o["launches"] for o in layer_ops}["attention"] == 3
