@@ -54,12 +54,14 @@ dispatched aten op on an H200, which a decode step of a few thousand small kerne
 ``kernels`` is what the caller counted (``verify``: the decoder's dispatched ops), else Σ of the ops'.
 A serving engine's step that it does not replay as a CUDA graph (``graphed``: prompt steps unless the
 engine captures them, steps of more tokens than its largest captured size) is launched op by op from
-the host: each op of each layer (a fused engine runs an op as one kernel) takes at least the host's
-launch time, ``max(t_op, launch overhead per op)`` -- short kernels (norms, rope, activations of a
-small step) wait for the host, long ones hide it. In every step, graphed or not, each op also takes at
-least the engine's ``min_op_time`` on the device (a graph node's launch latency, a short kernel's ramp
-and tail; a decode step of a large model at TP8 is a few thousand such ops); ``op_floor_s`` is the
-longer of the two, and ``kernel launches`` is what that floor adds. Per
+the host: each op of each layer takes at least the host's launch time for the kernels the engine launches
+for it, ``max(t_op, launches × launch overhead per op)`` -- ``launches`` is the op's ``Op.launches`` (the kernels
+of a Python serving engine's fused implementation: 2 for an FP8 GEMM, 0 for a projection run inside its
+partner's GEMM, 9 for FP8 routed experts ...; ``analysis.trace``) where the engine profile's ``op_launches`` is
+``serving``, else 1 -- short kernels (norms, rope, activations of a small step) wait for the host, long ones
+hide it. In every step, graphed or not, each op also takes at least the engine's ``min_op_time`` on the
+device (a graph node's launch latency, a short kernel's ramp and tail; a decode step of a large model at TP8
+is a few thousand such ops); ``op_floor_s`` gives the two, and ``kernel launches`` is what the longer adds. Per
 request, not per step, ``request overhead`` (the engine's admission, input preparation and first
 sampling; plus, for a client that streams through the engine's HTTP server, its front end:
 tokenisation, detokenisation, streaming) is added to a request's TTFT by ``hardware.serve``.
