@@ -759,9 +759,8 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     parts["all-reduce bandwidth"] = ar_bw - ar_ideal
     parts["all-reduce latency"] = allreduce_calls * call_s if allreduce_bytes else 0.0
     launches = launch_time_s(f, ops, kernels, stage[4] + ar_bw + parts["all-reduce latency"])
-    parts["kernel launches"] = 0.0
-    if floor > 0 or launch > 0:
-        parts["kernel launches"] = floored - stage[4]
+    # (0 where neither floor applies: the floored sum is then the same sum)
+    parts["kernel launches"] = floored - stage[4]
     if graph:  # a step launched op by op is not a replay: its nodes cost nothing as such
         parts["kernel launches"] += graph_nodes_s(f, ops, kernels)
     # every part so far is device time (the step overhead and request overhead are not in ``parts`` yet)

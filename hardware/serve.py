@@ -1230,8 +1230,7 @@ def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, se
     expected = lat(lambda c: c.expected_s)
     ideal = lat(lambda c: c.ideal_s)
     return ServeResult(scenario, replicas, per_replica, n, 1, prefill_steps, expected, ideal,
-                       _explain(ttft, e2e, O), decode_step[1] if decode_step else None, tuple(notes),
-                       preempted if kv else None)
+                       _explain(ttft, e2e, O), decode_step[1] if decode_step else None, tuple(notes), preempted)
 
 
 # ---- the HTTP front end as a serial intake -------------------------------------------------------
