@@ -59,6 +59,7 @@ BLOCKS = (
     ("# ---- Blind test, session 50 (Dec 6)", "07d0fb0", "the block's header: 'scored with the profiles as shipped at 07d0fb0'"),
     ("# ---- Blind test, session 51 (Dec 6)", "9f4d466", "the block's header: 'scored with the profiles as shipped at 9f4d466'"),
     ("# ---- Blind test, session 52 (Dec 6)", "27caa44", "the block's header: 'scored with the profiles as shipped at 27caa44'"),
+    ("# ---- Blind test, session 53 (Dec 6)", "a03151d", "the block's header: 'scored with the profiles as shipped at a03151d'"),
 )
 
 # run in the worktree: that commit's bench/published.py predicts the block's entries, one JSON row per point
