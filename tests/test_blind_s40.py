@@ -96,7 +96,7 @@ def test_the_shipped_data_file_holds_every_block_once():
             if e["id"].startswith("s45b-rocmblog") and e["gpu"] == "mi300x" and e["quantity"] == "e2e_s"]
     assert len(blog) == 24 and not held & set(blog)
     # session 46's: s46<letter> ids, every one new to the file (none of its (engine, model, GPU, TP, quantity,
-    # lengths, concurrency) cells holds a figure within 2 % of one already there)
+    # lengths, concurrency, precision) cells holds a figure within 2 % of one already there)
     s46 = yaml.safe_load(blocks[-8][1])
     assert len(s46) == 187 and all(e["id"].startswith("s46") for e in s46)
     # session 47's: s47<letter> ids, new to the file in the same sense; its eight runs of vLLM's V0 engine on a 0.9
