@@ -136,11 +136,10 @@ def test_the_shipped_data_file_holds_every_block_once():
                 s.get("output_len"), s.get("concurrency"), s.get("dtype"))
 
     everything = yaml.safe_load((ROOT / "bench" / "published.yaml").read_text())
-    # each against what the file held before it came in
-    for block, later in ((s46, s47 + s48 + s49 + s50 + s51 + s52 + s53), (s47, s48 + s49 + s50 + s51 + s52 + s53),
-                         (s48, s49 + s50 + s51 + s52 + s53), (s49, s50 + s51 + s52 + s53), (s50, s51 + s52 + s53),
-                         (s51, s52 + s53), (s52, s53), (s53, [])):
-        earlier, new = {}, {e["id"] for e in block + later}
+    # each against what the file held before it came in (every block after it left out)
+    ordered = [s46, s47, s48, s49, s50, s51, s52, s53]
+    for i, block in enumerate(ordered):
+        earlier, new = {}, {e["id"] for b in ordered[i:] for e in b}
         for e in everything:
             if e["id"] not in new:
                 earlier.setdefault(cell(e), []).append(float(e["value"]))
