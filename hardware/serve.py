@@ -1221,7 +1221,9 @@ def _closed_loop(model: StepModel, mem, scenario: Scenario, *, replicas: int, se
     over = _request_cost(model.f)
     ttft, e2e = ttft + over, e2e + over
     span = span + over.scaled(requests / min(per_replica, requests))  # each client pays it once per request
-    tokens = requests * O * replicas
+    # the replicas' worth of clients: C clients over the replicas, ``per_replica`` on the one simulated (the larger
+    # share); fewer clients than replicas leave the rest idle (C = 1 on 8 replicas: one replica's tokens, not 8)
+    tokens = requests * O * scenario.concurrency / per_replica
 
     def lat(pick) -> Latency:
         tt, ee, ms = pick(ttft), pick(e2e), pick(span)
@@ -1348,7 +1350,7 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
     if closed:
         span = span + over.scaled(requests / min(per_replica, requests))
     mean_o = sum(out_len) / requests if spread else O
-    tokens = (requests * replicas if closed else C) * mean_o
+    tokens = (requests * C / per_replica if closed else C) * mean_o  # (closed: as ``_closed_loop``'s)
     if n_tpot:
         tpot = tpot.scaled(1 / n_tpot)
         tpot = tpot + queue(clock_tpot - tpot.expected_s)
