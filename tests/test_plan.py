@@ -390,3 +390,28 @@ def test_of_the_deployments_tied_for_the_fewest_gpus_plan_answers_with_the_most_
     assert len(tied) >= 2 and by_tpot is not by_room[0]  # the rule decides something here
     assert r.best is by_room[0] and r.headroom.ratio == by_room[1].ratio
     assert all(h.ratio <= r.headroom.ratio for h in rooms)
+
+
+def test_the_search_starts_below_the_capacity_estimate_and_the_simulation_decides():
+    """The capacity estimate prices a request's prompt and decode steps one after the other, where the engines run
+    prompt chunks inside decode steps: for Llama-3.1-8B on one H100 at 10 req/s of 2,000 / 300 tokens it says two
+    replicas (one sustains 9.95 req/s), and the simulation finds one meets the target with room to spare. plan
+    answers with one GPU, under --max-gpus 1 as well as 8 (before session 54 it rejected the family at 1 and
+    answered two GPUs at 8)."""
+    from planner.analysis.analyze import Options, analyze
+    from planner.cli.common import load_model
+    from planner.hardware import planning
+    from planner.hardware.planning import Target, Workload
+    from planner.hardware.profiles import load_profile
+
+    a = analyze(load_model("llama-3.1-8b", None).spec, Options(context=2300, batch=1, dtype="bf16"))
+    hw = load_profile("h100-sxm")
+    w, tg = Workload(10.0, 2000, 300, 120, 0), Target(1.0, 0.04)
+    for most in (1, 8):
+        r = planning.plan(a, hw, model_id="m", workload=w, target=tg, max_gpus=most, disaggregated=False)
+        assert r.best is not None and r.best.gpus == 1 and r.best.layout.tp == 1, most
+        assert r.headroom.ratio > 1.2  # the estimate was low, not the edge
+    # families the estimate puts beyond twice the budget are still refused without a simulation
+    r = planning.plan(a, hw, model_id="m", workload=Workload(40.0, 2000, 300, 120, 0), target=tg, max_gpus=1,
+                      disaggregated=False)
+    assert r.best is None and any("needs about" in why for why in r.rejected.values())
