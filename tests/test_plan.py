@@ -330,17 +330,17 @@ def _plan_8b(rate: float, requests: int = 120):
 
 
 def test_headroom_is_the_highest_rate_the_chosen_deployment_still_meets():
-    """plan's headroom: the cheapest deployment (Llama-3.1-8B on one H100 at 9 req/s of 2,000 / 300 tokens) simulated
+    """plan's headroom: the cheapest deployment (Llama-3.1-8B on one H100 at 10 req/s of 2,000 / 300 tokens) simulated
     again at the rate found meets the target, and at the next rate of the bisection (4^(1/64) higher) misses what
     the headroom says; the warning compares the margin with the engine's held-out error of tokens/s."""
     import dataclasses
 
     from planner.hardware import deploy, planning
 
-    a, hw, w, tg, r = _plan_8b(9.0)
+    a, hw, w, tg, r = _plan_8b(10.0)
     h = r.headroom
     assert r.best is not None and h is not None and 1.0 <= h.ratio < planning.HEADROOM_MAX
-    assert h.max_rate_per_s == pytest.approx(9.0 * h.ratio) and h.misses
+    assert h.max_rate_per_s == pytest.approx(10.0 * h.ratio) and h.misses
 
     def at(rate):
         x = dataclasses.replace(r.best, metrics={}, meets=False)
@@ -377,11 +377,11 @@ def test_headroom_at_a_light_load_reaches_the_top_of_the_search_and_the_line_say
 
 
 def test_of_the_deployments_tied_for_the_fewest_gpus_plan_answers_with_the_most_headroom():
-    """Llama-3.1-8B on one H100 at 9 req/s: max_num_seqs 64 and vLLM's default 1,024 both meet the target on one GPU,
+    """Llama-3.1-8B on one H100 at 10 req/s: max_num_seqs 64 and vLLM's default 1,024 both meet the target on one GPU,
     64 with the lower TPOT p90; plan answers with the one that keeps meeting the target to the higher rate."""
     from planner.hardware import deploy, planning
 
-    a, hw, w, tg, r = _plan_8b(9.0)
+    a, hw, w, tg, r = _plan_8b(10.0)
     ok = [c for c in r.candidates if c.meets]
     tied = [c for c in ok if c.gpus == min(x.gpus for x in ok)]
     rooms = planning.headrooms(tied, a, hw, deploy.engine_model(hw, "vllm"), w, tg)
