@@ -316,7 +316,7 @@ def test_plan_admits_against_the_pool_as_the_engine_does(engine, whole):
     assert bool(r.ttft_s[0, 1] > r.finish_s[0, 0] - 1e-12) is whole
 
 
-def _plan_8b(rate: float, requests: int = 120):
+def _plan_8b(rate: float, requests: int = 120, max_gpus: int = 1):
     from planner.analysis.analyze import Options, analyze
     from planner.cli.common import load_model
     from planner.hardware import planning
@@ -326,7 +326,8 @@ def _plan_8b(rate: float, requests: int = 120):
     a = analyze(load_model("llama-3.1-8b", None).spec, Options(context=2300, batch=1, dtype="bf16"))
     hw = load_profile("h100-sxm")
     w, tg = Workload(rate, 2000, 300, requests, 0), Target(1.0, 0.04)
-    return a, hw, w, tg, planning.plan(a, hw, model_id="m", workload=w, target=tg, max_gpus=1, disaggregated=False)
+    return a, hw, w, tg, planning.plan(a, hw, model_id="m", workload=w, target=tg, max_gpus=max_gpus,
+                                       disaggregated=False)
 
 
 def test_headroom_is_the_highest_rate_the_chosen_deployment_still_meets():
@@ -398,20 +399,10 @@ def test_the_search_starts_below_the_capacity_estimate_and_the_simulation_decide
     replicas (one sustains 9.95 req/s), and the simulation finds one meets the target with room to spare. plan
     answers with one GPU, under --max-gpus 1 as well as 8 (before session 54 it rejected the family at 1 and
     answered two GPUs at 8)."""
-    from planner.analysis.analyze import Options, analyze
-    from planner.cli.common import load_model
-    from planner.hardware import planning
-    from planner.hardware.planning import Target, Workload
-    from planner.hardware.profiles import load_profile
-
-    a = analyze(load_model("llama-3.1-8b", None).spec, Options(context=2300, batch=1, dtype="bf16"))
-    hw = load_profile("h100-sxm")
-    w, tg = Workload(10.0, 2000, 300, 120, 0), Target(1.0, 0.04)
     for most in (1, 8):
-        r = planning.plan(a, hw, model_id="m", workload=w, target=tg, max_gpus=most, disaggregated=False)
+        r = _plan_8b(10.0, max_gpus=most)[-1]
         assert r.best is not None and r.best.gpus == 1 and r.best.layout.tp == 1, most
         assert r.headroom.ratio > 1.2  # the estimate was low, not the edge
     # families the estimate puts beyond twice the budget are still refused without a simulation
-    r = planning.plan(a, hw, model_id="m", workload=Workload(40.0, 2000, 300, 120, 0), target=tg, max_gpus=1,
-                      disaggregated=False)
+    r = _plan_8b(40.0)[-1]
     assert r.best is None and any("needs about" in why for why in r.rejected.values())
