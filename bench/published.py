@@ -80,6 +80,8 @@ an offline run; ``closed-loop``: C clients each sending the next request when th
 largest captured batch, e.g. TensorRT-LLM's perf-overview ``cuda_graph_config.batch_sizes`` up to 8192),
 ``batch_wait_timeout_iters`` / ``batch_wait_max_tokens_ratio`` where a TensorRT-LLM run turned on its delayed
 batching of new prompts (``planner serve --batch-wait-iters / --batch-wait-tokens-ratio``),
+``scheduler_recv_interval: N`` where an SGLang server ran with ``--scheduler-recv-interval N`` (its scheduler takes
+new requests off its socket once every N decode steps: ``planner serve --scheduler-recv-interval``),
 ``enable_chunked_prefill`` where a vLLM V0 run set it (otherwise V0's default: ``v0_chunked_prefill``; without it
 V0 runs prompts alone and whole),
 ``num_scheduler_steps: N`` where a vLLM V0 run set multi-step scheduling (``--num-scheduler-steps``: its
@@ -272,7 +274,7 @@ class Point:
         from planner.hardware.expected import allreduce_latency_source, factors_for
         from planner.hardware.profiles import load_profile
         from planner.hardware.accuracy import regime_of
-        from planner.hardware.serve import Scenario, StepRules, batch_wait_of
+        from planner.hardware.serve import Scenario, StepRules, batch_wait_of, recv_interval_of
 
         self.entry = entry
         self.id = entry["id"]
@@ -365,10 +367,12 @@ class Point:
         # TensorRT-LLM's delayed batching, where the run set it (batch_wait_timeout_iters, batch_wait_max_tokens_ratio)
         self.batch_wait = batch_wait_of(self.engine, s.get("batch_wait_timeout_iters"),
                                         s.get("batch_wait_max_tokens_ratio"), self.mem.max_num_batched_tokens)
-        # how the engine builds a step beyond vLLM V1's rules (planner.hardware.serve.StepRules)
+        # how the engine builds a step beyond vLLM V1's rules (planner.hardware.serve.StepRules); SGLang's
+        # --scheduler-recv-interval where the run set it (scheduler_recv_interval)
         self.rules = StepRules.of(self.engine, prefill_first=self.engine.prefill_first or v0_whole,
                                   whole_prompts=v0_whole, batch_wait=self.batch_wait,
-                                  lookahead=self.base.async_scheduling)
+                                  lookahead=self.base.async_scheduling,
+                                  recv_interval=recv_interval_of(self.engine, s.get("scheduler_recv_interval")))
         self.per_gpu = s.get("throughput_unit") == "per_gpu"
         self.compute_column = self.hw.peak_flops_key_for(self.a.fmt.compute.compute)
         self.ops_cache: dict = {}

@@ -30,6 +30,7 @@ GraphOpt = Annotated[Optional[int], typer.Option("--cuda-graph-max-tokens", clic
 AsyncOpt = Annotated[Optional[bool], typer.Option("--async-scheduling/--no-async-scheduling", help="vLLM schedules the next step while the GPU runs this one, so its per-step host work costs only what outlasts the step (the default from vLLM 0.14.0; --no-async-scheduling for 0.8-0.13 or a run that turned it off). Default: the engine's (vLLM: on).")]
 WaitItersOpt = Annotated[Optional[int], typer.Option("--batch-wait-iters", min=0, max=1 << 20, help="TensorRT-LLM's delayed batching (batch_wait_timeout_iters): while requests decode, a step takes no new prompt until this many steps have waited or the step reaches --batch-wait-tokens-ratio of max_num_tokens. 0: off; default: the engine's (0). Only --engine trtllm.")]
 WaitRatioOpt = Annotated[Optional[float], typer.Option("--batch-wait-tokens-ratio", help="TensorRT-LLM's batch_wait_max_tokens_ratio: the fraction of max_num_tokens (--max-num-batched-tokens) a step's tokens must reach before new prompts stop waiting (with --batch-wait-iters). 0: off; default: the engine's (0). Only --engine trtllm.")]
+RecvOpt = Annotated[Optional[int], typer.Option("--scheduler-recv-interval", min=1, max=1 << 20, help="SGLang's --scheduler-recv-interval: the scheduler takes new requests off its socket once every N decode steps (after a prefill step at once), so while requests decode a new one waits for up to N steps. Default: the engine's (1). Only --engine sglang.")]
 ArrivalOpt = Annotated[str, typer.Option("--arrival", help="How the --concurrency requests arrive: 'together' (all at once, a static batch or an offline run) or 'closed-loop' (C clients that start together, each sending its next request when the last ends, simulated step by step with the engine's scheduler; what benchmark_serving --max-concurrency and genai-perf --concurrency measure).")]
 
 
@@ -57,6 +58,7 @@ def serve(
     async_scheduling: AsyncOpt = None,
     batch_wait_iters: WaitItersOpt = None,
     batch_wait_tokens_ratio: WaitRatioOpt = None,
+    scheduler_recv_interval: RecvOpt = None,
     revision: RevisionOpt = None,
     fmt: FormatOpt = None,
     as_json: JsonOpt = False,
@@ -84,7 +86,8 @@ def serve(
                   concurrency=concurrency, arrival=arrival.strip().lower(), num_scheduler_steps=num_scheduler_steps,
                   requests=requests, mean_output_len=mean_output_len, cuda_graph_max_tokens=cuda_graph_max_tokens,
                   async_scheduling=async_scheduling, input_len_dist=input_len_dist, output_len_dist=output_len_dist,
-                  batch_wait_iters=batch_wait_iters, batch_wait_tokens_ratio=batch_wait_tokens_ratio)
+                  batch_wait_iters=batch_wait_iters, batch_wait_tokens_ratio=batch_wait_tokens_ratio,
+                  scheduler_recv_interval=scheduler_recv_interval)
     data = deployment_dict(d, model_id=lm.id)
     if out_fmt == OutputFormat.json:
         print_json(data)

@@ -112,6 +112,13 @@ def _number(v: Any, f: str, where: str, *, minimum: float = 0.0) -> float:
     return float(v)
 
 
+def _whole(v: Any, f: str, where: str) -> int:
+    """A whole number >= 1, nothing else (2.5 would not read as 2)."""
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise HardwareError(f"{where}: field '{f}' = {v!r} is not a whole number >= 1", "fix the engine profile")
+    return v
+
+
 def _flag(v: Any, f: str, where: str) -> bool:
     """A YAML boolean (true / false), nothing else: a quoted "false" would read as true."""
     if not isinstance(v, bool):
@@ -337,6 +344,10 @@ class EngineProfile:
     # ``batch_wait_max_tokens_ratio``): the engine's defaults ``(iterations, ratio)``, both 0 (off); None:
     # the engine has no such setting (``hardware.serve.batch_wait_of``)
     batch_wait: tuple[int, float] | None = None
+    # how often the scheduler takes new requests off its socket, in decode steps (SGLang's
+    # --scheduler-recv-interval, default 1: every loop; ``hardware.serve.run_steps`` recv_interval); None: the
+    # engine has no such setting
+    recv_interval: int | None = None
     # a step that can take a prompt runs prompts alone, the decoding requests waiting for it (SGLang's "Run
     # prefill first if possible"); False: prompts and decodes share a step (chunked prefill, in-flight batching)
     prefill_first: bool = False
@@ -507,6 +518,8 @@ def load_engine(name: str | None) -> EngineProfile:
         async_scheduling=(None if sched.get("async_scheduling") is None else
                           _flag(sched["async_scheduling"], "scheduler.async_scheduling", w)),
         batch_wait=_batch_wait(sched.get("batch_wait"), w),
+        recv_interval=(None if sched.get("recv_interval") is None else
+                       _whole(sched["recv_interval"], "scheduler.recv_interval", w)),
         prefill_first=_flag(sched.get("prefill_first", False), "scheduler.prefill_first", w),
         kv_admission=_choice(sched.get("kv_admission", "whole"), "scheduler.kv_admission", w, KV_ADMISSION),
         prefix_caching=_flag(sched.get("prefix_caching", False), "scheduler.prefix_caching", w),

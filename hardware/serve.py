@@ -418,7 +418,9 @@ class StepRules(NamedTuple):
     blocks as tokens come and preempts the newest request when none is left (``kv_admission: on_demand``): the
     step-by-step paths then admit a prompt where the pool holds it and simulate the preemptions (``run_steps``),
     and ``held_output`` sizes only the static batches; ``prefix_cache``, a preempted request's recompute reads back
-    the prefix blocks still cached (vLLM V1's automatic prefix caching, ``run_steps``)."""
+    the prefix blocks still cached (vLLM V1's automatic prefix caching, ``run_steps``); ``recv_interval``, SGLang's
+    ``--scheduler-recv-interval`` (``run_steps``: while requests decode, arrivals wait for up to that many decode
+    steps; 1, every step)."""
 
     prefill_first: bool = False
     whole_prompts: bool = False
@@ -427,6 +429,7 @@ class StepRules(NamedTuple):
     held_output: float = 1.0
     preempt: bool = False
     prefix_cache: bool = False
+    recv_interval: int = 1
 
     @classmethod
     def of(cls, engine, **rules) -> "StepRules":
@@ -586,7 +589,8 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
               step_ends: list | None = None, batch_wait: tuple[int, float] | None = None,
               prefill_first: bool = False, whole_prompts: bool = False,
               lookahead: bool = False, preempt: bool = False, kv_seq_tokens: int = 0,
-              prefix_cache: bool = False, stats: dict | None = None) -> tuple[list, list]:
+              prefix_cache: bool = False, recv_interval: int = 1,
+              stats: dict | None = None) -> tuple[list, list]:
     """The steps one engine replica runs, as vLLM's scheduler builds them, on the clock: the one scheduler
     loop of ``planner serve``.
 
@@ -652,6 +656,13 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     2; ``EngineCore.step_with_batch_queue`` schedules step n + 1 as step n starts). While requests run, a step
     takes only the requests that had arrived when the step before it started: one that arrives during step n
     joins step n + 2. An idle engine takes a request at once.
+
+    ``recv_interval`` N > 1: SGLang's ``--scheduler-recv-interval`` (``SchedulerRecvSkipper``,
+    python/sglang/srt/managers/scheduler_recv_skipper.py). The scheduler takes the requests that have arrived
+    off its socket only when a count reaches N: each step adds its weight to the count, a decode step 1 and
+    any other (a prefill) 1000, and a receive sets it back to 0. So after a prefill step the next step sees
+    every arrival, and while requests decode an arrival waits for up to N decode steps. An idle engine's loop
+    (weight 1 a turn) spins in microseconds: it takes a request at once.
 
     ``price(pieces)`` gives the step's seconds (``pieces``: ``{(new tokens, cached tokens): sequences}``
     in the order above); the clock moves by it. A request's first token comes at the end of the step that
@@ -776,18 +787,28 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     waited = 0  # batch_wait: steps that have held back new prompts since the last that took them
     if batch_wait is not None and multi:
         raise ValueError("batch_wait is TensorRT-LLM's and multi-step scheduling vLLM V0's: not both")
+    if recv_interval > 1 and (multi or lookahead):
+        raise ValueError("recv_interval is SGLang's; multi-step and asynchronous scheduling vLLM's: not both")
+    recv_count = recv_interval  # SGLang's count starts at the threshold (the first turn receives)
+    last_prefill = True  # the last step's kind for the count: a prefill (or none yet) fills it, a decode adds 1
     steps: list = []
     marks: list = []
     t = 0.0
     s = 0
     prev_start = None  # lookahead: when the step before this one started (None: the engine was idle)
     while pending or waiting or running:
-        if not (waiting or running) and pending[0][0] > t:
+        idle = not (waiting or running)
+        if idle and pending[0][0] > t:
             t = pending[0][0]  # the engine idles until the next request arrives
+        # recv_interval: while the engine works, arrivals are taken off the socket only when the count is full
+        recv_count = recv_interval if idle else recv_count + (recv_interval if last_prefill else 1)
+        receive = recv_count >= recv_interval
+        if receive:
+            recv_count = 0
         # lookahead (asynchronous scheduling): while requests run, this step was scheduled when the one before it
         # started, so it takes only the requests that had arrived by then
         limit = prev_start if lookahead and running and prev_start is not None else t
-        while pending and pending[0][0] <= limit:
+        while receive and pending and pending[0][0] <= limit:
             _, n, I, O, t_send = pending.popleft()
             tag = len(groups)
             groups[tag] = (s, I, O, t_send)
@@ -882,6 +903,7 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
             continue
         steps.append(pieces)
         prev_start = t
+        last_prefill = not decoded or len(pieces) > 1  # a decode step's one piece is its decoding requests
         t += price(pieces)
         if round_left:
             round_left -= 1
@@ -1030,7 +1052,8 @@ def closed_loop_schedule(I: int, O: int, clients: int, requests: int, budget: in
                              resend=resend, batch_wait=rules.batch_wait, prefill_first=rules.prefill_first,
                              whole_prompts=rules.whole_prompts, lookahead=rules.lookahead,
                              kv_tokens=kv[0] if kv else None, kv_seq_tokens=kv[1] if kv else 0,
-                             preempt=kv is not None, prefix_cache=rules.prefix_cache, stats=stats)
+                             preempt=kv is not None, prefix_cache=rules.prefix_cache,
+                             recv_interval=rules.recv_interval, stats=stats)
     shapes: dict = {}
     for s, pieces in enumerate(steps):
         shapes.setdefault(tuple(sorted(pieces.items())), []).append(s)
@@ -1303,7 +1326,7 @@ def _clocked(model: StepModel, mem, scenario: Scenario, *, replicas: int, intake
                          batch_wait=rules.batch_wait, prefill_first=rules.prefill_first,
                          whole_prompts=rules.whole_prompts, lookahead=rules.lookahead,
                          kv_tokens=kv[0] if kv else None, kv_seq_tokens=kv[1] if kv else 0, preempt=kv is not None,
-                         prefix_cache=rules.prefix_cache, stats=stats)
+                         prefix_cache=rules.prefix_cache, recv_interval=rules.recv_interval, stats=stats)
     if kv:
         notes.extend(preemption_note(stats, per_replica, "clients" if closed else "requests"))
         slots = stats["peak"]
@@ -1454,6 +1477,7 @@ class Deployment:
     notes: tuple[str, ...]
     num_scheduler_steps: int = 1
     batch_wait: tuple[int, float] | None = None  # (iterations, tokens) of TensorRT-LLM's delayed batching
+    recv_interval: int = 1  # SGLang's --scheduler-recv-interval (decode steps between receives)
 
 
 def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None = None, dtype: str | None = None,
@@ -1464,7 +1488,8 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
           num_scheduler_steps: int | None = None, cuda_graph_max_tokens: int | None = None,
           async_scheduling: bool | None = None, input_len_dist: str | None = None,
           output_len_dist: str | None = None, batch_wait_iters: int | None = None,
-          batch_wait_tokens_ratio: float | None = None) -> Deployment:
+          batch_wait_tokens_ratio: float | None = None,
+          scheduler_recv_interval: int | None = None) -> Deployment:
     """Plan one deployment of ``spec`` on ``gpus`` × ``hw`` under ``engine`` (see the module docstring).
     ``num_scheduler_steps``: multi-step scheduling (``run_steps``); default: the engine's.
     ``cuda_graph_max_tokens``: the largest step the engine replays as a CUDA graph (tokens; a decode step's
@@ -1474,7 +1499,8 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
     ``input_len_dist`` / ``output_len_dist``: each request's length drawn from this distribution
     (``hardware.simulate.length_dist``; ``scenario_lengths``) in place of ``input_len`` / ``output_len``, which
     become the distribution's mean. ``batch_wait_iters`` / ``batch_wait_tokens_ratio``: TensorRT-LLM's delayed
-    batching (``batch_wait_of``); default: the engine's (off)."""
+    batching (``batch_wait_of``); default: the engine's (off). ``scheduler_recv_interval``: SGLang's
+    ``--scheduler-recv-interval`` (``recv_interval_of``); default: the engine's (1)."""
     from planner.analysis.analyze import Options, analyze
     from planner.analysis.errors import OptionError
     from planner.analysis.parallel import tp_plan
@@ -1555,6 +1581,7 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
     result = None
     fewest = None
     wait = batch_wait_of(eng, batch_wait_iters, batch_wait_tokens_ratio, mem.max_num_batched_tokens)
+    recv = recv_interval_of(eng, scheduler_recv_interval)
     if not mem.fits:
         fewest = fewest_gpus(a, hw, eng, **kw)
         if mem.kv_pool_bytes <= 0:
@@ -1578,12 +1605,33 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
                          f"batch_wait_max_tokens_ratio {wait[1] / mem.max_num_batched_tokens:g}): "
                          f"while requests decode, new prompts wait up to {wait[0]} steps for a step of "
                          f"{math.ceil(wait[1]):,} tokens")
+        if recv > 1:
+            notes.append(f"{eng.display_name} takes new requests off its socket once every {recv} decode steps "
+                         f"(--scheduler-recv-interval {recv}): while requests decode, a new one waits for up to "
+                         f"{recv} steps before it can start")
         result = simulate(StepModel(a, hw, plan, f), mem, scenario, replicas=replicas, scheduler_steps=steps,
                           rules=StepRules.of(eng, prefill_first=eng.prefill_first, batch_wait=wait,
-                                             lookahead=f.async_scheduling))
+                                             lookahead=f.async_scheduling, recv_interval=recv))
         notes.extend(result.notes)
     notes.extend(mem.notes)
-    return Deployment(a, eng, hw, tp, replicas, mem, f, result, fewest, tuple(dict.fromkeys(notes)), steps, wait)
+    return Deployment(a, eng, hw, tp, replicas, mem, f, result, fewest, tuple(dict.fromkeys(notes)), steps, wait,
+                      recv)
+
+
+def recv_interval_of(eng, interval: int | None) -> int:
+    """SGLang's ``--scheduler-recv-interval`` as ``run_steps`` takes it (``recv_interval``), from the option (None:
+    the engine profile's ``scheduler.recv_interval``, else 1). Refused on an engine without the setting and below
+    1 (SGLang's server_args takes any int, and at 1 or less receives every turn: ``maybe_create`` returns None)."""
+    from planner.analysis.errors import OptionError
+
+    if interval is None:
+        return eng.recv_interval or 1
+    if eng.recv_interval is None:
+        raise OptionError(f"--scheduler-recv-interval: {eng.display_name} has no such setting",
+                          "it is SGLang's (--engine sglang)")
+    if isinstance(interval, bool) or not isinstance(interval, int) or interval < 1:
+        raise OptionError(f"--scheduler-recv-interval must be a whole number >= 1, got {interval!r}")
+    return interval
 
 
 def batch_wait_of(eng, iters: int | None, ratio: float | None, max_num_tokens: int) -> tuple[int, float] | None:
@@ -1637,6 +1685,7 @@ def deployment_dict(d: Deployment, *, model_id: str = "") -> dict:
             "prefix_caching": d.engine.prefix_caching,
             "batch_wait": (None if d.batch_wait is None else
                            {"timeout_iters": d.batch_wait[0], "min_step_tokens": math.ceil(d.batch_wait[1])}),
+            "scheduler_recv_interval": d.recv_interval,
             "input_len": r.scenario.input_len if r else None, "output_len": r.scenario.output_len if r else None,
             "concurrency": r.scenario.concurrency if r else None,
             "arrival": r.scenario.arrival if r else None,
