@@ -675,6 +675,7 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
 
     Returns ``(steps, finished)``: ``steps`` the pieces of each step in order, ``finished`` one ``Finished``
     per group of requests that finished together, in finish order."""
+    import bisect
     import heapq
     from collections import deque
 
@@ -790,6 +791,7 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     if recv_interval > 1 and (multi or lookahead):
         raise ValueError("recv_interval is SGLang's; multi-step and asynchronous scheduling vLLM's: not both")
     recv_count = recv_interval  # SGLang's count starts at the threshold (the first turn receives)
+    step_starts: list = []  # when each step started
     last_prefill = True  # the last step's kind for the count: a prefill (or none yet) fills it, a decode adds 1
     steps: list = []
     marks: list = []
@@ -809,9 +811,11 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
         # started, so it takes only the requests that had arrived by then
         limit = prev_start if lookahead and running and prev_start is not None else t
         while receive and pending and pending[0][0] <= limit:
-            _, n, I, O, t_send = pending.popleft()
+            arrived, n, I, O, t_send = pending.popleft()
             tag = len(groups)
-            groups[tag] = (s, I, O, t_send)
+            # recv_interval: the request could have joined the first step that started after it arrived (its wait
+            # for the receive is decode steps, not the front end)
+            groups[tag] = (bisect.bisect_left(step_starts, arrived) if recv_interval > 1 else s, I, O, t_send)
             waiting.append([tag, n])
         b = budget
         pieces: dict = {}
@@ -903,6 +907,7 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
             continue
         steps.append(pieces)
         prev_start = t
+        step_starts.append(t)
         last_prefill = not decoded or len(pieces) > 1  # a decode step's one piece is its decoding requests
         t += price(pieces)
         if round_left:

@@ -95,6 +95,11 @@ def test_serve_closed_loop_waits_lengthen_ttft():
     assert held.result.expected.ttft_s > base.result.expected.ttft_s + 5 * tpot
     assert held.result.expected.ttft_s < base.result.expected.ttft_s + 30 * tpot
     assert tpot <= base.result.expected.tpot_s
+    # the wait is decode steps the request could have joined: it shows under the decode factors (and in the ideal),
+    # not as the front end's request overhead
+    over = [d.result.explain["ttft_s"]["request overhead"] for d in (base, held)]
+    assert over[1] < over[0] + 2 * tpot
+    assert held.result.ideal.ttft_s > base.result.ideal.ttft_s + 5 * held.result.ideal.tpot_s
 
 
 @pytest.mark.parametrize("args, fragment", [
