@@ -180,6 +180,8 @@ def rate_prediction(e: dict, pub, cache: dict, overrides: dict | None = None) ->
     s = e.get("settings") or {}
     steps = int(s.get("num_scheduler_steps") or 1)
     how = "plan simulation" if steps == 1 else f"serve loop, {steps}-step rounds"
+    if e.get("layout"):  # the simulation runs tensor-parallel replicas (attention-DP and EP runs: the layout table)
+        return "skipped: layout beyond tensor parallel", how
     key = repr((e.get("model_config"), e.get("gpu"), e.get("gpus"), e.get("tp"), e.get("engine"),
                 e.get("statistic"), sorted(s.items())))
     if key not in cache:
