@@ -791,7 +791,7 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     if recv_interval > 1 and (multi or lookahead):
         raise ValueError("recv_interval is SGLang's; multi-step and asynchronous scheduling vLLM's: not both")
     recv_count = recv_interval  # SGLang's count starts at the threshold (the first turn receives)
-    step_starts: list = []  # when each step started
+    step_starts: list = []  # recv_interval: when each step started
     last_prefill = True  # the last step's kind for the count: a prefill (or none yet) fills it, a decode adds 1
     steps: list = []
     marks: list = []
@@ -907,7 +907,8 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
             continue
         steps.append(pieces)
         prev_start = t
-        step_starts.append(t)
+        if recv_interval > 1:
+            step_starts.append(t)
         last_prefill = not decoded or len(pieces) > 1  # a decode step's one piece is its decoding requests
         t += price(pieces)
         if round_left:
