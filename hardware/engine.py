@@ -311,6 +311,9 @@ class EngineProfile:
     # per hardware profile: the decode attention kernel's fraction of the achieved bandwidth on that device, in
     # place of ``attention_decode_efficiency`` there (``timing.attention_decode_efficiency_by_device``)
     attention_decode_by_device: Mapping[str, float] = field(hash=False, default_factory=dict)
+    # per hardware profile: the prefill attention kernel's fraction of the achieved GEMM rate on that device, in
+    # place of ``attention_prefill_efficiency`` there (``timing.attention_prefill_efficiency_by_device``)
+    attention_prefill_by_device: Mapping[str, float] = field(hash=False, default_factory=dict)
     kernel_launches: str = "none"  # hardware.expected.KERNEL_LAUNCHES: how the host launches kernels
     # optional timing terms (0 / always graphed when a profile leaves them out)
     launch_overhead_per_op_s: float = 0.0
@@ -453,6 +456,10 @@ def load_engine(name: str | None) -> EngineProfile:
     if not isinstance(adb, Mapping):
         raise HardwareError(f"{w}: timing.attention_decode_efficiency_by_device must map a hardware profile to a "
                             "fraction", "e.g. {mi300x: 0.125}")
+    apb = tim.get("attention_prefill_efficiency_by_device", {})
+    if not isinstance(apb, Mapping):
+        raise HardwareError(f"{w}: timing.attention_prefill_efficiency_by_device must map a hardware profile to a "
+                            "fraction", "e.g. {h20: 0.88}")
     launches = tim.get("kernel_launches", "none")
     if launches not in KERNEL_LAUNCHES:
         raise HardwareError(f"{w}: timing.kernel_launches {launches!r} is not one of {', '.join(KERNEL_LAUNCHES)}",
@@ -499,6 +506,8 @@ def load_engine(name: str | None) -> EngineProfile:
                                     for k, v in xc.items()},
         attention_decode_by_device={str(k): _ratio(v, f"attention_decode_efficiency_by_device.{k}", w,
                                                    maximum=ATTENTION_DECODE_MAX) for k, v in adb.items()},
+        attention_prefill_by_device={str(k): _frac(v, f"attention_prefill_efficiency_by_device.{k}", w)
+                                     for k, v in apb.items()},
         kernel_launches=launches,
         launch_overhead_per_op_s=_time(tim.get("launch_overhead_per_op", "0 s"), "launch_overhead_per_op", w),
         op_launches=op_launches,

@@ -310,7 +310,7 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         step_overhead_per_sequence_s=engine.step_overhead_per_sequence_s,
         async_scheduling=bool(engine.async_scheduling),
         attention_decode=engine.attention_decode_by_device.get(hw.name, engine.attention_decode_efficiency),
-        attention_prefill=engine.attention_prefill_efficiency,
+        attention_prefill=engine.attention_prefill_by_device.get(hw.name, engine.attention_prefill_efficiency),
         weight_only=dict(engine.weight_only_efficiency),
         experts_by_dtype=dict(engine.experts_efficiency),
         experts_compute_by_format={k: by_hw[hw.name] for k, by_hw in engine.experts_compute_efficiency.items()
@@ -328,6 +328,8 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         sources={**src, "engine": f"profiles/engines/{engine.name}.yaml",
                  **({"attention_decode": f"profiles/engines/{engine.name}.yaml attention_decode_efficiency_by_device "
                                          f"({hw.name})"} if hw.name in engine.attention_decode_by_device else {}),
+                 **({"attention_prefill": f"profiles/engines/{engine.name}.yaml attention_prefill_efficiency_by_device "
+                                          f"({hw.name})"} if hw.name in engine.attention_prefill_by_device else {}),
                  **({"kernel_launch_s": f"{hw.name} profile (kernel_launch_overhead)"}
                     if engine.kernel_launches != "none" else {}),
                  **({"graph_node_s": f"{hw.name} profile (graph_node_overhead, calibrated)"}
