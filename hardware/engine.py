@@ -459,7 +459,7 @@ def load_engine(name: str | None) -> EngineProfile:
     apb = tim.get("attention_prefill_efficiency_by_device", {})
     if not isinstance(apb, Mapping):
         raise HardwareError(f"{w}: timing.attention_prefill_efficiency_by_device must map a hardware profile to a "
-                            "fraction", "e.g. {h20: 0.88}")
+                            "fraction", "e.g. {h20: 0.81}")
     launches = tim.get("kernel_launches", "none")
     if launches not in KERNEL_LAUNCHES:
         raise HardwareError(f"{w}: timing.kernel_launches {launches!r} is not one of {', '.join(KERNEL_LAUNCHES)}",
