@@ -61,11 +61,16 @@ def test_decode_attention_time_by_hand():
 @pytest.mark.parametrize("bad, words", [("{mi300x: 0}", "not in (0, 1.25]"), ("{mi300x: 2}", "not in (0, 1.25]"),
                                         ("0.125", "must map a hardware profile"), ("{mi300x: fast}", "mi300x")])
 def test_a_bad_figure_is_one_error_naming_the_field(tmp_path, monkeypatch, bad, words):
-    _engines_copy(tmp_path, monkeypatch,
-                  **{"vllm-v0": f"inherits: vllm\ntiming: {{attention_decode_efficiency_by_device: {bad}}}\n"})
-    with pytest.raises(HardwareError, match="attention_decode_efficiency_by_device") as e:
+    assert words in refusal(tmp_path, monkeypatch, "attention_decode_efficiency_by_device", bad)
+
+
+def refusal(tmp_path, monkeypatch, key: str, bad: str) -> str:
+    """The one error an engine profile (vLLM V0's, inheriting vLLM's) with ``timing.<key>: <bad>`` is refused with,
+    which names the field (also session 56's ``attention_prefill_efficiency_by_device``)."""
+    _engines_copy(tmp_path, monkeypatch, **{"vllm-v0": f"inherits: vllm\ntiming: {{{key}: {bad}}}\n"})
+    with pytest.raises(HardwareError, match=key) as e:
         load_engine("vllm-v0")
-    assert words in str(e.value)
+    return str(e.value)
 
 
 def test_serve_on_mi300x_decodes_a_large_batch_slower_and_one_sequence_about_the_same():

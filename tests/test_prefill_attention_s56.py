@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from planner.analysis.errors import HardwareError
 from planner.analysis.trace import Op
 from planner.hardware.engine import load_engine
 from planner.hardware.expected import Factors, factors_for, step_cost
 from planner.hardware.profiles import load_profile
+from tests.test_device_attention_s41 import _Dev, refusal  # _Dev: 1 PFLOP/s and 1 TB/s, nothing else
 from tests.test_published_fit import _engines_copy
 
 
@@ -30,18 +30,6 @@ def test_the_h20_takes_the_fa3_figure_and_every_other_device_the_engines():
     trt = load_engine("trtllm")
     assert trt.attention_prefill_by_device == {}
     assert factors_for(load_profile("h20"), trt).attention_prefill == trt.attention_prefill_efficiency
-
-
-class _Dev:
-    """1 PFLOP/s and 1 TB/s, nothing else."""
-    memory_bandwidth_bytes_per_s = 1e12
-    interconnect_bytes_per_s = None
-
-    def peak_flops_for(self, key):
-        return 1e15
-
-    def peak_flops_key_for(self, key):
-        return "bf16"
 
 
 def test_prefill_attention_time_by_hand():
@@ -89,8 +77,4 @@ def test_a_long_prompt_on_the_h20_gets_faster_and_its_decode_does_not(tmp_path, 
 @pytest.mark.parametrize("bad, words", [("{h20: 0}", "h20"), ("{h20: 1.5}", "h20"),
                                         ("0.81", "must map a hardware profile"), ("{h20: fast}", "h20")])
 def test_a_bad_figure_is_one_error_naming_the_field(tmp_path, monkeypatch, bad, words):
-    _engines_copy(tmp_path, monkeypatch,
-                  **{"vllm-v0": f"inherits: vllm\ntiming: {{attention_prefill_efficiency_by_device: {bad}}}\n"})
-    with pytest.raises(HardwareError, match="attention_prefill_efficiency_by_device") as e:
-        load_engine("vllm-v0")
-    assert words in str(e.value)
+    assert words in refusal(tmp_path, monkeypatch, "attention_prefill_efficiency_by_device", bad)
