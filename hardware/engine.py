@@ -152,6 +152,15 @@ def _batch_wait(v: Any, where: str) -> tuple[int, float] | None:
     return int(iters), ratio
 
 
+def _by_device(tim: Mapping, key: str, where: str, example: str, parse) -> dict[str, float]:
+    """``timing.<key>``: a map of hardware profile -> figure (none: empty), each figure read by ``parse(value,
+    field)`` (the per-device decode and prefill attention fractions)."""
+    d = tim.get(key, {})
+    if not isinstance(d, Mapping):
+        raise HardwareError(f"{where}: timing.{key} must map a hardware profile to a fraction", example)
+    return {str(k): parse(v, f"{key}.{k}") for k, v in d.items()}
+
+
 def _ratio(v: Any, f: str, where: str, *, maximum: float) -> float:
     """A number in (0, maximum]: ``_number``'s checks, then the bounds."""
     x = _number(v, f, where)
@@ -452,14 +461,9 @@ def load_engine(name: str | None) -> EngineProfile:
     if bad:
         raise HardwareError(f"{w}: timing.experts_compute_efficiency: unknown weight format {bad[0]!r}",
                             f"use one of {', '.join(EXPERTS_FORMATS)}")
-    adb = tim.get("attention_decode_efficiency_by_device", {})
-    if not isinstance(adb, Mapping):
-        raise HardwareError(f"{w}: timing.attention_decode_efficiency_by_device must map a hardware profile to a "
-                            "fraction", "e.g. {mi300x: 0.125}")
-    apb = tim.get("attention_prefill_efficiency_by_device", {})
-    if not isinstance(apb, Mapping):
-        raise HardwareError(f"{w}: timing.attention_prefill_efficiency_by_device must map a hardware profile to a "
-                            "fraction", "e.g. {h20: 0.81}")
+    adb = _by_device(tim, "attention_decode_efficiency_by_device", w, "e.g. {mi300x: 0.125}",
+                     lambda v, f: _ratio(v, f, w, maximum=ATTENTION_DECODE_MAX))
+    apb = _by_device(tim, "attention_prefill_efficiency_by_device", w, "e.g. {h20: 0.81}", lambda v, f: _frac(v, f, w))
     launches = tim.get("kernel_launches", "none")
     if launches not in KERNEL_LAUNCHES:
         raise HardwareError(f"{w}: timing.kernel_launches {launches!r} is not one of {', '.join(KERNEL_LAUNCHES)}",
@@ -504,10 +508,8 @@ def load_engine(name: str | None) -> EngineProfile:
         experts_efficiency={str(k): _frac(v, "experts_efficiency", w) for k, v in xe.items()},
         experts_compute_efficiency={str(k): {str(p): _frac(x, f"experts_compute_efficiency.{k}", w) for p, x in v.items()}
                                     for k, v in xc.items()},
-        attention_decode_by_device={str(k): _ratio(v, f"attention_decode_efficiency_by_device.{k}", w,
-                                                   maximum=ATTENTION_DECODE_MAX) for k, v in adb.items()},
-        attention_prefill_by_device={str(k): _frac(v, f"attention_prefill_efficiency_by_device.{k}", w)
-                                     for k, v in apb.items()},
+        attention_decode_by_device=adb,
+        attention_prefill_by_device=apb,
         kernel_launches=launches,
         launch_overhead_per_op_s=_time(tim.get("launch_overhead_per_op", "0 s"), "launch_overhead_per_op", w),
         op_launches=op_launches,
