@@ -169,6 +169,33 @@ def vllm_async_scheduling(entry: dict) -> bool:
     return bool(re.match(r"\d{4}-\d{2}-\d{2}$", date)) and date >= VLLM_ASYNC_DATE
 
 
+# SGLang's piecewise CUDA graphs for prompt steps became the default in v0.5.10 (release notes, "Piecewise CUDA Graph
+# Enabled by Default", PR #16331; profiles/engines/sglang.yaml cuda_graphs): entries of earlier releases ran prompts
+# op by op. v0.5.10's notes were out by 2026-04-06 (a dependabot bump quoting them); v0.5.9's, of 2026-03-30, do not
+# have it
+SGLANG_PREFILL_GRAPHS_FROM = (0, 5, 10)
+SGLANG_PREFILL_GRAPHS_DATE = "2026-04-06"
+
+
+def sglang_prefill_graphs(entry: dict) -> bool:
+    """Whether an SGLang entry's server replayed prompt steps as CUDA graphs by default: its release is 0.5.10 or
+    later, or, where it gives none ("not stated", a commit), its source is dated from v0.5.10's release on; and the
+    run did not turn them off (``--enable-torch-compile``, ``--disable-piecewise-cuda-graph``, ``--enable-dp-attention``:
+    SGLang disables them for each)."""
+    import re
+
+    s = entry.get("settings") or {}
+    if s.get("torch_compile") or s.get("enable_dp_attention") or s.get("piecewise_cuda_graph") is False:
+        return False
+    m = re.match(r"\s*v?(\d+)\.(\d+)\.(\d+)", str(entry.get("engine_version") or ""))
+    if m:
+        return tuple(int(x) for x in m.groups()) >= SGLANG_PREFILL_GRAPHS_FROM
+    if release_of(entry) is not None:  # "0.5" without a patch number: before or after is not known; op by op
+        return False
+    date = str((entry.get("source") or {}).get("date") or "")
+    return bool(re.match(r"\d{4}-\d{2}-\d{2}$", date)) and date >= SGLANG_PREFILL_GRAPHS_DATE
+
+
 TIMING = ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s")
 MEMORY = ("kv_capacity_tokens", "weights_gib", "max_concurrency")
 
@@ -356,8 +383,10 @@ class Point:
             self.base = replace(self.base, async_scheduling=s["async_scheduling"])
         elif self.base.async_scheduling and self.engine_name == "vllm" and not vllm_async_scheduling(entry):
             self.base = replace(self.base, async_scheduling=False)  # vLLM 0.8-0.13: synchronous by default
+        if self.engine_name == "sglang" and not sglang_prefill_graphs(entry):
+            self.base = replace(self.base, cuda_graph_prefill=False)  # before v0.5.10: prompts op by op
         if s.get("cuda_graphs") is False:  # the benchmark ran every step op by op
-            self.base = replace(self.base, cuda_graph_max_tokens=0)
+            self.base = replace(self.base, cuda_graph_max_tokens=0, cuda_graph_prefill=False)
         elif s.get("cuda_graph_max_tokens") is not None:  # the benchmark's own graph sizes
             self.base = replace(self.base, cuda_graph_max_tokens=int(s["cuda_graph_max_tokens"]))
         if s.get("decode_kv_reads") == "per_query_head":

@@ -21,7 +21,7 @@ simulation (``hardware.simulate``) runs on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from planner.analysis.errors import OptionError
 from planner.analysis.parallel import (Layout, LayoutPlan, layout_groups, layout_plan, stage_collectives,
@@ -252,8 +252,11 @@ def replica_step(a, hw, plan: LayoutPlan, em: EngineModel, *, batch: int, new_to
     groups = _groups(a, rank_b, new_tokens, cached)
     full = _groups(a, mb, new_tokens, cached) if lo.attn_dp > 1 else groups
     act = a.fmt.act.bits // 8 if a.fmt.act.bits >= 8 else 2
-    f = em.factors
-    from .expected import expert_inner, expert_rows, graphed
+    from .expected import expert_inner, expert_rows, for_model, graphed
+
+    f = for_model(em.factors, a.spec)  # the engine's prompt graphs for this model (SGLang's MLA cap, exclusions)
+    if em.profile.cuda_graph_prefill_tp_only and (lo.attn_dp > 1 or lo.pp > 1 or lo.ep > 1):
+        f = replace(f, cuda_graph_prefill=False)  # SGLang: no prompt graphs with attention DP, PP or EP
 
     shape = _moe_shape(a)
     # every attention-DP rank's tokens meet in the experts: rows per touched expert of the micro-batch

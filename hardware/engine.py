@@ -207,6 +207,19 @@ def _graph_rules(v: Any, where: str) -> tuple[Rule, ...]:
     return (Rule(_number(v, "cuda_graphs.max_tokens", where, minimum=0)),)
 
 
+def _prefill_graph_max(v: Any, f: str, where: str) -> int | None:
+    """``cuda_graphs.prefill_max_tokens`` / ``prefill_max_tokens_mla``: a token count (0: no prompt graphs), ``all``
+    (every prompt step), or absent (None)."""
+    if v is None:
+        return None
+    if v == "all":
+        return 1 << 30
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise HardwareError(f"{where}: timing.{f} must be a whole number of tokens (>= 0) or 'all', got {v!r}",
+                            "fix the profile")
+    return v
+
+
 def _pick(rules: tuple[Rule, ...], hw) -> int:
     for r in rules:
         if r.matches(hw):
@@ -334,6 +347,17 @@ class EngineProfile:
     # the largest step (tokens) the engine replays as a CUDA graph: one value, or rules by device memory
     cuda_graph_max_tokens_rules: tuple[Rule, ...] = (Rule(1 << 30),)
     cuda_graph_prefill: bool = True
+    # prompt steps' own graph limits (``cuda_graphs.prefill_*``; SGLang's piecewise prefill graphs): the largest
+    # prompt step replayed (None: ``cuda_graph_max_tokens``'s; 1 << 30 written ``all``), the cap for models with
+    # MLA attention, the device vendors that capture them (empty: all), and the models that never do (their
+    # ``model_type``, or ``multimodal``)
+    cuda_graph_prefill_max_tokens: int | None = None
+    cuda_graph_prefill_max_tokens_mla: int | None = None
+    cuda_graph_prefill_vendors: tuple[str, ...] = ()
+    cuda_graph_prefill_exclude: tuple[str, ...] = ()
+    # prompt graphs only where the replica is tensor-parallel alone (no attention DP, pipeline or expert
+    # parallelism): SGLang turns them off for each of those (``cuda_graphs.prefill_tp_only``)
+    cuda_graph_prefill_tp_only: bool = False
     request_overhead_s: float = 0.0
     server_overhead_s: float = 0.0
     # the fixed cost of one tensor-parallel all-reduce call on this engine (its kernels and what a TP layer
@@ -515,7 +539,15 @@ def load_engine(name: str | None) -> EngineProfile:
         op_launches=op_launches,
         min_op_time_s=_time(tim.get("min_op_time", "0 s"), "min_op_time", w),
         cuda_graph_max_tokens_rules=_graph_rules(graphs.get("max_tokens", 1 << 30), w),
-        cuda_graph_prefill=bool(graphs.get("prefill", True)),
+        cuda_graph_prefill=_flag(graphs.get("prefill", True), "cuda_graphs.prefill", w),
+        cuda_graph_prefill_max_tokens=_prefill_graph_max(graphs.get("prefill_max_tokens"), "cuda_graphs.prefill_max_tokens", w),
+        cuda_graph_prefill_max_tokens_mla=_prefill_graph_max(graphs.get("prefill_max_tokens_mla"),
+                                                             "cuda_graphs.prefill_max_tokens_mla", w),
+        cuda_graph_prefill_vendors=tuple(x.lower() for x in _names(graphs.get("prefill_vendors"), "cuda_graphs.prefill_vendors", w,
+                                                                        "device vendors", "[NVIDIA]")),
+        cuda_graph_prefill_tp_only=_flag(graphs.get("prefill_tp_only", False), "cuda_graphs.prefill_tp_only", w),
+        cuda_graph_prefill_exclude=tuple(x.lower() for x in _names(graphs.get("prefill_exclude"), "cuda_graphs.prefill_exclude", w,
+                                                                        "model types or 'multimodal'", "[multimodal, qwen3_next]")),
         request_overhead_s=_time(tim.get("request_overhead", "0 s"), "request_overhead", w),
         server_overhead_s=_time(tim.get("server_overhead", "0 s"), "server_overhead", w),
         allreduce_latency_s=(None if tim.get("allreduce_latency") is None

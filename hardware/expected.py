@@ -182,6 +182,12 @@ class Factors:
     # prompt steps only when the engine captures them
     cuda_graph_max_tokens: int = 1 << 30
     cuda_graph_prefill: bool = True
+    # the largest prompt step replayed as a graph where it is not ``cuda_graph_max_tokens`` (SGLang's piecewise
+    # prefill graphs: every chunk), its cap for a model with MLA attention, and the model types (or
+    # ``multimodal``) the engine runs no prompt graphs for; ``for_model`` applies the last two
+    cuda_graph_prefill_max_tokens: int | None = None
+    cuda_graph_prefill_max_tokens_mla: int | None = None
+    cuda_graph_prefill_exclude: tuple[str, ...] = ()
     # per request, added to its TTFT: the engine's admission, input preparation, first sampling
     request_overhead_s: float = 0.0
     # per request, added to its TTFT where the client streams through the HTTP server: the front end
@@ -216,6 +222,9 @@ class Factors:
             "min_op_time_s": self.min_op_time_s,
             "graph_node_s": self.graph_node_s,
             "cuda_graph_max_tokens": self.cuda_graph_max_tokens, "cuda_graph_prefill": self.cuda_graph_prefill,
+            "cuda_graph_prefill_max_tokens": self.cuda_graph_prefill_max_tokens,
+            "cuda_graph_prefill_max_tokens_mla": self.cuda_graph_prefill_max_tokens_mla,
+            "cuda_graph_prefill_exclude": list(self.cuda_graph_prefill_exclude),
             "request_overhead_s": self.request_overhead_s, "server_overhead_s": self.server_overhead_s,
             "sources": dict(self.sources),
         }
@@ -234,8 +243,36 @@ def op_floor_s(f: Factors, *, graph: bool) -> tuple[float, float]:
 
 def graphed(f: Factors, *, tokens: int, prefill: bool) -> bool:
     """Whether an engine step of ``tokens`` tokens (batch × new tokens; ``prefill``: it holds prompt
-    tokens) replays a captured CUDA graph under ``f`` (then it pays no per-launch host cost)."""
-    return tokens <= f.cuda_graph_max_tokens and (f.cuda_graph_prefill or not prefill)
+    tokens) replays a captured CUDA graph under ``f`` (then it pays no per-launch host cost): a decode step up to
+    ``cuda_graph_max_tokens``; a prompt step where the engine captures them, up to its own limit where it has one
+    (``cuda_graph_prefill_max_tokens``), else the same."""
+    if not prefill:
+        return tokens <= f.cuda_graph_max_tokens
+    if not f.cuda_graph_prefill:
+        return False
+    cap = f.cuda_graph_max_tokens if f.cuda_graph_prefill_max_tokens is None else f.cuda_graph_prefill_max_tokens
+    return tokens <= cap
+
+
+def uses_mla(spec) -> bool:
+    """Whether any layer of the model attends with MLA (DeepSeek-V2/V3's latent attention)."""
+    return any(getattr(layer, "mixer", None) is not None and layer.mixer.label().startswith("mla")
+               for layer in spec.layers)
+
+
+def for_model(f: Factors, spec) -> Factors:
+    """``f`` for one model: no prompt graphs where the engine excludes its type (``cuda_graph_prefill_exclude``:
+    a ``model_type``, or ``multimodal`` for a model with a vision or audio encoder), and the MLA cap on the
+    largest prompt graph (``cuda_graph_prefill_max_tokens_mla``) for a model with MLA attention."""
+    if not f.cuda_graph_prefill:
+        return f
+    ex = f.cuda_graph_prefill_exclude
+    if str(spec.model_type).lower() in ex or ("multimodal" in ex and getattr(spec, "vision", ())):
+        return replace(f, cuda_graph_prefill=False)
+    if f.cuda_graph_prefill_max_tokens_mla is not None and uses_mla(spec):
+        cap = f.cuda_graph_max_tokens if f.cuda_graph_prefill_max_tokens is None else f.cuda_graph_prefill_max_tokens
+        return replace(f, cuda_graph_prefill_max_tokens=min(cap, f.cuda_graph_prefill_max_tokens_mla))
+    return f
 
 
 
@@ -322,7 +359,13 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         min_op_time_s=engine.min_op_time_s,
         graph_node_s=(getattr(hw, "graph_node_s", None) or 0.0) if engine.kernel_launches == "graph" else 0.0,
         cuda_graph_max_tokens=engine.cuda_graph_max_tokens(hw),
-        cuda_graph_prefill=engine.cuda_graph_prefill,
+        # prompt graphs only on the vendors' devices the engine captures them on (SGLang's: CUDA)
+        cuda_graph_prefill=engine.cuda_graph_prefill and (not engine.cuda_graph_prefill_vendors
+                                                          or str(getattr(hw, "vendor", "")).lower()
+                                                          in engine.cuda_graph_prefill_vendors),
+        cuda_graph_prefill_max_tokens=engine.cuda_graph_prefill_max_tokens,
+        cuda_graph_prefill_max_tokens_mla=engine.cuda_graph_prefill_max_tokens_mla,
+        cuda_graph_prefill_exclude=engine.cuda_graph_prefill_exclude,
         request_overhead_s=engine.request_overhead_s,
         server_overhead_s=engine.server_overhead_s,
         sources={**src, "engine": f"profiles/engines/{engine.name}.yaml",
@@ -774,6 +817,6 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
 
 
 __all__ = ["EXPERTS_FORMATS", "FACTORS", "allreduce_latency_for", "allreduce_latency_source", "async_note", "KERNEL_LAUNCHES", "OP_LAUNCHES", "Factors", "IDEAL", "graph_node_at", "graph_nodes_s", "host_step_overhead_s", "launch_time_s", "op_floor_s", "step_kernels", "with_async_scheduling",
-           "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "experts_format", "factors_for", "for_column", "gemm_time_s", "graphed",
+           "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "experts_format", "factors_for", "for_column", "for_model", "gemm_time_s", "graphed", "uses_mla",
            "inner_dim", "k_scale", "outer_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "ops_times_s", "rows_efficiency", "step_cost"]

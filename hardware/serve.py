@@ -79,7 +79,7 @@ from typing import Mapping, NamedTuple
 
 from planner.analysis.records import frozen
 
-from .expected import FACTORS, ZERO, Factors, StepCost, expert_inner, experts_format, graphed, step_cost
+from .expected import FACTORS, ZERO, Factors, StepCost, expert_inner, experts_format, for_model, graphed, step_cost
 
 DECODE_SEGMENTS = 16
 ARRIVALS = ("together", "closed-loop")
@@ -108,13 +108,37 @@ def allreduce_link_of(hw, tp: int) -> tuple[float, float] | None:
     return ring_bytes_per_s(lk, tp), 2 * (tp - 1) * lk.inter_latency_s
 
 
+def prefill_graph_note(eng, f: Factors, spec, hw) -> str | None:
+    """A note on how an engine with its own prompt-graph limits (SGLang's piecewise prefill graphs) runs this
+    model's prompt steps on ``hw``: as graphs (up to how many tokens), or op by op and why; None for an engine
+    without such limits (vLLM's prompt graphs follow its decode limit, shown nowhere else either)."""
+    if eng.cuda_graph_prefill_max_tokens is None or not eng.cuda_graph_prefill:
+        return None
+    g = for_model(f, spec)
+    name = eng.display_name
+    if not f.cuda_graph_prefill:
+        return (f"{name} runs prompt steps op by op on {hw.name} (its piecewise prompt graphs are CUDA-only; "
+                f"each op pays the host's launches)")
+    if not g.cuda_graph_prefill:
+        return (f"{name} runs this model's prompt steps op by op (it captures no piecewise prompt graphs for "
+                f"{'multimodal models' if getattr(spec, 'vision', ()) else spec.model_type}; each op pays the "
+                f"host's launches)")
+    cap = g.cuda_graph_prefill_max_tokens
+    if cap is not None and cap < (1 << 30):
+        return (f"{name} replays prompt steps of up to {cap:,} tokens as piecewise CUDA graphs (its default for "
+                f"MLA models since v0.5.10); larger ones run op by op")
+    return f"{name} replays prompt steps as piecewise CUDA graphs (its default since v0.5.10)"
+
+
 class StepModel:
     """Prices engine steps of one model on one rank of a ``plan.tp``-GPU replica."""
 
     def __init__(self, a, hw, plan, factors: Factors, *, ops_cache: dict | None = None, detail: bool = True):
         from planner.analysis.parallel import allreduces_per_pass
 
-        self.a, self.hw, self.plan, self.f = a, hw, plan, factors
+        # the engine's prompt graphs as they apply to this model (hardware.expected.for_model: SGLang's MLA cap, the
+        # models it captures none for)
+        self.a, self.hw, self.plan, self.f = a, hw, plan, for_model(factors, a.spec)
         self.compute_key = a.fmt.compute.compute
         self.weight_only_bits = self.weight_only_bits_of(a, hw)
         # one after each sub-block (two per standard layer: parallel.allreduces_per_pass), the embedding, the logits
@@ -1606,6 +1630,9 @@ def serve(spec, hw, *, engine: str | None = None, gpus: int = 1, tp: int | None 
         if eng.prefill_first:
             notes.append(f"{eng.display_name} runs prompts in steps of their own (a prefill batch first whenever one "
                          f"can start; the decoding requests wait for it)")
+        note = prefill_graph_note(eng, f, a.spec, hw)
+        if note:
+            notes.append(note)
         if wait is not None:
             notes.append(f"delayed batching ({eng.display_name} batch_wait_timeout_iters {wait[0]}, "
                          f"batch_wait_max_tokens_ratio {wait[1] / mem.max_num_batched_tokens:g}): "
