@@ -540,14 +540,16 @@ def load_engine(name: str | None) -> EngineProfile:
         min_op_time_s=_time(tim.get("min_op_time", "0 s"), "min_op_time", w),
         cuda_graph_max_tokens_rules=_graph_rules(graphs.get("max_tokens", 1 << 30), w),
         cuda_graph_prefill=_flag(graphs.get("prefill", True), "cuda_graphs.prefill", w),
-        cuda_graph_prefill_max_tokens=_prefill_graph_max(graphs.get("prefill_max_tokens"), "cuda_graphs.prefill_max_tokens", w),
+        cuda_graph_prefill_max_tokens=_prefill_graph_max(graphs.get("prefill_max_tokens"),
+                                                         "cuda_graphs.prefill_max_tokens", w),
         cuda_graph_prefill_max_tokens_mla=_prefill_graph_max(graphs.get("prefill_max_tokens_mla"),
                                                              "cuda_graphs.prefill_max_tokens_mla", w),
-        cuda_graph_prefill_vendors=tuple(x.lower() for x in _names(graphs.get("prefill_vendors"), "cuda_graphs.prefill_vendors", w,
-                                                                        "device vendors", "[NVIDIA]")),
+        cuda_graph_prefill_vendors=tuple(x.lower() for x in _names(
+            graphs.get("prefill_vendors"), "cuda_graphs.prefill_vendors", w, "device vendors", "[NVIDIA]")),
         cuda_graph_prefill_tp_only=_flag(graphs.get("prefill_tp_only", False), "cuda_graphs.prefill_tp_only", w),
-        cuda_graph_prefill_exclude=tuple(x.lower() for x in _names(graphs.get("prefill_exclude"), "cuda_graphs.prefill_exclude", w,
-                                                                        "model types or 'multimodal'", "[multimodal, qwen3_next]")),
+        cuda_graph_prefill_exclude=tuple(x.lower() for x in _names(
+            graphs.get("prefill_exclude"), "cuda_graphs.prefill_exclude", w, "model types or 'multimodal'",
+            "[multimodal, qwen3_next]")),
         request_overhead_s=_time(tim.get("request_overhead", "0 s"), "request_overhead", w),
         server_overhead_s=_time(tim.get("server_overhead", "0 s"), "server_overhead", w),
         allreduce_latency_s=(None if tim.get("allreduce_latency") is None
