@@ -63,7 +63,9 @@ def test_published_fits_nothing_on_a_rate_entry(tmp_path):
     for e in rate:  # what rate_predict reads, and the source it is quoted from
         s = e["settings"]
         assert float(s["request_rate"]) > 0 and int(s["num_requests"]) > 0  # (R1-Benchmark's runs: 50)
-        assert e["statistic"] in ("median", "mean") and e["source"]["url"].startswith("https://")
+        # the simulation gives a mean or a median; a p90 / p99 row is excluded with that reason (session 57's block)
+        assert e["statistic"] in ("median", "mean") or "statistic not simulated" in e.get("excluded", "")
+        assert e["source"]["url"].startswith("https://")
     path = tmp_path / "one.yaml"
     path.write_text(yaml.safe_dump(rate[:2]))
     points, skipped = pub.load_points(path, None)
