@@ -160,13 +160,19 @@ def vllm_async_scheduling(entry: dict) -> bool:
     """Whether a vLLM entry's engine scheduled asynchronously by default: its release number is 0.14 or later,
     or, where the entry gives no release number ("main @ a89015c6df (July 2026)", "None"), its source's date
     is on or after v0.14.0's release (an undated one: not)."""
-    import re
-
     release = release_of(entry)
     if release is not None:
         return release >= VLLM_ASYNC_FROM
+    return dated_from(entry, VLLM_ASYNC_DATE)
+
+
+def dated_from(entry: dict, day: str) -> bool:
+    """Whether the entry's source is dated (YYYY-MM-DD) on or after ``day``; an undated one is not: the fallback for
+    an entry without a release number (``vllm_async_scheduling``, ``sglang_prefill_graphs``)."""
+    import re
+
     date = str((entry.get("source") or {}).get("date") or "")
-    return bool(re.match(r"\d{4}-\d{2}-\d{2}$", date)) and date >= VLLM_ASYNC_DATE
+    return bool(re.match(r"\d{4}-\d{2}-\d{2}$", date)) and date >= day
 
 
 # SGLang's piecewise CUDA graphs for prompt steps became the default in v0.5.10 (release notes, "Piecewise CUDA Graph
@@ -192,8 +198,7 @@ def sglang_prefill_graphs(entry: dict) -> bool:
         return tuple(int(x) for x in m.groups()) >= SGLANG_PREFILL_GRAPHS_FROM
     if release_of(entry) is not None:  # "0.5" without a patch number: before or after is not known; op by op
         return False
-    date = str((entry.get("source") or {}).get("date") or "")
-    return bool(re.match(r"\d{4}-\d{2}-\d{2}$", date)) and date >= SGLANG_PREFILL_GRAPHS_DATE
+    return dated_from(entry, SGLANG_PREFILL_GRAPHS_DATE)
 
 
 TIMING = ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s")

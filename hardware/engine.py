@@ -112,10 +112,10 @@ def _number(v: Any, f: str, where: str, *, minimum: float = 0.0) -> float:
     return float(v)
 
 
-def _whole(v: Any, f: str, where: str) -> int:
-    """A whole number >= 1, nothing else (2.5 would not read as 2)."""
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise HardwareError(f"{where}: field '{f}' = {v!r} is not a whole number >= 1", "fix the engine profile")
+def _whole(v: Any, f: str, where: str, *, minimum: int = 1, hint: str = "fix the engine profile") -> int:
+    """A whole number >= ``minimum``, nothing else (2.5 would not read as 2)."""
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise HardwareError(f"{where}: field '{f}' = {v!r} is not a whole number >= {minimum}", hint)
     return v
 
 
@@ -214,10 +214,7 @@ def _prefill_graph_max(v: Any, f: str, where: str) -> int | None:
         return None
     if v == "all":
         return 1 << 30
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise HardwareError(f"{where}: timing.{f} must be a whole number of tokens (>= 0) or 'all', got {v!r}",
-                            "fix the profile")
-    return v
+    return _whole(v, f, where, minimum=0, hint="give a number of tokens, or 'all'")
 
 
 def _pick(rules: tuple[Rule, ...], hw) -> int:

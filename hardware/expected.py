@@ -248,10 +248,12 @@ def graphed(f: Factors, *, tokens: int, prefill: bool) -> bool:
     (``cuda_graph_prefill_max_tokens``), else the same."""
     if not prefill:
         return tokens <= f.cuda_graph_max_tokens
-    if not f.cuda_graph_prefill:
-        return False
-    cap = f.cuda_graph_max_tokens if f.cuda_graph_prefill_max_tokens is None else f.cuda_graph_prefill_max_tokens
-    return tokens <= cap
+    return f.cuda_graph_prefill and tokens <= prefill_graph_cap(f)
+
+
+def prefill_graph_cap(f: Factors) -> int:
+    """The largest prompt step ``f``'s engine replays as a graph: its own limit, else its decode limit."""
+    return f.cuda_graph_max_tokens if f.cuda_graph_prefill_max_tokens is None else f.cuda_graph_prefill_max_tokens
 
 
 def uses_mla(spec) -> bool:
@@ -270,8 +272,7 @@ def for_model(f: Factors, spec) -> Factors:
     if str(spec.model_type).lower() in ex or ("multimodal" in ex and getattr(spec, "vision", ())):
         return replace(f, cuda_graph_prefill=False)
     if f.cuda_graph_prefill_max_tokens_mla is not None and uses_mla(spec):
-        cap = f.cuda_graph_max_tokens if f.cuda_graph_prefill_max_tokens is None else f.cuda_graph_prefill_max_tokens
-        return replace(f, cuda_graph_prefill_max_tokens=min(cap, f.cuda_graph_prefill_max_tokens_mla))
+        return replace(f, cuda_graph_prefill_max_tokens=min(prefill_graph_cap(f), f.cuda_graph_prefill_max_tokens_mla))
     return f
 
 
@@ -817,6 +818,6 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
 
 
 __all__ = ["EXPERTS_FORMATS", "FACTORS", "allreduce_latency_for", "allreduce_latency_source", "async_note", "KERNEL_LAUNCHES", "OP_LAUNCHES", "Factors", "IDEAL", "graph_node_at", "graph_nodes_s", "host_step_overhead_s", "launch_time_s", "op_floor_s", "step_kernels", "with_async_scheduling",
-           "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "experts_format", "factors_for", "for_column", "for_model", "gemm_time_s", "graphed", "uses_mla",
+           "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "experts_format", "factors_for", "for_column", "for_model", "gemm_time_s", "graphed", "prefill_graph_cap", "uses_mla",
            "inner_dim", "k_scale", "outer_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "ops_times_s", "rows_efficiency", "step_cost"]
