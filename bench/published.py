@@ -201,6 +201,29 @@ def sglang_prefill_graphs(entry: dict) -> bool:
     return dated_from(entry, SGLANG_PREFILL_GRAPHS_DATE)
 
 
+# vLLM's sampler built every sequence's prompt and output token lists into padded tensors each step, penalties or
+# not, from 0.2.6 (SamplingTensors) until 0.5.0 (PR #5289: only with penalties): profiles/engines/vllm-v0.yaml
+# timing.sampler_token_cost
+V0_SAMPLER_COPIES = ((0, 2, 6), (0, 5, 0))
+
+
+def v0_sampler_copies(entry: dict) -> bool:
+    """Whether a vLLM V0 entry's sampler copied its sequences' token lists every step (``V0_SAMPLER_COPIES``): its
+    release, with a patch number, is 0.2.6 or later and before 0.5.0; a release without one counts where every
+    patch of it does (0.3, 0.4). From 0.5.0 the copy runs only with penalties, and from 0.5.5 it is a numpy copy
+    of about 1-2 ns a token (bench/sampler_copy.py), left unpriced."""
+    import re
+
+    lo, hi = V0_SAMPLER_COPIES
+    m = re.match(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?", str(entry.get("engine_version") or ""))
+    if not m:
+        return False
+    major, minor = int(m.group(1)), int(m.group(2))
+    if m.group(3) is not None:
+        return lo <= (major, minor, int(m.group(3))) < hi
+    return lo <= (major, minor, 0) and (major, minor, 99) < hi and (major, minor) != lo[:2]
+
+
 TIMING = ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s")
 MEMORY = ("kv_capacity_tokens", "weights_gib", "max_concurrency")
 
@@ -388,6 +411,8 @@ class Point:
             self.base = replace(self.base, async_scheduling=s["async_scheduling"])
         elif self.base.async_scheduling and self.engine_name == "vllm" and not vllm_async_scheduling(entry):
             self.base = replace(self.base, async_scheduling=False)  # vLLM 0.8-0.13: synchronous by default
+        if self.engine_name == "vllm-v0" and not v0_sampler_copies(entry):
+            self.base = replace(self.base, sampler_token_s=0.0)  # 0.5.0 on: only with penalties, then numpy
         if self.engine_name == "sglang" and not sglang_prefill_graphs(entry):
             self.base = replace(self.base, cuda_graph_prefill=False)  # before v0.5.10: prompts op by op
         if s.get("cuda_graphs") is False:  # the benchmark ran every step op by op

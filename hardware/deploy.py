@@ -291,7 +291,8 @@ def replica_step(a, hw, plan: LayoutPlan, em: EngineModel, *, batch: int, new_to
         comm.append(col)
     slow = max(range(lo.pp), key=lambda s: stage_s[s])
     # the host's per-sequence work runs on each attention-DP rank's own scheduler, in parallel
-    it, bubble, overhead = pipeline_step_s(stage_s, m, f, -(-batch // lo.attn_dp))
+    rank_seqs = -(-batch // lo.attn_dp)
+    it, bubble, overhead = pipeline_step_s(stage_s, m, f, rank_seqs, held_tokens=rank_seqs * (cached + new_tokens))
     return StepBreakdown(it, tuple(stage_s), comp[slow], comm[slow], m, bubble, overhead)
 
 
@@ -336,16 +337,17 @@ def stage_collective_s(c, hw, f, lk=None) -> float:
     return collective_s(c, lk or links(hw), hw.name, efficiency=f.interconnect, allreduce_call_s=f.allreduce_latency_s)
 
 
-def pipeline_step_s(stage_s, microbatches: int, f, sequences: int) -> tuple[float, float, float]:
+def pipeline_step_s(stage_s, microbatches: int, f, sequences: int, held_tokens: int = 0) -> tuple[float, float, float]:
     """(seconds, bubble, overhead) of one iteration: the pipeline of ``microbatches`` micro-batches
     through stages of ``stage_s`` each (``pipeline_iteration_s``) plus the engine's per-step overhead
     under factors ``f``, paid once per iteration for the ``sequences`` one scheduler handles; where ``f``
     schedules asynchronously (vLLM from v0.14.0, which turns it off under pipeline parallelism: its release
-    notes), without pipeline stages only what of that overhead outlasts the iteration."""
+    notes), without pipeline stages only what of that overhead outlasts the iteration. ``held_tokens``: the tokens
+    those sequences hold, for the engine's ``sampler_token_s``."""
     from .expected import host_step_overhead_s
 
     it, bubble = pipeline_iteration_s(stage_s, microbatches)
-    overhead = host_step_overhead_s(f, sequences, it, overlap=len(stage_s) == 1)
+    overhead = host_step_overhead_s(f, sequences, it, overlap=len(stage_s) == 1, held_tokens=held_tokens)
     return it + overhead, bubble, overhead
 
 

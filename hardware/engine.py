@@ -322,6 +322,10 @@ class EngineProfile:
     attention_decode_efficiency: float
     attention_prefill_efficiency: float
     weight_only_efficiency: Mapping[str, float] = field(hash=False)
+    # host seconds per token the step's sequences hold (prompt + output so far) that the engine's sampler copies
+    # into padded token tensors every step (``timing.sampler_token_cost``; ``hardware.expected.Factors.sampler_token_s``);
+    # 0: none copied
+    sampler_token_cost_s: float = 0.0
     # per peak column (fp4, ...): the fraction of the step model's rate the engine's MoE kernels reach (1: all)
     experts_efficiency: Mapping[str, float] = field(hash=False, default_factory=dict)
     # per routed-expert weight format (``hardware.expected.EXPERTS_FORMATS``) and hardware profile: the fraction
@@ -522,6 +526,7 @@ def load_engine(name: str | None) -> EngineProfile:
         max_num_seqs_rules=_rules(_get(sched, "max_num_seqs", w), "max_num_seqs", w),
         step_overhead_s=_time(_get(tim, "step_overhead", w), "step_overhead", w),
         step_overhead_per_sequence_s=_time(_get(tim, "step_overhead_per_sequence", w), "step_overhead_per_sequence", w),
+        sampler_token_cost_s=_time(tim.get("sampler_token_cost", "0 s"), "sampler_token_cost", w),
         attention_decode_efficiency=_ratio(_get(tim, "attention_decode_efficiency", w), "attention_decode_efficiency",
                                            w, maximum=ATTENTION_DECODE_MAX),
         attention_prefill_efficiency=_frac(_get(tim, "attention_prefill_efficiency", w), "attention_prefill_efficiency", w),

@@ -141,6 +141,10 @@ class Factors:
     allreduce_latency_s: float = 0.0
     step_overhead_s: float = 0.0
     step_overhead_per_sequence_s: float = 0.0
+    # host seconds per token the step's sequences hold (prompt + output so far) that the engine's sampler copies
+    # into padded token tensors every step: vLLM 0.2.6-0.4.x built the prompt and output token lists of every
+    # sequence into tensors each step, penalties or not (bench/sampler_copy.py); part of the step overhead
+    sampler_token_s: float = 0.0
     # the engine schedules step n + 1 while the device runs step n (vLLM's async scheduling, the default
     # from v0.14.0): the step overhead above costs only what of it outlasts the step's device time
     async_scheduling: bool = False
@@ -207,6 +211,7 @@ class Factors:
             "gemm_ridge_exponent": None if math.isinf(self.gemm_ridge_exponent) else self.gemm_ridge_exponent,
             "interconnect": self.interconnect, "allreduce_latency_s": self.allreduce_latency_s,
             "step_overhead_s": self.step_overhead_s, "step_overhead_per_sequence_s": self.step_overhead_per_sequence_s,
+            "sampler_token_s": self.sampler_token_s,
             "async_scheduling": self.async_scheduling,
             "attention_decode": self.attention_decode, "attention_prefill": self.attention_prefill,
             "attention_decode_kv_reads": self.attention_decode_kv_reads,
@@ -346,6 +351,7 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         allreduce_latency_s=allreduce_latency_for(hw, engine, dd, src),
         step_overhead_s=engine.step_overhead_s,
         step_overhead_per_sequence_s=engine.step_overhead_per_sequence_s,
+        sampler_token_s=engine.sampler_token_cost_s,
         async_scheduling=bool(engine.async_scheduling),
         attention_decode=engine.attention_decode_by_device.get(hw.name, engine.attention_decode_efficiency),
         attention_prefill=engine.attention_prefill_by_device.get(hw.name, engine.attention_prefill_efficiency),
@@ -404,11 +410,13 @@ def allreduce_latency_for(hw, engine, dd: Mapping, src: dict) -> float:
     return dd["allreduce_latency_s"]
 
 
-def host_step_overhead_s(f: Factors, sequences: int, device_s: float, *, overlap: bool = True) -> float:
-    """Seconds the engine's per-step host work (``step_overhead`` + ``step_overhead_per_sequence`` × ``sequences``)
-    adds to a step whose device time is ``device_s``: all of it, or, where ``f`` schedules asynchronously and
-    ``overlap`` allows it (not under pipeline parallelism), only what outlasts the device's step."""
-    host = f.step_overhead_s + f.step_overhead_per_sequence_s * sequences
+def host_step_overhead_s(f: Factors, sequences: int, device_s: float, *, overlap: bool = True,
+                         held_tokens: int = 0) -> float:
+    """Seconds the engine's per-step host work (``step_overhead`` + ``step_overhead_per_sequence`` × ``sequences``
+    + ``sampler_token`` × ``held_tokens``, the tokens those sequences hold) adds to a step whose device time is
+    ``device_s``: all of it, or, where ``f`` schedules asynchronously and ``overlap`` allows it (not under
+    pipeline parallelism), only what outlasts the device's step."""
+    host = f.step_overhead_s + f.step_overhead_per_sequence_s * sequences + f.sampler_token_s * held_tokens
     return max(0.0, host - device_s) if f.async_scheduling and overlap else host
 
 
@@ -761,7 +769,7 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
               detail: bool = True, rows: int | None = None, kernels: int | None = None, graph: bool = True,
               expert_rows: float | None = None, expert_inner: tuple | None = None,
               experts_format: str | None = None, allreduce_link: tuple[float, float] | None = None,
-              ideal_ops_s: float | None = None) -> StepCost:
+              ideal_ops_s: float | None = None, held_tokens: int = 0) -> StepCost:
     """Ideal and expected seconds of one rank's step (``ops`` already sharded), and each factor's share.
     ``graph=False``: the step is launched op by op (not a CUDA-graph replay) and pays the launches.
     ``detail=False`` skips the intermediate stages (the op-level parts are then lumped into the first
@@ -772,7 +780,8 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     between nodes and its ring's 2(n − 1) steps of latency, as ``hardware.comm.collective_s`` prices a planned
     layout's); None: the device's interconnect and the engine's fitted per-call latency. ``ideal_ops_s``: the ops'
     roofline time (``ops_time_s`` under ``IDEAL``) where the caller kept it from an earlier call on the same ops,
-    device and compute column (it does not depend on ``f``)."""
+    device and compute column (it does not depend on ``f``). ``held_tokens``: the tokens the step's sequences hold
+    (prompt + output so far), for the engine's ``sampler_token_s``."""
     flops_per_s = hw.peak_flops_for(compute_key)
     bytes_per_s = hw.memory_bandwidth_bytes_per_s
     f = for_column(f, hw, compute_key, experts_format)
@@ -810,7 +819,8 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     if graph:  # a step launched op by op is not a replay: its nodes cost nothing as such
         parts["kernel launches"] += graph_nodes_s(f, ops, kernels)
     # every part so far is device time (the step overhead and request overhead are not in ``parts`` yet)
-    parts["step overhead"] = host_step_overhead_s(f, sequences, stages[0] + ar_ideal + sum(parts.values())) + launches
+    parts["step overhead"] = host_step_overhead_s(f, sequences, stages[0] + ar_ideal + sum(parts.values()),
+                                                  held_tokens=held_tokens) + launches
     parts["request overhead"] = 0.0
     ideal = stages[0] + ar_ideal
     expected = ideal + sum(parts.values())

@@ -226,7 +226,8 @@ class StepModel:
                                          weight_only_bits=self.weight_only_bits, detail=self.detail, rows=batch,
                                          kernels=kernels, graph=graphed(self.f, tokens=batch, prefill=False),
                                          expert_rows=self._expert_rows(batch), expert_inner=self.expert_inner,
-                                         experts_format=self.experts_format, allreduce_link=self.allreduce_link)
+                                         experts_format=self.experts_format, allreduce_link=self.allreduce_link,
+                                         held_tokens=batch * (context + 1))
         return self._cache[key]
 
     def prefill(self, pieces: Mapping[tuple[int, int], int]) -> StepCost:
@@ -247,7 +248,8 @@ class StepModel:
                          weight_only_bits=self.weight_only_bits, detail=self.detail, rows=tokens,
                          graph=graphed(self.f, tokens=tokens, prefill=prompt),
                          expert_rows=self._expert_rows(tokens), expert_inner=self.expert_inner,
-                         experts_format=self.experts_format, allreduce_link=self.allreduce_link)
+                         experts_format=self.experts_format, allreduce_link=self.allreduce_link,
+                         held_tokens=sum(k * (n + c) for (n, c), k in pieces.items()))
         self._cache[key] = cost
         return cost
 
