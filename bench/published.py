@@ -125,7 +125,8 @@ ENGINE_MAP = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "nim": "tr
 
 def engine_profile_of(entry: dict) -> str:
     """The engine profile an entry is predicted with: ENGINE_MAP's, except that vLLM before 0.8 ran its V0
-    engine (V1 became the default in 0.8), which profiles/engines/vllm-v0.yaml describes. The version is the
+    engine (V1 became the default in 0.8), which profiles/engines/vllm-v0.yaml describes (vllm-v0-early.yaml before
+    0.6, ``V0_LATE_FROM``). The version is the
     entry's ``engine_version`` ("0.7.3", "0.2.6 (main, Dec 2023)"); one that does not start with a release
     number (a commit, "None") keeps the V1 profile. ``settings.vllm_engine`` (``v0`` / ``v1``) names the engine
     where the run chose it itself: vLLM 0.8-0.10 still shipped V0 behind ``VLLM_USE_V1=0`` (ROCm images set it)."""
@@ -136,9 +137,17 @@ def engine_profile_of(entry: dict) -> str:
             raise ValueError(f"settings.vllm_engine {chosen!r}: v0 or v1, on a vLLM entry")
         return "vllm-v0" if chosen == "v0" else "vllm"
     release = release_of(entry)
+    if name == "vllm" and release is not None and release < V0_LATE_FROM:
+        return "vllm-v0-early"
     if name == "vllm" and release is not None and release < (0, 8):
         return "vllm-v0"
     return name
+
+
+# vLLM v0.6.0 cut V0's host work per running sequence (profiles/engines/vllm-v0-early.yaml): releases before it run
+# with that profile, 0.6-0.7 with vllm-v0.yaml; both are V0 (V0_PROFILES)
+V0_LATE_FROM = (0, 6)
+V0_PROFILES = ("vllm-v0", "vllm-v0-early")
 
 
 def release_of(entry: dict) -> tuple[int, int] | None:
@@ -379,7 +388,7 @@ class Point:
             mml = min(longest, spec.max_position_embeddings or longest)
         # vLLM V0 without chunked prefill (v0_chunked_prefill) runs whole prompts in steps of their own, within a
         # budget of max(max_model_len, 2048) (SchedulerConfig's default then)
-        v0_whole = self.engine_name == "vllm-v0" and not v0_chunked_prefill(s, spec, self.hw)
+        v0_whole = self.engine_name in V0_PROFILES and not v0_chunked_prefill(s, spec, self.hw)
         mnbt = s.get("max_num_batched_tokens")
         if v0_whole and mnbt is None:
             mnbt = max(server_max_model_len(s, spec), V0_MIN_BATCHED_TOKENS)
@@ -411,7 +420,7 @@ class Point:
             self.base = replace(self.base, async_scheduling=s["async_scheduling"])
         elif self.base.async_scheduling and self.engine_name == "vllm" and not vllm_async_scheduling(entry):
             self.base = replace(self.base, async_scheduling=False)  # vLLM 0.8-0.13: synchronous by default
-        if self.engine_name == "vllm-v0" and not v0_sampler_copies(entry):
+        if self.engine_name in V0_PROFILES and not v0_sampler_copies(entry):
             self.base = replace(self.base, sampler_token_s=0.0)  # 0.5.0 on: only with penalties, then numpy
         if self.engine_name == "sglang" and not sglang_prefill_graphs(entry):
             self.base = replace(self.base, cuda_graph_prefill=False)  # before v0.5.10: prompts op by op
@@ -442,7 +451,7 @@ class Point:
         # of N decode steps (planner.hardware.serve.simulate's scheduler_steps), as bench/plan_published.py's
         # request-rate entries run it
         self.scheduler_steps = int(s.get("num_scheduler_steps") or 1)
-        if self.scheduler_steps > 1 and self.engine_name != "vllm-v0":
+        if self.scheduler_steps > 1 and self.engine_name not in V0_PROFILES:
             raise ValueError(f"settings.num_scheduler_steps {self.scheduler_steps}: multi-step scheduling is vLLM V0's "
                              f"(this entry runs on {self.engine_name})")
         self.sim_key = json.dumps([entry["model_config"], entry["gpu"], self.engine_name, self.gpus, self.tp, s],

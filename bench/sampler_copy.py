@@ -1,5 +1,5 @@
 """Host time of vLLM V0's per-step sampler token copies, measured on this machine: the figure behind
-``timing.sampler_token_cost`` in profiles/engines/vllm-v0.yaml.
+``timing.sampler_token_cost`` in profiles/engines/vllm-v0-early.yaml.
 
 ``python bench/sampler_copy.py [--repeats 5]`` (needs torch: the ``runtime`` extra) prints one row per batch shape
 and the median cost per token the batch holds.

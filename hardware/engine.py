@@ -34,7 +34,7 @@ from . import units
 
 ENGINES = ("vllm", "sglang", "trtllm", "ideal")
 #: engines with a profile for the benchmark of published figures only (not a serving engine)
-BENCH_ENGINES = ("gptfast", "vllm-v0")
+BENCH_ENGINES = ("gptfast", "vllm-v0", "vllm-v0-early")
 #: the eager/graph torch runtime ``planner verify`` times (its prediction's engine; not a serving engine)
 VERIFY_ENGINES = ("torch-cpu-eager", "torch-cuda-eager", "torch-cuda-graphs")
 DEFAULT_ENGINE = "vllm"

@@ -160,7 +160,9 @@ def test_split_folds_keeps_each_source_whole():
 
 @pytest.mark.parametrize("engine, version, profile", [
     ("vllm", "0.7.3", "vllm-v0"),  # V0 was the default before 0.8
-    ("vllm", "0.2.6 (main, Dec 2023)", "vllm-v0"),
+    ("vllm", "0.2.6 (main, Dec 2023)", "vllm-v0-early"),  # before v0.6.0's cut of the host work per sequence
+    ("vllm", "0.5.4", "vllm-v0-early"),
+    ("vllm", "0.6.0", "vllm-v0"),
     ("vllm", "0.6.4.post2.dev (main, Dec 2024)", "vllm-v0"),
     ("vllm", "0.8.5", "vllm"),  # V1 by default from 0.8
     ("vllm", "0.11.0", "vllm"),  # two-digit minor: compared as a number, not as text

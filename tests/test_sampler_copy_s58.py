@@ -49,7 +49,7 @@ def _steps(sampler_token_s: float) -> StepModel:
 
     hw = load_profile("a100-80gb")
     spec = _model("llama-3.1-8b")
-    f = replace(factors_for(hw, load_engine("vllm-v0")), sampler_token_s=sampler_token_s)
+    f = replace(factors_for(hw, load_engine("vllm-v0-early")), sampler_token_s=sampler_token_s)
     return StepModel(analyze(spec, Options(context=8192)), hw, tp_plan(spec, 1), f)
 
 
@@ -79,9 +79,9 @@ def test_plans_step_pays_it_once_per_iteration():
     assert it == pytest.approx(2e-3 + 1.4e-3)
 
 
-def test_only_the_v0_profile_copies_tokens():
-    assert load_engine("vllm-v0").sampler_token_cost_s == pytest.approx(60e-9)
-    for name in ("vllm", "sglang", "trtllm"):
+def test_only_the_early_v0_profile_copies_tokens():
+    assert load_engine("vllm-v0-early").sampler_token_cost_s == pytest.approx(60e-9)
+    for name in ("vllm-v0", "vllm", "sglang", "trtllm"):
         assert load_engine(name).sampler_token_cost_s == 0.0
         assert factors_for(load_profile("h100-sxm"), load_engine(name)).sampler_token_s == 0.0
 
@@ -89,9 +89,10 @@ def test_only_the_v0_profile_copies_tokens():
 @pytest.mark.parametrize("value, words", [("60", "has no unit"), ("-5 ns", "sampler_token_cost"),
                                           ("fast", "sampler_token_cost")])
 def test_a_bad_sampler_token_cost_is_one_error_naming_it(tmp_path, monkeypatch, value, words):
-    _engines_copy(tmp_path, monkeypatch, **{"vllm-v0": f"inherits: vllm\ntiming: {{sampler_token_cost: '{value}'}}\n"})
+    _engines_copy(tmp_path, monkeypatch,
+                  **{"vllm-v0-early": f"inherits: vllm-v0\ntiming: {{sampler_token_cost: '{value}'}}\n"})
     with pytest.raises(HardwareError, match=words):
-        load_engine("vllm-v0")
+        load_engine("vllm-v0-early")
 
 
 @pytest.mark.parametrize("version, want", [
@@ -107,16 +108,18 @@ def test_which_v0_entries_copied_their_tokens_every_step(version, want):
 
 
 def test_an_old_v0_entry_is_priced_with_the_copy_and_a_later_one_without():
-    """The same closed loop of ten clients on vLLM 0.4.3 and 0.6.0 (both the V0 profile): only the older one
-    carries the copy, and its end-to-end latency is the longer for it."""
+    """The same closed loop of ten clients on vLLM 0.4.3 and 0.5.0 (both the early V0 profile): only the older
+    one carries the copy, and its end-to-end latency is the longer for it; 0.6.0 runs the later V0 profile,
+    without it."""
     base = {"id": "t", "quantity": "e2e_s", "value": 20.0, "engine": "vllm", "model_config": "meta-llama/Llama-3.1-8B",
             "gpu": "a100-80gb", "gpus": 1, "tp": 1,
             "settings": {"arrival": "closed-loop", "client": "server", "input_len": 4000, "output_len": 256,
                          "concurrency": 10}}
     old = pub.Point({**base, "engine_version": "0.4.3"})
-    new = pub.Point({**base, "engine_version": "0.6.0"})
-    assert old.engine_name == new.engine_name == "vllm-v0"
+    new = pub.Point({**base, "engine_version": "0.5.0"})
+    assert old.engine_name == new.engine_name == "vllm-v0-early"
     assert old.base.sampler_token_s == pytest.approx(60e-9) and new.base.sampler_token_s == 0.0
+    assert pub.Point({**base, "engine_version": "0.6.0"}).base.sampler_token_s == 0.0
     # 256 decode steps of about 10 x 4,128 tokens at 60 ns: about 0.63 s more
     assert 0.4 < old.predict() - new.predict() < 0.9
 
