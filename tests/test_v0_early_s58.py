@@ -1,0 +1,40 @@
+"""vLLM V0 before v0.6.0 (``profiles/engines/vllm-v0-early.yaml``): the same engine as vllm-v0.yaml but for its host
+work per running sequence and 0.2.6-0.4.x's sampler token copies; which entries run with it; what it adds to a
+closed loop."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+import pytest
+
+from planner.hardware.engine import load_engine
+from tests.test_published_fit import pub
+
+OWN = {"name", "display_name", "version", "step_overhead_per_sequence_s", "sampler_token_cost_s"}
+
+
+def test_the_early_profile_is_v0_but_for_its_own_two_terms():
+    early, late = load_engine("vllm-v0-early"), load_engine("vllm-v0")
+    for f in fields(early):
+        if f.name not in OWN:
+            assert getattr(early, f.name) == getattr(late, f.name), f.name
+    assert early.step_overhead_per_sequence_s == pytest.approx(300e-6) and late.step_overhead_per_sequence_s == 0.0
+    assert early.sampler_token_cost_s == pytest.approx(60e-9) and late.sampler_token_cost_s == 0.0
+
+
+def _point(version: str, quantity: str = "e2e_s"):
+    return pub.Point({"id": "t", "quantity": quantity, "value": 10.0, "engine": "vllm", "engine_version": version,
+                      "model_config": "meta-llama/Llama-3.1-8B", "gpu": "a100-80gb", "gpus": 1, "tp": 1,
+                      "settings": {"arrival": "closed-loop", "client": "server", "input_len": 100,
+                                   "output_len": 256, "concurrency": 10}})
+
+
+def test_a_closed_loop_on_0_5_pays_each_sequence_every_step():
+    """Ten clients of 100-token prompts and 256 output tokens on vLLM 0.5.4 and 0.6.0 (no token copies on either):
+    each of the 255 decode steps after the first token runs ten sequences at 300 us more host work each, 0.77 s in
+    all, and the prompt step's ten sequences add 3 ms more; the rest is the same engine."""
+    early, late = _point("0.5.4"), _point("0.6.0")
+    assert (early.engine_name, late.engine_name) == ("vllm-v0-early", "vllm-v0")
+    assert early.base.sampler_token_s == late.base.sampler_token_s == 0.0
+    assert early.predict() - late.predict() == pytest.approx(256 * 10 * 300e-6, rel=0.05)
