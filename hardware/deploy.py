@@ -241,9 +241,10 @@ class StepBreakdown:
 
 
 def replica_step(a, hw, plan: LayoutPlan, em: EngineModel, *, batch: int, new_tokens: int,
-                 cached: int) -> StepBreakdown:
+                 cached: int, host_sequences: int | None = None) -> StepBreakdown:
     """One iteration of a replica: ``batch`` sequences each with ``new_tokens`` new and ``cached``
-    cached, plus the engine's per-step overhead (once per iteration)."""
+    cached, plus the engine's per-step overhead (once per iteration). ``host_sequences``: the sequences
+    its per-sequence host work counts, where not ``batch`` (``step_cost`` leaves it to the simulation)."""
     lo = plan.layout
     lk = links(hw)
     m = max(1, min(lo.pp, batch))
@@ -292,7 +293,8 @@ def replica_step(a, hw, plan: LayoutPlan, em: EngineModel, *, batch: int, new_to
     slow = max(range(lo.pp), key=lambda s: stage_s[s])
     # the host's per-sequence work runs on each attention-DP rank's own scheduler, in parallel
     rank_seqs = -(-batch // lo.attn_dp)
-    it, bubble, overhead = pipeline_step_s(stage_s, m, f, rank_seqs, held_tokens=rank_seqs * (cached + new_tokens))
+    host_seqs = rank_seqs if host_sequences is None else -(-host_sequences // lo.attn_dp)
+    it, bubble, overhead = pipeline_step_s(stage_s, m, f, host_seqs, held_tokens=rank_seqs * (cached + new_tokens))
     return StepBreakdown(it, tuple(stage_s), comp[slow], comm[slow], m, bubble, overhead)
 
 
@@ -382,26 +384,39 @@ TOKENS_GRID = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16
 
 
 def step_cost(a, hw, plan: LayoutPlan, em: EngineModel, *, ref_batch: int, ref_context: int, ref_prompt: int):
-    """The three terms of ``hardware.simulate.StepCost`` from the step model: the iteration time of
+    """The four terms of ``hardware.simulate.StepCost`` from the step model: the iteration time of
     ``N`` decode tokens at no context (weights, activations, collectives, pipeline) on
-    ``TOKENS_GRID``; the extra time per cached token a decode reads (slope between context 0 and
-    ``ref_context`` at ``ref_batch`` sequences); the extra time per (query, key) pair of a prefill
-    (a ``ref_prompt``-token prompt against ``ref_prompt`` decode tokens)."""
+    ``TOKENS_GRID``; the engine's host work per sequence the step runs; the extra time per cached token a
+    decode reads (slope between context 0 and ``ref_context`` at ``ref_batch`` sequences); the extra time
+    per (query, key) pair of a prefill (a ``ref_prompt``-token prompt against ``ref_prompt`` decode tokens).
+
+    The host work per sequence (``step_overhead_per_sequence``) is its own term (``sigma_s``), counted by the
+    simulation over the sequences a step runs, so a prompt chunk of N tokens pays it once, not N times. Where
+    the engine schedules asynchronously (vLLM from v0.14.0) the host work runs beside the device's step and
+    adds only what outlasts it, which is not a sum: there the table holds it, a step of N tokens priced as N
+    decode sequences (a prompt step's device time is long enough to hide it)."""
     from .simulate import StepCost
 
-    t = tuple(replica_step(a, hw, plan, em, batch=n, new_tokens=1, cached=0).iteration_s for n in TOKENS_GRID)
-    # (a step's N tokens are priced as N decode sequences: the per-sequence overhead counts prefill tokens too)
+    f = em.factors
+    # (vLLM turns async scheduling off under pipeline parallelism: pipeline_step_s then adds the host work whole)
+    own = f.step_overhead_per_sequence_s > 0 and (not f.async_scheduling or plan.layout.pp > 1)
+    hs = 0 if own else None  # the sequences the table's host work counts: none where sigma counts them
+    t = tuple(replica_step(a, hw, plan, em, batch=n, new_tokens=1, cached=0, host_sequences=hs).iteration_s
+              for n in TOKENS_GRID)
     b = max(1, ref_batch)
-    t0 = replica_step(a, hw, plan, em, batch=b, new_tokens=1, cached=0).iteration_s
-    tc = replica_step(a, hw, plan, em, batch=b, new_tokens=1, cached=max(1, ref_context)).iteration_s
+    t0 = replica_step(a, hw, plan, em, batch=b, new_tokens=1, cached=0, host_sequences=hs).iteration_s
+    tc = replica_step(a, hw, plan, em, batch=b, new_tokens=1, cached=max(1, ref_context),
+                      host_sequences=hs).iteration_s
     kappa = max(0.0, (tc - t0) / (b * max(1, ref_context)))
     n = max(1, min(ref_prompt, TOKENS_GRID[-1]))
-    tp_ = replica_step(a, hw, plan, em, batch=1, new_tokens=n, cached=0).iteration_s
+    tp_ = replica_step(a, hw, plan, em, batch=1, new_tokens=n, cached=0, host_sequences=hs).iteration_s
     import numpy as np
 
     tn = float(np.interp(n, TOKENS_GRID, t))
     pi = max(0.0, (tp_ - tn) / (n * (n + 1) / 2))
-    return StepCost(TOKENS_GRID, t, kappa, pi)
+    # one attention-DP rank's scheduler runs its share of the sequences (replica_step's busiest rank)
+    sigma = f.step_overhead_per_sequence_s / plan.layout.attn_dp if own else 0.0
+    return StepCost(TOKENS_GRID, t, kappa, pi, sigma)
 
 
 __all__ = ["EngineModel", "engine_model", "ep_collective_s", "LayoutMemory", "StepBreakdown", "TOKENS_GRID", "check_links", "layout_memory", "plan_for",

@@ -20,11 +20,11 @@ What it models (one engine replica per configuration; vLLM V1's scheduler rules)
   TensorRT-LLM's GUARANTEED_NO_EVICT) a request is admitted only while the pool can hold its whole
   sequence, prompt and output, beside the whole sequences of those running; nothing is then preempted;
 - a request whose prompt plus output cannot fit in the pool at all is rejected (counted, never run);
-- a step of ``N`` new tokens, ``K`` cached tokens read by its decodes and ``P`` (query, key) pairs of
-  its prefill chunks takes ``t_tokens(N) + kappa_s·K + pi_s·P`` seconds (``StepCost``), a form whose
-  three terms are taken from the one step model (``hardware.deploy.step_cost``): the weight- and
-  token-bound part of the step tabulated over ``N``, the KV read per cached token and the attention
-  work per pair;
+- a step of ``N`` new tokens from ``S`` sequences (decoding, or with a prompt chunk), ``K`` cached tokens read by
+  its decodes and ``P`` (query, key) pairs of its prefill chunks takes ``t_tokens(N) + sigma_s·S + kappa_s·K +
+  pi_s·P`` seconds (``StepCost``), a form whose four terms are taken from the one step model
+  (``hardware.deploy.step_cost``): the weight- and token-bound part of the step tabulated over ``N``, the
+  engine's host work per sequence, the KV read per cached token and the attention work per pair;
 - a run of identical decode-only steps (no prefill, no arrival that could be admitted, no sequence
   finishing, the pool not filling) is taken in one jump with its exact summed time.
 
@@ -54,17 +54,21 @@ _INF = float("inf")
 
 @dataclass(frozen=True)
 class StepCost:
-    """Step time of one replica: ``interp(tokens_grid, t_tokens_s)(N) + kappa_s·K + pi_s·P``."""
+    """Step time of one replica: ``interp(tokens_grid, t_tokens_s)(N) + sigma_s·S + kappa_s·K + pi_s·P``."""
 
     tokens_grid: tuple[int, ...]  # increasing, starting at 1
     t_tokens_s: tuple[float, ...]  # seconds of a step of N new tokens, at each grid point
     kappa_s: float  # seconds per cached token a decode reads
     pi_s: float  # seconds per (query, key) pair of a prefill chunk
+    # seconds per sequence the step runs (decoding, or with a prompt chunk): the engine's host work per sequence
+    # where it adds to the step (not run beside it: hardware.deploy.step_cost); 0 where ``t_tokens_s`` holds it
+    sigma_s: float = 0.0
 
-    def time_s(self, tokens: int, kv_read: int = 0, pairs: int = 0) -> float:
+    def time_s(self, tokens: int, kv_read: int = 0, pairs: int = 0, sequences: int = 0) -> float:
         import numpy as np
 
-        return float(np.interp(tokens, self.tokens_grid, self.t_tokens_s)) + self.kappa_s * kv_read + self.pi_s * pairs
+        return (float(np.interp(tokens, self.tokens_grid, self.t_tokens_s)) + self.sigma_s * sequences
+                + self.kappa_s * kv_read + self.pi_s * pairs)
 
 
 @dataclass(frozen=True)
@@ -369,6 +373,7 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         "g": np.arange(C),  # the configuration of each row
         "tt": np.array([np.interp(grid, c.tokens_grid, c.t_tokens_s) for c in costs], dtype=np.float64),
         "kappa": np.array([c.kappa_s for c in costs], dtype=np.float64),
+        "sigma": np.array([c.sigma_s for c in costs], dtype=np.float64),
         "pi": np.array([c.pi_s for c in costs], dtype=np.float64),
         "seqs": np.array(seqs, dtype=np.int64),
         "budget0": np.array([s.max_num_batched_tokens for s in scheds], dtype=np.int64),
@@ -533,6 +538,7 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         free_kv = cap - committed - d
         pairs = np.zeros(n, dtype=np.float64)
         ptok = np.zeros(n, dtype=np.int64)
+        pseq = np.zeros(n, dtype=np.int64)  # sequences with a prompt chunk in this step
         chunks = []  # (rows, slots, tokens) of this step's prefill chunks
         did_preempt = preempted_now
         # preempted sequences come back (oldest first) when the pool can hold their recompute
@@ -570,6 +576,7 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             pairs[rows] += c * c0[rows, ss] + c * (c + 1) / 2
             budget[rows] -= c
             ptok[rows] += c
+            pseq[rows] += 1
             left[rows] -= 1
             pfkey[rows, ss] = BIG  # served this step (a partial chunk gets its key back below)
         # new requests wait while a preempted sequence waits for its recompute, and in a step that
@@ -623,6 +630,7 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             pairs[rows] += c * (c + 1) / 2
             budget[rows] -= c
             ptok[rows] += c
+            pseq[rows] += np_
             free_kv[rows] -= li
             kv[rows] += np.where(pf, li, 0)
             admitted.append((rows[pf], ss[pf]))
@@ -631,6 +639,7 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             d = np.where(idle, 0, d)
             K = np.where(idle, 0, K)
         N = d + ptok
+        S_ = d + pseq  # the sequences the step runs
         work = active & (N > 0)
         # decode-only runs: jump to the next event
         m = np.ones(n, dtype=np.int64)
@@ -646,7 +655,7 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             # (one already waiting is blocked by the pool: only a finishing sequence changes that)
             admissible = (nxt < R) & (nxt >= arrived) & (st["nfree"] > 0)
             ta = np.where(admissible, arr[g, np.minimum(nxt, R - 1)], _INF)
-            T = _t_tokens(st["tt"], grid, np.maximum(d, 1))
+            T = _t_tokens(st["tt"], grid, np.maximum(d, 1)) + st["sigma"] * d
             kappa = st["kappa"]
             a2 = kappa * d / 2.0
             b = T + kappa * K - a2
@@ -663,7 +672,7 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             m_arr = np.where(la & (nxt < arrived) & (st["nfree"] > 0), 1, m_arr)
             mm = np.minimum(mm, m_arr)
             m = np.where(jump, np.maximum(mm, 1), 1)
-        dt = np.where(work, m * _t_tokens(st["tt"], grid, np.maximum(N, 1))
+        dt = np.where(work, m * (_t_tokens(st["tt"], grid, np.maximum(N, 1)) + st["sigma"] * S_)
                       + st["kappa"] * (m * K + d * m * (m - 1) / 2.0) + st["pi"] * pairs, 0.0)
         # nothing to run: wait for the next arrival (a preempted sequence always fits an empty pool)
         stuck = active & ~work & (nxt == nxt_before)  # (admitting a prefilled request is progress)
@@ -679,7 +688,8 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         np.maximum(st["occ_peak"], occ_now, out=st["occ_peak"])
         st["sys_int"] += dt * in_sys
         # lookahead: when the last step of this run started (a run of m decode steps: its last is the longest)
-        last = np.where(m > 1, _t_tokens(st["tt"], grid, np.maximum(N, 1)) + st["kappa"] * (K + d * (m - 1)), dt)
+        last = np.where(m > 1, _t_tokens(st["tt"], grid, np.maximum(N, 1)) + st["sigma"] * S_
+                        + st["kappa"] * (K + d * (m - 1)), dt)
         st["tprev"] = np.where(work, t + dt - last, np.nan)
         t += dt
         # apply the step(s): decoders advance with the clock

@@ -44,6 +44,7 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
         grid = np.array([grid[0], grid[0] + 1.0])
     tt = np.array([np.interp(grid, c.tokens_grid, c.t_tokens_s) for c in costs], dtype=np.float64)  # (C, G)
     kappa = np.array([c.kappa_s for c in costs])
+    sigma = np.array([c.sigma_s for c in costs])
     pi = np.array([c.pi_s for c in costs])
     seqs = np.array([s.max_num_seqs for s in scheds], dtype=np.int64)
     budget0 = np.array([s.max_num_batched_tokens for s in scheds], dtype=np.int64)
@@ -239,6 +240,7 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
         K = np.where(idle, 0, K)
         dec = dec & ~idle[:, None]
         N = d + ptok
+        S_ = d + (chunk > 0).sum(1)  # the sequences the step runs: decoding, or with a prompt chunk
         work = active & (N > 0)
         # decode-only runs: jump to the next event
         m = np.ones(C, dtype=np.int64)
@@ -254,7 +256,7 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
             # (one already waiting is blocked by the pool: only a finishing sequence changes that)
             admissible = (nxt < R) & (nxt >= arrived) & ((slot_ok & (sid < 0)).any(1))
             ta = np.where(admissible, arr[ci, np.minimum(nxt, R - 1)], _INF)
-            T = t_tokens(np.maximum(d, 1))
+            T = t_tokens(np.maximum(d, 1)) + sigma * d
             a2 = kappa * d / 2.0
             b = T + kappa * K - a2
             gap = ta - t
@@ -269,7 +271,8 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
             m_arr = np.where(la & (nxt < arrived) & ((slot_ok & (sid < 0)).any(1)), 1, m_arr)
             mm = np.minimum(mm, m_arr)
             m = np.where(jump, np.maximum(mm, 1), 1)
-        dt = np.where(work, m * t_tokens(np.maximum(N, 1)) + kappa * (m * K + d * m * (m - 1) / 2.0) + pi * pairs, 0.0)
+        dt = np.where(work, m * (t_tokens(np.maximum(N, 1)) + sigma * S_) + kappa * (m * K + d * m * (m - 1) / 2.0)
+                      + pi * pairs, 0.0)
         # nothing to run: wait for the next arrival (a preempted sequence always fits an empty pool)
         stuck = active & ~work & (nxt == nxt_before)  # (admitting a prefilled request is progress)
         if stuck.any():
@@ -282,7 +285,7 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
         occ_int += dt * (kv_used + d * (m + 1) / 2.0 + ptok) / cap
         occ_peak = np.maximum(occ_peak, occ_now)
         sys_int += dt * in_sys
-        last = np.where(m > 1, t_tokens(np.maximum(N, 1)) + kappa * (K + d * (m - 1)), dt)
+        last = np.where(m > 1, t_tokens(np.maximum(N, 1)) + sigma * S_ + kappa * (K + d * (m - 1)), dt)
         tprev = np.where(work, t + dt - last, np.nan)
         t = t + dt
         # apply the step(s)

@@ -174,12 +174,16 @@ def test_bad_rate_and_scheduler():
         simulate([LINEAR], [Scheduler(1, 10, 10)], [1.0, 0.0], [1, 1], [1, 1])
 
 
+@pytest.mark.parametrize("per_sequence", [False, True])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3, 4, 5, 6, 7])
-def test_fast_simulation_equals_the_plain_lock_step_exactly(seed):
+def test_fast_simulation_equals_the_plain_lock_step_exactly(seed, per_sequence):
     # hardware.simulate keeps per-configuration sums, a decode clock and drops finished configurations;
     # tests/sim_reference.py advances every slot of every configuration each step. Random small
     # workloads with preemptions, chunked prefill, rejections and prefilled arrivals: every figure equal,
-    # bit for bit, with and without dropping finished configurations.
+    # bit for bit, with and without dropping finished configurations; ``per_sequence``: with a host cost per
+    # sequence a step runs (StepCost.sigma_s) in three of the four configurations
+    from dataclasses import replace
+
     from tests.sim_reference import simulate_reference
 
     rng = np.random.default_rng(seed)
@@ -191,6 +195,8 @@ def test_fast_simulation_equals_the_plain_lock_step_exactly(seed):
                               float(rng.choice([0.0, 1e-7, 1e-6])), float(rng.choice([0.0, 1e-10]))))
         scheds.append(Scheduler(int(rng.integers(1, 40)), int(rng.integers(16, 600)), int(rng.integers(200, 5000))))
     scheds[0] = Scheduler(16, 256, 300)  # a pool smaller than some requests: rejections
+    if per_sequence:
+        costs = [replace(c, sigma_s=x) for c, x in zip(costs, (0.0, 1e-4, 5e-4, 2e-3))]
     if seed in (2, 3):  # SGLang's prefill-first steps in half the configurations (and none of seeds 0-1)
         scheds = [Scheduler(x.max_num_seqs, x.max_num_batched_tokens, x.kv_capacity_tokens, prefill_first=bool(i % 2))
                   for i, x in enumerate(scheds)]
@@ -218,3 +224,19 @@ def test_fast_simulation_equals_the_plain_lock_step_exactly(seed):
         for (ta, oa), (tb, ob) in zip(r.kv_series, ref.kv_series):
             np.testing.assert_array_equal(ta, tb)
             np.testing.assert_array_equal(oa, ob)
+
+
+def test_a_host_cost_per_sequence_counts_sequences_not_tokens():
+    """sigma_s is paid once per sequence a step runs: a 990-token prompt pays it once, and each decode step of two
+    sequences twice. LINEAR plus 5 ms a sequence; A (990 in, 3 out) at 0 and B (10 in, 2 out) at 0.
+    Step 1: both prompts (1,000 tokens, 2 sequences): 0.1 + 10 + 0.01 = 10.11 s, first tokens for both.
+    Step 2: both decode (2 tokens, 2 sequences): 0.12 + 0.01 = 0.13 s; B is done at 10.24.
+    Step 3: A decodes alone: 0.11 + 0.005 = 0.115 s; A is done at 10.355. Priced as tokens it would have been
+    1,000 x 5 ms = 5 s more for the prompt step alone."""
+    from dataclasses import replace
+
+    cost = replace(LINEAR, sigma_s=5e-3)
+    r = one(cost, Scheduler(8, 2000, 10_000), [0.0, 0.0], [990, 10], [3, 2])
+    np.testing.assert_allclose(r.ttft_s[0], [10.11, 10.11], rtol=1e-12)
+    np.testing.assert_allclose(r.finish_s[0], [10.355, 10.24], rtol=1e-12)
+    assert cost.time_s(1000, sequences=2) == pytest.approx(10.11)
