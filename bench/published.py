@@ -211,7 +211,7 @@ def sglang_prefill_graphs(entry: dict) -> bool:
 
 
 # vLLM's sampler built every sequence's prompt and output token lists into padded tensors each step, penalties or
-# not, from 0.2.6 (SamplingTensors) until 0.5.0 (PR #5289: only with penalties): profiles/engines/vllm-v0.yaml
+# not, from 0.2.6 (SamplingTensors) until 0.5.0 (PR #5289: only with penalties): profiles/engines/vllm-v0-early.yaml
 # timing.sampler_token_cost
 V0_SAMPLER_COPIES = ((0, 2, 6), (0, 5, 0))
 
