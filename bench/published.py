@@ -159,6 +159,17 @@ def release_of(entry: dict) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
+def release_patch_of(entry: dict) -> tuple[int, int, int | None] | None:
+    """(major, minor, patch) of the entry's ``engine_version`` where it starts with a release number, a ``v`` allowed
+    ("0.5.12 (lmsysorg/sglang image)", "v0.4.0.post1"); patch None where it gives none ("0.4"); else None."""
+    import re
+
+    m = re.match(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?", str(entry.get("engine_version") or ""))
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2)), None if m.group(3) is None else int(m.group(3))
+
+
 # vLLM's async scheduling became the default in v0.14.0 (release notes, January 2026; PR #27614): the vllm
 # profile runs it (profiles/engines/vllm.yaml scheduler.async_scheduling); entries of 0.8-0.13 ran without it
 VLLM_ASYNC_FROM = (0, 14)
@@ -197,14 +208,12 @@ def sglang_prefill_graphs(entry: dict) -> bool:
     later, or, where it gives none ("not stated", a commit), its source is dated from v0.5.10's release on; and the
     run did not turn them off (``--enable-torch-compile``, ``--disable-piecewise-cuda-graph``, ``--enable-dp-attention``:
     SGLang disables them for each)."""
-    import re
-
     s = entry.get("settings") or {}
     if s.get("torch_compile") or s.get("enable_dp_attention") or s.get("piecewise_cuda_graph") is False:
         return False
-    m = re.match(r"\s*v?(\d+)\.(\d+)\.(\d+)", str(entry.get("engine_version") or ""))
-    if m:
-        return tuple(int(x) for x in m.groups()) >= SGLANG_PREFILL_GRAPHS_FROM
+    r = release_patch_of(entry)
+    if r is not None and r[2] is not None:
+        return r >= SGLANG_PREFILL_GRAPHS_FROM
     if release_of(entry) is not None:  # "0.5" without a patch number: before or after is not known; op by op
         return False
     return dated_from(entry, SGLANG_PREFILL_GRAPHS_DATE)
@@ -221,16 +230,14 @@ def v0_sampler_copies(entry: dict) -> bool:
     release, with a patch number, is 0.2.6 or later and before 0.5.0; a release without one counts where every
     patch of it does (0.3, 0.4). From 0.5.0 the copy runs only with penalties, and from 0.5.5 it is a numpy copy
     of about 1-2 ns a token (bench/sampler_copy.py), left unpriced."""
-    import re
-
     lo, hi = V0_SAMPLER_COPIES
-    m = re.match(r"\s*v?(\d+)\.(\d+)(?:\.(\d+))?", str(entry.get("engine_version") or ""))
-    if not m:
+    r = release_patch_of(entry)
+    if r is None:
         return False
-    major, minor = int(m.group(1)), int(m.group(2))
-    if m.group(3) is not None:
-        return lo <= (major, minor, int(m.group(3))) < hi
-    return lo <= (major, minor, 0) and (major, minor, 99) < hi and (major, minor) != lo[:2]
+    major, minor, patch = r
+    if patch is not None:
+        return lo <= r < hi
+    return lo <= (major, minor, 0) and (major, minor + 1, 0) <= hi
 
 
 TIMING = ("ttft_s", "tpot_s", "e2e_s", "output_tokens_per_s")
