@@ -22,11 +22,14 @@ figures (bench/published.yaml, collected for issues 12 and 13). No factor is fit
    the engine's default) is checked to hold the batch; a figure per node is the per-GPU figure times the profile's GPUs per node.
 3. Request-rate entries (``arrival: poisson``: ``--request-rate R`` in vLLM's benchmark_serving or
    SGLang's bench_serving): ``num_requests`` requests arriving as a Poisson process of ``request_rate``
-   requests/s (``hardware.simulate.poisson_arrivals``, seed ``RATE_SEED``), lengths drawn from the entry's
+   requests/s (``hardware.simulate.poisson_arrivals``, seed ``RATE_SEED``), sent by a client that keeps at most
+   ``max_concurrency`` in flight where the entry names one (``--max-concurrency``: ``hardware.simulate``'s
+   ``max_in_flight``, each request timed from its send), lengths drawn from the entry's
    ``input_len_dist`` / ``output_len_dist`` (``hardware.simulate.draw_lengths``, seeds ``RATE_SEED`` and
    ``RATE_SEED + 1``; a prompt is cut to ``max_input_len`` and an output to ``max_total_len`` minus its
    prompt, as the benchmark's dataset filter drops longer pairs), simulated on the step cost of 1. under the entry's engine; the statistic the
-   source reports (``statistic: median``) of TTFT, TPOT and E2E latency over the requests. A dataset's
+   source reports (``statistic``: the mean, the median, or a percentile p90 / p95 / p99: ``RATE_STATISTICS``) of
+   TTFT, TPOT and E2E latency over the requests. A dataset's
    lengths given as a distribution are an approximation of its real lengths (the entry's ``length_note``).
    ITL (the gap between streamed chunks) is listed, not predicted: the simulation records no per-token gaps.
    An entry whose settings name ``num_scheduler_steps`` (vLLM V0's multi-step scheduling, which
@@ -123,12 +126,31 @@ def rate_workload(s: dict, seed: int = RATE_SEED):
     return arrivals, i, o
 
 
+#: the statistics of a request-rate run's per-request figures this script predicts: the mean, the median and the
+#: percentiles, as ``vllm bench serve`` and SGLang's ``bench_serving`` compute them (``np.percentile``, linear
+#: between the ranks, over the requests that succeeded)
+RATE_STATISTICS = ("mean", "median", "p90", "p95", "p99")
+
+
+def rate_statistic(name: str):
+    """The function of an array (nan: a request without the figure) that gives statistic ``name``
+    (``RATE_STATISTICS``)."""
+    import numpy as np
+
+    if name == "mean":
+        return np.nanmean
+    if name == "median":
+        return np.nanmedian
+    if name in RATE_STATISTICS:
+        q = float(name[1:])
+        return lambda x: np.nanpercentile(x, q)
+    raise ValueError(f"statistic {name!r}: one of {', '.join(RATE_STATISTICS)} expected")
+
+
 def rate_predict(e: dict, pub, overrides: dict | None = None) -> dict:
     """{quantity: predicted statistic} for the request-rate entry ``e`` (module doc, 3.); a quantity that
     cannot be predicted is absent. Entries that share settings give the same simulation: call once per group.
     ``overrides``: factor fields (``hardware.expected.Factors``) replacing the shipped profile's."""
-    import numpy as np
-
     from planner.analysis.parallel import Layout
     from planner.hardware.deploy import EngineModel, layout_memory, plan_for, step_cost
     from planner.hardware.simulate import Scheduler, simulate
@@ -151,9 +173,9 @@ def rate_predict(e: dict, pub, overrides: dict | None = None) -> dict:
     r = simulate([cost], [Scheduler(seqs, mnbt, max(mem.kv_capacity_tokens, int((ilens + olens).max())),
                                     prefill_first=p.rules.prefill_first, lookahead=p.rules.lookahead,
                                     reserve_whole=p.engine.reserves_whole)],
-                 arrivals, ilens, olens)
+                 arrivals, ilens, olens, max_in_flight=s.get("max_concurrency"))
     req = p.base.request_overhead_s + (p.base.server_overhead_s if p.server_client else 0.0)
-    stat = {"median": np.nanmedian, "mean": np.nanmean}[e.get("statistic", "mean")]
+    stat = rate_statistic(e.get("statistic", "mean"))
     return {"ttft_s": float(stat(r.ttft_s[0])) + req, "tpot_s": float(stat(r.tpot_s[0])),
             "e2e_s": float(stat(r.e2e_s[0])) + req}
 
@@ -202,6 +224,8 @@ def rate_predict_steps(e: dict, pub, scheduler_steps: int, overrides: dict | Non
     from planner.hardware.serve import StepModel, simulate_requests
 
     s = dict(e.get("settings") or {})
+    if s.get("max_concurrency") is not None:
+        raise ValueError("a client cap (max_concurrency) beside num_scheduler_steps: the serve loop has none")
     arrivals, ilens, olens = rate_workload(s)
     s["input_len"], s["output_len"] = int(ilens.max()), int(olens.max())
     s.setdefault("max_model_len", int((ilens + olens).max()))
@@ -228,7 +252,7 @@ def rate_predict_steps(e: dict, pub, scheduler_steps: int, overrides: dict | Non
     e2e = np.repeat([m.end_s - m.send_s for m in done], [m.count for m in done]) + req
     tpot = np.repeat([(m.end_s - m.first_s) / (m.output_len - 1) if m.output_len > 1 else np.nan for m in done],
                      [m.count for m in done])
-    stat = {"median": np.nanmedian, "mean": np.nanmean}[e.get("statistic", "mean")]
+    stat = rate_statistic(e.get("statistic", "mean"))
     return {"ttft_s": float(stat(ttft)), "tpot_s": float(stat(tpot)), "e2e_s": float(stat(e2e)),
             "itl_s": float(stat(gaps)) if gaps else None}
 

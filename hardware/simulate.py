@@ -312,12 +312,16 @@ def _t_tokens(tt, grid, n):
 
 def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, input_lens, output_lens, *,
              prefilled=None, record_kv: bool = False, max_iterations: int = 10_000_000,
-             compact: bool = True) -> Result:
+             compact: bool = True, max_in_flight=None) -> Result:
     """Simulate ``C = len(costs)`` configurations on their requests (arrays (R,) shared or (C, R)).
 
     ``prefilled`` (bool (R,) or (C, R)): requests that arrive with their prompt's KV already made
     (the decode pool of a disaggregated deployment): they take ``input_len`` tokens of the pool on
     admission, no budget, and have emitted their first token.
+
+    ``max_in_flight`` (a count, or one per configuration; None: no cap): the client's cap on requests in
+    flight (``client_sends``): request ``i`` is sent at its arrival time or, where more are in flight, when
+    the ``(i − cap + 1)``-th request ends, whichever is later; its TTFT and e2e count from that send.
 
     How it stays fast (the results are those of advancing every slot of every configuration each
     step, which tests/sim_reference.py does and the tests compare exactly):
@@ -352,6 +356,9 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
     if len(grid) < 2:
         grid = np.array([grid[0], grid[0] + 1.0])
     BIG = np.iinfo(np.int64).max
+    lim_all = in_flight_caps(max_in_flight, C, R)  # (C,), R where there is no cap (it never binds then)
+    capped = bool((lim_all < R).any())
+    rel_rej = np.full((C, R), np.nan) if capped else None  # when a rejected request was passed over
 
     # a request whose whole sequence cannot fit in the pool is rejected up front
     cap_all = np.array([s.kv_capacity_tokens for s in scheds], dtype=np.int64)
@@ -397,6 +404,8 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         "nrec": np.zeros(C, dtype=np.int64),  # preempted sequences waiting for their recompute
         "fmin": np.full(C, BIG, dtype=np.int64),  # min over decoders of olen - stored gen (rem = fmin - tau)
         "nfin": np.zeros(C, dtype=np.int64),  # requests finished or rejected
+        "lim": lim_all.copy(),  # the client's cap on requests in flight (max_in_flight)
+        "nfin_s": np.zeros(C, dtype=np.int64),  # nfin when the last iteration started (its step's start)
         "occ_int": np.zeros(C), "occ_peak": np.zeros(C), "sys_int": np.zeros(C),
         "preempt": np.zeros(C, dtype=np.int64),
         # slots (rows, S)
@@ -442,6 +451,8 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             rj[m_] = rejected[g[m_], nxt[m_]]
             if not rj.any():
                 break
+            if rel_rej is not None:
+                rel_rej[g[rj], nxt[rj]] = st["t"][rj]
             st["nfin"] += rj
             nxt += rj
         nrun = st["nrun"]
@@ -474,15 +485,21 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         else:
             rr = np.nonzero(adv)[0]
             arrived[rr] = np.minimum(np.maximum(np.searchsorted(flat, q[rr], side="right") - base[rr], 0), R)
-        # idle: jump to the next arrival
+        # idle: jump to the next arrival (the client's cap never holds a request back from an idle engine: every
+        # request sent before it has ended)
         idle = active & (nrun == 0) & (arrived <= nxt) & (nxt < R)
         if idle.any():
             ii = np.nonzero(idle)[0]
             t[ii] = arr[g[ii], nxt[ii]]
             arrived[ii] = np.minimum(np.maximum(
                 np.searchsorted(flat, t[ii] - amin + span * g[ii], side="right") - g[ii] * R, 0), R)
+        # the client's cap (max_in_flight): request i is sent once i − cap + 1 requests have ended
+        nfin_prev, st["nfin_s"] = st["nfin_s"], st["nfin"].copy()
+        if capped:
+            gate = st["nfin"] + st["lim"]
+            arrived = np.minimum(arrived, gate)  # (narr keeps the arrivals' own count)
         # lookahead: while sequences run, the step admits the requests that had arrived when the step before
-        # it started
+        # it started (and that the client had sent by then)
         adm = arrived
         la_now = st["la"] & (nrun > 0) & ~np.isnan(st["tprev"])
         if la_now.any():
@@ -490,6 +507,8 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             ii = np.nonzero(la_now)[0]
             adm[ii] = np.minimum(np.maximum(np.searchsorted(flat, st["tprev"][ii] - amin + span * g[ii], side="right")
                                             - g[ii] * R, 0), arrived[ii])
+            if capped:
+                adm[ii] = np.minimum(adm[ii], nfin_prev[ii] + st["lim"][ii])
         # the pool: tokens in KV plus the prompt tokens reserved by sequences being prefilled
         committed = kv + st["pres"]
         preempted_now = np.zeros(n, dtype=bool)
@@ -653,7 +672,10 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             mm = np.minimum(m_fin, m_kv)
             # an arrival that could be admitted ends the run at the first step starting after it
             # (one already waiting is blocked by the pool: only a finishing sequence changes that)
+            # (a request the client's cap holds back is sent when one ends, and a finish ends the run anyway)
             admissible = (nxt < R) & (nxt >= arrived) & (st["nfree"] > 0)
+            if capped:
+                admissible &= nxt < gate
             ta = np.where(admissible, arr[g, np.minimum(nxt, R - 1)], _INF)
             T = _t_tokens(st["tt"], grid, np.maximum(d, 1)) + st["sigma"] * d
             kappa = st["kappa"]
@@ -779,8 +801,9 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         raise OptionError(f"the simulation did not finish in {max_iterations} steps")
     flush(np.arange(len(st["g"])))
 
-    ttft = first - arr
-    e2e = finish - arr
+    sent = client_sends(arr, np.where(np.isnan(rel_rej), finish, rel_rej), lim_all) if capped else arr
+    ttft = first - sent
+    e2e = finish - sent
     with np.errstate(all="ignore"):
         tpot = np.where(out > 1, (finish - first) / (out - 1), np.nan)
         end = np.nanmax(np.where(np.isnan(finish), -_INF, finish), axis=1)
@@ -791,6 +814,42 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
         mean_sys = np.where(dur > 0, done_acc["sys_int"] / dur, np.nan)
     return Result(ttft, tpot, e2e, finish, tps, occ_mean, done_acc["occ_peak"], mean_sys, done_acc["preempt"],
                   rejected.sum(1), dur, steps, series)
+
+
+def in_flight_caps(max_in_flight, C: int, R: int):
+    """``simulate``'s ``max_in_flight`` as an int64 array (C,): a count for every configuration, or one per
+    configuration (None: no cap), each at most ``R`` (a cap of R or more never binds); refused unless each is
+    a whole number >= 1."""
+    import numpy as np
+
+    vals = [max_in_flight] * C if max_in_flight is None or np.isscalar(max_in_flight) else list(max_in_flight)
+    if len(vals) != C:
+        raise OptionError(f"max_in_flight: one cap per configuration ({C}) expected, got {len(vals)}")
+    out = np.full(C, R, dtype=np.int64)
+    for j, v in enumerate(vals):
+        if v is None:
+            continue
+        if isinstance(v, bool) or not float(v).is_integer() or v < 1:
+            raise OptionError(f"max_in_flight must be a whole number >= 1 (requests in flight), got {v!r}")
+        out[j] = min(int(v), R)
+    return out
+
+
+def client_sends(arrivals, released, caps):
+    """When a client that keeps at most ``caps`` requests in flight sends each one: request ``i`` (in arrival
+    order) at ``max(arrival_i, T_(i − cap + 1))``, ``T_k`` the time the k-th of its requests ended (``released``:
+    (C, R) end times in any order, nan for none). vLLM's ``vllm bench serve --max-concurrency``: each request's
+    task waits on an ``asyncio.Semaphore(max_concurrency)`` before it sends and starts its clock
+    (``limited_request_func``; the request function's ``st = time.perf_counter()``), the semaphore's waiters
+    served first come first served; SGLang's ``bench_serving`` does the same."""
+    import numpy as np
+
+    arr = np.asarray(arrivals, dtype=np.float64)
+    R = arr.shape[1]
+    ends = np.sort(np.asarray(released, dtype=np.float64), axis=1)  # (nan last)
+    k = np.arange(R)[None, :] - np.asarray(caps, dtype=np.int64)[:, None]
+    gate = np.where(k >= 0, np.take_along_axis(ends, np.clip(k, 0, R - 1), axis=1), -_INF)
+    return np.maximum(arr, gate)
 
 
 def simulate_disaggregated(prefill_cost: StepCost, prefill_sched: Scheduler, decode_cost: StepCost,

@@ -9,18 +9,20 @@ from __future__ import annotations
 from typing import Sequence
 
 from planner.analysis.errors import OptionError
-from planner.hardware.simulate import Result, Scheduler, StepCost, _rows
+from planner.hardware.simulate import Result, Scheduler, StepCost, _rows, client_sends, in_flight_caps
 
 _INF = float("inf")
 
 
 def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, input_lens, output_lens, *,
-             prefilled=None, record_kv: bool = False, max_iterations: int = 10_000_000) -> Result:
+             prefilled=None, record_kv: bool = False, max_iterations: int = 10_000_000,
+             max_in_flight=None) -> Result:
     """Simulate ``C = len(costs)`` configurations on their requests (arrays (R,) shared or (C, R)).
 
     ``prefilled`` (bool (R,) or (C, R)): requests that arrive with their prompt's KV already made
     (the decode pool of a disaggregated deployment): they take ``input_len`` tokens of the pool on
-    admission, no budget, and have emitted their first token."""
+    admission, no budget, and have emitted their first token. ``max_in_flight``: the client's cap on
+    requests in flight (as ``simulate``'s): request i reaches the engine once i − cap + 1 requests have ended."""
     import numpy as np
 
     C = len(costs)
@@ -53,6 +55,8 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
     whole = np.array([s.reserve_whole for s in scheds], dtype=bool)
     tprev = np.full(C, np.nan)  # lookahead: when the step before this one started (nan: idle before it)
     cap = np.array([s.kv_capacity_tokens for s in scheds], dtype=np.int64)
+    lim = in_flight_caps(max_in_flight, C, R)
+    released = np.full((C, R), np.nan)  # when each request ended (finished, or passed over as rejected)
     S = int(seqs.max())
     ci = np.arange(C)
     G = len(grid)
@@ -94,6 +98,7 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
     preempt = np.zeros(C, dtype=np.int64)
     series = [] if record_kv else None
     steps = 0
+    fin_start = np.zeros(C, dtype=np.int64)  # n_finished when the last iteration started
 
     def skip_rejected():
         nonlocal nxt
@@ -103,6 +108,7 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
             rj[m] = rejected[ci[m], nxt[m]]
             if not rj.any():
                 return
+            released[ci[rj], nxt[rj]] = t[rj]
             n_finished[rj] += 1
             nxt = nxt + rj
 
@@ -122,11 +128,15 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
             t[idle] = arr[ci[idle], nxt[idle]]
             arrived[idle] = np.clip(np.searchsorted(flat, t[idle] - arr.min() + span * ci[idle], side="right")
                                     - ci[idle] * R, 0, R)
+        # the client's cap: request i is sent once i − cap + 1 requests have ended
+        fin_prev, fin_start = fin_start, n_finished.copy()
+        arrived = np.minimum(arrived, n_finished + lim)
         # lookahead: while sequences run, the step admits the requests that had arrived when the step before
-        # it started
+        # it started (and that the client had sent by then)
         busy = la & (nrun > 0) & ~np.isnan(tprev)
         adm = np.where(busy, np.minimum(np.clip(np.searchsorted(flat, np.where(busy, tprev, t) - arr.min() + span * ci,
                                                                 side="right") - ci * R, 0, R), arrived), arrived)
+        adm = np.where(busy, np.minimum(adm, fin_prev + lim), adm)
         # the pool: tokens in KV plus the prompt tokens reserved by sequences being prefilled
         kv_used = ctx.sum(1)
         committed = kv_used + np.where(running & ~rec, pre, 0).sum(1)
@@ -254,7 +264,7 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
             mm = np.minimum(m_fin, m_kv)
             # an arrival that could be admitted ends the run at the first step starting after it
             # (one already waiting is blocked by the pool: only a finishing sequence changes that)
-            admissible = (nxt < R) & (nxt >= arrived) & ((slot_ok & (sid < 0)).any(1))
+            admissible = (nxt < R) & (nxt >= arrived) & ((slot_ok & (sid < 0)).any(1)) & (nxt < n_finished + lim)
             ta = np.where(admissible, arr[ci, np.minimum(nxt, R - 1)], _INF)
             T = t_tokens(np.maximum(d, 1)) + sigma * d
             a2 = kappa * d / 2.0
@@ -302,6 +312,7 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
         if fin.any():
             rr, ss = np.nonzero(fin)
             finish[rr, sid[rr, ss]] = t[rr]
+            released[rr, sid[rr, ss]] = t[rr]
             n_finished += fin.sum(1)
             sid[fin] = -1
             rsv[fin] = 0
@@ -312,8 +323,9 @@ def simulate_reference(costs: Sequence[StepCost], scheds: Sequence[Scheduler], a
     else:
         raise OptionError(f"the simulation did not finish in {max_iterations} steps")
 
-    ttft = first - arr
-    e2e = finish - arr
+    sent = client_sends(arr, released, lim)
+    ttft = first - sent
+    e2e = finish - sent
     with np.errstate(all="ignore"):
         tpot = np.where(out > 1, (finish - first) / (out - 1), np.nan)
         end = np.nanmax(np.where(np.isnan(finish), -_INF, finish), axis=1)

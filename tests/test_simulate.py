@@ -174,14 +174,16 @@ def test_bad_rate_and_scheduler():
         simulate([LINEAR], [Scheduler(1, 10, 10)], [1.0, 0.0], [1, 1], [1, 1])
 
 
+@pytest.mark.parametrize("in_flight", [None, (None, 1, 3, 8)])
 @pytest.mark.parametrize("per_sequence", [False, True])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3, 4, 5, 6, 7])
-def test_fast_simulation_equals_the_plain_lock_step_exactly(seed, per_sequence):
+def test_fast_simulation_equals_the_plain_lock_step_exactly(seed, per_sequence, in_flight):
     # hardware.simulate keeps per-configuration sums, a decode clock and drops finished configurations;
     # tests/sim_reference.py advances every slot of every configuration each step. Random small
     # workloads with preemptions, chunked prefill, rejections and prefilled arrivals: every figure equal,
     # bit for bit, with and without dropping finished configurations; ``per_sequence``: with a host cost per
-    # sequence a step runs (StepCost.sigma_s) in three of the four configurations
+    # sequence a step runs (StepCost.sigma_s) in three of the four configurations; ``in_flight``: the client's
+    # cap on requests in flight (max_in_flight) in three of the four
     from dataclasses import replace
 
     from tests.sim_reference import simulate_reference
@@ -209,9 +211,17 @@ def test_fast_simulation_equals_the_plain_lock_step_exactly(seed, per_sequence):
     arr = poisson_arrivals(float(rng.uniform(1, 50)), R, seed=seed, configs=C)
     inp = draw_lengths("uniform:1:400", R, seed=seed + 1)
     out = draw_lengths("uniform:1:80", R, seed=seed + 2)
-    kw = dict(prefilled=rng.random(R) < (0.5 if seed in (0, 7) else 0.0), record_kv=True)
+    kw = dict(prefilled=rng.random(R) < (0.5 if seed in (0, 7) else 0.0), record_kv=True, max_in_flight=in_flight)
     ref = simulate_reference(costs, scheds, arr, inp, out, **kw)
     assert ref.preemptions.sum() > 0 and ref.rejected.sum() > 0  # the hard paths are exercised
+    if in_flight is not None:  # the caps bind: the engine holds fewer requests than without them
+        free = simulate_reference(costs, scheds, arr, inp, out, **{**kw, "max_in_flight": None})
+        for j, cap in enumerate(in_flight):
+            if cap is None:
+                np.testing.assert_array_equal(ref.finish_s[j], free.finish_s[j])
+            else:
+                assert ref.mean_in_system[j] <= cap + 1e-9
+                assert ref.mean_in_system[j] < free.mean_in_system[j]
     whole = np.array([x.reserve_whole for x in scheds])
     assert not ref.preemptions[whole].any()  # a whole reservation never runs out of pool
     for compact in (True, False):
