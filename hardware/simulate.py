@@ -840,8 +840,9 @@ def client_sends(arrivals, released, caps):
     order) at ``max(arrival_i, T_(i − cap + 1))``, ``T_k`` the time the k-th of its requests ended (``released``:
     (C, R) end times in any order, nan for none). vLLM's ``vllm bench serve --max-concurrency``: each request's
     task waits on an ``asyncio.Semaphore(max_concurrency)`` before it sends and starts its clock
-    (``limited_request_func``; the request function's ``st = time.perf_counter()``), the semaphore's waiters
-    served first come first served; SGLang's ``bench_serving`` does the same."""
+    (``limited_request_func``; the request function's ``st = time.perf_counter()``; vLLM 0.18.0's
+    ``vllm/benchmarks/serve.py`` and ``lib/endpoint_request_func.py``), the semaphore's waiters served first come
+    first served."""
     import numpy as np
 
     arr = np.asarray(arrivals, dtype=np.float64)
