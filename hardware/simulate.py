@@ -829,7 +829,8 @@ def in_flight_caps(max_in_flight, C: int, R: int):
     for j, v in enumerate(vals):
         if v is None:
             continue
-        if isinstance(v, bool) or not float(v).is_integer() or v < 1:
+        if (isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not np.isfinite(v)
+                or not float(v).is_integer() or v < 1):
             raise OptionError(f"max_in_flight must be a whole number >= 1 (requests in flight), got {v!r}")
         out[j] = min(int(v), R)
     return out

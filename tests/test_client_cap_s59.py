@@ -73,9 +73,9 @@ def test_client_sends_is_the_arrival_or_the_release_of_a_slot():
     np.testing.assert_array_equal(client_sends(arr, ends, [5]), arr)
 
 
-@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "4"])
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "4", float("inf"), float("nan")])
 def test_a_cap_that_is_not_a_whole_count_is_refused(bad):
-    with pytest.raises((OptionError, TypeError, ValueError)):
+    with pytest.raises(OptionError, match="max_in_flight"):
         one([0.0], [10], [3], max_in_flight=bad)
 
 
