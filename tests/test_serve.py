@@ -261,9 +261,9 @@ def test_step_by_step_paths_refuse_more_clients_than_they_simulate():
     now one error line, and the closed-form burst path still answers."""
     run("serve", "llama-3.1-8b", "--arrival", "closed-loop", "--concurrency", "1000000", "--input-len", "100",
         "--output-len", "100").assert_error("closed-loop clients", "16,384 per replica")
-    # vLLM's front end queues requests one after another (server_overhead): a million of them are refused with
-    # one line; SGLang's front-end cost is 0 (profiles/engines/sglang.yaml), so its burst takes the closed-form path
-    # and answers
+    # vLLM's and SGLang's front ends queue requests one after another (server_overhead): a million of them are
+    # refused with one line; the ideal engine has no front-end cost, so its burst takes the closed-form path and
+    # answers
     from planner.analysis.errors import OptionError
     from planner.hardware.serve import Scenario, simulate
 
@@ -271,7 +271,9 @@ def test_step_by_step_paths_refuse_more_clients_than_they_simulate():
         simulate(_FlatModel(Factors(server_overhead_s=1e-3)), _Mem(), Scenario(100, 100, 1_000_000))
     run("serve", "llama-3.1-8b", "--concurrency", "1000000", "--input-len", "100", "--output-len",
         "100").assert_error("HTTP front end", "16,384 per replica")
-    assert run("serve", "llama-3.1-8b", "--engine", "sglang", "--concurrency", "1000000", "--input-len", "100",
+    run("serve", "llama-3.1-8b", "--engine", "sglang", "--concurrency", "1000000", "--input-len", "100",
+        "--output-len", "100").assert_error("HTTP front end", "16,384 per replica")
+    assert run("serve", "llama-3.1-8b", "--engine", "ideal", "--concurrency", "1000000", "--input-len", "100",
                "--output-len", "100", "--json").code == 0
 
 
