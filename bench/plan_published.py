@@ -127,8 +127,8 @@ def rate_workload(s: dict, seed: int = RATE_SEED):
 
 
 #: the statistics of a request-rate run's per-request figures this script predicts: the mean, the median and the
-#: percentiles, as ``vllm bench serve`` and SGLang's ``bench_serving`` compute them (``np.percentile``, linear
-#: between the ranks, over the requests that succeeded)
+#: percentiles, as ``vllm bench serve`` computes them (``np.percentile``, linear between the ranks, over the
+#: requests that succeeded)
 RATE_STATISTICS = ("mean", "median", "p90", "p95", "p99")
 
 

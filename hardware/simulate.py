@@ -494,8 +494,8 @@ def simulate(costs: Sequence[StepCost], scheds: Sequence[Scheduler], arrivals, i
             arrived[ii] = np.minimum(np.maximum(
                 np.searchsorted(flat, t[ii] - amin + span * g[ii], side="right") - g[ii] * R, 0), R)
         # the client's cap (max_in_flight): request i is sent once i − cap + 1 requests have ended
-        nfin_prev, st["nfin_s"] = st["nfin_s"], st["nfin"].copy()
         if capped:
+            nfin_prev, st["nfin_s"] = st["nfin_s"], st["nfin"].copy()
             gate = st["nfin"] + st["lim"]
             arrived = np.minimum(arrived, gate)  # (narr keeps the arrivals' own count)
         # lookahead: while sequences run, the step admits the requests that had arrived when the step before

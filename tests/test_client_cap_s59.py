@@ -5,10 +5,8 @@ import numpy as np
 import pytest
 
 from planner.analysis.errors import OptionError
-from planner.hardware.simulate import Scheduler, StepCost, client_sends, poisson_arrivals, simulate
-
-# a step of N new tokens takes 0.1 + 0.01·N seconds (no KV or attention term)
-LINEAR = StepCost((1, 1000), (0.11, 0.1 + 0.01 * 1000), 0.0, 0.0)
+from planner.hardware.simulate import Scheduler, client_sends, poisson_arrivals, simulate
+from tests.test_simulate import LINEAR  # a step of N new tokens takes 0.1 + 0.01·N seconds
 
 
 def one(arrivals, inp, out, **kw):
