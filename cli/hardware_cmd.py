@@ -155,6 +155,8 @@ def _show_rows(p: Any) -> list[list[str]]:
         ],
         ["interconnect name", p.interconnect_name or "-"],
         ["kernel launch overhead", fmt_time(p.kernel_launch_s)],
+        ["SMs x boost clock", "-" if p.sm_count is None or p.boost_clock_hz is None
+         else f"{p.sm_count} x {p.boost_clock_hz / 1e6:g} MHz"],
         ["price per hour", "-" if p.price_per_hour is None else f"{p.price_per_hour:.4g} USD per GPU-hour"],
         ["memory efficiency", "- (peak used)" if p.memory_efficiency is None else f"{p.memory_efficiency:.3g}"],
         ["compute efficiency", "- (peak used)" if p.compute_efficiency is None else f"{p.compute_efficiency:.3g}"],

@@ -69,12 +69,12 @@ def _device_s(groups, hw, a, em: EngineModel, *, decode: bool, rows: int | None 
     step is not a CUDA-graph replay), its host launch time (``launch_overhead_per_op``; ``op_floor_s``);
     plus the host's kernel launches where the engine profile says how it launches them
     (``hardware.expected.launch_time_s``)."""
-    from .expected import experts_format, for_column, launch_time_s, op_floor_s, ops_time_s
+    from .expected import experts_format, for_column, for_weights, launch_time_s, op_floor_s, ops_time_s
 
     if not groups:
         return 0.0
-    f = for_column(em.factors, hw, a.fmt.compute.compute, experts_format(a.fmt))
     peak, bw, wob = hw.peak_flops_for(a.fmt.compute.compute), hw.memory_bandwidth_bytes_per_s, _weight_only_bits(a, hw)
+    f = for_weights(for_column(em.factors, hw, a.fmt.compute.compute, experts_format(a.fmt)), a.fmt, wob)
     floor, launch = op_floor_s(f, graph=graph)
     dev = ops_time_s(groups, peak, bw, f, decode=decode, weight_only_bits=wob, rows=rows, floor_s=floor,
                      expert_rows=expert_rows, expert_inner=expert_inner, launch_s=launch)

@@ -88,6 +88,33 @@ def _get(data: Mapping, key: str, where: str) -> Any:
     return data[key]
 
 
+#: the checkpoint methods a weight-only kernel term may name (``analysis.spec.QuantSpec.method``)
+WEIGHT_ONLY_METHODS = ("awq", "gptq", "compressed", "fp_group", "bnb4", "bnb8")
+
+
+def _weight_only_compute(raw: Any, w: str) -> dict:
+    """``timing.weight_only_compute``: ``{int4: {flops_per_sm_clock: 929, methods: [awq]}}`` checked."""
+    hint = "e.g. {int4: {flops_per_sm_clock: 929, methods: [awq]}}"
+    if not isinstance(raw, Mapping):
+        raise HardwareError(f"{w}: timing.weight_only_compute must map a weight format to its kernel's rate", hint)
+    out = {}
+    for fmt, v in raw.items():
+        if fmt not in ("int4", "int8"):
+            raise HardwareError(f"{w}: timing.weight_only_compute: unknown weight format {short(fmt, 40)!r}",
+                                "use int4 or int8")
+        if not isinstance(v, Mapping) or set(v) != {"flops_per_sm_clock", "methods"}:
+            raise HardwareError(f"{w}: timing.weight_only_compute.{fmt} must give flops_per_sm_clock and methods", hint)
+        rate, methods = v["flops_per_sm_clock"], v["methods"]
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not math.isfinite(rate) or not 0 < rate <= 1e5:
+            raise HardwareError(f"{w}: timing.weight_only_compute.{fmt}.flops_per_sm_clock = {short(rate, 40)} is not "
+                                "a number in (0, 100000]", hint)
+        if not isinstance(methods, list) or not all(m in WEIGHT_ONLY_METHODS for m in methods):
+            raise HardwareError(f"{w}: timing.weight_only_compute.{fmt}.methods must be a list among "
+                                f"{', '.join(WEIGHT_ONLY_METHODS)}", hint)
+        out[str(fmt)] = (float(rate), tuple(methods))
+    return out
+
+
 def _bytes(v: Any, f: str, where: str) -> int:
     return units.parse_bytes(v, field=f, where=where, allow_zero=True)
 
@@ -331,6 +358,10 @@ class EngineProfile:
     # per routed-expert weight format (``hardware.expected.EXPERTS_FORMATS``) and hardware profile: the fraction
     # of the compute rate the engine's MoE GEMMs reach for that format on that device (none listed: all)
     experts_compute_efficiency: Mapping[str, Mapping[str, float]] = field(hash=False, default_factory=dict)
+    # per weight-only format (``int4``): the FLOP per streaming multiprocessor per clock the engine's weight-only
+    # kernel reaches where a dense GEMM is compute-bound, and the checkpoint methods (``awq``, ``gptq``, ...) it runs
+    # for (``timing.weight_only_compute``; ``hardware.expected.Factors.weight_only_flops_per_s``); none: not priced
+    weight_only_compute: Mapping[str, tuple[float, tuple[str, ...]]] = field(hash=False, default_factory=dict)
     # per hardware profile: the decode attention kernel's fraction of the achieved bandwidth on that device, in
     # place of ``attention_decode_efficiency`` there (``timing.attention_decode_efficiency_by_device``)
     attention_decode_by_device: Mapping[str, float] = field(hash=False, default_factory=dict)
@@ -486,6 +517,7 @@ def load_engine(name: str | None) -> EngineProfile:
     if bad:
         raise HardwareError(f"{w}: timing.experts_compute_efficiency: unknown weight format {bad[0]!r}",
                             f"use one of {', '.join(EXPERTS_FORMATS)}")
+    woc = _weight_only_compute(tim.get("weight_only_compute") or {}, w)
     adb = _by_device(tim, "attention_decode_efficiency_by_device", w, "e.g. {mi300x: 0.125}",
                      lambda v, f: _ratio(v, f, w, maximum=ATTENTION_DECODE_MAX))
     apb = _by_device(tim, "attention_prefill_efficiency_by_device", w, "e.g. {h20: 0.81}", lambda v, f: _frac(v, f, w))
@@ -534,6 +566,7 @@ def load_engine(name: str | None) -> EngineProfile:
         experts_efficiency={str(k): _frac(v, "experts_efficiency", w) for k, v in xe.items()},
         experts_compute_efficiency={str(k): {str(p): _frac(x, f"experts_compute_efficiency.{k}", w) for p, x in v.items()}
                                     for k, v in xc.items()},
+        weight_only_compute=woc,
         attention_decode_by_device=adb,
         attention_prefill_by_device=apb,
         kernel_launches=launches,

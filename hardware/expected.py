@@ -160,6 +160,12 @@ class Factors:
     # ``attention_decode_overhead``); 0: not applied
     attention_decode_overhead_s: float = 0.0
     weight_only: Mapping[str, float] = field(default_factory=dict, hash=False)
+    # the engine's weight-only kernel where a dense GEMM is compute-bound (``timing.weight_only_compute``): its
+    # FLOP/s on this device (SM count x boost clock x its FLOP per SM per clock) by ``int{bits}:{method}`` of the
+    # checkpoint, and the one for the step's model (``for_weights``; 0: not priced), which a dense matmul of a
+    # weight-only step takes at least its FLOPs over
+    weight_only_compute_by_method: Mapping[str, float] = field(default_factory=dict, hash=False)
+    weight_only_flops_per_s: float = 0.0
     # calibrated skinny-matmul table (rows -> fraction of the peak), the square-GEMM point included
     matmul_efficiency_by_rows: Mapping[int, float] = field(default_factory=dict, hash=False)
     # calibrated rows -> {inner dim K -> fraction of the peak}; used before the rows table where K is known
@@ -217,6 +223,8 @@ class Factors:
             "attention_decode_kv_reads": self.attention_decode_kv_reads,
             "attention_decode_overhead_s": self.attention_decode_overhead_s,
             "weight_only": dict(self.weight_only),
+            "weight_only_compute_by_method": dict(self.weight_only_compute_by_method),
+            "weight_only_flops_per_s": self.weight_only_flops_per_s,
             "matmul_efficiency_by_rows": {str(r): v for r, v in self.matmul_efficiency_by_rows.items()} or None,
             "matmul_efficiency_by_shape": {str(r): {str(k): v for k, v in row.items()}
                                            for r, row in self.matmul_efficiency_by_shape.items()} or None,
@@ -356,6 +364,7 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         attention_decode=engine.attention_decode_by_device.get(hw.name, engine.attention_decode_efficiency),
         attention_prefill=engine.attention_prefill_by_device.get(hw.name, engine.attention_prefill_efficiency),
         weight_only=dict(engine.weight_only_efficiency),
+        weight_only_compute_by_method=weight_only_compute_rates(hw, engine),
         experts_by_dtype=dict(engine.experts_efficiency),
         experts_compute_by_format={k: by_hw[hw.name] for k, by_hw in engine.experts_compute_efficiency.items()
                                    if hw.name in by_hw},
@@ -380,11 +389,42 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
                                          f"({hw.name})"} if hw.name in engine.attention_decode_by_device else {}),
                  **({"attention_prefill": f"profiles/engines/{engine.name}.yaml attention_prefill_efficiency_by_device "
                                           f"({hw.name})"} if hw.name in engine.attention_prefill_by_device else {}),
+                 **({"weight_only_compute": weight_only_compute_source(hw, engine)}
+                    if engine.weight_only_compute else {}),
                  **({"kernel_launch_s": f"{hw.name} profile (kernel_launch_overhead)"}
                     if engine.kernel_launches != "none" else {}),
                  **({"graph_node_s": f"{hw.name} profile (graph_node_overhead, calibrated)"}
                     if engine.kernel_launches == "graph" and getattr(hw, "graph_node_s", None) else {})},
     )
+
+
+def weight_only_compute_rates(hw, engine) -> dict:
+    """``{"int4:awq": FLOP/s, ...}``: the engine's weight-only kernel rates (``timing.weight_only_compute``, FLOP
+    per SM per clock) on ``hw`` (its ``sm_count`` × ``boost_clock``); empty where the profile lacks either."""
+    if not engine.weight_only_compute or not getattr(hw, "sm_count", None) or not getattr(hw, "boost_clock_hz", None):
+        return {}
+    sm_clocks = hw.sm_count * hw.boost_clock_hz
+    return {f"{fmt}:{m}": rate * sm_clocks for fmt, (rate, methods) in engine.weight_only_compute.items()
+            for m in methods}
+
+
+def weight_only_compute_source(hw, engine) -> str:
+    """Where the weight-only kernel's compute-bound rate comes from on ``hw``, or why it is not applied there."""
+    where = f"profiles/engines/{engine.name}.yaml weight_only_compute"
+    if not getattr(hw, "sm_count", None) or not getattr(hw, "boost_clock_hz", None):
+        return f"{where}: not applied on {hw.name} (its profile gives no sm_count and boost_clock)"
+    return f"{where} x {hw.name} profile ({hw.sm_count} SMs x {hw.boost_clock_hz / 1e6:g} MHz)"
+
+
+def for_weights(f: Factors, fmt, weight_only_bits: int | None) -> Factors:
+    """``f`` for a model's weights: the engine's weight-only kernel rate for its checkpoint method
+    (``weight_only_compute_by_method``) where its dense linear layers are weight-only quantized (``weight_only_bits``
+    given and ``linear`` among the quantization's targets), else none."""
+    q = getattr(fmt, "quant", None)
+    rate = 0.0
+    if weight_only_bits and q is not None and "linear" in q.targets:
+        rate = f.weight_only_compute_by_method.get(f"int{weight_only_bits}:{q.method}", 0.0)
+    return f if rate == f.weight_only_flops_per_s else replace(f, weight_only_flops_per_s=rate)
 
 
 def allreduce_latency_source(hw, engine) -> str:
@@ -508,7 +548,7 @@ def _stage(f: Factors, n: int) -> Factors:
                       attention_decode_kv_reads=f.attention_decode_kv_reads,
                       attention_decode_overhead_s=f.attention_decode_overhead_s)
     if n >= 4:
-        out = replace(out, weight_only=f.weight_only)
+        out = replace(out, weight_only=f.weight_only, weight_only_flops_per_s=f.weight_only_flops_per_s)
     return out
 
 
@@ -677,11 +717,14 @@ def ops_times_s(ops: Iterable, flops_per_s: float, bytes_per_s: float, f: Factor
     op by op."""
     bw = bytes_per_s * f.memory_bandwidth
     wq = f.weight_only.get(f"int{weight_only_bits}", 1.0) if weight_only_bits else 1.0
+    wr = f.weight_only_flops_per_s if weight_only_bits else 0.0
     total = floored = 0.0
     for item in ops:
         o, n = (item.op, item.count) if hasattr(item, "op") else (item, 1)
         r = expert_rows if o.kind == "experts" else rows
         t = _op_time(o, flops_per_s, bw, f, decode, wq, r, expert_inner)
+        if wr and o.kind == "matmul":  # the weight-only kernel's own compute-bound rate (``for_weights``)
+            t = max(t, o.flops / wr)
         total += n * t
         floored += n * max(t, floor_s, launch_s * (o.launches if f.op_launches else 1))
     return total, floored
@@ -828,6 +871,7 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
 
 
 __all__ = ["EXPERTS_FORMATS", "FACTORS", "allreduce_latency_for", "allreduce_latency_source", "async_note", "KERNEL_LAUNCHES", "OP_LAUNCHES", "Factors", "IDEAL", "graph_node_at", "graph_nodes_s", "host_step_overhead_s", "launch_time_s", "op_floor_s", "step_kernels", "with_async_scheduling",
-           "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "experts_format", "factors_for", "for_column", "for_model", "gemm_time_s", "graphed", "prefill_graph_cap", "uses_mla",
+           "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "experts_format", "factors_for", "for_column", "for_model", "for_weights", "gemm_time_s",
+           "weight_only_compute_rates", "weight_only_compute_source", "graphed", "prefill_graph_cap", "uses_mla",
            "inner_dim", "k_scale", "outer_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "ops_times_s", "rows_efficiency", "step_cost"]

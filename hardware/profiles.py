@@ -38,7 +38,14 @@ A profile file (values carry units; see ``hardware/units.py``)::
       inter_node_latency: 6.6 us
       source: [...]
     matmul_efficiency_by_rows: {1: 0.05, 4: 0.07, 16: 0.2, 64: 0.5}   # optional: skinny GEMMs (below)
+    sm_count: 132                     # optional (datasheet): streaming multiprocessors
+    boost_clock: 1830 MHz             # optional (datasheet): the clock the 16-bit tensor peak is quoted at
     source: [...]
+
+``sm_count`` and ``boost_clock``: where both are given, an engine profile's ``weight_only_compute`` (the
+FLOP per SM per clock of a weight-only kernel that issues Ampere-style MMA instructions, Marlin) prices a
+compute-bound weight-only GEMM at ``sm_count × boost_clock × that figure`` on the device; without them that
+term is not applied there (``planner serve`` says so).
 
 ``matmul_efficiency_by_rows`` (written by ``planner calibrate``): the fraction of the square-GEMM peak
 that a matmul with that many rows (tokens) achieves against the weight shapes decode runs, weights
@@ -186,6 +193,8 @@ _FIELDS = (
     "experts_grouped_overhead",
     "attention_decode_overhead",
     "attention_decode_head_bandwidth",
+    "sm_count",
+    "boost_clock",
     "source",
     "notes",
 )
@@ -321,6 +330,11 @@ class HardwareProfile:
     experts_grouped_overhead_s: float | None = None
     # calibrated on a GPU: each decode attention call's fixed cost (``attention_decode_overhead``)
     attention_decode_overhead_s: float | None = None
+    # datasheet: the streaming multiprocessors and the clock the vendor's 16-bit tensor peak is quoted at
+    # (``sm_count`` × ``boost_clock`` × the tensor FLOP per SM per clock of the architecture gives the peak);
+    # for kernels whose rate scales with SM-clocks rather than the peak (an engine's ``weight_only_compute``)
+    sm_count: int | None = None
+    boost_clock_hz: float | None = None
 
     def __post_init__(self) -> None:
         where = f"hardware profile {short(self.name, 80)}" + (f" ({self.path})" if self.path else "")
@@ -375,6 +389,10 @@ class HardwareProfile:
             positive(self.experts_grouped_overhead_s, "experts_grouped_overhead_s", allow_zero=True)
         if self.attention_decode_overhead_s is not None:
             positive(self.attention_decode_overhead_s, "attention_decode_overhead_s", allow_zero=True)
+        if self.sm_count is not None:
+            positive(self.sm_count, "sm_count", integer=True)
+        if self.boost_clock_hz is not None:
+            positive(self.boost_clock_hz, "boost_clock_hz")
         def rows_table(attr: str, label: str, checked, examples: tuple[str, str]) -> None:
             """``attr``, a {row count: value} table, checked (``checked(rows, value)`` gives the float) and sorted."""
             out = {}
@@ -538,6 +556,8 @@ class HardwareProfile:
             "experts_grouped_bytes_per_s": self.experts_grouped_bytes_per_s,
             "experts_grouped_overhead_s": self.experts_grouped_overhead_s,
             "attention_decode_overhead_s": self.attention_decode_overhead_s,
+            "sm_count": self.sm_count,
+            "boost_clock_hz": self.boost_clock_hz,
             **{attr: None if getattr(self, attr) is None else
                {str(k): {str(j): v for j, v in row.items()} for k, row in getattr(self, attr).items()}
                for attr in ("matmul_efficiency_by_shape", "matmul_efficiency_by_out", "attention_decode_efficiency")},
@@ -591,6 +611,10 @@ class HardwareProfile:
             data["experts_grouped_overhead"] = units.format_time(self.experts_grouped_overhead_s)
         if self.attention_decode_overhead_s is not None:
             data["attention_decode_overhead"] = units.format_time(self.attention_decode_overhead_s)
+        if self.sm_count is not None:
+            data["sm_count"] = self.sm_count
+        if self.boost_clock_hz is not None:
+            data["boost_clock"] = units.format_frequency(self.boost_clock_hz)
         return data
 
 
@@ -895,6 +919,13 @@ def profile_from_data(
     head_bps = None if head_raw is None else units.parse_bandwidth(head_raw, field="attention_decode_head_bandwidth",
                                                                    where=where)
 
+    sms = data.get("sm_count")
+    if sms is not None and (isinstance(sms, bool) or not isinstance(sms, int) or sms < 1):
+        raise HardwareError(f"{where}: field 'sm_count' must be a whole number >= 1, got {short(sms, 80)}",
+                            "the streaming multiprocessors of the device, e.g. 132 for an H100 SXM")
+    clock_raw = data.get("boost_clock")
+    clock = None if clock_raw is None else units.parse_frequency(clock_raw, field="boost_clock", where=where)
+
     tables = {attr: _table2(data.get(attr), attr, where)
               for attr in ("matmul_efficiency_by_shape", "matmul_efficiency_by_out", "attention_decode_efficiency")}
 
@@ -930,6 +961,8 @@ def profile_from_data(
         experts_grouped_overhead_s=ex_oh,
         attention_decode_overhead_s=attn_oh,
         attention_head_bytes_per_s=head_bps,
+        sm_count=sms,
+        boost_clock_hz=clock,
         **tables,
     )
 

@@ -79,7 +79,8 @@ from typing import Mapping, NamedTuple
 
 from planner.analysis.records import frozen
 
-from .expected import FACTORS, ZERO, Factors, StepCost, expert_inner, experts_format, for_model, graphed, step_cost
+from .expected import (FACTORS, ZERO, Factors, StepCost, expert_inner, experts_format, for_model, for_weights, graphed,
+                       step_cost)
 
 DECODE_SEGMENTS = 16
 ARRIVALS = ("together", "closed-loop")
@@ -141,6 +142,8 @@ class StepModel:
         self.a, self.hw, self.plan, self.f = a, hw, plan, for_model(factors, a.spec)
         self.compute_key = a.fmt.compute.compute
         self.weight_only_bits = self.weight_only_bits_of(a, hw)
+        # the engine's weight-only kernel rate for this checkpoint's method, where it prices one
+        self.f = for_weights(self.f, a.fmt, self.weight_only_bits)
         # one after each sub-block (two per standard layer: parallel.allreduces_per_pass), the embedding, the logits
         self.allreduce_calls = allreduces_per_pass(a.spec) + 2 if plan.tp > 1 else 0
         moe = a.spec.first_moe

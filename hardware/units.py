@@ -13,6 +13,7 @@ parser               accepts                               returns
 ``parse_time``       ``"4 us"``, ``"4 µs"``, ``"5e-6 s"``  float seconds
 ``parse_money``      ``2.49``, ``"$2.49"``, ``"2.49 USD"`` float US dollars
 ``parse_fraction``   ``0.85``, ``"85%"``                   float in (0, 1]
+``parse_frequency``  ``"1830 MHz"``, ``"1.41 GHz"``         float Hz (a clock)
 ``parse_size``       ``"80GiB"``, ``"80 GiB"``, ``"141GB"``  int bytes (a CLI value)
 ===================  ====================================  ===========================================
 
@@ -46,10 +47,12 @@ __all__ = [
     "parse_time",
     "parse_money",
     "parse_fraction",
+    "parse_frequency",
     "format_bytes",
     "format_bandwidth",
     "format_flops",
     "format_time",
+    "format_frequency",
 ]
 
 # ---- unit tables ---------------------------------------------------------------------------------
@@ -270,6 +273,24 @@ def parse_fraction(value: Any, *, field: str = "efficiency", where: str | None =
     return float(num)
 
 
+_FREQUENCY_UNITS = {"Hz": 1, "kHz": 10**3, "MHz": 10**6, "GHz": 10**9}
+
+
+def parse_frequency(value: Any, *, field: str = "boost_clock", where: str | None = None) -> float:
+    """A clock: ``"1830 MHz"`` or ``"1.83 GHz"`` -> 1.83e9 Hz (plausible range 100 MHz .. 10 GHz)."""
+    expected = "a clock such as '1830 MHz' or '1.83 GHz'"
+    num, unit = _split(value, field, where, expected)
+    if unit == "":
+        raise _fail(value, field, where, "has no unit", f"expected {expected}")
+    if unit not in _FREQUENCY_UNITS:
+        raise _fail(value, field, where, f"has an unknown clock unit '{unit}'", f"expected {expected}")
+    _check_sign(num, value, field, where, expected, allow_zero=False)
+    exact = num * _FREQUENCY_UNITS[unit]
+    if not (10**8 <= exact <= 10**10):
+        raise _fail(value, field, where, "is outside the plausible range 100 MHz .. 10 GHz", f"expected {expected}")
+    return float(exact)
+
+
 # ---- formatting (base units -> unit strings that parse back to the same value) -------------------
 
 def _decimal_str(value: float | int, divisor: int) -> str:
@@ -314,6 +335,11 @@ def format_bandwidth(bytes_per_s: float) -> str:
 def format_flops(flops_per_s: float) -> str:
     """9.894e14 -> '989.4 TFLOP/s', 2.25e15 -> '2250 TFLOP/s' (datasheet style; exact round trip)."""
     return _format_si(flops_per_s, "FLOP/s", top="T")
+
+
+def format_frequency(hz: float) -> str:
+    """1.83e9 -> '1830 MHz' (exact round trip through ``parse_frequency``)."""
+    return f"{_decimal_str(float(hz), 10**6)} MHz"
 
 
 def format_time(seconds: float) -> str:

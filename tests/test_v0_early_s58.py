@@ -14,7 +14,9 @@ from tests.test_published_fit import pub
 OWN = {"name", "display_name", "version", "step_overhead_per_sequence_s", "sampler_token_cost_s",
        # fitted on the 0.2-0.5 points apart from 0.6-0.7's (session 59's k-fold; the front end kept at V0's 7.5 ms)
        "launch_overhead_per_op_s", "min_op_time_s", "request_overhead_s", "attention_decode_efficiency",
-       "weight_only_efficiency", "server_overhead_s"}
+       "weight_only_efficiency", "server_overhead_s",
+       # session 60: 0.2-0.4 ran AWQ through AWQ's own GEMM, not Marlin (vllm-v0.yaml weight_only_compute)
+       "weight_only_compute"}
 
 
 def test_the_early_profile_is_v0_but_for_its_own_terms():
@@ -25,6 +27,7 @@ def test_the_early_profile_is_v0_but_for_its_own_terms():
     assert early.step_overhead_per_sequence_s == pytest.approx(300e-6) and late.step_overhead_per_sequence_s < 50e-6
     assert early.sampler_token_cost_s == pytest.approx(60e-9) and late.sampler_token_cost_s == 0.0
     assert early.server_overhead_s == pytest.approx(7.5e-3)
+    assert early.weight_only_compute == {"int4": (929.0, ())} and late.weight_only_compute == {"int4": (929.0, ("awq",))}
 
 
 def _point(version: str, quantity: str = "e2e_s"):
