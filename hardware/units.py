@@ -224,16 +224,23 @@ def parse_flops(value: Any, *, field: str = "peak_flops", where: str | None = No
     return float(exact)
 
 
-def parse_time(value: Any, *, field: str = "time", where: str | None = None, allow_zero: bool = False) -> float:
-    """``"4 us"``, ``"4 µs"``, ``"5e-6 s"``, ``"10 ms"`` -> float seconds."""
-    expected = "a time such as '5 us', '4 µs', '10 ms' or '5e-6 s'"
+def _scaled(value: Any, field: str, where: str | None, expected: str, table: dict, kind: str,
+            allow_zero: bool) -> Fraction:
+    """``value``'s number times its unit's factor in ``table`` (exact), refused without a unit, with one not in
+    ``table`` (named a ``kind`` unit), or negative (zero too unless ``allow_zero``)."""
     num, unit = _split(value, field, where, expected)
     if unit == "":
         raise _fail(value, field, where, "has no unit", f"expected {expected}")
-    if unit not in _TIME_UNITS:
-        raise _fail(value, field, where, f"has an unknown time unit '{unit}'", f"expected {expected}")
+    if unit not in table:
+        raise _fail(value, field, where, f"has an unknown {kind} unit '{unit}'", f"expected {expected}")
     _check_sign(num, value, field, where, expected, allow_zero)
-    exact = num * _TIME_UNITS[unit]
+    return num * table[unit]
+
+
+def parse_time(value: Any, *, field: str = "time", where: str | None = None, allow_zero: bool = False) -> float:
+    """``"4 us"``, ``"4 µs"``, ``"5e-6 s"``, ``"10 ms"`` -> float seconds."""
+    expected = "a time such as '5 us', '4 µs', '10 ms' or '5e-6 s'"
+    exact = _scaled(value, field, where, expected, _TIME_UNITS, "time", allow_zero)
     if exact > _MAX_TIME_S:
         raise _fail(value, field, where, "is absurdly long (over one day)", f"expected {expected}")
     return float(exact)
@@ -279,13 +286,7 @@ _FREQUENCY_UNITS = {"Hz": 1, "kHz": 10**3, "MHz": 10**6, "GHz": 10**9}
 def parse_frequency(value: Any, *, field: str = "boost_clock", where: str | None = None) -> float:
     """A clock: ``"1830 MHz"`` or ``"1.83 GHz"`` -> 1.83e9 Hz (plausible range 100 MHz .. 10 GHz)."""
     expected = "a clock such as '1830 MHz' or '1.83 GHz'"
-    num, unit = _split(value, field, where, expected)
-    if unit == "":
-        raise _fail(value, field, where, "has no unit", f"expected {expected}")
-    if unit not in _FREQUENCY_UNITS:
-        raise _fail(value, field, where, f"has an unknown clock unit '{unit}'", f"expected {expected}")
-    _check_sign(num, value, field, where, expected, allow_zero=False)
-    exact = num * _FREQUENCY_UNITS[unit]
+    exact = _scaled(value, field, where, expected, _FREQUENCY_UNITS, "clock", False)
     if not (10**8 <= exact <= 10**10):
         raise _fail(value, field, where, "is outside the plausible range 100 MHz .. 10 GHz", f"expected {expected}")
     return float(exact)
