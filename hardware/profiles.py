@@ -45,7 +45,7 @@ A profile file (values carry units; see ``hardware/units.py``)::
 ``sm_count`` and ``boost_clock``: where both are given, an engine profile's ``weight_only_compute`` (the
 FLOP per SM per clock of a weight-only kernel that issues Ampere-style MMA instructions, Marlin) prices a
 compute-bound weight-only GEMM at ``sm_count × boost_clock × that figure`` on the device; without them that
-term is not applied there (``planner serve`` says so).
+term is not applied there, and the factors' sources (``Factors.sources``) say so.
 
 ``matmul_efficiency_by_rows`` (written by ``planner calibrate``): the fraction of the square-GEMM peak
 that a matmul with that many rows (tokens) achieves against the weight shapes decode runs, weights
