@@ -401,9 +401,9 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
 def weight_only_compute_rates(hw, engine) -> dict:
     """``{"int4:awq": FLOP/s, ...}``: the engine's weight-only kernel rates (``timing.weight_only_compute``, FLOP
     per SM per clock) on ``hw`` (its ``sm_count`` × ``boost_clock``); empty where the profile lacks either."""
-    if not engine.weight_only_compute or not getattr(hw, "sm_count", None) or not getattr(hw, "boost_clock_hz", None):
+    sm_clocks = getattr(hw, "sm_clocks_per_s", None)
+    if not engine.weight_only_compute or not sm_clocks:
         return {}
-    sm_clocks = hw.sm_count * hw.boost_clock_hz
     return {f"{fmt}:{m}": rate * sm_clocks for fmt, (rate, methods) in engine.weight_only_compute.items()
             for m in methods}
 
@@ -411,7 +411,7 @@ def weight_only_compute_rates(hw, engine) -> dict:
 def weight_only_compute_source(hw, engine) -> str:
     """Where the weight-only kernel's compute-bound rate comes from on ``hw``, or why it is not applied there."""
     where = f"profiles/engines/{engine.name}.yaml weight_only_compute"
-    if not getattr(hw, "sm_count", None) or not getattr(hw, "boost_clock_hz", None):
+    if not getattr(hw, "sm_clocks_per_s", None):
         return f"{where}: not applied on {hw.name} (its profile gives no sm_count and boost_clock)"
     return f"{where} x {hw.name} profile ({hw.sm_count} SMs x {hw.boost_clock_hz / 1e6:g} MHz)"
 

@@ -495,6 +495,13 @@ class HardwareProfile:
         """
         return self.peak_flops_per_s[self.peak_flops_key_for(dtype_key)]
 
+    @property
+    def sm_clocks_per_s(self) -> float | None:
+        """``sm_count`` × ``boost_clock``: the SM-clock cycles the device runs per second, None without either."""
+        if self.sm_count is None or self.boost_clock_hz is None:
+            return None
+        return self.sm_count * self.boost_clock_hz
+
     def mamf_fractions(self) -> dict[str, float]:
         """Measured MAMF over the dense peak, per peak column that has one (empty without the field)."""
         return {k: v / self.peak_flops_per_s[k] for k, v in (self.max_achievable_matmul_flops_per_s or {}).items()}
