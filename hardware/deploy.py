@@ -166,7 +166,7 @@ def layout_memory(a, hw, plan: LayoutPlan, em: EngineModel, *, max_num_batched_t
     from .engine import activation_peak_bytes, kv_bytes_per_token_per_gpu, loaded_weights, pool_bytes
 
     lo = plan.layout
-    eng = em.profile
+    eng = em.profile.on(hw)  # its memory accounting on this device's platform (vLLM on TPU: tpu-inference)
     weights = stage_weights_bytes(a.spec, a.fmt, plan)
     mine_tok = stage_kv_bytes_per_token(a.kv, plan)
     state = stage_state_bytes_per_sequence(a.kv, plan)

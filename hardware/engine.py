@@ -24,7 +24,7 @@ MXFP4 expert padding, and the RoPE cos/sin cache. Standard library and yaml only
 from __future__ import annotations
 
 import math
-from dataclasses import field
+from dataclasses import field, replace
 from typing import Any, Mapping
 
 from planner.analysis.records import frozen
@@ -436,6 +436,12 @@ class EngineProfile:
     sliding_window: str = "applied"
     sliding_window_applied_for: tuple[str, ...] = ()
     sliding_window_setting: str = ""  # the engine setting that would apply the window where it is ignored
+    # checkpoint parts the engine does not load, by the model's ``model_type``: tensor name prefixes
+    # (``memory.unloaded``; vLLM's TPU backend leaves Gemma 4's audio tower out)
+    unloaded: Mapping[str, tuple[str, ...]] = field(hash=False, default_factory=dict)
+    # the memory accounting on another device vendor's platform (``memory.platforms``: vLLM on TPU runs the
+    # tpu-inference backend, which sizes its KV cache its own way), by vendor in lower case; ``on`` picks it
+    platform_memory: Mapping[str, "EngineProfile"] = field(hash=False, default_factory=dict)
 
     @property
     def reserves_whole(self) -> bool:
@@ -443,6 +449,11 @@ class EngineProfile:
         whole``): serve sizes its batches by the whole sequence (hardware.serve.held_output_of) and plan's request
         simulation queues instead of preempting (hardware.simulate.Scheduler.reserve_whole)."""
         return self.kv_admission == "whole"
+
+    def on(self, hw) -> "EngineProfile":
+        """This profile as it sizes memory on ``hw``: its ``memory.platforms`` entry for the device's vendor
+        (the same engine's other backend: vLLM on a TPU), else itself. Only memory terms differ."""
+        return self.platform_memory.get(str(getattr(hw, "vendor", "") or "").lower(), self)
 
     def applies_sliding_window(self, model_type: str) -> bool:
         """Whether this engine caches and attends to only a sliding-window layer's window for ``model_type``."""
@@ -485,6 +496,26 @@ def load_engine(name: str | None) -> EngineProfile:
         raise OptionError(f"unknown --engine {short(name, 60)}", f"choose one of: {', '.join(ENGINES)}")
     d = _read_yaml(key)
     w = f"engine profile {key}.yaml"
+    mem = _get(d, "memory", w)
+    platforms = mem.get("platforms") if isinstance(mem, Mapping) else None
+    if platforms is None:
+        return _parse_engine(key, d, w)
+    if not isinstance(platforms, Mapping) or not all(isinstance(v, Mapping) for v in platforms.values()):
+        raise HardwareError(f"{w}: memory.platforms must map a device vendor to memory fields",
+                            "e.g. {Google: {driver_reserved: 0 B}}")
+    base = {**d, "memory": {k: v for k, v in mem.items() if k != "platforms"}}
+    own = {}
+    for vendor, over in platforms.items():
+        if "platforms" in over:
+            raise HardwareError(f"{w}: memory.platforms.{short(vendor, 40)} cannot hold platforms of its own",
+                                "fix the profile")
+        own[str(vendor).lower()] = _parse_engine(key, _overlay(base, {"memory": over}),
+                                                 f"{w} (memory.platforms.{short(vendor, 40)})")
+    return replace(_parse_engine(key, base, w), platform_memory=own)
+
+
+def _parse_engine(key: str, d: Any, w: str) -> EngineProfile:
+    """An engine profile's data (inherited and overlaid already) checked and read."""
     mem = _get(d, "memory", w)
     sched = _get(d, "scheduler", w)
     tim = _get(d, "timing", w)
@@ -607,7 +638,19 @@ def load_engine(name: str | None) -> EngineProfile:
         sliding_window_applied_for=_names(swa.get("applied_for"), "sliding_window.applied_for", w,
                                           "config.json model_type values", "[gpt_oss]"),
         sliding_window_setting=str(swa.get("setting", "")),
+        unloaded=_unloaded(mem.get("unloaded"), w),
     )
+
+
+def _unloaded(v: Any, w: str) -> dict[str, tuple[str, ...]]:
+    """``memory.unloaded``: ``{model_type: [tensor name prefix, ...]}`` checked."""
+    if v is None:
+        return {}
+    if not isinstance(v, Mapping) or not all(isinstance(x, list) and x and all(isinstance(n, str) and n for n in x)
+                                             for x in v.values()):
+        raise HardwareError(f"{w}: memory.unloaded must map a model_type to a list of tensor name prefixes",
+                            "e.g. {gemma4_text: [model.audio_tower, model.embed_audio]}")
+    return {str(k): tuple(x) for k, x in v.items()}
 
 
 def engine_analysis(a, engine: EngineProfile):
@@ -699,11 +742,15 @@ def loaded_weights(a, plan, engine: EngineProfile) -> LoadedWeights:
     """Weights on one GPU as ``engine`` loads them (TP split as ``analysis.parallel``)."""
     spec, fmt = a.spec, a.fmt
     tp = plan.tp
-    replicated = counted_split = padding = unloaded = 0
+    replicated = counted_split = padding = unloaded = left = 0
+    leaves = engine.unloaded.get(spec.model_type, ())
     for t, n in fmt.counted_tensors(spec):  # identical layers once, times their count
         b = n * fmt.tensor_bytes(t)
         if spec.engine_skips(t):
-            unloaded += n * t.numel  # a checkpoint part the engine does not load (Qwen-Omni's talker)
+            unloaded += n * t.numel  # a checkpoint part the engines do not load (Qwen-Omni's talker)
+            continue
+        if leaves and t.name.startswith(leaves):
+            left += n * t.numel  # a part this engine leaves out (vLLM's TPU backend: Gemma 4's audio tower)
             continue
         if t.kind == "norm":
             replicated += b
@@ -721,6 +768,9 @@ def loaded_weights(a, plan, engine: EngineProfile) -> LoadedWeights:
     if unloaded:
         notes.append(f"{engine.display_name} does not load the checkpoint's {' / '.join(spec.engine_unloaded)} "
                      f"models ({unloaded:,} parameters, counted in the total): it serves the text-output model alone")
+    if left:
+        notes.append(f"{engine.display_name} does not load {' / '.join(leaves)} of this checkpoint ({left:,} "
+                     f"parameters, counted in the total)")
     pad = -(-padding // tp)
     if pad:
         notes.append(f"MXFP4 experts padded as {engine.display_name} loads them (hidden to a multiple of "
@@ -931,6 +981,7 @@ def engine_memory(a, hw, engine: EngineProfile, plan, *, gpu_memory_utilization:
                   max_num_seqs: int | None = None) -> EngineMemory:
     """The memory of one GPU of a ``plan.tp``-GPU replica under ``engine`` (see the module docstring)."""
     spec = a.spec
+    engine = engine.on(hw)  # the engine's memory accounting on this device's platform
     notes: list[str] = []
     tp = plan.tp
     if gpu_memory_utilization is not None and not (0 < gpu_memory_utilization <= 1):
