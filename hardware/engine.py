@@ -817,7 +817,7 @@ class EngineMemory:
     engine: str
     engine_name: str
     tp: int
-    device_bytes: int  # as nvidia-smi reports it
+    device_bytes: int  # as the device reports it (nvidia-smi, rocm-smi, JAX's bytes_limit: ``device_report``)
     visible_bytes: int  # minus the driver's reservation (cudaMemGetInfo total)
     fraction: float  # the cap the engine applies (gpu_memory_utilization, mem_fraction_static, ...)
     budget_bytes: int  # what the cap allows (see ``budget``)
@@ -840,6 +840,8 @@ class EngineMemory:
     # where the weights come from: "checkpoint", or the --dtype what-if's format (e.g. "NVFP4 recipe (4-bit), rest
     # bf16"), which the breakdown names instead of the checkpoint
     weights_source: str = "checkpoint"
+    # what reports the device's memory on its vendor's platform (``DEVICE_REPORT``), named in the breakdown
+    device_report: str = "nvidia-smi"
 
     @property
     def token_bound(self) -> bool:
@@ -896,7 +898,7 @@ class EngineMemory:
 
     def breakdown(self) -> list[tuple[str, int, str]]:
         """(what, bytes per GPU, note) rows, in the order the engine accounts for them."""
-        rows = [("device memory (nvidia-smi)", self.device_bytes, "hardware profile")]
+        rows = [(f"device memory ({self.device_report})", self.device_bytes, "hardware profile")]
         if self.device_bytes != self.visible_bytes:
             rows.append(("driver reservation", self.device_bytes - self.visible_bytes, "not visible to CUDA"))
         rows.append((f"engine cap ({self.fraction:g})", self.budget_bytes, _BUDGET_WORDS.get(self.engine, "")))
@@ -952,6 +954,10 @@ def activation_peak_bytes(a, plan, engine: EngineProfile, tokens: int, seqs: int
                               + engine.act_intermediate_copies * widest / plan.tp)
     sampler = min(seqs, tokens) * spec.vocab_size * 4 * engine.act_sampler_copies
     return int(max(forward, sampler))
+
+
+#: what reports a device's memory, by the hardware profile's vendor (the figure the profile's ``memory`` holds)
+DEVICE_REPORT = {"nvidia": "nvidia-smi", "amd": "rocm-smi", "google": "JAX bytes_limit"}
 
 
 def pool_bytes(engine: EngineProfile, hw, frac: float, weights_bytes: int, act: int, non_torch: int) -> tuple[int, int]:
@@ -1023,7 +1029,8 @@ def engine_memory(a, hw, engine: EngineProfile, plan, *, gpu_memory_utilization:
     return EngineMemory(engine.name, engine.display_name, tp, hw.memory_bytes, visible, frac, budget, w.bytes_per_gpu,
                         w.counted_bytes_per_gpu, w.padding_bytes_per_gpu, w.rope_cache_bytes, act, non_torch,
                         graph, pool, per_token, state, engine.block_size, tokens, max_model_len, mnbt, seqs,
-                        tuple(notes), a.fmt.describe() if a.fmt.source == "--dtype" else "checkpoint")
+                        tuple(notes), a.fmt.describe() if a.fmt.source == "--dtype" else "checkpoint",
+                        DEVICE_REPORT.get(str(getattr(hw, "vendor", "") or "").lower(), "hardware profile"))
 
 
 def fewest_gpus(a, hw, engine: EngineProfile, **kw) -> int | None:

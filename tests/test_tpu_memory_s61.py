@@ -94,3 +94,10 @@ def test_bad_platform_blocks_are_refused(monkeypatch, platforms, match):
     monkeypatch.setattr(E, "_read_yaml", read)
     with pytest.raises(HardwareError, match=match):
         load_engine("vllm")
+
+
+def test_the_breakdown_names_what_reports_the_devices_memory():
+    rows = {r[0]: r[1] for r in _memory(GEMMA, "tpu-v5e")[1].breakdown()}
+    assert rows["device memory (JAX bytes_limit)"] == int(15.75 * GiB)
+    assert "device memory (nvidia-smi)" in {r[0] for r in _memory(GEMMA, "h100-sxm")[1].breakdown()}
+    assert "device memory (rocm-smi)" in {r[0] for r in _memory(GEMMA, "mi300x")[1].breakdown()}
