@@ -367,16 +367,17 @@ def stage_tensors(spec: ModelSpec, plan: LayoutPlan):
         yield last, spec.embedding_tensors()[0], lo.attn_tp
 
 
-def stage_weights_bytes(spec: ModelSpec, fmt, plan: LayoutPlan) -> list[int]:
+def stage_weights_bytes(spec: ModelSpec, fmt, plan: LayoutPlan, leave: tuple[str, ...] = ()) -> list[int]:
     """Weight bytes on one GPU of each stage (``stage_tensors``; a split tensor's share rounded up), and a
     multimodal wrapper's encoders and projectors (``spec.vision``, less what the engines do not load:
-    ``spec.engine_unloaded``) on the first stage, split ``attn_tp`` ways (norms whole), as the engine's
-    loaded weights (``hardware.engine.loaded_weights``) hold them."""
+    ``spec.engine_unloaded``, and less the tensors named under ``leave``: prefixes one engine leaves out) on the
+    first stage, split ``attn_tp`` ways (norms whole), as the engine's loaded weights
+    (``hardware.engine.loaded_weights``) hold them."""
     out = [0] * plan.layout.pp
     for s, t, ways in stage_tensors(spec, plan):
         out[s] += -(-fmt.tensor_bytes(t) // ways)
     for t in spec.vision:
-        if not spec.engine_skips(t):
+        if not spec.engine_skips(t) and not (leave and t.name.startswith(leave)):
             out[0] += -(-fmt.tensor_bytes(t) // (1 if t.kind == "norm" else plan.layout.attn_tp))
     return out
 

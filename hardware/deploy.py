@@ -167,7 +167,7 @@ def layout_memory(a, hw, plan: LayoutPlan, em: EngineModel, *, max_num_batched_t
 
     lo = plan.layout
     eng = em.profile.on(hw)  # its memory accounting on this device's platform (vLLM on TPU: tpu-inference)
-    weights = stage_weights_bytes(a.spec, a.fmt, plan)
+    weights = stage_weights_bytes(a.spec, a.fmt, plan, eng.unloaded.get(a.spec.model_type, ()))
     mine_tok = stage_kv_bytes_per_token(a.kv, plan)
     state = stage_state_bytes_per_sequence(a.kv, plan)
     lw = loaded_weights(a, plan.attn, eng)

@@ -101,3 +101,18 @@ def test_the_breakdown_names_what_reports_the_devices_memory():
     assert rows["device memory (JAX bytes_limit)"] == int(15.75 * GiB)
     assert "device memory (nvidia-smi)" in {r[0] for r in _memory(GEMMA, "h100-sxm")[1].breakdown()}
     assert "device memory (rocm-smi)" in {r[0] for r in _memory(GEMMA, "mi300x")[1].breakdown()}
+
+
+def test_a_layouts_stage_weights_leave_out_what_the_engine_does_not_load():
+    from planner.analysis.parallel import Layout, layout_plan, stage_weights_bytes
+
+    spec = load_model(GEMMA).spec
+    a = analyze(spec, Options(context=4096))
+    plan = layout_plan(spec, Layout())
+    (whole,) = stage_weights_bytes(spec, a.fmt, plan)
+    (tpu,) = stage_weights_bytes(spec, a.fmt, plan, load_engine("vllm").on(load_profile("tpu-v5e")).unloaded.get(
+        spec.model_type, ()))
+    assert whole - tpu == 2 * 307_183_904
+    eng = load_engine("vllm")
+    ea, _ = engine_analysis(a, eng)
+    assert tpu == loaded_weights(ea, tp_plan(spec, 1), eng.on(load_profile("tpu-v5e"))).counted_bytes_per_gpu
