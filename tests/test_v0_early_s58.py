@@ -19,11 +19,20 @@ OWN = {"name", "display_name", "version", "step_overhead_per_sequence_s", "sampl
        "weight_only_compute"}
 
 
+def _same_but_own(early, late):
+    for f in fields(early):
+        if f.name == "platform_memory":  # the memory overlays each inherits (vLLM on TPU): the same, field by field
+            assert early.platform_memory.keys() == late.platform_memory.keys()
+            for vendor in early.platform_memory:
+                _same_but_own(early.platform_memory[vendor], late.platform_memory[vendor])
+        elif f.name not in OWN:
+            assert getattr(early, f.name) == getattr(late, f.name), f.name
+
+
 def test_the_early_profile_is_v0_but_for_its_own_terms():
     early, late = load_engine("vllm-v0-early"), load_engine("vllm-v0")
-    for f in fields(early):
-        if f.name not in OWN:
-            assert getattr(early, f.name) == getattr(late, f.name), f.name
+    _same_but_own(early, late)
+    assert set(early.platform_memory) == {"google"}  # inherited from vllm.yaml through vllm-v0.yaml
     assert early.step_overhead_per_sequence_s == pytest.approx(300e-6) and late.step_overhead_per_sequence_s < 50e-6
     assert early.sampler_token_cost_s == pytest.approx(60e-9) and late.sampler_token_cost_s == 0.0
     assert early.server_overhead_s == pytest.approx(7.5e-3)
