@@ -442,6 +442,9 @@ class EngineProfile:
     # the memory accounting on another device vendor's platform (``memory.platforms``: vLLM on TPU runs the
     # tpu-inference backend, which sizes its KV cache its own way), by vendor in lower case; ``on`` picks it
     platform_memory: Mapping[str, "EngineProfile"] = field(hash=False, default_factory=dict)
+    # how the engine picks its KV page (block) size where it is not one number (``memory.page_size``): ``fixed``
+    # (``block_size``), or ``tpu_inference`` (``tpu_page_size``: by max_model_len and max_num_seqs)
+    page_size: str = "fixed"
 
     @property
     def reserves_whole(self) -> bool:
@@ -449,6 +452,12 @@ class EngineProfile:
         whole``): serve sizes its batches by the whole sequence (hardware.serve.held_output_of) and plan's request
         simulation queues instead of preempting (hardware.simulate.Scheduler.reserve_whole)."""
         return self.kv_admission == "whole"
+
+    def block_size_for(self, max_model_len: int, max_num_seqs: int) -> int:
+        """The KV page (block) size the engine uses for these limits (``page_size``)."""
+        if self.page_size == "tpu_inference":
+            return tpu_page_size(max_model_len, max_num_seqs)
+        return self.block_size
 
     def on(self, hw) -> "EngineProfile":
         """This profile as it sizes memory on ``hw``: its ``memory.platforms`` entry for the device's vendor
@@ -639,7 +648,27 @@ def _parse_engine(key: str, d: Any, w: str) -> EngineProfile:
                                           "config.json model_type values", "[gpt_oss]"),
         sliding_window_setting=str(swa.get("setting", "")),
         unloaded=_unloaded(mem.get("unloaded"), w),
+        page_size=_choice(mem.get("page_size", "fixed"), "memory.page_size", w, PAGE_SIZES),
     )
+
+
+#: how an engine profile's KV page size is chosen (``memory.page_size``)
+PAGE_SIZES = ("fixed", "tpu_inference")
+
+
+def tpu_page_size(max_model_len: int, max_num_seqs: int) -> int:
+    """tpu-inference's KV page size (tpu_inference/layers/vllm/backends/flash_attn.py ``PallasAttentionBackend``,
+    set by ``tpu_platform.check_and_update_config``): ``get_page_size``, 16 beyond 8,192 tokens of
+    ``max_model_len``, else the next power of two of it over 16 within [16, 256]; raised to ``get_min_page_size``,
+    the power of two that keeps one sequence's page table within half the 1 MiB of SMEM (4 bytes a page,
+    ``max_num_seqs`` tables)."""
+    if max_model_len > 8192:
+        page = 16
+    else:
+        page = min(256, max(16, (1 << (max(max_model_len, 1) - 1).bit_length()) // 16))
+    per_request = max(1, 1024 * 1024 // 2 // max(max_num_seqs, 1) // 4)
+    least = -(-max_model_len // per_request)
+    return max(page, 1 << (max(least, 1) - 1).bit_length())
 
 
 def _unloaded(v: Any, w: str) -> dict[str, tuple[str, ...]]:
@@ -1016,8 +1045,9 @@ def engine_memory(a, hw, engine: EngineProfile, plan, *, gpu_memory_utilization:
     budget, pool = pool_bytes(engine, hw, frac, w.bytes_per_gpu, act, non_torch)
     per_token = kv_bytes_per_token_per_gpu(a, plan, engine)
     state = a.kv.state_bytes_per_sequence // tp
+    block = engine.block_size_for(max_model_len, seqs)
     if pool > 0 and per_token:
-        tokens = pool // per_token // engine.block_size * engine.block_size
+        tokens = pool // per_token // block * block
     elif pool > 0:
         tokens = 1 << 40  # no KV at all (recurrent-only): capacity is not token-bound
     else:
@@ -1028,7 +1058,7 @@ def engine_memory(a, hw, engine: EngineProfile, plan, *, gpu_memory_utilization:
                      "(hybrid allocators keep about window + max_num_batched_tokens tokens of those layers)")
     return EngineMemory(engine.name, engine.display_name, tp, hw.memory_bytes, visible, frac, budget, w.bytes_per_gpu,
                         w.counted_bytes_per_gpu, w.padding_bytes_per_gpu, w.rope_cache_bytes, act, non_torch,
-                        graph, pool, per_token, state, engine.block_size, tokens, max_model_len, mnbt, seqs,
+                        graph, pool, per_token, state, block, tokens, max_model_len, mnbt, seqs,
                         tuple(notes), a.fmt.describe() if a.fmt.source == "--dtype" else "checkpoint",
                         DEVICE_REPORT.get(str(getattr(hw, "vendor", "") or "").lower(), "hardware profile"))
 

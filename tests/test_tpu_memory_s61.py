@@ -81,6 +81,7 @@ def test_gemma4_audio_tower_left_out_on_tpu_only():
     ({"Google": {"driver_reserved": "lots"}}, "driver_reserved"),
     ({"Google": {"unloaded": {"gemma4_text": "model.audio_tower"}}}, "memory.unloaded must map a model_type"),
     ({"Google": {"unloaded": {"gemma4_text": []}}}, "memory.unloaded must map a model_type"),
+    ({"Google": {"page_size": "huge"}}, "memory.page_size"),
 ])
 def test_bad_platform_blocks_are_refused(monkeypatch, platforms, match):
     real = E._read_yaml
@@ -116,3 +117,16 @@ def test_a_layouts_stage_weights_leave_out_what_the_engine_does_not_load():
     eng = load_engine("vllm")
     ea, _ = engine_analysis(a, eng)
     assert tpu == loaded_weights(ea, tp_plan(spec, 1), eng.on(load_profile("tpu-v5e"))).counted_bytes_per_gpu
+
+
+def test_tpu_page_size_as_the_backend_picks_it():
+    # xbill9's v5e REPORT (block-size table): 64-token pages at max_model_len 32,768 (5,021 blocks, 512 a request) and
+    # 32 at 16,384 (10,043 blocks), with vLLM's default 256 sequences there
+    assert E.tpu_page_size(32768, 256) == 64 and E.tpu_page_size(16384, 256) == 32
+    assert E.tpu_page_size(8192, 256) == 256 and E.tpu_page_size(2048, 256) == 128  # next_pow2 // 16, at most 256
+    assert E.tpu_page_size(131072, 256) == 256 and E.tpu_page_size(131072, 1024) == 1024  # SMEM's bound wins
+    assert E.tpu_page_size(100, 256) == 16
+    _, m = _memory(GEMMA, "tpu-v5e", gpu_memory_utilization=0.92, max_model_len=32768, max_num_batched_tokens=4096)
+    assert m.block_size == 64 and m.kv_capacity_tokens % 64 == 0
+    _, g = _memory(GEMMA, "h100-sxm", max_model_len=32768)
+    assert g.block_size == 16  # CUDA's vLLM: CacheConfig's 16
