@@ -165,7 +165,7 @@ def rate_predict(e: dict, pub, overrides: dict | None = None) -> dict:
     em = EngineModel(p.engine, p.base)
     plan = plan_for(p.a, p.hw, Layout(tp=p.tp, dp=dp))
     seqs, mnbt = p.mem.max_num_seqs, p.mem.max_num_batched_tokens
-    mem = layout_memory(p.a, p.hw, plan, em, max_num_batched_tokens=mnbt, max_num_seqs=seqs)
+    mem = layout_memory(p.a, p.hw, plan, em, max_num_batched_tokens=mnbt, max_num_seqs=seqs, fraction=p.mem.fraction)
     if not mem.fits:
         return {}
     cost = step_cost(p.a, p.hw, plan, em, ref_batch=min(seqs, 64),
@@ -296,7 +296,7 @@ def layout_predict(e: dict, engine_map: dict, ep_terms: dict | None = None) -> t
                            eng)
     plan = plan_for(a, hw, lo)
     ranks = lo.attn_dp
-    frac = s.get("gpu_memory_utilization", s.get("kv_cache_free_gpu_mem_fraction"))
+    frac = _published_module().memory_fraction_of(e)  # the run's own memory fraction, as published.py's Point
     if phase == "prefill":
         per_rank = max(1, int(s["tokens_per_gpu"]) * lo.attn_tp // i)  # prompts per attention-DP rank per step
         seqs, need = per_rank * ranks, per_rank * ranks * i

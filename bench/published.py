@@ -150,6 +150,21 @@ V0_LATE_FROM = (0, 6)
 V0_PROFILES = ("vllm-v0", "vllm-v0-early")
 
 
+#: the settings key in which an entry gives its engine's own memory fraction, where it does not write it as
+#: ``gpu_memory_utilization`` (the name ``planner serve --gpu-memory-utilization`` takes for every engine's)
+FRACTION_KEYS = {"sglang": "mem_fraction_static", "trtllm": "kv_cache_free_gpu_mem_fraction"}
+
+
+def memory_fraction_of(entry: dict) -> float | None:
+    """The memory fraction the run set for its engine (vLLM's ``gpu_memory_utilization``, SGLang's
+    ``--mem-fraction-static``, TensorRT-LLM's ``kv_cache_free_gpu_mem_fraction``), or None (the engine's default)."""
+    s = entry.get("settings") or {}
+    v = s.get("gpu_memory_utilization")
+    if v is None and FRACTION_KEYS.get(entry.get("engine")) is not None:
+        v = s.get(FRACTION_KEYS[entry["engine"]])
+    return None if v is None else float(v)
+
+
 def release_of(entry: dict) -> tuple[int, int] | None:
     """(major, minor) of the entry's ``engine_version`` where it starts with a release number ("0.7.3", "0.2.6
     (main, Dec 2023)"), else None (a commit, "None", "v0.11 (V1 engine), December 2025")."""
@@ -400,7 +415,7 @@ class Point:
         if v0_whole and mnbt is None:
             mnbt = max(server_max_model_len(s, spec), V0_MIN_BATCHED_TOKENS)
         self.mem = engine_memory(self.a, self.hw, self.engine, self.plan,
-                                 gpu_memory_utilization=s.get("gpu_memory_utilization"), max_model_len=mml,
+                                 gpu_memory_utilization=memory_fraction_of(entry), max_model_len=mml,
                                  max_num_batched_tokens=mnbt,
                                  max_num_seqs=s.get("max_num_seqs"))
         # a closed loop's run length (vllm bench serve --num-prompts) and, where the benchmark let requests
