@@ -66,6 +66,8 @@ BLOCKS = (
     ("# ---- Blind test, session 57 (Dec 6)", "6ab5d48", "the block's header: 'scored with the profiles as shipped at 6ab5d48'"),
     ("# ---- Blind test, session 60 (Dec 7)", "5b2d999", "the block's header: 'scored with the profiles as shipped at 5b2d999'"),
     ("# ---- Blind test, session 61 (Dec 7)", "a242c9e", "the block's header: 'scored with the profiles as shipped at a242c9e'"),
+    ("# ---- Blind test, session 61, second block", "1888006", "the block's header: 'scored with the profiles as shipped at "
+     "1888006'"),
 )
 
 # run in the worktree: that commit's bench/published.py predicts the block's entries, one JSON row per point
