@@ -160,8 +160,9 @@ def memory_fraction_of(entry: dict) -> float | None:
     ``--mem-fraction-static``, TensorRT-LLM's ``kv_cache_free_gpu_mem_fraction``), or None (the engine's default)."""
     s = entry.get("settings") or {}
     v = s.get("gpu_memory_utilization")
-    if v is None and FRACTION_KEYS.get(entry.get("engine")) is not None:
-        v = s.get(FRACTION_KEYS[entry["engine"]])
+    own = FRACTION_KEYS.get(entry.get("engine"))
+    if v is None and own is not None:
+        v = s.get(own)
     return None if v is None else float(v)
 
 

@@ -462,7 +462,7 @@ class EngineProfile:
     def on(self, hw) -> "EngineProfile":
         """This profile as it sizes memory on ``hw``: its ``memory.platforms`` entry for the device's vendor
         (the same engine's other backend: vLLM on a TPU), else itself. Only memory terms differ."""
-        return self.platform_memory.get(str(getattr(hw, "vendor", "") or "").lower(), self)
+        return self.platform_memory.get(_vendor_key(hw), self)
 
     def applies_sliding_window(self, model_type: str) -> bool:
         """Whether this engine caches and attends to only a sliding-window layer's window for ``model_type``."""
@@ -989,6 +989,12 @@ def activation_peak_bytes(a, plan, engine: EngineProfile, tokens: int, seqs: int
 DEVICE_REPORT = {"nvidia": "nvidia-smi", "amd": "rocm-smi", "google": "JAX bytes_limit"}
 
 
+def _vendor_key(hw) -> str:
+    """The hardware profile's vendor in lower case ('' where it gives none): the key of ``DEVICE_REPORT`` and of
+    an engine profile's ``memory.platforms``."""
+    return str(getattr(hw, "vendor", "") or "").lower()
+
+
 def pool_bytes(engine: EngineProfile, hw, frac: float, weights_bytes: int, act: int, non_torch: int) -> tuple[int, int]:
     """(the engine's budget, the KV pool) on one GPU holding ``weights_bytes`` of weights, by the
     engine's accounting (``budget``: what its memory cap covers)."""
@@ -1060,7 +1066,7 @@ def engine_memory(a, hw, engine: EngineProfile, plan, *, gpu_memory_utilization:
                         w.counted_bytes_per_gpu, w.padding_bytes_per_gpu, w.rope_cache_bytes, act, non_torch,
                         graph, pool, per_token, state, block, tokens, max_model_len, mnbt, seqs,
                         tuple(notes), a.fmt.describe() if a.fmt.source == "--dtype" else "checkpoint",
-                        DEVICE_REPORT.get(str(getattr(hw, "vendor", "") or "").lower(), "hardware profile"))
+                        DEVICE_REPORT.get(_vendor_key(hw), "hardware profile"))
 
 
 def fewest_gpus(a, hw, engine: EngineProfile, **kw) -> int | None:
