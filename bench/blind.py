@@ -68,6 +68,7 @@ BLOCKS = (
     ("# ---- Blind test, session 61 (Dec 7)", "a242c9e", "the block's header: 'scored with the profiles as shipped at a242c9e'"),
     ("# ---- Blind test, session 61, second block", "1888006", "the block's header: 'scored with the profiles as shipped at "
      "1888006'"),
+    ("# ---- Blind test, session 62 (Dec 7)", "530fa22", "the block's header: 'scored with the profiles as shipped at 530fa22'"),
 )
 
 # run in the worktree: that commit's bench/published.py predicts the block's entries, one JSON row per point
