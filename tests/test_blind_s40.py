@@ -55,6 +55,7 @@ def test_record_rows_are_absolute_errors_of_the_points_predicted():
 def test_the_shipped_data_file_holds_every_block_once():
     blocks = B.split_blocks((ROOT / "bench" / "published.yaml").read_text())
     assert len(blocks) == len(B.BLOCKS)
+    by_head = dict(blocks)  # each block by its header, as bench/blind.py names it (no index to shift when one is added)
     ids = [e["id"] for _, text in blocks for e in yaml.safe_load(text)]
     assert len(ids) == len(set(ids)) and len(ids) > 500
     # session 40's first block starts with the figures scored at 4569665, its second with those scored at a4a8e8c
@@ -82,84 +83,85 @@ def test_the_shipped_data_file_holds_every_block_once():
     assert commits["# ---- Blind test, session 61 (Dec 7)"] == "a242c9e"
     assert commits["# ---- Blind test, session 61, second block"] == "1888006"
     assert commits["# ---- Blind test, session 62 (Dec 7)"] == "530fa22"
-    assert yaml.safe_load(blocks[-23][1])[0]["id"].startswith("s40")
-    assert yaml.safe_load(blocks[-22][1])[0]["id"].startswith("s41")
-    assert yaml.safe_load(blocks[-21][1])[0]["id"].startswith("s42a")
-    assert yaml.safe_load(blocks[-20][1])[0]["id"].startswith("s42c")
+    assert yaml.safe_load(by_head["# ---- Blind test, session 40 (Dec 5)"])[0]["id"].startswith("s40")
+    assert yaml.safe_load(by_head["# ---- Blind test, session 40, second block"])[0]["id"].startswith("s41")
+    assert yaml.safe_load(by_head["# ---- Blind test, session 41 (Dec 5)"])[0]["id"].startswith("s42a")
+    assert yaml.safe_load(by_head["# ---- Blind test, session 41, second block"])[0]["id"].startswith("s42c")
     # session 42's block: the ids its helpers were given (s43<letter>), every one new to the file
-    assert len(yaml.safe_load(blocks[-19][1])) == 79
-    assert all(e["id"].startswith("s43") for e in yaml.safe_load(blocks[-19][1]))
+    assert len(yaml.safe_load(by_head["# ---- Blind test, session 42 (Dec 5)"])) == 79
+    assert all(e["id"].startswith("s43") for e in yaml.safe_load(by_head["# ---- Blind test, session 42 (Dec 5)"]))
     # session 43's: s44<letter> ids, the 14 TTFTs of runs that followed another on one warm server excluded, and the
     # 4 figures of a 100-prompt burst whose TTFTs (P99 267 ms) beat a cold prefill of its prompts (1.2 s at the peak)
-    s43 = yaml.safe_load(blocks[-18][1])
+    s43 = yaml.safe_load(by_head["# ---- Blind test, session 43 (Dec 5)"])
     assert len(s43) == 102 and all(e["id"].startswith("s44") for e in s43)
     assert sum("warm prefix cache" in str(e.get("excluded", "")) for e in s43) == 18
     # session 44's: s45<letter> ids; of the ROCm blog's MI300X latency table (AMD's vLLM 0.6.6 table) the 8 cells
     # already in the file as s37-rocmvllm066-* left out, its other 24 in
-    s44 = yaml.safe_load(blocks[-17][1])
+    s44 = yaml.safe_load(by_head["# ---- Blind test, session 44 (Dec 5)"])
     assert len(s44) == 208 and all(e["id"].startswith("s45") for e in s44)
     held = {(e["model_config"], e["settings"]["input_len"], e["settings"]["concurrency"])
-            for _, text in blocks[:-16] for e in yaml.safe_load(text) if e["id"].startswith("s37-rocmvllm066")}
+            for _, text in blocks[:[h for h, _ in blocks].index("# ---- Blind test, session 44 (Dec 5)") + 1]
+            for e in yaml.safe_load(text) if e["id"].startswith("s37-rocmvllm066")}
     blog = [(e["model_config"], e["settings"]["input_len"], e["settings"]["concurrency"]) for e in s44
             if e["id"].startswith("s45b-rocmblog") and e["gpu"] == "mi300x" and e["quantity"] == "e2e_s"]
     assert len(blog) == 24 and not held & set(blog)
     # session 46's: s46<letter> ids, every one new to the file (none of its (engine, model, GPU, TP, quantity,
     # lengths, concurrency, precision) cells holds a figure within 2 % of one already there)
-    s46 = yaml.safe_load(blocks[-16][1])
+    s46 = yaml.safe_load(by_head["# ---- Blind test, session 46 (Dec 5)"])
     assert len(s46) == 187 and all(e["id"].startswith("s46") for e in s46)
     # session 47's: s47<letter> ids, new to the file in the same sense; its eight runs of vLLM's V0 engine on a 0.9
     # release say so (settings.vllm_engine, added after the block was scored)
-    s47 = yaml.safe_load(blocks[-15][1])
+    s47 = yaml.safe_load(by_head["# ---- Blind test, session 47 (Dec 5)"])
     assert len(s47) == 149 and all(e["id"].startswith("s47") for e in s47)
     assert sum((e.get("settings") or {}).get("vllm_engine") == "v0" for e in s47) == 8
     # session 48's: s48<letter> ids, new to the file in the same sense (eight cells of TensorRT-LLM 0.11's table that
     # held a figure within 2 % were dropped before scoring)
-    s48 = yaml.safe_load(blocks[-14][1])
+    s48 = yaml.safe_load(by_head["# ---- Blind test, session 48 (Dec 5)"])
     assert len(s48) == 382 and all(e["id"].startswith("s48") for e in s48)
     # session 49's: s49<letter> ids, new to the file in the same sense (two repeats of one benchmark_latency setting
     # dropped before scoring)
-    s49 = yaml.safe_load(blocks[-13][1])
+    s49 = yaml.safe_load(by_head["# ---- Blind test, session 49 (Dec 6)"])
     assert len(s49) == 245 and all(e["id"].startswith("s49") for e in s49)
     # session 50's: s50<letter> ids, new to the file in the same sense (one GPTQ throughput 0.3 % from a bf16 figure of
     # the same blog dropped before scoring)
-    s50 = yaml.safe_load(blocks[-12][1])
+    s50 = yaml.safe_load(by_head["# ---- Blind test, session 50 (Dec 6)"])
     assert len(s50) == 206 and all(e["id"].startswith("s50") for e in s50)
     # session 51's: s51<letter> ids, new to the file in the same sense (29 ROCm latency rows repeating another
     # version's table and one TensorRT-LLM L40S throughput dropped before scoring)
-    s51 = yaml.safe_load(blocks[-11][1])
+    s51 = yaml.safe_load(by_head["# ---- Blind test, session 51 (Dec 6)"])
     assert len(s51) == 192 and all(e["id"].startswith("s51") for e in s51)
     # session 52's: s52<letter> ids, new to the file in the same sense (none dropped; one figure whose quote could not
     # be checked again was left out before scoring)
-    s52 = yaml.safe_load(blocks[-10][1])
+    s52 = yaml.safe_load(by_head["# ---- Blind test, session 52 (Dec 6)"])
     assert len(s52) == 172 and all(e["id"].startswith("s52") for e in s52)
     # session 53's: s53<letter> ids, new to the file in the same sense (the precision is part of a cell: AccelMark's
     # W8A16 run on H200 lands within 1 % of its bf16 sibling); four figures of runs under the torch profiler excluded
-    s53 = yaml.safe_load(blocks[-9][1])
+    s53 = yaml.safe_load(by_head["# ---- Blind test, session 53 (Dec 6)"])
     assert len(s53) == 170 and all(e["id"].startswith("s53") for e in s53)
     assert sum("torch profiler" in str(e.get("excluded", "")) for e in s53) == 4
     # session 54's: s54<letter> ids, new to the file in the same sense; the 24 rows of AMD's ROCm hub page in other
     # languages excluded (another version of a page already in the file, its throughput unit not stated)
-    s54 = yaml.safe_load(blocks[-8][1])
+    s54 = yaml.safe_load(by_head["# ---- Blind test, session 54 (Dec 6)"])
     assert len(s54) == 122 and all(e["id"].startswith("s54") for e in s54)
     assert sum("another version of a source" in str(e.get("excluded", "")) for e in s54) == 24
 
     # session 55's: s55<letter> ids, new to the file in the same sense (37 cells within 2 % of one already there
     # dropped); simon-mo/vLLM-Benchmark's rows and Michaelvll/llm-ie-benchmarks' vllm/logs rows excluded as another
     # version of simon-mo/R1-Benchmark; the expert-parallel and attention-DP runs entered with a layout block
-    s55 = yaml.safe_load(blocks[-7][1])
+    s55 = yaml.safe_load(by_head["# ---- Blind test, session 55 (Dec 6)"])
     assert len(s55) == 1547 and all(e["id"].startswith("s55") for e in s55)
     assert sum("another version of a source" in str(e.get("excluded", "")) for e in s55) == 144
     assert sum(bool(e.get("layout")) for e in s55) == 173
     # session 56's: s56<letter> ids, new to the file in the same sense (165 cells within 2 % of one already there, or
     # of one earlier in the block, dropped); yobitelcomm's docs-page rows and a course page's SGLang rows excluded
-    s56 = yaml.safe_load(blocks[-6][1])
+    s56 = yaml.safe_load(by_head["# ---- Blind test, session 56 (Dec 6)"])
     assert len(s56) == 526 and all(e["id"].startswith("s56") for e in s56)
     assert sum("provenance" in str(e.get("excluded", "")) for e in s56) == 19
     assert sum("lengths not stated" in str(e.get("excluded", "")) for e in s56) == 10
     # session 57's: s57<letter> ids, new to the file in the same sense (438 cells within 2 % of one already there, or of
     # one earlier in the block, dropped; a Poisson run's cell also holds its rate); four sources' rows excluded before
     # scoring, France-Travail's median-gap "TPOT"s after the first scoring, which bench/published.md reports both ways
-    s57 = yaml.safe_load(blocks[-5][1])
+    s57 = yaml.safe_load(by_head["# ---- Blind test, session 57 (Dec 6)"])
     assert len(s57) == 1863 and all(e["id"].startswith("s57") for e in s57)
     assert sum("image inputs" in str(e.get("excluded", "")) for e in s57) == 30
     assert sum("lengths not stated" in str(e.get("excluded", "")) for e in s57) == 73
@@ -173,25 +175,25 @@ def test_the_shipped_data_file_holds_every_block_once():
 
     # session 60's: s60<letter> ids; the TensorRT-LLM perf-overview pages (another version of one already in the file)
     # left out, 16 repeats dropped, the 16 DP-attention rows of SGLang's Kimi-K2 page excluded before any was predicted
-    s60 = yaml.safe_load(blocks[-4][1])
+    s60 = yaml.safe_load(by_head["# ---- Blind test, session 60 (Dec 7)"])
     assert len(s60) == 400 and all(e["id"].startswith("s60") for e in s60)
     assert sum("layout not priced here" in str(e.get("excluded", "")) for e in s60) == 16
     assert not any("nvidia.github.io/TensorRT-LLM" in e["source"]["url"] for e in s60)
     # session 61's: s61<letter> ids; SGLang's gemma4-benchmarks.jsx at a later commit (a file already in this one) left
     # out, 36 repeats dropped, the sgl-cookbook Llama-4-Scout page's image runs and an unlocated table excluded before
     # any was predicted
-    s61 = yaml.safe_load(blocks[-3][1])
+    s61 = yaml.safe_load(by_head["# ---- Blind test, session 61 (Dec 7)"])
     assert len(s61) == 389 and all(e["id"].startswith("s61") for e in s61)
     assert sum("vision tokens" in str(e.get("excluded", "")) for e in s61) == 16
     assert sum("source not located" in str(e.get("excluded", "")) for e in s61) == 7
     assert not any("gemma4-benchmarks.jsx" in e["source"]["url"] for e in s61)
     # its second block: s61<letter> ids of the second round (f-h); the patched SGLang build excluded before scoring
-    s61b = yaml.safe_load(blocks[-2][1])
+    s61b = yaml.safe_load(by_head["# ---- Blind test, session 61, second block"])
     assert len(s61b) == 174 and all(e["id"].startswith(("s61f", "s61g", "s61h")) for e in s61b)
     assert sum("a patched engine" in str(e.get("excluded", "")) for e in s61b) == 22
     # session 62's: s62<letter> ids; the runs after a server's first whose seeded prompts were already in vLLM's prefix
     # cache (silybench's, KAITO's) excluded before scoring; aiconfigurator's silicon sample not taken
-    s62 = yaml.safe_load(blocks[-1][1])
+    s62 = yaml.safe_load(by_head["# ---- Blind test, session 62 (Dec 7)"])
     assert len(s62) == 392 and all(e["id"].startswith(("s62a", "s62b", "s62c", "s62d")) for e in s62)
     assert sum("a warm prefix cache" in str(e.get("excluded", "")) for e in s62) == 242
     assert not any("ai-dynamo/aiconfigurator" in e["source"]["url"] for e in s62)
