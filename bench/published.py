@@ -415,6 +415,9 @@ class Point:
         mnbt = s.get("max_num_batched_tokens")
         if v0_whole and mnbt is None:
             mnbt = max(server_max_model_len(s, spec), V0_MIN_BATCHED_TOKENS)
+        elif (mnbt is None and self.engine_name in V0_PROFILES and int(s.get("num_scheduler_steps") or 1) == 1
+              and v0_small_chunks(entry)):
+            mnbt = V0_EARLY_CHUNK_TOKENS  # a chunked-prefill server before 0.6.5: 512 tokens a step
         self.mem = engine_memory(self.a, self.hw, self.engine, self.plan,
                                  gpu_memory_utilization=memory_fraction_of(entry), max_model_len=mml,
                                  max_num_batched_tokens=mnbt,
@@ -477,7 +480,10 @@ class Point:
         if self.scheduler_steps > 1 and self.engine_name not in V0_PROFILES:
             raise ValueError(f"settings.num_scheduler_steps {self.scheduler_steps}: multi-step scheduling is vLLM V0's "
                              f"(this entry runs on {self.engine_name})")
-        self.sim_key = json.dumps([entry["model_config"], entry["gpu"], self.engine_name, self.gpus, self.tp, s],
+        # the entries of one benchmark row share a simulation; its release and date are part of the row (the release
+        # rules above read them, and the budget and the step rules they set live outside the factors)
+        self.sim_key = json.dumps([entry["model_config"], entry["gpu"], self.engine_name, self.gpus, self.tp, s,
+                                   entry.get("engine_version"), (entry.get("source") or {}).get("date")],
                                   sort_keys=True, default=str)
 
     def predict(self, overrides: dict | None = None) -> float | None:
@@ -613,6 +619,28 @@ def implied_concurrency(entries, least: float = IN_FLIGHT_LEAST) -> list:
 #: vLLM V0's least max_num_batched_tokens without chunked prefill (vllm/config.py SchedulerConfig, 0.5-0.7:
 #: max(max_model_len, 2048))
 V0_MIN_BATCHED_TOKENS = 2048
+
+#: vLLM V0's step budget with chunked prefill before v0.6.5: vllm/config.py SchedulerConfig (0.4.1-0.6.4) gave a
+#: chunked-prefill server ``max_num_batched_tokens = 512`` unless set ("It is the values that have the best balance
+#: between ITL and TTFT on A100. Note it is not optimized for throughput."); vllm-project/vllm PR #10544 ("Update
+#: default max_num_batch_tokens for chunked prefill to 2048", merged 2024-11-21, first in v0.6.5) raised it to 2048,
+#: the vllm-v0 profile's rule. With multi-step scheduling (--num-scheduler-steps > 1, 0.6.3 on) it was
+#: max(max_model_len, 2048) instead.
+V0_EARLY_CHUNK_TOKENS = 512
+V0_EARLY_CHUNK_BEFORE = (0, 6, 5)
+
+
+def v0_small_chunks(entry: dict) -> bool:
+    """Whether a vLLM V0 entry's release gave a chunked-prefill server 512-token steps by default
+    (``V0_EARLY_CHUNK_TOKENS``): its release, with a patch number, is before 0.6.5; a release without one counts
+    where every patch of it is (0.4, 0.5). An entry without a release number keeps the profile's 2048."""
+    r = release_patch_of(entry)
+    if r is None:
+        return False
+    major, minor, patch = r
+    if patch is not None:
+        return r < V0_EARLY_CHUNK_BEFORE
+    return (major, minor + 1, 0) <= V0_EARLY_CHUNK_BEFORE
 
 
 def server_max_model_len(s: dict, spec) -> int:
