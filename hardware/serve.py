@@ -183,17 +183,41 @@ class StepModel:
             return None
         return q.bits
 
-    def _ops(self, batch: int, new: int, cached: int) -> list:
+    def _build(self, batch: int, new: int, cached: int) -> list:
+        """The ops of a step of ``batch`` sequences, each ``new`` tokens on ``cached`` (identical layers collapsed:
+        OpGroup, an op and its layer count), sharded by the plan."""
         from planner.analysis.parallel import shard_groups
         from planner.analysis.trace import step_groups
 
+        a = self.a
+        return shard_groups(step_groups(a.spec, a.fmt, a.kv.dtype, batch=batch, new_tokens=new, cached_tokens=cached,
+                                        state_dtype=a.kv.state_dtype), self.plan)
+
+    def _ops(self, batch: int, new: int, cached: int) -> list:
         key = (batch, new, cached)
-        if key not in self._ops_cache:  # identical layers collapsed (OpGroup: an op and its layer count)
-            a = self.a
-            self._ops_cache[key] = shard_groups(step_groups(a.spec, a.fmt, a.kv.dtype, batch=batch, new_tokens=new,
-                                                            cached_tokens=cached, state_dtype=a.kv.state_dtype),
-                                                self.plan)
+        if key not in self._ops_cache:
+            self._ops_cache[key] = self._build(batch, new, cached)
         return self._ops_cache[key]
+
+    def _part(self, attention: bool, batch: int, new: int, cached: int) -> list:
+        """The attention ops (``attention``) or all the others of a step of ``batch`` sequences, each ``new`` tokens on
+        ``cached``, kept apart in ``ops_cache``: a prompt step takes its weights' ops once over all its tokens and each
+        piece's attention alone, and a closed loop's steps bring thousands of distinct pieces, whose full ops would
+        hold memory for ops never priced (a k-fold's workers grew to 9 GB). Taken from the step's full ops where
+        those are kept already."""
+        key = ("attention" if attention else "other", batch, new, cached)
+        got = self._ops_cache.get(key)
+        if got is None:
+            # a piece of decode tokens: the shape of a decode step too, whose full ops are kept (``_ops``)
+            full = self._ops(batch, new, cached) if new == 1 else self._ops_cache.get((batch, new, cached))
+            if full is None:
+                full = self._build(batch, new, cached)
+            # one sequence's whole prompt: its step prices both parts (the weights' ops over its tokens, its attention)
+            for part in ((True, False) if batch == 1 and cached == 0 else (attention,)):
+                self._ops_cache[("attention" if part else "other", batch, new, cached)] = \
+                    [g for g in full if (g.op.kind == "attention") == part]
+            got = self._ops_cache[key]
+        return got
 
     def _ideal(self, key: tuple, ops: list, decode: bool, rows: int) -> float:
         """The roofline time of a step's ops (``ops_time_s`` under ``IDEAL``), which no factor moves: kept beside
@@ -242,9 +266,9 @@ class StepModel:
         tokens = sum(n * k for (n, _), k in pieces.items())
         seqs = sum(pieces.values())
         prompt = any(n > 1 for (n, _) in pieces) or all(c == 0 for (_, c) in pieces)
-        ops = [g for g in self._ops(1, tokens, 0) if g.op.kind != "attention"]
+        ops = list(self._part(False, 1, tokens, 0))
         for (n, c), k in pieces.items():
-            ops.extend(g for g in self._ops(k, n, c) if g.op.kind == "attention")
+            ops.extend(self._part(True, k, n, c))
         cost = step_cost(ops, self.hw, self.compute_key, self.f, decode=False, sequences=seqs,
                          ideal_ops_s=self._ideal(key, ops, False, tokens),
                          allreduce_bytes=self._ar_bytes(tokens), allreduce_calls=self.allreduce_calls,
