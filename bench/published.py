@@ -415,8 +415,8 @@ class Point:
         mnbt = s.get("max_num_batched_tokens")
         if v0_whole and mnbt is None:
             mnbt = max(server_max_model_len(s, spec), V0_MIN_BATCHED_TOKENS)
-        elif (mnbt is None and self.engine_name in V0_PROFILES and int(s.get("num_scheduler_steps") or 1) == 1
-              and v0_small_chunks(entry)):
+        elif (mnbt is None and self.engine_name in V0_PROFILES and not v0_whole  # (chunked prefill on)
+              and int(s.get("num_scheduler_steps") or 1) == 1 and v0_small_chunks(entry)):
             mnbt = V0_EARLY_CHUNK_TOKENS  # a chunked-prefill server before 0.6.5: 512 tokens a step
         self.mem = engine_memory(self.a, self.hw, self.engine, self.plan,
                                  gpu_memory_utilization=memory_fraction_of(entry), max_model_len=mml,
