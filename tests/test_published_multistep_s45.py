@@ -22,7 +22,8 @@ def _entry(pid: str, version: str, steps: int | None) -> dict:
 
 def test_multi_step_rounds_reach_the_simulation(tmp_path):
     path = tmp_path / "e.yaml"
-    path.write_text(yaml.safe_dump([_entry("one-step", "0.6.3", None), _entry("ten-step", "0.6.3", 10)]))
+    # 0.6.6: both at V0's 2048-token chunks (before 0.6.5 a one-step chunked-prefill server had 512: v0_small_chunks)
+    path.write_text(yaml.safe_dump([_entry("one-step", "0.6.6", None), _entry("ten-step", "0.6.6", 10)]))
     points, skipped = pub.load_points(path, None)
     assert skipped == [] and [p.engine_name for p in points] == ["vllm-v0", "vllm-v0"]
     one, ten = points
