@@ -246,7 +246,12 @@ def v0_sampler_copies(entry: dict) -> bool:
     release, with a patch number, is 0.2.6 or later and before 0.5.0; a release without one counts where every
     patch of it does (0.3, 0.4). From 0.5.0 the copy runs only with penalties, and from 0.5.5 it is a numpy copy
     of about 1-2 ns a token (bench/sampler_copy.py), left unpriced."""
-    lo, hi = V0_SAMPLER_COPIES
+    return release_between(entry, *V0_SAMPLER_COPIES)
+
+
+def release_between(entry: dict, lo: tuple[int, int, int], hi: tuple[int, int, int]) -> bool:
+    """Whether the entry's release lies in [lo, hi): with a patch number, by it; without one ("0.4"), where every patch
+    of that release does; without a release number, not."""
     r = release_patch_of(entry)
     if r is None:
         return False
@@ -412,11 +417,15 @@ class Point:
         # vLLM V0 without chunked prefill (v0_chunked_prefill) runs whole prompts in steps of their own, within a
         # budget of max(max_model_len, 2048) (SchedulerConfig's default then)
         v0_whole = self.engine_name in V0_PROFILES and not v0_chunked_prefill(s, spec, self.hw)
+        # vLLM V0's multi-step scheduling (--num-scheduler-steps N, v0.6.0-0.7): the scheduler runs once per round
+        # of N decode steps (planner.hardware.serve.simulate's scheduler_steps), as bench/plan_published.py's
+        # request-rate entries run it
+        self.scheduler_steps = int(s.get("num_scheduler_steps") or 1)
         mnbt = s.get("max_num_batched_tokens")
         if v0_whole and mnbt is None:
             mnbt = max(server_max_model_len(s, spec), V0_MIN_BATCHED_TOKENS)
         elif (mnbt is None and self.engine_name in V0_PROFILES and not v0_whole  # (chunked prefill on)
-              and int(s.get("num_scheduler_steps") or 1) == 1 and v0_small_chunks(entry)):
+              and self.scheduler_steps == 1 and v0_small_chunks(entry)):
             mnbt = V0_EARLY_CHUNK_TOKENS  # a chunked-prefill server before 0.6.5: 512 tokens a step
         self.mem = engine_memory(self.a, self.hw, self.engine, self.plan,
                                  gpu_memory_utilization=memory_fraction_of(entry), max_model_len=mml,
@@ -473,10 +482,6 @@ class Point:
         self.sim_s = 0.0
         import json
 
-        # vLLM V0's multi-step scheduling (--num-scheduler-steps N, v0.6.0-0.7): the scheduler runs once per round
-        # of N decode steps (planner.hardware.serve.simulate's scheduler_steps), as bench/plan_published.py's
-        # request-rate entries run it
-        self.scheduler_steps = int(s.get("num_scheduler_steps") or 1)
         if self.scheduler_steps > 1 and self.engine_name not in V0_PROFILES:
             raise ValueError(f"settings.num_scheduler_steps {self.scheduler_steps}: multi-step scheduling is vLLM V0's "
                              f"(this entry runs on {self.engine_name})")
@@ -634,13 +639,7 @@ def v0_small_chunks(entry: dict) -> bool:
     """Whether a vLLM V0 entry's release gave a chunked-prefill server 512-token steps by default
     (``V0_EARLY_CHUNK_TOKENS``): its release, with a patch number, is before 0.6.5; a release without one counts
     where every patch of it is (0.4, 0.5). An entry without a release number keeps the profile's 2048."""
-    r = release_patch_of(entry)
-    if r is None:
-        return False
-    major, minor, patch = r
-    if patch is not None:
-        return r < V0_EARLY_CHUNK_BEFORE
-    return (major, minor + 1, 0) <= V0_EARLY_CHUNK_BEFORE
+    return release_between(entry, (0, 0, 0), V0_EARLY_CHUNK_BEFORE)
 
 
 def server_max_model_len(s: dict, spec) -> int:
