@@ -22,7 +22,6 @@ import statistics
 import sys
 from pathlib import Path
 
-import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
@@ -39,7 +38,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--engine", default="sglang")
     args = ap.parse_args(argv)
-    entries = yaml.safe_load((ROOT / "bench" / "published.yaml").read_text())
+    entries = P.read_yaml((ROOT / "bench" / "published.yaml").read_text())
     points, _ = P.load_points(ROOT / "bench" / "published.yaml", None)
     # as in bench/published.py, the server bursts (HTTP server, > 64 requests per replica) are scored apart
     # and not fitted

@@ -27,8 +27,6 @@ sys.path.insert(0, str(ROOT))
 
 
 def main(argv=None) -> int:
-    import yaml
-
     import published as P
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -37,7 +35,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.points < 1:
         ap.error("--points: a positive number expected")
-    data = yaml.safe_load((ROOT / "bench" / "published.yaml").read_text())
+    data = P.read_yaml((ROOT / "bench" / "published.yaml").read_text())
     entries = data if isinstance(data, list) else data["entries"]
     ids = [e["id"] for e in entries if not e.get("excluded") and e.get("quantity") in P.TIMING]
     random.seed(args.seed)

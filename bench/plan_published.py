@@ -339,10 +339,8 @@ def layout_predict(e: dict, engine_map: dict, ep_terms: dict | None = None) -> t
 
 
 def main() -> None:
-    import yaml
-
     pub = _published_module()
-    entries = yaml.safe_load((ROOT / "bench" / "published.yaml").read_text())
+    entries = pub.read_yaml((ROOT / "bench" / "published.yaml").read_text())
     if "--rate" in sys.argv[1:]:
         rate_table(entries, pub)
         return

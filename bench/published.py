@@ -701,13 +701,21 @@ def kv_reads_per_query_head(spec) -> float:
     return groups.pop()
 
 
+def read_yaml(text: str):
+    """``yaml.safe_load`` through libyaml's parser where PyYAML has it (``CSafeLoader``: the same safe
+    constructors and resolver, so the same data; the data file's 9,000 entries parse in 7 s, not 30 s)."""
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - a safe loader
+
+
 def load_points(path: Path, only: list[str] | None) -> tuple[list[Point], list[tuple[str, str]]]:
     import yaml
 
     from planner.analysis.errors import PlannerError
 
     try:
-        entries = yaml.safe_load(path.read_text())
+        entries = read_yaml(path.read_text())
     except yaml.YAMLError as exc:
         raise ValueError(f"not YAML ({str(exc).splitlines()[0]})") from None
     if not isinstance(entries, list) or not all(isinstance(e, dict) and "id" in e for e in entries):

@@ -643,7 +643,7 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
               prefill_first: bool = False, whole_prompts: bool = False,
               lookahead: bool = False, preempt: bool = False, kv_seq_tokens: int = 0,
               prefix_cache: bool = False, recv_interval: int = 1,
-              stats: dict | None = None) -> tuple[list, list]:
+              stats: dict | None = None, stretch: bool = True) -> tuple[list, list]:
     """The steps one engine replica runs, as vLLM's scheduler builds them, on the clock: the one scheduler
     loop of ``planner serve``.
 
@@ -725,6 +725,10 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     input_len, output_len)]`` sent when ``finished`` requests end at ``time`` (closed-loop clients); None:
     nothing more is sent. ``step_ends``: a list to which each step appends ``(end time, whether it handed
     out the decoding requests' tokens)`` (every decode step; multi-step: the last of a round).
+
+    ``stretch``: decode stretches on a short path (the same steps, clock and counts, several times faster: most of
+    a run's steps are decode steps in which nothing else happens); False: every step through the general path,
+    the reference that the tests compare the short path with.
 
     Returns ``(steps, finished)``: ``steps`` the pieces of each step in order, ``finished`` one ``Finished``
     per group of requests that finished together, in finish order."""
@@ -851,7 +855,37 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
     t = 0.0
     s = 0
     prev_start = None  # lookahead: when the step before this one started (None: the engine was idle)
+    # decode stretches run on a short path: one scheduler turn at a time, without multi-step rounds or the receive
+    # count, where nothing waits and no prompt is cut, so that each step only takes every decoding request's token
+    stretch = stretch and not multi and recv_interval == 1
+    again = getattr(price, "again", None)  # (StepPricer: the step just priced, once more)
     while pending or waiting or running:
+        if stretch and decoding and not waiting and partial is None:
+            # The steps the loop below would build while no request arrives (``limit`` as below), no request
+            # finishes (``due``) and the pool holds the step's tokens (``preempt_for`` would not run): one
+            # decode piece each, the same sums moved the same way, in the same order (so the clock is the same
+            # float). A step that is the one before it again is priced as that one.
+            peak = max(peak, running)
+            last = None
+            while not (pending and pending[0][0] <= (prev_start if lookahead and prev_start is not None else t)
+                       or due[0][0] <= decode_steps + 1 or on_demand and held_now + n_dec > kv_tokens):
+                key = (1, max(1, round(ctx_sum / n_dec / ctx_step) * ctx_step))
+                prev_start = t
+                if key == last and again is not None:
+                    t += again()
+                else:
+                    pieces = {key: n_dec}
+                    last = key
+                    t += price(pieces)
+                steps.append(pieces)
+                if step_ends is not None:
+                    step_ends.append((t, True))
+                decode_steps += 1
+                ctx_sum += n_dec
+                held_now += n_dec
+                alloc_pos += n_dec
+                last_prefill = False
+                s += 1
         idle = not (waiting or running)
         if idle and pending[0][0] > t:
             t = pending[0][0]  # the engine idles until the next request arrives
@@ -1508,6 +1542,12 @@ class StepPricer:
                     return cost.expected_s
         cost = self.model.prefill(dict(pieces))
         self.prefill_steps += 1
+        self.costs.append(cost)
+        return cost.expected_s
+
+    def again(self) -> float:
+        """The step priced last, run once more (``run_steps``' decode stretches: the same pieces again)."""
+        cost = self.costs[-1]
         self.costs.append(cost)
         return cost.expected_s
 
