@@ -44,7 +44,7 @@ def _closed(clients_left: int, I: int, O: int):
     return resend
 
 
-def _case(rng: random.Random) -> tuple[list, dict]:
+def _case(rng: random.Random) -> tuple[list, dict, int | None]:
     sends = []
     t = 0.0
     for _ in range(rng.randint(1, 5)):
