@@ -864,8 +864,8 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
             # The steps the loop below would build while no request arrives (``limit`` as below), no request
             # finishes (``due``) and the pool holds the step's tokens (``preempt_for`` would not run): one
             # decode piece each, the same sums moved the same way, in the same order (so the clock is the same
-            # float). A step that is the one before it again is priced as that one.
-            peak = max(peak, running)
+            # float). A step that is the one before it again is priced as that one. (Nothing is admitted here, so
+            # ``peak`` stands; the receive count that ``last_prefill`` feeds is off: recv_interval 1.)
             last = None
             while not (pending and pending[0][0] <= (prev_start if lookahead and prev_start is not None else t)
                        or due[0][0] <= decode_steps + 1 or on_demand and held_now + n_dec > kv_tokens):
@@ -884,7 +884,6 @@ def run_steps(sends, budget: int, slots: int, *, price, intake_s: float = 0.0, c
                 ctx_sum += n_dec
                 held_now += n_dec
                 alloc_pos += n_dec
-                last_prefill = False
                 s += 1
         idle = not (waiting or running)
         if idle and pending[0][0] > t:
