@@ -49,6 +49,15 @@ against 468 %), e2e 6.8 % (9.7 %) and output tokens/s 7.8 % (16.3 %) median |err
   +58 % and NIM's TP2 TPOT +27 % held out, gpt-fast's TP8 int8 rows −28 % and −31 %).
 - ``--grid fine``: the same ranges on even steps (``GRID_FINE``; every coarse value is on it), so
   that a continuous factor is not forced to jump between 10 and 20 ms or 20 and 30 µs.
+- ``--fit-sample F`` and ``--no-allfit`` (session 65): a fit's time goes with its training points (each trial
+  simulates every point it moves), and on all 6,718 points one fold's first sweep took 1,780 s and the fit on
+  all points 2,355 s, about 3.2 hours in all. ``--fit-sample F`` fits each fold on the training points of a
+  fixed share F of the benchmark rows (``in_fit_sample``: a hash of the row, the same rows in every fold and
+  every run, a row's entries in or out together); every held-out point is still predicted, by its fold's
+  factors. ``--no-allfit`` skips the fit on all points, which only prints factors for the profiles: the
+  held-out column and ``--write-accuracy`` need only the folds'. Factors fitted on fewer points are expected
+  to predict the held-out points no better, so a record made this way should not flatter the model; its
+  command line says how it was made.
 
 Memory quantities (kv_capacity_tokens, weights_gib, max_concurrency) are not fitted here: their terms
 come from the engines' code (profiles/engines/*.yaml). An entry whose log a memory term was read from
@@ -1012,22 +1021,39 @@ class Predictor:
         self.conns, self.procs = [], []
 
 
-def run_fits(points: list[Point], trains: list[list[int]], how: dict, jobs: int = 1, start=None) -> list[dict]:
+def run_fits(points: list[Point], trains: list[list[int]], how: dict, jobs: int = 1, start=None,
+             tests: list[list[int]] | None = None) -> list:
     """``fit`` on each training set (indices into ``points``) from ``start(training points)`` (``start_params``
     unless given), one after another, the largest training set first (the fit on every point, where it is one):
     each fit's trials are predicted by one ``Predictor`` of ``jobs`` processes, which keeps the simulations of
     the fits before, so that a fold's trials that the fits before it made cost only its points those did not
-    hold. A fit's result depends neither on ``jobs`` nor on the order. In order of ``trains``."""
+    hold. A fit's result depends neither on ``jobs`` nor on the order. In order of ``trains``. With ``tests``
+    (indices, one list per training set): each item is ``(factors, predictions)``, the predictions of that
+    test set's points under the fit's factors (by the same processes), in the test set's order."""
     start = start or start_params
     pool = Predictor(points, jobs)
     try:
-        out: dict[int, dict] = {}
+        out: dict[int, object] = {}
         for t in sorted(range(len(trains)), key=lambda t: (-len(trains[t]), t)):
             train = [points[i] for i in trains[t]]
-            out[t] = fit(train, start(train), predict=pool, **how)
+            params = fit(train, start(train), predict=pool, **how)
+            out[t] = params if tests is None else (params, pool(params, [points[i] for i in tests[t]]))
         return [out[t] for t in range(len(trains))]
     finally:
         pool.close()
+
+
+def in_fit_sample(p, fraction: float) -> bool:
+    """Whether the point's simulation group (``sim_key``: the entries of one benchmark row) is in the fixed
+    sample of ``fraction`` of the groups that ``--fit-sample`` fits on: the group's SHA-256, read as a number
+    in [0, 1), below ``fraction``. The same groups in every fold and every run, whatever the order; a row's
+    entries are in or out together."""
+    import hashlib
+
+    if fraction >= 1:
+        return True
+    h = hashlib.sha256(str(getattr(p, "sim_key", p.id)).encode()).digest()
+    return int.from_bytes(h[:8], "big") / 2**64 < fraction
 
 
 def err(pred, pub) -> float | None:
@@ -1092,6 +1118,13 @@ def main(argv=None) -> int:
                          "(e.g. allreduce_latency_s) on the points whose prediction they move")
     ap.add_argument("--grid-values", nargs="*", default=[], metavar="NAME=V,V,...",
                     help="search NAME on these values instead of the grid's (e.g. a range past its top)")
+    ap.add_argument("--fit-sample", type=float, default=1.0, metavar="F",
+                    help="fit each fold on the training points of a fixed share F (0 < F <= 1) of the simulation "
+                         "groups (benchmark rows), chosen by a hash of the row; every held-out point is still "
+                         "predicted (a fit's time goes with its points)")
+    ap.add_argument("--no-allfit", action="store_true",
+                    help="skip the fit on all points (its factors are printed for copying into the profiles; the "
+                         "held-out column and --write-accuracy need only the folds')")
     ap.add_argument("--write-accuracy", type=Path, metavar="PATH",
                     help="write the held-out |error| per quantity and engine as YAML (profiles/engines/"
                          "_accuracy.yaml: what planner serve prints); needs the k-fold (not --shipped)")
@@ -1103,6 +1136,10 @@ def main(argv=None) -> int:
         ap.error("--write-bias needs --shipped on the whole data file (no --only, --factors, --data)")
     if args.write_accuracy and (args.shipped or args.only or args.factors):
         ap.error("--write-accuracy needs the k-fold of every factor on every point (no --shipped, --only, --factors)")
+    if not 0 < args.fit_sample <= 1:
+        ap.error(f"--fit-sample {args.fit_sample:g}: a share of the rows in (0, 1] expected")
+    if args.shipped and (args.fit_sample < 1 or args.no_allfit):
+        ap.error("--fit-sample and --no-allfit shape the fits; --shipped runs none")
     t0 = time.perf_counter()
     grid = dict(GRID_FINE if args.grid == "fine" else GRID)
     for item in args.grid_values:
@@ -1147,17 +1184,22 @@ def main(argv=None) -> int:
     fold_of = split_folds(order, k, args.split)
     held: dict[str, float | None] = {p.id: None for p in order}
     # the server bursts are predicted and scored, never fitted (unless --fit-bursts): see the docstring
-    fitted = [args.fit_bursts or p.regime != "server_burst" for p in order]
-    trains = ([[i for i, f in enumerate(fold_of) if f != fold and fitted[i]] for fold in range(k)]
-              + [[i for i in range(len(order)) if fitted[i]]])
-    *fits, allfit = [None] if args.shipped else run_fits(order, trains, how, args.jobs, start)
-    for fold, params in enumerate(fits):
-        test = [p for p, f in zip(order, fold_of) if f == fold]
-        for p in test:
-            if p.quantity in TIMING:
-                held[p.id] = p.predict(params)
-            else:  # memory terms are not fitted here; a point a term was read from is not held out
-                held[p.id] = None if p.training_for else shipped[p.id]
+    # (--fit-sample: only the rows of the fixed sample are fitted on; every point is still held out and predicted)
+    fitted = [(args.fit_bursts or p.regime != "server_burst") and in_fit_sample(p, args.fit_sample) for p in order]
+    trains = [[i for i, f in enumerate(fold_of) if f != fold and fitted[i]] for fold in range(k)]
+    tests = [[i for i, f in enumerate(fold_of) if f == fold and order[i].quantity in TIMING] for fold in range(k)]
+    if not args.no_allfit:
+        trains.append([i for i in range(len(order)) if fitted[i]])
+        tests.append([])
+    runs = [] if args.shipped else run_fits(order, trains, how, args.jobs, start, tests=tests)
+    fits = [params for params, _ in runs[:k]]
+    allfit = runs[k][0] if len(runs) > k else None
+    for fold, (params, preds) in enumerate(runs[:k]):  # the fold's timing points, predicted by its fit's processes
+        for i, pred in zip(tests[fold], preds):
+            held[order[i].id] = pred
+    for p in order:  # memory terms are not fitted here; a point a term was read from is not held out
+        if p.quantity not in TIMING and not args.shipped:
+            held[p.id] = None if p.training_for else shipped[p.id]
     print()
     hdr = f"{'id':58} {'quantity':20} {'published':>12} {'shipped':>12} {'err':>7} {'held-out':>12} {'err':>7}"
     print(hdr)
@@ -1245,14 +1287,18 @@ def main(argv=None) -> int:
         print(f"as shipped only (--shipped): no fit; wall time: {time.perf_counter() - t0:.0f} s")
         return 0
     print()
-    print("factors fitted on all points (device factors are global; step, launch and request overheads per engine):")
-    for key, v in allfit.items():
-        print(f"  {key}: {v:g}")
+    if allfit is None:
+        print("factors fitted on all points: not fitted (--no-allfit)")
+    else:
+        print("factors fitted on all points (device factors are global; step, launch and request overheads per engine):")
+        for key, v in allfit.items():
+            print(f"  {key}: {v:g}")
     print("factors per fold (spread shows how stable the fit is):")
     for i, fp in enumerate(fits):
         print(f"  fold {i}: " + ", ".join(f"{k}={v:g}" for k, v in fp.items()))
     print(f"fit: objective {args.objective} |log error| per quantity, at most {args.sweeps} sweeps, {args.grid} grid, "
-          f"folds by {args.split}")
+          f"folds by {args.split}" + (f", on the {sum(fitted)} fitted points of {args.fit_sample:g} of the rows "
+                                      f"(--fit-sample)" if args.fit_sample < 1 else ""))
     for i in range(k):
         mine = [p for p, f in zip(order, fold_of) if f == i]
         print(f"  fold {i} holds out {sum(p.quantity in TIMING for p in mine)} timing points of {len(mine)}, "
