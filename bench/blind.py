@@ -69,6 +69,7 @@ BLOCKS = (
     ("# ---- Blind test, session 61, second block", "1888006", "the block's header: 'scored with the profiles as shipped at "
      "1888006'"),
     ("# ---- Blind test, session 62 (Dec 7)", "530fa22", "the block's header: 'scored with the profiles as shipped at 530fa22'"),
+    ("# ---- Blind test, session 65 (Dec 7)", "b74c4fe", "the block's header: 'scored with the profiles as shipped at b74c4fe'"),
 )
 
 # run in the worktree: that commit's bench/published.py predicts the block's entries, one JSON row per point
