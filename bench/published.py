@@ -1297,8 +1297,9 @@ def main(argv=None) -> int:
     for i, fp in enumerate(fits):
         print(f"  fold {i}: " + ", ".join(f"{k}={v:g}" for k, v in fp.items()))
     print(f"fit: objective {args.objective} |log error| per quantity, at most {args.sweeps} sweeps, {args.grid} grid, "
-          f"folds by {args.split}" + (f", on the {sum(fitted)} fitted points of {args.fit_sample:g} of the rows "
-                                      f"(--fit-sample)" if args.fit_sample < 1 else ""))
+          f"folds by {args.split}" + (f", on {args.fit_sample:g} of the rows (--fit-sample): {sum(fitted)} points "
+                                      f"there, bursts left out (the fits use their timing points)"
+                                      if args.fit_sample < 1 else ""))
     for i in range(k):
         mine = [p for p, f in zip(order, fold_of) if f == i]
         print(f"  fold {i} holds out {sum(p.quantity in TIMING for p in mine)} timing points of {len(mine)}, "

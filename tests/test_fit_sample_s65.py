@@ -1,25 +1,17 @@
 """bench/published.py's --fit-sample and --no-allfit (session 65): a k-fold whose folds are fitted on a fixed
 share of the benchmark rows, every held-out point still predicted, and the fit on all points skipped. Small
-hand-made cases and two two-point runs of the script; no published figure is asserted."""
+hand-made cases and runs of the script on four points; no published figure is asserted."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
+from tests.test_published_fit import load_bench
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"bench_{name}_s65", ROOT / "bench" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-pub = _load("published")
+pub = load_bench("published")
 
 
 class Row:
@@ -117,5 +109,5 @@ def test_a_fit_sample_fits_on_fewer_points_and_still_predicts_every_held_out_one
     assert pub.main(["--only", *IDS, "--folds", "2", "--sweeps", "1", "--no-allfit", "--fit-sample", str(share)]) == 0
     out = capsys.readouterr().out
     fitted = sum(pub.in_fit_sample(p, share) for p in points)
-    assert f"on the {fitted} fitted points of 0.5 of the rows" in out
+    assert f"on 0.5 of the rows (--fit-sample): {fitted} points there" in out
     assert len(_held_out(out)) == 4 and all(v not in ("-", "train") for v in _held_out(out).values())
