@@ -57,7 +57,8 @@ def engine_model(hw, name: str | None = None) -> EngineModel:
 
 
 def _device_s(groups, hw, a, em: EngineModel, *, decode: bool, rows: int | None = None,
-              expert_rows: float | None = None, expert_inner: tuple | None = None, graph: bool = True) -> float:
+              expert_rows: float | None = None, expert_inner: tuple | None = None, graph: bool = True,
+              attention_work: dict | None = None) -> float:
     """Seconds one GPU spends on its share of a step (``groups``, already sharded), by the project's
     step model (``hardware.expected.ops_time_s``: the roofline with the engine's and the device's
     factors, as ``planner serve``'s ``StepModel`` prices a step). Every op time in this module and in
@@ -68,7 +69,8 @@ def _device_s(groups, hw, a, em: EngineModel, *, decode: bool, rows: int | None 
     each op takes at least the engine's least op time (``min_op_time``) and, where ``graph=False`` (the
     step is not a CUDA-graph replay), its host launch time (``launch_overhead_per_op``; ``op_floor_s``);
     plus the host's kernel launches where the engine profile says how it launches them
-    (``hardware.expected.launch_time_s``)."""
+    (``hardware.expected.launch_time_s``); ``attention_work``: a prompt step's attention tiles and keys
+    (``hardware.expected.prompt_attention_work``)."""
     from .expected import experts_format, for_column, for_weights, launch_time_s, op_floor_s, ops_time_s
 
     if not groups:
@@ -77,7 +79,8 @@ def _device_s(groups, hw, a, em: EngineModel, *, decode: bool, rows: int | None 
     f = for_weights(for_column(em.factors, hw, a.fmt.compute.compute, experts_format(a.fmt)), a.fmt, wob)
     floor, launch = op_floor_s(f, graph=graph)
     dev = ops_time_s(groups, peak, bw, f, decode=decode, weight_only_bits=wob, rows=rows, floor_s=floor,
-                     expert_rows=expert_rows, expert_inner=expert_inner, launch_s=launch)
+                     expert_rows=expert_rows, expert_inner=expert_inner, launch_s=launch,
+                     attention_work=attention_work)
     return dev + launch_time_s(f, groups, None, dev)
 
 
@@ -253,7 +256,7 @@ def replica_step(a, hw, plan: LayoutPlan, em: EngineModel, *, batch: int, new_to
     groups = _groups(a, rank_b, new_tokens, cached)
     full = _groups(a, mb, new_tokens, cached) if lo.attn_dp > 1 else groups
     act = a.fmt.act.bits // 8 if a.fmt.act.bits >= 8 else 2
-    from .expected import expert_inner, expert_rows, for_model, graphed
+    from .expected import expert_inner, expert_rows, for_model, graphed, prompt_attention_work, query_heads
 
     f = for_model(em.factors, a.spec)  # the engine's prompt graphs for this model (SGLang's MLA cap, exclusions)
     if em.profile.cuda_graph_prefill_tp_only and (lo.attn_dp > 1 or lo.pp > 1 or lo.ep > 1):
@@ -272,6 +275,11 @@ def replica_step(a, hw, plan: LayoutPlan, em: EngineModel, *, batch: int, new_to
         lg = layout_groups(groups, plan, s, full)
         kw = dict(decode=new_tokens == 1, rows=rank_b * new_tokens, expert_rows=e_rows, graph=graph,
                   expert_inner=e_inner)
+        if new_tokens > 1:  # a prompt step: the attention kernel's tiles on this rank (its heads split tp ways)
+            heads = query_heads(a.spec)
+            attn = [g for g in lg if g.op.kind == "attention"]
+            kw["attention_work"] = prompt_attention_work([attn], -(-heads // lo.tp) if heads else None,
+                                                         [(new_tokens, cached, rank_b)])
         dev = _device_s(lg, hw, a, em, **kw)
         parts = {"dispatch": 0.0, "combine": 0.0, "other": 0.0}
         for c in stage_collectives(a.spec, plan, s, mb * new_tokens, act):

@@ -150,6 +150,12 @@ class Factors:
     async_scheduling: bool = False
     attention_decode: float = 1.0
     attention_prefill: float = 1.0
+    # the prompt attention kernel's ramp (``prefill_attention_ramp``): its fraction of the rate above is
+    # tiles / (tiles + attention_prefill_tiles_half) × keys / (keys + attention_prefill_keys_half), tiles being the
+    # step's (sequence, query head, 128-query block) work items on one rank and keys each sequence's context at the
+    # chunk's end; 0: not applied
+    attention_prefill_tiles_half: float = 0.0
+    attention_prefill_keys_half: float = 0.0
     # times the decode attention kernel reads each byte of the KV cache from memory: 1 where the kernel
     # shares one load of a KV head among its query heads (XQA, FlashAttention/FlashInfer decode); the
     # query heads per KV head where one thread block per query head reads its KV head's cache on its own
@@ -220,6 +226,8 @@ class Factors:
             "sampler_token_s": self.sampler_token_s,
             "async_scheduling": self.async_scheduling,
             "attention_decode": self.attention_decode, "attention_prefill": self.attention_prefill,
+            "attention_prefill_tiles_half": self.attention_prefill_tiles_half,
+            "attention_prefill_keys_half": self.attention_prefill_keys_half,
             "attention_decode_kv_reads": self.attention_decode_kv_reads,
             "attention_decode_overhead_s": self.attention_decode_overhead_s,
             "weight_only": dict(self.weight_only),
@@ -308,6 +316,13 @@ def device_defaults() -> dict:
         "compute_of_mamf": 0.0 if not d.get("compute_of_mamf") else
         units.parse_fraction(d["compute_of_mamf"], field="compute_of_mamf", where=w),
         "gemm_k_half": _number(d.get("gemm_k_half", 0), "gemm_k_half", w),  # elements; 0: not applied
+        "attention_prefill_tiles_half": _number(d.get("attention_prefill_tiles_half", 0),
+                                                "attention_prefill_tiles_half", w),
+        "attention_prefill_keys_half": _number(d.get("attention_prefill_keys_half", 0),
+                                               "attention_prefill_keys_half", w),
+        # the per-SM 16-bit rate the keys' half-point is given at (a device's scales by its own)
+        "attention_prefill_keys_half_at": units.parse_flops(d.get("attention_prefill_keys_half_at", "1 TFLOP/s"),
+                                                            field="attention_prefill_keys_half_at", where=w),
         "interconnect": units.parse_fraction(d["interconnect"], field="interconnect", where=w),
         "allreduce_latency_s": units.parse_time(d["allreduce_latency"], field="allreduce_latency", where=w, allow_zero=True),
     }
@@ -363,6 +378,8 @@ def factors_for(hw, engine, *, defaults: dict | None = None) -> Factors:
         async_scheduling=bool(engine.async_scheduling),
         attention_decode=engine.attention_decode_by_device.get(hw.name, engine.attention_decode_efficiency),
         attention_prefill=engine.attention_prefill_by_device.get(hw.name, engine.attention_prefill_efficiency),
+        attention_prefill_tiles_half=float(dd.get("attention_prefill_tiles_half") or 0.0),
+        attention_prefill_keys_half=prompt_keys_half(hw, dd),
         weight_only=dict(engine.weight_only_efficiency),
         weight_only_compute_by_method=weight_only_compute_rates(hw, engine),
         experts_by_dtype=dict(engine.experts_efficiency),
@@ -545,6 +562,8 @@ def _stage(f: Factors, n: int) -> Factors:
                       experts_grouped_overhead_s=f.experts_grouped_overhead_s)
     if n >= 3:
         out = replace(out, attention_decode=f.attention_decode, attention_prefill=f.attention_prefill,
+                      attention_prefill_tiles_half=f.attention_prefill_tiles_half,
+                      attention_prefill_keys_half=f.attention_prefill_keys_half,
                       attention_decode_kv_reads=f.attention_decode_kv_reads,
                       attention_decode_overhead_s=f.attention_decode_overhead_s)
     if n >= 4:
@@ -696,21 +715,25 @@ def expert_rows(tokens: int, num_experts: int, top_k: int) -> float:
 
 def ops_time_s(ops: Iterable, flops_per_s: float, bytes_per_s: float, f: Factors, *, decode: bool,
                weight_only_bits: int | None = None, rows: int | None = None, floor_s: float = 0.0,
-               expert_rows: float | None = None, expert_inner: tuple | None = None, launch_s: float = 0.0) -> float:
+               expert_rows: float | None = None, expert_inner: tuple | None = None, launch_s: float = 0.0,
+               attention_work: Mapping | None = None) -> float:
     """Σ over ops of the time under factors ``f`` (see the module docstring). ``ops`` are ``Op``s or
     collapsed ``OpGroup``s (an op and how many identical layers run it). ``rows``: the tokens each
     matmul of the step multiplies (batch × new tokens), for a calibrated rows table. ``floor_s``: the
     least each op takes (the host's launch time of a step launched op by op). ``expert_rows``: the rows
     each touched expert multiplies (``expert_rows``), for the rows table on expert GEMMs; ``expert_inner``:
-    their GEMMs' inner dimensions (``expert_inner``), for ``k_scale``."""
+    their GEMMs' inner dimensions (``expert_inner``), for ``k_scale``. ``attention_work``: ``{id(op): (tiles,
+    keys)}`` of a prompt step's attention ops, for ``prefill_attention_ramp`` (``hardware.serve.StepModel.prefill``
+    knows its pieces; an attention op without an entry takes no ramp)."""
     return ops_times_s(ops, flops_per_s, bytes_per_s, f, decode=decode, weight_only_bits=weight_only_bits, rows=rows,
-                       floor_s=floor_s, expert_rows=expert_rows, expert_inner=expert_inner, launch_s=launch_s)[1]
+                       floor_s=floor_s, expert_rows=expert_rows, expert_inner=expert_inner, launch_s=launch_s,
+                       attention_work=attention_work)[1]
 
 
 def ops_times_s(ops: Iterable, flops_per_s: float, bytes_per_s: float, f: Factors, *, decode: bool,
                 weight_only_bits: int | None = None, rows: int | None = None, floor_s: float = 0.0,
                 expert_rows: float | None = None, expert_inner: tuple | None = None,
-                launch_s: float = 0.0) -> tuple[float, float]:
+                launch_s: float = 0.0, attention_work: Mapping | None = None) -> tuple[float, float]:
     """``ops_time_s`` without and with the floor, in one pass over the ops: ``(Σ n × t, Σ n × max(t, floor_s,
     launch_s × launches))``, an op's ``launches`` being the kernels a serving engine launches for it
     (``analysis.trace``; 1 unless ``f.op_launches``): ``launch_s`` is the host's time per launch in a step launched
@@ -722,7 +745,8 @@ def ops_times_s(ops: Iterable, flops_per_s: float, bytes_per_s: float, f: Factor
     for item in ops:
         o, n = (item.op, item.count) if hasattr(item, "op") else (item, 1)
         r = expert_rows if o.kind == "experts" else rows
-        t = _op_time(o, flops_per_s, bw, f, decode, wq, r, expert_inner)
+        t = _op_time(o, flops_per_s, bw, f, decode, wq, r, expert_inner,
+                     attention_work.get(id(o)) if attention_work and o.kind == "attention" else None)
         if wr and o.kind == "matmul":  # the weight-only kernel's own compute-bound rate (``for_weights``)
             t = max(t, o.flops / wr)
         total += n * t
@@ -730,8 +754,60 @@ def ops_times_s(ops: Iterable, flops_per_s: float, bytes_per_s: float, f: Factor
     return total, floored
 
 
+def prefill_attention_ramp(f: Factors, work: tuple[float, float] | None) -> float:
+    """The prompt attention kernel's fraction of its large-problem rate (``f.attention_prefill``) in a step:
+    ``tiles / (tiles + attention_prefill_tiles_half) × keys / (keys + attention_prefill_keys_half)`` for ``work`` =
+    ``(tiles, keys)``, 1 without it or with both half-points 0. A FlashAttention-style prompt kernel gives each
+    thread block one (sequence, query head, 128-query block) tile: with few tiles the device's SMs idle, and a
+    tile's fixed prologue and epilogue weigh against its main loop over the keys it attends. Both half-points
+    are fitted on NVIDIA's measured context-attention tables (``bench/aic_attention.py``)."""
+    if work is None:
+        return 1.0
+    tiles, keys = work
+    r = 1.0
+    if f.attention_prefill_tiles_half:
+        r *= tiles / (tiles + f.attention_prefill_tiles_half)
+    if f.attention_prefill_keys_half:
+        r *= keys / (keys + f.attention_prefill_keys_half)
+    return r
+
+
+def prompt_keys_half(hw, dd: Mapping) -> float:
+    """The device's keys half-point of the prompt attention ramp (``prefill_attention_ramp``): ``_device.yaml``
+    attention_prefill_keys_half, given at the per-SM 16-bit rate attention_prefill_keys_half_at, scaled by the
+    device's own per-SM rate (its bf16 peak over ``sm_count``). A tile's fixed prologue and epilogue take about the
+    same time on any SM, and a key costs the tile 1 / (its SM's rate): the keys that match the fixed part grow with
+    the SM's rate (NVIDIA's measured tables: 256-512 on A100 and L40S, 1,024 on Hopper, 1,024-3,072 on Blackwell).
+    0 (no ramp) on a device without an SM count or a bf16 peak."""
+    half, at = float(dd.get("attention_prefill_keys_half") or 0.0), float(dd.get("attention_prefill_keys_half_at") or 0.0)
+    peak = hw.peak_flops_per_s.get("bf16") if hasattr(hw, "peak_flops_per_s") else None
+    sms = getattr(hw, "sm_count", None)
+    if not half or not at or not peak or not sms:
+        return 0.0
+    return half * (peak / sms) / at
+
+
+def query_heads(spec) -> int | None:
+    """The query heads of the model's first layer that has them (softmax attention or MLA), for the prompt
+    attention kernel's tiles (``prefill_attention_ramp``); None where no layer has them."""
+    return next((m.num_attention_heads for m in (layer.mixer for layer in spec.layers)
+                 if isinstance(getattr(m, "num_attention_heads", None), int)), None)
+
+
+def prompt_attention_work(groups, heads: int | None, pieces) -> dict:
+    """``{id(op): (tiles, keys)}`` for the attention ops of a prompt step (``ops_time_s`` attention_work). The
+    step's attention runs as one varlen kernel over every piece, so its tiles are all the pieces' (sequence, query
+    head, 128-query block) work items; each piece's keys are its context at the chunk's end. ``groups``: each
+    piece's attention ops, in the order of ``pieces`` (``((new, cached, sequences), ...)``); ``heads``: the query
+    heads on one rank (None: no ramp)."""
+    if not heads:
+        return {}
+    tiles = heads * sum(k * -(-n // 128) for n, _, k in pieces)
+    return {id(g.op): (tiles, n + c) for gs, (n, c, _) in zip(groups, pieces) for g in gs}
+
+
 def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: float, rows: float | None,
-             expert_inner: tuple | None = None) -> float:
+             expert_inner: tuple | None = None, attention_work: tuple[float, float] | None = None) -> float:
     kind = o.kind
     if kind in GEMM_KINDS:
         # routed experts: the engine's fraction of the compute rate for their weight format (``experts_compute``)
@@ -752,7 +828,7 @@ def _op_time(o, flops_per_s: float, bw: float, f: Factors, decode: bool, wq: flo
             m = (o.bytes + (f.attention_decode_kv_reads - 1) * o.kv_read_bytes) / (bw * e_attn) \
                 + f.attention_decode_overhead_s
         else:
-            c = o.flops / (flops_per_s * f.compute * f.attention_prefill)
+            c = o.flops / (flops_per_s * f.compute * f.attention_prefill * prefill_attention_ramp(f, attention_work))
             m = o.bytes / bw
         return _join(c, m, f.gemm_ridge_exponent)
     return max(o.flops / (flops_per_s * f.compute), o.bytes / bw)
@@ -812,7 +888,8 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
               detail: bool = True, rows: int | None = None, kernels: int | None = None, graph: bool = True,
               expert_rows: float | None = None, expert_inner: tuple | None = None,
               experts_format: str | None = None, allreduce_link: tuple[float, float] | None = None,
-              ideal_ops_s: float | None = None, held_tokens: int = 0) -> StepCost:
+              ideal_ops_s: float | None = None, held_tokens: int = 0,
+              attention_work: Mapping | None = None) -> StepCost:
     """Ideal and expected seconds of one rank's step (``ops`` already sharded), and each factor's share.
     ``graph=False``: the step is launched op by op (not a CUDA-graph replay) and pays the launches.
     ``detail=False`` skips the intermediate stages (the op-level parts are then lumped into the first
@@ -824,7 +901,8 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     layout's); None: the device's interconnect and the engine's fitted per-call latency. ``ideal_ops_s``: the ops'
     roofline time (``ops_time_s`` under ``IDEAL``) where the caller kept it from an earlier call on the same ops,
     device and compute column (it does not depend on ``f``). ``held_tokens``: the tokens the step's sequences hold
-    (prompt + output so far), for the engine's ``sampler_token_s``."""
+    (prompt + output so far), for the engine's ``sampler_token_s``. ``attention_work``: ``{id(op): (tiles, keys)}``
+    of a prompt step's attention ops (``ops_time_s``), for the prompt attention kernel's ramp."""
     flops_per_s = hw.peak_flops_for(compute_key)
     bytes_per_s = hw.memory_bandwidth_bytes_per_s
     f = for_column(f, hw, compute_key, experts_format)
@@ -832,9 +910,9 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
     # the last stage applies every op-level factor: its op times are f's, so one pass gives it and the floored sum
     stage4, floored = ops_times_s(ops, flops_per_s, bytes_per_s, f, decode=decode, weight_only_bits=weight_only_bits,
                                   rows=rows, floor_s=floor, expert_rows=expert_rows, expert_inner=expert_inner,
-                                  launch_s=launch)
+                                  launch_s=launch, attention_work=attention_work)
     stage = {n: ops_time_s(ops, flops_per_s, bytes_per_s, _stage(f, n), decode=decode, rows=rows,
-                           expert_rows=expert_rows, expert_inner=expert_inner)
+                           expert_rows=expert_rows, expert_inner=expert_inner, attention_work=attention_work)
              for n in (range(4) if detail else (0,)) if n or ideal_ops_s is None}
     if ideal_ops_s is not None:  # (stage 0 is the roofline: _stage(f, 0) is IDEAL whatever f)
         stage[0] = ideal_ops_s
@@ -873,5 +951,5 @@ def step_cost(ops: list, hw, compute_key: str, f: Factors, *, decode: bool, sequ
 __all__ = ["EXPERTS_FORMATS", "FACTORS", "allreduce_latency_for", "allreduce_latency_source", "async_note", "KERNEL_LAUNCHES", "OP_LAUNCHES", "Factors", "IDEAL", "graph_node_at", "graph_nodes_s", "host_step_overhead_s", "launch_time_s", "op_floor_s", "step_kernels", "with_async_scheduling",
            "StepCost", "ZERO", "device_defaults", "expert_inner", "expert_rows", "experts_format", "factors_for", "for_column", "for_model", "for_weights", "gemm_time_s",
            "weight_only_compute_rates", "weight_only_compute_source", "graphed", "prefill_graph_cap", "uses_mla",
-           "inner_dim", "k_scale", "outer_dim", "attention_efficiency_at", "shape_efficiency",
+           "inner_dim", "k_scale", "prefill_attention_ramp", "prompt_attention_work", "prompt_keys_half", "query_heads", "outer_dim", "attention_efficiency_at", "shape_efficiency",
            "ops_time_s", "ops_times_s", "rows_efficiency", "step_cost"]

@@ -80,7 +80,7 @@ from typing import Mapping, NamedTuple
 from planner.analysis.records import frozen
 
 from .expected import (FACTORS, ZERO, Factors, StepCost, expert_inner, experts_format, for_model, for_weights, graphed,
-                       step_cost)
+                       prompt_attention_work, query_heads, step_cost)
 
 DECODE_SEGMENTS = 16
 ARRIVALS = ("together", "closed-loop")
@@ -151,6 +151,9 @@ class StepModel:
         self.expert_inner = expert_inner(a.spec, plan.tp)
         self.experts_format = experts_format(a.fmt)
         self.allreduce_link = allreduce_link_of(hw, plan.tp)
+        # query heads on one rank, for the prompt attention kernel's tiles (hardware.expected.prefill_attention_ramp)
+        heads = query_heads(a.spec)
+        self.query_heads = -(-heads // plan.tp) if heads else None
         self._cache: dict = {}
         self._ops_cache = ops_cache if ops_cache is not None else {}  # shareable between factor sets
         self.detail = detail
@@ -267,8 +270,10 @@ class StepModel:
         seqs = sum(pieces.values())
         prompt = any(n > 1 for (n, _) in pieces) or all(c == 0 for (_, c) in pieces)
         ops = list(self._part(False, 1, tokens, 0))
-        for (n, c), k in pieces.items():
-            ops.extend(self._part(True, k, n, c))
+        parts = [self._part(True, k, n, c) for (n, c), k in pieces.items()]
+        for part in parts:
+            ops.extend(part)
+        work = prompt_attention_work(parts, self.query_heads, [(n, c, k) for (n, c), k in pieces.items()])
         cost = step_cost(ops, self.hw, self.compute_key, self.f, decode=False, sequences=seqs,
                          ideal_ops_s=self._ideal(key, ops, False, tokens),
                          allreduce_bytes=self._ar_bytes(tokens), allreduce_calls=self.allreduce_calls,
@@ -276,7 +281,7 @@ class StepModel:
                          graph=graphed(self.f, tokens=tokens, prefill=prompt),
                          expert_rows=self._expert_rows(tokens), expert_inner=self.expert_inner,
                          experts_format=self.experts_format, allreduce_link=self.allreduce_link,
-                         held_tokens=sum(k * (n + c) for (n, c), k in pieces.items()))
+                         held_tokens=sum(k * (n + c) for (n, c), k in pieces.items()), attention_work=work)
         self._cache[key] = cost
         return cost
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from planner.hardware.expected import graphed, step_cost
+from planner.hardware.expected import graphed, prompt_attention_work, step_cost
 from tests.test_fit_speed_s44 import _model
 
 
@@ -17,15 +17,21 @@ def _ops_held(cache: dict) -> int:
 def test_a_mixed_step_prices_the_same_ops_as_the_full_step_lists_give():
     """Two decode tokens at 3,000 and 700 tokens of context beside a 500-token prompt chunk on 1,200 cached: its cost
     is step_cost over the non-attention ops of a 502-token step and the attention ops of each piece, each taken from
-    that piece's own full step."""
+    that piece's own full step, the attention's tiles and keys counted over the pieces (session 66's ramp): the
+    step's one varlen kernel runs 32 query heads x (1 + 1 + 4) 128-query blocks = 192 tiles, each piece at its
+    own context."""
     cache: dict = {}
     m, hw = _model("h100-sxm", cache)
     pieces = {(1, 3000): 1, (1, 700): 1, (500, 1200): 1}
     got = m.prefill(pieces)
     fresh, _ = _model("h100-sxm", {})
     ops = [g for g in fresh._build(1, 502, 0) if g.op.kind != "attention"]
-    for (n, c), k in pieces.items():
-        ops.extend(g for g in fresh._build(k, n, c) if g.op.kind == "attention")
+    parts = [[g for g in fresh._build(k, n, c) if g.op.kind == "attention"] for (n, c), k in pieces.items()]
+    for part in parts:
+        ops.extend(part)
+    work = prompt_attention_work(parts, fresh.query_heads, [(n, c, k) for (n, c), k in pieces.items()])
+    assert fresh.query_heads == 32 and {w[0] for w in work.values()} == {192}
+    assert sorted({w[1] for w in work.values()}) == [701, 1700, 3001]
     assert sum(g.op.kind == "attention" for g in ops) > 0
     want = step_cost(ops, hw, m.compute_key, m.f, decode=False, sequences=3,
                      ideal_ops_s=fresh._ideal(("p", tuple(sorted(pieces.items()))), ops, False, 502),
@@ -33,7 +39,7 @@ def test_a_mixed_step_prices_the_same_ops_as_the_full_step_lists_give():
                      weight_only_bits=fresh.weight_only_bits, detail=False, rows=502,
                      graph=graphed(m.f, tokens=502, prefill=True), expert_rows=None, expert_inner=fresh.expert_inner,
                      experts_format=fresh.experts_format, allreduce_link=fresh.allreduce_link,
-                     held_tokens=3001 + 701 + 1700)
+                     held_tokens=3001 + 701 + 1700, attention_work=work)
     assert got.expected_s == pytest.approx(want.expected_s, rel=1e-12)
     assert got.ideal_s == pytest.approx(want.ideal_s, rel=1e-12)
 
