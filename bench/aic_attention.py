@@ -21,7 +21,6 @@ It is an independent check of the attention price (nothing is fitted on it here)
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -29,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from aic_gemm import SYSTEMS, tables_reader  # noqa: E402  (bench/ is this script's folder)
+from aic_gemm import SYSTEMS, data_tables, versions_with  # noqa: E402  (bench/ is this script's folder)
 
 #: planner model (bundled config) -> tensor-parallel degree: 32 query / 8 KV heads a rank, and 8 / 1
 MODELS = {"meta-llama/Llama-3.1-8B": 1, "meta-llama/Llama-3.1-70B": 8}
@@ -38,11 +37,7 @@ TOKENS = (512, 1024, 2048, 4096, 8192, 16384)
 
 def versions(folder: Path) -> list[Path]:
     """The engine versions measured, newest first."""
-    found = [p for p in folder.iterdir() if (p / "context_attention_perf.parquet").is_file()] if folder.is_dir() else []
-
-    def key(p: Path):
-        return tuple(int(x) if x.isdigit() else 0 for x in p.name.replace("rc", ".").replace("post", ".").split("."))
-    return sorted(found, key=key, reverse=True)
+    return versions_with(folder, "context_attention_perf.parquet")
 
 
 def planner_prompt(model: str, tp: int, system: str, framework: str) -> dict[int, tuple[float, float, float, float]]:
@@ -78,12 +73,10 @@ def planner_prompt(model: str, tp: int, system: str, framework: str) -> dict[int
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=Path, required=True, help="aiconfigurator_core/systems/data")
-    args = ap.parse_args(argv)
-    pd = tables_reader(args.data, "bench/aic_attention.py")
-    if pd is None:
+    got = data_tables(__doc__, "bench/aic_attention.py", argv)
+    if got is None:
         return 2
+    args, pd = got
     from planner.cli.common import load_model
     from planner.hardware.profiles import load_profile
 

@@ -33,12 +33,29 @@ DTYPES = {"bfloat16": ("bf16", 2, 2, False), "fp8": ("fp8", 1, 1, False), "fp8_b
 M_BUCKETS = ((1, 16), (17, 128), (129, 1024), (1025, 8192), (8193, 1 << 30))
 
 
-def latest_version(folder: Path) -> Path | None:
-    versions = [p for p in folder.iterdir() if (p / "gemm_perf.parquet").is_file()] if folder.is_dir() else []
+def versions_with(folder: Path, table: str) -> list[Path]:
+    """The engine versions under ``folder`` that hold ``table`` (a parquet file name), newest first."""
+    found = [p for p in folder.iterdir() if (p / table).is_file()] if folder.is_dir() else []
 
     def key(p: Path):
         return tuple(int(x) if x.isdigit() else 0 for x in p.name.replace("rc", ".").replace("post", ".").split("."))
-    return max(versions, key=key) if versions else None
+    return sorted(found, key=key, reverse=True)
+
+
+def latest_version(folder: Path) -> Path | None:
+    found = versions_with(folder, "gemm_perf.parquet")
+    return found[0] if found else None
+
+
+def data_tables(doc: str, script: str, argv=None):
+    """``(args, pandas)`` for a script (``doc``: its docstring) that reads only the tables under ``--data``
+    (aiconfigurator_core/systems/data); None after one ``Error:`` line where pandas or the folder is missing (the
+    script exits 2)."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
+    ap.add_argument("--data", type=Path, required=True, help="aiconfigurator_core/systems/data")
+    args = ap.parse_args(argv)
+    pd = tables_reader(args.data, script)
+    return None if pd is None else (args, pd)
 
 
 def tables_reader(data: Path, script: str):

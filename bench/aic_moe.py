@@ -19,7 +19,6 @@ CUDA-graph replay of a decode step does not pay; the prompt range (256 tokens an
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -27,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from aic_gemm import SYSTEMS, tables_reader  # noqa: E402  (bench/ is this script's folder)
+from aic_gemm import SYSTEMS, data_tables, versions_with  # noqa: E402  (bench/ is this script's folder)
 
 #: planner model (bundled config) -> (tensor-parallel degree, the checkpoint's expert format in aiconfigurator)
 MODELS = {"deepseek-ai/DeepSeek-R1": (8, "fp8_block"), "Qwen/Qwen3-235B-A22B": (8, "bfloat16"),
@@ -37,11 +36,7 @@ TOKENS = (64, 256, 512, 1024, 2048, 4096, 8192)
 
 def versions(folder: Path) -> list[Path]:
     """The engine versions measured, newest first."""
-    found = [p for p in folder.iterdir() if (p / "moe_perf.parquet").is_file()] if folder.is_dir() else []
-
-    def key(p: Path):
-        return tuple(int(x) if x.isdigit() else 0 for x in p.name.replace("rc", ".").replace("post", ".").split("."))
-    return sorted(found, key=key, reverse=True)
+    return versions_with(folder, "moe_perf.parquet")
 
 
 def planner_ms(model: str, tp: int, system: str, framework: str, dtype: str) -> dict[int, float] | None:
@@ -69,12 +64,10 @@ def planner_ms(model: str, tp: int, system: str, framework: str, dtype: str) -> 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", type=Path, required=True, help="aiconfigurator_core/systems/data")
-    args = ap.parse_args(argv)
-    pd = tables_reader(args.data, "bench/aic_moe.py")
-    if pd is None:
+    got = data_tables(__doc__, "bench/aic_moe.py", argv)
+    if got is None:
         return 2
+    args, pd = got
     from planner.cli.common import load_model
 
     print("measured MoE layer (aiconfigurator) / planner's experts op, one rank, balanced routing, EP 1 "

@@ -799,7 +799,8 @@ def prompt_attention_work(groups, heads: int | None, pieces) -> dict:
     step's attention runs as one varlen kernel over every piece, so its tiles are all the pieces' (sequence, query
     head, 128-query block) work items; each piece's keys are its context at the chunk's end. ``groups``: each
     piece's attention ops, in the order of ``pieces`` (``((new, cached, sequences), ...)``); ``heads``: the query
-    heads on one rank (None: no ramp)."""
+    heads on one rank (None: no ramp). A sliding-window layer's keys are taken as the whole context too (not capped
+    at its window), so its ramp is the full layers'."""
     if not heads:
         return {}
     tiles = heads * sum(k * -(-n // 128) for n, _, k in pieces)
