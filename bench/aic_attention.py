@@ -35,11 +35,6 @@ MODELS = {"meta-llama/Llama-3.1-8B": 1, "meta-llama/Llama-3.1-70B": 8}
 TOKENS = (512, 1024, 2048, 4096, 8192, 16384)
 
 
-def versions(folder: Path) -> list[Path]:
-    """The engine versions measured, newest first."""
-    return versions_with(folder, "context_attention_perf.parquet")
-
-
 def planner_prompt(model: str, tp: int, system: str, framework: str) -> dict[int, tuple[float, float, float, float]]:
     """At each of TOKENS prompt tokens (one prompt, nothing cached), on one rank: (the attention op's FLOPs, its
     price in ms, the whole prompt step's ops in ms, the step's attention ops in ms)."""
@@ -91,7 +86,8 @@ def main(argv=None) -> int:
         for system in SYSTEMS:
             hw = load_profile(SYSTEMS[system])
             for framework in ("vllm", "sglang", "trtllm"):
-                for v in versions(args.data / system / "attention" / framework):  # the newest with this shape
+                # the newest version that measured this shape
+                for v in versions_with(args.data / system / "attention" / framework, "context_attention_perf.parquet"):
                     d = pd.read_parquet(v / "context_attention_perf.parquet")
                     sel = ((d.batch_size == 1) & (d.num_heads == heads) & (d.num_key_value_heads == kv)
                            & (d.head_dim == hd) & (d.kv_cache_dtype == "bfloat16") & (d.isl.isin(TOKENS)))

@@ -270,15 +270,14 @@ def replica_step(a, hw, plan: LayoutPlan, em: EngineModel, *, batch: int, new_to
     graph = graphed(f, tokens=rank_b * new_tokens, prefill=new_tokens > 1)
     ep = em.profile.expert_parallel if lo.ep > 1 and shape else None
     overlap = ep is not None and ep.overlap == "two_batch" and rank_b * new_tokens >= 2
+    heads = query_heads(a.spec, lo.tp) if new_tokens > 1 else None  # a prompt step's attention tiles on one rank
     stage_s, comp, comm = [], [], []
     for s in range(lo.pp):
         lg = layout_groups(groups, plan, s, full)
         kw = dict(decode=new_tokens == 1, rows=rank_b * new_tokens, expert_rows=e_rows, graph=graph,
                   expert_inner=e_inner)
-        if new_tokens > 1:  # a prompt step: the attention kernel's tiles on this rank (its heads split tp ways)
-            heads = query_heads(a.spec)
-            attn = [g for g in lg if g.op.kind == "attention"]
-            kw["attention_work"] = prompt_attention_work([attn], -(-heads // lo.tp) if heads else None,
+        if heads:
+            kw["attention_work"] = prompt_attention_work([[g for g in lg if g.op.kind == "attention"]], heads,
                                                          [(new_tokens, cached, rank_b)])
         dev = _device_s(lg, hw, a, em, **kw)
         parts = {"dispatch": 0.0, "combine": 0.0, "other": 0.0}

@@ -320,9 +320,10 @@ def device_defaults() -> dict:
                                                 "attention_prefill_tiles_half", w),
         "attention_prefill_keys_half": _number(d.get("attention_prefill_keys_half", 0),
                                                "attention_prefill_keys_half", w),
-        # the per-SM 16-bit rate the keys' half-point is given at (a device's scales by its own)
-        "attention_prefill_keys_half_at": units.parse_flops(d.get("attention_prefill_keys_half_at", "1 TFLOP/s"),
-                                                            field="attention_prefill_keys_half_at", where=w),
+        # the per-SM 16-bit rate the keys' half-point is given at (a device's scales by its own); absent: no ramp
+        "attention_prefill_keys_half_at": units.parse_flops(d["attention_prefill_keys_half_at"],
+                                                            field="attention_prefill_keys_half_at", where=w)
+        if "attention_prefill_keys_half_at" in d else 0.0,
         "interconnect": units.parse_fraction(d["interconnect"], field="interconnect", where=w),
         "allreduce_latency_s": units.parse_time(d["allreduce_latency"], field="allreduce_latency", where=w, allow_zero=True),
     }
@@ -787,11 +788,13 @@ def prompt_keys_half(hw, dd: Mapping) -> float:
     return half * (peak / sms) / at
 
 
-def query_heads(spec) -> int | None:
-    """The query heads of the model's first layer that has them (softmax attention or MLA), for the prompt
-    attention kernel's tiles (``prefill_attention_ramp``); None where no layer has them."""
-    return next((m.num_attention_heads for m in (layer.mixer for layer in spec.layers)
-                 if isinstance(getattr(m, "num_attention_heads", None), int)), None)
+def query_heads(spec, tp: int = 1) -> int | None:
+    """The query heads on one rank of a ``tp``-way split (rounded up) of the model's first layer that has them
+    (softmax attention or MLA), for the prompt attention kernel's tiles (``prefill_attention_ramp``); None where no
+    layer has them."""
+    heads = next((m.num_attention_heads for m in (layer.mixer for layer in spec.layers)
+                  if isinstance(getattr(m, "num_attention_heads", None), int)), None)
+    return -(-heads // tp) if heads else None
 
 
 def prompt_attention_work(groups, heads: int | None, pieces) -> dict:

@@ -152,8 +152,7 @@ class StepModel:
         self.experts_format = experts_format(a.fmt)
         self.allreduce_link = allreduce_link_of(hw, plan.tp)
         # query heads on one rank, for the prompt attention kernel's tiles (hardware.expected.prefill_attention_ramp)
-        heads = query_heads(a.spec)
-        self.query_heads = -(-heads // plan.tp) if heads else None
+        self.query_heads = query_heads(a.spec, plan.tp)
         self._cache: dict = {}
         self._ops_cache = ops_cache if ops_cache is not None else {}  # shareable between factor sets
         self.detail = detail

@@ -93,6 +93,12 @@ def test_device_defaults_scale_the_keys_half_point_by_the_per_sm_rate_and_refuse
     ideal = factors_for(load_profile("h100-sxm"), load_engine("ideal"))
     assert ideal.attention_prefill_tiles_half == 0.0 and ideal.attention_prefill_keys_half == 0.0
     device = engine_mod._read_yaml("_device")
+    # without the per-SM rate the half-point is given at, there is nothing to scale by: no ramp
+    no_rate = {k: v for k, v in device.items() if k != "attention_prefill_keys_half_at"}
+    vllm = load_engine("vllm")
+    monkeypatch.setattr(engine_mod, "_read_yaml", lambda name: no_rate)
+    assert device_defaults()["attention_prefill_keys_half_at"] == 0.0
+    assert factors_for(load_profile("h100-sxm"), vllm, defaults=device_defaults()).attention_prefill_keys_half == 0.0
     for field, bads in (("attention_prefill_tiles_half", (-1, True, "many", float("nan"))),
                         ("attention_prefill_keys_half", (-1, True, "many", float("nan"))),
                         ("attention_prefill_keys_half_at", ("fast", -1, "3 GB/s"))):
