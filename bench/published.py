@@ -211,6 +211,22 @@ def vllm_async_scheduling(entry: dict) -> bool:
     return dated_from(entry, VLLM_ASYNC_DATE)
 
 
+# vLLM v0.28.0 gave devices of 160 GiB and more a step budget of 16,384 tokens (profiles/engines/vllm.yaml
+# scheduler.max_num_batched_tokens, its first rule; PR #51726): earlier V1 releases ran 8,192 there
+VLLM_BATCH_160_FROM = (0, 28)
+VLLM_BATCH_160_DATE = "2026-08-24"  # v0.28.0's tag: an entry without a release number dated from then on has it
+VLLM_BATCH_BEFORE_160 = 8192
+
+
+def vllm_large_step_budget(entry: dict) -> bool:
+    """Whether a vLLM V1 entry's release gave a device of 160 GiB or more the 16,384-token step budget: 0.28 or
+    later, or, without a release number, a source dated on or after v0.28.0's tag (an undated one: not)."""
+    release = release_of(entry)
+    if release is not None:
+        return release >= VLLM_BATCH_160_FROM
+    return dated_from(entry, VLLM_BATCH_160_DATE)
+
+
 def dated_from(entry: dict, day: str) -> bool:
     """Whether the entry's source is dated (YYYY-MM-DD) on or after ``day``; an undated one is not: the fallback for
     an entry without a release number (``vllm_async_scheduling``, ``sglang_prefill_graphs``)."""
@@ -436,6 +452,9 @@ class Point:
         elif (mnbt is None and self.engine_name in V0_PROFILES and not v0_whole  # (chunked prefill on)
               and self.scheduler_steps == 1 and v0_small_chunks(entry)):
             mnbt = V0_EARLY_CHUNK_TOKENS  # a chunked-prefill server before 0.6.5: 512 tokens a step
+        elif (mnbt is None and self.engine_name == "vllm" and self.engine.max_num_batched_tokens(self.hw) > VLLM_BATCH_BEFORE_160
+              and not vllm_large_step_budget(entry)):
+            mnbt = VLLM_BATCH_BEFORE_160  # a V1 release before 0.28 on a device of 160 GiB or more: 8,192 a step
         self.mem = engine_memory(self.a, self.hw, self.engine, self.plan,
                                  gpu_memory_utilization=memory_fraction_of(entry), max_model_len=mml,
                                  max_num_batched_tokens=mnbt,

@@ -60,3 +60,42 @@ def test_phi3_mini_128k_runs_on_a_proxy_of_its_shape_and_context(entries):
     assert new["max_position_embeddings"] == 131072 > 45920 > old["max_position_embeddings"]
     run = [e for e in found if e["settings"].get("max_model_len") == 45920]
     assert run and pub.Point(run[0]).predict() > 0
+
+
+# ---- vLLM v0.28.0's step budget on devices of 160 GiB and more -------------------------------------------------
+
+
+def _b200(version: str, **extra) -> dict:
+    return {"id": "t", "quantity": "ttft_s", "value": 0.1, "engine": "vllm", "engine_version": version,
+            "model_config": "meta-llama/Llama-3.1-8B", "gpu": "b200", "gpus": 1, "tp": 1,
+            "settings": {"arrival": "closed-loop", "client": "server", "input_len": 1000, "output_len": 16,
+                         "concurrency": 8}, **extra}
+
+
+def test_vllm_defaults_a_device_of_160_gib_to_16384_token_steps():
+    """The engine profile (the newest vLLM) gives B200 and MI300X 16,384 tokens a step, H100 and H200 (under 160 GiB)
+    8,192, A100 2,048 (vllm/engine/arg_utils.py get_batch_defaults from v0.28.0)."""
+    from planner.hardware.engine import load_engine
+    from planner.hardware.profiles import load_profile
+
+    eng = load_engine("vllm")
+    assert eng.max_num_batched_tokens(load_profile("b200")) == 16384
+    assert eng.max_num_batched_tokens(load_profile("mi300x")) == 16384
+    assert eng.max_num_batched_tokens(load_profile("h200-sxm")) == 8192
+    assert eng.max_num_batched_tokens(load_profile("a100-80gb")) == 2048
+
+
+@pytest.mark.parametrize("version, date, budget", [
+    ("0.27.1", None, 8192),          # before v0.28.0: the tier below
+    ("0.28.0", None, 16384),
+    ("0.31.1rc1.dev23+g43b4aaea3", None, 16384),
+    ("nightly", "2026-09-01", 16384),  # no release number: by the source's date
+    ("nightly", "2026-08-01", 8192),
+    ("nightly", None, 8192),          # undated: the older default
+])
+def test_a_release_before_0_28_runs_8192_token_steps_on_b200(version, date, budget):
+    source = {"source": {"date": date}} if date else {}
+    assert pub.Point(_b200(version, **source)).mem.max_num_batched_tokens == budget
+    stated = _b200("0.27.1")
+    stated["settings"]["max_num_batched_tokens"] = 4096  # a budget the run states is its own
+    assert pub.Point(stated).mem.max_num_batched_tokens == 4096
