@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from aic_gemm import SYSTEMS, data_tables, versions_with  # noqa: E402  (bench/ is this script's folder)
+from aic_gemm import SYSTEMS, data_tables, step_model_of, versions_with  # noqa: E402  (bench/ is this script's folder)
 
 #: planner model (bundled config) -> tensor-parallel degree: 32 query / 8 KV heads a rank, and 8 / 1
 MODELS = {"meta-llama/Llama-3.1-8B": 1, "meta-llama/Llama-3.1-70B": 8}
@@ -38,20 +38,9 @@ TOKENS = (512, 1024, 2048, 4096, 8192, 16384)
 def planner_prompt(model: str, tp: int, system: str, framework: str) -> dict[int, tuple[float, float, float, float]]:
     """At each of TOKENS prompt tokens (one prompt, nothing cached), on one rank: (the attention op's FLOPs, its
     price in ms, the whole prompt step's ops in ms, the step's attention ops in ms)."""
-    from planner.analysis.analyze import Options, analyze
-    from planner.analysis.parallel import tp_plan
-    from planner.cli.common import load_model
-    from planner.hardware.engine import engine_analysis, load_engine
-    from planner.hardware.expected import factors_for, for_column, ops_time_s, prompt_attention_work
-    from planner.hardware.profiles import load_profile
-    from planner.hardware.serve import StepModel
+    from planner.hardware.expected import ops_time_s, prompt_attention_work
 
-    hw = load_profile(SYSTEMS[system])
-    eng = load_engine(framework)
-    spec = load_model(model).spec
-    a, _ = engine_analysis(analyze(spec, Options(context=max(TOKENS))), eng)
-    m = StepModel(a, hw, tp_plan(spec, tp), factors_for(hw, eng))
-    f = for_column(m.f, hw, m.compute_key, m.experts_format)
+    m, hw, f = step_model_of(model, tp, system, framework, max(TOKENS))
     peak, bw = hw.peak_flops_for(m.compute_key), hw.memory_bandwidth_bytes_per_s
     out = {}
     for t in TOKENS:

@@ -47,6 +47,27 @@ def latest_version(folder: Path) -> Path | None:
     return found[0] if found else None
 
 
+def step_model_of(model: str, tp: int, system: str, framework: str, context: int):
+    """planner's step model of one rank of ``model`` at ``tp``-way tensor parallelism on aiconfigurator's ``system``
+    under the engine profile ``framework``, the checkpoint as stored: ``(StepModel, hardware profile, its factors for
+    the model's compute column and expert format)`` (bench/aic_attention.py and bench/aic_moe.py price one op of a
+    prompt step with them)."""
+    from planner.analysis.analyze import Options, analyze
+    from planner.analysis.parallel import tp_plan
+    from planner.cli.common import load_model
+    from planner.hardware.engine import engine_analysis, load_engine
+    from planner.hardware.expected import factors_for, for_column
+    from planner.hardware.profiles import load_profile
+    from planner.hardware.serve import StepModel
+
+    hw = load_profile(SYSTEMS[system])
+    eng = load_engine(framework)
+    spec = load_model(model).spec
+    a, _ = engine_analysis(analyze(spec, Options(context=context)), eng)
+    m = StepModel(a, hw, tp_plan(spec, tp), factors_for(hw, eng))
+    return m, hw, for_column(m.f, hw, m.compute_key, m.experts_format)
+
+
 def data_tables(doc: str, script: str, argv=None):
     """``(args, pandas)`` for a script (``doc``: its docstring) that reads only the tables under ``--data``
     (aiconfigurator_core/systems/data); None after one ``Error:`` line where pandas or the folder is missing (the

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from aic_gemm import SYSTEMS, data_tables, versions_with  # noqa: E402  (bench/ is this script's folder)
+from aic_gemm import SYSTEMS, data_tables, step_model_of, versions_with  # noqa: E402  (bench/ is this script's folder)
 
 #: planner model (bundled config) -> (tensor-parallel degree, the checkpoint's expert format in aiconfigurator)
 MODELS = {"deepseek-ai/DeepSeek-R1": (8, "fp8_block"), "Qwen/Qwen3-235B-A22B": (8, "bfloat16"),
@@ -41,20 +41,9 @@ def versions(folder: Path) -> list[Path]:
 
 def planner_ms(model: str, tp: int, system: str, framework: str, dtype: str) -> dict[int, float] | None:
     """The step model's experts op of one rank, in ms, at each of TOKENS prompt tokens (None: no profile)."""
-    from planner.analysis.analyze import Options, analyze
-    from planner.analysis.parallel import tp_plan
-    from planner.cli.common import load_model
-    from planner.hardware.engine import engine_analysis, load_engine
-    from planner.hardware.expected import factors_for, for_column, ops_time_s
-    from planner.hardware.profiles import load_profile
-    from planner.hardware.serve import StepModel
+    from planner.hardware.expected import ops_time_s
 
-    hw = load_profile(SYSTEMS[system])
-    eng = load_engine(framework)
-    spec = load_model(model).spec
-    a, _ = engine_analysis(analyze(spec, Options(context=1024)), eng)  # the checkpoint as stored (DeepSeek: block FP8)
-    m = StepModel(a, hw, tp_plan(spec, tp), factors_for(hw, eng))
-    f = for_column(m.f, hw, m.compute_key, m.experts_format)
+    m, hw, f = step_model_of(model, tp, system, framework, 1024)  # the checkpoint as stored (DeepSeek: block FP8)
     out = {}
     for t in TOKENS:
         one = next(g.op for g in m._ops(1, t, 0) if g.op.kind == "experts")  # one layer's

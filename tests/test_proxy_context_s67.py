@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.test_published_fit import pub
+from tests.test_v0_chunk_budget_s63 import _entry
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -66,10 +67,8 @@ def test_phi3_mini_128k_runs_on_a_proxy_of_its_shape_and_context(entries):
 
 
 def _b200(version: str, **extra) -> dict:
-    return {"id": "t", "quantity": "ttft_s", "value": 0.1, "engine": "vllm", "engine_version": version,
-            "model_config": "meta-llama/Llama-3.1-8B", "gpu": "b200", "gpus": 1, "tp": 1,
-            "settings": {"arrival": "closed-loop", "client": "server", "input_len": 1000, "output_len": 16,
-                         "concurrency": 8}, **extra}
+    """test_v0_chunk_budget_s63's entry of a vLLM closed loop, on a B200."""
+    return {**_entry(version), "gpu": "b200", **extra}
 
 
 def test_vllm_defaults_a_device_of_160_gib_to_16384_token_steps():
